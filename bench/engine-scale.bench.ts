@@ -1,0 +1,161 @@
+/**
+ * The engine end to end at scale: generate N flagged VPAs of demo evidence,
+ * ingest, build on the pool, load the snapshot off-thread, then measure
+ * memory per VPA and lookup latency through Intelligence with fresh query
+ * strings.
+ *
+ *   node --expose-gc --max-old-space-size=20000 dist/bench/engine-scale.bench.js [--vpas 1000000] [--threads N] [--keep DIR] [--json FILE]
+ *
+ * Targets at 10M VPAs (README, "Benchmarks"): lookup median ≤ 300 ns, index +
+ * verdict fields ≤ 100 bytes per VPA, load ≤ 3 s, build ≤ 120 s.
+ */
+import { mkdtemp, rm, stat, writeFile, mkdir } from 'node:fs/promises';
+import { tmpdir, cpus, totalmem, availableParallelism } from 'node:os';
+import { join, dirname } from 'node:path';
+import { parseArgs } from 'node:util';
+import { performance } from 'node:perf_hooks';
+import { dataDir } from '../src/common/data-dir.js';
+import { writeDemoData } from '../src/demo/generator.js';
+import { ingestFile } from '../src/evidence/store.js';
+import { SnapshotBuilder } from '../src/intel/build/builder.js';
+import { loadSnapshotOffThread } from '../src/engine/snapshot-loader.js';
+import { Intelligence } from '../src/engine/intelligence.js';
+import type { SnapshotData } from '../src/engine/snapshot-data.js';
+import { NOT_FOUND } from '../src/common/brand.js';
+
+const { values: args } = parseArgs({
+  options: {
+    vpas: { type: 'string', default: '1000000' },
+    threads: { type: 'string' },
+    keep: { type: 'string' },
+    json: { type: 'string' },
+    queries: { type: 'string', default: '1000000' },
+  },
+  strict: true,
+});
+const vpas = Number(args.vpas.replaceAll('_', ''));
+const queryCount = Number(args.queries.replaceAll('_', ''));
+const threads = args.threads === undefined ? availableParallelism() : Number(args.threads);
+const gc = (globalThis as { gc?: () => void }).gc;
+
+const root = args.keep ?? (await mkdtemp(join(tmpdir(), 'upi-risk-scale-')));
+const dir = dataDir(join(root, 'data'));
+const results: Record<string, number | string> = { vpas, threads };
+try {
+  const evidencePath = join(root, 'evidence.ndjson');
+  let t = performance.now();
+  const summary = await writeDemoData({ vpas, seed: 42 }, evidencePath);
+  results.generateS = seconds(t);
+  results.evidenceLines = summary.lines;
+  results.evidenceMiB = round(summary.bytes / 2 ** 20, 1);
+
+  t = performance.now();
+  const ingested = await ingestFile(dir, evidencePath);
+  if (!ingested.accepted) throw new Error('demo evidence refused');
+  results.ingestS = seconds(t);
+  await rm(evidencePath);
+
+  const builder = new SnapshotBuilder({ threads });
+  t = performance.now();
+  const report = await builder.build({ dataDir: dir });
+  results.buildS = seconds(t);
+  for (const [phase, ms] of Object.entries(report.phaseMs)) results[`build.${phase}S`] = round(ms / 1000, 2);
+  await builder.close();
+  results.snapshotMiB = round((await stat(report.path)).size / 2 ** 20, 1);
+
+  gc?.();
+  const rssBefore = process.memoryUsage().rss;
+  t = performance.now();
+  const data = await loadSnapshotOffThread(report.path);
+  results.loadS = seconds(t);
+  const intel = new Intelligence(data);
+  gc?.();
+  results.rssGrowthMiB = round((process.memoryUsage().rss - rssBefore) / 2 ** 20, 1);
+  const n = data.meta.vpaCount;
+  results.flaggedVpas = n;
+  results.clusters = data.meta.clusterCount;
+  results.urls = data.meta.urlCount;
+  const index = bytes(data, ['slots', 'keyBytes', 'keyOffsets']);
+  const fields = bytes(data, ['firstSeen', 'confidence', 'riskCategory', 'evidenceCount', 'vpaCluster', 'sourceOffsets', 'sourceUrl', 'sourceCapturedAt', 'sourceFlags']);
+  const all = bytes(data, Object.keys(data).filter((k) => k !== 'meta') as (keyof SnapshotData)[]);
+  results.indexBytesPerVpa = round(index / n, 1);
+  results.verdictFieldBytesPerVpa = round(fields / n, 1);
+  results.indexPlusFieldsBytesPerVpa = round((index + fields) / n, 1);
+  results.wholeSnapshotBytesPerVpa = round(all / n, 1);
+
+  // Fresh query strings: half hits (upper-cased copies of stored keys), half misses of the same shape.
+  const hits: string[] = [];
+  const misses: string[] = [];
+  for (let i = 0; i < queryCount; i++) {
+    const key = keyText(data, (i * 2654435761) % n);
+    hits.push(Buffer.from(key.toUpperCase(), 'latin1').toString('latin1'));
+    misses.push(Buffer.from(`x${key}`, 'latin1').toString('latin1'));
+  }
+  results.lookupHitMedianNs = medianNs(intel, hits, true);
+  results.lookupMissMedianNs = medianNs(intel, misses, false);
+  results.verdictHitMedianNs = medianVerdictNs(intel, hits);
+} finally {
+  if (args.keep === undefined) await rm(root, { recursive: true, force: true });
+}
+
+results.machine = `${cpus().length} cores, ${round(totalmem() / 2 ** 30, 0)} GiB, Node ${process.version}`;
+results.date = new Date().toISOString();
+console.table(Object.entries(results).map(([metric, value]) => ({ metric, value })));
+if (args.json !== undefined) {
+  await mkdir(dirname(args.json), { recursive: true });
+  await writeFile(args.json, JSON.stringify(results, null, 2) + '\n');
+}
+
+function keyText(data: SnapshotData, id: number): string {
+  return Buffer.from(data.keyBytes.buffer, data.keyBytes.byteOffset, data.keyBytes.byteLength).toString(
+    'latin1',
+    data.keyOffsets[id]!,
+    data.keyOffsets[id + 1]!,
+  );
+}
+
+/** Median of per-lookup times, measured in runs of 100 to rise above timer resolution. */
+function medianNs(intel: Intelligence, queries: string[], expectHit: boolean): number {
+  const RUN = 100;
+  const samples: number[] = [];
+  let sink = 0;
+  for (let warm = 0; warm < 2; warm++) {
+    samples.length = 0;
+    for (let i = 0; i + RUN <= queries.length; i += RUN) {
+      const start = process.hrtime.bigint();
+      for (let j = i; j < i + RUN; j++) sink += intel.lookup(queries[j]!);
+      samples.push(Number(process.hrtime.bigint() - start) / RUN);
+    }
+  }
+  const found = sink !== NOT_FOUND * queries.length * 2;
+  if (found !== expectHit) throw new Error('lookup results disagree with expectations');
+  samples.sort((a, b) => a - b);
+  return round(samples[samples.length >> 1]!, 0);
+}
+
+function medianVerdictNs(intel: Intelligence, queries: string[]): number {
+  const samples: number[] = [];
+  let sink = 0;
+  const count = Math.min(queries.length, 200_000);
+  for (let i = 0; i + 10 <= count; i += 10) {
+    const start = process.hrtime.bigint();
+    for (let j = i; j < i + 10; j++) sink += intel.verdict(queries[j]!).evidence_count;
+    samples.push(Number(process.hrtime.bigint() - start) / 10);
+  }
+  if (sink === 0) throw new Error('no verdicts');
+  samples.sort((a, b) => a - b);
+  return round(samples[samples.length >> 1]!, 0);
+}
+
+function bytes(data: SnapshotData, fields: readonly (keyof SnapshotData)[]): number {
+  return fields.reduce((sum, f) => sum + ((data[f] as ArrayBufferView | undefined)?.byteLength ?? 0), 0);
+}
+
+function seconds(from: number): number {
+  return round((performance.now() - from) / 1000, 2);
+}
+
+function round(value: number, digits: number): number {
+  const f = 10 ** digits;
+  return Math.round(value * f) / f;
+}

@@ -1,0 +1,186 @@
+/**
+ * Snapshot codec and loading costs on a synthetic snapshot.
+ *
+ *   node --expose-gc dist/bench/snapshot-codec.bench.js [--vpas 1000000] [--runs 3] [--no-baseline]
+ *
+ * Reports encode (framing + CRC + validation), decode of bytes in memory
+ * (plain and into shared memory), loading from a file (read + verify +
+ * decode, on this thread and off it, with the longest event-loop stall seen
+ * here meanwhile), the atomic write, the file size, and msgpackr's own
+ * typed-array encoding as a baseline. File reads come from the page cache.
+ */
+import { mkdtemp, rm, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { Packr, Unpackr } from 'msgpackr';
+import { dataDir } from '../src/common/data-dir.js';
+import { decodeSnapshot, encodeSnapshot } from '../src/engine/snapshot-codec.js';
+import { ARRAY_FIELDS, type SnapshotData } from '../src/engine/snapshot-data.js';
+import { readSnapshotFile, writeSnapshot } from '../src/engine/snapshot-files.js';
+import { loadSnapshotOffThread } from '../src/engine/snapshot-loader.js';
+import { fakeSnapshot } from '../test/fixtures/fake-snapshot.js';
+
+interface Args {
+  vpas: number;
+  runs: number;
+  baseline: boolean;
+}
+
+function parseArgs(argv: readonly string[]): Args {
+  const args: Args = { vpas: 1_000_000, runs: 3, baseline: true };
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i];
+    if (arg === '--vpas' || arg === '--runs') {
+      const value = Number(argv[++i]);
+      if (!Number.isSafeInteger(value) || value < (arg === '--runs' ? 1 : 0)) throw new Error(`${arg} needs a whole number`);
+      if (arg === '--vpas') args.vpas = value;
+      else args.runs = value;
+    } else if (arg === '--no-baseline') {
+      args.baseline = false;
+    } else {
+      throw new Error(`unknown argument ${arg}; use --vpas N, --runs N, --no-baseline`);
+    }
+  }
+  return args;
+}
+
+interface Row {
+  step: string;
+  'median ms': number;
+  'min ms': number;
+  'MB/s': number | string;
+  note: string;
+}
+
+const gc = (globalThis as { gc?: () => void }).gc;
+
+async function time<T>(runs: number, fn: () => T | Promise<T>): Promise<{ times: number[]; last: T }> {
+  const times: number[] = [];
+  let last!: T;
+  for (let i = 0; i < runs; i++) {
+    last = undefined as T; // let the previous result go before the next run allocates
+    gc?.();
+    const started = performance.now();
+    last = await fn();
+    times.push(performance.now() - started);
+  }
+  return { times, last };
+}
+
+function row(step: string, times: number[], bytes: number, note = ''): Row {
+  const sorted = [...times].sort((a, b) => a - b);
+  const median = sorted[Math.floor(sorted.length / 2)]!;
+  return {
+    step,
+    'median ms': round(median),
+    'min ms': round(sorted[0]!),
+    'MB/s': bytes > 0 ? Math.round(bytes / 1e6 / (median / 1000)) : '',
+    note,
+  };
+}
+
+function round(ms: number): number {
+  return Math.round(ms * 10) / 10;
+}
+
+function totalBytes(parts: readonly Uint8Array[]): number {
+  return parts.reduce((sum, part) => sum + part.byteLength, 0);
+}
+
+function isShared(data: SnapshotData): boolean {
+  return ARRAY_FIELDS.every((field) => data[field].buffer instanceof SharedArrayBuffer);
+}
+
+async function main(): Promise<void> {
+  const args = parseArgs(process.argv.slice(2));
+  const { vpas, runs } = args;
+  console.log(`snapshot codec bench: ${vpas.toLocaleString('en')} VPAs, ${runs} runs${gc ? '' : ' (run with --expose-gc for steadier figures)'}`);
+
+  const started = performance.now();
+  const data = fakeSnapshot(vpas);
+  console.log(`fabricated in ${round(performance.now() - started)} ms`);
+
+  const rows: Row[] = [];
+  const encoded = await time(runs, () => encodeSnapshot(data));
+  const fileSize = totalBytes(encoded.last);
+  rows.push(row('encode (views + CRC + checks)', encoded.times, fileSize, `${encoded.last.length} parts, no array copied`));
+
+  const bytes = Buffer.concat(encoded.last);
+  encoded.last.length = 0;
+  const decoded = await time(runs, () => decodeSnapshot(bytes));
+  rows.push(row('decode, in memory', decoded.times, fileSize, 'arrays are views of the bytes'));
+  decoded.last = undefined as never;
+  const decodedShared = await time(runs, () => decodeSnapshot(bytes, { shared: true }));
+  rows.push(row('decode, in memory, shared: true', decodedShared.times, fileSize, `copied into one SAB: ${isShared(decodedShared.last)}`));
+  decodedShared.last = undefined as never;
+
+  const root = await mkdtemp(join(tmpdir(), 'upi-risk-bench-'));
+  try {
+    const dir = dataDir(root);
+    const written = await time(1, () => writeSnapshot(dir, data));
+    const path = written.last;
+    rows.push(row('writeSnapshot (atomic, fsync)', written.times, fileSize, 'once'));
+    if ((await stat(path)).size !== fileSize) throw new Error('written file size differs from the encoded size');
+
+    const loaded = await time(runs, () => readSnapshotFile(path));
+    rows.push(row('readSnapshotFile', loaded.times, fileSize, 'read + CRC + checks'));
+    loaded.last = undefined as never;
+    const loadedShared = await time(runs, () => readSnapshotFile(path, { shared: true }));
+    rows.push(row('readSnapshotFile, shared: true', loadedShared.times, fileSize, `read into a SAB: ${isShared(loadedShared.last)}`));
+    loadedShared.last = undefined as never;
+
+    const stalls: number[] = [];
+    const offThread = await time(runs, async () => {
+      const delay = monitorEventLoopDelay({ resolution: 5 });
+      delay.enable();
+      const result = await loadSnapshotOffThread(path);
+      delay.disable();
+      stalls.push(delay.max / 1e6);
+      return result;
+    });
+    rows.push(
+      row(
+        'loadSnapshotOffThread',
+        offThread.times,
+        fileSize,
+        `worker; main-thread stall max ${round(Math.max(...stalls))} ms; SAB: ${isShared(offThread.last)}`,
+      ),
+    );
+    offThread.last = undefined as never;
+  } finally {
+    await rm(root, { recursive: true, force: true });
+  }
+
+  if (args.baseline) {
+    // msgpackr's typed-array extension (moreTypes) for the same content, for comparison.
+    const packr = new Packr({ useRecords: false, moreTypes: true });
+    const unpackr = new Unpackr({ useRecords: false, moreTypes: true });
+    const plain = { meta: data.meta, arrays: Object.fromEntries(ARRAY_FIELDS.map((field) => [field, data[field]])) };
+    const packed = await time(runs, () => packr.pack(plain));
+    const size = packed.last.byteLength;
+    rows.push(row('baseline: msgpackr pack', packed.times, size, `${size} bytes, one copy of everything`));
+    const unpacked = await time(runs, () => unpackr.unpack(packed.last));
+    rows.push(row('baseline: msgpackr unpack', unpacked.times, size, 'copies every array, no CRC'));
+  }
+
+  console.table(rows);
+
+  const sizes = ARRAY_FIELDS.map((field) => ({ field, bytes: data[field].byteLength }))
+    .sort((a, b) => b.bytes - a.bytes)
+    .map(({ field, bytes: b }) => ({ field, MB: round(b / 1e6), 'bytes/VPA': vpas > 0 ? round(b / vpas) : 0 }));
+  console.table(sizes);
+  console.table([
+    {
+      VPAs: vpas,
+      'file bytes': fileSize,
+      'file MB': round(fileSize / 1e6),
+      'bytes/VPA': vpas > 0 ? round(fileSize / vpas) : 0,
+      sources: data.meta.sourceCount,
+      urls: data.meta.urlCount,
+      clusters: data.meta.clusterCount,
+    },
+  ]);
+}
+
+await main();

@@ -1,0 +1,56 @@
+#!/usr/bin/env node
+import { UpiRiskError } from '../common/errors.js';
+import type { Command } from './command.js';
+import { ingestCommand } from './commands/ingest.js';
+import { buildCommand } from './commands/build.js';
+import { demoDataCommand } from './commands/demo-data.js';
+
+const COMMANDS: readonly Command[] = [ingestCommand, buildCommand, demoDataCommand];
+
+function overview(): string {
+  const width = Math.max(...COMMANDS.map((c) => c.name.length));
+  return [
+    'upi-risk: UPI payee risk screening service and operator tools',
+    '',
+    'Usage: upi-risk <command> [options]   (upi-risk <command> --help for details)',
+    '',
+    'Commands:',
+    ...COMMANDS.map((c) => `  ${c.name.padEnd(width)}  ${c.summary}`),
+  ].join('\n');
+}
+
+export async function main(argv: readonly string[]): Promise<number> {
+  const [name, ...rest] = argv;
+  if (name === undefined || name === '--help' || name === '-h' || name === 'help') {
+    process.stdout.write(`${overview()}\n`);
+    return name === undefined ? 2 : 0;
+  }
+  const command = COMMANDS.find((c) => c.name === name);
+  if (command === undefined) {
+    process.stderr.write(`upi-risk: unknown command ${JSON.stringify(name)}\n\n${overview()}\n`);
+    return 2;
+  }
+  if (rest.includes('--help') || rest.includes('-h')) {
+    process.stdout.write(`${command.usage}\n`);
+    return 0;
+  }
+  try {
+    return await command.run(rest);
+  } catch (error) {
+    if (error instanceof UpiRiskError) {
+      process.stderr.write(`upi-risk ${command.name}: ${error.message} [${error.code}]\n`);
+      return error.code === 'ERR_CONFIG' ? 2 : 1;
+    }
+    throw error;
+  }
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (error: unknown) => {
+    process.stderr.write(`upi-risk: unexpected error: ${(error as Error)?.stack ?? String(error)}\n`);
+    process.exitCode = 1;
+  },
+);

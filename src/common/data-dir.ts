@@ -1,0 +1,30 @@
+import { join, resolve } from 'node:path';
+
+/**
+ * Layout of a data directory. Everything the service persists lives here, so
+ * one path is all an operator has to back up or hand to `--data-dir`.
+ *
+ *   evidence/    accepted evidence, one NDJSON file per ingest (immutable)
+ *   snapshots/   built snapshots; the newest valid one is served
+ *   state/       build state that must survive rebuilds (cluster id assignment)
+ */
+export interface DataDir {
+  readonly root: string;
+  readonly evidence: string;
+  readonly snapshots: string;
+  readonly state: string;
+  readonly clusterIds: string;
+}
+
+export const DEFAULT_DATA_DIR = 'var/data';
+
+export function dataDir(root: string = process.env.UPI_RISK_DATA_DIR ?? DEFAULT_DATA_DIR): DataDir {
+  const absolute = resolve(root);
+  return {
+    root: absolute,
+    evidence: join(absolute, 'evidence'),
+    snapshots: join(absolute, 'snapshots'),
+    state: join(absolute, 'state'),
+    clusterIds: join(absolute, 'state', 'cluster-ids.bin'),
+  };
+}

@@ -1,0 +1,214 @@
+import roaring from 'roaring';
+import { NOT_FOUND } from '../common/brand.js';
+import { formatIso } from '../common/time.js';
+import { RISK_CATEGORIES, SOURCE_CATEGORIES } from '../vpa/categories.js';
+import { CONFIDENCE_SCALE, NO_CLUSTER, SOURCE_FLAG_SCREENSHOT, type SnapshotData, type SnapshotMeta } from './snapshot-data.js';
+import { VpaIndex } from './vpa-index.js';
+import {
+  NO_SOURCES,
+  TOP_SOURCES_LIMIT,
+  compareCodeUnits,
+  formatClusterId,
+  parseClusterId,
+  type BatchItem,
+  type Cluster,
+  type ClusterSource,
+  type Source,
+  type VpaVerdict,
+} from './verdict.js';
+
+const { RoaringBitmap32 } = roaring;
+
+/**
+ * One loaded snapshot, answering the spec's questions. Immutable: a swap
+ * replaces the whole object, so a request that took a reference finishes on
+ * the snapshot it started with, and a batch is answered from one snapshot.
+ */
+export class Intelligence {
+  readonly meta: SnapshotMeta;
+  readonly #data: SnapshotData;
+  readonly #index: VpaIndex;
+  readonly #urlText: Buffer;
+  // Cluster answers are pure functions of the snapshot; keep the recent ones.
+  readonly #clusterCache = new Map<number, Cluster>();
+  readonly #sizes: Uint32Array;
+
+  constructor(data: SnapshotData) {
+    this.meta = data.meta;
+    this.#data = data;
+    this.#index = new VpaIndex(data.slots, data.keyBytes, data.keyOffsets);
+    this.#sizes = new Uint32Array(data.meta.clusterCount);
+    this.#urlText = Buffer.from(data.urlBytes.buffer, data.urlBytes.byteOffset, data.urlBytes.byteLength);
+  }
+
+  get data(): SnapshotData {
+    return this.#data;
+  }
+
+  /** VpaId of a VPA (any letter case), or NOT_FOUND. Allocation-free. */
+  lookup(upi: string): number {
+    return this.#index.lookup(upi);
+  }
+
+  /** Full verdict for a syntactically valid VPA; `upi` is echoed as given. */
+  verdict(upi: string): VpaVerdict {
+    const id = this.#index.lookup(upi);
+    if (id === NOT_FOUND) return clearedVerdict(upi);
+    const d = this.#data;
+    const from = d.sourceOffsets[id]!;
+    const to = d.sourceOffsets[id + 1]!;
+    const sources: Source[] = new Array(to - from);
+    for (let s = from; s < to; s++) {
+      const url = d.sourceUrl[s]!;
+      sources[s - from] = {
+        url: this.urlOf(url),
+        category: SOURCE_CATEGORIES[d.urlCategory[url]!]!,
+        captured_at: formatIso(d.sourceCapturedAt[s]!),
+        screenshot_available: (d.sourceFlags[s]! & SOURCE_FLAG_SCREENSHOT) !== 0,
+      };
+    }
+    const cluster = d.vpaCluster[id]!;
+    return {
+      upi,
+      status: 'FLAGGED',
+      confidence: d.confidence[id]! / CONFIDENCE_SCALE,
+      risk_category: RISK_CATEGORIES[d.riskCategory[id]!]!,
+      cluster_id: cluster === NO_CLUSTER ? null : formatClusterId(d.clusterNumber[cluster]!),
+      cluster_size: cluster === NO_CLUSTER ? 0 : this.#clusterSize(cluster),
+      first_seen: formatIso(d.firstSeen[id]!),
+      // Sources are newest first: the first one holds the latest capture.
+      last_seen: sources[0]!.captured_at,
+      sources,
+      evidence_count: d.evidenceCount[id]!,
+    };
+  }
+
+  /** Batch item for a syntactically valid VPA. */
+  batchItem(upi: string): BatchItem {
+    const id = this.#index.lookup(upi);
+    if (id === NOT_FOUND) {
+      return { upi, status: 'CLEARED', confidence: null, risk_category: null, cluster_id: null, cluster_size: 0, evidence_count: 0 };
+    }
+    const d = this.#data;
+    const cluster = d.vpaCluster[id]!;
+    return {
+      upi,
+      status: 'FLAGGED',
+      confidence: d.confidence[id]! / CONFIDENCE_SCALE,
+      risk_category: RISK_CATEGORIES[d.riskCategory[id]!]!,
+      cluster_id: cluster === NO_CLUSTER ? null : formatClusterId(d.clusterNumber[cluster]!),
+      cluster_size: cluster === NO_CLUSTER ? 0 : this.#clusterSize(cluster),
+      evidence_count: d.evidenceCount[id]!,
+    };
+  }
+
+  /** The cluster with this id, or null when no such cluster exists (or the id is not canonical). */
+  cluster(clusterId: string): Cluster | null {
+    const number = parseClusterId(clusterId);
+    if (number < 0) return null;
+    const ordinal = this.#clusterOrdinal(number);
+    if (ordinal < 0) return null;
+    let answer = this.#clusterCache.get(ordinal);
+    if (answer === undefined) {
+      answer = this.#assembleCluster(ordinal);
+      if (this.#clusterCache.size >= CLUSTER_CACHE_SIZE) {
+        this.#clusterCache.delete(this.#clusterCache.keys().next().value!);
+      }
+      this.#clusterCache.set(ordinal, answer);
+    }
+    return answer;
+  }
+
+  /** The url text of a url id. */
+  urlOf(url: number): string {
+    const d = this.#data;
+    return this.#urlText.toString('utf8', d.urlOffsets[url]!, d.urlOffsets[url + 1]!);
+  }
+
+  #clusterMembers(ordinal: number) {
+    const d = this.#data;
+    const bytes = d.clusterMembersBlob.subarray(d.clusterMembersOffsets[ordinal]!, d.clusterMembersOffsets[ordinal + 1]!);
+    return RoaringBitmap32.deserialize(bytes, 'portable');
+  }
+
+  #clusterSize(ordinal: number): number {
+    // Decoded on first use: a cluster has at least two members, so 0 means "not yet known".
+    let size = this.#sizes[ordinal]!;
+    if (size === 0) {
+      size = this.#clusterMembers(ordinal).size;
+      this.#sizes[ordinal] = size;
+    }
+    return size;
+  }
+
+  #clusterOrdinal(number: number): number {
+    const numbers = this.#data.clusterNumber;
+    let lo = 0;
+    let hi = numbers.length - 1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >>> 1;
+      const value = numbers[mid]!;
+      if (value === number) return mid;
+      if (value < number) lo = mid + 1;
+      else hi = mid - 1;
+    }
+    return -1;
+  }
+
+  #assembleCluster(ordinal: number): Cluster {
+    const d = this.#data;
+    const members = this.#clusterMembers(ordinal);
+    const memberList = members.toUint32Array();
+    const urls = new Set<number>();
+    const out = new Array(memberList.length);
+    for (let i = 0; i < memberList.length; i++) {
+      const id = memberList[i]!;
+      out[i] = {
+        upi: this.#index.keyOf(id),
+        confidence: d.confidence[id]! / CONFIDENCE_SCALE,
+        first_seen: formatIso(d.firstSeen[id]!),
+      };
+      for (let s = d.sourceOffsets[id]!; s < d.sourceOffsets[id + 1]!; s++) urls.add(d.sourceUrl[s]!);
+    }
+    const ranked: { url: number; text: string; count: number }[] = [];
+    for (const url of urls) {
+      const bytes = d.urlMembersBlob.subarray(d.urlMembersOffsets[url]!, d.urlMembersOffsets[url + 1]!);
+      const count = RoaringBitmap32.deserialize(bytes, 'portable').andCardinality(members);
+      ranked.push({ url, text: this.urlOf(url), count });
+    }
+    ranked.sort((a, b) => b.count - a.count || compareCodeUnits(a.text, b.text));
+    const topSources: ClusterSource[] = ranked.slice(0, TOP_SOURCES_LIMIT).map((r) => ({
+      url: r.text,
+      category: SOURCE_CATEGORIES[d.urlCategory[r.url]!]!,
+      member_count: r.count,
+    }));
+    return {
+      cluster_id: formatClusterId(d.clusterNumber[ordinal]!),
+      size: memberList.length,
+      created_at: formatIso(d.clusterCreatedAt[ordinal]!),
+      last_updated: formatIso(d.clusterLastUpdated[ordinal]!),
+      risk_category: RISK_CATEGORIES[d.clusterRiskCategory[ordinal]!]!,
+      confidence: d.clusterConfidence[ordinal]! / CONFIDENCE_SCALE,
+      members: out,
+      top_sources: topSources,
+      total_evidence_count: d.clusterEvidenceCount[ordinal]!,
+    };
+  }
+}
+
+const CLUSTER_CACHE_SIZE = 1024;
+
+export function clearedVerdict(upi: string): VpaVerdict {
+  return {
+    upi,
+    status: 'CLEARED',
+    confidence: null,
+    risk_category: null,
+    cluster_id: null,
+    cluster_size: 0,
+    first_seen: null,
+    last_seen: null,
+    sources: NO_SOURCES,
+    evidence_count: 0,
+  };
+}

@@ -1,0 +1,124 @@
+/**
+ * The in-memory shape of one snapshot: plain typed arrays, so it encodes to
+ * msgpack without per-record objects, can live in SharedArrayBuffers, and is
+ * handed between threads without structured-clone walks.
+ *
+ * Conventions:
+ * - VPA ids (VpaId) are positions 0..vpaCount-1. Ids are assigned in order of
+ *   (cluster number, key), so a cluster's members are one contiguous run and
+ *   its roaring bitmap is a single run container.
+ * - `*Offsets` arrays have length count+1: item i spans [offsets[i], offsets[i+1]).
+ * - Timestamps are epoch milliseconds (UTC) in Float64Arrays.
+ * - Confidences are fixed point: value / CONFIDENCE_SCALE, in [0, 1].
+ * - Roaring bitmaps are stored in roaring's portable serialisation,
+ *   concatenated into one blob with an offsets array, and deserialised on
+ *   demand, so loading a snapshot does no per-bitmap work.
+ */
+export const CONFIDENCE_SCALE = 10_000;
+
+/** Sentinel in `vpaCluster` for a VPA that belongs to no cluster. */
+export const NO_CLUSTER = 0xffffffff;
+
+/** Bit in `sourceFlags`: an archived screenshot exists for this capture. */
+export const SOURCE_FLAG_SCREENSHOT = 1;
+
+export interface SnapshotMeta {
+  /** Unique, sortable id; also the file name stem. */
+  readonly id: string;
+  /** When the build finished, epoch ms. */
+  readonly createdAt: number;
+  /** When the newest evidence in this snapshot was ingested, epoch ms (0 when there is none). */
+  readonly dataAsOf: number;
+  /** Reference time for recency in scoring, epoch ms. */
+  readonly scoredAt: number;
+  /** Names of the evidence files this snapshot was built from, sorted. */
+  readonly evidenceFiles: readonly string[];
+  /** The url fan-out cap in force when clusters were formed. */
+  readonly urlMemberCap: number;
+  readonly vpaCount: number;
+  readonly urlCount: number;
+  readonly clusterCount: number;
+  readonly sourceCount: number;
+  /** Distinct evidence items across all VPAs. */
+  readonly evidenceCount: number;
+  /** Evidence lines skipped as invalid or duplicate while building. */
+  readonly skippedLines: number;
+}
+
+export interface SnapshotData {
+  readonly meta: SnapshotMeta;
+
+  // Hashed index: open addressing over a power-of-two table of slot pairs
+  // [hash32, vpaId + 1]; 0 in the second word marks an empty slot.
+  readonly slots: Uint32Array;
+  // Lower-cased key bytes of VPA i: keyBytes[keyOffsets[i] .. keyOffsets[i+1]).
+  readonly keyBytes: Uint8Array;
+  readonly keyOffsets: Uint32Array;
+
+  // Per VPA (length vpaCount unless noted).
+  readonly firstSeen: Float64Array;
+  readonly confidence: Uint16Array;
+  readonly riskCategory: Uint8Array;
+  readonly evidenceCount: Uint32Array;
+  /** Cluster ordinal, or NO_CLUSTER. */
+  readonly vpaCluster: Uint32Array;
+  /** Length vpaCount+1; VPA i's sources are [sourceOffsets[i], sourceOffsets[i+1]), newest first. */
+  readonly sourceOffsets: Uint32Array;
+
+  // Per source (one per distinct (VPA, url) pair).
+  readonly sourceUrl: Uint32Array;
+  /** Latest capture of this VPA on this url. */
+  readonly sourceCapturedAt: Float64Array;
+  readonly sourceFlags: Uint8Array;
+
+  // Per url.
+  readonly urlBytes: Uint8Array;
+  readonly urlOffsets: Uint32Array;
+  /** Source category code of the url (most evidence; ties by SOURCE_TIE_ORDER). */
+  readonly urlCategory: Uint8Array;
+  /** Roaring bitmap of the VpaIds observed on each url. */
+  readonly urlMembersBlob: Uint8Array;
+  readonly urlMembersOffsets: Uint32Array;
+
+  // Per cluster, ordered by ascending cluster number.
+  readonly clusterNumber: Uint32Array;
+  readonly clusterCreatedAt: Float64Array;
+  readonly clusterLastUpdated: Float64Array;
+  readonly clusterRiskCategory: Uint8Array;
+  readonly clusterConfidence: Uint16Array;
+  readonly clusterEvidenceCount: Uint32Array;
+  /** Roaring bitmap of the member VpaIds of each cluster. */
+  readonly clusterMembersBlob: Uint8Array;
+  readonly clusterMembersOffsets: Uint32Array;
+}
+
+/** Names of the typed-array fields, in a fixed order (the codec and the shared-memory loader walk them). */
+export const ARRAY_FIELDS = [
+  'slots',
+  'keyBytes',
+  'keyOffsets',
+  'firstSeen',
+  'confidence',
+  'riskCategory',
+  'evidenceCount',
+  'vpaCluster',
+  'sourceOffsets',
+  'sourceUrl',
+  'sourceCapturedAt',
+  'sourceFlags',
+  'urlBytes',
+  'urlOffsets',
+  'urlCategory',
+  'urlMembersBlob',
+  'urlMembersOffsets',
+  'clusterNumber',
+  'clusterCreatedAt',
+  'clusterLastUpdated',
+  'clusterRiskCategory',
+  'clusterConfidence',
+  'clusterEvidenceCount',
+  'clusterMembersBlob',
+  'clusterMembersOffsets',
+] as const satisfies readonly (keyof SnapshotData)[];
+
+export type ArrayField = (typeof ARRAY_FIELDS)[number];

@@ -1,0 +1,21 @@
+/**
+ * Worker side of loadSnapshotOffThread: read, verify and decode one snapshot
+ * into shared memory and post it back. The arrays are views of one
+ * SharedArrayBuffer, so posting them shares that memory instead of copying it.
+ */
+import { parentPort, workerData } from 'node:worker_threads';
+import { readSnapshotFile } from './snapshot-files.js';
+import type { LoaderReply } from './snapshot-loader.js';
+
+const { path } = workerData as { path: string };
+let reply: LoaderReply;
+try {
+  reply = { ok: true, data: await readSnapshotFile(path, { shared: true }) };
+} catch (error) {
+  const e: Error & { code?: unknown } = error instanceof Error ? error : new Error(String(error));
+  reply = {
+    ok: false,
+    error: { name: e.name, message: e.message, code: typeof e.code === 'string' ? e.code : undefined, stack: e.stack },
+  };
+}
+parentPort!.postMessage(reply);

@@ -1,0 +1,112 @@
+import { isValidVpa, normalizeVpa, describeInvalidVpa } from '../vpa/vpa.js';
+import { riskCategoryCode, sourceCategoryCode, DEFAULT_RISK_BY_SOURCE, RISK_CATEGORIES, SOURCE_CATEGORIES } from '../vpa/categories.js';
+import { parseIsoWithZone } from '../common/time.js';
+
+/** One validated evidence item, in the form the build works with. */
+export interface EvidenceRecord {
+  readonly evidenceId: string;
+  /** Lower-cased VPA. */
+  readonly upi: string;
+  readonly url: string;
+  /** Code in SOURCE_CATEGORIES. */
+  readonly sourceCategory: number;
+  /** Code in RISK_CATEGORIES (defaulted from the source category when absent). */
+  readonly riskCategory: number;
+  /** Epoch milliseconds, UTC. */
+  readonly capturedAt: number;
+  readonly screenshot: boolean;
+}
+
+export const MAX_EVIDENCE_ID_LENGTH = 256;
+export const MAX_URL_LENGTH = 2048;
+/** Longest NDJSON line accepted; anything longer is refused before parsing. */
+export const MAX_LINE_LENGTH = 16 * 1024;
+
+export type ParseResult = { ok: true; record: EvidenceRecord } | { ok: false; reason: string };
+
+/** Control characters have no place in an id or url and would corrupt logs and tables. */
+function hasControl(text: string): boolean {
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c < 0x20 || c === 0x7f) return true;
+  }
+  return false;
+}
+
+/** Validate one NDJSON line against the ingestion contract. Never throws. */
+export function parseEvidenceLine(line: string): ParseResult {
+  if (line.length > MAX_LINE_LENGTH) return fail(`line longer than ${MAX_LINE_LENGTH} characters`);
+  let value: unknown;
+  try {
+    value = JSON.parse(line);
+  } catch {
+    return fail('not valid JSON');
+  }
+  return validateEvidence(value);
+}
+
+/** Validate a decoded JSON value against the ingestion contract. Never throws. */
+export function validateEvidence(value: unknown): ParseResult {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return fail('not a JSON object');
+  const item = value as Record<string, unknown>;
+
+  const evidenceId = item.evidence_id;
+  if (typeof evidenceId !== 'string') return fail('evidence_id must be a string');
+  if (evidenceId.length === 0 || evidenceId.length > MAX_EVIDENCE_ID_LENGTH) {
+    return fail(`evidence_id must be 1 to ${MAX_EVIDENCE_ID_LENGTH} characters`);
+  }
+  if (hasControl(evidenceId)) return fail('evidence_id must not contain control characters');
+
+  const upi = item.upi;
+  if (typeof upi !== 'string') return fail('upi must be a string');
+  if (!isValidVpa(upi)) return fail(`upi ${JSON.stringify(truncate(upi))} is not a valid VPA: ${describeInvalidVpa(upi)}`);
+
+  const url = item.url;
+  if (typeof url !== 'string') return fail('url must be a string');
+  if (url.trim().length === 0 || url.length > MAX_URL_LENGTH) return fail(`url must be 1 to ${MAX_URL_LENGTH} characters`);
+  if (hasControl(url)) return fail('url must not contain control characters');
+
+  const sourceName = item.source_category;
+  const sourceCategory = typeof sourceName === 'string' ? sourceCategoryCode(sourceName) : -1;
+  if (sourceCategory < 0) return fail(`source_category must be one of ${SOURCE_CATEGORIES.join(', ')}`);
+
+  let riskCategory = DEFAULT_RISK_BY_SOURCE[sourceCategory]!;
+  const riskName = item.risk_category;
+  if (riskName !== undefined && riskName !== null) {
+    riskCategory = typeof riskName === 'string' ? riskCategoryCode(riskName) : -1;
+    if (riskCategory < 0) return fail(`risk_category must be one of ${RISK_CATEGORIES.join(', ')}`);
+  }
+
+  const captured = item.captured_at;
+  if (typeof captured !== 'string') return fail('captured_at must be an ISO 8601 string');
+  const capturedAt = parseIsoWithZone(captured);
+  if (Number.isNaN(capturedAt)) {
+    return fail(`captured_at ${JSON.stringify(truncate(captured))} is not an ISO 8601 timestamp with a zone`);
+  }
+
+  const screenshotValue = item.screenshot_available;
+  if (screenshotValue !== undefined && screenshotValue !== null && typeof screenshotValue !== 'boolean') {
+    return fail('screenshot_available must be a boolean');
+  }
+
+  return {
+    ok: true,
+    record: {
+      evidenceId,
+      upi: normalizeVpa(upi),
+      url,
+      sourceCategory,
+      riskCategory,
+      capturedAt,
+      screenshot: screenshotValue === true,
+    },
+  };
+}
+
+function fail(reason: string): ParseResult {
+  return { ok: false, reason };
+}
+
+function truncate(text: string): string {
+  return text.length > 80 ? `${text.slice(0, 77)}...` : text;
+}

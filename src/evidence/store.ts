@@ -1,0 +1,151 @@
+import { createReadStream } from 'node:fs';
+import { mkdir, open, readdir, rename, unlink, stat } from 'node:fs/promises';
+import { join, basename } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { createInterface } from 'node:readline';
+import { TEMP_PREFIX, syncDirectory } from '../common/atomic-file.js';
+import type { DataDir } from '../common/data-dir.js';
+import { EvidenceError } from '../common/errors.js';
+import { parseEvidenceLine } from './record.js';
+
+/**
+ * The evidence folder: one immutable NDJSON file per accepted input file,
+ * named `<ingested-at ms, 13 digits>-<random>.ndjson` so that name order is
+ * ingestion order (the build relies on it: the first occurrence of an
+ * evidence_id wins) and the newest name tells when data last arrived.
+ *
+ * Ingestion is all-or-nothing per input file: a file with any invalid line
+ * is refused whole, every bad line is reported with its line number, and
+ * the other files of the same command are still applied.
+ */
+export const EVIDENCE_SUFFIX = '.ndjson';
+const NAME_PATTERN = /^(\d{13})-[0-9a-f]{8}\.ndjson$/;
+
+/** How many bad lines of one file are listed; the rest are only counted. */
+export const MAX_REPORTED_ERRORS = 50;
+
+export interface LineError {
+  readonly file: string;
+  readonly line: number;
+  readonly reason: string;
+}
+
+export interface FileIngestResult {
+  readonly file: string;
+  readonly accepted: boolean;
+  /** Valid evidence lines in the file (all were stored when accepted). */
+  readonly validLines: number;
+  readonly invalidLines: number;
+  /** Up to MAX_REPORTED_ERRORS of the invalid lines. */
+  readonly errors: readonly LineError[];
+  /** Name of the stored evidence file, when accepted with at least one line. */
+  readonly storedAs: string | null;
+}
+
+/** Ingest one NDJSON file into the store. Never applies a file partially. */
+export async function ingestFile(dir: DataDir, file: string, now: () => number = Date.now): Promise<FileIngestResult> {
+  await mkdir(dir.evidence, { recursive: true });
+  const temp = join(dir.evidence, `${TEMP_PREFIX}ingest-${process.pid}-${randomBytes(4).toString('hex')}`);
+  const output = await open(temp, 'w', 0o644);
+  const errors: LineError[] = [];
+  let validLines = 0;
+  let invalidLines = 0;
+  let renamed = false;
+  try {
+    let pending: string[] = [];
+    let pendingLength = 0;
+    const flush = async () => {
+      if (pending.length === 0) return;
+      await output.write(pending.join(''));
+      pending = [];
+      pendingLength = 0;
+    };
+    let lineNumber = 0;
+    let input;
+    try {
+      input = createReadStream(file, { encoding: 'utf8' });
+      await new Promise<void>((resolve, reject) => {
+        input!.once('open', () => resolve());
+        input!.once('error', reject);
+      });
+    } catch (error) {
+      throw new EvidenceError('ERR_EVIDENCE_FILE', `cannot read ${file}: ${(error as Error).message}`, { cause: error });
+    }
+    const lines = createInterface({ input, crlfDelay: Infinity });
+    for await (const rawLine of lines) {
+      lineNumber++;
+      const line = rawLine.trim();
+      if (line.length === 0) continue;
+      const parsed = parseEvidenceLine(line);
+      if (!parsed.ok) {
+        invalidLines++;
+        if (errors.length < MAX_REPORTED_ERRORS) errors.push({ file, line: lineNumber, reason: parsed.reason });
+        continue;
+      }
+      validLines++;
+      // Once a file is known bad nothing more is written; keep validating to report every line.
+      if (invalidLines === 0) {
+        pending.push(line, '\n');
+        pendingLength += line.length + 1;
+        if (pendingLength >= 1 << 20) await flush();
+      }
+    }
+    if (invalidLines > 0 || validLines === 0) {
+      return { file, accepted: invalidLines === 0, validLines, invalidLines, errors, storedAs: null };
+    }
+    await flush();
+    await output.sync();
+    await output.close();
+    const name = await freeEvidenceName(dir, now());
+    await rename(temp, join(dir.evidence, name));
+    renamed = true;
+    await syncDirectory(dir.evidence);
+    return { file, accepted: true, validLines, invalidLines, errors, storedAs: name };
+  } finally {
+    await output.close().catch(() => {});
+    if (!renamed) await unlink(temp).catch(() => {});
+  }
+}
+
+async function freeEvidenceName(dir: DataDir, at: number): Promise<string> {
+  // The timestamp must not go backwards relative to stored files, or name order would not be ingestion order.
+  const newest = (await listEvidenceFiles(dir)).at(-1);
+  const newestAt = newest === undefined ? 0 : evidenceFileTime(newest);
+  const stamp = Math.max(at, newestAt);
+  return `${String(stamp).padStart(13, '0')}-${randomBytes(4).toString('hex')}${EVIDENCE_SUFFIX}`;
+}
+
+/** Stored evidence file names in ingestion order. */
+export async function listEvidenceFiles(dir: DataDir): Promise<string[]> {
+  let names: string[];
+  try {
+    names = await readdir(dir.evidence);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return [];
+    throw error;
+  }
+  return names.filter((name) => NAME_PATTERN.test(name)).sort();
+}
+
+/** When a stored evidence file was ingested (epoch ms), from its name. */
+export function evidenceFileTime(name: string): number {
+  const match = NAME_PATTERN.exec(basename(name));
+  return match === null ? 0 : Number(match[1]);
+}
+
+export interface StoredFile {
+  readonly name: string;
+  readonly path: string;
+  readonly size: number;
+}
+
+/** Stored evidence files with their sizes, in ingestion order. */
+export async function statEvidenceFiles(dir: DataDir): Promise<StoredFile[]> {
+  const names = await listEvidenceFiles(dir);
+  return Promise.all(
+    names.map(async (name) => {
+      const path = join(dir.evidence, name);
+      return { name, path, size: (await stat(path)).size };
+    }),
+  );
+}

@@ -1,0 +1,255 @@
+import { availableParallelism } from 'node:os';
+import { performance } from 'node:perf_hooks';
+import { open, readFile, unlink, mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { Piscina } from 'piscina';
+import type { DataDir } from '../../common/data-dir.js';
+import { UpiRiskError } from '../../common/errors.js';
+import { statEvidenceFiles, evidenceFileTime } from '../../evidence/store.js';
+import { DEFAULT_URL_MEMBER_CAP } from '../clustering.js';
+import type { SnapshotMeta } from '../../engine/snapshot-data.js';
+import type { AggregateResult, DedupResult, ParseResult } from './phases.js';
+import type { AssembleOutcome, BuildTask } from './tasks.js';
+
+export interface BuildOptions {
+  readonly dataDir: DataDir;
+  /** Cap on distinct VPAs per url for linking; see clustering. */
+  readonly urlMemberCap?: number;
+  /** Reference time for recency in scoring; defaults to now. */
+  readonly scoredAt?: number;
+  readonly onProgress?: (progress: BuildProgress) => void;
+}
+
+export type BuildPhase = 'parse' | 'dedup' | 'aggregate' | 'assemble';
+
+export interface BuildProgress {
+  readonly phase: BuildPhase;
+  readonly done: number;
+  readonly total: number;
+}
+
+export interface BuildReport {
+  readonly path: string;
+  readonly meta: SnapshotMeta;
+  readonly durationMs: number;
+  readonly phaseMs: Readonly<Record<BuildPhase | 'write', number>>;
+  readonly invalidLines: number;
+  readonly duplicateEvidence: number;
+  /** A few of the invalid lines met, for the log. */
+  readonly invalidSamples: readonly string[];
+}
+
+export interface BuilderOptions {
+  /** Pool threads; defaults to every core. */
+  readonly threads?: number;
+  /** Bytes of evidence per parse task. */
+  readonly chunkBytes?: number;
+}
+
+const DEFAULT_CHUNK_BYTES = 32 * 1024 * 1024;
+
+/**
+ * Builds snapshots from the evidence folder on a Piscina pool. One builder
+ * runs one build at a time; a data-directory lock keeps a CLI build and a
+ * server's background build from racing on the cluster id state.
+ */
+export class SnapshotBuilder {
+  readonly #pool: Piscina;
+  readonly #threads: number;
+  readonly #chunkBytes: number;
+  #running: Promise<unknown> = Promise.resolve();
+
+  constructor(options: BuilderOptions = {}) {
+    const threads = options.threads ?? availableParallelism();
+    if (!Number.isInteger(threads) || threads < 1 || threads > 256) {
+      throw new RangeError(`threads must be an integer from 1 to 256, got ${threads}`);
+    }
+    const chunkBytes = options.chunkBytes ?? DEFAULT_CHUNK_BYTES;
+    if (!Number.isInteger(chunkBytes) || chunkBytes < 1024) {
+      throw new RangeError(`chunkBytes must be an integer of at least 1024, got ${chunkBytes}`);
+    }
+    this.#threads = threads;
+    this.#chunkBytes = chunkBytes;
+    this.#pool = new Piscina({
+      filename: new URL('./worker.js', import.meta.url).href,
+      minThreads: 0,
+      maxThreads: threads,
+      // Threads exist only while a build runs; a serving process keeps none idle.
+      idleTimeout: 5_000,
+      // The assemble phase holds the whole data set; the default worker heap is too small at 10M VPAs.
+      resourceLimits: { maxOldGenerationSizeMb: 16 * 1024 },
+    });
+  }
+
+  /** Build a snapshot from all stored evidence and write it to the data directory. */
+  build(options: BuildOptions): Promise<BuildReport> {
+    const result = this.#running.then(() => this.#buildLocked(options));
+    this.#running = result.catch(() => {});
+    return result;
+  }
+
+  async close(): Promise<void> {
+    await this.#running;
+    await this.#pool.destroy();
+  }
+
+  async #buildLocked(options: BuildOptions): Promise<BuildReport> {
+    const release = await acquireBuildLock(options.dataDir);
+    try {
+      return await this.#build(options);
+    } finally {
+      await release();
+    }
+  }
+
+  async #build(options: BuildOptions): Promise<BuildReport> {
+    const started = performance.now();
+    const progress = options.onProgress ?? (() => {});
+    const urlMemberCap = options.urlMemberCap ?? DEFAULT_URL_MEMBER_CAP;
+    if (!Number.isInteger(urlMemberCap) || urlMemberCap < 2) {
+      throw new RangeError(`urlMemberCap must be an integer of at least 2, got ${urlMemberCap}`);
+    }
+    const scoredAt = options.scoredAt ?? Date.now();
+    const files = await statEvidenceFiles(options.dataDir);
+    // Enough partitions to keep every thread busy while the slowest finishes.
+    const partitions = this.#threads === 1 ? 1 : this.#threads * 2;
+
+    const chunks = files.flatMap((file) => {
+      const count = Math.max(1, Math.ceil(file.size / this.#chunkBytes));
+      return Array.from({ length: count }, (_, i) => ({
+        path: file.path,
+        start: i * this.#chunkBytes,
+        end: Math.min(file.size, (i + 1) * this.#chunkBytes),
+      }));
+    });
+    const totalBytes = files.reduce((sum, f) => sum + f.size, 0);
+
+    const phaseMs = { parse: 0, dedup: 0, aggregate: 0, assemble: 0, write: 0 };
+    let mark = performance.now();
+    let parsedBytes = 0;
+    progress({ phase: 'parse', done: 0, total: totalBytes });
+    const parsed = await Promise.all(
+      chunks.map(async (chunk, index) => {
+        const result = (await this.#pool.run({ kind: 'parse', ...chunk, chunk: index, partitions } satisfies BuildTask)) as ParseResult;
+        parsedBytes += chunk.end - chunk.start;
+        progress({ phase: 'parse', done: parsedBytes, total: totalBytes });
+        return result;
+      }),
+    );
+    const invalidLines = parsed.reduce((sum, r) => sum + r.invalidLines, 0);
+    const invalidSamples = parsed.flatMap((r) => r.invalidSamples).slice(0, 10);
+    phaseMs.parse = performance.now() - mark;
+
+    mark = performance.now();
+    let done = 0;
+    const deduped = await Promise.all(
+      Array.from({ length: partitions }, async (_, p) => {
+        const inputs = parsed.map((r) => r.parts[p]!);
+        const result = (await this.#pool.run({ kind: 'dedup', inputs, partitions } satisfies BuildTask, {
+          transferList: inputs,
+        })) as DedupResult;
+        progress({ phase: 'dedup', done: ++done, total: partitions });
+        return result;
+      }),
+    );
+    const duplicateEvidence = deduped.reduce((sum, r) => sum + r.duplicates, 0);
+    phaseMs.dedup = performance.now() - mark;
+
+    mark = performance.now();
+    done = 0;
+    const partials = await Promise.all(
+      Array.from({ length: partitions }, async (_, q) => {
+        const inputs = deduped.map((r) => r.parts[q]!);
+        const result = (await this.#pool.run({ kind: 'aggregate', inputs, scoredAt } satisfies BuildTask, {
+          transferList: inputs,
+        })) as AggregateResult;
+        progress({ phase: 'aggregate', done: ++done, total: partitions });
+        return result;
+      }),
+    );
+    phaseMs.aggregate = performance.now() - mark;
+
+    progress({ phase: 'assemble', done: 0, total: 1 });
+    const transferList = [...new Set(partials.flatMap(partialBuffers))];
+    const outcome = (await this.#pool.run(
+      {
+        kind: 'assemble',
+        partials,
+        dataDirRoot: options.dataDir.root,
+        urlMemberCap,
+        scoredAt,
+        evidenceFiles: files.map((f) => f.name),
+        dataAsOf: files.reduce((newest, f) => Math.max(newest, evidenceFileTime(f.name)), 0),
+        skippedLines: invalidLines + duplicateEvidence,
+      } satisfies BuildTask,
+      { transferList },
+    )) as AssembleOutcome;
+    progress({ phase: 'assemble', done: 1, total: 1 });
+    phaseMs.assemble = outcome.assembleMs;
+    phaseMs.write = outcome.writeMs;
+
+    return {
+      path: outcome.path,
+      meta: outcome.meta,
+      durationMs: performance.now() - started,
+      phaseMs,
+      invalidLines,
+      duplicateEvidence,
+      invalidSamples,
+    };
+  }
+}
+
+function partialBuffers(p: AggregateResult): ArrayBuffer[] {
+  return [
+    p.keyBytes,
+    p.keyOffsets,
+    p.firstSeen,
+    p.evidenceCount,
+    p.riskCategory,
+    p.evidenceWeight,
+    p.categoryMask,
+    p.sourceOffsets,
+    p.sourceUrlBytes,
+    p.sourceUrlOffsets,
+    p.sourceCapturedAt,
+    p.sourceScreenshot,
+    p.sourceCategoryCounts,
+  ].map((a) => a.buffer as ArrayBuffer);
+}
+
+/**
+ * Exclusive build lock: `state/build.lock` holding the owner's pid. A lock
+ * left by a process that no longer exists is taken over.
+ */
+export async function acquireBuildLock(dir: DataDir): Promise<() => Promise<void>> {
+  await mkdir(dir.state, { recursive: true });
+  const path = join(dir.state, 'build.lock');
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      const handle = await open(path, 'wx', 0o644);
+      await handle.writeFile(String(process.pid));
+      await handle.close();
+      return async () => {
+        await unlink(path).catch(() => {});
+      };
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+      const owner = Number((await readFile(path, 'utf8').catch(() => '')).trim());
+      if (Number.isInteger(owner) && owner > 0 && owner !== process.pid && isAlive(owner)) {
+        throw new UpiRiskError('ERR_BUILD_LOCKED', `another build (pid ${owner}) is running on ${dir.root}`);
+      }
+      await unlink(path).catch(() => {});
+    }
+  }
+  throw new UpiRiskError('ERR_BUILD_LOCKED', `could not take the build lock in ${dir.state}`);
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}

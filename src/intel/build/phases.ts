@@ -1,0 +1,370 @@
+import { openSync, readSync, closeSync, fstatSync } from 'node:fs';
+import { parseEvidenceLine, MAX_LINE_LENGTH } from '../../evidence/record.js';
+import { RISK_RANK, RISK_CATEGORIES, SOURCE_CATEGORIES } from '../../vpa/categories.js';
+import { RecordReader, RecordWriter, packFlags, partitionOf, FLAG_SCREENSHOT } from './record-codec.js';
+import { recencyWeight } from '../scoring.js';
+import { compareCodeUnits } from '../../engine/verdict.js';
+
+/**
+ * The parallel phases of a build. Each is a plain function of transferable
+ * inputs to transferable outputs, so the pool runs them on worker threads
+ * and tests can call them directly.
+ *
+ *   A  parse      one byte range of one evidence file → records partitioned by evidence_id
+ *   B  dedup      one evidence_id partition → first occurrence of each id, partitioned by VPA
+ *   C  aggregate  one VPA partition → one row per VPA with its sources
+ *
+ * Deduplicating by evidence_id before grouping by VPA keeps "the same id
+ * again changes nothing" exact even when a reused id names a different VPA.
+ */
+
+export interface ParseTask {
+  readonly path: string;
+  /** Byte range: the chunk owns every line whose first byte lies in [start, end). */
+  readonly start: number;
+  readonly end: number;
+  /** Position of this chunk in ingestion order. */
+  readonly chunk: number;
+  readonly partitions: number;
+}
+
+export interface ParseResult {
+  readonly parts: ArrayBuffer[];
+  readonly validLines: number;
+  readonly invalidLines: number;
+  /** A few invalid lines, for the build log. */
+  readonly invalidSamples: string[];
+  readonly bytes: number;
+}
+
+const NEWLINE = 0x0a;
+// A line may hold up to MAX_LINE_LENGTH UTF-16 units, which is at most 3 bytes each in UTF-8.
+const MAX_LINE_BYTES = MAX_LINE_LENGTH * 3 + 2;
+
+export function parseChunk(task: ParseTask): ParseResult {
+  const fd = openSync(task.path, 'r');
+  let buffer: Buffer;
+  let ownedEnd: number;
+  try {
+    const size = fstatSync(fd).size;
+    const readStart = Math.max(0, task.start - 1);
+    const readEnd = Math.min(size, task.end + MAX_LINE_BYTES);
+    buffer = Buffer.allocUnsafeSlow(readEnd - readStart);
+    let filled = 0;
+    while (filled < buffer.length) {
+      const n = readSync(fd, buffer, filled, buffer.length - filled, readStart + filled);
+      if (n === 0) break;
+      filled += n;
+    }
+    buffer = buffer.subarray(0, filled);
+    ownedEnd = task.end - readStart;
+    // Skip the tail of a line that began in the previous chunk.
+    let at = 0;
+    if (task.start > 0) {
+      at = buffer[0] === NEWLINE ? 1 : buffer.indexOf(NEWLINE) + 1;
+      if (at === 0) at = buffer.length;
+    }
+    return parseLines(buffer, at, ownedEnd, task);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+function parseLines(buffer: Buffer, from: number, ownedEnd: number, task: ParseTask): ParseResult {
+  // Binary records are smaller than their JSON, so an even share of the input rarely needs to grow.
+  const share = Math.max(64 * 1024, Math.ceil((ownedEnd - from) / task.partitions));
+  const writers = Array.from({ length: task.partitions }, () => new RecordWriter(share));
+  let validLines = 0;
+  let invalidLines = 0;
+  const invalidSamples: string[] = [];
+  let line = 0;
+  let at = from;
+  while (at < ownedEnd && at < buffer.length) {
+    let end = buffer.indexOf(NEWLINE, at);
+    if (end < 0) end = buffer.length;
+    const text = buffer.toString('utf8', at, end).trim();
+    at = end + 1;
+    if (text.length === 0) continue;
+    line++;
+    const parsed = parseEvidenceLine(text);
+    if (!parsed.ok) {
+      invalidLines++;
+      if (invalidSamples.length < 5) invalidSamples.push(`${task.path} chunk ${task.chunk} line ${line}: ${parsed.reason}`);
+      continue;
+    }
+    validLines++;
+    const r = parsed.record;
+    writers[partitionOf(r.evidenceId, task.partitions)]!.append(
+      task.chunk,
+      line,
+      r.capturedAt,
+      packFlags(r.sourceCategory, r.riskCategory, r.screenshot),
+      r.upi,
+      r.url,
+      r.evidenceId,
+    );
+  }
+  return {
+    parts: writers.map((w) => w.finish()),
+    validLines,
+    invalidLines,
+    invalidSamples,
+    bytes: Math.min(ownedEnd, buffer.length) - from,
+  };
+}
+
+export interface DedupTask {
+  /** This id partition's records from every chunk, in chunk order. */
+  readonly inputs: ArrayBuffer[];
+  readonly partitions: number;
+}
+
+export interface DedupResult {
+  readonly parts: ArrayBuffer[];
+  readonly kept: number;
+  readonly duplicates: number;
+}
+
+export function dedupPartition(task: DedupTask): DedupResult {
+  const total = task.inputs.reduce((sum, input) => sum + input.byteLength, 0);
+  const share = Math.max(64 * 1024, Math.ceil((total / task.partitions) * 1.1));
+  const writers = Array.from({ length: task.partitions }, () => new RecordWriter(share));
+  const seen = new Set<string>();
+  let kept = 0;
+  let duplicates = 0;
+  for (const input of task.inputs) {
+    const reader = new RecordReader(input);
+    while (reader.next()) {
+      const id = reader.evidenceId();
+      if (seen.has(id)) {
+        duplicates++;
+        continue;
+      }
+      seen.add(id);
+      kept++;
+      writers[partitionOf(reader.upi(), task.partitions)]!.appendRaw(reader.raw, reader.rawStart, reader.rawEnd);
+    }
+  }
+  return { parts: writers.map((w) => w.finish()), kept, duplicates };
+}
+
+export interface AggregateTask {
+  /** This VPA partition's deduplicated records, from every dedup task. */
+  readonly inputs: ArrayBuffer[];
+  /** Reference time for recency weights. */
+  readonly scoredAt: number;
+}
+
+/**
+ * One row per VPA of a partition, columnar. Sources of VPA i are
+ * [sourceOffsets[i], sourceOffsets[i+1]), newest first.
+ */
+export interface AggregateResult {
+  readonly vpaCount: number;
+  /** Lower-cased keys, latin1/ASCII. */
+  readonly keyBytes: Uint8Array;
+  readonly keyOffsets: Uint32Array;
+  readonly firstSeen: Float64Array;
+  readonly evidenceCount: Uint32Array;
+  readonly riskCategory: Uint8Array;
+  /** Σ recency weights of the VPA's evidence items. */
+  readonly evidenceWeight: Float64Array;
+  /** Bit i set when evidence from source category i names the VPA. */
+  readonly categoryMask: Uint8Array;
+  readonly sourceOffsets: Uint32Array;
+  readonly sourceUrlBytes: Uint8Array;
+  readonly sourceUrlOffsets: Uint32Array;
+  readonly sourceCapturedAt: Float64Array;
+  readonly sourceScreenshot: Uint8Array;
+  /** Evidence items per source category for each source: 4 counters per source. */
+  readonly sourceCategoryCounts: Uint32Array;
+}
+
+const RISK_COUNT = RISK_CATEGORIES.length;
+const SOURCE_COUNT = SOURCE_CATEGORIES.length;
+
+export function aggregatePartition(task: AggregateTask): AggregateResult {
+  const indexOf = new Map<string, number>();
+  const keys: string[] = [];
+  const firstSeen: number[] = [];
+  const evidenceCount: number[] = [];
+  const evidenceWeight: number[] = [];
+  const categoryMask: number[] = [];
+  const riskCounts: number[] = [];
+  const sourceHead: number[] = [];
+  // Sources as a linked list per VPA: most VPAs have one to three, so a scan beats a composite-key map.
+  const sourceNext: number[] = [];
+  const sourceUrl: string[] = [];
+  const sourceCaptured: number[] = [];
+  const sourceShot: number[] = [];
+  const sourceCounts: number[] = [];
+
+  for (const input of task.inputs) {
+    const reader = new RecordReader(input);
+    while (reader.next()) {
+      const upi = reader.upi();
+      let vpa = indexOf.get(upi);
+      if (vpa === undefined) {
+        vpa = keys.length;
+        indexOf.set(upi, vpa);
+        keys.push(upi);
+        firstSeen.push(Number.POSITIVE_INFINITY);
+        evidenceCount.push(0);
+        evidenceWeight.push(0);
+        categoryMask.push(0);
+        for (let c = 0; c < RISK_COUNT; c++) riskCounts.push(0);
+        sourceHead.push(-1);
+      }
+      const captured = reader.capturedAt;
+      const flags = reader.flags;
+      const sourceCategory = flags & 3;
+      const riskCategory = (flags >> 2) & 7;
+      if (captured < firstSeen[vpa]!) firstSeen[vpa] = captured;
+      evidenceCount[vpa]!++;
+      evidenceWeight[vpa]! += recencyWeight(captured, task.scoredAt);
+      categoryMask[vpa]! |= 1 << sourceCategory;
+      riskCounts[vpa * RISK_COUNT + riskCategory]!++;
+
+      const url = reader.url();
+      let source = sourceHead[vpa]!;
+      while (source >= 0 && sourceUrl[source] !== url) source = sourceNext[source]!;
+      if (source < 0) {
+        source = sourceUrl.length;
+        sourceUrl.push(url);
+        sourceCaptured.push(captured);
+        sourceShot.push(0);
+        for (let c = 0; c < SOURCE_COUNT; c++) sourceCounts.push(0);
+        sourceNext.push(sourceHead[vpa]!);
+        sourceHead[vpa] = source;
+      } else if (captured > sourceCaptured[source]!) {
+        sourceCaptured[source] = captured;
+      }
+      if ((flags & FLAG_SCREENSHOT) !== 0) sourceShot[source] = 1;
+      sourceCounts[source * SOURCE_COUNT + sourceCategory]!++;
+    }
+  }
+  return columnar(keys, firstSeen, evidenceCount, evidenceWeight, categoryMask, riskCounts, {
+    head: sourceHead,
+    next: sourceNext,
+    url: sourceUrl,
+    captured: sourceCaptured,
+    shot: sourceShot,
+    counts: sourceCounts,
+  });
+}
+
+interface SourceLists {
+  head: number[];
+  next: number[];
+  url: string[];
+  captured: number[];
+  shot: number[];
+  counts: number[];
+}
+
+function columnar(
+  keys: string[],
+  firstSeen: number[],
+  evidenceCount: number[],
+  evidenceWeight: number[],
+  categoryMask: number[],
+  riskCounts: number[],
+  sources: SourceLists,
+): AggregateResult {
+  const n = keys.length;
+  const keyOffsets = new Uint32Array(n + 1);
+  let keyLength = 0;
+  for (let i = 0; i < n; i++) {
+    keyOffsets[i] = keyLength;
+    keyLength += keys[i]!.length;
+  }
+  keyOffsets[n] = keyLength;
+  const keyBuffer = Buffer.allocUnsafeSlow(keyLength);
+  for (let i = 0; i < n; i++) keyBuffer.write(keys[i]!, keyOffsets[i]!, 'latin1');
+
+  const riskCategory = new Uint8Array(n);
+  for (let i = 0; i < n; i++) riskCategory[i] = dominant(riskCounts, i * RISK_COUNT, RISK_COUNT, RISK_RANK);
+
+  const sourceCount = sources.url.length;
+  const sourceOffsets = new Uint32Array(n + 1);
+  const order = new Uint32Array(sourceCount);
+  let filled = 0;
+  const scratch: number[] = [];
+  for (let i = 0; i < n; i++) {
+    sourceOffsets[i] = filled;
+    scratch.length = 0;
+    for (let s = sources.head[i]!; s >= 0; s = sources.next[s]!) scratch.push(s);
+    // Newest first; equal captures by url so the order never depends on arrival.
+    scratch.sort((a, b) => sources.captured[b]! - sources.captured[a]! || compareCodeUnits(sources.url[a]!, sources.url[b]!));
+    for (const s of scratch) order[filled++] = s;
+  }
+  sourceOffsets[n] = filled;
+
+  const urlOffsets = new Uint32Array(sourceCount + 1);
+  let urlLength = 0;
+  for (let k = 0; k < sourceCount; k++) {
+    urlOffsets[k] = urlLength;
+    urlLength += Buffer.byteLength(sources.url[order[k]!]!, 'utf8');
+  }
+  urlOffsets[sourceCount] = urlLength;
+  const urlBuffer = Buffer.allocUnsafeSlow(urlLength);
+  const sourceCapturedAt = new Float64Array(sourceCount);
+  const sourceScreenshot = new Uint8Array(sourceCount);
+  const sourceCategoryCounts = new Uint32Array(sourceCount * SOURCE_COUNT);
+  for (let k = 0; k < sourceCount; k++) {
+    const s = order[k]!;
+    urlBuffer.write(sources.url[s]!, urlOffsets[k]!, 'utf8');
+    sourceCapturedAt[k] = sources.captured[s]!;
+    sourceScreenshot[k] = sources.shot[s]!;
+    for (let c = 0; c < SOURCE_COUNT; c++) sourceCategoryCounts[k * SOURCE_COUNT + c] = sources.counts[s * SOURCE_COUNT + c]!;
+  }
+
+  return {
+    vpaCount: n,
+    keyBytes: new Uint8Array(keyBuffer.buffer, keyBuffer.byteOffset, keyLength),
+    keyOffsets,
+    firstSeen: Float64Array.from(firstSeen),
+    evidenceCount: Uint32Array.from(evidenceCount),
+    riskCategory,
+    evidenceWeight: Float64Array.from(evidenceWeight),
+    categoryMask: Uint8Array.from(categoryMask),
+    sourceOffsets,
+    sourceUrlBytes: new Uint8Array(urlBuffer.buffer, urlBuffer.byteOffset, urlLength),
+    sourceUrlOffsets: urlOffsets,
+    sourceCapturedAt,
+    sourceScreenshot,
+    sourceCategoryCounts,
+  };
+}
+
+/** The category with the highest count; ties go to the lower rank. */
+export function dominant(counts: ArrayLike<number>, offset: number, length: number, rank: Uint8Array): number {
+  let best = 0;
+  for (let c = 1; c < length; c++) {
+    const count = counts[offset + c]!;
+    const bestCount = counts[offset + best]!;
+    if (count > bestCount || (count === bestCount && rank[c]! < rank[best]!)) best = c;
+  }
+  return best;
+}
+
+
+/** Every transferable buffer of an aggregate result, for moving it between threads. */
+export function aggregateBuffers(result: AggregateResult): ArrayBuffer[] {
+  const buffers = [
+    result.keyBytes,
+    result.keyOffsets,
+    result.firstSeen,
+    result.evidenceCount,
+    result.riskCategory,
+    result.evidenceWeight,
+    result.categoryMask,
+    result.sourceOffsets,
+    result.sourceUrlBytes,
+    result.sourceUrlOffsets,
+    result.sourceCapturedAt,
+    result.sourceScreenshot,
+    result.sourceCategoryCounts,
+  ].map((array) => array.buffer as ArrayBuffer);
+  return [...new Set(buffers)];
+}

@@ -1,0 +1,60 @@
+import { Piscina } from 'piscina';
+import { performance } from 'node:perf_hooks';
+import { aggregateBuffers, aggregatePartition, dedupPartition, parseChunk } from './phases.js';
+import { assembleSnapshot } from './assemble.js';
+import { readClusterIdState, writeClusterIdState } from '../cluster-ids.js';
+import { newSnapshotId, writeSnapshot } from '../../engine/snapshot-files.js';
+import { dataDir } from '../../common/data-dir.js';
+import type { AssembleOutcome, AssembleTask, BuildTask } from './tasks.js';
+
+/** Pool thread entry: runs one build phase. Outputs are moved, never cloned. */
+export default async function runBuildTask(task: BuildTask): Promise<unknown> {
+  switch (task.kind) {
+    case 'parse': {
+      const result = parseChunk(task);
+      return movable(result, result.parts);
+    }
+    case 'dedup': {
+      const result = dedupPartition(task);
+      return movable(result, result.parts);
+    }
+    case 'aggregate': {
+      const result = aggregatePartition(task);
+      return movable(result, aggregateBuffers(result));
+    }
+    case 'assemble':
+      return assemble(task);
+  }
+}
+
+async function assemble(task: AssembleTask): Promise<AssembleOutcome> {
+  const dir = dataDir(task.dataDirRoot);
+  const started = performance.now();
+  const previous = await readClusterIdState(dir.clusterIds);
+  const createdAt = Date.now();
+  const { data, clusterIds } = assembleSnapshot(task.partials, {
+    urlMemberCap: task.urlMemberCap,
+    scoredAt: task.scoredAt,
+    previousClusterIds: previous,
+    meta: {
+      id: newSnapshotId(createdAt),
+      createdAt,
+      dataAsOf: task.dataAsOf,
+      evidenceFiles: task.evidenceFiles,
+      skippedLines: task.skippedLines,
+    },
+  });
+  const assembled = performance.now();
+  // Cluster ids first: a crash between the two writes then only skips numbers, never hands one out twice.
+  await writeClusterIdState(dir.clusterIds, clusterIds);
+  const path = await writeSnapshot(dir, data);
+  return { path, meta: data.meta, assembleMs: assembled - started, writeMs: performance.now() - assembled };
+}
+
+function movable<T extends object>(value: T, transfer: ArrayBuffer[]): T {
+  const wrapped = {
+    [Piscina.transferableSymbol]: transfer,
+    [Piscina.valueSymbol]: value,
+  };
+  return Piscina.move(wrapped as never) as unknown as T;
+}

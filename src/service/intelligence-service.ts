@@ -1,0 +1,193 @@
+import { basename } from 'node:path';
+import type { DataDir } from '../common/data-dir.js';
+import { silentLogger, type Logger } from '../common/logger.js';
+import { UpiRiskError } from '../common/errors.js';
+import { Intelligence } from '../engine/intelligence.js';
+import { listSnapshots } from '../engine/snapshot-files.js';
+import { loadSnapshotOffThread } from '../engine/snapshot-loader.js';
+import { listEvidenceFiles } from '../evidence/store.js';
+import { SnapshotBuilder, type BuildReport } from '../intel/build/builder.js';
+
+export interface IntelligenceServiceOptions {
+  readonly dataDir: DataDir;
+  readonly logger?: Logger;
+  /** How often to look for new evidence and new snapshots, ms. 0 disables the watch. */
+  readonly pollMs?: number;
+  readonly buildThreads?: number;
+  readonly urlMemberCap?: number;
+  /** Scoring reference time for background builds; defaults to the build's own clock. */
+  readonly scoredAt?: () => number;
+}
+
+export interface SwapEvent {
+  readonly previous: Intelligence | null;
+  readonly next: Intelligence;
+  readonly reason: 'start' | 'rebuild' | 'new-snapshot';
+}
+
+/**
+ * Keeps the current Intelligence and replaces it, whole, when new evidence
+ * lands. Readers take `current` once per request: the swap is one
+ * reference assignment, so a request in flight finishes on the snapshot it
+ * started with and none ever sees a half-built index. Decoding happens on
+ * a loader thread and building on the pool, never on the serving thread.
+ */
+export class IntelligenceService {
+  #current: Intelligence;
+  readonly #options: IntelligenceServiceOptions;
+  readonly #logger: Logger;
+  readonly #builder: SnapshotBuilder;
+  readonly #listeners: ((event: SwapEvent) => void)[] = [];
+  readonly #badSnapshots = new Set<string>();
+  #timer: NodeJS.Timeout | null = null;
+  #refreshing: Promise<void> | null = null;
+  #closed = false;
+  #lastBuild: BuildReport | null = null;
+
+  private constructor(options: IntelligenceServiceOptions, builder: SnapshotBuilder, first: Intelligence) {
+    this.#options = options;
+    this.#logger = options.logger ?? silentLogger;
+    this.#builder = builder;
+    this.#current = first;
+  }
+
+  /**
+   * Start from the newest valid snapshot without rebuilding; build one first
+   * when the data directory has none that loads.
+   */
+  static async start(options: IntelligenceServiceOptions): Promise<IntelligenceService> {
+    const logger = options.logger ?? silentLogger;
+    const builder = new SnapshotBuilder(options.buildThreads === undefined ? {} : { threads: options.buildThreads });
+    try {
+      let first = await loadNewest(options.dataDir, logger, new Set());
+      let lastBuild: BuildReport | null = null;
+      if (first === null) {
+        logger.info({ dataDir: options.dataDir.root }, 'no loadable snapshot; building one');
+        lastBuild = await builder.build(buildOptions(options));
+        first = new Intelligence(await loadSnapshotOffThread(lastBuild.path));
+      }
+      const service = new IntelligenceService(options, builder, first);
+      service.#lastBuild = lastBuild;
+      logger.info(snapshotFields(first), 'serving snapshot');
+      const pollMs = options.pollMs ?? 1000;
+      if (pollMs > 0) service.#schedule(pollMs);
+      return service;
+    } catch (error) {
+      await builder.close();
+      throw error;
+    }
+  }
+
+  /** The snapshot answering now. Take it once per request and use that reference throughout. */
+  get current(): Intelligence {
+    return this.#current;
+  }
+
+  get lastBuild(): BuildReport | null {
+    return this.#lastBuild;
+  }
+
+  onSwap(listener: (event: SwapEvent) => void): void {
+    this.#listeners.push(listener);
+  }
+
+  /**
+   * Bring the served snapshot up to date: rebuild when the evidence folder
+   * holds files the current snapshot was not built from, or adopt a newer
+   * snapshot written by another process. Concurrent calls share one run.
+   */
+  refresh(): Promise<void> {
+    this.#refreshing ??= this.#refresh().finally(() => {
+      this.#refreshing = null;
+    });
+    return this.#refreshing;
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    if (this.#timer !== null) clearTimeout(this.#timer);
+    await this.#refreshing?.catch(() => {});
+    await this.#builder.close();
+  }
+
+  async #refresh(): Promise<void> {
+    const dir = this.#options.dataDir;
+    const newest = (await listSnapshots(dir))[0];
+    if (newest !== undefined && !this.#badSnapshots.has(newest) && snapshotIdOf(newest) > this.#current.meta.id) {
+      const adopted = await loadNewest(dir, this.#logger, this.#badSnapshots, this.#current.meta.id);
+      if (adopted !== null) this.#swap(adopted, 'new-snapshot');
+    }
+    const files = await listEvidenceFiles(dir);
+    if (sameFiles(files, this.#current.meta.evidenceFiles)) return;
+    this.#logger.info({ files: files.length, known: this.#current.meta.evidenceFiles.length }, 'new evidence; rebuilding');
+    let report: BuildReport;
+    try {
+      report = await this.#builder.build(buildOptions(this.#options));
+    } catch (error) {
+      if (error instanceof UpiRiskError && error.code === 'ERR_BUILD_LOCKED') {
+        // Someone else is building; their snapshot is adopted on a later pass.
+        this.#logger.info({ reason: error.message }, 'build skipped');
+        return;
+      }
+      throw error;
+    }
+    this.#lastBuild = report;
+    this.#logger.info({ snapshot: report.meta.id, ms: Math.round(report.durationMs), vpas: report.meta.vpaCount }, 'build finished');
+    const next = new Intelligence(await loadSnapshotOffThread(report.path));
+    if (!this.#closed) this.#swap(next, 'rebuild');
+  }
+
+  #swap(next: Intelligence, reason: SwapEvent['reason']): void {
+    const previous = this.#current;
+    this.#current = next;
+    this.#logger.info({ ...snapshotFields(next), previous: previous.meta.id, reason }, 'snapshot swapped');
+    for (const listener of this.#listeners) listener({ previous, next, reason });
+  }
+
+  #schedule(pollMs: number): void {
+    this.#timer = setTimeout(() => {
+      this.refresh()
+        .catch((error: unknown) => this.#logger.error({ err: String(error) }, 'refresh failed; still serving the previous snapshot'))
+        .finally(() => {
+          if (!this.#closed) this.#schedule(pollMs);
+        });
+    }, pollMs);
+    this.#timer.unref();
+  }
+}
+
+function buildOptions(options: IntelligenceServiceOptions) {
+  return {
+    dataDir: options.dataDir,
+    ...(options.urlMemberCap === undefined ? {} : { urlMemberCap: options.urlMemberCap }),
+    ...(options.scoredAt === undefined ? {} : { scoredAt: options.scoredAt() }),
+  };
+}
+
+/** Newest snapshot that loads (newer than `after` when given), skipping and remembering bad files. */
+async function loadNewest(dir: DataDir, logger: Logger, bad: Set<string>, after = ''): Promise<Intelligence | null> {
+  for (const path of await listSnapshots(dir)) {
+    if (bad.has(path)) continue;
+    if (snapshotIdOf(path) <= after) return null;
+    try {
+      return new Intelligence(await loadSnapshotOffThread(path));
+    } catch (error) {
+      bad.add(path);
+      logger.error({ path, code: (error as UpiRiskError).code, err: (error as Error).message }, 'snapshot refused');
+    }
+  }
+  return null;
+}
+
+function snapshotIdOf(path: string): string {
+  return basename(path).replace(/^snapshot-/, '').replace(/\.upisnap$/, '');
+}
+
+function sameFiles(a: readonly string[], b: readonly string[]): boolean {
+  return a.length === b.length && a.every((name, i) => name === b[i]);
+}
+
+function snapshotFields(intel: Intelligence): Record<string, unknown> {
+  const m = intel.meta;
+  return { snapshot: m.id, vpas: m.vpaCount, clusters: m.clusterCount, dataAsOf: m.dataAsOf };
+}

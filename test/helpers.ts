@@ -1,0 +1,99 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { dataDir, type DataDir } from '../src/common/data-dir.js';
+import { ingestFile } from '../src/evidence/store.js';
+import { SnapshotBuilder } from '../src/intel/build/builder.js';
+import { Intelligence } from '../src/engine/intelligence.js';
+import { readSnapshotFile } from '../src/engine/snapshot-files.js';
+
+export interface EvidenceInput {
+  evidence_id: string;
+  upi: string;
+  url: string;
+  source_category: string;
+  captured_at: string;
+  risk_category?: string;
+  screenshot_available?: boolean;
+}
+
+/** Scoring reference time used by tests, so confidences are reproducible. */
+export const TEST_SCORED_AT = Date.parse('2026-11-01T00:00:00Z');
+
+export async function tempDataDir(prefix = 'upi-risk-test-'): Promise<{ dir: DataDir; root: string; cleanup: () => Promise<void> }> {
+  const root = await mkdtemp(join(tmpdir(), prefix));
+  return { dir: dataDir(join(root, 'data')), root, cleanup: () => rm(root, { recursive: true, force: true }) };
+}
+
+export function ndjson(items: readonly object[]): string {
+  return items.map((item) => JSON.stringify(item)).join('\n') + '\n';
+}
+
+/** Write evidence to a file under `root` and ingest it; fails the test if refused. */
+export async function ingest(dir: DataDir, root: string, items: readonly EvidenceInput[], name = `batch-${Math.random().toString(16).slice(2)}.ndjson`) {
+  const path = join(root, name);
+  await writeFile(path, ndjson(items));
+  const result = await ingestFile(dir, path);
+  if (!result.accepted) throw new Error(`fixture refused: ${JSON.stringify(result.errors)}`);
+  return result;
+}
+
+/** Build with a real pool and load the result. */
+export async function buildAndLoad(dir: DataDir, options: { urlMemberCap?: number; threads?: number } = {}): Promise<Intelligence> {
+  const builder = new SnapshotBuilder({ threads: options.threads ?? 2 });
+  try {
+    const report = await builder.build({
+      dataDir: dir,
+      scoredAt: TEST_SCORED_AT,
+      ...(options.urlMemberCap === undefined ? {} : { urlMemberCap: options.urlMemberCap }),
+    });
+    return new Intelligence(await readSnapshotFile(report.path));
+  } finally {
+    await builder.close();
+  }
+}
+
+let counter = 0;
+/** An evidence item with sensible defaults. */
+export function evidence(upi: string, url: string, overrides: Partial<EvidenceInput> = {}): EvidenceInput {
+  counter++;
+  return {
+    evidence_id: `ev-${counter}`,
+    upi,
+    url,
+    source_category: 'gambling',
+    captured_at: '2026-06-01T10:00:00+05:30',
+    ...overrides,
+  };
+}
+
+import { validateEvidence } from '../src/evidence/record.js';
+import { RecordWriter, packFlags } from '../src/intel/build/record-codec.js';
+import { aggregatePartition, dedupPartition } from '../src/intel/build/phases.js';
+import { assembleSnapshot } from '../src/intel/build/assemble.js';
+import { emptyClusterIdState } from '../src/intel/cluster-ids.js';
+import { DEFAULT_URL_MEMBER_CAP } from '../src/intel/clustering.js';
+
+/**
+ * The build phases called in-process on one partition: the same code the
+ * pool runs, without threads or files, for property tests that build
+ * hundreds of small snapshots.
+ */
+export function buildInProcess(items: readonly EvidenceInput[], scoredAt = TEST_SCORED_AT, urlMemberCap = DEFAULT_URL_MEMBER_CAP): Intelligence {
+  const writer = new RecordWriter();
+  items.forEach((item, line) => {
+    const parsed = validateEvidence(item);
+    if (!parsed.ok) throw new Error(`invalid fixture: ${parsed.reason}`);
+    const r = parsed.record;
+    writer.append(0, line, r.capturedAt, packFlags(r.sourceCategory, r.riskCategory, r.screenshot), r.upi, r.url, r.evidenceId);
+  });
+  const deduped = dedupPartition({ inputs: [writer.finish()], partitions: 1 });
+  const partial = aggregatePartition({ inputs: deduped.parts, scoredAt });
+  const { data } = assembleSnapshot([partial], {
+    urlMemberCap,
+    scoredAt,
+    previousClusterIds: emptyClusterIdState(),
+    meta: { id: 'in-process', createdAt: scoredAt, dataAsOf: scoredAt, evidenceFiles: [], skippedLines: 0 },
+  });
+  return new Intelligence(data);
+}
