@@ -4,8 +4,10 @@ import type { Command } from './command.js';
 import { ingestCommand } from './commands/ingest.js';
 import { buildCommand } from './commands/build.js';
 import { demoDataCommand } from './commands/demo-data.js';
+import { serveCommand } from './commands/serve.js';
+import { keysCommand } from './commands/keys.js';
 
-const COMMANDS: readonly Command[] = [ingestCommand, buildCommand, demoDataCommand];
+const COMMANDS: readonly Command[] = [serveCommand, ingestCommand, buildCommand, keysCommand, demoDataCommand];
 
 function overview(): string {
   const width = Math.max(...COMMANDS.map((c) => c.name.length));

@@ -1,0 +1,61 @@
+/**
+ * `npm start`: a working service on demo data in one command. On first run
+ * it generates demo evidence and ingests it, creates a development API key
+ * (kept in var/dev-api-key, git-ignored, mode 0600, so later starts reuse
+ * it), prints a ready-to-paste curl line and serves. Later runs serve the
+ * same data directory.
+ */
+import { readFile, writeFile, mkdir, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { dataDir } from '../src/common/data-dir.js';
+import { writeDemoData } from '../src/demo/generator.js';
+import { ingestFile, listEvidenceFiles } from '../src/evidence/store.js';
+import { KeyAdmin, KeyRegistry, keyFilePath } from '../src/access/key-store.js';
+import { serveCommand } from '../src/cli/commands/serve.js';
+
+const DEMO_VPAS = Number(process.env.UPI_RISK_DEMO_VPAS ?? 100_000);
+const PORT = process.env.PORT ?? '8080';
+const dir = dataDir();
+const keyFile = join(dir.root, '..', 'dev-api-key');
+
+if ((await listEvidenceFiles(dir)).length === 0) {
+  const demo = join(dir.root, '..', 'demo-evidence.ndjson');
+  await mkdir(dir.root, { recursive: true });
+  process.stdout.write(`first start: generating demo evidence for ${DEMO_VPAS} VPAs...\n`);
+  await writeDemoData({ vpas: DEMO_VPAS, seed: 42 }, demo);
+  const result = await ingestFile(dir, demo);
+  if (!result.accepted) throw new Error('demo evidence was refused');
+  await rm(demo);
+}
+
+const key = await developmentKey();
+const flagged = await firstStoredVpa();
+process.stdout.write(
+  [
+    '',
+    `development API key: ${key}`,
+    'try (once the server says it is listening):',
+    `  curl -s -H "Authorization: Bearer ${key}" "http://127.0.0.1:${PORT}/v1/verify/upi?upi=${encodeURIComponent(flagged)}"`,
+    `  curl -s -H "Authorization: Bearer ${key}" -H "Content-Type: application/json" -d '{"upis":["${flagged}","someone@ybl"]}' http://127.0.0.1:${PORT}/v1/verify/upi/batch`,
+    '',
+  ].join('\n'),
+);
+process.exitCode = await serveCommand.run(['--port', PORT]);
+
+async function developmentKey(): Promise<string> {
+  const registry = new KeyRegistry(keyFilePath(dir));
+  await registry.load();
+  const existing = await readFile(keyFile, 'utf8').then((text) => text.trim(), () => '');
+  if (existing !== '' && registry.verify(existing) !== null) return existing;
+  const { key } = await new KeyAdmin(keyFilePath(dir)).create({ name: 'development (npm start)', plan: 'default' });
+  await writeFile(keyFile, `${key}\n`, { mode: 0o600 });
+  return key;
+}
+
+/** A VPA that is in the served data, for the example: the first one of the first evidence file. */
+async function firstStoredVpa(): Promise<string> {
+  const [first] = await listEvidenceFiles(dir);
+  const text = first === undefined ? '' : await readFile(join(dir.evidence, first), 'utf8');
+  const line = text.slice(0, text.indexOf('\n'));
+  return line === '' ? 'someone@ybl' : (JSON.parse(line) as { upi: string }).upi;
+}

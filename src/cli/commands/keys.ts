@@ -1,0 +1,117 @@
+import { dataDir } from '../../common/data-dir.js';
+import { ConfigError } from '../../common/errors.js';
+import { KeyAdmin, keyFilePath, type KeyLimits, type PublicKeyRecord } from '../../access/key-store.js';
+import { intOption, parseCommandArgs, type Command } from '../command.js';
+
+const usage = `Usage: upi-risk keys <create|list|rotate|revoke> [options]
+
+Manage API keys. Only a SHA-256 hash of each key is stored (DIR/keys.json,
+mode 0600); a new key is printed once, as the last line of standard output.
+A running server sees every change within a second.
+
+  keys create [--name TEXT] [--plan NAME] [--burst N --sustained N --window SECONDS]
+  keys list [--json]            table of keys; --json prints [{id, name, plan, created_at, revoked_at}]
+  keys rotate ID                new secret for key ID; the old one stops working at once
+  keys revoke ID                key ID stops working at once
+
+Every sub-command takes --data-dir DIR (default: $UPI_RISK_DATA_DIR or var/data).`;
+
+export const keysCommand: Command = {
+  name: 'keys',
+  summary: 'create, list, rotate and revoke API keys',
+  usage,
+  async run(argv) {
+    const [action, ...rest] = argv;
+    switch (action) {
+      case 'create':
+        return create(rest);
+      case 'list':
+        return list(rest);
+      case 'rotate':
+        return rotate(rest);
+      case 'revoke':
+        return revoke(rest);
+      default:
+        throw new ConfigError(`keys needs one of create, list, rotate, revoke${action === undefined ? '' : `, not ${JSON.stringify(action)}`}`);
+    }
+  },
+};
+
+const dirOption = { 'data-dir': { type: 'string' } } as const;
+
+async function create(argv: readonly string[]): Promise<number> {
+  const { values } = parseCommandArgs(argv, {
+    ...dirOption,
+    name: { type: 'string' },
+    plan: { type: 'string' },
+    burst: { type: 'string' },
+    sustained: { type: 'string' },
+    window: { type: 'string' },
+  });
+  const given = [values.burst, values.sustained, values.window].filter((v) => v !== undefined).length;
+  if (given !== 0 && given !== 3) throw new ConfigError('--burst, --sustained and --window go together');
+  const limits: KeyLimits | null =
+    given === 3
+      ? {
+          burst: intOption('burst', values.burst, 0, 1, 10_000_000),
+          sustained: intOption('sustained', values.sustained, 0, 1, 1_000_000_000),
+          windowSeconds: intOption('window', values.window, 0, 1, 86_400 * 31),
+        }
+      : null;
+  const plan = values.plan ?? 'default';
+  if (!/^[A-Za-z0-9_.-]{1,64}$/.test(plan)) throw new ConfigError('--plan must be 1 to 64 letters, digits, ".", "_" or "-"');
+  const name = values.name ?? '';
+  if (name.length > 200) throw new ConfigError('--name must be at most 200 characters');
+  const admin = new KeyAdmin(keyFilePath(dataDir(values['data-dir'])));
+  const { key, record } = await admin.create({ name, plan, limits });
+  process.stdout.write(`created key ${record.id} (plan ${record.plan}); store it now, it is not shown again:\n${key}\n`);
+  return 0;
+}
+
+async function list(argv: readonly string[]): Promise<number> {
+  const { values } = parseCommandArgs(argv, { ...dirOption, json: { type: 'boolean' } });
+  const keys = await new KeyAdmin(keyFilePath(dataDir(values['data-dir']))).list();
+  if (values.json === true) {
+    const rows = keys.map((k) => ({ id: k.id, name: k.name, plan: k.plan, created_at: k.created_at, revoked_at: k.revoked_at }));
+    process.stdout.write(`${JSON.stringify(rows, null, 2)}\n`);
+    return 0;
+  }
+  process.stdout.write(table(keys));
+  return 0;
+}
+
+async function rotate(argv: readonly string[]): Promise<number> {
+  const { values, positionals } = parseCommandArgs(argv, dirOption, true);
+  const id = singleId(positionals);
+  const { key, record } = await new KeyAdmin(keyFilePath(dataDir(values['data-dir']))).rotate(id);
+  process.stdout.write(`rotated key ${record.id}; the previous key no longer works. New key:\n${key}\n`);
+  return 0;
+}
+
+async function revoke(argv: readonly string[]): Promise<number> {
+  const { values, positionals } = parseCommandArgs(argv, dirOption, true);
+  const id = singleId(positionals);
+  const record = await new KeyAdmin(keyFilePath(dataDir(values['data-dir']))).revoke(id);
+  process.stdout.write(`revoked key ${record.id} at ${record.revoked_at}\n`);
+  return 0;
+}
+
+function singleId(positionals: readonly string[]): string {
+  if (positionals.length !== 1) throw new ConfigError('give exactly one key id (see upi-risk keys list)');
+  return positionals[0]!;
+}
+
+function table(keys: readonly PublicKeyRecord[]): string {
+  const header = ['ID', 'NAME', 'PLAN', 'LIMITS', 'CREATED', 'STATUS'];
+  const rows = keys.map((k) => [
+    k.id,
+    k.name,
+    k.plan,
+    k.limits === null ? '(plan)' : `${k.limits.burst}/s, ${k.limits.sustained}/${k.limits.windowSeconds}s`,
+    k.created_at,
+    k.revoked_at === null ? (k.rotated_at === null ? 'active' : `active, rotated ${k.rotated_at}`) : `revoked ${k.revoked_at}`,
+  ]);
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+  const line = (cells: readonly string[]) => cells.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd();
+  return [line(header), ...rows.map(line)].join('\n') + '\n';
+}
