@@ -1,4 +1,3 @@
-import roaring from 'roaring';
 import { SOURCE_CATEGORIES, SOURCE_RANK, RISK_CATEGORIES, RISK_RANK } from '../../vpa/categories.js';
 import {
   NO_CLUSTER,
@@ -7,13 +6,13 @@ import {
   type SnapshotMeta,
 } from '../../engine/snapshot-data.js';
 import { buildSlots } from '../../engine/vpa-index.js';
+import { rangeSize, sortedIdsSize, writeRange, writeSortedIds } from '../../engine/roaring-portable.js';
 import { findClusters } from '../clustering.js';
 import { assignClusterNumbers, type ClusterIdState } from '../cluster-ids.js';
 import { clusterConfidence, vpaConfidence } from '../scoring.js';
 import { dominant, type AggregateResult } from './phases.js';
-import { compareCodeUnits } from '../../engine/verdict.js';
+import { ByteInterner, compareByteRanges } from './byte-interner.js';
 
-const { RoaringBitmap32 } = roaring;
 const SOURCE_COUNT = SOURCE_CATEGORIES.length;
 const RISK_COUNT = RISK_CATEGORIES.length;
 
@@ -44,7 +43,7 @@ export function assembleSnapshot(partials: readonly AggregateResult[], options: 
   const n = t.vpaCount;
 
   // url → VPAs (temporary ids), counting sort by url.
-  const urlCount = t.urlStrings.length;
+  const urlCount = t.urlCount;
   const urlMemberOffsets = new Uint32Array(urlCount + 1);
   for (let s = 0; s < t.sourceCount; s++) urlMemberOffsets[t.sourceUrl[s]! + 1]!++;
   for (let u = 0; u < urlCount; u++) urlMemberOffsets[u + 1]! += urlMemberOffsets[u]!;
@@ -55,7 +54,8 @@ export function assembleSnapshot(partials: readonly AggregateResult[], options: 
   }
 
   const components = findClusters(n, { offsets: urlMemberOffsets, vpas: urlMembers }, options.urlMemberCap);
-  const assigned = assignClusterNumbers(components, (v) => t.keys[v]!, options.previousClusterIds);
+  const keyOf = (v: number) => t.keyText.toString('latin1', t.keyOffsets[v]!, t.keyOffsets[v + 1]!);
+  const assigned = assignClusterNumbers(components, keyOf, options.previousClusterIds);
 
   // Cluster ordinals in ascending public number, so lookups by number are a binary search.
   const clusterCount = components.count;
@@ -85,15 +85,18 @@ export function assembleSnapshot(partials: readonly AggregateResult[], options: 
   }
   for (let k = 0; k < clusterCount; k++) {
     const members = finalToTemp.subarray(clusterStart[k]!, clusterStart[k + 1]!);
-    members.sort((a, b) => compareCodeUnits(t.keys[a]!, t.keys[b]!));
+    members.sort((a, b) => compareByteRanges(t.keyBytes, t.keyOffsets[a]!, t.keyOffsets[a + 1]!, t.keyBytes, t.keyOffsets[b]!, t.keyOffsets[b + 1]!));
   }
   const tempToFinal = new Uint32Array(n);
   for (let f = 0; f < n; f++) tempToFinal[finalToTemp[f]!] = f;
 
   // Per-VPA arrays in final order.
   const keyOffsets = new Uint32Array(n + 1);
-  for (let f = 0; f < n; f++) keyOffsets[f + 1] = keyOffsets[f]! + t.keys[finalToTemp[f]!]!.length;
-  const keyBuffer = Buffer.alloc(keyOffsets[n]!);
+  for (let f = 0; f < n; f++) {
+    const v = finalToTemp[f]!;
+    keyOffsets[f + 1] = keyOffsets[f]! + t.keyOffsets[v + 1]! - t.keyOffsets[v]!;
+  }
+  const keyBytes = new Uint8Array(keyOffsets[n]!);
   const firstSeen = new Float64Array(n);
   const confidence = new Uint16Array(n);
   const riskCategory = new Uint8Array(n);
@@ -106,7 +109,7 @@ export function assembleSnapshot(partials: readonly AggregateResult[], options: 
   let totalEvidence = 0;
   for (let f = 0; f < n; f++) {
     const v = finalToTemp[f]!;
-    keyBuffer.write(t.keys[v]!, keyOffsets[f]!, 'latin1');
+    keyBytes.set(t.keyBytes.subarray(t.keyOffsets[v]!, t.keyOffsets[v + 1]!), keyOffsets[f]!);
     firstSeen[f] = t.firstSeen[v]!;
     riskCategory[f] = t.riskCategory[v]!;
     evidenceCount[f] = t.evidenceCount[v]!;
@@ -136,18 +139,21 @@ export function assembleSnapshot(partials: readonly AggregateResult[], options: 
   // Per-url category and member bitmaps (final ids).
   const urlCategory = new Uint8Array(urlCount);
   for (let u = 0; u < urlCount; u++) urlCategory[u] = dominant(t.urlCategoryCounts, u * SOURCE_COUNT, SOURCE_COUNT, SOURCE_RANK);
-  const urlBitmaps: Uint8Array[] = [];
+  // Members of each url in final ids, sorted, then serialised into one blob.
+  const urlFinal = new Uint32Array(t.sourceCount);
+  for (let u = 0; u < urlCount; u++) {
+    const from = urlMemberOffsets[u]!;
+    const to = urlMemberOffsets[u + 1]!;
+    for (let i = from; i < to; i++) urlFinal[i] = tempToFinal[urlMembers[i]!]!;
+    if (to - from > 1) urlFinal.subarray(from, to).sort();
+  }
   const urlMembersOffsets = new Uint32Array(urlCount + 1);
   for (let u = 0; u < urlCount; u++) {
-    const members = urlMembers.subarray(urlMemberOffsets[u]!, urlMemberOffsets[u + 1]!);
-    const finalIds = new Uint32Array(members.length);
-    for (let i = 0; i < members.length; i++) finalIds[i] = tempToFinal[members[i]!]!;
-    finalIds.sort();
-    const bitmap = new RoaringBitmap32(finalIds);
-    bitmap.runOptimize();
-    const bytes = bitmap.serialize('portable');
-    urlBitmaps.push(bytes);
-    urlMembersOffsets[u + 1] = urlMembersOffsets[u]! + bytes.length;
+    urlMembersOffsets[u + 1] = urlMembersOffsets[u]! + sortedIdsSize(urlFinal, urlMemberOffsets[u]!, urlMemberOffsets[u + 1]!);
+  }
+  const urlMembersBlob = new Uint8Array(urlMembersOffsets[urlCount]!);
+  for (let u = 0; u < urlCount; u++) {
+    writeSortedIds(urlFinal, urlMemberOffsets[u]!, urlMemberOffsets[u + 1]!, urlMembersBlob, urlMembersOffsets[u]!);
   }
 
   // Per-cluster figures.
@@ -157,8 +163,11 @@ export function assembleSnapshot(partials: readonly AggregateResult[], options: 
   const clusterRiskCategory = new Uint8Array(clusterCount);
   const clusterConfidenceArray = new Uint16Array(clusterCount);
   const clusterEvidenceCount = new Uint32Array(clusterCount);
-  const clusterBitmaps: Uint8Array[] = [];
   const clusterMembersOffsets = new Uint32Array(clusterCount + 1);
+  for (let k = 0; k < clusterCount; k++) {
+    clusterMembersOffsets[k + 1] = clusterMembersOffsets[k]! + rangeSize(clusterStart[k]!, clusterStart[k + 1]!);
+  }
+  const clusterMembersBlob = new Uint8Array(clusterMembersOffsets[clusterCount]!);
   const urlStamp = new Int32Array(urlCount).fill(-1);
   const riskTally = new Uint32Array(RISK_COUNT);
   for (let k = 0; k < clusterCount; k++) {
@@ -191,15 +200,10 @@ export function assembleSnapshot(partials: readonly AggregateResult[], options: 
     clusterRiskCategory[k] = dominant(riskTally, 0, RISK_COUNT, RISK_RANK);
     clusterConfidenceArray[k] = clusterConfidence(best, end - start, distinctUrls);
     clusterEvidenceCount[k] = evidence;
-    const bitmap = new RoaringBitmap32();
-    bitmap.addRange(start, end);
-    bitmap.runOptimize();
-    const bytes = bitmap.serialize('portable');
-    clusterBitmaps.push(bytes);
-    clusterMembersOffsets[k + 1] = clusterMembersOffsets[k]! + bytes.length;
+    // Members are one contiguous id run: a single run container.
+    writeRange(start, end, clusterMembersBlob, clusterMembersOffsets[k]!);
   }
 
-  const keyBytes = new Uint8Array(keyBuffer.buffer, keyBuffer.byteOffset, keyBuffer.byteLength);
   const urlBytes = t.urlBytes;
   const data: SnapshotData = {
     meta: {
@@ -227,7 +231,7 @@ export function assembleSnapshot(partials: readonly AggregateResult[], options: 
     urlBytes: urlBytes.bytes,
     urlOffsets: urlBytes.offsets,
     urlCategory,
-    urlMembersBlob: concatBytes(urlBitmaps, urlMembersOffsets[urlCount]!),
+    urlMembersBlob,
     urlMembersOffsets,
     clusterNumber,
     clusterCreatedAt,
@@ -235,7 +239,7 @@ export function assembleSnapshot(partials: readonly AggregateResult[], options: 
     clusterRiskCategory,
     clusterConfidence: clusterConfidenceArray,
     clusterEvidenceCount,
-    clusterMembersBlob: concatBytes(clusterBitmaps, clusterMembersOffsets[clusterCount]!),
+    clusterMembersBlob,
     clusterMembersOffsets,
   };
   return { data, clusterIds: assigned.state };
@@ -244,31 +248,41 @@ export function assembleSnapshot(partials: readonly AggregateResult[], options: 
 interface Concatenated {
   vpaCount: number;
   sourceCount: number;
-  keys: string[];
+  /** Keys in temporary order, as bytes: strings are made only for the few uses that need them. */
+  keyBytes: Uint8Array;
+  keyOffsets: Uint32Array;
+  keyText: Buffer;
   firstSeen: Float64Array;
   evidenceCount: Uint32Array;
   riskCategory: Uint8Array;
   evidenceWeight: Float64Array;
   categoryMask: Uint8Array;
   sourceOffsets: Uint32Array;
-  /** Interned url id per source. */
+  /** Global url id per source. */
   sourceUrl: Uint32Array;
   sourceCapturedAt: Float64Array;
   sourceScreenshot: Uint8Array;
-  urlStrings: string[];
+  urlCount: number;
   urlCategoryCounts: Uint32Array;
   urlBytes: { bytes: Uint8Array; offsets: Uint32Array };
 }
 
-/** Join partitions into temporary VPA ids (partition order) and intern urls. */
+/** Join partitions into temporary VPA ids (partition order) and intern urls across partitions. */
 function concatenate(partials: readonly AggregateResult[]): Concatenated {
   let n = 0;
   let sourceCount = 0;
+  let keyLength = 0;
+  let localUrls = 0;
+  let urlByteTotal = 0;
   for (const p of partials) {
     n += p.vpaCount;
     sourceCount += p.sourceOffsets[p.vpaCount]!;
+    keyLength += p.keyBytes.byteLength;
+    localUrls += p.urlOffsets.length - 1;
+    urlByteTotal += p.urlBytes.byteLength;
   }
-  const keys: string[] = new Array(n);
+  const keyBytes = new Uint8Array(keyLength);
+  const keyOffsets = new Uint32Array(n + 1);
   const firstSeen = new Float64Array(n);
   const evidenceCount = new Uint32Array(n);
   const riskCategory = new Uint8Array(n);
@@ -278,15 +292,20 @@ function concatenate(partials: readonly AggregateResult[]): Concatenated {
   const sourceUrl = new Uint32Array(sourceCount);
   const sourceCapturedAt = new Float64Array(sourceCount);
   const sourceScreenshot = new Uint8Array(sourceCount);
-  const urlIds = new Map<string, number>();
-  const urlStrings: string[] = [];
-  let urlCounts = new Uint32Array(1024 * SOURCE_COUNT);
+  // A url seen in several partitions is interned once per partition, not once per source.
+  const urls = new ByteInterner(localUrls, urlByteTotal);
+  let urlCounts = new Uint32Array(Math.max(1, localUrls) * SOURCE_COUNT);
 
   let v = 0;
   let s = 0;
+  let keyAt = 0;
   for (const p of partials) {
-    const keyText = Buffer.from(p.keyBytes.buffer, p.keyBytes.byteOffset, p.keyBytes.byteLength);
-    const urlText = Buffer.from(p.sourceUrlBytes.buffer, p.sourceUrlBytes.byteOffset, p.sourceUrlBytes.byteLength);
+    keyBytes.set(p.keyBytes, keyAt);
+    for (let i = 0; i < p.vpaCount; i++) {
+      keyOffsets[v + i] = keyAt + p.keyOffsets[i]!;
+      sourceOffsets[v + i] = s + p.sourceOffsets[i]!;
+    }
+    keyAt += p.keyBytes.byteLength;
     firstSeen.set(p.firstSeen, v);
     evidenceCount.set(p.evidenceCount, v);
     riskCategory.set(p.riskCategory, v);
@@ -294,39 +313,28 @@ function concatenate(partials: readonly AggregateResult[]): Concatenated {
     categoryMask.set(p.categoryMask, v);
     sourceCapturedAt.set(p.sourceCapturedAt, s);
     sourceScreenshot.set(p.sourceScreenshot, s);
-    for (let i = 0; i < p.vpaCount; i++, v++) {
-      keys[v] = keyText.toString('latin1', p.keyOffsets[i]!, p.keyOffsets[i + 1]!);
-      sourceOffsets[v] = s + p.sourceOffsets[i]!;
-    }
+    const local = p.urlOffsets.length - 1;
+    const globalOf = new Uint32Array(local);
+    for (let u = 0; u < local; u++) globalOf[u] = urls.intern(p.urlBytes, p.urlOffsets[u]!, p.urlOffsets[u + 1]!);
     const partialSources = p.sourceOffsets[p.vpaCount]!;
     for (let k = 0; k < partialSources; k++, s++) {
-      const url = urlText.toString('utf8', p.sourceUrlOffsets[k]!, p.sourceUrlOffsets[k + 1]!);
-      let id = urlIds.get(url);
-      if (id === undefined) {
-        id = urlStrings.length;
-        urlIds.set(url, id);
-        urlStrings.push(url);
-        if ((id + 1) * SOURCE_COUNT > urlCounts.length) {
-          const grown = new Uint32Array(urlCounts.length * 2);
-          grown.set(urlCounts);
-          urlCounts = grown;
-        }
-      }
+      const id = globalOf[p.sourceUrl[k]!]!;
       sourceUrl[s] = id;
       for (let c = 0; c < SOURCE_COUNT; c++) urlCounts[id * SOURCE_COUNT + c]! += p.sourceCategoryCounts[k * SOURCE_COUNT + c]!;
     }
+    v += p.vpaCount;
   }
+  keyOffsets[n] = keyAt;
   sourceOffsets[n] = s;
-
-  const urlOffsets = new Uint32Array(urlStrings.length + 1);
-  for (let u = 0; u < urlStrings.length; u++) urlOffsets[u + 1] = urlOffsets[u]! + Buffer.byteLength(urlStrings[u]!, 'utf8');
-  const urlBuffer = Buffer.alloc(urlOffsets[urlStrings.length]!);
-  for (let u = 0; u < urlStrings.length; u++) urlBuffer.write(urlStrings[u]!, urlOffsets[u]!, 'utf8');
+  const urlTable = urls.finish();
+  if (urlCounts.length > urls.size * SOURCE_COUNT) urlCounts = urlCounts.subarray(0, urls.size * SOURCE_COUNT);
 
   return {
     vpaCount: n,
     sourceCount,
-    keys,
+    keyBytes,
+    keyOffsets,
+    keyText: Buffer.from(keyBytes.buffer, keyBytes.byteOffset, keyBytes.byteLength),
     firstSeen,
     evidenceCount,
     riskCategory,
@@ -336,20 +344,10 @@ function concatenate(partials: readonly AggregateResult[]): Concatenated {
     sourceUrl,
     sourceCapturedAt,
     sourceScreenshot,
-    urlStrings,
-    urlCategoryCounts: urlCounts.subarray(0, urlStrings.length * SOURCE_COUNT),
-    urlBytes: { bytes: new Uint8Array(urlBuffer.buffer, urlBuffer.byteOffset, urlBuffer.byteLength), offsets: urlOffsets },
+    urlCount: urls.size,
+    urlCategoryCounts: urlCounts,
+    urlBytes: urlTable,
   };
-}
-
-function concatBytes(parts: readonly Uint8Array[], total: number): Uint8Array {
-  const out = new Uint8Array(total);
-  let at = 0;
-  for (const part of parts) {
-    out.set(part, at);
-    at += part.byteLength;
-  }
-  return out;
 }
 
 function popcount(mask: number): number {

@@ -8,7 +8,7 @@ import { UpiRiskError } from '../../common/errors.js';
 import { statEvidenceFiles, evidenceFileTime } from '../../evidence/store.js';
 import { DEFAULT_URL_MEMBER_CAP } from '../clustering.js';
 import type { SnapshotMeta } from '../../engine/snapshot-data.js';
-import type { AggregateResult, DedupResult, ParseResult } from './phases.js';
+import { aggregateBuffers, type AggregateResult, type DedupResult, type ParseResult } from './phases.js';
 import type { AssembleOutcome, BuildTask } from './tasks.js';
 
 export interface BuildOptions {
@@ -170,7 +170,7 @@ export class SnapshotBuilder {
     phaseMs.aggregate = performance.now() - mark;
 
     progress({ phase: 'assemble', done: 0, total: 1 });
-    const transferList = [...new Set(partials.flatMap(partialBuffers))];
+    const transferList = [...new Set(partials.flatMap(aggregateBuffers))];
     const outcome = (await this.#pool.run(
       {
         kind: 'assemble',
@@ -198,24 +198,6 @@ export class SnapshotBuilder {
       invalidSamples,
     };
   }
-}
-
-function partialBuffers(p: AggregateResult): ArrayBuffer[] {
-  return [
-    p.keyBytes,
-    p.keyOffsets,
-    p.firstSeen,
-    p.evidenceCount,
-    p.riskCategory,
-    p.evidenceWeight,
-    p.categoryMask,
-    p.sourceOffsets,
-    p.sourceUrlBytes,
-    p.sourceUrlOffsets,
-    p.sourceCapturedAt,
-    p.sourceScreenshot,
-    p.sourceCategoryCounts,
-  ].map((a) => a.buffer as ArrayBuffer);
 }
 
 /**

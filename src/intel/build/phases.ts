@@ -1,7 +1,8 @@
 import { openSync, readSync, closeSync, fstatSync } from 'node:fs';
 import { parseEvidenceLine, MAX_LINE_LENGTH } from '../../evidence/record.js';
 import { RISK_RANK, RISK_CATEGORIES, SOURCE_CATEGORIES } from '../../vpa/categories.js';
-import { RecordReader, RecordWriter, packFlags, partitionOf, FLAG_SCREENSHOT } from './record-codec.js';
+import { RecordReader, RecordWriter, packFlags, partitionOf, partitionOfBytes, FLAG_SCREENSHOT } from './record-codec.js';
+import { ByteInterner, compareByteRanges } from './byte-interner.js';
 import { recencyWeight } from '../scoring.js';
 import { compareCodeUnits } from '../../engine/verdict.js';
 
@@ -129,20 +130,21 @@ export function dedupPartition(task: DedupTask): DedupResult {
   const total = task.inputs.reduce((sum, input) => sum + input.byteLength, 0);
   const share = Math.max(64 * 1024, Math.ceil((total / task.partitions) * 1.1));
   const writers = Array.from({ length: task.partitions }, () => new RecordWriter(share));
-  const seen = new Set<string>();
+  // Ids are compared as bytes: no string per record.
+  const seen = new ByteInterner(Math.ceil(total / 100), Math.ceil(total / 4));
   let kept = 0;
   let duplicates = 0;
   for (const input of task.inputs) {
     const reader = new RecordReader(input);
+    const raw = reader.raw;
     while (reader.next()) {
-      const id = reader.evidenceId();
-      if (seen.has(id)) {
+      seen.intern(raw, reader.idStart, reader.rawEnd);
+      if (!seen.added) {
         duplicates++;
         continue;
       }
-      seen.add(id);
       kept++;
-      writers[partitionOf(reader.upi(), task.partitions)]!.appendRaw(reader.raw, reader.rawStart, reader.rawEnd);
+      writers[partitionOfBytes(raw, reader.upiStart, reader.urlStart, task.partitions)]!.appendRaw(raw, reader.rawStart, reader.rawEnd);
     }
   }
   return { parts: writers.map((w) => w.finish()), kept, duplicates };
@@ -172,8 +174,11 @@ export interface AggregateResult {
   /** Bit i set when evidence from source category i names the VPA. */
   readonly categoryMask: Uint8Array;
   readonly sourceOffsets: Uint32Array;
-  readonly sourceUrlBytes: Uint8Array;
-  readonly sourceUrlOffsets: Uint32Array;
+  /** Partition-local url id of each source, into urlBytes/urlOffsets. */
+  readonly sourceUrl: Uint32Array;
+  /** This partition's distinct urls (UTF-8). */
+  readonly urlBytes: Uint8Array;
+  readonly urlOffsets: Uint32Array;
   readonly sourceCapturedAt: Float64Array;
   readonly sourceScreenshot: Uint8Array;
   /** Evidence items per source category for each source: 4 counters per source. */
@@ -184,36 +189,38 @@ const RISK_COUNT = RISK_CATEGORIES.length;
 const SOURCE_COUNT = SOURCE_CATEGORIES.length;
 
 export function aggregatePartition(task: AggregateTask): AggregateResult {
-  const indexOf = new Map<string, number>();
-  const keys: string[] = [];
-  const firstSeen: number[] = [];
-  const evidenceCount: number[] = [];
-  const evidenceWeight: number[] = [];
-  const categoryMask: number[] = [];
-  const riskCounts: number[] = [];
-  const sourceHead: number[] = [];
-  // Sources as a linked list per VPA: most VPAs have one to three, so a scan beats a composite-key map.
-  const sourceNext: number[] = [];
-  const sourceUrl: string[] = [];
-  const sourceCaptured: number[] = [];
-  const sourceShot: number[] = [];
-  const sourceCounts: number[] = [];
+  let records = 0;
+  let bytes = 0;
+  for (const input of task.inputs) {
+    const reader = new RecordReader(input);
+    while (reader.next()) records++;
+    bytes += input.byteLength;
+  }
+  // Keys and urls interned as bytes; per-VPA and per-source state in typed arrays sized by the record count.
+  const vpas = new ByteInterner(records, bytes / 4);
+  const urls = new ByteInterner(records, bytes / 2);
+  const firstSeen = new Float64Array(records);
+  const evidenceCount = new Uint32Array(records);
+  const evidenceWeight = new Float64Array(records);
+  const categoryMask = new Uint8Array(records);
+  const riskCounts = new Uint32Array(records * RISK_COUNT);
+  // Sources as a linked list per VPA: most VPAs have one to three, so a scan of url ids beats a composite key.
+  const sourceHead = new Int32Array(records);
+  const sourceNext = new Int32Array(records);
+  const sourceUrl = new Uint32Array(records);
+  const sourceCaptured = new Float64Array(records);
+  const sourceShot = new Uint8Array(records);
+  const sourceCounts = new Uint32Array(records * SOURCE_COUNT);
+  let sources = 0;
 
   for (const input of task.inputs) {
     const reader = new RecordReader(input);
+    const raw = reader.raw;
     while (reader.next()) {
-      const upi = reader.upi();
-      let vpa = indexOf.get(upi);
-      if (vpa === undefined) {
-        vpa = keys.length;
-        indexOf.set(upi, vpa);
-        keys.push(upi);
-        firstSeen.push(Number.POSITIVE_INFINITY);
-        evidenceCount.push(0);
-        evidenceWeight.push(0);
-        categoryMask.push(0);
-        for (let c = 0; c < RISK_COUNT; c++) riskCounts.push(0);
-        sourceHead.push(-1);
+      const vpa = vpas.intern(raw, reader.upiStart, reader.urlStart);
+      if (vpas.added) {
+        firstSeen[vpa] = Number.POSITIVE_INFINITY;
+        sourceHead[vpa] = -1;
       }
       const captured = reader.capturedAt;
       const flags = reader.flags;
@@ -225,16 +232,14 @@ export function aggregatePartition(task: AggregateTask): AggregateResult {
       categoryMask[vpa]! |= 1 << sourceCategory;
       riskCounts[vpa * RISK_COUNT + riskCategory]!++;
 
-      const url = reader.url();
+      const url = urls.intern(raw, reader.urlStart, reader.idStart);
       let source = sourceHead[vpa]!;
       while (source >= 0 && sourceUrl[source] !== url) source = sourceNext[source]!;
       if (source < 0) {
-        source = sourceUrl.length;
-        sourceUrl.push(url);
-        sourceCaptured.push(captured);
-        sourceShot.push(0);
-        for (let c = 0; c < SOURCE_COUNT; c++) sourceCounts.push(0);
-        sourceNext.push(sourceHead[vpa]!);
+        source = sources++;
+        sourceUrl[source] = url;
+        sourceCaptured[source] = captured;
+        sourceNext[source] = sourceHead[vpa]!;
         sourceHead[vpa] = source;
       } else if (captured > sourceCaptured[source]!) {
         sourceCaptured[source] = captured;
@@ -243,97 +248,64 @@ export function aggregatePartition(task: AggregateTask): AggregateResult {
       sourceCounts[source * SOURCE_COUNT + sourceCategory]!++;
     }
   }
-  return columnar(keys, firstSeen, evidenceCount, evidenceWeight, categoryMask, riskCounts, {
-    head: sourceHead,
-    next: sourceNext,
-    url: sourceUrl,
-    captured: sourceCaptured,
-    shot: sourceShot,
-    counts: sourceCounts,
-  });
-}
 
-interface SourceLists {
-  head: number[];
-  next: number[];
-  url: string[];
-  captured: number[];
-  shot: number[];
-  counts: number[];
-}
-
-function columnar(
-  keys: string[],
-  firstSeen: number[],
-  evidenceCount: number[],
-  evidenceWeight: number[],
-  categoryMask: number[],
-  riskCounts: number[],
-  sources: SourceLists,
-): AggregateResult {
-  const n = keys.length;
-  const keyOffsets = new Uint32Array(n + 1);
-  let keyLength = 0;
-  for (let i = 0; i < n; i++) {
-    keyOffsets[i] = keyLength;
-    keyLength += keys[i]!.length;
-  }
-  keyOffsets[n] = keyLength;
-  const keyBuffer = Buffer.allocUnsafeSlow(keyLength);
-  for (let i = 0; i < n; i++) keyBuffer.write(keys[i]!, keyOffsets[i]!, 'latin1');
-
+  const n = vpas.size;
+  const keys = vpas.finish();
+  const urlTable = urls.finish();
   const riskCategory = new Uint8Array(n);
   for (let i = 0; i < n; i++) riskCategory[i] = dominant(riskCounts, i * RISK_COUNT, RISK_COUNT, RISK_RANK);
 
-  const sourceCount = sources.url.length;
+  // Sources of each VPA, newest first; equal captures by url bytes so the order never depends on arrival.
   const sourceOffsets = new Uint32Array(n + 1);
-  const order = new Uint32Array(sourceCount);
+  const order = new Uint32Array(sources);
   let filled = 0;
-  const scratch: number[] = [];
+  const urlBytes = urlTable.bytes;
+  const urlOffsets = urlTable.offsets;
   for (let i = 0; i < n; i++) {
     sourceOffsets[i] = filled;
-    scratch.length = 0;
-    for (let s = sources.head[i]!; s >= 0; s = sources.next[s]!) scratch.push(s);
-    // Newest first; equal captures by url so the order never depends on arrival.
-    scratch.sort((a, b) => sources.captured[b]! - sources.captured[a]! || compareCodeUnits(sources.url[a]!, sources.url[b]!));
-    for (const s of scratch) order[filled++] = s;
+    const from = filled;
+    for (let s = sourceHead[i]!; s >= 0; s = sourceNext[s]!) order[filled++] = s;
+    if (filled - from > 1) {
+      order.subarray(from, filled).sort(
+        (a, b) =>
+          sourceCaptured[b]! - sourceCaptured[a]! ||
+          compareByteRanges(
+            urlBytes, urlOffsets[sourceUrl[a]!]!, urlOffsets[sourceUrl[a]! + 1]!,
+            urlBytes, urlOffsets[sourceUrl[b]!]!, urlOffsets[sourceUrl[b]! + 1]!,
+          ),
+      );
+    }
   }
   sourceOffsets[n] = filled;
 
-  const urlOffsets = new Uint32Array(sourceCount + 1);
-  let urlLength = 0;
-  for (let k = 0; k < sourceCount; k++) {
-    urlOffsets[k] = urlLength;
-    urlLength += Buffer.byteLength(sources.url[order[k]!]!, 'utf8');
-  }
-  urlOffsets[sourceCount] = urlLength;
-  const urlBuffer = Buffer.allocUnsafeSlow(urlLength);
-  const sourceCapturedAt = new Float64Array(sourceCount);
-  const sourceScreenshot = new Uint8Array(sourceCount);
-  const sourceCategoryCounts = new Uint32Array(sourceCount * SOURCE_COUNT);
-  for (let k = 0; k < sourceCount; k++) {
+  const outUrl = new Uint32Array(sources);
+  const outCaptured = new Float64Array(sources);
+  const outShot = new Uint8Array(sources);
+  const outCounts = new Uint32Array(sources * SOURCE_COUNT);
+  for (let k = 0; k < sources; k++) {
     const s = order[k]!;
-    urlBuffer.write(sources.url[s]!, urlOffsets[k]!, 'utf8');
-    sourceCapturedAt[k] = sources.captured[s]!;
-    sourceScreenshot[k] = sources.shot[s]!;
-    for (let c = 0; c < SOURCE_COUNT; c++) sourceCategoryCounts[k * SOURCE_COUNT + c] = sources.counts[s * SOURCE_COUNT + c]!;
+    outUrl[k] = sourceUrl[s]!;
+    outCaptured[k] = sourceCaptured[s]!;
+    outShot[k] = sourceShot[s]!;
+    for (let c = 0; c < SOURCE_COUNT; c++) outCounts[k * SOURCE_COUNT + c] = sourceCounts[s * SOURCE_COUNT + c]!;
   }
 
   return {
     vpaCount: n,
-    keyBytes: new Uint8Array(keyBuffer.buffer, keyBuffer.byteOffset, keyLength),
-    keyOffsets,
-    firstSeen: Float64Array.from(firstSeen),
-    evidenceCount: Uint32Array.from(evidenceCount),
+    keyBytes: keys.bytes,
+    keyOffsets: keys.offsets,
+    firstSeen: firstSeen.slice(0, n),
+    evidenceCount: evidenceCount.slice(0, n),
     riskCategory,
-    evidenceWeight: Float64Array.from(evidenceWeight),
-    categoryMask: Uint8Array.from(categoryMask),
+    evidenceWeight: evidenceWeight.slice(0, n),
+    categoryMask: categoryMask.slice(0, n),
     sourceOffsets,
-    sourceUrlBytes: new Uint8Array(urlBuffer.buffer, urlBuffer.byteOffset, urlLength),
-    sourceUrlOffsets: urlOffsets,
-    sourceCapturedAt,
-    sourceScreenshot,
-    sourceCategoryCounts,
+    sourceUrl: outUrl,
+    urlBytes: urlTable.bytes,
+    urlOffsets: urlTable.offsets,
+    sourceCapturedAt: outCaptured,
+    sourceScreenshot: outShot,
+    sourceCategoryCounts: outCounts,
   };
 }
 
@@ -360,8 +332,9 @@ export function aggregateBuffers(result: AggregateResult): ArrayBuffer[] {
     result.evidenceWeight,
     result.categoryMask,
     result.sourceOffsets,
-    result.sourceUrlBytes,
-    result.sourceUrlOffsets,
+    result.sourceUrl,
+    result.urlBytes,
+    result.urlOffsets,
     result.sourceCapturedAt,
     result.sourceScreenshot,
     result.sourceCategoryCounts,

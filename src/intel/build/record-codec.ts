@@ -181,9 +181,21 @@ export class RecordReader {
     return codec.utf8Slice(this.#bytes, this.#idStart, this.#end);
   }
 
-  /** The current record's raw bytes, for re-partitioning without re-encoding. */
+  /** The whole buffer; with the offsets below, fields can be used as bytes without decoding. */
   get raw(): Uint8Array {
     return this.#bytes;
+  }
+
+  get upiStart(): number {
+    return this.#upiStart;
+  }
+
+  get urlStart(): number {
+    return this.#urlStart;
+  }
+
+  get idStart(): number {
+    return this.#idStart;
   }
 
   get rawStart(): number {
@@ -201,10 +213,24 @@ export class RecordReader {
  * build and never stored.
  */
 export function partitionOf(text: string, partitions: number): number {
+  return fnv1a(text) % partitions;
+}
+
+/** partitionOf over the bytes of a string, when only its UTF-8 bytes are at hand (same result for ASCII). */
+export function partitionOfBytes(bytes: Uint8Array, start: number, end: number, partitions: number): number {
+  let hash = 0x811c9dc5;
+  for (let i = start; i < end; i++) {
+    hash ^= bytes[i]!;
+    hash = Math.imul(hash, 0x01000193);
+  }
+  return (hash >>> 0) % partitions;
+}
+
+function fnv1a(text: string): number {
   let hash = 0x811c9dc5;
   for (let i = 0; i < text.length; i++) {
     hash ^= text.charCodeAt(i);
     hash = Math.imul(hash, 0x01000193);
   }
-  return (hash >>> 0) % partitions;
+  return hash >>> 0;
 }
