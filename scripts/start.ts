@@ -10,11 +10,13 @@ import { join } from 'node:path';
 import { dataDir } from '../src/common/data-dir.js';
 import { writeDemoData } from '../src/demo/generator.js';
 import { ingestFile, listEvidenceFiles } from '../src/evidence/store.js';
-import { KeyAdmin, KeyRegistry, keyFilePath } from '../src/access/key-store.js';
+import { FileKeyBackend, KeyAdmin, KeyRegistry, keyFilePath } from '../src/access/key-store.js';
 import { serveCommand } from '../src/cli/commands/serve.js';
+import { ensureSelfSignedCertificate } from '../src/http/tls.js';
+import { relative } from 'node:path';
 
 const DEMO_VPAS = Number(process.env.UPI_RISK_DEMO_VPAS ?? 100_000);
-const PORT = process.env.PORT ?? '8080';
+const PORT = process.env.PORT ?? '8443';
 const dir = dataDir();
 const keyFile = join(dir.root, '..', 'dev-api-key');
 
@@ -29,25 +31,29 @@ if ((await listEvidenceFiles(dir)).length === 0) {
 }
 
 const key = await developmentKey();
+// serve generates it on first start; the examples point curl at it.
+const CERT = relative(process.cwd(), (await ensureSelfSignedCertificate(dir)).certFile);
 const flagged = await firstStoredVpa();
 process.stdout.write(
   [
     '',
     `development API key: ${key}`,
     'try (once the server says it is listening):',
-    `  curl -s -H "Authorization: Bearer ${key}" "http://127.0.0.1:${PORT}/v1/verify/upi?upi=${encodeURIComponent(flagged)}"`,
-    `  curl -s -H "Authorization: Bearer ${key}" -H "Content-Type: application/json" -d '{"upis":["${flagged}","someone@ybl"]}' http://127.0.0.1:${PORT}/v1/verify/upi/batch`,
+    `  curl -s --cacert ${CERT} -H "Authorization: Bearer ${key}" "https://127.0.0.1:${PORT}/v1/verify/upi?upi=${encodeURIComponent(flagged)}"`,
+    `  curl -s --cacert ${CERT} -H "Authorization: Bearer ${key}" -H "Content-Type: application/json" -d '{"upis":["${flagged}","someone@ybl"]}' https://127.0.0.1:${PORT}/v1/verify/upi/batch`,
+    `(the certificate is self-signed for localhost and 127.0.0.1, generated once into ${CERT})`,
     '',
   ].join('\n'),
 );
 process.exitCode = await serveCommand.run(['--port', PORT]);
 
 async function developmentKey(): Promise<string> {
-  const registry = new KeyRegistry(keyFilePath(dir));
+  const backend = new FileKeyBackend(keyFilePath(dir));
+  const registry = new KeyRegistry(backend);
   await registry.load();
   const existing = await readFile(keyFile, 'utf8').then((text) => text.trim(), () => '');
   if (existing !== '' && registry.verify(existing) !== null) return existing;
-  const { key } = await new KeyAdmin(keyFilePath(dir)).create({ name: 'development (npm start)', plan: 'default' });
+  const { key } = await new KeyAdmin(backend).create({ name: 'development (npm start)', plan: 'default' });
   await writeFile(keyFile, `${key}\n`, { mode: 0o600 });
   return key;
 }

@@ -37,6 +37,9 @@ async function call(path: string, init: RequestInit & { auth?: string | null } =
   assert.ok((response.headers.get('x-request-id') ?? '').length > 0, 'X-Request-Id on every response');
   assert.ok((response.headers.get('x-data-version') ?? '').length > 0, 'X-Data-Version on every response');
   assert.ok(!Number.isNaN(Date.parse(response.headers.get('x-data-as-of') ?? '')), 'X-Data-As-Of on every response');
+  for (const name of ['x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset']) {
+    assert.match(response.headers.get(name) ?? '', /^\d+$/, `${name} on every response`);
+  }
   const body = JSON.parse(text) as Record<string, unknown>;
   if (response.status !== 200) {
     assertSchema(ErrorSchema, body);

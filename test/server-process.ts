@@ -3,26 +3,46 @@ import { fileURLToPath } from 'node:url';
 import { once } from 'node:events';
 
 export const CLI = fileURLToPath(new URL('../src/cli/main.js', import.meta.url));
+/** Limits no functional test reaches; rate-limit tests pass their own plans. */
+export const GENEROUS_PLANS = fileURLToPath(new URL('../../test/fixtures/plans-generous.json', import.meta.url));
+
+export interface ServerOptions {
+  /** Serve TLS (self-signed in the data directory) instead of plain HTTP. */
+  readonly tls?: boolean;
+  /** Plans file; GENEROUS_PLANS by default. */
+  readonly plans?: string;
+  readonly args?: readonly string[];
+}
 
 export interface RunningServer {
   readonly base: string;
   readonly child: ChildProcess;
   readonly output: () => string;
+  /** Standard error alone (the JSON log lines). */
+  readonly stderr: () => string;
   stop(): Promise<number | null>;
 }
 
 /** Start `upi-risk serve` as a real process on a free port and wait until it listens. */
-export async function startServer(dataDirRoot: string, extraArgs: readonly string[] = []): Promise<RunningServer> {
-  const child = spawn(process.execPath, [CLI, 'serve', '--data-dir', dataDirRoot, '--port', '0', '--poll-ms', '100', ...extraArgs], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+export async function startServer(dataDirRoot: string, options: ServerOptions = {}): Promise<RunningServer> {
+  const args = ['serve', '--data-dir', dataDirRoot, '--port', '0', '--poll-ms', '100', '--plans', options.plans ?? GENEROUS_PLANS];
+  if (options.tls !== true) args.push('--plain-http');
+  const child = spawn(process.execPath, [CLI, ...args, ...(options.args ?? [])], { stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
-  child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  let stderr = '';
+  child.stderr!.on('data', (chunk: Buffer) => {
+    output += chunk.toString();
+    stderr += chunk.toString();
+  });
   const port = await new Promise<number>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`server did not start:\n${output}`)), 60_000);
+    const timer = setTimeout(() => {
+      // A server that never said where it listens would otherwise outlive the test run.
+      child.kill('SIGKILL');
+      reject(new Error(`server did not start:\n${output}`));
+    }, 60_000);
     child.stdout!.on('data', (chunk: Buffer) => {
       output += chunk.toString();
-      const match = /listening on http:\/\/[^:]+:(\d+)/.exec(output);
+      const match = /listening on https?:\/\/(?:\[[^\]]*\]|[^:/]+):(\d+)/.exec(output);
       if (match !== null) {
         clearTimeout(timer);
         resolve(Number(match[1]));
@@ -34,9 +54,10 @@ export async function startServer(dataDirRoot: string, extraArgs: readonly strin
     });
   });
   return {
-    base: `http://127.0.0.1:${port}`,
+    base: `${options.tls === true ? 'https' : 'http'}://127.0.0.1:${port}`,
     child,
     output: () => output,
+    stderr: () => stderr,
     async stop() {
       if (child.exitCode !== null) return child.exitCode;
       child.kill('SIGTERM');

@@ -76,8 +76,14 @@ function validateKeyFile(value: unknown, path: string): KeyFile {
   const file = value as Record<string, unknown>;
   if (file.version !== KEY_FILE_VERSION) throw fail(`unsupported version ${JSON.stringify(file.version)} (this build reads ${KEY_FILE_VERSION})`);
   if (!Array.isArray(file.keys)) throw fail('"keys" is not an array');
+  validateKeyRecords(file.keys, fail);
+  return file as unknown as KeyFile;
+}
+
+/** Check stored key records wherever they come from (file or Redis); throws what `fail` makes. */
+export function validateKeyRecords(records: readonly unknown[], fail: (why: string) => Error): asserts records is KeyRecord[] {
   const ids = new Set<string>();
-  for (const [i, k] of file.keys.entries()) {
+  for (const [i, k] of records.entries()) {
     const r = k as Record<string, unknown>;
     const where = `keys[${i}]`;
     if (typeof r !== 'object' || r === null) throw fail(`${where} is not an object`);
@@ -97,7 +103,6 @@ function validateKeyFile(value: unknown, path: string): KeyFile {
       }
     }
   }
-  return file as unknown as KeyFile;
 }
 
 function isPositiveInt(value: unknown): boolean {
@@ -111,6 +116,48 @@ async function writeKeyFile(path: string, keys: readonly KeyRecord[]): Promise<v
   await chmod(path, 0o600);
 }
 
+/**
+ * Where key records live: the key file (one process or host) or Redis
+ * (several replicas). The registry polls `version` and reloads on change.
+ */
+export interface KeyBackend {
+  readonly description: string;
+  read(): Promise<KeyRecord[]>;
+  /** Read, change and write back as one step with respect to other writers. */
+  update<T>(change: (keys: KeyRecord[]) => { keys: KeyRecord[]; result: T }): Promise<T>;
+  /** A token that changes whenever the keys change; cheap to ask. */
+  version(): Promise<string>;
+}
+
+export class FileKeyBackend implements KeyBackend {
+  readonly #path: string;
+
+  constructor(path: string) {
+    this.#path = path;
+  }
+
+  get description(): string {
+    return this.#path;
+  }
+
+  read(): Promise<KeyRecord[]> {
+    return readKeyFile(this.#path);
+  }
+
+  async update<T>(change: (keys: KeyRecord[]) => { keys: KeyRecord[]; result: T }): Promise<T> {
+    const { keys, result } = change(await readKeyFile(this.#path));
+    await writeKeyFile(this.#path, keys);
+    return result;
+  }
+
+  version(): Promise<string> {
+    return stat(this.#path).then(
+      (s) => `${s.size}:${s.mtimeMs}:${s.ino}`,
+      () => 'missing',
+    );
+  }
+}
+
 export interface CreateKeyOptions {
   readonly name?: string;
   readonly plan?: string;
@@ -118,21 +165,20 @@ export interface CreateKeyOptions {
   readonly now?: Date;
 }
 
-/** Administrative operations on the key file, used by the CLI. */
+/** Administrative operations on the keys, used by the CLI. */
 export class KeyAdmin {
-  readonly #path: string;
+  readonly #backend: KeyBackend;
 
-  constructor(path: string) {
-    this.#path = path;
+  constructor(backend: KeyBackend) {
+    this.#backend = backend;
   }
 
   async list(): Promise<PublicKeyRecord[]> {
-    return (await readKeyFile(this.#path)).map(({ hash: _hash, ...rest }) => rest);
+    return (await this.#backend.read()).map(({ hash: _hash, ...rest }) => rest);
   }
 
   /** Create a key; returns the key itself, which is not stored anywhere. */
   async create(options: CreateKeyOptions = {}): Promise<{ key: string; record: PublicKeyRecord }> {
-    const keys = await readKeyFile(this.#path);
     const key = generateApiKey();
     const record: KeyRecord = {
       id: generateKeyId(),
@@ -144,32 +190,34 @@ export class KeyAdmin {
       revoked_at: null,
       hash: hashApiKey(key),
     };
-    await writeKeyFile(this.#path, [...keys, record]);
+    await this.#backend.update((keys) => ({ keys: [...keys, record], result: undefined }));
     const { hash: _hash, ...visible } = record;
     return { key, record: visible };
   }
 
   /** Replace a key's secret; the old key stops working at once. */
   async rotate(id: string, now = new Date()): Promise<{ key: string; record: PublicKeyRecord }> {
-    const keys = await readKeyFile(this.#path);
-    const index = this.#find(keys, id);
-    const current = keys[index]!;
-    if (current.revoked_at !== null) throw new ConfigError(`key ${id} is revoked and cannot be rotated`);
     const key = generateApiKey();
-    const updated: KeyRecord = { ...current, hash: hashApiKey(key), rotated_at: now.toISOString() };
-    keys[index] = updated;
-    await writeKeyFile(this.#path, keys);
+    const updated = await this.#backend.update((keys) => {
+      const index = this.#find(keys, id);
+      const current = keys[index]!;
+      if (current.revoked_at !== null) throw new ConfigError(`key ${id} is revoked and cannot be rotated`);
+      const next: KeyRecord = { ...current, hash: hashApiKey(key), rotated_at: now.toISOString() };
+      keys[index] = next;
+      return { keys, result: next };
+    });
     const { hash: _hash, ...visible } = updated;
     return { key, record: visible };
   }
 
   async revoke(id: string, now = new Date()): Promise<PublicKeyRecord> {
-    const keys = await readKeyFile(this.#path);
-    const index = this.#find(keys, id);
-    const current = keys[index]!;
-    const updated: KeyRecord = current.revoked_at === null ? { ...current, revoked_at: now.toISOString() } : current;
-    keys[index] = updated;
-    await writeKeyFile(this.#path, keys);
+    const updated = await this.#backend.update((keys) => {
+      const index = this.#find(keys, id);
+      const current = keys[index]!;
+      const next: KeyRecord = current.revoked_at === null ? { ...current, revoked_at: now.toISOString() } : current;
+      keys[index] = next;
+      return { keys, result: next };
+    });
     const { hash: _hash, ...visible } = updated;
     return visible;
   }
@@ -182,19 +230,30 @@ export class KeyAdmin {
 }
 
 /**
- * The server's view of the key file: an in-memory map from key hash to
- * record, replaced whole when the file changes.
+ * The server's view of the keys: an in-memory map from key hash to record,
+ * replaced whole when the backend's version changes.
  */
 export class KeyRegistry {
   #byHash = new Map<string, KeyRecord>();
-  readonly #path: string;
+  readonly #backend: KeyBackend;
   #signature = '';
   #timer: NodeJS.Timeout | null = null;
   #onError: (error: Error) => void;
+  readonly #listeners: ((records: readonly KeyRecord[]) => void)[] = [];
 
-  constructor(path: string, onError: (error: Error) => void = () => {}) {
-    this.#path = path;
+  constructor(backend: KeyBackend, onError: (error: Error) => void = () => {}) {
+    this.#backend = backend;
     this.#onError = onError;
+  }
+
+  /** Called with the active records after every reload that changed them (worker threads get them this way). */
+  onChange(listener: (records: readonly KeyRecord[]) => void): void {
+    this.#listeners.push(listener);
+  }
+
+  /** The active records now. */
+  records(): KeyRecord[] {
+    return [...this.#byHash.values()];
   }
 
   get size(): number {
@@ -231,16 +290,15 @@ export class KeyRegistry {
   }
 
   async #reload(force: boolean): Promise<void> {
-    const signature = await stat(this.#path).then(
-      (s) => `${s.size}:${s.mtimeMs}:${s.ino}`,
-      () => 'missing',
-    );
+    const signature = await this.#backend.version();
     if (!force && signature === this.#signature) return;
-    // A bad file (edited by hand, say) keeps the previous keys in force rather than locking everyone out.
-    const keys = await readKeyFile(this.#path);
+    // A bad file (edited by hand, say) or an unreachable store keeps the previous keys in force rather than locking everyone out.
+    const keys = await this.#backend.read();
     const next = new Map<string, KeyRecord>();
     for (const record of keys) if (record.revoked_at === null) next.set(record.hash, record);
     this.#byHash = next;
     this.#signature = signature;
+    const active = [...next.values()];
+    for (const listener of this.#listeners) listener(active);
   }
 }

@@ -47,12 +47,13 @@ export async function main(argv: readonly string[]): Promise<number> {
   }
 }
 
+// Exit explicitly: a command is done when it returns, whatever handles (a Redis
+// client, a pool thread winding down) are still open. Standard streams are
+// synchronous for files and pipes on Linux, so nothing written is lost.
 main(process.argv.slice(2)).then(
-  (code) => {
-    process.exitCode = code;
-  },
+  (code) => process.exit(code),
   (error: unknown) => {
     process.stderr.write(`upi-risk: unexpected error: ${(error as Error)?.stack ?? String(error)}\n`);
-    process.exitCode = 1;
+    process.exit(1);
   },
 );

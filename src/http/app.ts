@@ -1,4 +1,6 @@
 import { randomUUID } from 'node:crypto';
+import { BlockList, isIP } from 'node:net';
+import { performance } from 'node:perf_hooks';
 import uWS from 'uWebSockets.js';
 import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js';
 import { formatIso } from '../common/time.js';
@@ -11,6 +13,8 @@ import { MAX_BODY_BYTES } from '../api/schemas.js';
 import { parseBatchRequest } from '../api/batch-request.js';
 import { openApiDocument } from '../api/openapi.js';
 import type { KeyRecord } from '../access/key-store.js';
+import type { Quota, QuotaDecision } from '../access/quota.js';
+import type { ServiceMetrics } from './metrics.js';
 import {
   HttpError,
   STATUS_LINES,
@@ -18,168 +22,312 @@ import {
   internalError,
   notFound,
   serviceUnavailable,
+  tooManyRequests,
   unauthorized,
 } from './http-error.js';
 
-/** Where the edge gets its answers and its keys; the engine never imports the edge. */
+/** What the edge needs; the engine never imports the edge. */
 export interface ApiDependencies {
   readonly intelligence: { readonly current: Intelligence };
   readonly keys: { verify(presentedKey: string): KeyRecord | null };
+  readonly quota: Quota;
   readonly logger: Logger;
   readonly version: string;
+  readonly metrics?: ServiceMetrics;
+  /**
+   * Bearer token for GET /metrics. Without one, /metrics answers loopback
+   * clients only.
+   */
+  readonly metricsToken?: string;
+  /** Produce the /metrics text; defaults to this thread's registry (serving threads ask the main thread for all of them). */
+  readonly scrape?: () => Promise<string>;
 }
 
 /**
- * Per-request context: the snapshot is taken once, at the start, so a
+ * Per-request context. The snapshot is taken once, at the start, so a
  * request — every item of a batch included — is answered from one snapshot
  * even if a swap happens meanwhile.
  */
 interface Exchange {
   readonly res: HttpResponse;
+  readonly route: string;
   readonly requestId: string;
   readonly intel: Intelligence;
+  readonly started: number;
+  /** Answered or aborted: nothing may be written any more. */
   closed: boolean;
+  /** Rate-limit state to report in the X-RateLimit-* headers. */
+  quota: QuotaDecision | null;
 }
 
 const JSON_TYPE = 'application/json';
 
-/** Build the uWebSockets.js app with every v1 route. */
-export function createApiApp(deps: ApiDependencies, app: TemplatedApp = uWS.App()): TemplatedApp {
+export interface ApiApp {
+  readonly app: TemplatedApp;
+  /** Requests begun and not yet answered or aborted. */
+  inFlight(): number;
+  /** From now on every answer closes its connection, so keep-alive clients leave. */
+  drain(): void;
+}
+
+/** Build the uWebSockets.js app with every v1 route and the operations endpoints. */
+export function createApiApp(deps: ApiDependencies, app: TemplatedApp = uWS.App()): ApiApp {
   const openApiBody = JSON.stringify(openApiDocument(deps.version));
+  const metrics = deps.metrics;
+  let inFlight = 0;
+  let draining = false;
 
-  const begin = (res: HttpResponse): Exchange => ({ res, requestId: randomUUID(), intel: deps.intelligence.current, closed: false });
+  const begin = (res: HttpResponse, route: string): Exchange => {
+    const x: Exchange = {
+      res,
+      route,
+      requestId: randomUUID(),
+      intel: deps.intelligence.current,
+      started: performance.now(),
+      closed: false,
+      quota: null,
+    };
+    inFlight++;
+    res.onAborted(() => {
+      if (!x.closed) inFlight--;
+      x.closed = true;
+    });
+    return x;
+  };
 
-  /** Run a synchronous handler; anything unexpected becomes a 500 and the server keeps serving. */
-  const guard = (handler: (x: Exchange, req: HttpRequest) => void) => (res: HttpResponse, req: HttpRequest) => {
-    const x = begin(res);
-    try {
-      handler(x, req);
-    } catch (error) {
-      fail(x, error);
+  const send = (x: Exchange, status: number, body: string, extra?: readonly [string, string], closeConnection = false): void => {
+    if (x.closed) return;
+    x.closed = true;
+    inFlight--;
+    const meta = x.intel.meta;
+    const quota = x.quota;
+    x.res.cork(() => {
+      const res = x.res
+        .writeStatus(STATUS_LINES[status] ?? `${status}`)
+        .writeHeader('Content-Type', JSON_TYPE)
+        .writeHeader('X-Request-Id', x.requestId)
+        .writeHeader('X-Data-Version', meta.id)
+        .writeHeader('X-Data-As-Of', formatIso(meta.dataAsOf > 0 ? meta.dataAsOf : meta.createdAt));
+      if (quota !== null) {
+        res
+          .writeHeader('X-RateLimit-Limit', String(quota.limit))
+          .writeHeader('X-RateLimit-Remaining', String(quota.remaining))
+          .writeHeader('X-RateLimit-Reset', String(quota.reset));
+      }
+      if (extra !== undefined) res.writeHeader(extra[0], extra[1]);
+      res.end(body, closeConnection || draining);
+    });
+    if (metrics !== undefined) {
+      metrics.requests.inc({ route: x.route, status });
+      metrics.latency.observe({ route: x.route }, (performance.now() - x.started) / 1000);
     }
   };
 
-  const fail = (x: Exchange, error: unknown) => {
+  const fail = (x: Exchange, error: unknown): void => {
     if (!(error instanceof HttpError)) {
-      deps.logger.error({ requestId: x.requestId, err: String((error as Error)?.stack ?? error) }, 'request failed');
+      deps.logger.error({ requestId: x.requestId, route: x.route, err: String((error as Error)?.stack ?? error) }, 'request failed');
     }
-    sendError(x, error instanceof HttpError ? error : internalError());
+    const e = error instanceof HttpError ? error : internalError();
+    const body: Record<string, unknown> = { error: e.code, message: e.message };
+    if (e.retryAfter !== undefined) body.retry_after = e.retryAfter;
+    const extra: readonly [string, string] | undefined =
+      e.status === 401 ? ['WWW-Authenticate', 'Bearer'] : e.retryAfter !== undefined ? ['Retry-After', String(e.retryAfter)] : undefined;
+    // A refused upload may still be streaming in; closing the connection stops reading it.
+    send(x, e.status, JSON.stringify(body), extra, e.closeConnection);
   };
 
-  const authenticate = (req: HttpRequest): KeyRecord => {
-    const header = req.getHeader('authorization');
-    if (header === '') throw unauthorized('missing Authorization header; send "Authorization: Bearer <API key>"');
-    const space = header.indexOf(' ');
-    const scheme = space < 0 ? header : header.slice(0, space);
-    if (scheme.toLowerCase() !== 'bearer') throw unauthorized('the Authorization scheme must be Bearer');
-    const key = header.slice(space + 1).trim();
-    const record = key === '' ? null : deps.keys.verify(key);
-    if (record === null) throw unauthorized('invalid API key');
+  /**
+   * Authenticate and charge the quota. A failed authentication is charged to
+   * the client IP instead, so keys cannot be guessed at line rate.
+   */
+  const admit = async (x: Exchange, authorization: string, ip: string): Promise<KeyRecord> => {
+    const presented = bearerToken(authorization);
+    const record = typeof presented === 'string' ? deps.keys.verify(presented) : null;
+    if (record === null) {
+      const decision = await deps.quota.failedAuthentication(ip);
+      x.quota = decision;
+      if (!decision.allowed) {
+        metrics?.rateLimited.inc({ kind: 'auth_failures' });
+        throw tooManyRequests(decision.retryAfter);
+      }
+      throw presented instanceof HttpError ? presented : unauthorized('invalid API key');
+    }
+    const decision = await deps.quota.consume(record);
+    x.quota = decision;
+    if (!decision.allowed) {
+      metrics?.rateLimited.inc({ kind: 'key' });
+      throw tooManyRequests(decision.retryAfter);
+    }
     return record;
+  };
+
+  /**
+   * A keyed GET route: `read` copies what it needs from the request
+   * synchronously (the request object is gone after the handler returns),
+   * then the answer runs once the caller is admitted.
+   */
+  const keyed = <T>(route: string, read: (req: HttpRequest) => T, answer: (x: Exchange, input: T) => void) => {
+    return (res: HttpResponse, req: HttpRequest) => {
+      const x = begin(res, route);
+      const authorization = req.getHeader('authorization');
+      const ip = remoteAddress(res);
+      let input: T;
+      try {
+        input = read(req);
+      } catch (error) {
+        fail(x, error);
+        return;
+      }
+      admit(x, authorization, ip).then(
+        () => answer(x, input),
+        (error: unknown) => fail(x, error),
+      ).catch((error: unknown) => fail(x, error));
+    };
   };
 
   app.get(
     '/v1/verify/upi',
-    guard((x, req) => {
-      authenticate(req);
-      const upi = req.getQuery('upi');
+    keyed('verify', (req) => req.getQuery('upi'), (x, upi) => {
       if (upi === undefined || upi === '') throw badRequest('missing query parameter "upi"');
       if (!isValidVpa(upi)) throw badRequest('"upi" is not a valid VPA (handle@provider)');
-      sendJson(x, 200, JSON.stringify(x.intel.verdict(upi)));
+      send(x, 200, JSON.stringify(x.intel.verdict(upi)));
     }),
   );
 
   app.post('/v1/verify/upi/batch', (res, req) => {
-    const x = begin(res);
-    try {
-      authenticate(req);
-      const contentType = req.getHeader('content-type');
-      if (!isJsonContentType(contentType)) throw badRequest('Content-Type must be application/json');
-      const declared = req.getHeader('content-length');
-      if (declared !== '' && Number(declared) > MAX_BODY_BYTES) throw badRequest(`request body larger than ${MAX_BODY_BYTES} bytes`, true);
-    } catch (error) {
-      fail(x, error);
-      return;
-    }
-    res.onAborted(() => {
-      x.closed = true;
-    });
-    readBody(x, MAX_BODY_BYTES, (body) => answerBatch(x, body));
+    const x = begin(res, 'batch');
+    const authorization = req.getHeader('authorization');
+    const contentType = req.getHeader('content-type');
+    const declared = req.getHeader('content-length');
+    const ip = remoteAddress(res);
+    // The body must be consumed from now on; authentication runs while it arrives.
+    const body = readBody(res, MAX_BODY_BYTES, declared);
+    Promise.all([admit(x, authorization, ip), body])
+      .then(([, payload]) => {
+        if (!isJsonContentType(contentType)) throw badRequest('Content-Type must be application/json');
+        if (payload instanceof HttpError) throw payload;
+        answerBatch(x, payload);
+      })
+      .catch((error: unknown) => fail(x, error));
   });
 
-  const answerBatch = (x: Exchange, body: Buffer | HttpError) => {
+  const answerBatch = (x: Exchange, body: Buffer): void => {
+    if (body.length === 0) throw badRequest('request body missing; send {"upis": ["handle@provider", ...]}');
+    let parsed: unknown;
     try {
-      if (body instanceof HttpError) throw body;
-      if (body.length === 0) throw badRequest('request body missing; send {"upis": ["handle@provider", ...]}');
-      let parsed: unknown;
-      try {
-        parsed = JSON.parse(body.toString('utf8'));
-      } catch {
-        throw badRequest('request body is not valid JSON');
-      }
-      const upis = parseBatchRequest(parsed);
-      if (upis instanceof HttpError) throw upis;
-      const results: BatchItem[] = new Array(upis.length);
-      let flagged = 0;
-      for (let i = 0; i < upis.length; i++) {
-        const item = x.intel.batchItem(upis[i]!);
-        if (item.status === 'FLAGGED') flagged++;
-        results[i] = item;
-      }
-      sendJson(x, 200, JSON.stringify({ results, total: upis.length, flagged_count: flagged, cleared_count: upis.length - flagged }));
-    } catch (error) {
-      fail(x, error);
+      parsed = JSON.parse(body.toString('utf8'));
+    } catch {
+      throw badRequest('request body is not valid JSON');
     }
+    const upis = parseBatchRequest(parsed);
+    if (upis instanceof HttpError) throw upis;
+    const results: BatchItem[] = new Array(upis.length);
+    let flagged = 0;
+    for (let i = 0; i < upis.length; i++) {
+      const item = x.intel.batchItem(upis[i]!);
+      if (item.status === 'FLAGGED') flagged++;
+      results[i] = item;
+    }
+    send(x, 200, JSON.stringify({ results, total: upis.length, flagged_count: flagged, cleared_count: upis.length - flagged }));
   };
 
-  app.get(
-    '/v1/verify/upi/cluster/:id',
-    guard((x, req) => {
-      authenticate(req);
-      const id = req.getParameter(0) ?? '';
-      if (id === '') throw badRequest('missing cluster id');
-      if (!isClusterIdShape(id)) throw badRequest('cluster id must have the form MC-<number>');
-      const cluster = x.intel.cluster(id);
-      if (cluster === null) throw notFound(`no cluster ${id}`);
-      sendJson(x, 200, JSON.stringify(cluster));
-    }),
-  );
-  app.get(
-    '/v1/verify/upi/cluster/',
-    guard((_x, req) => {
-      authenticate(req);
-      throw badRequest('missing cluster id');
-    }),
-  );
+  const clusterRoute = keyed('cluster', (req) => req.getParameter(0) ?? '', (x, id) => {
+    if (id === '') throw badRequest('missing cluster id');
+    if (!isClusterIdShape(id)) throw badRequest('cluster id must have the form MC-<number>');
+    const cluster = x.intel.cluster(id);
+    if (cluster === null) throw notFound(`no cluster ${id}`);
+    send(x, 200, JSON.stringify(cluster));
+  });
+  app.get('/v1/verify/upi/cluster/:id', clusterRoute);
+  app.get('/v1/verify/upi/cluster/', clusterRoute);
 
   app.get(
     '/v1/cyber/check',
-    guard((_x, req) => {
-      authenticate(req);
+    keyed('cyber_check', () => null, () => {
       throw serviceUnavailable('the entity exposure check is planned and not yet available');
     }),
   );
   app.post(
     '/v1/audit/app',
-    guard((_x, req) => {
-      authenticate(req);
+    keyed('audit_app', () => null, () => {
       throw serviceUnavailable('the mobile app audit is planned and not yet available');
     }),
   );
 
-  app.get(
-    '/v1/openapi.json',
-    guard((x) => sendJson(x, 200, openApiBody)),
-  );
+  /** Routes that need no key still report the caller's per-IP limit state. */
+  const open = (route: string, answer: (x: Exchange, method: string, url: string) => void) => (res: HttpResponse, req: HttpRequest) => {
+    const x = begin(res, route);
+    const method = req.getMethod().toUpperCase();
+    const url = req.getUrl();
+    deps.quota
+      .peekIp(remoteAddress(res))
+      .then((quota) => {
+        x.quota = quota;
+        answer(x, method, url);
+      })
+      .catch((error: unknown) => fail(x, error));
+  };
+
+  app.get('/v1/openapi.json', open('openapi', (x) => send(x, 200, openApiBody)));
+
+  // Operations endpoints: no key, outside the quotas.
+  app.get('/healthz', (res) => {
+    const x = begin(res, 'healthz');
+    send(x, 200, '{"status":"ok"}');
+  });
+  app.get('/readyz', (res) => {
+    const x = begin(res, 'readyz');
+    const meta = x.intel.meta;
+    send(x, 200, JSON.stringify({ status: 'ready', snapshot: meta.id, vpas: meta.vpaCount }));
+  });
+  app.get('/metrics', (res, req) => {
+    const x = begin(res, 'metrics');
+    const authorization = req.getHeader('authorization');
+    const ip = remoteAddress(res);
+    const allowed = deps.metricsToken === undefined ? isLoopback(ip) : bearerToken(authorization) === deps.metricsToken;
+    if (!allowed || metrics === undefined) {
+      fail(x, notFound('no such endpoint: GET /metrics'));
+      return;
+    }
+    const scrape =
+      deps.scrape ??
+      (() => {
+        metrics.observeSnapshot(x.intel);
+        return metrics.registry.metrics();
+      });
+    scrape().then(
+      (text) => {
+        if (x.closed) return;
+        x.closed = true;
+        inFlight--;
+        x.res.cork(() => x.res.writeStatus('200 OK').writeHeader('Content-Type', metrics.registry.contentType).end(text, draining));
+      },
+      (error: unknown) => fail(x, error),
+    );
+  });
 
   app.any(
     '/*',
-    guard((_x, req) => {
-      throw notFound(`no such endpoint: ${req.getMethod().toUpperCase()} ${req.getUrl()}`);
-    }),
+    open('unknown', (x, method, url) => fail(x, notFound(`no such endpoint: ${method} ${url}`))),
   );
 
-  return app;
+  return {
+    app,
+    inFlight: () => inFlight,
+    drain: () => {
+      draining = true;
+    },
+  };
+}
+
+/** The token of a `Bearer` Authorization header (scheme case-insensitive, RFC 7235), or the 401 to answer. */
+function bearerToken(header: string): string | HttpError {
+  if (header === '') return unauthorized('missing Authorization header; send "Authorization: Bearer <API key>"');
+  const space = header.indexOf(' ');
+  const scheme = space < 0 ? header : header.slice(0, space);
+  if (scheme.toLowerCase() !== 'bearer') return unauthorized('the Authorization scheme must be Bearer');
+  const token = header.slice(space + 1).trim();
+  return token === '' || space < 0 ? unauthorized('missing API key after "Bearer"') : token;
 }
 
 function isJsonContentType(value: string): boolean {
@@ -188,52 +336,55 @@ function isJsonContentType(value: string): boolean {
   return type === JSON_TYPE;
 }
 
+function remoteAddress(res: HttpResponse): string {
+  return Buffer.from(res.getRemoteAddressAsText()).toString();
+}
+
+/**
+ * Loopback addresses. uWS writes IPv6 addresses in full (`0000:...:0001`),
+ * and on a dual-stack listener (`--host ::`) IPv4 clients arrive as
+ * IPv4-mapped IPv6 (`...:ffff:7f00:0001`), so compare parsed addresses, not text.
+ */
+const LOOPBACK = new BlockList();
+LOOPBACK.addSubnet('127.0.0.0', 8, 'ipv4');
+LOOPBACK.addAddress('::1', 'ipv6');
+LOOPBACK.addSubnet('::ffff:127.0.0.0', 104, 'ipv6');
+
+function isLoopback(ip: string): boolean {
+  const family = isIP(ip);
+  return family !== 0 && LOOPBACK.check(ip, family === 6 ? 'ipv6' : 'ipv4');
+}
+
 /**
  * Collect the body, refusing as soon as it passes `limit` (nothing past the
- * cap is kept). uWS reuses the chunk memory after the callback, so each chunk
- * is copied once, and the whole body concatenated once at the end.
+ * cap is kept; a declared Content-Length over the cap is refused at once).
+ * uWS reuses the chunk memory after the callback, so each chunk is copied
+ * once, and the whole body concatenated once at the end.
  */
-function readBody(x: Exchange, limit: number, done: (body: Buffer | HttpError) => void): void {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  let finished = false;
-  x.res.onData((chunk, isLast) => {
-    if (finished) return;
-    size += chunk.byteLength;
-    if (size > limit) {
-      finished = true;
-      done(badRequest(`request body larger than ${limit} bytes`, true));
+function readBody(res: HttpResponse, limit: number, declaredLength: string): Promise<Buffer | HttpError> {
+  return new Promise((resolve) => {
+    const tooLarge = () => badRequest(`request body larger than ${limit} bytes`, true);
+    if (declaredLength !== '' && Number(declaredLength) > limit) {
+      res.onData(() => {});
+      resolve(tooLarge());
       return;
     }
-    chunks.push(Buffer.from(new Uint8Array(chunk).slice()));
-    if (isLast) {
-      finished = true;
-      done(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size));
-    }
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let finished = false;
+    res.onData((chunk, isLast) => {
+      if (finished) return;
+      size += chunk.byteLength;
+      if (size > limit) {
+        finished = true;
+        resolve(tooLarge());
+        return;
+      }
+      chunks.push(Buffer.from(new Uint8Array(chunk).slice()));
+      if (isLast) {
+        finished = true;
+        resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size));
+      }
+    });
   });
-}
-
-function sendJson(x: Exchange, status: number, body: string, extraHeader?: readonly [string, string], closeConnection = false): void {
-  if (x.closed) return;
-  x.closed = true; // answered: nothing may write to this response again
-  const meta = x.intel.meta;
-  x.res.cork(() => {
-    x.res
-      .writeStatus(STATUS_LINES[status] ?? `${status}`)
-      .writeHeader('Content-Type', JSON_TYPE)
-      .writeHeader('X-Request-Id', x.requestId)
-      .writeHeader('X-Data-Version', meta.id)
-      .writeHeader('X-Data-As-Of', formatIso(meta.dataAsOf > 0 ? meta.dataAsOf : meta.createdAt));
-    if (extraHeader !== undefined) x.res.writeHeader(extraHeader[0], extraHeader[1]);
-    x.res.end(body, closeConnection);
-  });
-}
-
-function sendError(x: Exchange, error: HttpError): void {
-  const body: Record<string, unknown> = { error: error.code, message: error.message };
-  if (error.retryAfter !== undefined) body.retry_after = error.retryAfter;
-  const header: readonly [string, string] | undefined =
-    error.status === 401 ? ['WWW-Authenticate', 'Bearer'] : error.retryAfter !== undefined ? ['Retry-After', String(error.retryAfter)] : undefined;
-  // A refused upload may still be streaming in; closing the connection stops reading it.
-  sendJson(x, error.status, JSON.stringify(body), header, error.closeConnection);
 }

@@ -25,6 +25,8 @@ export const badRequest = (message: string, closeConnection = false) => new Http
 export const validationError = (message: string) => new HttpError(422, 'validation_error', message);
 export const unauthorized = (message: string) => new HttpError(401, 'unauthorized', message);
 export const notFound = (message: string) => new HttpError(404, 'not_found', message);
+export const tooManyRequests = (retryAfter: number) =>
+  new HttpError(429, 'rate_limit_exceeded', `request limit exceeded; retry after ${retryAfter} s`, { retryAfter });
 export const serviceUnavailable = (message: string) => new HttpError(503, 'service_unavailable', message);
 export const internalError = () => new HttpError(500, 'internal_error', 'unexpected server error; the request can be retried');
 

@@ -38,6 +38,7 @@ export class IntelligenceService {
   readonly #logger: Logger;
   readonly #builder: SnapshotBuilder;
   readonly #listeners: ((event: SwapEvent) => void)[] = [];
+  readonly #buildListeners: ((report: BuildReport) => void)[] = [];
   readonly #badSnapshots = new Set<string>();
   #timer: NodeJS.Timeout | null = null;
   #refreshing: Promise<void> | null = null;
@@ -91,6 +92,11 @@ export class IntelligenceService {
     this.#listeners.push(listener);
   }
 
+  /** Called after every background build (for metrics). */
+  onBuild(listener: (report: BuildReport) => void): void {
+    this.#buildListeners.push(listener);
+  }
+
   /**
    * Bring the served snapshot up to date: rebuild when the evidence folder
    * holds files the current snapshot was not built from, or adopt a newer
@@ -132,6 +138,7 @@ export class IntelligenceService {
       throw error;
     }
     this.#lastBuild = report;
+    for (const listener of this.#buildListeners) listener(report);
     this.#logger.info({ snapshot: report.meta.id, ms: Math.round(report.durationMs), vpas: report.meta.vpaCount }, 'build finished');
     const next = new Intelligence(await loadSnapshotOffThread(report.path));
     if (!this.#closed) this.#swap(next, 'rebuild');

@@ -1,6 +1,9 @@
 import { dataDir } from '../../common/data-dir.js';
-import { ConfigError } from '../../common/errors.js';
-import { KeyAdmin, keyFilePath, type KeyLimits, type PublicKeyRecord } from '../../access/key-store.js';
+import { ConfigError, UpiRiskError } from '../../common/errors.js';
+import { redact } from '../../common/redis.js';
+import { KeyAdmin, type KeyLimits, type PublicKeyRecord } from '../../access/key-store.js';
+import { chooseKeyBackend, REDIS_OPTIONS } from '../key-backend-options.js';
+import type { DataDir } from '../../common/data-dir.js';
 import { intOption, parseCommandArgs, type Command } from '../command.js';
 
 const usage = `Usage: upi-risk keys <create|list|rotate|revoke> [options]
@@ -14,7 +17,9 @@ A running server sees every change within a second.
   keys rotate ID                new secret for key ID; the old one stops working at once
   keys revoke ID                key ID stops working at once
 
-Every sub-command takes --data-dir DIR (default: $UPI_RISK_DATA_DIR or var/data).`;
+Every sub-command takes --data-dir DIR (default: $UPI_RISK_DATA_DIR or var/data),
+or --redis URL (default: $REDIS_URL) to keep keys in Redis for several
+replicas, with --redis-prefix PREFIX (default: upi-risk).`;
 
 export const keysCommand: Command = {
   name: 'keys',
@@ -37,7 +42,21 @@ export const keysCommand: Command = {
   },
 };
 
-const dirOption = { 'data-dir': { type: 'string' } } as const;
+const dirOption = { 'data-dir': { type: 'string' }, ...REDIS_OPTIONS } as const;
+
+/** Run `work` against the chosen key store and close it afterwards. */
+async function withAdmin<T>(dir: DataDir, values: { redis?: string | undefined; 'redis-prefix'?: string | undefined }, work: (admin: KeyAdmin) => Promise<T>): Promise<T> {
+  const store = await chooseKeyBackend(dir, values);
+  if (store.redis !== null && store.redis.status !== 'ready') {
+    await store.close();
+    throw new UpiRiskError('ERR_REDIS', `cannot reach Redis at ${redact(values.redis ?? process.env.REDIS_URL ?? '')}`);
+  }
+  try {
+    return await work(new KeyAdmin(store.backend));
+  } finally {
+    await store.close();
+  }
+}
 
 async function create(argv: readonly string[]): Promise<number> {
   const { values } = parseCommandArgs(argv, {
@@ -62,15 +81,14 @@ async function create(argv: readonly string[]): Promise<number> {
   if (!/^[A-Za-z0-9_.-]{1,64}$/.test(plan)) throw new ConfigError('--plan must be 1 to 64 letters, digits, ".", "_" or "-"');
   const name = values.name ?? '';
   if (name.length > 200) throw new ConfigError('--name must be at most 200 characters');
-  const admin = new KeyAdmin(keyFilePath(dataDir(values['data-dir'])));
-  const { key, record } = await admin.create({ name, plan, limits });
+  const { key, record } = await withAdmin(dataDir(values['data-dir']), values, (admin) => admin.create({ name, plan, limits }));
   process.stdout.write(`created key ${record.id} (plan ${record.plan}); store it now, it is not shown again:\n${key}\n`);
   return 0;
 }
 
 async function list(argv: readonly string[]): Promise<number> {
   const { values } = parseCommandArgs(argv, { ...dirOption, json: { type: 'boolean' } });
-  const keys = await new KeyAdmin(keyFilePath(dataDir(values['data-dir']))).list();
+  const keys = await withAdmin(dataDir(values['data-dir']), values, (admin) => admin.list());
   if (values.json === true) {
     const rows = keys.map((k) => ({ id: k.id, name: k.name, plan: k.plan, created_at: k.created_at, revoked_at: k.revoked_at }));
     process.stdout.write(`${JSON.stringify(rows, null, 2)}\n`);
@@ -83,7 +101,7 @@ async function list(argv: readonly string[]): Promise<number> {
 async function rotate(argv: readonly string[]): Promise<number> {
   const { values, positionals } = parseCommandArgs(argv, dirOption, true);
   const id = singleId(positionals);
-  const { key, record } = await new KeyAdmin(keyFilePath(dataDir(values['data-dir']))).rotate(id);
+  const { key, record } = await withAdmin(dataDir(values['data-dir']), values, (admin) => admin.rotate(id));
   process.stdout.write(`rotated key ${record.id}; the previous key no longer works. New key:\n${key}\n`);
   return 0;
 }
@@ -91,7 +109,7 @@ async function rotate(argv: readonly string[]): Promise<number> {
 async function revoke(argv: readonly string[]): Promise<number> {
   const { values, positionals } = parseCommandArgs(argv, dirOption, true);
   const id = singleId(positionals);
-  const record = await new KeyAdmin(keyFilePath(dataDir(values['data-dir']))).revoke(id);
+  const record = await withAdmin(dataDir(values['data-dir']), values, (admin) => admin.revoke(id));
   process.stdout.write(`revoked key ${record.id} at ${record.revoked_at}\n`);
   return 0;
 }

@@ -1,27 +1,55 @@
 import { readFileSync } from 'node:fs';
+import { pino } from 'pino';
 import { dataDir } from '../../common/data-dir.js';
-import { stderrLogger } from '../../common/logger.js';
-import { KeyRegistry, keyFilePath } from '../../access/key-store.js';
+import { ConfigError } from '../../common/errors.js';
+import type { Logger } from '../../common/logger.js';
+import { KeyRegistry } from '../../access/key-store.js';
+import { chooseKeyBackend, REDIS_OPTIONS } from '../key-backend-options.js';
+import { loadPlans, DEFAULT_PLANS_FILE } from '../../access/plans.js';
+import { QuotaService } from '../../access/quota.js';
 import { IntelligenceService } from '../../service/intelligence-service.js';
 import { createApiApp } from '../../http/app.js';
+import { ServiceMetrics } from '../../http/metrics.js';
 import { listen } from '../../http/server.js';
+import { checkTlsFiles, createTlsApp, ensureSelfSignedCertificate, type TlsFiles } from '../../http/tls.js';
 import { intOption, parseCommandArgs, type Command } from '../command.js';
+import uWS from 'uWebSockets.js';
+import { availableParallelism } from 'node:os';
+import { EdgePool } from '../../http/edge-pool.js';
 
-const usage = `Usage: upi-risk serve [--data-dir DIR] [--host HOST] [--port PORT] [--poll-ms MS] [--build-threads N]
+const usage = `Usage: upi-risk serve [options]
 
-Serve the v1 API over HTTP from the newest valid snapshot in DIR (building
-one first if there is none). New evidence ingested into DIR is picked up,
+Serve the v1 API over HTTPS (TLS 1.3 only) from the newest valid snapshot in
+DIR, building one first if there is none. New evidence ingested into DIR is
 built in the background and swapped in without a restart; API keys created,
 rotated or revoked with \`upi-risk keys\` take effect within a second.
 
 Options:
-  --data-dir DIR       data directory (default: $UPI_RISK_DATA_DIR or var/data)
-  --host HOST          address to listen on (default: 127.0.0.1)
-  --port PORT          port (default: 8080; 0 picks a free one)
-  --poll-ms MS         how often to look for new evidence and snapshots (default: 1000)
-  --build-threads N    threads for background builds (default: every core)
+  --data-dir DIR        data directory (default: $UPI_RISK_DATA_DIR or var/data)
+  --host HOST           address to listen on (default: 127.0.0.1)
+  --port PORT           port (default: 8443 with TLS, 8080 with --plain-http; 0 picks a free one)
+  --tls-cert FILE       PEM certificate (chain) for TLS
+  --tls-key FILE        PEM private key for TLS
+                        without both, a self-signed certificate for localhost
+                        is generated once into DIR/tls/
+  --plain-http          serve plain HTTP instead (behind a TLS-terminating
+                        load balancer, or for benchmarks); prints a warning
+  --plans FILE          rate-limit plans (default: config/plans.json)
+  --redis URL           share quotas and keep API keys in Redis, for several
+                        replicas (default: $REDIS_URL; without it everything
+                        stays in this process and the key file)
+  --redis-prefix P      prefix of every Redis key (default: upi-risk)
+  --metrics-token TOKEN bearer token for GET /metrics (default: $UPI_RISK_METRICS_TOKEN;
+                        without one, /metrics answers loopback clients only)
+  --poll-ms MS          how often to look for new evidence and snapshots (default: 1000)
+  --threads N           serving threads on the shared port (default: every core);
+                        all read one shared copy of the index, quotas stay per key
+  --build-threads N     threads for background builds (default: every core)
+  --log-level LEVEL     fatal, error, warn, info, debug or trace (default: info)
 
-Stops on SIGTERM or SIGINT.`;
+Operations endpoints (no key, outside the quotas): GET /healthz, GET /readyz,
+GET /metrics (Prometheus). Stops on SIGTERM or SIGINT after answering the
+requests in flight.`;
 
 export const serveCommand: Command = {
   name: 'serve',
@@ -32,44 +60,137 @@ export const serveCommand: Command = {
       'data-dir': { type: 'string' },
       host: { type: 'string' },
       port: { type: 'string' },
+      'tls-cert': { type: 'string' },
+      'tls-key': { type: 'string' },
+      'plain-http': { type: 'boolean' },
+      plans: { type: 'string' },
+      'metrics-token': { type: 'string' },
       'poll-ms': { type: 'string' },
       'build-threads': { type: 'string' },
+      threads: { type: 'string' },
+      'log-level': { type: 'string' },
+      ...REDIS_OPTIONS,
     });
     const dir = dataDir(values['data-dir']);
+    const plain = values['plain-http'] === true;
     const host = values.host ?? '127.0.0.1';
-    const port = intOption('port', values.port, 8080, 0, 65535);
+    const port = intOption('port', values.port, plain ? 8080 : 8443, 0, 65535);
     const pollMs = intOption('poll-ms', values['poll-ms'], 1000, 50, 3_600_000);
     const buildThreads = values['build-threads'] === undefined ? undefined : intOption('build-threads', values['build-threads'], 1, 1, 256);
-    const logger = stderrLogger;
+    const threads = intOption('threads', values.threads, availableParallelism(), 1, 256);
+    const level = values['log-level'] ?? 'info';
+    if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace'].includes(level)) throw new ConfigError(`--log-level must be fatal, error, warn, info, debug or trace`);
+    if ((values['tls-cert'] === undefined) !== (values['tls-key'] === undefined)) throw new ConfigError('--tls-cert and --tls-key go together');
+    if (plain && values['tls-cert'] !== undefined) throw new ConfigError('--plain-http and --tls-cert exclude each other');
+    const metricsToken = values['metrics-token'] ?? process.env.UPI_RISK_METRICS_TOKEN;
+    // Synchronous: lines are out before the process exits, and a log reader that has gone away
+    // (EPIPE) only silences the log. An asynchronous stream is flushed at exit by a loop that
+    // retries EPIPE for ever, so a shutdown could hang.
+    const logger: Logger = pino({ level, base: { service: 'upi-risk' } }, pino.destination({ dest: 2, sync: true }));
 
-    const keys = new KeyRegistry(keyFilePath(dir), (error) => logger.error({ err: error.message }, 'key file not reloaded; previous keys stay in force'));
-    await keys.load();
+    const plans = await loadPlans(values.plans ?? DEFAULT_PLANS_FILE);
+    let tls: TlsFiles | null = null;
+    if (!plain) {
+      if (values['tls-cert'] !== undefined) {
+        tls = { certFile: values['tls-cert'], keyFile: values['tls-key']! };
+        await checkTlsFiles(tls);
+      } else {
+        tls = await ensureSelfSignedCertificate(dir);
+        logger.warn({ cert: tls.certFile }, 'no --tls-cert given: serving a self-signed certificate for localhost');
+      }
+    } else {
+      logger.warn({}, '--plain-http: serving unencrypted HTTP; the spec requires TLS 1.3, so put a TLS-terminating proxy in front');
+    }
+    // Before loading or building a snapshot, so a TLS set-up that cannot work fails at once
+    // (with --threads above 1 this checks what each serving thread loads again).
+    const app = tls === null ? uWS.App() : createTlsApp(tls);
+
+    const store = await chooseKeyBackend(dir, values, logger);
+    const keys = new KeyRegistry(store.backend, (error) => logger.error({ err: error.message, keys: store.backend.description }, 'keys not reloaded; previous keys stay in force'));
+    try {
+      await keys.load();
+    } catch (error) {
+      // Only a store that cannot be read at all gets here (Redis down at start): keep retrying.
+      if (store.redis === null) throw error;
+      logger.error({ err: (error as Error).message }, 'keys not loaded yet; retrying');
+    }
     keys.watch();
+    const metrics = new ServiceMetrics();
     const service = await IntelligenceService.start({
       dataDir: dir,
       logger,
       pollMs,
       ...(buildThreads === undefined ? {} : { buildThreads }),
     });
-    const app = createApiApp({ intelligence: service, keys, logger, version: packageVersion() });
-    const listening = await listen(app, host, port);
-    logger.info({ host, port: listening.port, keys: keys.size, snapshot: service.current.meta.id }, 'listening');
-    process.stdout.write(`upi-risk listening on http://${host}:${listening.port}\n`);
+    metrics.observeSnapshot(service.current);
+    service.onSwap((event) => metrics.observeSnapshot(event.next));
+    service.onBuild((report) => metrics.observeBuild(Date.now(), report.durationMs));
+    const quota = new QuotaService({ plans, ...(store.redis === null ? {} : { redis: store.redis, redisPrefix: store.prefix }) });
+    const version = packageVersion();
+    let stopServing: () => Promise<void>;
+    let boundPort: number;
+    if (threads === 1) {
+      const api = createApiApp(
+        { intelligence: service, keys, quota, logger, metrics, version, ...(metricsToken === undefined ? {} : { metricsToken }) },
+        app,
+      );
+      const listening = await listen(api.app, host, port);
+      boundPort = listening.port;
+      stopServing = async () => {
+        listening.close();
+        api.drain();
+        const deadline = Date.now() + SHUTDOWN_GRACE_MS;
+        while (api.inFlight() > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+        if (api.inFlight() > 0) logger.warn({ inFlight: api.inFlight() }, 'grace period over; exiting with requests unanswered');
+        // Closes idle keep-alive connections too (present at run time, missing from the typings).
+        (api.app as unknown as { close(): void }).close();
+      };
+    } else {
+      const redisUrl = values.redis ?? process.env.REDIS_URL;
+      const pool = await EdgePool.start({
+        threads,
+        host,
+        port,
+        tls,
+        version,
+        metricsToken,
+        logLevel: level,
+        plans,
+        redis: store.redis === null || redisUrl === undefined ? null : { url: redisUrl, prefix: store.prefix },
+        service,
+        keys,
+        quota,
+        metrics,
+        logger,
+      });
+      boundPort = pool.port;
+      stopServing = () => pool.drain();
+    }
+    logger.info({ host, port: boundPort, threads, tls: tls !== null, keys: keys.size, snapshot: service.current.meta.id }, 'listening');
+    // An IPv6 address goes in brackets in a URL (RFC 3986), or the port cannot be told apart.
+    const urlHost = host.includes(':') ? `[${host}]` : host;
+    process.stdout.write(`upi-risk listening on ${tls === null ? 'http' : 'https'}://${urlHost}:${boundPort}\n`);
 
     await new Promise<void>((resolve) => {
       const stop = (signal: string) => {
-        logger.info({ signal }, 'shutting down');
-        listening.close();
+        logger.info({ signal }, 'shutting down: no new connections, finishing requests in flight');
         keys.close();
         resolve();
       };
       process.once('SIGTERM', () => stop('SIGTERM'));
       process.once('SIGINT', () => stop('SIGINT'));
     });
+    await stopServing();
     await service.close();
-    return 0;
+    await store.close();
+    logger.info({}, 'stopped');
+    // Idle keep-alive connections would hold the event loop open; everything in flight is answered.
+    process.exit(0);
   },
 };
+
+/** How long a shutdown waits for requests in flight. */
+const SHUTDOWN_GRACE_MS = 10_000;
 
 function packageVersion(): string {
   const pkg = JSON.parse(readFileSync(new URL('../../../../package.json', import.meta.url), 'utf8')) as { version: string };

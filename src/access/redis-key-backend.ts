@@ -1,0 +1,68 @@
+import type { Redis } from 'ioredis';
+import { UpiRiskError } from '../common/errors.js';
+import { KeyFileError, validateKeyRecords, type KeyBackend, type KeyRecord } from './key-store.js';
+
+/**
+ * Key records in Redis, shared by every replica: a hash `<prefix>:keys`
+ * (field = key id, value = the record as JSON, hash of the key included, never
+ * the key) and a counter `<prefix>:keys:version` bumped by every change, which
+ * servers poll to reload within a second.
+ */
+export class RedisKeyBackend implements KeyBackend {
+  readonly #redis: Redis;
+  readonly #keysKey: string;
+  readonly #versionKey: string;
+
+  constructor(redis: Redis, prefix = 'upi-risk') {
+    this.#redis = redis;
+    this.#keysKey = `${prefix}:keys`;
+    this.#versionKey = `${prefix}:keys:version`;
+  }
+
+  get description(): string {
+    return `redis ${this.#keysKey}`;
+  }
+
+  async read(): Promise<KeyRecord[]> {
+    return parseRecords(await this.#redis.hgetall(this.#keysKey), this.description);
+  }
+
+  async update<T>(change: (keys: KeyRecord[]) => { keys: KeyRecord[]; result: T }): Promise<T> {
+    // Optimistic transaction: retried if another writer changed the keys in between.
+    for (let attempt = 0; attempt < 10; attempt++) {
+      await this.#redis.watch(this.#versionKey, this.#keysKey);
+      let outcome: { keys: KeyRecord[]; result: T };
+      try {
+        outcome = change(parseRecords(await this.#redis.hgetall(this.#keysKey), this.description));
+      } catch (error) {
+        await this.#redis.unwatch();
+        throw error;
+      }
+      const multi = this.#redis.multi().del(this.#keysKey);
+      if (outcome.keys.length > 0) {
+        multi.hset(this.#keysKey, Object.fromEntries(outcome.keys.map((k) => [k.id, JSON.stringify(k)])));
+      }
+      const done = await multi.incr(this.#versionKey).exec();
+      if (done !== null) return outcome.result;
+    }
+    throw new UpiRiskError('ERR_KEY_STORE', 'keys changed concurrently too often; try again');
+  }
+
+  async version(): Promise<string> {
+    return (await this.#redis.get(this.#versionKey)) ?? '0';
+  }
+}
+
+function parseRecords(fields: Record<string, string>, where: string): KeyRecord[] {
+  const records: unknown[] = [];
+  for (const [id, json] of Object.entries(fields)) {
+    try {
+      records.push(JSON.parse(json));
+    } catch (error) {
+      throw new KeyFileError(`${where}: record ${id} is not valid JSON`, { cause: error });
+    }
+  }
+  validateKeyRecords(records, (why) => new KeyFileError(`${where}: ${why}`));
+  // Creation order, so listings are stable.
+  return records.sort((a, b) => (a.created_at < b.created_at ? -1 : a.created_at > b.created_at ? 1 : a.id < b.id ? -1 : 1));
+}

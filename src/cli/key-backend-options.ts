@@ -1,0 +1,47 @@
+import type { DataDir } from '../common/data-dir.js';
+import { silentLogger, type Logger } from '../common/logger.js';
+import { createRedisClient, redact, redisReady } from '../common/redis.js';
+import { FileKeyBackend, keyFilePath, type KeyBackend } from '../access/key-store.js';
+import { RedisKeyBackend } from '../access/redis-key-backend.js';
+import type { Redis } from 'ioredis';
+
+/** The options every command that touches keys or quotas shares. */
+export const REDIS_OPTIONS = {
+  redis: { type: 'string' },
+  'redis-prefix': { type: 'string' },
+} as const;
+
+export const DEFAULT_REDIS_PREFIX = 'upi-risk';
+
+export interface StoreChoice {
+  readonly backend: KeyBackend;
+  readonly redis: Redis | null;
+  readonly prefix: string;
+  close(): Promise<void>;
+}
+
+/** Keys in Redis when --redis (or REDIS_URL) is given, else in the data directory's key file. */
+export async function chooseKeyBackend(
+  dir: DataDir,
+  values: { redis?: string | undefined; 'redis-prefix'?: string | undefined },
+  logger: Logger = silentLogger,
+  readyTimeoutMs = 5_000,
+): Promise<StoreChoice> {
+  const url = values.redis ?? process.env.REDIS_URL;
+  const prefix = values['redis-prefix'] ?? DEFAULT_REDIS_PREFIX;
+  if (url === undefined || url === '') {
+    return { backend: new FileKeyBackend(keyFilePath(dir)), redis: null, prefix, close: async () => {} };
+  }
+  const redis = createRedisClient(url, logger);
+  if (!(await redisReady(redis, readyTimeoutMs))) {
+    logger.error({ redis: redact(url) }, 'redis not reachable yet; carrying on with local limits and retrying');
+  }
+  return {
+    backend: new RedisKeyBackend(redis, prefix),
+    redis,
+    prefix,
+    close: async () => {
+      await redis.quit().catch(() => redis.disconnect());
+    },
+  };
+}

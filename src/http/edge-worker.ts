@@ -1,0 +1,134 @@
+import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
+import { pino } from 'pino';
+import uWS from 'uWebSockets.js';
+import { Intelligence } from '../engine/intelligence.js';
+import type { SnapshotData } from '../engine/snapshot-data.js';
+import type { KeyRecord } from '../access/key-store.js';
+import { StaticKeys } from '../access/static-keys.js';
+import { QuotaService, type Quota } from '../access/quota.js';
+import { RemoteQuota } from '../access/remote-quota.js';
+import type { PlansConfig } from '../access/plans.js';
+import { createRedisClient, redisReady } from '../common/redis.js';
+import { silentLogger } from '../common/logger.js';
+import { createApiApp } from './app.js';
+import { ServiceMetrics } from './metrics.js';
+import { listen, type Listening } from './server.js';
+import { createTlsApp, type TlsFiles } from './tls.js';
+
+/**
+ * One serving thread of `serve --threads N`: a uWebSockets.js app on the
+ * shared port. Everything heavy stays with the main thread: snapshots arrive
+ * as SharedArrayBuffer-backed arrays (one copy of the index for all threads),
+ * keys arrive whenever they change, and quotas are asked of the main thread
+ * (or of Redis directly in the shared mode).
+ */
+export interface EdgeWorkerData {
+  readonly index: number;
+  readonly host: string;
+  readonly port: number;
+  readonly tls: TlsFiles | null;
+  readonly version: string;
+  readonly metricsToken: string | undefined;
+  readonly logLevel: string;
+  readonly plans: PlansConfig;
+  readonly redis: { readonly url: string; readonly prefix: string } | null;
+  readonly quotaPort: MessagePort;
+}
+
+export type ToEdge =
+  | { readonly type: 'snapshot'; readonly data: SnapshotData }
+  | { readonly type: 'keys'; readonly records: readonly KeyRecord[] }
+  | { readonly type: 'listen'; readonly port: number }
+  | { readonly type: 'drain' }
+  | { readonly type: 'metrics'; readonly id: number }
+  | { readonly type: 'scraped'; readonly id: number; readonly text: string };
+
+export type FromEdge =
+  | { readonly type: 'listening'; readonly port: number }
+  | { readonly type: 'listen-failed'; readonly message: string }
+  | { readonly type: 'drained' }
+  | { readonly type: 'metrics'; readonly id: number; readonly json: unknown }
+  | { readonly type: 'scrape'; readonly id: number };
+
+const config = workerData as EdgeWorkerData;
+const port = parentPort!;
+const post = (message: FromEdge) => port.postMessage(message);
+const logger = pino({ level: config.logLevel, base: { service: 'upi-risk', thread: config.index } }, pino.destination(2));
+const keys = new StaticKeys();
+const holder: { current: Intelligence } = { current: null as unknown as Intelligence };
+const metrics = new ServiceMetrics();
+let quota: Quota;
+if (config.redis === null) {
+  quota = new RemoteQuota(config.quotaPort);
+} else {
+  // The main thread logs Redis outages and recoveries once for the process.
+  const redis = createRedisClient(config.redis.url, silentLogger);
+  await redisReady(redis, 5_000);
+  quota = new QuotaService({ plans: config.plans, redis, redisPrefix: config.redis.prefix });
+}
+
+const scrapes = new Map<number, (text: string) => void>();
+let nextScrape = 0;
+const api = createApiApp(
+  {
+    intelligence: holder,
+    keys,
+    quota,
+    logger,
+    metrics,
+    version: config.version,
+    ...(config.metricsToken === undefined ? {} : { metricsToken: config.metricsToken }),
+    scrape: () =>
+      new Promise<string>((resolve) => {
+        const id = nextScrape++;
+        scrapes.set(id, resolve);
+        post({ type: 'scrape', id });
+      }),
+  },
+  config.tls === null ? uWS.App() : createTlsApp(config.tls),
+);
+let listening: Listening | null = null;
+
+port.on('message', (message: ToEdge) => {
+  switch (message.type) {
+    case 'snapshot':
+      // The arrays are views of shared memory: nothing is copied here.
+      holder.current = new Intelligence(message.data);
+      break;
+    case 'keys':
+      keys.replace(message.records);
+      break;
+    case 'listen':
+      listen(api.app, config.host, message.port).then(
+        (l) => {
+          listening = l;
+          post({ type: 'listening', port: l.port });
+        },
+        (error: Error) => post({ type: 'listen-failed', message: error.message }),
+      );
+      break;
+    case 'drain':
+      listening?.close();
+      api.drain();
+      void drained();
+      break;
+    case 'metrics':
+      metrics.registry.getMetricsAsJSON().then((json) => post({ type: 'metrics', id: message.id, json }));
+      break;
+    case 'scraped':
+      scrapes.get(message.id)?.(message.text);
+      scrapes.delete(message.id);
+      break;
+  }
+});
+
+async function drained(): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  while (api.inFlight() > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+  // A thread must not end with uWS sockets open: Node aborts the whole process when a worker's
+  // loop still has handles. app.close() (present at run time, missing from the typings) closes
+  // the listener and every connection, idle keep-alives included.
+  (api.app as unknown as { close(): void }).close();
+  post({ type: 'drained' });
+  setTimeout(() => process.exit(0), 20);
+}

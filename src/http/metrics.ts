@@ -1,0 +1,60 @@
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { Intelligence } from '../engine/intelligence.js';
+
+/**
+ * Prometheus metrics of one serving process. Route labels are the route
+ * patterns, never raw paths, so cardinality stays fixed.
+ */
+export class ServiceMetrics {
+  readonly registry = new Registry();
+  readonly requests = new Counter({
+    name: 'upi_risk_http_requests_total',
+    help: 'HTTP requests by route and status',
+    labelNames: ['route', 'status'] as const,
+    registers: [this.registry],
+  });
+  readonly latency = new Histogram({
+    name: 'upi_risk_http_request_duration_seconds',
+    help: 'Time from request to response, by route',
+    labelNames: ['route'] as const,
+    buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
+    registers: [this.registry],
+  });
+  readonly rateLimited = new Counter({
+    name: 'upi_risk_rate_limit_rejections_total',
+    help: 'Requests answered 429, by kind (key quota or failed authentications per IP)',
+    labelNames: ['kind'] as const,
+    registers: [this.registry],
+  });
+  // Gauges describe one shared state: threads' values are combined with max, not summed.
+  readonly snapshotVpas = new Gauge({ name: 'upi_risk_snapshot_vpas', help: 'Flagged VPAs in the served snapshot', aggregator: 'max', registers: [this.registry] });
+  readonly snapshotAge = new Gauge({
+    name: 'upi_risk_snapshot_age_seconds',
+    help: 'Seconds since the newest evidence in the served snapshot was ingested',
+    aggregator: 'max',
+    registers: [this.registry],
+  });
+  readonly snapshotInfo = new Gauge({
+    name: 'upi_risk_snapshot_info',
+    help: 'The served snapshot (value 1, id in the label)',
+    labelNames: ['id'] as const,
+    aggregator: 'max',
+    registers: [this.registry],
+  });
+  readonly lastBuildTime = new Gauge({ name: 'upi_risk_last_build_timestamp_seconds', help: 'When the last build finished', aggregator: 'max', registers: [this.registry] });
+  readonly lastBuildDuration = new Gauge({ name: 'upi_risk_last_build_duration_seconds', help: 'How long the last build took', aggregator: 'max', registers: [this.registry] });
+
+  /** Refresh the snapshot gauges; called on every swap and before each scrape. */
+  observeSnapshot(intel: Intelligence, now = Date.now()): void {
+    const meta = intel.meta;
+    this.snapshotVpas.set(meta.vpaCount);
+    this.snapshotAge.set(Math.max(0, (now - (meta.dataAsOf > 0 ? meta.dataAsOf : meta.createdAt)) / 1000));
+    this.snapshotInfo.reset();
+    this.snapshotInfo.set({ id: meta.id }, 1);
+  }
+
+  observeBuild(finishedAt: number, durationMs: number): void {
+    this.lastBuildTime.set(finishedAt / 1000);
+    this.lastBuildDuration.set(durationMs / 1000);
+  }
+}
