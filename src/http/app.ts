@@ -13,6 +13,7 @@ import { MAX_BODY_BYTES } from '../api/schemas.js';
 import { parseBatchRequest } from '../api/batch-request.js';
 import { openApiDocument } from '../api/openapi.js';
 import type { KeyRecord } from '../access/key-store.js';
+import { hashApiKey, sameHash } from '../access/api-key.js';
 import type { Quota, QuotaDecision } from '../access/quota.js';
 import type { ServiceMetrics } from './metrics.js';
 import {
@@ -73,6 +74,8 @@ export interface ApiApp {
 /** Build the uWebSockets.js app with every v1 route and the operations endpoints. */
 export function createApiApp(deps: ApiDependencies, app: TemplatedApp = uWS.App()): ApiApp {
   const openApiBody = JSON.stringify(openApiDocument(deps.version));
+  // Compared as hashes in constant time, like API keys.
+  const metricsTokenHash = deps.metricsToken === undefined ? undefined : hashApiKey(deps.metricsToken);
   const metrics = deps.metrics;
   let inFlight = 0;
   let draining = false;
@@ -284,7 +287,11 @@ export function createApiApp(deps: ApiDependencies, app: TemplatedApp = uWS.App(
     const x = begin(res, 'metrics');
     const authorization = req.getHeader('authorization');
     const ip = remoteAddress(res);
-    const allowed = deps.metricsToken === undefined ? isLoopback(ip) : bearerToken(authorization) === deps.metricsToken;
+    const presented = bearerToken(authorization);
+    const allowed =
+      deps.metricsToken === undefined
+        ? isLoopback(ip)
+        : typeof presented === 'string' && sameHash(hashApiKey(presented), metricsTokenHash!);
     if (!allowed || metrics === undefined) {
       fail(x, notFound('no such endpoint: GET /metrics'));
       return;
