@@ -42,6 +42,8 @@ export interface ApiDependencies {
   readonly metricsToken?: string;
   /** Produce the /metrics text; defaults to this thread's registry (serving threads ask the main thread for all of them). */
   readonly scrape?: () => Promise<string>;
+  /** Which serving thread this is, reported by /readyz (absent with one thread). */
+  readonly thread?: number;
 }
 
 /**
@@ -281,7 +283,7 @@ export function createApiApp(deps: ApiDependencies, app: TemplatedApp = uWS.App(
   app.get('/readyz', (res) => {
     const x = begin(res, 'readyz');
     const meta = x.intel.meta;
-    send(x, 200, JSON.stringify({ status: 'ready', snapshot: meta.id, vpas: meta.vpaCount }));
+    send(x, 200, JSON.stringify({ status: 'ready', snapshot: meta.id, vpas: meta.vpaCount, ...(deps.thread === undefined ? {} : { thread: deps.thread }) }));
   });
   app.get('/metrics', (res, req) => {
     const x = begin(res, 'metrics');

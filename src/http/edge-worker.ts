@@ -77,6 +77,7 @@ const api = createApiApp(
     logger,
     metrics,
     version: config.version,
+    thread: config.index,
     ...(config.metricsToken === undefined ? {} : { metricsToken: config.metricsToken }),
     scrape: () =>
       new Promise<string>((resolve) => {
