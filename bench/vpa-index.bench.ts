@@ -15,11 +15,13 @@
  * lookups, whose cache misses may overlap.
  *
  * Lookups at 10M keys are bound by random-access memory latency (the run
- * prints it); TLB misses are a large part of it, so compare runs with
+ * prints it): a miss waits for one random cache line, a hit for two in
+ * sequence. TLB misses are a large part of it, so compare runs with
  * GLIBC_TUNABLES=glibc.malloc.hugetlb=1, which backs the large typed arrays
- * with transparent huge pages where the kernel allows it (THP "madvise").
+ * with transparent huge pages where the kernel allows it (THP "madvise");
+ * the layout table shows how much memory huge pages back ("huge pages MiB").
  */
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { Bench, type Task } from 'tinybench';
 import { NOT_FOUND } from '../src/common/brand.js';
@@ -151,7 +153,7 @@ function randomIds(count: number, from: number, span: number, seed: number): Uin
 /**
  * Latency of one dependent random load from a buffer of `bytes` (a pointer
  * chase through a random cycle of cache lines): the floor for each level of
- * a lookup (slot, then offsets, then key bytes) at the index's sizes.
+ * a lookup (the slot run, then the key bytes) at the index's sizes.
  */
 function loadLatencyNs(bytes: number): number {
   const lines = Math.max(2, Math.floor(bytes / 64));
@@ -173,6 +175,16 @@ function loadLatencyNs(bytes: number): number {
   const ns = Number(process.hrtime.bigint() - t0) / steps;
   if (at === 0.5) console.log('unreachable');
   return round1(ns);
+}
+
+/** MiB of this process's memory backed by transparent huge pages (Linux), or -1 when unknown. */
+function hugePagesMiB(): number {
+  try {
+    const match = /AnonHugePages:\s+(\d+) kB/.exec(readFileSync('/proc/self/smaps_rollup', 'utf8'));
+    return match ? Math.round(Number(match[1]) / 1024) : -1;
+  } catch {
+    return -1;
+  }
 }
 
 function memoryNow(): { heapUsed: number; external: number; arrayBuffers: number } {
@@ -293,6 +305,7 @@ function main(): void {
     'encode ms': Math.round(t1 - t0),
     'buildSlots ms': Math.round(t2 - t1),
     'query pools ms': Math.round(t3 - t2),
+    'huge pages MiB': hugePagesMiB(),
   };
   console.log(`node ${process.version}, ${keyCount} keys, ${queryCount} queries per pool, gc ${gc ? 'exposed' : 'not exposed'}`);
   console.table([layout]);

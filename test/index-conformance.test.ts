@@ -7,11 +7,15 @@ import type { KeyIndex } from '../src/engine/key-index.js';
 import { ReferenceIndex } from '../src/engine/reference-index.js';
 import {
   buildSlots,
+  checkSlots,
   encodeKeys,
   MAX_KEYS,
   MAX_LOAD_FACTOR,
   MIN_CAPACITY,
+  SLOT_WORDS,
   slotCapacity,
+  slotTag,
+  TAG_LONG_KEY,
   VpaIndex,
 } from '../src/engine/vpa-index.js';
 
@@ -40,9 +44,31 @@ function linearLookup(keys: readonly string[], query: string): number {
   return keys.findIndex((key) => asciiLower(key) === wanted);
 }
 
-/** Home slot of a key in a table of `capacity` pairs. */
+/** Home slot of a key in a table of `capacity` slots. */
 function homeSlot(key: string, capacity: number): number {
   return hashQuery(key) & (capacity - 1);
+}
+
+/**
+ * A table of MIN_CAPACITY slots with one occupied slot, at the home of
+ * `hash`: the tag of `hash` and `length`, id `id` and key start `start`. With
+ * a query's hash, it is the slot of a key (of `length` chars) colliding with
+ * the query on all 32 bits.
+ */
+function forgedSlots(hash: number, length: number, id: number, start: number): Uint32Array {
+  const slots = new Uint32Array(SLOT_WORDS * MIN_CAPACITY);
+  const { tags, pairs } = slotParts(slots);
+  const home = hash & (MIN_CAPACITY - 1);
+  tags[home] = slotTag(hash, length);
+  pairs[2 * home] = id + 1;
+  pairs[2 * home + 1] = start;
+  return slots;
+}
+
+/** The two parts of a slot table: a tag per slot, then a pair [id + 1, key start] per slot. */
+function slotParts(slots: Uint32Array): { capacity: number; tags: Uint32Array; pairs: Uint32Array } {
+  const capacity = slots.length / SLOT_WORDS;
+  return { capacity, tags: slots.subarray(0, capacity), pairs: slots.subarray(capacity) };
 }
 
 /**
@@ -327,10 +353,11 @@ describe('VpaIndex layout', () => {
   }
 
   it('sizes the table to the smallest power of two with load at most MAX_LOAD_FACTOR', () => {
-    for (const count of [0, 1, 4, 5, 9, 100, 1000, 4915, 4916, 20_000]) {
+    // 5734 and 5735 keys straddle 0.7 * 8192 = 5734.4.
+    for (const count of [0, 1, 4, 5, 6, 9, 100, 1000, 5734, 5735, 20_000]) {
       const { keyBytes, keyOffsets } = encodeKeys(keysOf(count));
       const slots = buildSlots(keyBytes, keyOffsets, count);
-      const capacity = slots.length / 2;
+      const capacity = slots.length / SLOT_WORDS;
       assert.equal(capacity & (capacity - 1), 0, `${count}: power of two`);
       assert.ok(capacity >= MIN_CAPACITY);
       assert.ok(count <= capacity * MAX_LOAD_FACTOR, `${count}: load ${count / capacity}`);
@@ -346,35 +373,43 @@ describe('VpaIndex layout', () => {
     assert.throws(() => slotCapacity(-1), RangeError);
   });
 
-  it('fills one slot per key with its hash and id + 1', () => {
-    const keys = keysOf(3000);
+  it('fills one slot per key with its tag, id + 1 and key start', () => {
+    const keys = [...keysOf(3000), `${'l'.repeat(TAG_LONG_KEY)}@ybl`, ''];
     const { keyBytes, keyOffsets } = encodeKeys(keys);
     const slots = buildSlots(keyBytes, keyOffsets, keys.length);
+    const { capacity, tags, pairs } = slotParts(slots);
     const seen = new Uint8Array(keys.length);
     let used = 0;
-    for (let i = 0; i < slots.length; i += 2) {
-      const value = slots[i + 1]!;
-      if (value === 0) {
-        assert.equal(slots[i], 0);
+    for (let i = 0; i < capacity; i++) {
+      if (tags[i] === 0) {
+        assert.equal(pairs[2 * i], 0);
+        assert.equal(pairs[2 * i + 1], 0);
         continue;
       }
       used++;
-      const id = value - 1;
+      const id = pairs[2 * i]! - 1;
+      assert.ok(id >= 0, `slot ${i} names no id`);
       assert.equal(seen[id], 0, `id ${id} twice`);
       seen[id] = 1;
-      assert.equal(slots[i], hashKeyBytes(keyBytes, keyOffsets[id]!, keyOffsets[id + 1]!));
+      const start = keyOffsets[id]!;
+      const end = keyOffsets[id + 1]!;
+      const hash = hashKeyBytes(keyBytes, start, end);
+      assert.equal(tags[i], slotTag(hash, end - start));
+      assert.equal(tags[i]! >>> 8, hash >>> 8);
+      assert.equal(tags[i]! & 0xff, Math.min(end - start, TAG_LONG_KEY) + 1);
+      assert.equal(pairs[2 * i + 1], start);
     }
     assert.equal(used, keys.length);
+    assert.equal(checkSlots(slots, keyBytes, keyOffsets), undefined);
   });
 
   it('puts a shared home slot into one probe run that wraps to slot 0', () => {
     const members = 24;
     const { keyBytes, keyOffsets } = encodeKeys(sameHomeKeys(members, members));
-    const slots = buildSlots(keyBytes, keyOffsets, members);
-    const capacity = slots.length / 2;
-    assert.notEqual(slots[2 * (capacity - 1) + 1], 0);
-    for (let i = 0; i < members - 1; i++) assert.notEqual(slots[2 * i + 1], 0, `slot ${i}`);
-    assert.equal(slots[2 * (members - 1) + 1], 0);
+    const { capacity, tags } = slotParts(buildSlots(keyBytes, keyOffsets, members));
+    assert.notEqual(tags[capacity - 1], 0);
+    for (let i = 0; i < members - 1; i++) assert.notEqual(tags[i], 0, `slot ${i}`);
+    assert.equal(tags[members - 1], 0);
   });
 
   it('compares every key char, including the tail, when the stored hash matches', () => {
@@ -382,11 +417,7 @@ describe('VpaIndex layout', () => {
     // collision would, so only the key comparison can tell the two apart.
     const forged = (key: string, query: string) => {
       const { keyBytes, keyOffsets } = encodeKeys([key]);
-      const slots = new Uint32Array(2 * MIN_CAPACITY);
-      const hash = hashQuery(query);
-      const home = hash & (MIN_CAPACITY - 1);
-      slots[2 * home] = hash;
-      slots[2 * home + 1] = 1;
+      const slots = forgedSlots(hashQuery(query), key.length, 0, 0);
       return new VpaIndex(slots, keyBytes, keyOffsets).lookup(query);
     };
     // Lengths 13-16 leave tails of 1, 2, 3 and 0 chars after the 4-char words.
@@ -405,6 +436,84 @@ describe('VpaIndex layout', () => {
       assert.equal(forged(key, key.slice(0, -1)), NOT_FOUND);
       assert.equal(forged(key, `${key}l`), NOT_FOUND);
     }
+  });
+
+  it('compares the length of keys too long for the tag', () => {
+    // Keys of TAG_LONG_KEY chars and more share one length byte in the tag;
+    // the forged slot carries the query's hash, so only the lengths differ.
+    const key = `${'k'.repeat(TAG_LONG_KEY + 5)}@ybl`;
+    const { keyBytes, keyOffsets } = encodeKeys(['a@ybl', key]);
+    const lookup = (query: string) => {
+      const slots = forgedSlots(hashQuery(query), key.length, 1, keyOffsets[1]!);
+      const index = new VpaIndex(slots, keyBytes, keyOffsets);
+      const bytes = encode(asciiLower(query));
+      assert.equal(index.lookupBytes(bytes, 0, bytes.length), index.lookup(query), query);
+      return index.lookup(query);
+    };
+    assert.equal(lookup(key), 1);
+    assert.equal(lookup(key.toUpperCase()), 1);
+    assert.equal(lookup(key.slice(0, -1)), NOT_FOUND);
+    assert.equal(lookup(key.slice(0, TAG_LONG_KEY)), NOT_FOUND);
+    assert.equal(lookup(`${key}x`), NOT_FOUND);
+    const index = VpaIndex.fromKeys(['a@ybl', key, `${key}x`, `${key}xy`]);
+    assert.equal(index.lookup(key), 1);
+    assert.equal(index.lookup(`${key}X`), 2);
+    assert.equal(index.lookup(`${key}XY`), 3);
+    assert.equal(index.lookup(`${key}xyz`), NOT_FOUND);
+  });
+
+  it('never matches a slot whose key start lies outside keyBytes, or whose id is out of range', () => {
+    const { keyBytes, keyOffsets } = encodeKeys(['abcd@ybl']);
+    const query = 'abcd@ybl';
+    const answers = (id: number, start: number) => {
+      const index = new VpaIndex(forgedSlots(hashQuery(query), query.length, id, start), keyBytes, keyOffsets);
+      const byBytes = index.lookupBytes(encode(query), 0, query.length);
+      assert.equal(byBytes, index.lookup(query));
+      return byBytes;
+    };
+    assert.equal(answers(0, 0), 0);
+    for (const start of [1, 2, keyBytes.length, 0xffffffff]) assert.equal(answers(0, start), NOT_FOUND, `start ${start}`);
+    // forgedSlots stores id + 1: -1 gives the 0 of a slot naming no id.
+    for (const id of [-1, 1, 2, 0xfffffffe]) assert.equal(answers(id, 0), NOT_FOUND, `id ${id}`);
+  });
+
+  it('checks a slot table against its keys', () => {
+    const keys = keysOf(200);
+    const { keyBytes, keyOffsets } = encodeKeys(keys);
+    const slots = buildSlots(keyBytes, keyOffsets, keys.length);
+    assert.equal(checkSlots(slots, keyBytes, keyOffsets), undefined);
+    const { capacity, tags } = slotParts(slots);
+    // The n-th occupied and the first empty slot.
+    const occupied = (n: number) => {
+      let seen = 0;
+      for (let i = 0; i < capacity; i++) if (tags[i] !== 0 && seen++ === n) return i;
+      throw new Error('not enough slots');
+    };
+    const empty = tags.indexOf(0);
+    const tampered = (edit: (tags: Uint32Array, pairs: Uint32Array) => void) => {
+      const copy = slots.slice();
+      const parts = slotParts(copy);
+      edit(parts.tags, parts.pairs);
+      return checkSlots(copy, keyBytes, keyOffsets) ?? '';
+    };
+    const a = occupied(3);
+    const b = occupied(5);
+    assert.match(tampered((_, pairs) => (pairs[2 * a + 1] = pairs[2 * a + 1]! + 1)), /key start/);
+    assert.match(tampered((t) => (t[a] = t[a]! ^ 1)), /key length code/);
+    assert.match(tampered((_, pairs) => (pairs[2 * a] = keys.length + 1)), /names VPA 200, but there are 200/);
+    assert.match(tampered((t) => (t[a] = 0)), /slots hold 199 VPAs, expected 200/);
+    assert.match(tampered((t) => (t[empty] = 1)), /slots hold 201 VPAs, expected 200/);
+    assert.match(
+      tampered((t) => {
+        t[empty] = 1;
+        t[a] = 0;
+      }),
+      /slot \d+ is occupied but names no VPA/,
+    );
+    assert.match(tampered((_, pairs) => (pairs[2 * b] = pairs[2 * a]!)), /has two slots/);
+    assert.match(checkSlots(slots.subarray(1), keyBytes, keyOffsets) ?? '', /wrong shape/);
+    // The hash bits of a tag are not checked: a wrong one only hides its key.
+    assert.equal(tampered((t) => (t[a] = t[a]! ^ 0x100)), '');
   });
 
   it('round-trips every id through keyOf and lookup', () => {
@@ -451,12 +560,13 @@ describe('VpaIndex layout', () => {
     assert.throws(() => buildSlots(Uint8Array.of(0x61, 0xe4), Uint32Array.of(0, 2), 1), RangeError);
     assert.throws(() => encodeKeys(['ok', 'nö']), RangeError);
     const slots = buildSlots(keyBytes, keyOffsets, 2);
-    assert.throws(() => new VpaIndex(slots.subarray(0, 6), keyBytes, keyOffsets), RangeError);
-    assert.throws(() => new VpaIndex(slots.subarray(0, 7), keyBytes, keyOffsets), RangeError);
-    assert.throws(() => new VpaIndex(new Uint32Array(2), keyBytes, keyOffsets), RangeError);
+    assert.throws(() => new VpaIndex(slots.subarray(0, 2 * SLOT_WORDS), keyBytes, keyOffsets), /2 keys do not fit 2 slots/);
+    assert.throws(() => new VpaIndex(slots.subarray(0, 4 * SLOT_WORDS + 1), keyBytes, keyOffsets), /slots length/);
+    assert.throws(() => new VpaIndex(slots.subarray(0, 3 * SLOT_WORDS), keyBytes, keyOffsets), /slots length/);
+    assert.throws(() => new VpaIndex(new Uint32Array(2), keyBytes, keyOffsets), /slots length/);
     assert.throws(() => new VpaIndex(slots, keyBytes.subarray(0, 4), keyOffsets), RangeError);
     assert.throws(() => new VpaIndex(slots, keyBytes, new Uint32Array(0)), RangeError);
-    const full = new Uint32Array(2 * MIN_CAPACITY).fill(1);
-    assert.throws(() => new VpaIndex(full, keyBytes, keyOffsets), RangeError);
+    const full = new Uint32Array(SLOT_WORDS * MIN_CAPACITY).fill(1);
+    assert.throws(() => new VpaIndex(full, keyBytes, keyOffsets), /no empty slot/);
   });
 });

@@ -13,7 +13,7 @@
  *       28    4  reserved, written as 0
  *       32       body
  *
- * Body, format version 1: a MessagePack map that any MessagePack decoder reads
+ * Body, format version 2: a MessagePack map that any MessagePack decoder reads
  *
  *   {
  *     "meta":   { ...SnapshotMeta },
@@ -34,6 +34,10 @@
  * when the arrays go to other threads) takes typed-array views of it: no copy,
  * no per-array allocation. A body re-encoded by another tool (unaligned
  * `data`) still decodes; those arrays are copied.
+ *
+ * Version history: 2 changed `slots` to a tag per slot followed by a pair
+ * [id + 1, key start] per slot (see vpa-index.ts); in version 1 it was a
+ * pair [hash, id + 1] per slot.
  */
 import { crc32 } from 'node:zlib';
 import { Packr, Unpackr } from 'msgpackr';
@@ -47,8 +51,9 @@ import {
   type SnapshotData,
   type SnapshotMeta,
 } from './snapshot-data.js';
+import { checkSlots, SLOT_WORDS } from './vpa-index.js';
 
-export const SNAPSHOT_FORMAT_VERSION = 1;
+export const SNAPSHOT_FORMAT_VERSION = 2;
 export const SNAPSHOT_MAGIC = 'UPIRSNAP';
 export const SNAPSHOT_HEADER_LENGTH = 32;
 
@@ -700,18 +705,19 @@ function validateLengths(meta: SnapshotMeta, lengthOf: (field: ArrayField) => nu
   expect('clusterMembersOffsets', clusterCount + 1, 'meta.clusterCount + 1');
 
   const slots = lengthOf('slots');
-  const capacity = slots / 2;
+  const capacity = slots / SLOT_WORDS;
   // At least one empty slot, or a probe for an absent key would never end.
   if (!Number.isInteger(capacity) || capacity < 1 || (capacity & (capacity - 1)) !== 0 || capacity <= vpaCount) {
     formatError(
-      `${context}: slots has ${slots} entries; expected twice a power of two with more pairs than meta.vpaCount (${vpaCount})`,
+      `${context}: slots has ${slots} entries; expected ${SLOT_WORDS} times a power of two with more slots than meta.vpaCount (${vpaCount})`,
     );
   }
 }
 
 /**
  * Everything lookups index by: lengths, offsets ascending from 0 to the end
- * of their blob, ids and codes in range, one slot per VPA. Linear in the
+ * of their blob, ids and codes in range, one slot per VPA carrying its key's
+ * start and length (checkSlots, about 0.3 s at 10M VPAs). Linear in the
  * snapshot size: each check is a tight scan over one array of one class
  * (monomorphic, so it stays fast even in a freshly started thread), and only
  * a failure pays for finding and describing the bad entry.
@@ -748,10 +754,9 @@ function validateStructure(data: SnapshotData, context: string): void {
   const unordered = firstNotAscending(data.clusterNumber, true);
   if (unordered >= 0) bad(`clusterNumber is not strictly ascending at ${unordered}`);
 
-  const vpaCount = meta.vpaCount;
-  const [occupied, highest] = scanSlots(data.slots);
-  if (highest > vpaCount) bad(`a slot names VPA ${highest - 1}, but there are ${vpaCount}`);
-  if (occupied !== vpaCount) bad(`slots hold ${occupied} VPAs, meta.vpaCount is ${vpaCount}`);
+  // After checkOffsets: checkSlots relies on keyOffsets being in order and within keyBytes.
+  const slotProblem = checkSlots(data.slots, data.keyBytes, data.keyOffsets);
+  if (slotProblem !== undefined) bad(slotProblem);
 }
 
 function checkOffsets(
@@ -812,22 +817,6 @@ function max32(values: Uint32Array): number {
   let max = 0;
   for (let i = 0; i < values.length; i++) if (values[i]! > max) max = values[i]!;
   return max;
-}
-
-/**
- * Occupied pairs and the largest vpaId + 1 of the slot table, in one pass
- * (the table is the biggest array). Counting without a branch: occupancy is
- * random, so a branch would mispredict on a large share of the slots.
- */
-function scanSlots(slots: Uint32Array): [occupied: number, highest: number] {
-  let occupied = 0;
-  let highest = 0;
-  for (let p = 1; p < slots.length; p += 2) {
-    const v = slots[p]!;
-    occupied += (v | -v) >>> 31; // the sign bit of x | -x is set for every non-zero 32-bit x
-    highest = v > highest ? v : highest;
-  }
-  return [occupied, highest];
 }
 
 // ---------------------------------------------------------------------------

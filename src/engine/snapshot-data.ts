@@ -48,8 +48,10 @@ export interface SnapshotMeta {
 export interface SnapshotData {
   readonly meta: SnapshotMeta;
 
-  // Hashed index: open addressing over a power-of-two table of slot pairs
-  // [hash32, vpaId + 1]; 0 in the second word marks an empty slot.
+  // Hashed index (vpa-index.ts): open addressing over a power-of-two table of
+  // `capacity` slots, stored as `capacity` tags (the key hash with a key length
+  // code in its low byte; 0 marks an empty slot) followed by `capacity` pairs
+  // [vpaId + 1, keyOffsets[vpaId]]: 3 * capacity words.
   readonly slots: Uint32Array;
   // Lower-cased key bytes of VPA i: keyBytes[keyOffsets[i] .. keyOffsets[i+1]).
   readonly keyBytes: Uint8Array;
