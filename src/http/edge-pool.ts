@@ -4,24 +4,15 @@ import { AggregatorRegistry, type MetricObjectWithValues, type MetricValue } fro
 import type { Logger } from '../common/logger.js';
 import { UpiRiskError } from '../common/errors.js';
 import type { KeyRegistry } from '../access/key-store.js';
-import type { PlansConfig } from '../access/plans.js';
 import type { Quota } from '../access/quota.js';
 import { serveQuota } from '../access/remote-quota.js';
 import type { IntelligenceService } from '../service/intelligence-service.js';
 import type { ServiceMetrics } from './metrics.js';
-import type { TlsFiles } from './tls.js';
 import type { EdgeWorkerData, FromEdge, ToEdge } from './edge-worker.js';
 
-export interface EdgePoolOptions {
+/** What every serving thread is configured with (EdgeWorkerData), plus what the main thread keeps. */
+export interface EdgePoolOptions extends Omit<EdgeWorkerData, 'index' | 'quotaPort'> {
   readonly threads: number;
-  readonly host: string;
-  readonly port: number;
-  readonly tls: TlsFiles | null;
-  readonly version: string;
-  readonly metricsToken: string | undefined;
-  readonly logLevel: string;
-  readonly plans: PlansConfig;
-  readonly redis: { readonly url: string; readonly prefix: string } | null;
   readonly service: IntelligenceService;
   readonly keys: KeyRegistry;
   /** The main thread's quota, asked by threads when there is no Redis. */
@@ -57,18 +48,8 @@ export class EdgePool {
     for (let index = 0; index < options.threads; index++) {
       const channel = new MessageChannel();
       serveQuota(channel.port1, options.quota);
-      const data: EdgeWorkerData = {
-        index,
-        host: options.host,
-        port: options.port,
-        tls: options.tls,
-        version: options.version,
-        metricsToken: options.metricsToken,
-        logLevel: options.logLevel,
-        plans: options.plans,
-        redis: options.redis,
-        quotaPort: channel.port2,
-      };
+      const { threads: _threads, service: _service, keys: _keys, quota: _quota, metrics: _metrics, logger: _logger, ...shared } = options;
+      const data: EdgeWorkerData = { ...shared, index, quotaPort: channel.port2 };
       const worker = new Worker(new URL('./edge-worker.js', import.meta.url), { workerData: data, transferList: [channel.port2] });
       worker.on('error', (error) => options.logger.error({ thread: index, err: error.stack ?? error.message }, 'serving thread failed'));
       worker.on('message', (message: FromEdge) => {
