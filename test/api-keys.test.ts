@@ -30,6 +30,7 @@ test('keys created, rotated and revoked through the CLI take effect on a running
     const key = lastLine(created.stdout);
     assert.ok(isApiKeyShape(key), key);
     await within(2000, async () => (await statusWith(server.base, key)) === 200);
+    assert.match(server.output(), /"msg":"API keys reloaded"/, 'key changes are logged');
 
     const listed = await runCli(['keys', 'list', '--data-dir', t.dir.root, '--json']);
     const rows = JSON.parse(listed.stdout) as { id: string; name: string; plan: string; created_at: string; revoked_at: null }[];

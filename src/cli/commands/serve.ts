@@ -114,6 +114,7 @@ export const serveCommand: Command = {
       if (store.redis === null) throw error;
       logger.error({ err: (error as Error).message }, 'keys not loaded yet; retrying');
     }
+    keys.onChange((records) => logger.info({ activeKeys: records.length, store: store.backend.description }, 'API keys reloaded'));
     keys.watch();
     const metrics = new ServiceMetrics();
     const service = await IntelligenceService.start({
