@@ -184,6 +184,8 @@ export interface LoadNewestOptions {
   readonly onSkip?: (path: string, error: unknown) => void;
   /** How to load one file; readSnapshotFile by default (loadSnapshotOffThread fits here). */
   readonly read?: (path: string) => Promise<SnapshotData>;
+  /** Consider only files for which this holds (a caller can pass over files it already refused, or older ones). */
+  readonly accept?: (path: string) => boolean;
 }
 
 /**
@@ -197,6 +199,7 @@ export async function loadNewestValidSnapshot(
 ): Promise<{ path: string; data: SnapshotData } | null> {
   const read = options.read ?? ((path: string) => readSnapshotFile(path, { shared: options.shared === true }));
   for (const path of await listSnapshots(dir)) {
+    if (options.accept !== undefined && !options.accept(path)) continue;
     try {
       return { path, data: await read(path) };
     } catch (error) {

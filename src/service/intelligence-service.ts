@@ -3,7 +3,7 @@ import type { DataDir } from '../common/data-dir.js';
 import { silentLogger, type Logger } from '../common/logger.js';
 import { UpiRiskError } from '../common/errors.js';
 import { Intelligence } from '../engine/intelligence.js';
-import { listSnapshots } from '../engine/snapshot-files.js';
+import { listSnapshots, loadNewestValidSnapshot } from '../engine/snapshot-files.js';
 import { loadSnapshotOffThread } from '../engine/snapshot-loader.js';
 import { listEvidenceFiles } from '../evidence/store.js';
 import { SnapshotBuilder, type BuildReport } from '../intel/build/builder.js';
@@ -173,17 +173,15 @@ function buildOptions(options: IntelligenceServiceOptions) {
 
 /** Newest snapshot that loads (newer than `after` when given), skipping and remembering bad files. */
 async function loadNewest(dir: DataDir, logger: Logger, bad: Set<string>, after = ''): Promise<Intelligence | null> {
-  for (const path of await listSnapshots(dir)) {
-    if (bad.has(path)) continue;
-    if (snapshotIdOf(path) <= after) return null;
-    try {
-      return new Intelligence(await loadSnapshotOffThread(path));
-    } catch (error) {
+  const found = await loadNewestValidSnapshot(dir, {
+    read: loadSnapshotOffThread,
+    accept: (path) => !bad.has(path) && snapshotIdOf(path) > after,
+    onSkip: (path, error) => {
       bad.add(path);
       logger.error({ path, code: (error as UpiRiskError).code, err: (error as Error).message }, 'snapshot refused');
-    }
-  }
-  return null;
+    },
+  });
+  return found === null ? null : new Intelligence(found.data);
 }
 
 function snapshotIdOf(path: string): string {

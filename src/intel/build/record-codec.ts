@@ -22,34 +22,23 @@ export const FIXED_BYTES = 23;
 interface StringCodec {
   latin1Write(buffer: Buffer, text: string, at: number): number;
   utf8Write(buffer: Buffer, text: string, at: number): number;
-  latin1Slice(buffer: Buffer, start: number, end: number): string;
-  utf8Slice(buffer: Buffer, start: number, end: number): string;
 }
 
 interface BufferInternals {
   latin1Write(text: string, at: number): number;
   utf8Write(text: string, at: number): number;
-  latin1Slice(start: number, end: number): string;
-  utf8Slice(start: number, end: number): string;
 }
 
 const internals = Buffer.prototype as unknown as Partial<BufferInternals>;
 const codec: StringCodec =
-  typeof internals.utf8Write === 'function' &&
-  typeof internals.latin1Write === 'function' &&
-  typeof internals.utf8Slice === 'function' &&
-  typeof internals.latin1Slice === 'function'
+  typeof internals.utf8Write === 'function' && typeof internals.latin1Write === 'function'
     ? {
         latin1Write: (b, text, at) => (b as unknown as BufferInternals).latin1Write(text, at),
         utf8Write: (b, text, at) => (b as unknown as BufferInternals).utf8Write(text, at),
-        latin1Slice: (b, start, end) => (b as unknown as BufferInternals).latin1Slice(start, end),
-        utf8Slice: (b, start, end) => (b as unknown as BufferInternals).utf8Slice(start, end),
       }
     : {
         latin1Write: (b, text, at) => b.write(text, at, 'latin1'),
         utf8Write: (b, text, at) => b.write(text, at, 'utf8'),
-        latin1Slice: (b, start, end) => b.toString('latin1', start, end),
-        utf8Slice: (b, start, end) => b.toString('utf8', start, end),
       };
 const OFFSET_CAPTURED = 8;
 const OFFSET_FLAGS = 16;
@@ -131,7 +120,8 @@ export class RecordWriter {
 
 /**
  * Cursor over a buffer of records. `next()` advances and exposes the current
- * record's fields; strings are decoded only when asked for.
+ * record's fixed fields and the byte ranges of its strings, which the build
+ * compares and interns as bytes without decoding them.
  */
 export class RecordReader {
   readonly #bytes: Buffer;
@@ -167,18 +157,6 @@ export class RecordReader {
 
   get flags(): number {
     return this.#bytes[this.#start + OFFSET_FLAGS]!;
-  }
-
-  upi(): string {
-    return codec.latin1Slice(this.#bytes, this.#upiStart, this.#urlStart);
-  }
-
-  url(): string {
-    return codec.utf8Slice(this.#bytes, this.#urlStart, this.#idStart);
-  }
-
-  evidenceId(): string {
-    return codec.utf8Slice(this.#bytes, this.#idStart, this.#end);
   }
 
   /** The whole buffer; with the offsets below, fields can be used as bytes without decoding. */
