@@ -1,4 +1,5 @@
-import { test } from 'node:test';
+import { test, before } from 'node:test';
+import { execFileSync } from 'node:child_process';
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
@@ -12,6 +13,19 @@ import { startServer, runCli, lastLine, type RunningServer } from './server-proc
 
 // The shared Redis of the machine (started before tests run); each test uses its own key prefix.
 const SHARED_REDIS = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
+
+// Start the machine's Redis if it is down (as the environment notes say), so the tests talk to a real one.
+before(async () => {
+  const probe = new Redis(SHARED_REDIS, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+  const up = await probe.connect().then(() => probe.ping()).then(() => true, () => false);
+  probe.disconnect();
+  if (!up && SHARED_REDIS === 'redis://127.0.0.1:6379') {
+    execFileSync('redis-server', ['--daemonize', 'yes', '--bind', '127.0.0.1', '--port', '6379', '--save', '', '--appendonly', 'no']);
+    const check = new Redis(SHARED_REDIS, { retryStrategy: () => 50, maxRetriesPerRequest: null });
+    await check.ping();
+    check.disconnect();
+  }
+});
 
 async function withPrefix<T>(work: (prefix: string) => Promise<T>): Promise<T> {
   const prefix = `upi-risk-test-${randomBytes(6).toString('hex')}`;
