@@ -183,10 +183,10 @@ export function createApiApp(deps: ApiDependencies, app: TemplatedApp = uWS.App(
         fail(x, error);
         return;
       }
-      admit(x, authorization, ip).then(
-        () => answer(x, input),
-        (error: unknown) => fail(x, error),
-      ).catch((error: unknown) => fail(x, error));
+      // One catch covers both a refused admission and an answer that throws.
+      admit(x, authorization, ip)
+        .then(() => answer(x, input))
+        .catch((error: unknown) => fail(x, error));
     };
   };
 
