@@ -43,11 +43,3 @@ export class ConfigError extends UpiRiskError {
     this.name = 'ConfigError';
   }
 }
-
-/** A data directory in a state the service cannot work with. */
-export class DataDirError extends UpiRiskError {
-  constructor(message: string, options?: { cause?: unknown }) {
-    super('ERR_DATA_DIR', message, options);
-    this.name = 'DataDirError';
-  }
-}

@@ -26,6 +26,13 @@ const { RoaringBitmap32 } = roaring;
  */
 export class Intelligence {
   readonly meta: SnapshotMeta;
+  /**
+   * When the newest evidence in this snapshot was ingested (its creation time
+   * when it holds none), epoch ms and ISO text: every response names it, so it
+   * is formatted once per snapshot, not once per request.
+   */
+  readonly asOf: number;
+  readonly asOfIso: string;
   readonly #data: SnapshotData;
   readonly #index: VpaIndex;
   readonly #urlText: Buffer;
@@ -35,6 +42,8 @@ export class Intelligence {
 
   constructor(data: SnapshotData) {
     this.meta = data.meta;
+    this.asOf = data.meta.dataAsOf > 0 ? data.meta.dataAsOf : data.meta.createdAt;
+    this.asOfIso = formatIso(this.asOf);
     this.#data = data;
     this.#index = new VpaIndex(data.slots, data.keyBytes, data.keyOffsets);
     this.#sizes = new Uint32Array(data.meta.clusterCount);

@@ -3,7 +3,6 @@ import { BlockList, isIP } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import uWS from 'uWebSockets.js';
 import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js';
-import { formatIso } from '../common/time.js';
 import type { Logger } from '../common/logger.js';
 import type { Intelligence } from '../engine/intelligence.js';
 import type { BatchItem } from '../engine/verdict.js';
@@ -104,15 +103,15 @@ export function createApiApp(deps: ApiDependencies, app: TemplatedApp = uWS.App(
     if (x.closed) return;
     x.closed = true;
     inFlight--;
-    const meta = x.intel.meta;
+    const intel = x.intel;
     const quota = x.quota;
     x.res.cork(() => {
       const res = x.res
         .writeStatus(STATUS_LINES[status] ?? `${status}`)
         .writeHeader('Content-Type', JSON_TYPE)
         .writeHeader('X-Request-Id', x.requestId)
-        .writeHeader('X-Data-Version', meta.id)
-        .writeHeader('X-Data-As-Of', formatIso(meta.dataAsOf > 0 ? meta.dataAsOf : meta.createdAt));
+        .writeHeader('X-Data-Version', intel.meta.id)
+        .writeHeader('X-Data-As-Of', intel.asOfIso);
       if (quota !== null) {
         res
           .writeHeader('X-RateLimit-Limit', String(quota.limit))

@@ -48,7 +48,7 @@ export class ServiceMetrics {
   observeSnapshot(intel: Intelligence, now = Date.now()): void {
     const meta = intel.meta;
     this.snapshotVpas.set(meta.vpaCount);
-    this.snapshotAge.set(Math.max(0, (now - (meta.dataAsOf > 0 ? meta.dataAsOf : meta.createdAt)) / 1000));
+    this.snapshotAge.set(Math.max(0, (now - intel.asOf) / 1000));
     this.snapshotInfo.reset();
     this.snapshotInfo.set({ id: meta.id }, 1);
   }
