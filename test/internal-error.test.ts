@@ -5,7 +5,7 @@ import { createApiApp } from '../src/http/app.js';
 import { listen } from '../src/http/server.js';
 import { QuotaService } from '../src/access/quota.js';
 import { parsePlans } from '../src/access/plans.js';
-import { StaticKeys } from '../src/access/static-keys.js';
+import { ActiveKeys } from '../src/access/active-keys.js';
 import { hashApiKey } from '../src/access/api-key.js';
 import { silentLogger } from '../src/common/logger.js';
 import { buildInProcess, evidence } from './helpers.js';
@@ -20,7 +20,7 @@ test('an unexpected failure answers 500 internal_error for that request only, an
     return real.verdict(upi);
   };
   const key = 'upirisk_test-key-for-the-internal-error-test-0000';
-  const keys = new StaticKeys();
+  const keys = new ActiveKeys();
   keys.replace([
     { id: 'key_000000000001', name: 't', plan: 'default', limits: null, created_at: '2026-01-01T00:00:00Z', rotated_at: null, revoked_at: null, hash: hashApiKey(key) },
   ]);

@@ -3,7 +3,8 @@ import { join } from 'node:path';
 import { writeFileAtomic } from '../common/atomic-file.js';
 import type { DataDir } from '../common/data-dir.js';
 import { ConfigError, UpiRiskError } from '../common/errors.js';
-import { generateApiKey, generateKeyId, hashApiKey, sameHash } from './api-key.js';
+import { generateApiKey, generateKeyId, hashApiKey } from './api-key.js';
+import { ActiveKeys } from './active-keys.js';
 
 /**
  * API key records. The key file (`<data-dir>/keys.json`, mode 0600) holds
@@ -230,11 +231,11 @@ export class KeyAdmin {
 }
 
 /**
- * The server's view of the keys: an in-memory map from key hash to record,
- * replaced whole when the backend's version changes.
+ * The server's view of the keys: the active keys (ActiveKeys), replaced
+ * whole when the backend's version changes.
  */
 export class KeyRegistry {
-  #byHash = new Map<string, KeyRecord>();
+  readonly #active = new ActiveKeys();
   readonly #backend: KeyBackend;
   #signature = '';
   #timer: NodeJS.Timeout | null = null;
@@ -253,18 +254,16 @@ export class KeyRegistry {
 
   /** The active records now. */
   records(): KeyRecord[] {
-    return [...this.#byHash.values()];
+    return this.#active.records();
   }
 
   get size(): number {
-    return this.#byHash.size;
+    return this.#active.size;
   }
 
   /** The active (not revoked) key record for a presented key, or null. */
   verify(presentedKey: string): KeyRecord | null {
-    const hash = hashApiKey(presentedKey);
-    const record = this.#byHash.get(hash);
-    return record !== undefined && sameHash(record.hash, hash) ? record : null;
+    return this.#active.verify(presentedKey);
   }
 
   /** Load the file now; later changes are picked up by `watch`. Throws on an invalid file at start-up. */
@@ -293,12 +292,9 @@ export class KeyRegistry {
     const signature = await this.#backend.version();
     if (!force && signature === this.#signature) return;
     // A bad file (edited by hand, say) or an unreachable store keeps the previous keys in force rather than locking everyone out.
-    const keys = await this.#backend.read();
-    const next = new Map<string, KeyRecord>();
-    for (const record of keys) if (record.revoked_at === null) next.set(record.hash, record);
-    this.#byHash = next;
+    this.#active.replace(await this.#backend.read());
     this.#signature = signature;
-    const active = [...next.values()];
+    const active = this.#active.records();
     for (const listener of this.#listeners) listener(active);
   }
 }

@@ -2,6 +2,7 @@ import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAb
 import type { Redis } from 'ioredis';
 import type { KeyLimits, KeyRecord } from './key-store.js';
 import type { PlansConfig } from './plans.js';
+import { FixedWindows, type WindowState } from './fixed-windows.js';
 
 /**
  * Quotas per API key across all endpoints (a batch is one request), and a
@@ -26,9 +27,13 @@ export interface QuotaDecision {
   readonly retryAfter: number;
 }
 
-/** What the edge asks of quotas; served in-process, or from the main thread for worker threads. */
+/**
+ * What the edge asks of quotas; served in-process, or from the main thread
+ * for worker threads. `consume` answers at once when the quota lives in this
+ * process, so the edge can answer a request without waiting a turn.
+ */
 export interface Quota {
-  consume(key: KeyRecord): Promise<QuotaDecision>;
+  consume(key: KeyRecord): QuotaDecision | Promise<QuotaDecision>;
   failedAuthentication(ip: string): Promise<QuotaDecision>;
   peekIp(ip: string): Promise<QuotaDecision>;
 }
@@ -42,11 +47,10 @@ export interface QuotaOptions {
   readonly now?: () => number;
 }
 
-interface Pair {
-  readonly limits: KeyLimits;
-  readonly burst: RateLimiterAbstract;
-  readonly sustained: RateLimiterAbstract;
-}
+/** A plan's two windows: in this process, or in Redis. */
+type Pair =
+  | { readonly limits: KeyLimits; readonly local: true; readonly burst: FixedWindows; readonly sustained: FixedWindows }
+  | { readonly limits: KeyLimits; readonly local: false; readonly burst: RateLimiterAbstract; readonly sustained: RateLimiterAbstract };
 
 export class QuotaService implements Quota {
   readonly #options: QuotaOptions;
@@ -63,19 +67,38 @@ export class QuotaService implements Quota {
     this.#authFailures = this.#limiter('authfail', auth.points, auth.windowSeconds);
   }
 
-  /** Count one request of `key` and decide. */
-  async consume(key: KeyRecord): Promise<QuotaDecision> {
+  /** Count one request of `key` and decide: at once without Redis. */
+  consume(key: KeyRecord): QuotaDecision | Promise<QuotaDecision> {
     const pair = this.#pairFor(key);
-    const burst = await settle(pair.burst.consume(key.id));
+    return pair.local ? this.#consumeLocal(pair, key.id) : this.#consumeShared(pair, key.id);
+  }
+
+  #consumeLocal(pair: Extract<Pair, { local: true }>, id: string): QuotaDecision {
+    const now = this.#now();
+    const burst = pair.burst.consume(id, now);
+    if (burst.rejected) {
+      // As #consumeShared: the sustained window is not charged, and Retry-After covers both windows.
+      const sustained = pair.sustained.get(id, now);
+      const waitMs = Math.max(burst.state.msBeforeNext, spentForMs(sustained, pair.limits.sustained));
+      return this.#decision(pair.limits.sustained, sustained, pair.limits.windowSeconds, waitMs);
+    }
+    const sustained = pair.sustained.consume(id, now);
+    if (!sustained.rejected) return this.#decision(pair.limits.sustained, sustained.state, pair.limits.windowSeconds, -1);
+    const waitMs = Math.max(sustained.state.msBeforeNext, spentForMs(burst.state, pair.limits.burst));
+    return this.#decision(pair.limits.sustained, sustained.state, pair.limits.windowSeconds, waitMs);
+  }
+
+  async #consumeShared(pair: Extract<Pair, { local: false }>, id: string): Promise<QuotaDecision> {
+    const burst = await settle(pair.burst.consume(id));
     if (burst.rejected) {
       // The sustained window is not charged; report its current state. When
       // it is spent as well, a retry is admitted only once both windows
       // have reset, so Retry-After must cover the longer wait.
-      const sustained = await pair.sustained.get(key.id);
+      const sustained = await pair.sustained.get(id);
       const waitMs = Math.max(burst.res.msBeforeNext, spentForMs(sustained, pair.limits.sustained));
       return this.#decision(pair.limits.sustained, sustained, pair.limits.windowSeconds, waitMs);
     }
-    const sustained = await settle(pair.sustained.consume(key.id));
+    const sustained = await settle(pair.sustained.consume(id));
     if (!sustained.rejected) return this.#decision(pair.limits.sustained, sustained.res, pair.limits.windowSeconds, -1);
     // Likewise the burst window, if this request spent it, may outlast the sustained one.
     const waitMs = Math.max(sustained.res.msBeforeNext, spentForMs(burst.res, pair.limits.burst));
@@ -110,8 +133,12 @@ export class QuotaService implements Quota {
   }
 
   #makePair(name: string, limits: KeyLimits): Pair {
+    if (this.#options.redis === undefined) {
+      return { limits, local: true, burst: new FixedWindows(limits.burst, 1), sustained: new FixedWindows(limits.sustained, limits.windowSeconds) };
+    }
     return {
       limits,
+      local: false,
       burst: this.#limiter(`${name}:burst`, limits.burst, 1),
       sustained: this.#limiter(`${name}:sustained`, limits.sustained, limits.windowSeconds),
     };
@@ -131,7 +158,7 @@ export class QuotaService implements Quota {
     });
   }
 
-  #decision(limit: number, state: RateLimiterRes | null, windowSeconds: number, rejectedForMs: number): QuotaDecision {
+  #decision(limit: number, state: WindowState | null, windowSeconds: number, rejectedForMs: number): QuotaDecision {
     const now = this.#now();
     // `get` can return a window that has just expired but is not yet swept: that window is fresh.
     const res = state !== null && state.msBeforeNext > 0 ? state : null;
@@ -149,7 +176,7 @@ export class QuotaService implements Quota {
 }
 
 /** How long a window with no points left stays closed; 0 when it still admits a request (or has expired). */
-function spentForMs(res: RateLimiterRes | null, points: number): number {
+function spentForMs(res: WindowState | null, points: number): number {
   return res !== null && res.consumedPoints >= points ? Math.max(0, res.msBeforeNext) : 0;
 }
 

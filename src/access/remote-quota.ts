@@ -58,7 +58,7 @@ export function serveQuota(port: MessagePort, quota: Quota): void {
         : request.op === 'failedAuthentication'
           ? quota.failedAuthentication(request.ip)
           : quota.peekIp(request.ip);
-    answer.then(
+    Promise.resolve(answer).then(
       (decision) => port.postMessage({ id: request.id, decision } satisfies QuotaReply),
       (error: Error) => port.postMessage({ id: request.id, error: error.message } satisfies QuotaReply),
     );

@@ -5,11 +5,11 @@ import uWS from 'uWebSockets.js';
 import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js';
 import type { Logger } from '../common/logger.js';
 import type { Intelligence } from '../engine/intelligence.js';
-import type { BatchItem } from '../engine/verdict.js';
 import { isClusterIdShape } from '../engine/verdict.js';
 import { isValidVpa } from '../vpa/vpa.js';
 import { MAX_BODY_BYTES } from '../api/schemas.js';
-import { parseBatchRequest } from '../api/batch-request.js';
+import { answerBatchBody } from '../api/batch-answer.js';
+import { verdictJson } from '../api/answer-json.js';
 import { openApiDocument } from '../api/openapi.js';
 import type { KeyRecord } from '../access/key-store.js';
 import { hashApiKey, sameHash } from '../access/api-key.js';
@@ -82,7 +82,8 @@ export function createApiApp(deps: ApiDependencies, app: TemplatedApp = uWS.App(
   let draining = false;
 
   const begin = (res: HttpResponse, route: string): Exchange => {
-    const x: Exchange = {
+    inFlight++;
+    return {
       res,
       route,
       requestId: randomUUID(),
@@ -91,12 +92,18 @@ export function createApiApp(deps: ApiDependencies, app: TemplatedApp = uWS.App(
       closed: false,
       quota: null,
     };
-    inFlight++;
-    res.onAborted(() => {
+  };
+
+  /**
+   * The answer will come after the handler returns: uWS must be told what to
+   * do if the client goes away meanwhile (the response object is dead then).
+   * Answers given within the handler skip this.
+   */
+  const answerLater = (x: Exchange): void => {
+    x.res.onAborted(() => {
       if (!x.closed) inFlight--;
       x.closed = true;
     });
-    return x;
   };
 
   const send = (x: Exchange, status: number, body: string, extra?: readonly [string, string], closeConnection = false): void => {
@@ -141,22 +148,21 @@ export function createApiApp(deps: ApiDependencies, app: TemplatedApp = uWS.App(
   };
 
   /**
-   * Authenticate and charge the quota. A failed authentication is charged to
-   * the client IP instead, so keys cannot be guessed at line rate.
+   * Authenticate and charge the quota. With the quota in this process the
+   * caller is admitted (or refused, by a thrown HttpError) at once; with
+   * Redis or a main-thread quota the answer is a promise. A failed
+   * authentication is charged to the client IP instead, so keys cannot be
+   * guessed at line rate.
    */
-  const admit = async (x: Exchange, authorization: string, ip: string): Promise<KeyRecord> => {
+  const authorize = (x: Exchange, authorization: string): KeyRecord | Promise<KeyRecord> => {
     const presented = bearerToken(authorization);
     const record = typeof presented === 'string' ? deps.keys.verify(presented) : null;
-    if (record === null) {
-      const decision = await deps.quota.failedAuthentication(ip);
-      x.quota = decision;
-      if (!decision.allowed) {
-        metrics?.rateLimited.inc({ kind: 'auth_failures' });
-        throw tooManyRequests(decision.retryAfter);
-      }
-      throw presented instanceof HttpError ? presented : unauthorized('invalid API key');
-    }
-    const decision = await deps.quota.consume(record);
+    if (record === null) return refuseKey(x, presented, remoteAddress(x.res));
+    const decision = deps.quota.consume(record);
+    return decision instanceof Promise ? decision.then((d) => charge(x, d, record)) : charge(x, decision, record);
+  };
+
+  const charge = (x: Exchange, decision: QuotaDecision, record: KeyRecord): KeyRecord => {
     x.quota = decision;
     if (!decision.allowed) {
       metrics?.rateLimited.inc({ kind: 'key' });
@@ -165,27 +171,39 @@ export function createApiApp(deps: ApiDependencies, app: TemplatedApp = uWS.App(
     return record;
   };
 
+  const refuseKey = async (x: Exchange, presented: string | HttpError, ip: string): Promise<never> => {
+    const decision = await deps.quota.failedAuthentication(ip);
+    x.quota = decision;
+    if (!decision.allowed) {
+      metrics?.rateLimited.inc({ kind: 'auth_failures' });
+      throw tooManyRequests(decision.retryAfter);
+    }
+    throw presented instanceof HttpError ? presented : unauthorized('invalid API key');
+  };
+
   /**
    * A keyed GET route: `read` copies what it needs from the request
    * synchronously (the request object is gone after the handler returns),
-   * then the answer runs once the caller is admitted.
+   * then the answer runs once the caller is admitted: within the handler
+   * when the quota answers at once, which is the common case.
    */
   const keyed = <T>(route: string, read: (req: HttpRequest) => T, answer: (x: Exchange, input: T) => void) => {
     return (res: HttpResponse, req: HttpRequest) => {
       const x = begin(res, route);
-      const authorization = req.getHeader('authorization');
-      const ip = remoteAddress(res);
-      let input: T;
       try {
-        input = read(req);
+        const authorization = req.getHeader('authorization');
+        const input = read(req);
+        const admitted = authorize(x, authorization);
+        if (admitted instanceof Promise) {
+          answerLater(x);
+          // One catch covers both a refused admission and an answer that throws.
+          admitted.then(() => answer(x, input)).catch((error: unknown) => fail(x, error));
+        } else {
+          answer(x, input);
+        }
       } catch (error) {
         fail(x, error);
-        return;
       }
-      // One catch covers both a refused admission and an answer that throws.
-      admit(x, authorization, ip)
-        .then(() => answer(x, input))
-        .catch((error: unknown) => fail(x, error));
     };
   };
 
@@ -194,19 +212,25 @@ export function createApiApp(deps: ApiDependencies, app: TemplatedApp = uWS.App(
     keyed('verify', (req) => req.getQuery('upi'), (x, upi) => {
       if (upi === undefined || upi === '') throw badRequest('missing query parameter "upi"');
       if (!isValidVpa(upi)) throw badRequest('"upi" is not a valid VPA (handle@provider)');
-      send(x, 200, JSON.stringify(x.intel.verdict(upi)));
+      send(x, 200, verdictJson(x.intel.verdict(upi)));
     }),
   );
 
   app.post('/v1/verify/upi/batch', (res, req) => {
     const x = begin(res, 'batch');
+    answerLater(x);
     const authorization = req.getHeader('authorization');
     const contentType = req.getHeader('content-type');
     const declared = req.getHeader('content-length');
-    const ip = remoteAddress(res);
     // The body must be consumed from now on; authentication runs while it arrives.
     const body = readBody(res, MAX_BODY_BYTES, declared);
-    Promise.all([admit(x, authorization, ip), body])
+    let admitted: KeyRecord | Promise<KeyRecord>;
+    try {
+      admitted = authorize(x, authorization);
+    } catch (error) {
+      admitted = Promise.reject(error);
+    }
+    Promise.all([admitted, body])
       .then(([, payload]) => {
         if (!isJsonContentType(contentType)) throw badRequest('Content-Type must be application/json');
         if (payload instanceof HttpError) throw payload;
@@ -216,23 +240,9 @@ export function createApiApp(deps: ApiDependencies, app: TemplatedApp = uWS.App(
   });
 
   const answerBatch = (x: Exchange, body: Buffer): void => {
-    if (body.length === 0) throw badRequest('request body missing; send {"upis": ["handle@provider", ...]}');
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(body.toString('utf8'));
-    } catch {
-      throw badRequest('request body is not valid JSON');
-    }
-    const upis = parseBatchRequest(parsed);
-    if (upis instanceof HttpError) throw upis;
-    const results: BatchItem[] = new Array(upis.length);
-    let flagged = 0;
-    for (let i = 0; i < upis.length; i++) {
-      const item = x.intel.batchItem(upis[i]!);
-      if (item.status === 'FLAGGED') flagged++;
-      results[i] = item;
-    }
-    send(x, 200, JSON.stringify({ results, total: upis.length, flagged_count: flagged, cleared_count: upis.length - flagged }));
+    const answer = answerBatchBody(x.intel, body);
+    if (answer instanceof HttpError) throw answer;
+    send(x, 200, answer);
   };
 
   const clusterRoute = keyed('cluster', (req) => req.getParameter(0) ?? '', (x, id) => {
@@ -261,6 +271,7 @@ export function createApiApp(deps: ApiDependencies, app: TemplatedApp = uWS.App(
   /** Routes that need no key still report the caller's per-IP limit state. */
   const open = (route: string, answer: (x: Exchange, method: string, url: string) => void) => (res: HttpResponse, req: HttpRequest) => {
     const x = begin(res, route);
+    answerLater(x);
     const method = req.getMethod().toUpperCase();
     const url = req.getUrl();
     deps.quota
@@ -286,6 +297,7 @@ export function createApiApp(deps: ApiDependencies, app: TemplatedApp = uWS.App(
   });
   app.get('/metrics', (res, req) => {
     const x = begin(res, 'metrics');
+    answerLater(x);
     const authorization = req.getHeader('authorization');
     const ip = remoteAddress(res);
     const presented = bearerToken(authorization);

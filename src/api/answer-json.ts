@@ -1,0 +1,55 @@
+import type { BatchItem, BatchResponse, Source, VpaVerdict } from '../engine/verdict.js';
+
+/**
+ * JSON text of the lookup answers, written by hand: JSON.stringify walks
+ * each object's properties generically, and on the single-lookup path that
+ * was a larger cost than the lookup itself (bench/intelligence.bench.ts).
+ * The output is exactly JSON.stringify's, field order included (the
+ * property order of the answer objects); a test holds the two together.
+ *
+ * Strings that can hold any character (urls, and in principle the echoed
+ * VPA) go through `jsonString`; enum values, ids and ISO timestamps cannot
+ * need escaping and are written as they are.
+ */
+export function verdictJson(v: VpaVerdict): string {
+  let out = `{"upi":${jsonString(v.upi)},"status":"${v.status}","confidence":${v.confidence},"risk_category":${nullableText(v.risk_category)},"cluster_id":${nullableText(v.cluster_id)},"cluster_size":${v.cluster_size},"first_seen":${nullableText(v.first_seen)},"last_seen":${nullableText(v.last_seen)},"sources":[`;
+  const sources = v.sources;
+  for (let i = 0; i < sources.length; i++) {
+    if (i > 0) out += ',';
+    out += sourceJson(sources[i]!);
+  }
+  return `${out}],"evidence_count":${v.evidence_count}}`;
+}
+
+export function batchItemJson(item: BatchItem): string {
+  return `{"upi":${jsonString(item.upi)},"status":"${item.status}","confidence":${item.confidence},"risk_category":${nullableText(item.risk_category)},"cluster_id":${nullableText(item.cluster_id)},"cluster_size":${item.cluster_size},"evidence_count":${item.evidence_count}}`;
+}
+
+export function batchResponseJson(response: BatchResponse): string {
+  let out = '{"results":[';
+  const results = response.results;
+  for (let i = 0; i < results.length; i++) {
+    if (i > 0) out += ',';
+    out += batchItemJson(results[i]!);
+  }
+  return `${out}],"total":${response.total},"flagged_count":${response.flagged_count},"cleared_count":${response.cleared_count}}`;
+}
+
+function sourceJson(s: Source): string {
+  return `{"url":${jsonString(s.url)},"category":"${s.category}","captured_at":"${s.captured_at}","screenshot_available":${s.screenshot_available}}`;
+}
+
+/** A value that is null or a string needing no escapes (an enum value, a cluster id, an ISO timestamp). */
+function nullableText(value: string | null): string {
+  return value === null ? 'null' : `"${value}"`;
+}
+
+/** `JSON.stringify(text)`, skipping its work for the common text that needs no escape. */
+export function jsonString(text: string): string {
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    // Control chars, '"', '\\' and every non-ASCII char (lone surrogates must be escaped) go the long way.
+    if (c < 0x20 || c === 0x22 || c === 0x5c || c > 0x7e) return JSON.stringify(text);
+  }
+  return `"${text}"`;
+}
