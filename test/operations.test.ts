@@ -87,6 +87,7 @@ describe('operations', { concurrency: true }, () => {
     'upi_risk_snapshot_vpas',
     'upi_risk_snapshot_age_seconds',
     'upi_risk_snapshot_info',
+    'upi_risk_event_loop_delay_max_seconds',
   ];
 
   test('GET /metrics from loopback returns Prometheus text with the service metrics', async () => {
@@ -112,6 +113,8 @@ describe('operations', { concurrency: true }, () => {
       assert.match(text, new RegExp(`^upi_risk_snapshot_info\\{id="${ok.headers.get('x-data-version')!}"\\} 1$`, 'm'));
       const age = /^upi_risk_snapshot_age_seconds (\S+)$/m.exec(text);
       assert.ok(age !== null && Number(age[1]) >= 0, 'snapshot age is a number of seconds');
+      const stall = /^upi_risk_event_loop_delay_max_seconds (\S+)$/m.exec(text);
+      assert.ok(stall !== null && Number(stall[1]) >= 0 && Number(stall[1]) < 60, 'longest event-loop delay is a number of seconds');
     } finally {
       assert.equal(await server.stop(), 0);
       await data.cleanup();

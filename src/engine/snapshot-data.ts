@@ -47,6 +47,13 @@ export interface SnapshotMeta {
 
 export interface SnapshotData {
   readonly meta: SnapshotMeta;
+  /**
+   * The length of the longest key, derived when a snapshot is loaded off the
+   * serving thread (never stored in the file): wrapping the index then needs
+   * no pass over keyOffsets on the thread that serves requests, which at 10M
+   * VPAs would stall it for milliseconds at every swap.
+   */
+  readonly maxKeyLength?: number;
 
   // Hashed index (vpa-index.ts): open addressing over a power-of-two table of
   // `capacity` slots, stored as `capacity` tags (the key hash with a key length

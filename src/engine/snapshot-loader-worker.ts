@@ -5,12 +5,14 @@
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { readSnapshotFile } from './snapshot-files.js';
+import { longestKey } from './vpa-index.js';
 import type { LoaderReply } from './snapshot-loader.js';
 
 const { path } = workerData as { path: string };
 let reply: LoaderReply;
 try {
-  reply = { ok: true, data: await readSnapshotFile(path, { shared: true }) };
+  const data = await readSnapshotFile(path, { shared: true });
+  reply = { ok: true, data: { ...data, maxKeyLength: longestKey(data.keyOffsets) } };
 } catch (error) {
   const e: Error & { code?: unknown } = error instanceof Error ? error : new Error(String(error));
   reply = {

@@ -252,6 +252,21 @@ function decodeKey(keyBytes: Uint8Array, start: number, end: number): string {
   return decoder.decode(keyBytes.subarray(start, end));
 }
 
+/**
+ * The length of the longest key (keyOffsets must ascend; throws RangeError
+ * where it does not). One pass over keyOffsets: done where a snapshot is
+ * loaded, so serving threads can skip it (SnapshotData.maxKeyLength).
+ */
+export function longestKey(keyOffsets: Uint32Array): number {
+  let longest = 0;
+  for (let i = 0; i + 1 < keyOffsets.length; i++) {
+    const length = keyOffsets[i + 1]! - keyOffsets[i]!;
+    if (length < 0) throw new RangeError(`keyOffsets not ascending at key ${i}`);
+    if (length > longest) longest = length;
+  }
+  return longest;
+}
+
 /** The production KeyIndex over snapshot arrays: no per-key objects, allocation-free lookups. */
 export class VpaIndex implements KeyIndex {
   readonly size: number;
@@ -273,13 +288,15 @@ export class VpaIndex implements KeyIndex {
 
   /**
    * Wrap arrays from buildSlots or a loaded snapshot. Checks shapes and
-   * offsets (one pass over keyOffsets) and that lookups terminate; the slot
+   * offsets (one pass over keyOffsets, skipped when the caller passes the
+   * `maxKeyLength` its loader derived; a wrong one could only make longer
+   * keys unreachable) and that lookups terminate; the slot
    * contents are otherwise trusted to come from buildSlots over these keys
    * (checkSlots verifies them). Whatever they hold, a lookup answers an id
    * below `size` or NOT_FOUND: a slot naming no id, or an id out of range, or
    * a key running past `keyBytes`, never matches.
    */
-  constructor(slots: Uint32Array, keyBytes: Uint8Array, keyOffsets: Uint32Array) {
+  constructor(slots: Uint32Array, keyBytes: Uint8Array, keyOffsets: Uint32Array, maxKeyLength?: number) {
     const capacity = slots.length / SLOT_WORDS;
     if (!Number.isInteger(capacity) || capacity < 1 || capacity > MAX_CAPACITY || (capacity & (capacity - 1)) !== 0) {
       throw new RangeError(`slots length must be ${SLOT_WORDS} times a power of two up to ${MAX_CAPACITY}, got ${slots.length}`);
@@ -291,11 +308,10 @@ export class VpaIndex implements KeyIndex {
     let empty = 0;
     while (empty < capacity && slots[empty] !== 0) empty++;
     if (empty === capacity) throw new RangeError('slot table has no empty slot');
-    let maxKeyLength = 0;
-    for (let i = 0; i < size; i++) {
-      const length = keyOffsets[i + 1]! - keyOffsets[i]!;
-      if (length < 0) throw new RangeError(`keyOffsets not ascending at key ${i}`);
-      if (length > maxKeyLength) maxKeyLength = length;
+    if (maxKeyLength === undefined) {
+      maxKeyLength = longestKey(keyOffsets);
+    } else if (!Number.isSafeInteger(maxKeyLength) || maxKeyLength < 0) {
+      throw new RangeError(`maxKeyLength must be a whole number, got ${maxKeyLength}`);
     }
     if (keyOffsets[size]! > keyBytes.length) throw new RangeError('keyOffsets run past keyBytes');
     this.size = size;
