@@ -21,13 +21,14 @@
  * with transparent huge pages where the kernel allows it (THP "madvise");
  * the layout table shows how much memory huge pages back ("huge pages MiB").
  */
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { Bench, type Task } from 'tinybench';
+import { Bench } from 'tinybench';
 import { NOT_FOUND } from '../src/common/brand.js';
 import { ReferenceIndex } from '../src/engine/reference-index.js';
 import { buildSlots, VpaIndex } from '../src/engine/vpa-index.js';
 import type { KeyIndex } from '../src/engine/key-index.js';
+import { round1, taskRows as rows, wholeNumberOption as wholeNumber, writeReport, type Row } from './support/report.js';
 
 const BATCH = 1000;
 
@@ -44,12 +45,6 @@ const { values: args } = parseArgs({
 const keyCount = wholeNumber('keys', args.keys);
 const queryCount = wholeNumber('queries', args.queries);
 const taskTime = wholeNumber('time', args.time);
-
-function wholeNumber(name: string, text: string): number {
-  const n = Number(text.replaceAll('_', ''));
-  if (!Number.isSafeInteger(n) || n < 1) throw new Error(`--${name} must be a positive whole number, got ${text}`);
-  return n;
-}
 
 const gc = (globalThis as { gc?: () => void }).gc;
 
@@ -238,35 +233,6 @@ function warm(index: KeyIndex, pool: readonly string[], rounds: number): number 
   return sink;
 }
 
-interface Row {
-  task: string;
-  'ops/s': number;
-  'mean ns': number;
-  'p50 ns': number;
-  'p99 ns': number;
-  samples: number;
-}
-
-function rows(bench: Bench): Row[] {
-  return bench.tasks.map((task: Task) => {
-    const result = task.result;
-    if (result.state !== 'completed') throw new Error(`${task.name}: ${result.state}`);
-    const latency = result.latency;
-    return {
-      task: task.name,
-      'ops/s': Math.round(1000 / latency.mean),
-      'mean ns': round1(latency.mean * 1e6),
-      'p50 ns': round1(latency.p50 * 1e6),
-      'p99 ns': round1(latency.p99 * 1e6),
-      samples: latency.samplesCount,
-    };
-  });
-}
-
-function round1(x: number): number {
-  return Math.round(x * 10) / 10;
-}
-
 function check(label: string, counters: Counters, expectHits: boolean): void {
   const expected = expectHits ? counters.calls : 0;
   if (counters.found !== expected) {
@@ -372,7 +338,7 @@ function main(): void {
       index: indexRows,
       reference,
     };
-    writeFileSync(args.json, `${JSON.stringify(report, null, 2)}\n`);
+    writeReport(args.json, report);
   }
   // The sinks feed the results somewhere observable, so no lookup is dead code.
   if ((hits.sink ^ misses.sink) === 0.5) console.log('unreachable');

@@ -1,0 +1,83 @@
+/**
+ * The ceiling: a bare uWebSockets.js server on one thread that answers every
+ * request with one fixed JSON body, after reading the body of a POST. No
+ * keys, no quotas, no lookup. Same TLS setup as the service (TLS 1.3 only),
+ * so the two are measured with the same load, the same way, in one run.
+ *
+ *   node dist/bench/http/bare-server.js --body-bytes N [--port 0] [--tls-cert F --tls-key F] [--service-headers]
+ *
+ * With --service-headers it also writes the headers every service answer
+ * carries (request id, data version and time, rate-limit state), to show
+ * what they cost apart from the work behind them.
+ *
+ * Prints `listening <port>` once it accepts connections.
+ */
+import { randomUUID } from 'node:crypto';
+import { parseArgs } from 'node:util';
+import uWS from 'uWebSockets.js';
+import { createTlsApp } from '../../src/http/tls.js';
+import { listen } from '../../src/http/server.js';
+
+const { values: args } = parseArgs({
+  options: {
+    'body-bytes': { type: 'string', default: '400' },
+    port: { type: 'string', default: '0' },
+    host: { type: 'string', default: '127.0.0.1' },
+    'tls-cert': { type: 'string' },
+    'tls-key': { type: 'string' },
+    'service-headers': { type: 'boolean', default: false },
+  },
+  strict: true,
+});
+
+/** A JSON object of exactly `bytes` bytes (at least the 12 of the empty one). */
+export function fixedJson(bytes: number): string {
+  const frame = '{"padding":""}';
+  return `{"padding":"${'x'.repeat(Math.max(0, bytes - frame.length))}"}`;
+}
+
+const body = fixedJson(Number(args['body-bytes']));
+const cert = args['tls-cert'];
+const key = args['tls-key'];
+const app = cert !== undefined && key !== undefined ? createTlsApp({ certFile: cert, keyFile: key }) : uWS.App();
+
+const serviceHeaders = args['service-headers'];
+const dataVersion = '20261122T074338123Z-0001';
+const dataAsOf = new Date().toISOString();
+
+const answer = (res: uWS.HttpResponse) => {
+  res.cork(() => {
+    res.writeStatus('200 OK').writeHeader('Content-Type', 'application/json');
+    if (serviceHeaders) {
+      res
+        .writeHeader('X-Request-Id', randomUUID())
+        .writeHeader('X-Data-Version', dataVersion)
+        .writeHeader('X-Data-As-Of', dataAsOf)
+        .writeHeader('X-RateLimit-Limit', String(1_000_000_000))
+        .writeHeader('X-RateLimit-Remaining', String(999_999_999))
+        .writeHeader('X-RateLimit-Reset', String(Math.ceil(Date.now() / 1000) + 60));
+    }
+    res.end(body);
+  });
+};
+
+app.any('/*', (res, req) => {
+  if (req.getMethod() !== 'post') {
+    answer(res);
+    return;
+  }
+  let aborted = false;
+  res.onAborted(() => {
+    aborted = true;
+  });
+  res.onData((_chunk, isLast) => {
+    if (isLast && !aborted) answer(res);
+  });
+});
+
+const listening = await listen(app, args.host, Number(args.port));
+process.stdout.write(`listening ${listening.port}\n`);
+process.on('SIGTERM', () => {
+  listening.close();
+  (app as unknown as { close(): void }).close();
+});

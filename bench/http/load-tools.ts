@@ -1,0 +1,118 @@
+/**
+ * Running the two load generators as their own processes: wrk for peak
+ * throughput (closed loop: as fast as answers come back) and open-loop.ts
+ * for latency at a fixed rate.
+ */
+import { spawn, spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import type { OpenLoopResult } from './open-loop.js';
+
+export type { OpenLoopResult };
+
+const WRK_SCRIPT = fileURLToPath(new URL('../../../bench/http/workload.lua', import.meta.url));
+const OPEN_LOOP = fileURLToPath(new URL('./open-loop.js', import.meta.url));
+
+/** Where to send load, and what. */
+export interface Target {
+  readonly port: number;
+  readonly tls: boolean;
+  /** One request target (GET) or JSON body (POST) per line. */
+  readonly linesFile: string;
+  readonly method: 'GET' | 'POST';
+  /** The path of a POST (GET targets come from the lines). */
+  readonly path: string;
+  readonly token: string;
+}
+
+export interface WrkResult {
+  readonly requestsPerSecond: number;
+  readonly requests: number;
+  /** Answers other than 2xx and 3xx. */
+  readonly non2xx: number;
+  /** Socket errors and timeouts. */
+  readonly errors: number;
+  /** wrk's own (closed-loop) latency, ms: for context only. */
+  readonly p50: number;
+  readonly p99: number;
+}
+
+/** Fail early, with the fix, when wrk is not installed. */
+export function requireWrk(): void {
+  const probe = spawnSync('wrk', ['--version'], { encoding: 'utf8' });
+  if (probe.error !== undefined) {
+    throw new Error('wrk is not installed; on Debian or Ubuntu: sudo apt-get install -y wrk (or run with --only micro,engine)');
+  }
+}
+
+/** Peak throughput: `threads` wrk threads, `connections` keep-alive connections, for `seconds`. */
+export async function runWrk(target: Target, options: { seconds: number; connections: number; threads: number }): Promise<WrkResult> {
+  const url = `${target.tls ? 'https' : 'http'}://127.0.0.1:${target.port}`;
+  const args = [
+    `-t${options.threads}`,
+    `-c${options.connections}`,
+    `-d${options.seconds}s`,
+    '-s',
+    WRK_SCRIPT,
+    url,
+    '--',
+    target.linesFile,
+    target.method,
+    target.path,
+    target.token,
+  ];
+  const output = await capture('wrk', args);
+  const line = output.split('\n').find((l) => l.startsWith('WRK_RESULT '));
+  if (line === undefined) throw new Error(`wrk printed no result:\n${output}`);
+  const r = JSON.parse(line.slice('WRK_RESULT '.length)) as Record<string, number>;
+  return {
+    requestsPerSecond: Math.round((r.requests! / r.durationUs!) * 1e6),
+    requests: r.requests!,
+    non2xx: r.status!,
+    errors: r.connect! + r.read! + r.write! + r.timeout!,
+    p50: r.p50Us! / 1000,
+    p99: r.p99Us! / 1000,
+  };
+}
+
+/** Latency at a constant `rate` (requests per second), measured without coordinated omission. */
+export async function runOpenLoop(
+  target: Target,
+  options: { rate: number; seconds: number; warmupSeconds: number; connections: number },
+): Promise<OpenLoopResult> {
+  const args = [
+    OPEN_LOOP,
+    '--port',
+    String(target.port),
+    '--rate',
+    String(Math.round(options.rate)),
+    '--lines',
+    target.linesFile,
+    '--method',
+    target.method,
+    '--path',
+    target.path,
+    '--token',
+    target.token,
+    '--duration',
+    String(options.seconds),
+    '--warmup',
+    String(options.warmupSeconds),
+    '--connections',
+    String(options.connections),
+  ];
+  if (target.tls) args.push('--tls');
+  const output = await capture(process.execPath, args);
+  return JSON.parse(output.trim().split('\n').at(-1)!) as OpenLoopResult;
+}
+
+function capture(command: string, args: readonly string[]): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+    child.stderr.on('data', (c: Buffer) => (err += c.toString()));
+    child.once('error', reject);
+    child.once('exit', (code) => (code === 0 ? resolve(out) : reject(new Error(`${command} exited with ${code}:\n${out}${err}`))));
+  });
+}

@@ -1,0 +1,263 @@
+/**
+ * The HTTP measurements of `npm run bench`: the real server process and the
+ * bare uWebSockets.js ceiling, each on one thread, loaded the same way in the
+ * same run, scenario by scenario; then a snapshot swap under load.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { performance } from 'node:perf_hooks';
+import { runCli, startServer, type RunningServer } from '../../test/server-process.js';
+import { runOpenLoop, runWrk, type OpenLoopResult, type Target, type WrkResult } from './load-tools.js';
+import type { Workload } from './workload.js';
+
+const BARE_SERVER = fileURLToPath(new URL('./bare-server.js', import.meta.url));
+
+export type Scenario = 'single' | 'batch' | 'cluster';
+export const SCENARIOS: readonly Scenario[] = ['single', 'batch', 'cluster'];
+
+export interface HttpOptions {
+  readonly dataDir: string;
+  readonly workload: Workload;
+  readonly tls: boolean;
+  readonly seconds: number;
+  readonly connections: number;
+  /** wrk threads. */
+  readonly wrkThreads: number;
+  /** Serving threads of the real server (the ceiling always has one). */
+  readonly serverThreads: number;
+  readonly log: (line: string) => void;
+}
+
+export interface LatencyRow {
+  readonly share: number;
+  readonly rate: number;
+  readonly service: OpenLoopResult;
+  readonly ceiling: OpenLoopResult;
+}
+
+export interface ScenarioResult {
+  readonly scenario: Scenario;
+  readonly bodyBytes: number;
+  readonly service: WrkResult;
+  readonly ceiling: WrkResult;
+  /** service peak / ceiling peak. */
+  readonly ratio: number;
+  /** Peak of the ceiling when it also writes the service's headers (single lookups only). */
+  readonly ceilingWithHeaders: WrkResult | null;
+  readonly latency: readonly LatencyRow[];
+}
+
+export interface HttpResult {
+  readonly tls: boolean;
+  readonly serverThreads: number;
+  /** Resident memory of the server process once serving, MiB. */
+  readonly serverRssMiB: number;
+  readonly scenarios: readonly ScenarioResult[];
+}
+
+/** Open-loop rates as shares of the measured peak, per scenario. */
+const LATENCY_SHARES: Readonly<Record<Scenario, readonly number[]>> = {
+  single: [0.25, 0.5, 0.75],
+  batch: [0.5],
+  cluster: [0.5],
+};
+
+export async function createBenchKey(dataDir: string): Promise<string> {
+  // Limits far above anything the bench sends: quotas are charged on every request, never refused.
+  const created = await runCli(['keys', 'create', '--data-dir', dataDir, '--name', 'bench', '--burst', '10000000', '--sustained', '1000000000', '--window', '60']);
+  if (created.code !== 0) throw new Error(`keys create failed:\n${created.stderr}`);
+  const key = created.stdout.trim().split('\n').at(-1)!;
+  return key;
+}
+
+export async function startService(dataDir: string, tls: boolean, threads: number, extra: readonly string[] = []): Promise<RunningServer> {
+  return startServer(dataDir, { tls, args: ['--threads', String(threads), '--log-level', 'warn', ...extra] });
+}
+
+interface BareServer {
+  readonly port: number;
+  stop(): Promise<void>;
+}
+
+async function startBare(bodyBytes: number, dataDir: string, tls: boolean, serviceHeaders = false): Promise<BareServer> {
+  const args = [BARE_SERVER, '--body-bytes', String(bodyBytes)];
+  if (serviceHeaders) args.push('--service-headers');
+  // The certificate the service generated for itself, so both negotiate the same way.
+  if (tls) args.push('--tls-cert', join(dataDir, 'tls', 'localhost-cert.pem'), '--tls-key', join(dataDir, 'tls', 'localhost-key.pem'));
+  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] });
+  const port = await new Promise<number>((resolve, reject) => {
+    let out = '';
+    child.stdout!.on('data', (c: Buffer) => {
+      out += c.toString();
+      const match = /listening (\d+)/.exec(out);
+      if (match !== null) resolve(Number(match[1]));
+    });
+    child.once('exit', (code) => reject(new Error(`bare server exited with ${code}`)));
+  });
+  return { port, stop: () => stopChild(child) };
+}
+
+async function stopChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null) return;
+  child.kill('SIGKILL');
+  await once(child, 'exit');
+}
+
+function portOf(server: RunningServer): number {
+  return Number(new URL(server.base).port);
+}
+
+export function residentMiB(pid: number): Promise<number> {
+  return readFile(`/proc/${pid}/status`, 'utf8').then(
+    (text) => Math.round(Number(/VmRSS:\s+(\d+) kB/.exec(text)?.[1] ?? 0) / 1024),
+    () => -1,
+  );
+}
+
+function targetFor(scenario: Scenario, workload: Workload, port: number, tls: boolean, token: string): Target {
+  switch (scenario) {
+    case 'single':
+      return { port, tls, token, linesFile: workload.singleFile, method: 'GET', path: '' };
+    case 'batch':
+      return { port, tls, token, linesFile: workload.batchFile, method: 'POST', path: '/v1/verify/upi/batch' };
+    case 'cluster':
+      return { port, tls, token, linesFile: workload.clusterFile, method: 'GET', path: '' };
+  }
+}
+
+function bodyBytesOf(scenario: Scenario, workload: Workload): number {
+  return scenario === 'single' ? workload.singleBytes : scenario === 'batch' ? workload.batchBytes : workload.clusterBytes;
+}
+
+/** Peak and latency of every scenario, service then ceiling, in one TLS mode. */
+export async function runHttp(options: HttpOptions, token: string): Promise<HttpResult> {
+  const { workload, tls, log } = options;
+  const server = await startService(options.dataDir, tls, options.serverThreads);
+  const scenarios: ScenarioResult[] = [];
+  let serverRssMiB = -1;
+  try {
+    const wrkOptions = { seconds: options.seconds, connections: options.connections, threads: options.wrkThreads };
+    const loopOptions = { seconds: options.seconds, warmupSeconds: 2, connections: options.connections };
+    for (const scenario of SCENARIOS) {
+      const bodyBytes = bodyBytesOf(scenario, workload);
+      const bare = await startBare(bodyBytes, options.dataDir, tls);
+      try {
+        const serviceTarget = targetFor(scenario, workload, portOf(server), tls, token);
+        const bareTarget = targetFor(scenario, workload, bare.port, tls, token);
+        // A short run first warms both (JIT, caches, connections) before anything is recorded.
+        await runWrk(serviceTarget, { ...wrkOptions, seconds: 2 });
+        const service = await runWrk(serviceTarget, wrkOptions);
+        log(`  ${scenario} service peak ${service.requestsPerSecond} req/s (${service.non2xx} non-2xx, ${service.errors} errors)`);
+        await runWrk(bareTarget, { ...wrkOptions, seconds: 2 });
+        const ceiling = await runWrk(bareTarget, wrkOptions);
+        log(`  ${scenario} ceiling peak ${ceiling.requestsPerSecond} req/s`);
+        let ceilingWithHeaders: WrkResult | null = null;
+        if (scenario === 'single') {
+          const withHeaders = await startBare(bodyBytes, options.dataDir, tls, true);
+          try {
+            const headersTarget = targetFor(scenario, workload, withHeaders.port, tls, token);
+            await runWrk(headersTarget, { ...wrkOptions, seconds: 2 });
+            ceilingWithHeaders = await runWrk(headersTarget, wrkOptions);
+            log(`  ${scenario} ceiling with the service's headers ${ceilingWithHeaders.requestsPerSecond} req/s`);
+          } finally {
+            await withHeaders.stop();
+          }
+        }
+        const latency: LatencyRow[] = [];
+        for (const share of LATENCY_SHARES[scenario]) {
+          const rate = Math.max(1, Math.round(service.requestsPerSecond * share));
+          const onService = await runOpenLoop(serviceTarget, { ...loopOptions, rate });
+          const onCeiling = await runOpenLoop(bareTarget, { ...loopOptions, rate });
+          log(`  ${scenario} at ${share * 100}% (${rate}/s): p99 ${onService.p99} ms vs ceiling ${onCeiling.p99} ms`);
+          latency.push({ share, rate, service: onService, ceiling: onCeiling });
+        }
+        scenarios.push({ scenario, bodyBytes, service, ceiling, ratio: round3(service.requestsPerSecond / ceiling.requestsPerSecond), ceilingWithHeaders, latency });
+      } finally {
+        await bare.stop();
+      }
+    }
+    serverRssMiB = await residentMiB(server.child.pid!);
+  } finally {
+    await server.stop();
+  }
+  return { tls, serverThreads: options.serverThreads, serverRssMiB, scenarios };
+}
+
+export interface SwapResult {
+  /** Longest event-loop delay of the serving thread over the window with the swap, ms. */
+  readonly stallMs: number;
+  /** The same over an equally long window of the same load without a swap, ms. */
+  readonly baselineStallMs: number;
+  /** From `upi-risk ingest` returning to the new verdict being served, s. */
+  readonly freshnessS: number;
+  /** Open-loop load running through the swap. */
+  readonly load: OpenLoopResult;
+  /** Requests that failed or answered other than 2xx during it. */
+  readonly failed: number;
+}
+
+/**
+ * New evidence lands while the server answers single lookups at `rate`: the
+ * server rebuilds in the background and swaps. Measures the stall, the
+ * failed requests and the freshness. Uses the server's default poll interval.
+ */
+export async function runSwap(options: HttpOptions, token: string, rate: number, workDir: string, loadSeconds: number): Promise<SwapResult> {
+  const server = await startService(options.dataDir, false, options.serverThreads, ['--poll-ms', '1000', '--metrics-token', 'bench-metrics']);
+  try {
+    const target = targetFor('single', options.workload, portOf(server), false, token);
+    const scrape = async (): Promise<number> => {
+      const text = await (await fetch(`${server.base}/metrics`, { headers: { authorization: 'Bearer bench-metrics' } })).text();
+      const match = /^upi_risk_event_loop_delay_max_seconds (\S+)$/m.exec(text);
+      if (match === null) throw new Error('the server does not report upi_risk_event_loop_delay_max_seconds');
+      return Number(match[1]) * 1000;
+    };
+    // Baseline: the same load, no swap.
+    const windowSeconds = 8;
+    const baselineRun = runOpenLoop(target, { rate, seconds: windowSeconds, warmupSeconds: 1, connections: options.connections });
+    await sleep(1000);
+    await scrape();
+    await baselineRun;
+    const baselineStallMs = await scrape();
+
+    const marker = `benchswap${Date.now()}`;
+    const evidencePath = join(workDir, `${marker}.ndjson`);
+    const upi = `${marker}@ybl`;
+    await writeFile(
+      evidencePath,
+      `${JSON.stringify({ evidence_id: `${marker}-1`, upi, url: `https://t.me/${marker}`, source_category: 'telegram', captured_at: new Date().toISOString() })}\n`,
+    );
+    // loadSeconds covers a rebuild at this size, with load before and after.
+    const loadRun = runOpenLoop(target, { rate, seconds: loadSeconds, warmupSeconds: 1, connections: options.connections });
+    await sleep(2000);
+    await scrape();
+    const ingested = await runCli(['ingest', '--data-dir', options.dataDir, evidencePath]);
+    if (ingested.code !== 0) throw new Error(`ingest failed:\n${ingested.stderr}`);
+    const ingestedAt = performance.now();
+    let freshnessS = -1;
+    while (performance.now() - ingestedAt < 600_000) {
+      const answer = (await (await fetch(`${server.base}/v1/verify/upi?upi=${upi}`, { headers: { authorization: `Bearer ${token}` } })).json()) as { status: string };
+      if (answer.status === 'FLAGGED') {
+        freshnessS = round3((performance.now() - ingestedAt) / 1000);
+        break;
+      }
+      await sleep(20);
+    }
+    await sleep(2000);
+    const stallMs = await scrape();
+    const load = await loadRun;
+    return { stallMs: round3(stallMs), baselineStallMs: round3(baselineStallMs), freshnessS, load, failed: load.errors + load.non2xx };
+  } finally {
+    await server.stop();
+  }
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+function round3(x: number): number {
+  return Math.round(x * 1000) / 1000;
+}

@@ -1,0 +1,116 @@
+/**
+ * Request lists for the HTTP scenarios, drawn from the snapshot the server
+ * will serve: single lookups and batch bodies with a set share of known
+ * (flagged) VPAs among unknown ones of realistic shapes, and cluster ids.
+ * Also the mean answer size of each list, so the bare ceiling server can
+ * return bodies of the same size.
+ */
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { NOT_FOUND } from '../../src/common/brand.js';
+import { answerBatchBody } from '../../src/api/batch-answer.js';
+import { Intelligence } from '../../src/engine/intelligence.js';
+import { formatClusterId } from '../../src/engine/verdict.js';
+
+export interface Workload {
+  readonly singleFile: string;
+  readonly batchFile: string;
+  readonly clusterFile: string;
+  /** Mean answer body size in bytes, per scenario. */
+  readonly singleBytes: number;
+  readonly batchBytes: number;
+  readonly clusterBytes: number;
+  /** Share of known VPAs among single lookups and batch items. */
+  readonly hitRatio: number;
+}
+
+export interface WorkloadOptions {
+  readonly hitRatio: number;
+  readonly singles?: number;
+  readonly batches?: number;
+  readonly clusters?: number;
+  readonly seed?: number;
+}
+
+/** mulberry32: a small deterministic PRNG, so every run sends the same requests. */
+function random(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) | 0;
+    let t = Math.imul(a ^ (a >>> 15), 1 | a);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const PROVIDERS = ['ybl', 'okaxis', 'okhdfcbank', 'okicici', 'oksbi', 'paytm', 'ibl', 'axl', 'apl', 'upi', 'ptyes', 'pthdfc'];
+const NAMES = ['anil', 'bhavna', 'chetan', 'deepika', 'farhan', 'gita', 'harsh', 'isha', 'jatin', 'kiran', 'lata', 'mohit'];
+
+export async function writeWorkload(intel: Intelligence, dir: string, options: WorkloadOptions): Promise<Workload> {
+  const next = random(options.seed ?? 7);
+  const data = intel.data;
+  const vpaCount = data.meta.vpaCount;
+  const keyText = Buffer.from(data.keyBytes.buffer, data.keyBytes.byteOffset, data.keyBytes.byteLength);
+
+  const known = (): string => {
+    const id = Math.floor(next() * vpaCount);
+    const key = keyText.toString('latin1', data.keyOffsets[id]!, data.keyOffsets[id + 1]!);
+    // Callers send VPAs as users typed them; matching ignores case.
+    return next() < 0.25 ? key.toUpperCase() : key;
+  };
+  const unknown = (): string => {
+    for (;;) {
+      const provider = PROVIDERS[Math.floor(next() * PROVIDERS.length)]!;
+      const handle =
+        next() < 0.6
+          ? String(6_000_000_000 + Math.floor(next() * 3_999_999_999))
+          : `${NAMES[Math.floor(next() * NAMES.length)]!}.${Math.floor(next() * 1e6)}`;
+      const vpa = `${handle}@${provider}`;
+      if (intel.lookup(vpa) === NOT_FOUND) return vpa;
+    }
+  };
+  const vpa = () => (next() < options.hitRatio ? known() : unknown());
+
+  const singles: string[] = [];
+  let singleBytes = 0;
+  for (let i = 0; i < (options.singles ?? 20_000); i++) {
+    const upi = vpa();
+    singles.push(`/v1/verify/upi?upi=${encodeURIComponent(upi)}`);
+    singleBytes += Buffer.byteLength(JSON.stringify(intel.verdict(upi)));
+  }
+
+  const bodies: string[] = [];
+  let batchBytes = 0;
+  for (let i = 0; i < (options.batches ?? 2_000); i++) {
+    const upis: string[] = [];
+    for (let k = 0; k < 100; k++) upis.push(vpa());
+    const body = JSON.stringify({ upis });
+    bodies.push(body);
+    const answer = answerBatchBody(intel, Buffer.from(body));
+    if (typeof answer !== 'string') throw new Error(`workload batch refused: ${answer.message}`);
+    batchBytes += Buffer.byteLength(answer);
+  }
+
+  const clusters: string[] = [];
+  let clusterBytes = 0;
+  const clusterCount = data.meta.clusterCount;
+  for (let i = 0; clusterCount > 0 && i < (options.clusters ?? 20_000); i++) {
+    const id = formatClusterId(data.clusterNumber[Math.floor(next() * clusterCount)]!);
+    clusters.push(`/v1/verify/upi/cluster/${id}`);
+    clusterBytes += Buffer.byteLength(JSON.stringify(intel.cluster(id)));
+  }
+
+  const workload: Workload = {
+    singleFile: join(dir, 'single.txt'),
+    batchFile: join(dir, 'batch.txt'),
+    clusterFile: join(dir, 'cluster.txt'),
+    singleBytes: Math.round(singleBytes / singles.length),
+    batchBytes: Math.round(batchBytes / bodies.length),
+    clusterBytes: clusters.length === 0 ? 0 : Math.round(clusterBytes / clusters.length),
+    hitRatio: options.hitRatio,
+  };
+  await writeFile(workload.singleFile, `${singles.join('\n')}\n`);
+  await writeFile(workload.batchFile, `${bodies.join('\n')}\n`);
+  await writeFile(workload.clusterFile, `${clusters.join('\n')}\n`);
+  return workload;
+}

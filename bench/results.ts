@@ -1,0 +1,152 @@
+/**
+ * The suite's report: every figure next to its target first, then the
+ * detail tables. Markdown for people (README, bench/results/*.md), the same
+ * data as JSON for tools.
+ */
+import type { HttpResult, SwapResult } from './http/scenarios.js';
+import type { Row } from './support/report.js';
+
+export interface MicroResult {
+  readonly file: string;
+  readonly report: Record<string, unknown>;
+}
+
+export interface SuiteResult {
+  readonly date: string;
+  readonly machine: { readonly cores: number; readonly cpu: string; readonly memoryGiB: number; readonly node: string };
+  readonly vpas: number;
+  readonly options: Record<string, unknown>;
+  engine: Record<string, unknown> | null;
+  micro: MicroResult[];
+  http: HttpResult[];
+  swap: SwapResult | null;
+}
+
+type Check = readonly [figure: string, target: string, measured: string, met: boolean | null];
+
+const fmt = (n: number, digits = 0) => n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
+const mark = (met: boolean | null) => (met === null ? 'reported' : met ? 'met' : '**missed**');
+
+function table(header: readonly string[], rows: readonly (readonly (string | number)[])[]): string {
+  const line = (cells: readonly (string | number)[]) => `| ${cells.map(String).join(' | ')} |`;
+  return [line(header), line(header.map(() => '---')), ...rows.map(line)].join('\n');
+}
+
+function checks(suite: SuiteResult): Check[] {
+  const out: Check[] = [];
+  for (const mode of suite.http) {
+    const name = mode.tls ? 'TLS' : 'plain HTTP';
+    const single = mode.scenarios.find((s) => s.scenario === 'single');
+    if (single !== undefined) {
+      out.push([`single lookup peak / ceiling (${name})`, '≥ 90%', `${fmt(single.ratio * 100, 1)}% (${fmt(single.service.requestsPerSecond)} / ${fmt(single.ceiling.requestsPerSecond)} req/s)`, single.ratio >= 0.9]);
+      const half = single.latency.find((l) => l.share === 0.5);
+      if (half !== undefined) {
+        out.push([`single p99 at 50% of peak (${name})`, '≤ 1 ms', `${half.service.p99} ms (ceiling ${half.ceiling.p99} ms)`, half.service.p99 <= 1]);
+        out.push([`single p99.9 at 50% of peak (${name})`, '≤ 2 ms', `${half.service.p999} ms (ceiling ${half.ceiling.p999} ms)`, half.service.p999 <= 2]);
+      }
+    }
+    const batch = mode.scenarios.find((s) => s.scenario === 'batch');
+    if (batch !== undefined) {
+      const perSecond = batch.service.requestsPerSecond * 100;
+      out.push([`batch of 100, VPAs screened per second (${name})`, '≥ 1,000,000', fmt(perSecond), perSecond >= 1_000_000]);
+    }
+  }
+  const engine = suite.engine as Record<string, number> | null;
+  if (engine !== null) {
+    const big = suite.vpas >= 10_000_000;
+    out.push(['index + verdict fields per VPA', big ? '≤ 100 B' : '≤ 100 B (target at 10M)', `${engine.indexPlusFieldsBytesPerVpa} B`, engine.indexPlusFieldsBytesPerVpa! <= 100]);
+    out.push(['snapshot load', big ? '≤ 3 s' : '≤ 3 s (target at 10M)', `${engine.loadS} s`, engine.loadS! <= 3]);
+    out.push(['full build', big ? '≤ 120 s' : '≤ 120 s (target at 10M)', `${engine.buildS} s`, engine.buildS! <= 120]);
+    out.push(['index lookup median, hit / miss', '≤ 300 ns', `${engine.lookupHitMedianNs} / ${engine.lookupMissMedianNs} ns`, Math.max(engine.lookupHitMedianNs!, engine.lookupMissMedianNs!) <= 300]);
+  }
+  const swap = suite.swap;
+  if (swap !== null) {
+    out.push(['event-loop stall during a swap', '≤ 5 ms', `${swap.stallMs} ms (same load, no swap: ${swap.baselineStallMs} ms)`, swap.stallMs <= 5]);
+    out.push(['failed requests during the swap', '0', `${swap.failed} of ${fmt(swap.load.sent)}`, swap.failed === 0]);
+    const atMillion = suite.vpas <= 1_000_000;
+    out.push(['freshness: ingest returns → verdict served', atMillion ? '≤ 5 s at 1M' : 'report at 10M', `${swap.freshnessS} s`, atMillion ? swap.freshnessS >= 0 && swap.freshnessS <= 5 : null]);
+  }
+  return out;
+}
+
+function microRows(micro: readonly MicroResult[]): string {
+  const rows: (string | number)[][] = [];
+  for (const { file, report } of micro) {
+    const list = (report.rows ?? report.index) as Row[] | undefined;
+    if (Array.isArray(list)) {
+      for (const row of list) rows.push([file, row.task, fmt(row['ops/s']), row['mean ns'], row['p50 ns'], row['p99 ns']]);
+    } else {
+      for (const [name, value] of Object.entries(report)) {
+        if (typeof value === 'number') rows.push([file, name, String(value), '', '', '']);
+      }
+    }
+  }
+  return table(['bench', 'task', 'ops/s', 'mean ns', 'p50 ns', 'p99 ns'], rows);
+}
+
+export function renderMarkdown(suite: SuiteResult): string {
+  const m = suite.machine;
+  const parts: string[] = [];
+  parts.push(`# upi-risk benchmarks, ${fmt(suite.vpas)} flagged VPAs`);
+  parts.push(
+    `${suite.date.slice(0, 10)} · ${m.cores} cores (${m.cpu}), ${m.memoryGiB} GiB, Node ${m.node} · load generator on the same machine · options ${JSON.stringify(suite.options)}`,
+  );
+  parts.push('## Targets');
+  parts.push(table(['figure', 'target', 'measured', ''], checks(suite).map(([f, t, v, met]) => [f, t, v, mark(met)])));
+
+  for (const mode of suite.http) {
+    const name = mode.tls ? 'TLS 1.3' : 'plain HTTP';
+    parts.push(`## HTTP, ${name}: peak (wrk, ${suite.options.connections} connections), server on ${mode.serverThreads} thread(s), RSS ${fmt(mode.serverRssMiB)} MiB`);
+    parts.push(
+      table(
+        ['scenario', 'answer bytes', 'service req/s', 'ceiling req/s', 'service / ceiling', 'ceiling with service headers', 'non-2xx', 'errors'],
+        mode.scenarios.map((s) => [
+          s.scenario === 'batch' ? `batch of 100 (${fmt(s.service.requestsPerSecond * 100)} VPAs/s)` : s.scenario,
+          fmt(s.bodyBytes),
+          fmt(s.service.requestsPerSecond),
+          fmt(s.ceiling.requestsPerSecond),
+          `${fmt(s.ratio * 100, 1)}%`,
+          s.ceilingWithHeaders === null ? '' : `${fmt(s.ceilingWithHeaders.requestsPerSecond)} req/s (service at ${fmt((s.service.requestsPerSecond / s.ceilingWithHeaders.requestsPerSecond) * 100, 1)}%)`,
+          s.service.non2xx,
+          s.service.errors,
+        ]),
+      ),
+    );
+    parts.push(`## HTTP, ${name}: latency at a constant rate (open loop), ms`);
+    const rows: (string | number)[][] = [];
+    for (const s of mode.scenarios) {
+      for (const l of s.latency) {
+        rows.push([
+          s.scenario,
+          `${l.share * 100}% (${fmt(l.rate)}/s)`,
+          `${l.service.p50} / ${l.service.p99} / ${l.service.p999} / ${l.service.max}`,
+          `${l.ceiling.p50} / ${l.ceiling.p99} / ${l.ceiling.p999} / ${l.ceiling.max}`,
+          l.service.errors + l.service.non2xx,
+          `${l.service.maxSendLag} / ${l.ceiling.maxSendLag}`,
+        ]);
+      }
+    }
+    parts.push(table(['scenario', 'rate (share of peak)', 'service p50 / p99 / p99.9 / max', 'ceiling p50 / p99 / p99.9 / max', 'failed', 'generator lag max, ms'], rows));
+  }
+
+  if (suite.swap !== null) {
+    const s = suite.swap;
+    parts.push('## Swap under load (plain HTTP, single lookups at half the peak)');
+    parts.push(
+      table(
+        ['freshness', 'stall with swap', 'stall without', 'requests', 'failed', 'p99 / p99.9 / max, ms'],
+        [[`${s.freshnessS} s`, `${s.stallMs} ms`, `${s.baselineStallMs} ms`, fmt(s.load.sent), s.failed, `${s.load.p99} / ${s.load.p999} / ${s.load.max}`]],
+      ),
+    );
+  }
+
+  if (suite.engine !== null) {
+    parts.push('## Engine');
+    parts.push(table(['figure', 'value'], Object.entries(suite.engine).map(([k, v]) => [k, String(v)])));
+  }
+  if (suite.micro.length > 0) {
+    parts.push('## Micro benchmarks (tinybench)');
+    parts.push(microRows(suite.micro));
+  }
+  return `${parts.join('\n\n')}\n`;
+}

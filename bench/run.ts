@@ -1,0 +1,174 @@
+/**
+ * `npm run bench`: the whole benchmark suite on one generated data set, with
+ * every figure set against its target, written as markdown and JSON to
+ * bench/results/bench-<size>.{md,json}.
+ *
+ *   npm run bench -- [--vpas 1000000] [--only engine,micro,http,swap] [--modes plain,tls]
+ *                    [--seconds 10] [--connections 64] [--hit-ratio 0.1] [--server-threads 1] [--quick]
+ *
+ * Sections:
+ * - engine: demo evidence generated, ingested and built (kept in
+ *   var/bench/vpas-N, so later runs skip generation and ingest), snapshot
+ *   size, load time, bytes per VPA, lookup medians (engine-scale.bench.ts);
+ * - micro: the tinybench files, one per hot module (index at 1M and 10M keys,
+ *   10M skipped with --quick);
+ * - http: wrk peaks and open-loop latency for single, batch and cluster
+ *   lookups against the server and against a bare uWebSockets.js ceiling;
+ * - swap: evidence ingested under load: stall, failed requests, freshness.
+ *
+ * Load generator and server share this machine's cores, so absolute rates
+ * depend on it; the ratios to the ceiling, measured the same way in the same
+ * run, are what carries over.
+ */
+import { spawn } from 'node:child_process';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { cpus, totalmem, tmpdir, availableParallelism } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { dataDir as openDataDir } from '../src/common/data-dir.js';
+import { Intelligence } from '../src/engine/intelligence.js';
+import { listSnapshots, loadNewestValidSnapshot } from '../src/engine/snapshot-files.js';
+import { requireWrk } from './http/load-tools.js';
+import { createBenchKey, runHttp, runSwap, type HttpOptions, type HttpResult } from './http/scenarios.js';
+import { writeWorkload, type Workload } from './http/workload.js';
+import { renderMarkdown, type MicroResult, type SuiteResult } from './results.js';
+
+const SECTIONS = ['engine', 'micro', 'http', 'swap'] as const;
+type Section = (typeof SECTIONS)[number];
+
+const { values: args } = parseArgs({
+  options: {
+    vpas: { type: 'string', default: '1000000' },
+    only: { type: 'string', default: SECTIONS.join(',') },
+    modes: { type: 'string', default: 'plain,tls' },
+    seconds: { type: 'string', default: '10' },
+    connections: { type: 'string', default: '64' },
+    'hit-ratio': { type: 'string', default: '0.1' },
+    'server-threads': { type: 'string', default: '1' },
+    'wrk-threads': { type: 'string', default: '1' },
+    quick: { type: 'boolean', default: false },
+    out: { type: 'string', default: 'bench/results' },
+  },
+  strict: true,
+});
+
+const vpas = whole('vpas', args.vpas, 1000);
+const seconds = whole('seconds', args.seconds, 1);
+const connections = whole('connections', args.connections, 1);
+const serverThreads = whole('server-threads', args['server-threads'], 1);
+const wrkThreads = whole('wrk-threads', args['wrk-threads'], 1);
+const hitRatio = Number(args['hit-ratio']);
+if (!(hitRatio >= 0 && hitRatio <= 1)) throw new Error(`--hit-ratio must be within [0, 1], got ${args['hit-ratio']}`);
+const only = new Set(args.only.split(',').map((s) => s.trim()));
+for (const s of only) if (!SECTIONS.includes(s as Section)) throw new Error(`--only takes ${SECTIONS.join(', ')}; got ${s}`);
+const modes = args.modes.split(',').map((s) => s.trim());
+for (const m of modes) if (m !== 'plain' && m !== 'tls') throw new Error(`--modes takes plain and tls; got ${m}`);
+
+function whole(name: string, text: string, min: number): number {
+  const n = Number(text.replaceAll('_', ''));
+  if (!Number.isSafeInteger(n) || n < min) throw new Error(`--${name} must be a whole number of at least ${min}, got ${text}`);
+  return n;
+}
+
+const DIST_BENCH = fileURLToPath(new URL('.', import.meta.url));
+const root = join('var', 'bench', `vpas-${vpas}`);
+const dataDirPath = join(root, 'data');
+const log = (line: string) => process.stderr.write(`${line}\n`);
+
+/** Run one bench file as its own process (its own heap and JIT) and read back its JSON report. */
+async function benchFile(file: string, fileArgs: readonly string[], nodeArgs: readonly string[] = []): Promise<Record<string, unknown>> {
+  const scratch = await mkdtemp(join(tmpdir(), 'upi-risk-bench-'));
+  const json = join(scratch, 'report.json');
+  try {
+    await new Promise<void>((resolve, reject) => {
+      const child = spawn(process.execPath, ['--expose-gc', '--max-old-space-size=20000', ...nodeArgs, join(DIST_BENCH, file), ...fileArgs, '--json', json], {
+        stdio: ['ignore', 'inherit', 'inherit'],
+      });
+      child.once('error', reject);
+      child.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`${file} exited with ${code}`))));
+    });
+    return JSON.parse(await readFile(json, 'utf8')) as Record<string, unknown>;
+  } finally {
+    await rm(scratch, { recursive: true, force: true });
+  }
+}
+
+async function main(): Promise<void> {
+  // Huge pages for the large typed arrays (where the kernel allows them), for every process started from here.
+  process.env.GLIBC_TUNABLES ??= 'glibc.malloc.hugetlb=1';
+  if (only.has('http') || only.has('swap')) requireWrk();
+  const started = new Date();
+  const suite: SuiteResult = {
+    date: started.toISOString(),
+    machine: { cores: availableParallelism(), cpu: cpus()[0]?.model ?? 'unknown', memoryGiB: Math.round(totalmem() / 2 ** 30), node: process.version },
+    vpas,
+    options: { seconds, connections, hitRatio, serverThreads, wrkThreads, modes, quick: args.quick },
+    engine: null,
+    micro: [],
+    http: [],
+    swap: null,
+  };
+
+  if (only.has('engine') || !(await hasSnapshot())) {
+    log(`engine: ${vpas} VPAs in ${root}`);
+    suite.engine = await benchFile('engine-scale.bench.js', ['--vpas', String(vpas), '--keep', root]);
+  }
+
+  if (only.has('micro')) {
+    const micro: MicroResult[] = [];
+    const indexSizes = args.quick ? [1_000_000] : [1_000_000, 10_000_000];
+    for (const keys of indexSizes) {
+      log(`micro: vpa-index at ${keys} keys`);
+      micro.push({ file: `vpa-index (${keys / 1e6}M keys)`, report: await benchFile('vpa-index.bench.js', ['--keys', String(keys), '--no-reference']) });
+    }
+    for (const file of ['batch-answer', 'batch-request', 'intelligence', 'snapshot-codec']) {
+      log(`micro: ${file}`);
+      micro.push({ file, report: await benchFile(`${file}.bench.js`, file === 'batch-request' ? [] : ['--vpas', '1000000']) });
+    }
+    suite.micro = micro;
+  }
+
+  if (only.has('http') || only.has('swap')) {
+    const found = await loadNewestValidSnapshot(openDataDir(dataDirPath));
+    if (found === null) throw new Error(`no snapshot in ${dataDirPath}; run with --only engine first`);
+    const work = join(root, 'workload');
+    await mkdir(work, { recursive: true });
+    const workload = await writeWorkload(new Intelligence(found.data), work, { hitRatio });
+    logWorkload(workload);
+    const token = await createBenchKey(dataDirPath);
+    const base: Omit<HttpOptions, 'tls'> = { dataDir: dataDirPath, workload, seconds, connections, wrkThreads, serverThreads, log };
+    const results: HttpResult[] = [];
+    if (only.has('http')) {
+      for (const mode of modes) {
+        log(`http: ${mode === 'tls' ? 'TLS 1.3' : 'plain HTTP'}`);
+        results.push(await runHttp({ ...base, tls: mode === 'tls' }, token));
+      }
+    }
+    suite.http = results;
+    if (only.has('swap')) {
+      const plainSingle = results.find((r) => !r.tls)?.scenarios.find((s) => s.scenario === 'single');
+      const rate = plainSingle === undefined ? 10_000 : Math.round(plainSingle.service.requestsPerSecond / 2);
+      const buildS = Number((suite.engine as { buildS?: number } | null)?.buildS ?? vpas / 100_000);
+      log(`swap: new evidence under ${rate} req/s`);
+      suite.swap = await runSwap({ ...base, tls: false }, token, rate, work, Math.ceil(buildS * 2 + 20));
+    }
+  }
+
+  const size = vpas >= 1e6 ? `${vpas / 1e6}m` : `${vpas / 1e3}k`;
+  await mkdir(args.out, { recursive: true });
+  await writeFile(join(args.out, `bench-${size}.json`), `${JSON.stringify(suite, null, 2)}\n`);
+  const markdown = renderMarkdown(suite);
+  await writeFile(join(args.out, `bench-${size}.md`), markdown);
+  process.stdout.write(markdown);
+}
+
+async function hasSnapshot(): Promise<boolean> {
+  return (await listSnapshots(openDataDir(dataDirPath)).catch(() => [])).length > 0;
+}
+
+function logWorkload(workload: Workload): void {
+  log(`workload: single ${workload.singleBytes} B, batch ${workload.batchBytes} B, cluster ${workload.clusterBytes} B answers; ${workload.hitRatio * 100}% known VPAs`);
+}
+
+await main();

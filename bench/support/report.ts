@@ -1,0 +1,47 @@
+/**
+ * Shared by the micro-benchmarks: option parsing, one table row per tinybench
+ * task, and the JSON report file.
+ */
+import { writeFileSync } from 'node:fs';
+import type { Bench, Task } from 'tinybench';
+
+export interface Row {
+  task: string;
+  'ops/s': number;
+  'mean ns': number;
+  'p50 ns': number;
+  'p99 ns': number;
+  samples: number;
+}
+
+/** One row per task; throws when a task did not complete, so a failed task never reads as a figure. */
+export function taskRows(bench: Bench): Row[] {
+  return bench.tasks.map((task: Task) => {
+    const result = task.result;
+    if (result.state !== 'completed') throw new Error(`${task.name}: ${result.state}`);
+    const latency = result.latency;
+    return {
+      task: task.name,
+      'ops/s': Math.round(1000 / latency.mean),
+      'mean ns': round1(latency.mean * 1e6),
+      'p50 ns': round1(latency.p50 * 1e6),
+      'p99 ns': round1(latency.p99 * 1e6),
+      samples: latency.samplesCount,
+    };
+  });
+}
+
+export function round1(x: number): number {
+  return Math.round(x * 10) / 10;
+}
+
+/** A positive whole number from option `--name`; underscores allowed as digit separators. */
+export function wholeNumberOption(name: string, text: string): number {
+  const n = Number(text.replaceAll('_', ''));
+  if (!Number.isSafeInteger(n) || n < 1) throw new Error(`--${name} must be a positive whole number, got ${text}`);
+  return n;
+}
+
+export function writeReport(path: string, report: object): void {
+  writeFileSync(path, `${JSON.stringify(report, null, 2)}\n`);
+}
