@@ -13,86 +13,27 @@
  * capitalised, cycled so each call reads a body not used for thousands of
  * calls.
  */
-import { parseArgs } from 'node:util';
 import { Bench } from 'tinybench';
 import { parseBatchRequest } from '../src/api/batch-request.js';
-import { taskRows, wholeNumberOption, writeReport } from './support/report.js';
+import { microOptions, taskRows, writeBenchReport } from './support/report.js';
+import { mix, payeeVpa, typedCase } from './support/vpas.js';
 
 const BATCH = 100;
 // 4096 bodies of ~2.5 KB: 10 MB of text, well past the CPU caches.
 const BODIES = 4096;
 
-const { values: args } = parseArgs({
-  options: {
-    vpas: { type: 'string', default: '1000000' },
-    time: { type: 'string', default: '2000' },
-    json: { type: 'string' },
-  },
-  strict: true,
-});
-const taskTime = wholeNumberOption('time', args.time);
+const { time: taskTime, json } = microOptions();
 
 const gc = (globalThis as { gc?: () => void }).gc;
 
 // ---------------------------------------------------------------------------
 // Bodies
 
-const PROVIDERS = ['ybl', 'okaxis', 'paytm', 'ibl', 'axl', 'apl', 'okicici', 'oksbi', 'okhdfcbank', 'upi', 'axisbank', 'kotak'];
-const FIRST = ['rahul', 'priya', 'amit', 'sneha', 'vikram', 'anita', 'suresh', 'deepa', 'arjun', 'kavya', 'rohan', 'meera',
-  'sanjay', 'pooja', 'karthik', 'lakshmi', 'manoj', 'divya', 'imran', 'fatima', 'gurpreet', 'harish', 'nisha', 'vijay'];
-const LAST = ['sharma', 'verma', 'patel', 'reddy', 'iyer', 'nair', 'singh', 'khan', 'gupta', 'das', 'rao', 'joshi',
-  'mehta', 'kulkarni', 'chopra', 'bose', 'pillai', 'shetty', 'yadav', 'mishra'];
-
-/** A well-mixed uint32 of i (murmur3 finaliser), for per-item choices. */
-function mix(i: number): number {
-  let h = Math.imul(i ^ 0x9e3779b9, 0x85ebca6b);
-  h ^= h >>> 13;
-  h = Math.imul(h, 0xc2b2ae35);
-  return (h ^ (h >>> 16)) >>> 0;
-}
-
-function pick<T>(list: readonly T[], r: number): T {
-  return list[r % list.length]!;
-}
-
-/** A valid payee VPA: mobile numbers, name handles, merchant QR handles. */
-function payeeVpa(i: number): string {
-  const r = mix(i);
-  const n = mix(i ^ 0x5bd1e995);
-  const first = pick(FIRST, r >>> 8);
-  const last = pick(LAST, r >>> 16);
-  const provider = pick(PROVIDERS, r >>> 4);
-  switch (r % 10) {
-    case 0:
-    case 1:
-    case 2:
-    case 3:
-      return `${6_000_000_000 + (n % 4_000_000_000)}@${provider}`;
-    case 4:
-      return `${first}.${last}${n % 10_000}@${provider}`;
-    case 5:
-      return `${first}${last}${n % 1000}@${provider}`;
-    case 6:
-      return `${first}_${n % 100_000}@${provider}`;
-    case 7:
-      return `${first}.${last}@${provider}`;
-    case 8:
-      return `paytmqr${n}${(r >>> 12).toString(36)}@paytm`;
-    default:
-      return `q${100_000_000 + (n % 900_000_000)}@ybl`;
-  }
-}
-
-function caseVaried(vpa: string, r: number): string {
-  const style = r % 10;
-  return style === 0 ? vpa.toUpperCase() : style === 1 ? vpa[0]!.toUpperCase() + vpa.slice(1) : vpa;
-}
-
 function bodyTexts(): string[] {
   const texts: string[] = [];
   for (let b = 0; b < BODIES; b++) {
     const upis: string[] = new Array<string>(BATCH);
-    for (let j = 0; j < BATCH; j++) upis[j] = caseVaried(payeeVpa(b * BATCH + j), mix(~(b * BATCH + j)));
+    for (let j = 0; j < BATCH; j++) upis[j] = typedCase(payeeVpa(b * BATCH + j), mix(~(b * BATCH + j)));
     texts.push(JSON.stringify({ upis }));
   }
   return texts;
@@ -150,12 +91,8 @@ function main(): void {
   const rows = taskRows(bench).map((row) => ({ ...row, 'VPAs/s': row['ops/s'] * BATCH }));
   console.table(rows);
 
-  if (args.json !== undefined) {
-    writeReport(args.json, {
-      benchmark: 'batch-request',
-      node: process.version,
-      date: new Date().toISOString(),
-      vpas: null,
+  if (json !== undefined) {
+    writeBenchReport(json, 'batch-request', null, {
       rows,
       batch: BATCH,
       bodies: BODIES,

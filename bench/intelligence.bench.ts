@@ -1,6 +1,7 @@
 /**
  * The answer-building module against a fake snapshot: verdicts, batch items
- * and clusters from Intelligence, then the JSON encoding of those answers.
+ * and clusters from Intelligence. Encoding those answers is timed in
+ * answer-json.bench.ts.
  *
  *   node --expose-gc dist/bench/intelligence.bench.js [--vpas 1000000] [--time 2000] [--json FILE]
  *
@@ -8,115 +9,33 @@
  * upper-cased and a tenth capitalised, cycled through pools larger than the
  * CPU caches. Uncached cluster assembly cycles through more distinct ids than
  * the cluster cache holds, so no call hits it; the cached case cycles through
- * a few hundred ids primed just before it runs. The objects encoded are built
- * before timing; the mean encoded size is printed next to each encoding.
- * Having survived into the old generation they are colder than the fresh
- * answers a request encodes, so these encoding times likely run high.
+ * a few hundred ids primed just before it runs.
  */
-import { parseArgs } from 'node:util';
 import { Bench } from 'tinybench';
-import { NOT_FOUND } from '../src/common/brand.js';
 import { Intelligence } from '../src/engine/intelligence.js';
-import { formatClusterId, type BatchItem, type BatchResponse, type Cluster, type VpaVerdict } from '../src/engine/verdict.js';
+import { formatClusterId } from '../src/engine/verdict.js';
 import { fakeSnapshot } from '../test/fixtures/fake-snapshot.js';
-import { taskRows, wholeNumberOption, writeReport, type Row } from './support/report.js';
+import { microOptions, taskRows, writeBenchReport } from './support/report.js';
+import { knownVpas, shuffledOrder, unknownVpas } from './support/vpas.js';
 
 const QUERIES = 1 << 18;
-/** Objects per encoding pool: distinct answers, a few MB of them. */
-const OBJECTS = 4096;
-const BATCH = 100;
 /** Must exceed the cluster cache (1024 entries) for the uncached case; 20k+ at 1M VPAs. */
 const UNCACHED_CLUSTERS = 65_536;
 /** Well below the cluster cache's 1024 entries, so every call is a hit. */
 const CACHED_CLUSTERS = 512;
 const CLUSTER_CACHE_SIZE = 1024;
 
-const { values: args } = parseArgs({
-  options: {
-    vpas: { type: 'string', default: '1000000' },
-    time: { type: 'string', default: '2000' },
-    json: { type: 'string' },
-  },
-  strict: true,
-});
-const vpaCount = wholeNumberOption('vpas', args.vpas);
-const taskTime = wholeNumberOption('time', args.time);
+const { vpas: vpaCount, time: taskTime, json } = microOptions();
 
 const gc = (globalThis as { gc?: () => void }).gc;
 
 // ---------------------------------------------------------------------------
-// Queries
-
-const PROVIDERS = ['ybl', 'okaxis', 'paytm', 'ibl', 'axl', 'apl', 'okicici', 'oksbi', 'okhdfcbank', 'upi', 'axisbank', 'kotak'];
-const FIRST = ['rahul', 'priya', 'amit', 'sneha', 'vikram', 'anita', 'suresh', 'deepa', 'arjun', 'kavya', 'rohan', 'meera'];
-const LAST = ['sharma', 'verma', 'patel', 'reddy', 'iyer', 'nair', 'singh', 'khan', 'gupta', 'das', 'rao', 'joshi'];
-
-/** A well-mixed uint32 of i (murmur3 finaliser), for per-item choices. */
-function mix(i: number): number {
-  let h = Math.imul(i ^ 0x9e3779b9, 0x85ebca6b);
-  h ^= h >>> 13;
-  h = Math.imul(h, 0xc2b2ae35);
-  return (h ^ (h >>> 16)) >>> 0;
-}
-
-function pick<T>(list: readonly T[], r: number): T {
-  return list[r % list.length]!;
-}
-
-/** A valid payee VPA, mostly outside the fake snapshot's key space (a word and a short base-36 id). */
-function payeeVpa(i: number): string {
-  const r = mix(i);
-  const n = mix(i ^ 0x5bd1e995);
-  const provider = pick(PROVIDERS, r >>> 4);
-  switch (r % 4) {
-    case 0:
-    case 1:
-      return `${6_000_000_000 + (n % 4_000_000_000)}@${provider}`;
-    case 2:
-      return `${pick(FIRST, r >>> 8)}.${pick(LAST, r >>> 16)}${n % 10_000}@${provider}`;
-    default:
-      return `q${100_000_000 + (n % 900_000_000)}@ybl`;
-  }
-}
-
-/** Case varied as users type, then copied through bytes so the string is flat, not a rope. */
-function asQuery(vpa: string, r: number): string {
-  const style = r % 10;
-  const varied = style === 0 ? vpa.toUpperCase() : style === 1 ? vpa[0]!.toUpperCase() + vpa.slice(1) : vpa;
-  return Buffer.from(varied, 'latin1').toString('latin1');
-}
-
-function flaggedQueries(intel: Intelligence, count: number, seed: number): string[] {
-  const { keyBytes, keyOffsets } = intel.data;
-  const bytes = Buffer.from(keyBytes.buffer, keyBytes.byteOffset, keyBytes.byteLength);
-  const pool: string[] = [];
-  for (let n = 0; n < count; n++) {
-    const r = mix(n * 2 + seed);
-    const id = r % vpaCount;
-    pool.push(asQuery(bytes.toString('latin1', keyOffsets[id]!, keyOffsets[id + 1]!), r >>> 8));
-  }
-  return pool;
-}
-
-function unknownQueries(intel: Intelligence, count: number, seed: number): string[] {
-  const pool: string[] = [];
-  for (let i = seed * 1_000_003; pool.length < count; i++) {
-    const vpa = payeeVpa(i);
-    if (intel.lookup(vpa) === NOT_FOUND) pool.push(asQuery(vpa, mix(~i)));
-  }
-  return pool;
-}
+// Cluster ids
 
 /** Cluster ids in a shuffled order, so consecutive calls read unrelated parts of the snapshot. */
 function clusterIds(intel: Intelligence, count: number, seed: number): string[] {
   const numbers = intel.data.clusterNumber;
-  const order = Uint32Array.from({ length: numbers.length }, (_, i) => i);
-  for (let i = order.length - 1; i > 0; i--) {
-    const j = mix(i + seed) % (i + 1);
-    const t = order[i]!;
-    order[i] = order[j]!;
-    order[j] = t;
-  }
+  const order = shuffledOrder(numbers.length, seed);
   return Array.from(order.subarray(0, Math.min(count, order.length)), (ordinal) => formatClusterId(numbers[ordinal]!));
 }
 
@@ -147,25 +66,6 @@ function cycling<T>(pool: readonly T[], c: Counters, call: (item: T) => number):
   };
 }
 
-function meanJsonBytes(pool: readonly object[]): number {
-  let total = 0;
-  for (const item of pool) total += Buffer.byteLength(JSON.stringify(item));
-  return Math.round(total / pool.length);
-}
-
-function batchResponse(intel: Intelligence, flaggedQ: readonly string[], unknownQ: readonly string[], at: number, flaggedEvery: number): BatchResponse {
-  const results: BatchItem[] = [];
-  let flagged = 0;
-  for (let j = 0; j < BATCH; j++) {
-    const k = at * BATCH + j;
-    const isFlagged = j % flaggedEvery === 0;
-    const item = intel.batchItem(isFlagged ? flaggedQ[k % flaggedQ.length]! : unknownQ[k % unknownQ.length]!);
-    if (item.status === 'FLAGGED') flagged++;
-    results.push(item);
-  }
-  return { results, total: BATCH, flagged_count: flagged, cleared_count: BATCH - flagged };
-}
-
 // ---------------------------------------------------------------------------
 // Run
 
@@ -177,20 +77,10 @@ function main(): void {
   if (clusterCount <= CLUSTER_CACHE_SIZE) {
     throw new Error(`${clusterCount} clusters; the uncached case needs more than ${CLUSTER_CACHE_SIZE} (--vpas of 25000 or more)`);
   }
-  const flaggedQ = flaggedQueries(intel, QUERIES, 1);
-  const unknownQ = unknownQueries(intel, QUERIES, 2);
+  const flaggedQ = knownVpas(intel.data, QUERIES, 1);
+  const unknownQ = unknownVpas(intel, QUERIES, 2);
   const uncachedIds = clusterIds(intel, UNCACHED_CLUSTERS, 3);
   const cachedIds = clusterIds(intel, CACHED_CLUSTERS, 4);
-
-  const flaggedVerdicts: VpaVerdict[] = flaggedQ.slice(0, OBJECTS).map((q) => intel.verdict(q));
-  const clearedVerdicts: VpaVerdict[] = unknownQ.slice(0, OBJECTS).map((q) => intel.verdict(q));
-  const mixedBatches: BatchResponse[] = [];
-  const flaggedBatches: BatchResponse[] = [];
-  for (let b = 0; b < OBJECTS / 4; b++) {
-    mixedBatches.push(batchResponse(intel, flaggedQ, unknownQ, b, 20));
-    flaggedBatches.push(batchResponse(intel, flaggedQ, unknownQ, b, 1));
-  }
-  const clusters: Cluster[] = uncachedIds.slice(0, OBJECTS).map((id) => intel.cluster(id)!);
   const t2 = performance.now();
   console.log(
     `node ${process.version}, ${vpaCount} VPAs, ${clusterCount} clusters (snapshot ${Math.round(t1 - t0)} ms, pools ${Math.round(t2 - t1)} ms), gc ${gc ? 'exposed' : 'not exposed'}`,
@@ -199,11 +89,11 @@ function main(): void {
 
   const bench = new Bench({ time: taskTime, warmupTime: 500, timestampProvider: 'hrtimeNow', subtractTimerOverhead: true });
   const collect = { beforeAll: () => gc?.() };
-  const tasks: { name: string; counters: Counters; meanBytes?: number }[] = [];
-  const add = <T>(name: string, pool: readonly T[], call: (item: T) => number, options: { beforeAll: () => void } = collect, meanBytes?: number): void => {
+  const tasks: { name: string; counters: Counters }[] = [];
+  const add = <T>(name: string, pool: readonly T[], call: (item: T) => number, options: { beforeAll: () => void } = collect): void => {
     const c = counters();
     bench.add(name, cycling(pool, c, call), options);
-    tasks.push(meanBytes === undefined ? { name, counters: c } : { name, counters: c, meanBytes });
+    tasks.push({ name, counters: c });
   };
 
   add('verdict, flagged', flaggedQ, (q) => {
@@ -224,12 +114,6 @@ function main(): void {
     for (const id of cachedIds) intel.cluster(id);
   };
   add(`cluster, cached (${cachedIds.length} ids)`, cachedIds, (id) => intel.cluster(id)?.size ?? 0, { beforeAll: primeCache });
-  const encode = (answer: object): number => JSON.stringify(answer).length;
-  add('JSON.stringify verdict, flagged', flaggedVerdicts, encode, collect, meanJsonBytes(flaggedVerdicts));
-  add('JSON.stringify verdict, cleared', clearedVerdicts, encode, collect, meanJsonBytes(clearedVerdicts));
-  add(`JSON.stringify batch of ${BATCH}, 5% flagged`, mixedBatches, encode, collect, meanJsonBytes(mixedBatches));
-  add(`JSON.stringify batch of ${BATCH}, all flagged`, flaggedBatches, encode, collect, meanJsonBytes(flaggedBatches));
-  add('JSON.stringify cluster', clusters, encode, collect, meanJsonBytes(clusters));
   bench.runSync();
 
   for (const { name, counters: c } of tasks) {
@@ -241,18 +125,11 @@ function main(): void {
   const hits = uncachedIds.filter((id, i) => intel.cluster(id) === firstPass[i]).length;
   if (hits !== 0) throw new Error(`cluster, uncached: ${hits} of ${uncachedIds.length} calls hit the cache`);
 
-  const rows: (Row & { 'mean B'?: number })[] = taskRows(bench).map((row, i) => {
-    const meanBytes = tasks[i]!.meanBytes;
-    return meanBytes === undefined ? row : { ...row, 'mean B': meanBytes };
-  });
+  const rows = taskRows(bench);
   console.table(rows);
 
-  if (args.json !== undefined) {
-    writeReport(args.json, {
-      benchmark: 'intelligence',
-      node: process.version,
-      date: new Date().toISOString(),
-      vpas: vpaCount,
+  if (json !== undefined) {
+    writeBenchReport(json, 'intelligence', vpaCount, {
       rows,
       clusters: clusterCount,
       queriesPerPool: QUERIES,

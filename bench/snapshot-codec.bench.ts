@@ -1,7 +1,7 @@
 /**
  * Snapshot codec and loading costs on a synthetic snapshot.
  *
- *   node --expose-gc dist/bench/snapshot-codec.bench.js [--vpas 1000000] [--runs 3] [--no-baseline]
+ *   node --expose-gc dist/bench/snapshot-codec.bench.js [--vpas 1000000] [--runs 3] [--no-baseline] [--json FILE]
  *
  * Reports encode (framing + CRC + validation), decode of bytes in memory
  * (plain and into shared memory), loading from a file (read + verify +
@@ -13,6 +13,7 @@ import { mkdtemp, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { parseArgs } from 'node:util';
 import { Packr, Unpackr } from 'msgpackr';
 import { dataDir } from '../src/common/data-dir.js';
 import { decodeSnapshot, encodeSnapshot } from '../src/engine/snapshot-codec.js';
@@ -20,30 +21,20 @@ import { ARRAY_FIELDS, type SnapshotData } from '../src/engine/snapshot-data.js'
 import { readSnapshotFile, writeSnapshot } from '../src/engine/snapshot-files.js';
 import { loadSnapshotOffThread } from '../src/engine/snapshot-loader.js';
 import { fakeSnapshot } from '../test/fixtures/fake-snapshot.js';
+import { wholeNumberOption, writeBenchReport } from './support/report.js';
 
-interface Args {
-  vpas: number;
-  runs: number;
-  baseline: boolean;
-}
-
-function parseArgs(argv: readonly string[]): Args {
-  const args: Args = { vpas: 1_000_000, runs: 3, baseline: true };
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i];
-    if (arg === '--vpas' || arg === '--runs') {
-      const value = Number(argv[++i]);
-      if (!Number.isSafeInteger(value) || value < (arg === '--runs' ? 1 : 0)) throw new Error(`${arg} needs a whole number`);
-      if (arg === '--vpas') args.vpas = value;
-      else args.runs = value;
-    } else if (arg === '--no-baseline') {
-      args.baseline = false;
-    } else {
-      throw new Error(`unknown argument ${arg}; use --vpas N, --runs N, --no-baseline`);
-    }
-  }
-  return args;
-}
+const { values: args } = parseArgs({
+  options: {
+    vpas: { type: 'string', default: '1000000' },
+    runs: { type: 'string', default: '3' },
+    'no-baseline': { type: 'boolean', default: false },
+    json: { type: 'string' },
+  },
+  strict: true,
+});
+// 0 VPAs is allowed: an empty snapshot still goes through every step.
+const vpas = args.vpas === '0' ? 0 : wholeNumberOption('vpas', args.vpas);
+const runs = wholeNumberOption('runs', args.runs);
 
 interface Row {
   step: string;
@@ -93,8 +84,6 @@ function isShared(data: SnapshotData): boolean {
 }
 
 async function main(): Promise<void> {
-  const args = parseArgs(process.argv.slice(2));
-  const { vpas, runs } = args;
   console.log(`snapshot codec bench: ${vpas.toLocaleString('en')} VPAs, ${runs} runs${gc ? '' : ' (run with --expose-gc for steadier figures)'}`);
 
   const started = performance.now();
@@ -102,66 +91,66 @@ async function main(): Promise<void> {
   console.log(`fabricated in ${round(performance.now() - started)} ms`);
 
   const rows: Row[] = [];
+  // Each step's median, under a name for the JSON report.
+  const medians: Record<string, number> = {};
+  const add = (figure: string, r: Row): void => {
+    rows.push(r);
+    medians[figure] = r['median ms'];
+  };
   const encoded = await time(runs, () => encodeSnapshot(data));
   const fileSize = totalBytes(encoded.last);
-  rows.push(row('encode (views + CRC + checks)', encoded.times, fileSize, `${encoded.last.length} parts, no array copied`));
+  add('encodeMs', row('encode (views + CRC + checks)', encoded.times, fileSize, `${encoded.last.length} parts, no array copied`));
+
+  // A step's last result is dropped when it returns, so the next step's runs do not hold it.
+  const step = async <T>(figure: string, label: string, fn: () => T | Promise<T>, note: (last: T) => string): Promise<void> => {
+    const timed = await time(runs, fn);
+    add(figure, row(label, timed.times, fileSize, note(timed.last)));
+  };
 
   const bytes = Buffer.concat(encoded.last);
   encoded.last.length = 0;
-  const decoded = await time(runs, () => decodeSnapshot(bytes));
-  rows.push(row('decode, in memory', decoded.times, fileSize, 'arrays are views of the bytes'));
-  decoded.last = undefined as never;
-  const decodedShared = await time(runs, () => decodeSnapshot(bytes, { shared: true }));
-  rows.push(row('decode, in memory, shared: true', decodedShared.times, fileSize, `copied into one SAB: ${isShared(decodedShared.last)}`));
-  decodedShared.last = undefined as never;
+  await step('decodeMs', 'decode, in memory', () => decodeSnapshot(bytes), () => 'arrays are views of the bytes');
+  await step('decodeSharedMs', 'decode, in memory, shared: true', () => decodeSnapshot(bytes, { shared: true }), (last) => `copied into one SAB: ${isShared(last)}`);
 
+  // Event-loop stalls seen here while a worker loads the file.
+  const stalls: number[] = [];
   const root = await mkdtemp(join(tmpdir(), 'upi-risk-bench-'));
   try {
     const dir = dataDir(root);
     const written = await time(1, () => writeSnapshot(dir, data));
     const path = written.last;
-    rows.push(row('writeSnapshot (atomic, fsync)', written.times, fileSize, 'once'));
+    add('writeMs', row('writeSnapshot (atomic, fsync)', written.times, fileSize, 'once'));
     if ((await stat(path)).size !== fileSize) throw new Error('written file size differs from the encoded size');
 
-    const loaded = await time(runs, () => readSnapshotFile(path));
-    rows.push(row('readSnapshotFile', loaded.times, fileSize, 'read + CRC + checks'));
-    loaded.last = undefined as never;
-    const loadedShared = await time(runs, () => readSnapshotFile(path, { shared: true }));
-    rows.push(row('readSnapshotFile, shared: true', loadedShared.times, fileSize, `read into a SAB: ${isShared(loadedShared.last)}`));
-    loadedShared.last = undefined as never;
-
-    const stalls: number[] = [];
-    const offThread = await time(runs, async () => {
-      const delay = monitorEventLoopDelay({ resolution: 5 });
-      delay.enable();
-      const result = await loadSnapshotOffThread(path);
-      delay.disable();
-      stalls.push(delay.max / 1e6);
-      return result;
-    });
-    rows.push(
-      row(
-        'loadSnapshotOffThread',
-        offThread.times,
-        fileSize,
-        `worker; main-thread stall max ${round(Math.max(...stalls))} ms; SAB: ${isShared(offThread.last)}`,
-      ),
+    await step('readMs', 'readSnapshotFile', () => readSnapshotFile(path), () => 'read + CRC + checks');
+    await step('readSharedMs', 'readSnapshotFile, shared: true', () => readSnapshotFile(path, { shared: true }), (last) => `read into a SAB: ${isShared(last)}`);
+    await step(
+      'loadOffThreadMs',
+      'loadSnapshotOffThread',
+      async () => {
+        const delay = monitorEventLoopDelay({ resolution: 5 });
+        delay.enable();
+        const result = await loadSnapshotOffThread(path);
+        delay.disable();
+        stalls.push(delay.max / 1e6);
+        return result;
+      },
+      (last) => `worker; main-thread stall max ${round(Math.max(...stalls))} ms; SAB: ${isShared(last)}`,
     );
-    offThread.last = undefined as never;
   } finally {
     await rm(root, { recursive: true, force: true });
   }
 
-  if (args.baseline) {
+  if (!args['no-baseline']) {
     // msgpackr's typed-array extension (moreTypes) for the same content, for comparison.
     const packr = new Packr({ useRecords: false, moreTypes: true });
     const unpackr = new Unpackr({ useRecords: false, moreTypes: true });
     const plain = { meta: data.meta, arrays: Object.fromEntries(ARRAY_FIELDS.map((field) => [field, data[field]])) };
     const packed = await time(runs, () => packr.pack(plain));
     const size = packed.last.byteLength;
-    rows.push(row('baseline: msgpackr pack', packed.times, size, `${size} bytes, one copy of everything`));
+    add('baselinePackMs', row('baseline: msgpackr pack', packed.times, size, `${size} bytes, one copy of everything`));
     const unpacked = await time(runs, () => unpackr.unpack(packed.last));
-    rows.push(row('baseline: msgpackr unpack', unpacked.times, size, 'copies every array, no CRC'));
+    add('baselineUnpackMs', row('baseline: msgpackr unpack', unpacked.times, size, 'copies every array, no CRC'));
   }
 
   console.table(rows);
@@ -181,6 +170,16 @@ async function main(): Promise<void> {
       clusters: data.meta.clusterCount,
     },
   ]);
+
+  if (args.json !== undefined) {
+    writeBenchReport(args.json, 'snapshot-codec', vpas, {
+      runs,
+      ...medians,
+      loadOffThreadStallMaxMs: round(Math.max(...stalls)),
+      fileBytes: fileSize,
+      bytesPerVpa: vpas > 0 ? round(fileSize / vpas) : 0,
+    });
+  }
 }
 
 await main();

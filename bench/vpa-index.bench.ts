@@ -29,6 +29,7 @@ import { ReferenceIndex } from '../src/engine/reference-index.js';
 import { buildSlots, VpaIndex } from '../src/engine/vpa-index.js';
 import type { KeyIndex } from '../src/engine/key-index.js';
 import { round1, taskRows as rows, wholeNumberOption as wholeNumber, writeReport, type Row } from './support/report.js';
+import { distinctVpa, flatStrings, mix, shuffledOrder, typedCase } from './support/vpas.js';
 
 const BATCH = 1000;
 
@@ -49,62 +50,15 @@ const taskTime = wholeNumber('time', args.time);
 const gc = (globalThis as { gc?: () => void }).gc;
 
 // ---------------------------------------------------------------------------
-// Realistic keys. keyAt is injective in i (mobile handles are all digits and
-// unique per i; named handles end in a number unique per i), so ids beyond
-// keyCount give guaranteed misses of the same shape.
-
-const MOBILE_PROVIDERS = ['ybl', 'okaxis', 'paytm', 'ibl', 'axl', 'apl', 'okicici', 'oksbi', 'upi', 'yapl', 'ptyes', 'ptsbi'];
-const NAMED_PROVIDERS = ['okhdfcbank', 'okicici', 'oksbi', 'okaxis', 'ybl', 'axisbank', 'icici', 'sbi', 'hdfcbank', 'kotak'];
-const FIRST = ['rahul', 'priya', 'amit', 'sneha', 'vikram', 'anita', 'suresh', 'deepa', 'arjun', 'kavya', 'rohan', 'meera',
-  'sanjay', 'pooja', 'karthik', 'lakshmi', 'manoj', 'divya', 'imran', 'fatima', 'gurpreet', 'harish', 'nisha', 'vijay'];
-const LAST = ['sharma', 'verma', 'patel', 'reddy', 'iyer', 'nair', 'singh', 'khan', 'gupta', 'das', 'rao', 'joshi',
-  'mehta', 'kulkarni', 'chopra', 'bose', 'pillai', 'shetty', 'yadav', 'mishra'];
-
-/** A well-mixed uint32 of i (murmur3 finaliser), for per-key choices. */
-function mix(i: number): number {
-  let h = Math.imul(i ^ 0x9e3779b9, 0x85ebca6b);
-  h ^= h >>> 13;
-  h = Math.imul(h, 0xc2b2ae35);
-  return (h ^ (h >>> 16)) >>> 0;
-}
-
-function pick<T>(list: readonly T[], r: number): T {
-  return list[r % list.length]!;
-}
-
-function keyAt(i: number): string {
-  const r = mix(i);
-  if (r % 100 < 55) {
-    // 48271 is coprime to 4e9, so the number is unique for i < 4e9.
-    const mobile = 6_000_000_000 + ((i * 48271) % 4_000_000_000);
-    return `${mobile}@${pick(MOBILE_PROVIDERS, r >>> 8)}`;
-  }
-  // 7919 is coprime to 1e8, so the suffix is unique for i < 1e8.
-  const suffix = (i * 7919) % 100_000_000;
-  const first = pick(FIRST, r >>> 8);
-  const last = pick(LAST, r >>> 16);
-  const provider = pick(NAMED_PROVIDERS, r >>> 4);
-  switch ((r >>> 24) & 3) {
-    case 0:
-      return `${first}.${last}${suffix}@${provider}`;
-    case 1:
-      return `${first}${last}${suffix}@${provider}`;
-    case 2:
-      return `${first}_${suffix}@${provider}`;
-    default:
-      return `${first}.${last}.${suffix}@${provider}`;
-  }
-}
-
-// ---------------------------------------------------------------------------
-// Data
+// Data: key i is distinctVpa(i) for i < keyCount, so ids beyond it give
+// guaranteed misses of the same shape.
 
 function encode(count: number): { keyBytes: Uint8Array; keyOffsets: Uint32Array } {
   let keyBytes = new Uint8Array(Math.max(64, count * 24));
   const keyOffsets = new Uint32Array(count + 1);
   let at = 0;
   for (let i = 0; i < count; i++) {
-    const key = keyAt(i);
+    const key = distinctVpa(i);
     if (at + key.length > keyBytes.length) {
       const grown = new Uint8Array(keyBytes.length * 2);
       grown.set(keyBytes);
@@ -116,27 +70,9 @@ function encode(count: number): { keyBytes: Uint8Array; keyOffsets: Uint32Array 
   return { keyBytes: keyBytes.slice(0, at), keyOffsets };
 }
 
-/** Fresh, flat query strings for key ids `ids`, case varied. */
-function queryPool(ids: ArrayLike<number>): string[] {
-  const keys: string[] = [];
-  let total = 0;
-  for (let n = 0; n < ids.length; n++) {
-    const key = keyAt(ids[n]!);
-    const style = mix(n ^ 0x5bd1e995) & 3;
-    const varied = style === 0 ? key.toUpperCase() : style === 1 ? key[0]!.toUpperCase() + key.slice(1) : key;
-    keys.push(varied);
-    total += varied.length;
-  }
-  const buffer = Buffer.allocUnsafe(total);
-  let at = 0;
-  for (const key of keys) at += buffer.write(key, at, 'latin1');
-  const pool: string[] = [];
-  at = 0;
-  for (const key of keys) {
-    pool.push(buffer.toString('latin1', at, at + key.length));
-    at += key.length;
-  }
-  return pool;
+/** Fresh, flat query strings for key ids `ids`, a quarter upper-cased and a quarter capitalised. */
+function queryPool(ids: Uint32Array): string[] {
+  return flatStrings(Array.from(ids, (id, n) => typedCase(distinctVpa(id), mix(n ^ 0x5bd1e995), 4)));
 }
 
 function randomIds(count: number, from: number, span: number, seed: number): Uint32Array {
@@ -153,14 +89,7 @@ function randomIds(count: number, from: number, span: number, seed: number): Uin
 function loadLatencyNs(bytes: number): number {
   const lines = Math.max(2, Math.floor(bytes / 64));
   const next = new Uint32Array(lines * 16);
-  const order = new Uint32Array(lines);
-  for (let i = 0; i < lines; i++) order[i] = i;
-  for (let i = lines - 1; i > 0; i--) {
-    const j = mix(i + 0x1234) % (i + 1);
-    const t = order[i]!;
-    order[i] = order[j]!;
-    order[j] = t;
-  }
+  const order = shuffledOrder(lines, 0x1234);
   for (let i = 0; i < lines; i++) next[order[i]! * 16] = order[(i + 1) % lines]! * 16;
   const steps = 2_000_000;
   let at = 0;
@@ -240,9 +169,22 @@ function check(label: string, counters: Counters, expectHits: boolean): void {
   }
 }
 
-function benches(): [Bench, Bench] {
+/** Hits and misses through `index`, one call and batched; throws unless every hit is found and no miss is. */
+function measure(label: string, index: KeyIndex, hitPool: readonly string[], missPool: readonly string[]): { rows: Row[]; sink: number } {
+  warm(index, hitPool, 300_000);
+  warm(index, missPool, 300_000);
+  const hits: Counters = { calls: 0, found: 0, sink: 0 };
+  const misses: Counters = { calls: 0, found: 0, sink: 0 };
   const common = { time: taskTime, warmupTime: 500, timestampProvider: 'hrtimeNow' as const };
-  return [new Bench({ ...common, subtractTimerOverhead: true }), new Bench(common)];
+  const perCall = new Bench({ ...common, subtractTimerOverhead: true });
+  const batched = new Bench(common);
+  addTasks(perCall, batched, `${label} hit`, index, hitPool, hits);
+  addTasks(perCall, batched, `${label} miss`, index, missPool, misses);
+  perCall.runSync();
+  batched.runSync();
+  check(`${label} hit`, hits, true);
+  check(`${label} miss`, misses, false);
+  return { rows: [...rows(perCall), ...rows(batched)], sink: hits.sink ^ misses.sink };
 }
 
 // ---------------------------------------------------------------------------
@@ -282,18 +224,9 @@ function main(): void {
   };
   console.table([memoryLatency]);
 
-  warm(index, hitPool, 300_000);
-  warm(index, missPool, 300_000);
-  const hits: Counters = { calls: 0, found: 0, sink: 0 };
-  const misses: Counters = { calls: 0, found: 0, sink: 0 };
-  const [perCall, batched] = benches();
-  addTasks(perCall, batched, 'VpaIndex hit', index, hitPool, hits);
-  addTasks(perCall, batched, 'VpaIndex miss', index, missPool, misses);
-  perCall.runSync();
-  batched.runSync();
-  check('VpaIndex hit', hits, true);
-  check('VpaIndex miss', misses, false);
-  const indexRows = [...rows(perCall), ...rows(batched)];
+  const measured = measure('VpaIndex', index, hitPool, missPool);
+  const indexRows = measured.rows;
+  let sink = measured.sink;
   console.table(indexRows);
 
   let reference: { rows: Row[]; memory: Record<string, number> } | undefined;
@@ -301,7 +234,7 @@ function main(): void {
     const before = memoryNow();
     const t4 = performance.now();
     const keys: string[] = new Array<string>(keyCount);
-    for (let i = 0; i < keyCount; i++) keys[i] = keyAt(i);
+    for (let i = 0; i < keyCount; i++) keys[i] = distinctVpa(i);
     const map = new ReferenceIndex(keys);
     keys.length = 0;
     const t5 = performance.now();
@@ -310,18 +243,9 @@ function main(): void {
       'build ms': Math.round(t5 - t4),
       'heap B/key': round1((after.heapUsed - before.heapUsed) / keyCount),
     };
-    warm(map, hitPool, 300_000);
-    warm(map, missPool, 300_000);
-    const refHits: Counters = { calls: 0, found: 0, sink: 0 };
-    const refMisses: Counters = { calls: 0, found: 0, sink: 0 };
-    const [refPerCall, refBatched] = benches();
-    addTasks(refPerCall, refBatched, 'Map reference hit', map, hitPool, refHits);
-    addTasks(refPerCall, refBatched, 'Map reference miss', map, missPool, refMisses);
-    refPerCall.runSync();
-    refBatched.runSync();
-    check('Map reference hit', refHits, true);
-    check('Map reference miss', refMisses, false);
-    reference = { rows: [...rows(refPerCall), ...rows(refBatched)], memory };
+    const measuredMap = measure('Map reference', map, hitPool, missPool);
+    sink ^= measuredMap.sink;
+    reference = { rows: measuredMap.rows, memory };
     console.table([memory]);
     console.table(reference.rows);
   }
@@ -341,7 +265,7 @@ function main(): void {
     writeReport(args.json, report);
   }
   // The sinks feed the results somewhere observable, so no lookup is dead code.
-  if ((hits.sink ^ misses.sink) === 0.5) console.log('unreachable');
+  if (sink === 0.5) console.log('unreachable');
 }
 
 main();

@@ -11,6 +11,7 @@ import { NOT_FOUND } from '../../src/common/brand.js';
 import { answerBatchBody } from '../../src/api/batch-answer.js';
 import { Intelligence } from '../../src/engine/intelligence.js';
 import { formatClusterId } from '../../src/engine/verdict.js';
+import { mulberry32 } from '../../test/fixtures/random.js';
 
 export interface Workload {
   readonly singleFile: string;
@@ -32,22 +33,12 @@ export interface WorkloadOptions {
   readonly seed?: number;
 }
 
-/** mulberry32: a small deterministic PRNG, so every run sends the same requests. */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 const PROVIDERS = ['ybl', 'okaxis', 'okhdfcbank', 'okicici', 'oksbi', 'paytm', 'ibl', 'axl', 'apl', 'upi', 'ptyes', 'pthdfc'];
 const NAMES = ['anil', 'bhavna', 'chetan', 'deepika', 'farhan', 'gita', 'harsh', 'isha', 'jatin', 'kiran', 'lata', 'mohit'];
 
 export async function writeWorkload(intel: Intelligence, dir: string, options: WorkloadOptions): Promise<Workload> {
-  const next = random(options.seed ?? 7);
+  // Seeded, so every run sends the same requests.
+  const next = mulberry32(options.seed ?? 7);
   const data = intel.data;
   const vpaCount = data.meta.vpaCount;
   const keyText = Buffer.from(data.keyBytes.buffer, data.keyBytes.byteOffset, data.keyBytes.byteLength);

@@ -3,6 +3,7 @@
  * task, and the JSON report file.
  */
 import { writeFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
 import type { Bench, Task } from 'tinybench';
 
 export interface Row {
@@ -40,6 +41,24 @@ export function wholeNumberOption(name: string, text: string): number {
   const n = Number(text.replaceAll('_', ''));
   if (!Number.isSafeInteger(n) || n < 1) throw new Error(`--${name} must be a positive whole number, got ${text}`);
   return n;
+}
+
+/** The options of the micro-benchmarks bench/run.ts runs: --vpas (snapshot size), --time (ms per task), --json FILE. */
+export function microOptions(): { vpas: number; time: number; json: string | undefined } {
+  const { values } = parseArgs({
+    options: {
+      vpas: { type: 'string', default: '1000000' },
+      time: { type: 'string', default: '2000' },
+      json: { type: 'string' },
+    },
+    strict: true,
+  });
+  return { vpas: wholeNumberOption('vpas', values.vpas), time: wholeNumberOption('time', values.time), json: values.json };
+}
+
+/** A micro-benchmark's JSON report: its name, the Node version, the date and the snapshot size, then `figures`. */
+export function writeBenchReport(path: string, benchmark: string, vpas: number | null, figures: object): void {
+  writeReport(path, { benchmark, node: process.version, date: new Date().toISOString(), vpas, ...figures });
 }
 
 export function writeReport(path: string, report: object): void {

@@ -3,7 +3,7 @@ import type { BatchItem, BatchResponse, Source, VpaVerdict } from '../engine/ver
 /**
  * JSON text of the lookup answers, written by hand: JSON.stringify walks
  * each object's properties generically, and on the single-lookup path that
- * was a larger cost than the lookup itself (bench/intelligence.bench.ts).
+ * was a larger cost than the lookup itself (bench/answer-json.bench.ts).
  * The output is exactly JSON.stringify's, field order included (the
  * property order of the answer objects); a test holds the two together.
  *
