@@ -6,7 +6,9 @@ import { join, resolve } from 'node:path';
  *
  *   evidence/    accepted evidence, one NDJSON file per ingest (immutable)
  *   snapshots/   built snapshots; the newest valid one is served
- *   state/       build state that must survive rebuilds (cluster id assignment)
+ *   state/       build state that must survive rebuilds (cluster id assignment),
+ *                and parsed evidence chunks kept to speed rebuilds up (state/parsed/,
+ *                derived: safe to delete)
  */
 export interface DataDir {
   readonly root: string;

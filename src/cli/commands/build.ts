@@ -40,7 +40,7 @@ export const buildCommand: Command = {
           `snapshot ${m.id} written to ${report.path}`,
           `  ${m.vpaCount} flagged VPAs, ${m.clusterCount} clusters, ${m.urlCount} urls, ${m.evidenceCount} evidence items from ${m.evidenceFiles.length} files`,
           `  skipped ${report.invalidLines} invalid lines and ${report.duplicateEvidence} repeated evidence ids`,
-          `  ${(report.durationMs / 1000).toFixed(2)} s (parse ${ms(report.phaseMs.parse)}, dedup ${ms(report.phaseMs.dedup)}, aggregate ${ms(report.phaseMs.aggregate)}, assemble ${ms(report.phaseMs.assemble)}, write ${ms(report.phaseMs.write)})`,
+          `  ${(report.durationMs / 1000).toFixed(2)} s (parse ${ms(report.phaseMs.parse)}, dedup ${ms(report.phaseMs.dedup)}, aggregate ${ms(report.phaseMs.aggregate)}, assemble ${ms(report.phaseMs.assemble)}, write ${ms(report.phaseMs.write)}; ${report.cachedChunks} of ${report.chunks} evidence chunks from the parse cache)`,
           ...report.invalidSamples.map((s) => `  invalid: ${s}`),
         ].join('\n') + '\n',
       );

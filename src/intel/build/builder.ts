@@ -3,6 +3,7 @@ import { performance } from 'node:perf_hooks';
 import { open, readFile, unlink, mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Piscina } from 'piscina';
+import { parseCacheDir } from './parse-cache.js';
 import type { DataDir } from '../../common/data-dir.js';
 import { UpiRiskError } from '../../common/errors.js';
 import { statEvidenceFiles, evidenceFileTime } from '../../evidence/store.js';
@@ -18,6 +19,11 @@ export interface BuildOptions {
   /** Reference time for recency in scoring; defaults to now. */
   readonly scoredAt?: number;
   readonly onProgress?: (progress: BuildProgress) => void;
+  /**
+   * Keep parsed chunks in DIR/state/parsed/ and reuse them (parse-cache.ts);
+   * default true. Off, every chunk is parsed from its JSON.
+   */
+  readonly parseCache?: boolean;
 }
 
 export type BuildPhase = 'parse' | 'dedup' | 'aggregate' | 'assemble';
@@ -37,6 +43,9 @@ export interface BuildReport {
   readonly duplicateEvidence: number;
   /** A few of the invalid lines met, for the log. */
   readonly invalidSamples: readonly string[];
+  /** Evidence chunks read back from the parse cache, and all chunks. */
+  readonly cachedChunks: number;
+  readonly chunks: number;
 }
 
 export interface BuilderOptions {
@@ -44,6 +53,19 @@ export interface BuilderOptions {
   readonly threads?: number;
   /** Bytes of evidence per parse task. */
   readonly chunkBytes?: number;
+  /**
+   * Raise the pool threads' nice value by this much (Linux nice values are
+   * per thread): a serving process builds in the background at low
+   * priority, so its request thread keeps its core. 0, the default, for
+   * builds that have the machine to themselves.
+   */
+  readonly niceIncrement?: number;
+  /**
+   * How long pool threads outlive a build, ms (default 5 s). A serving
+   * process keeps them longer, so builds that follow each other (an ingest
+   * every few seconds) run on started threads with compiled code.
+   */
+  readonly idleTimeoutMs?: number;
 }
 
 const DEFAULT_CHUNK_BYTES = 32 * 1024 * 1024;
@@ -74,8 +96,9 @@ export class SnapshotBuilder {
       filename: new URL('./worker.js', import.meta.url).href,
       minThreads: 0,
       maxThreads: threads,
-      // Threads exist only while a build runs; a serving process keeps none idle.
-      idleTimeout: 5_000,
+      niceIncrement: options.niceIncrement ?? 0,
+      // Threads exist while builds run and a while after (idleTimeoutMs), never before the first.
+      idleTimeout: options.idleTimeoutMs ?? 5_000,
       // The assemble phase holds the whole data set; the default worker heap is too small at 10M VPAs.
       resourceLimits: { maxOldGenerationSizeMb: 16 * 1024 },
     });
@@ -110,6 +133,7 @@ export class SnapshotBuilder {
       throw new RangeError(`urlMemberCap must be an integer of at least 2, got ${urlMemberCap}`);
     }
     const scoredAt = options.scoredAt ?? Date.now();
+    const cacheDir = options.parseCache === false ? undefined : parseCacheDir(options.dataDir.state);
     const files = await statEvidenceFiles(options.dataDir);
     // Enough partitions to keep every thread busy while the slowest finishes.
     const partitions = this.#threads === 1 ? 1 : this.#threads * 2;
@@ -130,13 +154,14 @@ export class SnapshotBuilder {
     progress({ phase: 'parse', done: 0, total: totalBytes });
     const parsed = await Promise.all(
       chunks.map(async (chunk, index) => {
-        const result = (await this.#pool.run({ kind: 'parse', ...chunk, chunk: index, partitions } satisfies BuildTask)) as ParseResult;
+        const result = (await this.#pool.run({ kind: 'parse', ...chunk, chunk: index, partitions, cacheDir } satisfies BuildTask)) as ParseResult;
         parsedBytes += chunk.end - chunk.start;
         progress({ phase: 'parse', done: parsedBytes, total: totalBytes });
         return result;
       }),
     );
     const invalidLines = parsed.reduce((sum, r) => sum + r.invalidLines, 0);
+    const cachedChunks = parsed.filter((r) => r.fromCache === true).length;
     const invalidSamples = parsed.flatMap((r) => r.invalidSamples).slice(0, 10);
     phaseMs.parse = performance.now() - mark;
 
@@ -196,6 +221,8 @@ export class SnapshotBuilder {
       invalidLines,
       duplicateEvidence,
       invalidSamples,
+      cachedChunks,
+      chunks: chunks.length,
     };
   }
 }

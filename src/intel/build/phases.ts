@@ -27,6 +27,8 @@ export interface ParseTask {
   /** Position of this chunk in ingestion order. */
   readonly chunk: number;
   readonly partitions: number;
+  /** Where parsed chunks are kept between builds (parse-cache.ts); none when absent. */
+  readonly cacheDir?: string | undefined;
 }
 
 export interface ParseResult {
@@ -36,6 +38,8 @@ export interface ParseResult {
   /** A few invalid lines, for the build log. */
   readonly invalidSamples: string[];
   readonly bytes: number;
+  /** Read back from the parse cache rather than parsed. */
+  readonly fromCache?: boolean;
 }
 
 const NEWLINE = 0x0a;

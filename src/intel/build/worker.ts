@@ -2,6 +2,7 @@ import { Piscina } from 'piscina';
 import { performance } from 'node:perf_hooks';
 import { aggregateBuffers, aggregatePartition, dedupPartition, parseChunk } from './phases.js';
 import { assembleSnapshot } from './assemble.js';
+import { readParsedChunk, writeParsedChunk } from './parse-cache.js';
 import { readClusterIdState, writeClusterIdState } from '../cluster-ids.js';
 import { newSnapshotId, writeSnapshot } from '../../engine/snapshot-files.js';
 import { dataDir } from '../../common/data-dir.js';
@@ -11,7 +12,10 @@ import type { AssembleOutcome, AssembleTask, BuildTask } from './tasks.js';
 export default async function runBuildTask(task: BuildTask): Promise<unknown> {
   switch (task.kind) {
     case 'parse': {
+      const cached = task.cacheDir === undefined ? null : readParsedChunk(task.cacheDir, task);
+      if (cached !== null) return movable({ ...cached, fromCache: true }, cached.parts);
       const result = parseChunk(task);
+      if (task.cacheDir !== undefined) writeParsedChunk(task.cacheDir, task, result);
       return movable(result, result.parts);
     }
     case 'dedup': {

@@ -1,0 +1,76 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readdir, writeFile, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { SnapshotBuilder } from '../src/intel/build/builder.js';
+import { parseCacheDir } from '../src/intel/build/parse-cache.js';
+import { readSnapshotFile } from '../src/engine/snapshot-files.js';
+import type { SnapshotData } from '../src/engine/snapshot-data.js';
+import { evidence, ingest, tempDataDir, TEST_SCORED_AT } from './helpers.js';
+import { snapshotDifferences } from './fixtures/fake-snapshot.js';
+
+/** Differences between two builds of the same evidence, apart from each snapshot's own id and build time. */
+function sameBuild(actual: SnapshotData, expected: SnapshotData): string[] {
+  const own = { id: expected.meta.id, createdAt: expected.meta.createdAt };
+  return snapshotDifferences({ ...actual, meta: { ...actual.meta, ...own } }, expected);
+}
+
+const items = (prefix: string, count: number) =>
+  Array.from({ length: count }, (_, i) => evidence(`${prefix}${i}@ybl`, `https://t.me/${prefix}${i % 7}`));
+
+async function build(builder: SnapshotBuilder, dir: Parameters<SnapshotBuilder['build']>[0]['dataDir'], parseCache = true) {
+  const report = await builder.build({ dataDir: dir, scoredAt: TEST_SCORED_AT, parseCache });
+  return { report, data: await readSnapshotFile(report.path) };
+}
+
+test('a rebuild reads parsed chunks back from the cache and builds the same snapshot as from JSON', async () => {
+  const { dir, root, cleanup } = await tempDataDir();
+  // Small chunks, so each file spans several cached chunks.
+  const builder = new SnapshotBuilder({ threads: 2, chunkBytes: 4096 });
+  try {
+    await ingest(dir, root, items('alpha', 120));
+    const first = await build(builder, dir);
+    assert.equal(first.report.cachedChunks, 0);
+    assert.ok(first.report.chunks > 2, `several chunks (${first.report.chunks})`);
+
+    // One line: most of its chunk's partitions are empty, and must be cached too.
+    await ingest(dir, root, items('beta', 1));
+    const second = await build(builder, dir);
+    assert.equal(second.report.cachedChunks, first.report.chunks, 'only the new file is parsed');
+    const third = await build(builder, dir);
+    assert.equal(third.report.cachedChunks, third.report.chunks, 'every chunk is cached once parsed');
+    const fromJson = await build(builder, dir, false);
+    assert.equal(fromJson.report.cachedChunks, 0);
+    assert.deepEqual(sameBuild(second.data, fromJson.data), []);
+    assert.equal(second.data.meta.vpaCount, 121);
+  } finally {
+    await builder.close();
+    await cleanup();
+  }
+});
+
+test('a damaged cache file is ignored and its chunk parsed again', async () => {
+  const { dir, root, cleanup } = await tempDataDir();
+  const builder = new SnapshotBuilder({ threads: 1, chunkBytes: 4096 });
+  try {
+    await ingest(dir, root, items('gamma', 80));
+    const first = await build(builder, dir);
+    const cacheDir = parseCacheDir(dir.state);
+    const files = (await readdir(cacheDir)).filter((f) => !f.startsWith('.tmp-'));
+    assert.equal(files.length, first.report.chunks);
+    // One flipped byte in the records, one file cut short.
+    const flipped = join(cacheDir, files[0]!);
+    const bytes = await readFile(flipped);
+    bytes.writeUInt8(bytes.readUInt8(bytes.length - 1) ^ 0xff, bytes.length - 1);
+    await writeFile(flipped, bytes);
+    const cut = join(cacheDir, files[1] ?? files[0]!);
+    await writeFile(cut, (await readFile(cut)).subarray(0, 20));
+
+    const again = await build(builder, dir);
+    assert.equal(again.report.cachedChunks, first.report.chunks - (files.length > 1 ? 2 : 1));
+    assert.deepEqual(sameBuild(again.data, first.data), []);
+  } finally {
+    await builder.close();
+    await cleanup();
+  }
+});
