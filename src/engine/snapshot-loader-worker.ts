@@ -8,7 +8,11 @@ import { readSnapshotFile } from './snapshot-files.js';
 import { longestKey } from './vpa-index.js';
 import type { LoaderReply } from './snapshot-loader.js';
 
-const { path } = workerData as { path: string };
+const { path, niceIncrement } = workerData as { path: string; niceIncrement: number };
+if (niceIncrement > 0) {
+  // Best effort: without the binding (or the right) the load simply runs at normal priority.
+  await import('@napi-rs/nice').then((binding) => binding.nice(niceIncrement)).catch(() => {});
+}
 let reply: LoaderReply;
 try {
   const data = await readSnapshotFile(path, { shared: true });

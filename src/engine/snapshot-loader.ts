@@ -22,11 +22,12 @@ const WORKER_URL = new URL('./snapshot-loader-worker.js', import.meta.url);
  * the reading, checksum and validation never block this thread. The arrays
  * come back in SharedArrayBuffers: nothing big is copied here. Failures
  * reject with the error the worker met, rebuilt here (a SnapshotError keeps
- * its code and message).
+ * its code and message). `niceIncrement` lowers the loader thread's
+ * priority, as for background builds (SnapshotBuilder).
  */
-export function loadSnapshotOffThread(path: string): Promise<SnapshotData> {
+export function loadSnapshotOffThread(path: string, options: { readonly niceIncrement?: number } = {}): Promise<SnapshotData> {
   return new Promise((resolvePromise, reject) => {
-    const worker = new Worker(WORKER_URL, { workerData: { path: resolve(path) } });
+    const worker = new Worker(WORKER_URL, { workerData: { path: resolve(path), niceIncrement: options.niceIncrement ?? 0 } });
     let settled = false;
     worker.once('message', (reply: LoaderReply) => {
       settled = true;

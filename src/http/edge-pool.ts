@@ -12,7 +12,6 @@ import type { EdgeWorkerData, FromEdge, ToEdge } from './edge-worker.js';
 
 /** What every serving thread is configured with (EdgeWorkerData), plus what the main thread keeps. */
 export interface EdgePoolOptions extends Omit<EdgeWorkerData, 'index' | 'quotaPort'> {
-  readonly threads: number;
   readonly service: IntelligenceService;
   readonly keys: KeyRegistry;
   /** The main thread's quota, asked by threads when there is no Redis. */
@@ -48,7 +47,7 @@ export class EdgePool {
     for (let index = 0; index < options.threads; index++) {
       const channel = new MessageChannel();
       serveQuota(channel.port1, options.quota);
-      const { threads: _threads, service: _service, keys: _keys, quota: _quota, metrics: _metrics, logger: _logger, ...shared } = options;
+      const { service: _service, keys: _keys, quota: _quota, metrics: _metrics, logger: _logger, ...shared } = options;
       const data: EdgeWorkerData = { ...shared, index, quotaPort: channel.port2 };
       const worker = new Worker(new URL('./edge-worker.js', import.meta.url), { workerData: data, transferList: [channel.port2] });
       worker.on('error', (error) => options.logger.error({ thread: index, err: error.stack ?? error.message }, 'serving thread failed'));

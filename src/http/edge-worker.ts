@@ -24,6 +24,8 @@ import { createTlsApp, type TlsFiles } from './tls.js';
  */
 export interface EdgeWorkerData {
   readonly index: number;
+  /** Serving threads in all: a thread that is alone keeps its quotas itself. */
+  readonly threads: number;
   readonly host: string;
   readonly port: number;
   readonly tls: TlsFiles | null;
@@ -58,7 +60,10 @@ const keys = new ActiveKeys();
 const holder: { current: Intelligence } = { current: null as unknown as Intelligence };
 const metrics = new ServiceMetrics();
 let quota: Quota;
-if (config.redis === null) {
+if (config.redis === null && config.threads === 1) {
+  // The only serving thread: its quotas are the process's, decided here without a message per request.
+  quota = new QuotaService({ plans: config.plans });
+} else if (config.redis === null) {
   quota = new RemoteQuota(config.quotaPort);
 } else {
   // The main thread logs Redis outages and recoveries once for the process.
@@ -77,7 +82,7 @@ const api = createApiApp(
     logger,
     metrics,
     version: config.version,
-    thread: config.index,
+    ...(config.threads > 1 ? { thread: config.index } : {}),
     ...(config.metricsToken === undefined ? {} : { metricsToken: config.metricsToken }),
     scrape: () =>
       new Promise<string>((resolve) => {

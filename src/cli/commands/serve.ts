@@ -8,12 +8,9 @@ import { chooseKeyBackend, REDIS_OPTIONS } from '../key-backend-options.js';
 import { loadPlans, DEFAULT_PLANS_FILE } from '../../access/plans.js';
 import { QuotaService } from '../../access/quota.js';
 import { IntelligenceService } from '../../service/intelligence-service.js';
-import { createApiApp } from '../../http/app.js';
 import { ServiceMetrics } from '../../http/metrics.js';
-import { listen } from '../../http/server.js';
 import { checkTlsFiles, createTlsApp, ensureSelfSignedCertificate, type TlsFiles } from '../../http/tls.js';
 import { intOption, parseCommandArgs, type Command } from '../command.js';
-import uWS from 'uWebSockets.js';
 import { availableParallelism } from 'node:os';
 import { EdgePool } from '../../http/edge-pool.js';
 
@@ -102,8 +99,8 @@ export const serveCommand: Command = {
       logger.warn({}, '--plain-http: serving unencrypted HTTP; the spec requires TLS 1.3, so put a TLS-terminating proxy in front');
     }
     // Before loading or building a snapshot, so a TLS set-up that cannot work fails at once
-    // (with --threads above 1 this checks what each serving thread loads again).
-    const app = tls === null ? uWS.App() : createTlsApp(tls);
+    // (each serving thread loads it again).
+    if (tls !== null) createTlsApp(tls);
 
     const store = await chooseKeyBackend(dir, values, logger);
     const keys = new KeyRegistry(store.backend, (error) => logger.error({ err: error.message, keys: store.backend.description }, 'keys not reloaded; previous keys stay in force'));
@@ -128,45 +125,28 @@ export const serveCommand: Command = {
     service.onBuild((report) => metrics.observeBuild(Date.now(), report.durationMs));
     const quota = new QuotaService({ plans, ...(store.redis === null ? {} : { redis: store.redis, redisPrefix: store.prefix }) });
     const version = packageVersion();
-    let stopServing: () => Promise<void>;
-    let boundPort: number;
-    if (threads === 1) {
-      const api = createApiApp(
-        { intelligence: service, keys, quota, logger, metrics, version, ...(metricsToken === undefined ? {} : { metricsToken }) },
-        app,
-      );
-      const listening = await listen(api.app, host, port);
-      boundPort = listening.port;
-      stopServing = async () => {
-        listening.close();
-        api.drain();
-        const deadline = Date.now() + SHUTDOWN_GRACE_MS;
-        while (api.inFlight() > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
-        if (api.inFlight() > 0) logger.warn({ inFlight: api.inFlight() }, 'grace period over; exiting with requests unanswered');
-        // Closes idle keep-alive connections too (present at run time, missing from the typings).
-        (api.app as unknown as { close(): void }).close();
-      };
-    } else {
-      const redisUrl = values.redis ?? process.env.REDIS_URL;
-      const pool = await EdgePool.start({
-        threads,
-        host,
-        port,
-        tls,
-        version,
-        metricsToken,
-        logLevel: level,
-        plans,
-        redis: store.redis === null || redisUrl === undefined ? null : { url: redisUrl, prefix: store.prefix },
-        service,
-        keys,
-        quota,
-        metrics,
-        logger,
-      });
-      boundPort = pool.port;
-      stopServing = () => pool.drain();
-    }
+    // Serving runs on worker threads even when there is one: builds and snapshot loads
+    // hand large buffers to this thread, and the collections those cause (Mark-Compact
+    // pauses of 15 ms at 1M VPAs) then stall no request.
+    const redisUrl = values.redis ?? process.env.REDIS_URL;
+    const pool = await EdgePool.start({
+      threads,
+      host,
+      port,
+      tls,
+      version,
+      metricsToken,
+      logLevel: level,
+      plans,
+      redis: store.redis === null || redisUrl === undefined ? null : { url: redisUrl, prefix: store.prefix },
+      service,
+      keys,
+      quota,
+      metrics,
+      logger,
+    });
+    const boundPort = pool.port;
+    const stopServing = () => pool.drain();
     logger.info({ host, port: boundPort, threads, tls: tls !== null, keys: keys.size, snapshot: service.current.meta.id }, 'listening');
     // An IPv6 address goes in brackets in a URL (RFC 3986), or the port cannot be told apart.
     const urlHost = host.includes(':') ? `[${host}]` : host;
@@ -189,9 +169,6 @@ export const serveCommand: Command = {
     process.exit(0);
   },
 };
-
-/** How long a shutdown waits for requests in flight. */
-const SHUTDOWN_GRACE_MS = 10_000;
 
 function packageVersion(): string {
   const pkg = JSON.parse(readFileSync(new URL('../../../../package.json', import.meta.url), 'utf8')) as { version: string };
