@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { batchItemJson, batchResponseJson, jsonString, verdictJson } from '../src/api/answer-json.js';
+import { batchItemJson, batchResponseJson, clearedBatchItemJson, jsonString, verdictJson } from '../src/api/answer-json.js';
 import { clearedVerdict } from '../src/engine/intelligence.js';
 import { RISK_CATEGORIES, SOURCE_CATEGORIES } from '../src/vpa/categories.js';
 import type { BatchItem, VpaVerdict } from '../src/engine/verdict.js';
@@ -44,6 +44,15 @@ test('batch item and batch response JSON are exactly what JSON.stringify writes 
       assert.equal(batchResponseJson(response), JSON.stringify(response));
     }),
     { numRuns: 200 },
+  );
+});
+
+test('the CLEARED batch item text is batchItemJson of the CLEARED item (property)', () => {
+  fc.assert(
+    fc.property(anyText, (upi) => {
+      const { sources: _s, first_seen: _f, last_seen: _l, ...item } = clearedVerdict(upi);
+      assert.equal(clearedBatchItemJson(upi), batchItemJson(item));
+    }),
   );
 });
 

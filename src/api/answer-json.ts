@@ -25,6 +25,11 @@ export function batchItemJson(item: BatchItem): string {
   return `{"upi":${jsonString(item.upi)},"status":"${item.status}","confidence":${item.confidence},"risk_category":${nullableText(item.risk_category)},"cluster_id":${nullableText(item.cluster_id)},"cluster_size":${item.cluster_size},"evidence_count":${item.evidence_count}}`;
 }
 
+/** batchItemJson of the CLEARED item for `upi`: the same text, without building the item. */
+export function clearedBatchItemJson(upi: string): string {
+  return `{"upi":${jsonString(upi)},"status":"CLEARED","confidence":null,"risk_category":null,"cluster_id":null,"cluster_size":0,"evidence_count":0}`;
+}
+
 export function batchResponseJson(response: BatchResponse): string {
   let out = '{"results":[';
   const results = response.results;

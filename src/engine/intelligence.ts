@@ -98,6 +98,12 @@ export class Intelligence {
     if (id === NOT_FOUND) {
       return { upi, status: 'CLEARED', confidence: null, risk_category: null, cluster_id: null, cluster_size: 0, evidence_count: 0 };
     }
+    return this.flaggedBatchItem(id, upi);
+  }
+
+  /** Batch item of the flagged VPA with id `id` (from `lookup`), echoing `upi`. */
+  flaggedBatchItem(id: number, upi: string): BatchItem {
+    if (!(id >= 0 && id < this.meta.vpaCount)) throw new RangeError(`no flagged VPA with id ${id}`);
     const d = this.#data;
     const cluster = d.vpaCluster[id]!;
     return {
