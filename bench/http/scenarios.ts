@@ -191,8 +191,14 @@ export interface SwapResult {
   readonly stallMs: number;
   /** The same over an equally long window of the same load without a swap, ms. */
   readonly baselineStallMs: number;
-  /** From `upi-risk ingest` returning to the new verdict being served, s. */
+  /** From `upi-risk ingest` returning to the new verdict being served, under the load, s. */
   readonly freshnessS: number;
+  /**
+   * The same with no load, for the server's next two ingests: the first runs
+   * on build threads started for it, the second on threads kept from the
+   * first (as when ingests follow each other).
+   */
+  readonly idleFreshnessS: readonly [first: number, next: number];
   /** Open-loop load running through the swap. */
   readonly load: OpenLoopResult;
   /** Requests that failed or answered other than 2xx during it. */
@@ -222,36 +228,39 @@ export async function runSwap(options: HttpOptions, token: string, rate: number,
     await baselineRun;
     const baselineStallMs = await scrape();
 
-    const marker = `benchswap${Date.now()}`;
-    const evidencePath = join(workDir, `${marker}.ndjson`);
-    const upi = `${marker}@ybl`;
-    await writeFile(
-      evidencePath,
-      `${JSON.stringify({ evidence_id: `${marker}-1`, upi, url: `https://t.me/${marker}`, source_category: 'telegram', captured_at: new Date().toISOString() })}\n`,
-    );
     // loadSeconds covers a rebuild at this size, with load before and after.
     const loadRun = runOpenLoop(target, { rate, seconds: loadSeconds, warmupSeconds: 1, connections: options.connections });
     await sleep(2000);
     await scrape();
-    const ingested = await runCli(['ingest', '--data-dir', options.dataDir, evidencePath]);
-    if (ingested.code !== 0) throw new Error(`ingest failed:\n${ingested.stderr}`);
-    const ingestedAt = performance.now();
-    let freshnessS = -1;
-    while (performance.now() - ingestedAt < 600_000) {
-      const answer = (await (await fetch(`${server.base}/v1/verify/upi?upi=${upi}`, { headers: { authorization: `Bearer ${token}` } })).json()) as { status: string };
-      if (answer.status === 'FLAGGED') {
-        freshnessS = round3((performance.now() - ingestedAt) / 1000);
-        break;
-      }
-      await sleep(20);
-    }
+    const freshnessS = await ingestAndWait(server, options.dataDir, workDir, token);
     await sleep(2000);
     const stallMs = await scrape();
     const load = await loadRun;
-    return { stallMs: round3(stallMs), baselineStallMs: round3(baselineStallMs), freshnessS, load, failed: load.errors + load.non2xx };
+    const idleFreshnessS = [await ingestAndWait(server, options.dataDir, workDir, token), await ingestAndWait(server, options.dataDir, workDir, token)] as const;
+    return { stallMs: round3(stallMs), baselineStallMs: round3(baselineStallMs), freshnessS, idleFreshnessS, load, failed: load.errors + load.non2xx };
   } finally {
     await server.stop();
   }
+}
+
+/** Ingest evidence naming a VPA nobody has seen, and time until the server answers FLAGGED for it, s. */
+async function ingestAndWait(server: RunningServer, dataDir: string, workDir: string, token: string): Promise<number> {
+  const marker = `benchswap${Date.now()}`;
+  const evidencePath = join(workDir, `${marker}.ndjson`);
+  const upi = `${marker}@ybl`;
+  await writeFile(
+    evidencePath,
+    `${JSON.stringify({ evidence_id: `${marker}-1`, upi, url: `https://t.me/${marker}`, source_category: 'telegram', captured_at: new Date().toISOString() })}\n`,
+  );
+  const ingested = await runCli(['ingest', '--data-dir', dataDir, evidencePath]);
+  if (ingested.code !== 0) throw new Error(`ingest failed:\n${ingested.stderr}`);
+  const ingestedAt = performance.now();
+  while (performance.now() - ingestedAt < 600_000) {
+    const answer = (await (await fetch(`${server.base}/v1/verify/upi?upi=${upi}`, { headers: { authorization: `Bearer ${token}` } })).json()) as { status: string };
+    if (answer.status === 'FLAGGED') return round3((performance.now() - ingestedAt) / 1000);
+    await sleep(20);
+  }
+  return -1;
 }
 
 function sleep(ms: number): Promise<void> {
