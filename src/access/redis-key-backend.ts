@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { UpiRiskError } from '../common/errors.js';
 import { KeyFileError, validateKeyRecords, type KeyBackend, type KeyRecord } from './key-store.js';
@@ -5,8 +6,10 @@ import { KeyFileError, validateKeyRecords, type KeyBackend, type KeyRecord } fro
 /**
  * Key records in Redis, shared by every replica: a hash `<prefix>:keys`
  * (field = key id, value = the record as JSON, hash of the key included, never
- * the key) and a counter `<prefix>:keys:version` bumped by every change, which
- * servers poll to reload within a second.
+ * the key) and `<prefix>:keys:version`, set to a new random token by every
+ * change, which servers poll to reload within a second. A token rather than a
+ * counter: a Redis that lost its data would count again from 1, and a server
+ * that saw version 1 before would miss the keys created after.
  */
 export class RedisKeyBackend implements KeyBackend {
   readonly #redis: Redis;
@@ -42,7 +45,7 @@ export class RedisKeyBackend implements KeyBackend {
       if (outcome.keys.length > 0) {
         multi.hset(this.#keysKey, Object.fromEntries(outcome.keys.map((k) => [k.id, JSON.stringify(k)])));
       }
-      const done = await multi.incr(this.#versionKey).exec();
+      const done = await multi.set(this.#versionKey, randomBytes(8).toString('hex')).exec();
       if (done !== null) return outcome.result;
     }
     throw new UpiRiskError('ERR_KEY_STORE', 'keys changed concurrently too often; try again');
