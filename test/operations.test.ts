@@ -113,8 +113,10 @@ describe('operations', { concurrency: true }, () => {
       assert.match(text, new RegExp(`^upi_risk_snapshot_info\\{id="${ok.headers.get('x-data-version')!}"\\} 1$`, 'm'));
       const age = /^upi_risk_snapshot_age_seconds (\S+)$/m.exec(text);
       assert.ok(age !== null && Number(age[1]) >= 0, 'snapshot age is a number of seconds');
-      const stall = /^upi_risk_event_loop_delay_max_seconds (\S+)$/m.exec(text);
-      assert.ok(stall !== null && Number(stall[1]) >= 0 && Number(stall[1]) < 60, 'longest event-loop delay is a number of seconds');
+      for (const thread of ['main', '0']) {
+        const stall = new RegExp(`^upi_risk_event_loop_delay_max_seconds\\{thread="${thread}"\\} (\\S+)$`, 'm').exec(text);
+        assert.ok(stall !== null && Number(stall[1]) >= 0 && Number(stall[1]) < 60, `longest event-loop delay of thread ${thread} is a number of seconds`);
+      }
     } finally {
       assert.equal(await server.stop(), 0);
       await data.cleanup();

@@ -216,9 +216,10 @@ export async function runSwap(options: HttpOptions, token: string, rate: number,
     const target = targetFor('single', options.workload, portOf(server), false, token);
     const scrape = async (): Promise<number> => {
       const text = await (await fetch(`${server.base}/metrics`, { headers: { authorization: 'Bearer bench-metrics' } })).text();
-      const match = /^upi_risk_event_loop_delay_max_seconds (\S+)$/m.exec(text);
-      if (match === null) throw new Error('the server does not report upi_risk_event_loop_delay_max_seconds');
-      return Number(match[1]) * 1000;
+      // Serving threads only: the main thread builds and loads, and answers no request.
+      const serving = [...text.matchAll(/^upi_risk_event_loop_delay_max_seconds\{thread="(\d+)"\} (\S+)$/gm)].map((m) => Number(m[2]) * 1000);
+      if (serving.length === 0) throw new Error('the server reports no upi_risk_event_loop_delay_max_seconds of a serving thread');
+      return Math.max(...serving);
     };
     // Baseline: the same load, no swap.
     const windowSeconds = 8;

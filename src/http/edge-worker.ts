@@ -58,7 +58,7 @@ const post = (message: FromEdge) => port.postMessage(message);
 const logger = pino({ level: config.logLevel, base: { service: 'upi-risk', thread: config.index } }, pino.destination(2));
 const keys = new ActiveKeys();
 const holder: { current: Intelligence } = { current: null as unknown as Intelligence };
-const metrics = new ServiceMetrics();
+const metrics = new ServiceMetrics(String(config.index));
 let quota: Quota;
 if (config.redis === null && config.threads === 1) {
   // The only serving thread: its quotas are the process's, decided here without a message per request.

@@ -43,27 +43,32 @@ export class ServiceMetrics {
     registers: [this.registry],
   });
   /**
-   * The longest event-loop stall since the previous scrape, so a snapshot
-   * swap or any other synchronous work on a serving thread shows up. Sampled
-   * every millisecond (prom-client's default event-loop metrics sample every
-   * 10 ms and never reset, too coarse for a 5 ms budget).
+   * The longest event-loop stall since the previous scrape, per thread
+   * (`main`, which builds and loads, and the serving threads `0`..`N-1`), so
+   * a snapshot swap or any other synchronous work on a serving thread shows
+   * up. Sampled every millisecond (prom-client's default event-loop metrics
+   * sample every 10 ms and never reset, too coarse for a 5 ms budget).
    */
   readonly #loopDelay = monitorEventLoopDelay({ resolution: 1 });
+  readonly #thread: string;
   readonly eventLoopDelayMax = new Gauge({
     name: 'upi_risk_event_loop_delay_max_seconds',
-    help: 'Longest event-loop delay since the previous scrape, sampled every 1 ms (largest over threads)',
+    help: 'Longest event-loop delay since the previous scrape, sampled every 1 ms, by thread (main, or a serving thread)',
+    labelNames: ['thread'] as const,
     aggregator: 'max',
     registers: [this.registry],
     collect: () => {
       // The histogram starts empty (max 0) and is cleared on every scrape: each value covers one scrape interval.
-      this.eventLoopDelayMax.set(this.#loopDelay.max / 1e9);
+      this.eventLoopDelayMax.set({ thread: this.#thread }, this.#loopDelay.max / 1e9);
       this.#loopDelay.reset();
     },
   });
   readonly lastBuildTime = new Gauge({ name: 'upi_risk_last_build_timestamp_seconds', help: 'When the last build finished', aggregator: 'max', registers: [this.registry] });
   readonly lastBuildDuration = new Gauge({ name: 'upi_risk_last_build_duration_seconds', help: 'How long the last build took', aggregator: 'max', registers: [this.registry] });
 
-  constructor() {
+  /** `thread` names this thread in per-thread metrics: `main`, or a serving thread's index. */
+  constructor(thread = 'main') {
+    this.#thread = thread;
     this.#loopDelay.enable();
   }
 
