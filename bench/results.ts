@@ -61,7 +61,7 @@ function checks(suite: SuiteResult): Check[] {
   }
   const swap = suite.swap;
   if (swap !== null) {
-    out.push(['serving-thread stall over a rebuild and swap', '≤ 5 ms', `${swap.stallMs} ms (same load, no swap: ${swap.baselineStallMs} ms)`, swap.stallMs <= 5]);
+    out.push(['serving-thread stall over a rebuild and swap', '≤ 5 ms', `${swap.stallMs} ms (same load, no swap: ${swap.baselineStallMs} ms; the swap itself held the thread ${swap.swapMs} ms)`, swap.stallMs <= 5]);
     out.push(['failed requests during the swap', '0', `${swap.failed} of ${fmt(swap.load.sent)}`, swap.failed === 0]);
     const atMillion = suite.vpas <= 1_000_000;
     const [first, next] = swap.idleFreshnessS;
@@ -140,8 +140,8 @@ export function renderMarkdown(suite: SuiteResult): string {
     parts.push('## Swap under load (plain HTTP, single lookups at half the peak)');
     parts.push(
       table(
-        ['freshness under load (idle: first, next)', 'stall with swap', 'stall without', 'requests', 'failed', 'p99 / p99.9 / max, ms'],
-        [[`${s.freshnessS} s (${s.idleFreshnessS[0]} s, ${s.idleFreshnessS[1]} s)`, `${s.stallMs} ms`, `${s.baselineStallMs} ms`, fmt(s.load.sent), s.failed, `${s.load.p99} / ${s.load.p999} / ${s.load.max}`]],
+        ['freshness under load (idle: first, next)', 'stall with swap', 'swap itself', 'stall without', 'requests', 'failed', 'p99 / p99.9 / max, ms'],
+        [[`${s.freshnessS} s (${s.idleFreshnessS[0]} s, ${s.idleFreshnessS[1]} s)`, `${s.stallMs} ms`, `${s.swapMs} ms`, `${s.baselineStallMs} ms`, fmt(s.load.sent), s.failed, `${s.load.p99} / ${s.load.p999} / ${s.load.max}`]],
       ),
     );
   }

@@ -88,6 +88,7 @@ describe('operations', { concurrency: true }, () => {
     'upi_risk_snapshot_age_seconds',
     'upi_risk_snapshot_info',
     'upi_risk_event_loop_delay_max_seconds',
+    'upi_risk_snapshot_swap_seconds',
   ];
 
   test('GET /metrics from loopback returns Prometheus text with the service metrics', async () => {
@@ -117,6 +118,8 @@ describe('operations', { concurrency: true }, () => {
         const stall = new RegExp(`^upi_risk_event_loop_delay_max_seconds\\{thread="${thread}"\\} (\\S+)$`, 'm').exec(text);
         assert.ok(stall !== null && Number(stall[1]) >= 0 && Number(stall[1]) < 60, `longest event-loop delay of thread ${thread} is a number of seconds`);
       }
+      const swap = /^upi_risk_snapshot_swap_seconds\{thread="0"\} (\S+)$/m.exec(text);
+      assert.ok(swap !== null && Number(swap[1]) >= 0 && Number(swap[1]) < 1, 'the first snapshot was wrapped in well under a second');
     } finally {
       assert.equal(await server.stop(), 0);
       await data.cleanup();

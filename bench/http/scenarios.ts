@@ -191,6 +191,8 @@ export interface SwapResult {
   readonly stallMs: number;
   /** The same over an equally long window of the same load without a swap, ms. */
   readonly baselineStallMs: number;
+  /** How long the swap itself held a serving thread (upi_risk_snapshot_swap_seconds), ms. */
+  readonly swapMs: number;
   /** From `upi-risk ingest` returning to the new verdict being served, under the load, s. */
   readonly freshnessS: number;
   /**
@@ -221,6 +223,11 @@ export async function runSwap(options: HttpOptions, token: string, rate: number,
       if (serving.length === 0) throw new Error('the server reports no upi_risk_event_loop_delay_max_seconds of a serving thread');
       return Math.max(...serving);
     };
+    const swapHeld = async (): Promise<number> => {
+      const text = await (await fetch(`${server.base}/metrics`, { headers: { authorization: 'Bearer bench-metrics' } })).text();
+      const held = [...text.matchAll(/^upi_risk_snapshot_swap_seconds\{thread="(\d+)"\} (\S+)$/gm)].map((m) => Number(m[2]) * 1000);
+      return held.length === 0 ? -1 : Math.max(...held);
+    };
     // Baseline: the same load, no swap.
     const windowSeconds = 8;
     const baselineRun = runOpenLoop(target, { rate, seconds: windowSeconds, warmupSeconds: 1, connections: options.connections });
@@ -236,9 +243,10 @@ export async function runSwap(options: HttpOptions, token: string, rate: number,
     const freshnessS = await ingestAndWait(server, options.dataDir, workDir, token);
     await sleep(2000);
     const stallMs = await scrape();
+    const swapMs = await swapHeld();
     const load = await loadRun;
     const idleFreshnessS = [await ingestAndWait(server, options.dataDir, workDir, token), await ingestAndWait(server, options.dataDir, workDir, token)] as const;
-    return { stallMs: round3(stallMs), baselineStallMs: round3(baselineStallMs), freshnessS, idleFreshnessS, load, failed: load.errors + load.non2xx };
+    return { stallMs: round3(stallMs), baselineStallMs: round3(baselineStallMs), swapMs: round3(swapMs), freshnessS, idleFreshnessS, load, failed: load.errors + load.non2xx };
   } finally {
     await server.stop();
   }

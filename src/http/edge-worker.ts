@@ -1,3 +1,4 @@
+import { performance } from 'node:perf_hooks';
 import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
 import { pino } from 'pino';
 import uWS from 'uWebSockets.js';
@@ -97,10 +98,13 @@ let listening: Listening | null = null;
 
 port.on('message', (message: ToEdge) => {
   switch (message.type) {
-    case 'snapshot':
+    case 'snapshot': {
       // The arrays are views of shared memory: nothing is copied here.
+      const started = performance.now();
       holder.current = new Intelligence(message.data);
+      metrics.observeSwap((performance.now() - started) / 1000);
       break;
+    }
     case 'keys':
       keys.replace(message.records);
       break;

@@ -63,6 +63,13 @@ export class ServiceMetrics {
       this.#loopDelay.reset();
     },
   });
+  readonly swapSeconds = new Gauge({
+    name: 'upi_risk_snapshot_swap_seconds',
+    help: 'How long the last snapshot swap held this serving thread (wrapping the new arrays), by thread',
+    labelNames: ['thread'] as const,
+    aggregator: 'max',
+    registers: [this.registry],
+  });
   readonly lastBuildTime = new Gauge({ name: 'upi_risk_last_build_timestamp_seconds', help: 'When the last build finished', aggregator: 'max', registers: [this.registry] });
   readonly lastBuildDuration = new Gauge({ name: 'upi_risk_last_build_duration_seconds', help: 'How long the last build took', aggregator: 'max', registers: [this.registry] });
 
@@ -70,6 +77,10 @@ export class ServiceMetrics {
   constructor(thread = 'main') {
     this.#thread = thread;
     this.#loopDelay.enable();
+  }
+
+  observeSwap(seconds: number): void {
+    this.swapSeconds.set({ thread: this.#thread }, seconds);
   }
 
   /** Refresh the snapshot gauges; called on every swap and before each scrape. */
