@@ -7,8 +7,9 @@ import { FixedWindows, type WindowState } from './fixed-windows.js';
 /**
  * Quotas per API key across all endpoints (a batch is one request), and a
  * separate limit on failed authentications per client IP. Limiter arithmetic
- * is rate-limiter-flexible's; this module only decides which limiter applies
- * and turns results into the spec's headers.
+ * is rate-limiter-flexible's (per-key windows in this process use
+ * FixedWindows, the same arithmetic answered synchronously); this module
+ * decides which limiter applies and turns results into the spec's headers.
  *
  * Each plan has two fixed windows: `burst` per second and `sustained` per
  * `windowSeconds`. A request is checked against the burst window first, and
