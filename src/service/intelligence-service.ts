@@ -123,7 +123,7 @@ export class IntelligenceService {
       this.#refreshing = null;
       if (this.#again && !this.#closed) {
         this.#again = false;
-        this.refresh().catch((error: unknown) => this.#logger.error({ err: String(error) }, 'refresh failed; still serving the previous snapshot'));
+        void this.#refreshInBackground();
       }
     });
     return this.#refreshing;
@@ -184,7 +184,7 @@ export class IntelligenceService {
     try {
       this.#watcher = watch(this.#options.dataDir.evidence, { persistent: false }, () => {
         if (this.#closed) return;
-        this.refresh().catch((error: unknown) => this.#logger.error({ err: String(error) }, 'refresh failed; still serving the previous snapshot'));
+        void this.#refreshInBackground();
       });
       this.#watcher.on('error', () => {
         this.#watcher?.close();
@@ -196,13 +196,16 @@ export class IntelligenceService {
     }
   }
 
+  /** A refresh nobody waits for: a failure is logged, and the current snapshot stays. */
+  #refreshInBackground(): Promise<void> {
+    return this.refresh().catch((error: unknown) => this.#logger.error({ err: String(error) }, 'refresh failed; still serving the previous snapshot'));
+  }
+
   #schedule(pollMs: number): void {
     this.#timer = setTimeout(() => {
-      this.refresh()
-        .catch((error: unknown) => this.#logger.error({ err: String(error) }, 'refresh failed; still serving the previous snapshot'))
-        .finally(() => {
-          if (!this.#closed) this.#schedule(pollMs);
-        });
+      void this.#refreshInBackground().finally(() => {
+        if (!this.#closed) this.#schedule(pollMs);
+      });
     }, pollMs);
     this.#timer.unref();
   }
@@ -210,9 +213,9 @@ export class IntelligenceService {
 
 /**
  * Nice increment of background builds and loads: a build uses every core,
- * and at equal priority it took the serving thread's core in turns (stalls
- * of 50 ms at 1M VPAs, 230 ms at 10M, in bench/run.ts's swap section). At
- * +10 the kernel gives the serving thread about ten times the share.
+ * and at equal priority its threads would take turns with the serving
+ * threads for them. At +10 the kernel gives a serving thread about ten
+ * times the share of a build thread wanting the same core.
  */
 const BACKGROUND_NICE = 10;
 const background = { niceIncrement: BACKGROUND_NICE };
