@@ -75,7 +75,8 @@ export function runCli(args: readonly string[]): Promise<{ code: number; stdout:
     let stderr = '';
     child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
     child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
-    child.on('exit', (code) => resolve({ code: code ?? 1, stdout, stderr }));
+    // 'close', not 'exit': the process can end before its output has been read.
+    child.on('close', (code) => resolve({ code: code ?? 1, stdout, stderr }));
   });
 }
 

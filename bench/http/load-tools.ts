@@ -113,6 +113,7 @@ function capture(command: string, args: readonly string[]): Promise<string> {
     child.stdout.on('data', (c: Buffer) => (out += c.toString()));
     child.stderr.on('data', (c: Buffer) => (err += c.toString()));
     child.once('error', reject);
-    child.once('exit', (code) => (code === 0 ? resolve(out) : reject(new Error(`${command} exited with ${code}:\n${out}${err}`))));
+    // 'close', not 'exit': the output must be read in full before it is parsed.
+    child.once('close', (code) => (code === 0 ? resolve(out) : reject(new Error(`${command} exited with ${code}:\n${out}${err}`))));
   });
 }
