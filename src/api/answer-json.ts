@@ -31,13 +31,18 @@ export function clearedBatchItemJson(upi: string): string {
 }
 
 export function batchResponseJson(response: BatchResponse): string {
-  let out = '{"results":[';
+  let items = '';
   const results = response.results;
   for (let i = 0; i < results.length; i++) {
-    if (i > 0) out += ',';
-    out += batchItemJson(results[i]!);
+    if (i > 0) items += ',';
+    items += batchItemJson(results[i]!);
   }
-  return `${out}],"total":${response.total},"flagged_count":${response.flagged_count},"cleared_count":${response.cleared_count}}`;
+  return batchEnvelopeJson(items, response.total, response.flagged_count);
+}
+
+/** The batch response around its items' JSON, already joined with commas (answerBatchBody writes them as it looks up). */
+export function batchEnvelopeJson(itemsJson: string, total: number, flagged: number): string {
+  return `{"results":[${itemsJson}],"total":${total},"flagged_count":${flagged},"cleared_count":${total - flagged}}`;
 }
 
 function sourceJson(s: Source): string {

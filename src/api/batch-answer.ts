@@ -2,7 +2,7 @@ import { NOT_FOUND } from '../common/brand.js';
 import type { Intelligence } from '../engine/intelligence.js';
 import { badRequest, type HttpError } from '../http/http-error.js';
 import { parseBatchRequest, scanBatchBody } from './batch-request.js';
-import { batchItemJson, clearedBatchItemJson } from './answer-json.js';
+import { batchEnvelopeJson, batchItemJson, clearedBatchItemJson } from './answer-json.js';
 
 /**
  * A batch request from body bytes to response JSON, below the HTTP layer:
@@ -24,18 +24,18 @@ export function answerBatchBody(intel: Intelligence, body: Buffer): string | Htt
   }
   const upis = parseBatchRequest(parsed);
   if (!Array.isArray(upis)) return upis;
-  let out = '{"results":[';
+  let items = '';
   let flagged = 0;
   for (let i = 0; i < upis.length; i++) {
-    if (i > 0) out += ',';
+    if (i > 0) items += ',';
     const upi = upis[i]!;
     const id = intel.lookup(upi);
     if (id === NOT_FOUND) {
-      out += clearedBatchItemJson(upi);
+      items += clearedBatchItemJson(upi);
     } else {
       flagged++;
-      out += batchItemJson(intel.flaggedBatchItem(id, upi));
+      items += batchItemJson(intel.flaggedBatchItem(id, upi));
     }
   }
-  return `${out}],"total":${upis.length},"flagged_count":${flagged},"cleared_count":${upis.length - flagged}}`;
+  return batchEnvelopeJson(items, upis.length, flagged);
 }
