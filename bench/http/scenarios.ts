@@ -216,17 +216,17 @@ export async function runSwap(options: HttpOptions, token: string, rate: number,
   const server = await startService(options.dataDir, false, options.serverThreads, ['--poll-ms', '1000', '--metrics-token', 'bench-metrics']);
   try {
     const target = targetFor('single', options.workload, portOf(server), false, token);
-    const scrape = async (): Promise<number> => {
+    /** One scrape (each starts a new stall window): the serving threads' longest stall and last swap hold, ms (-1 when not reported). */
+    const scrape = async (): Promise<{ stallMs: number; swapMs: number }> => {
       const text = await (await fetch(`${server.base}/metrics`, { headers: { authorization: 'Bearer bench-metrics' } })).text();
-      // Serving threads only: the main thread builds and loads, and answers no request.
-      const serving = [...text.matchAll(/^upi_risk_event_loop_delay_max_seconds\{thread="(\d+)"\} (\S+)$/gm)].map((m) => Number(m[2]) * 1000);
-      if (serving.length === 0) throw new Error('the server reports no upi_risk_event_loop_delay_max_seconds of a serving thread');
-      return Math.max(...serving);
-    };
-    const swapHeld = async (): Promise<number> => {
-      const text = await (await fetch(`${server.base}/metrics`, { headers: { authorization: 'Bearer bench-metrics' } })).text();
-      const held = [...text.matchAll(/^upi_risk_snapshot_swap_seconds\{thread="(\d+)"\} (\S+)$/gm)].map((m) => Number(m[2]) * 1000);
-      return held.length === 0 ? -1 : Math.max(...held);
+      // Serving threads only (numbered): the main thread builds and loads, and answers no request.
+      const servingMax = (name: string): number => {
+        const values = [...text.matchAll(new RegExp(`^${name}\\{thread="\\d+"\\} (\\S+)$`, 'gm'))].map((m) => Number(m[1]) * 1000);
+        return values.length === 0 ? -1 : Math.max(...values);
+      };
+      const stallMs = servingMax('upi_risk_event_loop_delay_max_seconds');
+      if (stallMs < 0) throw new Error('the server reports no upi_risk_event_loop_delay_max_seconds of a serving thread');
+      return { stallMs, swapMs: servingMax('upi_risk_snapshot_swap_seconds') };
     };
     // Baseline: the same load, no swap.
     const windowSeconds = 8;
@@ -234,7 +234,7 @@ export async function runSwap(options: HttpOptions, token: string, rate: number,
     await sleep(1000);
     await scrape();
     await baselineRun;
-    const baselineStallMs = await scrape();
+    const baselineStallMs = (await scrape()).stallMs;
 
     // loadSeconds covers a rebuild at this size, with load before and after.
     const loadRun = runOpenLoop(target, { rate, seconds: loadSeconds, warmupSeconds: 1, connections: options.connections });
@@ -242,8 +242,7 @@ export async function runSwap(options: HttpOptions, token: string, rate: number,
     await scrape();
     const freshnessS = await ingestAndWait(server, options.dataDir, workDir, token);
     await sleep(2000);
-    const stallMs = await scrape();
-    const swapMs = await swapHeld();
+    const { stallMs, swapMs } = await scrape();
     const load = await loadRun;
     const idleFreshnessS = [await ingestAndWait(server, options.dataDir, workDir, token), await ingestAndWait(server, options.dataDir, workDir, token)] as const;
     return { stallMs: round3(stallMs), baselineStallMs: round3(baselineStallMs), swapMs: round3(swapMs), freshnessS, idleFreshnessS, load, failed: load.errors + load.non2xx };
