@@ -48,6 +48,22 @@ test('timestamps need a zone; impossible dates are refused; output is UTC', () =
   }
 });
 
+test('formatIso writes what Date#toISOString writes, without the fraction on whole seconds', () => {
+  const viaDate = (ms: number) => {
+    const iso = new Date(ms).toISOString();
+    return iso.endsWith('.000Z') ? `${iso.slice(0, -5)}Z` : iso;
+  };
+  const edges = [
+    0, 999, 951_782_400_000 /* 2000-02-29 */, 4_107_542_400_000 /* 2100-03-01 */, 1_709_164_800_000 /* 2024-02-29 */,
+    253_402_300_799_999 /* 9999-12-31T23:59:59.999 */, 253_402_300_800_000 /* year 10000 */, -1, -62_167_219_200_000 /* year 0 */,
+  ];
+  for (const ms of edges) assert.equal(formatIso(ms), viaDate(ms), String(ms));
+  fc.assert(
+    fc.property(fc.integer({ min: -62_167_219_200_000, max: 300_000_000_000_000 }), (ms) => formatIso(ms) === viaDate(ms)),
+    { numRuns: 20_000 },
+  );
+});
+
 test('defaults: risk category from the source category, screenshot false, VPA lower-cased', () => {
   const base = { evidence_id: 'e', upi: 'MiXeD@Ybl', url: 'https://u', captured_at: '2026-01-01T00:00:00Z' };
   const expected: Record<string, string> = { gambling: 'gambling', phishing: 'phishing', scam: 'scam', telegram: 'scam' };

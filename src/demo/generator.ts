@@ -29,6 +29,7 @@ import { randomBytes } from 'node:crypto';
 import type { Writable } from 'node:stream';
 import { finished } from 'node:stream/promises';
 import { TEMP_PREFIX } from '../common/atomic-file.js';
+import { formatClock } from '../common/time.js';
 import type { RiskCategory, SourceCategory } from '../vpa/categories.js';
 import { Random, Weighted } from './random.js';
 import * as words from './vocabulary.js';
@@ -894,14 +895,7 @@ class StampFormatter {
   /** `YYYY-MM-DDTHH:MM:SS` or `…:SS.mmm`; the zone is the caller's. */
   format(localMs: number, withMillis: boolean): string {
     const day = Math.floor(localMs / DAY);
-    let rest = localMs - day * DAY;
-    const hours = Math.floor(rest / 3_600_000);
-    rest -= hours * 3_600_000;
-    const minutes = Math.floor(rest / 60_000);
-    rest -= minutes * 60_000;
-    const seconds = Math.floor(rest / 1000);
-    const text = this.days[day - this.firstDay]! + TWO_DIGITS[hours]! + ':' + TWO_DIGITS[minutes]! + ':' + TWO_DIGITS[seconds]!;
-    return withMillis ? text + MILLIS[rest - seconds * 1000]! : text;
+    return this.days[day - this.firstDay]! + formatClock(localMs - day * DAY, withMillis);
   }
 }
 
@@ -928,8 +922,6 @@ const latin1Write: Latin1Writer =
     ? (target, text, offset) => (target as unknown as { latin1Write(t: string, o: number): number }).latin1Write(text, offset)
     : (target, text, offset) => target.write(text, offset, 'latin1');
 
-const TWO_DIGITS = Array.from({ length: 60 }, (_, i) => String(i).padStart(2, '0'));
-const MILLIS = Array.from({ length: 1000 }, (_, i) => `.${String(i).padStart(3, '0')}`);
 
 /** Failures before the first success, each trial succeeding with probability p. */
 function geometric(rng: Random, p: number): number {
