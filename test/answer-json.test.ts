@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { batchItemJson, batchResponseJson, clearedBatchItemJson, jsonString, verdictJson } from '../src/api/answer-json.js';
+import { batchItemJson, batchResponseJson, clearedBatchItemJson, clearedVerdictJson, jsonString, verdictJson } from '../src/api/answer-json.js';
 import { clearedVerdict } from '../src/engine/intelligence.js';
 import { RISK_CATEGORIES, SOURCE_CATEGORIES } from '../src/vpa/categories.js';
 import type { BatchItem, VpaVerdict } from '../src/engine/verdict.js';
@@ -45,6 +45,10 @@ test('batch item and batch response JSON are exactly what JSON.stringify writes 
     }),
     { numRuns: 200 },
   );
+});
+
+test('the CLEARED verdict text is verdictJson of the CLEARED verdict (property)', () => {
+  fc.assert(fc.property(anyText, (upi) => clearedVerdictJson(upi) === verdictJson(clearedVerdict(upi))));
 });
 
 test('the CLEARED batch item text is batchItemJson of the CLEARED item (property)', () => {

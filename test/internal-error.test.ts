@@ -9,16 +9,18 @@ import { ActiveKeys } from '../src/access/active-keys.js';
 import { hashApiKey } from '../src/access/api-key.js';
 import { silentLogger } from '../src/common/logger.js';
 import { buildInProcess, evidence } from './helpers.js';
-import type { Intelligence } from '../src/engine/intelligence.js';
+import { Intelligence } from '../src/engine/intelligence.js';
 
 test('an unexpected failure answers 500 internal_error for that request only, and the server keeps serving', async () => {
   const real = buildInProcess([evidence('ok@ybl', 'https://u.example')]);
   // A snapshot whose lookups of one VPA throw, standing in for any bug below the edge.
-  const broken = Object.create(real) as Intelligence;
-  broken.verdict = (upi: string) => {
-    if (upi === 'boom@ybl') throw new Error('simulated failure');
-    return real.verdict(upi);
-  };
+  class BrokenIntelligence extends Intelligence {
+    override lookup(upi: string): number {
+      if (upi === 'boom@ybl') throw new Error('simulated failure');
+      return super.lookup(upi);
+    }
+  }
+  const broken = new BrokenIntelligence(real.data);
   const key = 'upirisk_test-key-for-the-internal-error-test-0000';
   const keys = new ActiveKeys();
   keys.replace([

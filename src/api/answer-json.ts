@@ -21,6 +21,11 @@ export function verdictJson(v: VpaVerdict): string {
   return `${out}],"evidence_count":${v.evidence_count}}`;
 }
 
+/** verdictJson of the CLEARED verdict for `upi`: the same text, without building the verdict. */
+export function clearedVerdictJson(upi: string): string {
+  return `{"upi":${jsonString(upi)},"status":"CLEARED","confidence":null,"risk_category":null,"cluster_id":null,"cluster_size":0,"first_seen":null,"last_seen":null,"sources":[],"evidence_count":0}`;
+}
+
 export function batchItemJson(item: BatchItem): string {
   return `{"upi":${jsonString(item.upi)},"status":"${item.status}","confidence":${item.confidence},"risk_category":${nullableText(item.risk_category)},"cluster_id":${nullableText(item.cluster_id)},"cluster_size":${item.cluster_size},"evidence_count":${item.evidence_count}}`;
 }

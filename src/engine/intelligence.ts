@@ -62,7 +62,12 @@ export class Intelligence {
   /** Full verdict for a syntactically valid VPA; `upi` is echoed as given. */
   verdict(upi: string): VpaVerdict {
     const id = this.#index.lookup(upi);
-    if (id === NOT_FOUND) return clearedVerdict(upi);
+    return id === NOT_FOUND ? clearedVerdict(upi) : this.flaggedVerdict(id, upi);
+  }
+
+  /** Full verdict of the flagged VPA with id `id` (from `lookup`), echoing `upi`. */
+  flaggedVerdict(id: number, upi: string): VpaVerdict {
+    if (!(id >= 0 && id < this.meta.vpaCount)) throw new RangeError(`no flagged VPA with id ${id}`);
     const d = this.#data;
     const from = d.sourceOffsets[id]!;
     const to = d.sourceOffsets[id + 1]!;

@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import { BlockList, isIP } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import uWS from 'uWebSockets.js';
@@ -9,12 +8,14 @@ import { isClusterIdShape } from '../engine/verdict.js';
 import { isValidVpa } from '../vpa/vpa.js';
 import { MAX_BODY_BYTES } from '../api/schemas.js';
 import { answerBatchBody } from '../api/batch-answer.js';
-import { verdictJson } from '../api/answer-json.js';
+import { answerSingle } from '../api/single-answer.js';
 import { openApiDocument } from '../api/openapi.js';
 import type { KeyRecord } from '../access/key-store.js';
 import { hashApiKey, sameHash } from '../access/api-key.js';
 import type { Quota, QuotaDecision } from '../access/quota.js';
 import type { ServiceMetrics } from './metrics.js';
+import { ROUTE, ROUTE_NAMES } from './request-stats.js';
+import { RequestIds } from './request-ids.js';
 import {
   HttpError,
   STATUS_LINES,
@@ -52,7 +53,8 @@ export interface ApiDependencies {
  */
 interface Exchange {
   readonly res: HttpResponse;
-  readonly route: string;
+  /** Index in ROUTE_NAMES. */
+  readonly route: number;
   readonly requestId: string;
   readonly intel: Intelligence;
   readonly started: number;
@@ -78,15 +80,16 @@ export function createApiApp(deps: ApiDependencies, app: TemplatedApp = uWS.App(
   // Compared as hashes in constant time, like API keys.
   const metricsTokenHash = deps.metricsToken === undefined ? undefined : hashApiKey(deps.metricsToken);
   const metrics = deps.metrics;
+  const requestIds = new RequestIds();
   let inFlight = 0;
   let draining = false;
 
-  const begin = (res: HttpResponse, route: string): Exchange => {
+  const begin = (res: HttpResponse, route: number): Exchange => {
     inFlight++;
     return {
       res,
       route,
-      requestId: randomUUID(),
+      requestId: requestIds.next(),
       intel: deps.intelligence.current,
       started: performance.now(),
       closed: false,
@@ -128,15 +131,12 @@ export function createApiApp(deps: ApiDependencies, app: TemplatedApp = uWS.App(
       if (extra !== undefined) res.writeHeader(extra[0], extra[1]);
       res.end(body, closeConnection || draining);
     });
-    if (metrics !== undefined) {
-      metrics.requests.inc({ route: x.route, status });
-      metrics.latency.observe({ route: x.route }, (performance.now() - x.started) / 1000);
-    }
+    metrics?.requests.record(x.route, status, (performance.now() - x.started) / 1000);
   };
 
   const fail = (x: Exchange, error: unknown): void => {
     if (!(error instanceof HttpError)) {
-      deps.logger.error({ requestId: x.requestId, route: x.route, err: String((error as Error)?.stack ?? error) }, 'request failed');
+      deps.logger.error({ requestId: x.requestId, route: ROUTE_NAMES[x.route], err: String((error as Error)?.stack ?? error) }, 'request failed');
     }
     const e = error instanceof HttpError ? error : internalError();
     const body: Record<string, unknown> = { error: e.code, message: e.message };
@@ -187,7 +187,7 @@ export function createApiApp(deps: ApiDependencies, app: TemplatedApp = uWS.App(
    * then the answer runs once the caller is admitted: within the handler
    * when the quota answers at once, which is the common case.
    */
-  const keyed = <T>(route: string, read: (req: HttpRequest) => T, answer: (x: Exchange, input: T) => void) => {
+  const keyed = <T>(route: number, read: (req: HttpRequest) => T, answer: (x: Exchange, input: T) => void) => {
     return (res: HttpResponse, req: HttpRequest) => {
       const x = begin(res, route);
       try {
@@ -209,15 +209,15 @@ export function createApiApp(deps: ApiDependencies, app: TemplatedApp = uWS.App(
 
   app.get(
     '/v1/verify/upi',
-    keyed('verify', (req) => req.getQuery('upi'), (x, upi) => {
+    keyed(ROUTE.verify, (req) => req.getQuery('upi'), (x, upi) => {
       if (upi === undefined || upi === '') throw badRequest('missing query parameter "upi"');
       if (!isValidVpa(upi)) throw badRequest('"upi" is not a valid VPA (handle@provider)');
-      send(x, 200, verdictJson(x.intel.verdict(upi)));
+      send(x, 200, answerSingle(x.intel, upi));
     }),
   );
 
   app.post('/v1/verify/upi/batch', (res, req) => {
-    const x = begin(res, 'batch');
+    const x = begin(res, ROUTE.batch);
     answerLater(x);
     const authorization = req.getHeader('authorization');
     const contentType = req.getHeader('content-type');
@@ -245,7 +245,7 @@ export function createApiApp(deps: ApiDependencies, app: TemplatedApp = uWS.App(
     send(x, 200, answer);
   };
 
-  const clusterRoute = keyed('cluster', (req) => req.getParameter(0) ?? '', (x, id) => {
+  const clusterRoute = keyed(ROUTE.cluster, (req) => req.getParameter(0) ?? '', (x, id) => {
     if (id === '') throw badRequest('missing cluster id');
     if (!isClusterIdShape(id)) throw badRequest('cluster id must have the form MC-<number>');
     const cluster = x.intel.cluster(id);
@@ -257,19 +257,19 @@ export function createApiApp(deps: ApiDependencies, app: TemplatedApp = uWS.App(
 
   app.get(
     '/v1/cyber/check',
-    keyed('cyber_check', () => null, () => {
+    keyed(ROUTE.cyber_check, () => null, () => {
       throw serviceUnavailable('the entity exposure check is planned and not yet available');
     }),
   );
   app.post(
     '/v1/audit/app',
-    keyed('audit_app', () => null, () => {
+    keyed(ROUTE.audit_app, () => null, () => {
       throw serviceUnavailable('the mobile app audit is planned and not yet available');
     }),
   );
 
   /** Routes that need no key still report the caller's per-IP limit state. */
-  const open = (route: string, answer: (x: Exchange, method: string, url: string) => void) => (res: HttpResponse, req: HttpRequest) => {
+  const open = (route: number, answer: (x: Exchange, method: string, url: string) => void) => (res: HttpResponse, req: HttpRequest) => {
     const x = begin(res, route);
     answerLater(x);
     const method = req.getMethod().toUpperCase();
@@ -283,20 +283,20 @@ export function createApiApp(deps: ApiDependencies, app: TemplatedApp = uWS.App(
       .catch((error: unknown) => fail(x, error));
   };
 
-  app.get('/v1/openapi.json', open('openapi', (x) => send(x, 200, openApiBody)));
+  app.get('/v1/openapi.json', open(ROUTE.openapi, (x) => send(x, 200, openApiBody)));
 
   // Operations endpoints: no key, outside the quotas.
   app.get('/healthz', (res) => {
-    const x = begin(res, 'healthz');
+    const x = begin(res, ROUTE.healthz);
     send(x, 200, '{"status":"ok"}');
   });
   app.get('/readyz', (res) => {
-    const x = begin(res, 'readyz');
+    const x = begin(res, ROUTE.readyz);
     const meta = x.intel.meta;
     send(x, 200, JSON.stringify({ status: 'ready', snapshot: meta.id, vpas: meta.vpaCount, ...(deps.thread === undefined ? {} : { thread: deps.thread }) }));
   });
   app.get('/metrics', (res, req) => {
-    const x = begin(res, 'metrics');
+    const x = begin(res, ROUTE.metrics);
     answerLater(x);
     const authorization = req.getHeader('authorization');
     const ip = remoteAddress(res);
@@ -313,14 +313,14 @@ export function createApiApp(deps: ApiDependencies, app: TemplatedApp = uWS.App(
       deps.scrape ??
       (() => {
         metrics.observeSnapshot(x.intel);
-        return metrics.registry.metrics();
+        return metrics.text();
       });
     scrape().then(
       (text) => {
         if (x.closed) return;
         x.closed = true;
         inFlight--;
-        x.res.cork(() => x.res.writeStatus('200 OK').writeHeader('Content-Type', metrics.registry.contentType).end(text, draining));
+        x.res.cork(() => x.res.writeStatus('200 OK').writeHeader('Content-Type', metrics.contentType).end(text, draining));
       },
       (error: unknown) => fail(x, error),
     );
@@ -328,7 +328,7 @@ export function createApiApp(deps: ApiDependencies, app: TemplatedApp = uWS.App(
 
   app.any(
     '/*',
-    open('unknown', (x, method, url) => fail(x, notFound(`no such endpoint: ${method} ${url}`))),
+    open(ROUTE.unknown, (x, method, url) => fail(x, notFound(`no such endpoint: ${method} ${url}`))),
   );
 
   return {

@@ -1,6 +1,5 @@
 import { MessageChannel, Worker } from 'node:worker_threads';
 import { createServer, type AddressInfo } from 'node:net';
-import { AggregatorRegistry, type MetricObjectWithValues, type MetricValue } from 'prom-client';
 import type { Logger } from '../common/logger.js';
 import { UpiRiskError } from '../common/errors.js';
 import type { KeyRegistry } from '../access/key-store.js';
@@ -8,6 +7,7 @@ import type { Quota } from '../access/quota.js';
 import { serveQuota } from '../access/remote-quota.js';
 import type { IntelligenceService } from '../service/intelligence-service.js';
 import type { ServiceMetrics } from './metrics.js';
+import type { MetricJson } from './request-stats.js';
 import type { EdgeWorkerData, FromEdge, ToEdge } from './edge-worker.js';
 
 /** What every serving thread is configured with (EdgeWorkerData), plus what the main thread keeps. */
@@ -69,9 +69,9 @@ export class EdgePool {
     let nextId = 0;
     scrapeFromAll = async () => {
       options.metrics.observeSnapshot(options.service.current);
-      const parts: MetricObjectWithValues<MetricValue<string>>[][] = [await options.metrics.registry.getMetricsAsJSON()];
-      for (const worker of workers) parts.push((await ask(worker, { type: 'metrics', id: nextId++ }, 'metrics')) as MetricObjectWithValues<MetricValue<string>>[]);
-      return AggregatorRegistry.aggregate(parts).metrics();
+      const others: MetricJson[][] = [];
+      for (const worker of workers) others.push((await ask(worker, { type: 'metrics', id: nextId++ }, 'metrics')) as MetricJson[]);
+      return options.metrics.text(others);
     };
 
     // Threads share the port through SO_REUSEPORT, which uWS sets only for a concrete port.

@@ -123,7 +123,7 @@ port.on('message', (message: ToEdge) => {
       void drained();
       break;
     case 'metrics':
-      metrics.registry.getMetricsAsJSON().then((json) => post({ type: 'metrics', id: message.id, json }));
+      metrics.json().then((json) => post({ type: 'metrics', id: message.id, json }));
       break;
     case 'scraped':
       scrapes.get(message.id)?.(message.text);

@@ -1,26 +1,17 @@
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { AggregatorRegistry, Counter, Gauge, Registry, type MetricObjectWithValues, type MetricValue } from 'prom-client';
 import type { Intelligence } from '../engine/intelligence.js';
+import { RequestStats, type MetricJson } from './request-stats.js';
 
 /**
- * Prometheus metrics of one serving process. Route labels are the route
- * patterns, never raw paths, so cardinality stays fixed.
+ * Prometheus metrics of one thread: request counts and latency
+ * (RequestStats, counted without prom-client on the hot path) and
+ * prom-client's registry for the rest. `json()` is what a serving thread
+ * hands the main thread, which aggregates every thread's into one scrape.
  */
 export class ServiceMetrics {
   readonly registry = new Registry();
-  readonly requests = new Counter({
-    name: 'upi_risk_http_requests_total',
-    help: 'HTTP requests by route and status',
-    labelNames: ['route', 'status'] as const,
-    registers: [this.registry],
-  });
-  readonly latency = new Histogram({
-    name: 'upi_risk_http_request_duration_seconds',
-    help: 'Time from request to response, by route',
-    labelNames: ['route'] as const,
-    buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
-    registers: [this.registry],
-  });
+  readonly requests = new RequestStats();
   readonly rateLimited = new Counter({
     name: 'upi_risk_rate_limit_rejections_total',
     help: 'Requests answered 429, by kind (key quota or failed authentications per IP)',
@@ -77,6 +68,22 @@ export class ServiceMetrics {
   constructor(thread = 'main') {
     this.#thread = thread;
     this.#loopDelay.enable();
+  }
+
+  /** Every metric of this thread, in prom-client's JSON form. */
+  async json(): Promise<MetricJson[]> {
+    return [...this.requests.toJson(), ...((await this.registry.getMetricsAsJSON()) as unknown as MetricJson[])];
+  }
+
+  /** Prometheus text of these metrics and of the other threads' (from their `json()`). */
+  async text(others: readonly (readonly MetricJson[])[] = []): Promise<string> {
+    // The cast only bridges prom-client's typings (see MetricJson); the shapes are the ones it produces.
+    const parts = [await this.json(), ...others] as unknown as MetricObjectWithValues<MetricValue<string>>[][];
+    return AggregatorRegistry.aggregate(parts).metrics();
+  }
+
+  get contentType(): string {
+    return this.registry.contentType;
   }
 
   observeSwap(seconds: number): void {
