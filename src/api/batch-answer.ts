@@ -1,7 +1,7 @@
 import { NOT_FOUND } from '../common/brand.js';
 import type { Intelligence } from '../engine/intelligence.js';
 import { badRequest, type HttpError } from '../http/http-error.js';
-import { parseBatchRequest, scanBatchBody } from './batch-request.js';
+import { parseBatchRequest } from './batch-request.js';
 import { batchEnvelopeJson, batchItemJson, clearedBatchItemJson } from './answer-json.js';
 
 /**
@@ -14,13 +14,12 @@ import { batchEnvelopeJson, batchItemJson, clearedBatchItemJson } from './answer
  */
 export function answerBatchBody(intel: Intelligence, body: Buffer): string | HttpError {
   if (body.length === 0) return badRequest('request body missing; send {"upis": ["handle@provider", ...]}');
-  let parsed: unknown = scanBatchBody(body);
-  if (parsed === null) {
-    try {
-      parsed = JSON.parse(body.toString('utf8'));
-    } catch {
-      return badRequest('request body is not valid JSON');
-    }
+  // V8's JSON.parse: a hand-written byte scanner for the plain body shape measured slower (100 vs 75 µs a batch).
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(body.toString('utf8'));
+  } catch {
+    return badRequest('request body is not valid JSON');
   }
   const upis = parseBatchRequest(parsed);
   if (!Array.isArray(upis)) return upis;
