@@ -4,6 +4,7 @@ import type { DataDir } from '../common/data-dir.js';
 import { silentLogger, type Logger } from '../common/logger.js';
 import { UpiRiskError } from '../common/errors.js';
 import { Intelligence } from '../engine/intelligence.js';
+import type { SnapshotData } from '../engine/snapshot-data.js';
 import { listSnapshots, loadNewestValidSnapshot } from '../engine/snapshot-files.js';
 import { loadSnapshotOffThread } from '../engine/snapshot-loader.js';
 import { listEvidenceFiles } from '../evidence/store.js';
@@ -31,7 +32,9 @@ export interface SwapEvent {
  * lands. Readers take `current` once per request: the swap is one
  * reference assignment, so a request in flight finishes on the snapshot it
  * started with and none ever sees a half-built index. Decoding happens on
- * a loader thread and building on the pool, never on the serving thread.
+ * a loader thread and building on the pool, never on the serving thread; a
+ * snapshot built here is swapped in from the pool's shared memory as soon
+ * as it is assembled, before its file is written.
  */
 export class IntelligenceService {
   #current: Intelligence;
@@ -148,12 +151,24 @@ export class IntelligenceService {
     if (sameFiles(files, this.#current.meta.evidenceFiles)) return;
     this.#logger.info({ files: files.length, known: this.#current.meta.evidenceFiles.length }, 'new evidence; rebuilding');
     let report: BuildReport;
+    // The new snapshot is served as soon as it is assembled, while its file is written.
+    let servedEarly: string | null = null;
+    const onAssembled = (data: SnapshotData) => {
+      if (this.#closed || data.meta.id <= this.#current.meta.id) return;
+      servedEarly = data.meta.id;
+      this.#swap(new Intelligence(data), 'rebuild');
+    };
     try {
-      report = await this.#builder.build(buildOptions(this.#options));
+      report = await this.#builder.build({ ...buildOptions(this.#options), onAssembled });
     } catch (error) {
       if (error instanceof UpiRiskError && error.code === 'ERR_BUILD_LOCKED') {
         // Someone else is building; their snapshot is adopted on a later pass.
         this.#logger.info({ reason: error.message }, 'build skipped');
+        return;
+      }
+      if (servedEarly !== null) {
+        // Evidence stays durable in its files: a restart rebuilds what was not written.
+        this.#logger.error({ snapshot: servedEarly, err: String(error) }, 'snapshot served but its file was not written; a restart rebuilds it');
         return;
       }
       throw error;
@@ -164,6 +179,7 @@ export class IntelligenceService {
       { snapshot: report.meta.id, ms: Math.round(report.durationMs), vpas: report.meta.vpaCount, cachedChunks: report.cachedChunks, chunks: report.chunks },
       'build finished',
     );
+    if (servedEarly === report.meta.id) return;
     const next = new Intelligence(await loadSnapshotOffThread(report.path, background));
     if (!this.#closed) this.#swap(next, 'rebuild');
   }

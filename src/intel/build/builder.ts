@@ -2,13 +2,14 @@ import { availableParallelism } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { open, readFile, unlink, mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
+import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import { Piscina } from 'piscina';
 import { parseCacheDir } from './parse-cache.js';
 import type { DataDir } from '../../common/data-dir.js';
 import { UpiRiskError } from '../../common/errors.js';
 import { statEvidenceFiles, evidenceFileTime } from '../../evidence/store.js';
 import { DEFAULT_URL_MEMBER_CAP } from '../clustering.js';
-import type { SnapshotMeta } from '../../engine/snapshot-data.js';
+import type { SnapshotData, SnapshotMeta } from '../../engine/snapshot-data.js';
 import { aggregateBuffers, type AggregateResult, type DedupResult, type ParseResult } from './phases.js';
 import type { AssembleOutcome, BuildTask } from './tasks.js';
 
@@ -24,6 +25,14 @@ export interface BuildOptions {
    * default true. Off, every chunk is parsed from its JSON.
    */
   readonly parseCache?: boolean;
+  /**
+   * Called with the new snapshot as soon as it is assembled, its arrays in
+   * shared memory, while its file is still being written: a server swaps it
+   * in then, without waiting for the write and a load. Not called when the
+   * build fails first, or (rarely) when the snapshot arrives only after the
+   * build finished; the written file then is the way in.
+   */
+  readonly onAssembled?: (data: SnapshotData) => void;
 }
 
 export type BuildPhase = 'parse' | 'dedup' | 'aggregate' | 'assemble';
@@ -195,20 +204,25 @@ export class SnapshotBuilder {
     phaseMs.aggregate = performance.now() - mark;
 
     progress({ phase: 'assemble', done: 0, total: 1 });
-    const transferList = [...new Set(partials.flatMap(aggregateBuffers))];
-    const outcome = (await this.#pool.run(
-      {
-        kind: 'assemble',
-        partials,
-        dataDirRoot: options.dataDir.root,
-        urlMemberCap,
-        scoredAt,
-        evidenceFiles: files.map((f) => f.name),
-        dataAsOf: files.reduce((newest, f) => Math.max(newest, evidenceFileTime(f.name)), 0),
-        skippedLines: invalidLines + duplicateEvidence,
-      } satisfies BuildTask,
-      { transferList },
-    )) as AssembleOutcome;
+    const transferList: (ArrayBuffer | MessagePort)[] = [...new Set(partials.flatMap(aggregateBuffers))];
+    const assembled = options.onAssembled === undefined ? undefined : new MessageChannel();
+    if (assembled !== undefined) {
+      assembled.port1.once('message', (data: SnapshotData) => options.onAssembled!(data));
+      transferList.push(assembled.port2);
+    }
+    const task = {
+      kind: 'assemble',
+      partials,
+      dataDirRoot: options.dataDir.root,
+      urlMemberCap,
+      scoredAt,
+      evidenceFiles: files.map((f) => f.name),
+      dataAsOf: files.reduce((newest, f) => Math.max(newest, evidenceFileTime(f.name)), 0),
+      skippedLines: invalidLines + duplicateEvidence,
+      ...(assembled === undefined ? {} : { assembled: assembled.port2 }),
+    } satisfies BuildTask;
+    // Once the task settles, a snapshot not yet delivered is dropped: the caller loads the file instead.
+    const outcome = (await this.#pool.run(task, { transferList }).finally(() => assembled?.port1.close())) as AssembleOutcome;
     progress({ phase: 'assemble', done: 1, total: 1 });
     phaseMs.assemble = outcome.assembleMs;
     phaseMs.write = outcome.writeMs;

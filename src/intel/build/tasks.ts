@@ -1,4 +1,5 @@
 import type { AggregateResult, AggregateTask, DedupTask, ParseTask } from './phases.js';
+import type { MessagePort } from 'node:worker_threads';
 import type { SnapshotMeta } from '../../engine/snapshot-data.js';
 
 /** Messages from the build orchestrator to pool threads. */
@@ -16,6 +17,8 @@ export interface AssembleTask {
   readonly evidenceFiles: readonly string[];
   readonly dataAsOf: number;
   readonly skippedLines: number;
+  /** Where to post the assembled snapshot, in shared memory, before it is written (BuildOptions.onAssembled). */
+  readonly assembled?: MessagePort;
 }
 
 export interface AssembleOutcome {

@@ -5,6 +5,8 @@ import { assembleSnapshot } from './assemble.js';
 import { readParsedChunk, writeParsedChunk } from './parse-cache.js';
 import { readClusterIdState, writeClusterIdState } from '../cluster-ids.js';
 import { newSnapshotId, writeSnapshot } from '../../engine/snapshot-files.js';
+import { copyToSharedMemory } from '../../engine/snapshot-codec.js';
+import { longestKey } from '../../engine/vpa-index.js';
 import { dataDir } from '../../common/data-dir.js';
 import type { AssembleOutcome, AssembleTask, BuildTask } from './tasks.js';
 
@@ -51,6 +53,11 @@ async function assemble(task: AssembleTask): Promise<AssembleOutcome> {
   const assembled = performance.now();
   // Cluster ids first: a crash between the two writes then only skips numbers, never hands one out twice.
   await writeClusterIdState(dir.clusterIds, clusterIds);
+  if (task.assembled !== undefined) {
+    // The ids it names are persisted by now; the snapshot file follows.
+    task.assembled.postMessage({ ...copyToSharedMemory(data), maxKeyLength: longestKey(data.keyOffsets) });
+    task.assembled.close();
+  }
   const path = await writeSnapshot(dir, data);
   return { path, meta: data.meta, assembleMs: assembled - started, writeMs: performance.now() - assembled };
 }
