@@ -8,6 +8,7 @@ import { serveQuota } from '../access/remote-quota.js';
 import type { IntelligenceService } from '../service/intelligence-service.js';
 import type { ServiceMetrics } from './metrics.js';
 import type { MetricJson } from './request-stats.js';
+import { RetiredSnapshots } from './snapshot-release.js';
 import type { EdgeWorkerData, FromEdge, ToEdge } from './edge-worker.js';
 
 /** What every serving thread is configured with (EdgeWorkerData), plus what the main thread keeps. */
@@ -43,6 +44,7 @@ export class EdgePool {
       throw new RangeError(`threads must be an integer from 1 to 256, got ${options.threads}`);
     }
     const workers: Worker[] = [];
+    const retired = new RetiredSnapshots(options.threads);
     let scrapeFromAll: (() => Promise<string>) | null = null;
     for (let index = 0; index < options.threads; index++) {
       const channel = new MessageChannel();
@@ -54,6 +56,8 @@ export class EdgePool {
       worker.on('message', (message: FromEdge) => {
         if (message.type === 'scrape') {
           void scrapeFromAll!().then((text) => worker.postMessage({ type: 'scraped', id: message.id, text } satisfies ToEdge));
+        } else if (message.type === 'released') {
+          retired.released(message.snapshot);
         }
       });
       workers.push(worker);
@@ -63,7 +67,11 @@ export class EdgePool {
     };
     send({ type: 'snapshot', data: options.service.current.data });
     send({ type: 'keys', records: options.keys.records() });
-    options.service.onSwap((event) => send({ type: 'snapshot', data: event.next.data }));
+    options.service.onSwap((event) => {
+      send({ type: 'snapshot', data: event.next.data });
+      // The old snapshot's memory is let go on this thread, not a serving one (snapshot-release.ts).
+      if (event.previous !== null) retired.retire(event.previous.data);
+    });
     options.keys.onChange((records) => send({ type: 'keys', records }));
 
     let nextId = 0;

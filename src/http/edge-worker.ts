@@ -15,6 +15,7 @@ import { createApiApp } from './app.js';
 import { ServiceMetrics } from './metrics.js';
 import { listen, type Listening } from './server.js';
 import { createTlsApp, type TlsFiles } from './tls.js';
+import { ReleaseWatch } from './snapshot-release.js';
 
 /**
  * One serving thread of `serve --threads N`: a uWebSockets.js app on the
@@ -51,7 +52,8 @@ export type FromEdge =
   | { readonly type: 'listen-failed'; readonly message: string }
   | { readonly type: 'drained' }
   | { readonly type: 'metrics'; readonly id: number; readonly json: unknown }
-  | { readonly type: 'scrape'; readonly id: number };
+  | { readonly type: 'scrape'; readonly id: number }
+  | { readonly type: 'released'; readonly snapshot: string };
 
 const config = workerData as EdgeWorkerData;
 const port = parentPort!;
@@ -59,6 +61,7 @@ const post = (message: FromEdge) => port.postMessage(message);
 const logger = pino({ level: config.logLevel, base: { service: 'upi-risk', thread: config.index } }, pino.destination(2));
 const keys = new ActiveKeys();
 const holder: { current: Intelligence } = { current: null as unknown as Intelligence };
+const releases = new ReleaseWatch((snapshot) => post({ type: 'released', snapshot }));
 const metrics = new ServiceMetrics(String(config.index));
 let quota: Quota;
 if (config.redis === null && config.threads === 1) {
@@ -101,8 +104,10 @@ port.on('message', (message: ToEdge) => {
     case 'snapshot': {
       // The arrays are views of shared memory: nothing is copied here.
       const started = performance.now();
+      const previous = holder.current as Intelligence | null;
       holder.current = new Intelligence(message.data);
       metrics.observeSwap((performance.now() - started) / 1000);
+      if (previous !== null) releases.watch(previous.data);
       break;
     }
     case 'keys':
