@@ -922,7 +922,6 @@ const latin1Write: Latin1Writer =
     ? (target, text, offset) => (target as unknown as { latin1Write(t: string, o: number): number }).latin1Write(text, offset)
     : (target, text, offset) => target.write(text, offset, 'latin1');
 
-
 /** Failures before the first success, each trial succeeding with probability p. */
 function geometric(rng: Random, p: number): number {
   let n = 0;

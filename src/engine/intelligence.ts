@@ -67,7 +67,7 @@ export class Intelligence {
 
   /** Full verdict of the flagged VPA with id `id` (from `lookup`), echoing `upi`. */
   flaggedVerdict(id: number, upi: string): VpaVerdict {
-    if (!(id >= 0 && id < this.meta.vpaCount)) throw new RangeError(`no flagged VPA with id ${id}`);
+    this.#requireFlagged(id);
     const d = this.#data;
     const from = d.sourceOffsets[id]!;
     const to = d.sourceOffsets[id + 1]!;
@@ -108,7 +108,7 @@ export class Intelligence {
 
   /** Batch item of the flagged VPA with id `id` (from `lookup`), echoing `upi`. */
   flaggedBatchItem(id: number, upi: string): BatchItem {
-    if (!(id >= 0 && id < this.meta.vpaCount)) throw new RangeError(`no flagged VPA with id ${id}`);
+    this.#requireFlagged(id);
     const d = this.#data;
     const cluster = d.vpaCluster[id]!;
     return {
@@ -143,6 +143,11 @@ export class Intelligence {
   urlOf(url: number): string {
     const d = this.#data;
     return this.#urlText.toString('utf8', d.urlOffsets[url]!, d.urlOffsets[url + 1]!);
+  }
+
+  /** `id` must name a flagged VPA of this snapshot (an id from `lookup`). */
+  #requireFlagged(id: number): void {
+    if (!(id >= 0 && id < this.meta.vpaCount)) throw new RangeError(`no flagged VPA with id ${id}`);
   }
 
   #clusterMembers(ordinal: number) {

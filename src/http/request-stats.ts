@@ -1,4 +1,3 @@
-
 /**
  * Route labels: the route patterns, never raw paths, so cardinality stays
  * fixed. A request names its route by index (`ROUTE.verify`), so counting it
