@@ -2,15 +2,16 @@ import { hashKeyBytes } from '../../engine/hash.js';
 
 /**
  * Interns byte strings (VPA keys, urls, evidence ids) to dense ids without
- * making JS strings: open addressing over a power-of-two table with the hash
- * kept per id, bytes appended to one growing blob. At tens of millions of
+ * making JS strings: open addressing over a power-of-two table of
+ * [id, hash] pairs, bytes appended to one growing blob. At tens of millions of
  * records, a Map of decoded strings spent most of the build in allocation
  * and garbage collection; this keeps the working set in a few typed arrays.
  */
 export class ByteInterner {
+  // Two words per slot, [id, hash], id -1 when empty: a probe rejects a
+  // colliding entry by its hash without a second random read.
   #table: Int32Array;
   #mask: number;
-  #hashes: Uint32Array;
   #offsets: Uint32Array;
   #bytes: Uint8Array;
   #size = 0;
@@ -19,9 +20,8 @@ export class ByteInterner {
 
   constructor(expectedEntries = 1024, expectedBytes = expectedEntries * 16) {
     const capacity = powerOfTwoAtLeast(Math.max(16, Math.ceil(expectedEntries * 2)));
-    this.#table = new Int32Array(capacity).fill(-1);
+    this.#table = emptyTable(capacity);
     this.#mask = capacity - 1;
-    this.#hashes = new Uint32Array(Math.max(16, expectedEntries));
     this.#offsets = new Uint32Array(Math.max(16, expectedEntries) + 1);
     this.#bytes = new Uint8Array(Math.max(64, expectedBytes));
   }
@@ -37,9 +37,9 @@ export class ByteInterner {
     const table = this.#table;
     const mask = this.#mask;
     for (let slot = hash & mask; ; slot = (slot + 1) & mask) {
-      const id = table[slot]!;
+      const id = table[2 * slot]!;
       if (id < 0) break;
-      if (this.#hashes[id] === hash && this.#equals(id, bytes, start, length)) {
+      if (table[2 * slot + 1] === (hash | 0) && this.#equals(id, bytes, start, length)) {
         this.added = false;
         return id;
       }
@@ -65,20 +65,18 @@ export class ByteInterner {
 
   #append(hash: number, bytes: Uint8Array, start: number, end: number): number {
     const id = this.#size;
-    if (id + 1 >= this.#hashes.length) {
-      this.#hashes = grow(this.#hashes, this.#hashes.length * 2);
-      this.#offsets = grow(this.#offsets, this.#offsets.length * 2);
-    }
+    if (id + 1 >= this.#offsets.length) this.#offsets = grow(this.#offsets, this.#offsets.length * 2);
     const at = this.#offsets[id]!;
     const needed = at + end - start;
     if (needed > this.#bytes.length) this.#bytes = grow(this.#bytes, Math.max(needed, this.#bytes.length * 2));
-    this.#bytes.set(bytes.subarray(start, end), at);
+    // Most entries are a few dozen bytes: a loop beats making a subarray for each.
+    const stored = this.#bytes;
+    for (let i = start, to = at; i < end; i++, to++) stored[to] = bytes[i]!;
     this.#offsets[id + 1] = needed;
-    this.#hashes[id] = hash;
     this.#size = id + 1;
+    this.#place(id, hash);
     // Keep load ≤ 0.5 so probes stay short.
-    if (this.#size * 2 > this.#table.length) this.#rehash(this.#table.length * 2);
-    else this.#place(id, hash);
+    if (this.#size * 4 > this.#table.length) this.#rehash(this.#table.length);
     return id;
   }
 
@@ -86,14 +84,16 @@ export class ByteInterner {
     const table = this.#table;
     const mask = this.#mask;
     let slot = hash & mask;
-    while (table[slot]! >= 0) slot = (slot + 1) & mask;
-    table[slot] = id;
+    while (table[2 * slot]! >= 0) slot = (slot + 1) & mask;
+    table[2 * slot] = id;
+    table[2 * slot + 1] = hash;
   }
 
   #rehash(capacity: number): void {
-    this.#table = new Int32Array(capacity).fill(-1);
+    const old = this.#table;
+    this.#table = emptyTable(capacity);
     this.#mask = capacity - 1;
-    for (let id = 0; id < this.#size; id++) this.#place(id, this.#hashes[id]!);
+    for (let slot = 0; slot < old.length; slot += 2) if (old[slot]! >= 0) this.#place(old[slot]!, old[slot + 1]!);
   }
 }
 
@@ -105,6 +105,13 @@ export function compareByteRanges(a: Uint8Array, aStart: number, aEnd: number, b
     if (d !== 0) return d;
   }
   return aEnd - aStart - (bEnd - bStart);
+}
+
+/** A table of `capacity` empty [id, hash] slots. */
+function emptyTable(capacity: number): Int32Array {
+  const table = new Int32Array(2 * capacity);
+  for (let slot = 0; slot < capacity; slot++) table[2 * slot] = -1;
+  return table;
 }
 
 function powerOfTwoAtLeast(n: number): number {
