@@ -7,7 +7,7 @@ import {
 } from '../../engine/snapshot-data.js';
 import { buildSlots } from '../../engine/vpa-index.js';
 import { rangeSize, sortedIdsSize, writeRange, writeSortedIds } from '../../engine/roaring-portable.js';
-import { findClusters } from '../clustering.js';
+import { findClusters, type Components, type UrlMembership } from '../clustering.js';
 import { assignClusterNumbers, type ClusterIdState } from '../cluster-ids.js';
 import { clusterConfidence, vpaConfidence } from '../scoring.js';
 import { dominant, type AggregateResult } from './phases.js';
@@ -39,92 +39,195 @@ export interface AssembleResult {
  * partitions); runs on a pool thread so a serving thread never waits on it.
  */
 export function assembleSnapshot(partials: readonly AggregateResult[], options: AssembleOptions): AssembleResult {
+  // Each pass is its own function: V8 optimises a long function with many
+  // loops one loop at a time (on-stack replacement) and deoptimises at the
+  // next, which in one function holding every pass cost more than the work.
   const t = concatenate(partials);
   const n = t.vpaCount;
-
-  // url → VPAs (temporary ids), counting sort by url.
-  const urlCount = t.urlCount;
-  const urlMemberOffsets = new Uint32Array(urlCount + 1);
-  for (let s = 0; s < t.sourceCount; s++) urlMemberOffsets[t.sourceUrl[s]! + 1]!++;
-  for (let u = 0; u < urlCount; u++) urlMemberOffsets[u + 1]! += urlMemberOffsets[u]!;
-  const urlMembers = new Uint32Array(t.sourceCount);
-  const fill = urlMemberOffsets.slice(0, urlCount);
-  for (let v = 0; v < n; v++) {
-    for (let s = t.sourceOffsets[v]!; s < t.sourceOffsets[v + 1]!; s++) urlMembers[fill[t.sourceUrl[s]!]!++] = v;
-  }
-
-  const components = findClusters(n, { offsets: urlMemberOffsets, vpas: urlMembers }, options.urlMemberCap);
+  const membership = membersByUrl(t);
+  const components = findClusters(n, membership, options.urlMemberCap);
   const keyOf = (v: number) => t.keyText.toString('latin1', t.keyOffsets[v]!, t.keyOffsets[v + 1]!);
   const assigned = assignClusterNumbers(components, keyOf, options.previousClusterIds);
+  const order = finalOrder(t, components, assigned.numbers);
+  const keys = finalKeys(t, order.finalToTemp);
+  const vpas = vpaColumns(t, order, components.of, membership.offsets);
+  const urls = urlColumns(t, membership, order.tempToFinal);
+  const clusters = clusterColumns(order, vpas, assigned.numbers, t.urlCount);
 
-  // Cluster ordinals in ascending public number, so lookups by number are a binary search.
+  const data: SnapshotData = {
+    meta: {
+      ...options.meta,
+      scoredAt: options.scoredAt,
+      urlMemberCap: options.urlMemberCap,
+      vpaCount: n,
+      urlCount: t.urlCount,
+      clusterCount: order.clusterCount,
+      sourceCount: t.sourceCount,
+      evidenceCount: vpas.totalEvidence,
+    },
+    slots: buildSlots(keys.keyBytes, keys.keyOffsets, n),
+    keyBytes: keys.keyBytes,
+    keyOffsets: keys.keyOffsets,
+    firstSeen: vpas.firstSeen,
+    confidence: vpas.confidence,
+    riskCategory: vpas.riskCategory,
+    evidenceCount: vpas.evidenceCount,
+    vpaCluster: vpas.vpaCluster,
+    sourceOffsets: vpas.sourceOffsets,
+    sourceUrl: vpas.sourceUrl,
+    sourceCapturedAt: vpas.sourceCapturedAt,
+    sourceFlags: vpas.sourceFlags,
+    urlBytes: t.urlBytes.bytes,
+    urlOffsets: t.urlBytes.offsets,
+    urlCategory: urls.urlCategory,
+    urlMembersBlob: urls.urlMembersBlob,
+    urlMembersOffsets: urls.urlMembersOffsets,
+    ...clusters,
+  };
+  return { data, clusterIds: assigned.state };
+}
+
+/** url → VPAs (temporary ids), by counting sort on url. */
+function membersByUrl(t: Concatenated): UrlMembership {
+  const urlCount = t.urlCount;
+  const sourceUrl = t.sourceUrl;
+  const sourceOffsets = t.sourceOffsets;
+  const offsets = new Uint32Array(urlCount + 1);
+  for (let s = 0; s < t.sourceCount; s++) offsets[sourceUrl[s]! + 1]!++;
+  for (let u = 0; u < urlCount; u++) offsets[u + 1]! += offsets[u]!;
+  const vpas = new Uint32Array(t.sourceCount);
+  const fill = offsets.slice(0, urlCount);
+  for (let v = 0; v < t.vpaCount; v++) {
+    for (let s = sourceOffsets[v]!; s < sourceOffsets[v + 1]!; s++) vpas[fill[sourceUrl[s]!]!++] = v;
+  }
+  return { offsets, vpas };
+}
+
+interface FinalOrder {
+  readonly clusterCount: number;
+  /** Component of each cluster ordinal; ordinals ascend with the public number, so lookups by number are a binary search. */
+  readonly componentsByNumber: Uint32Array;
+  readonly ordinalOfComponent: Uint32Array;
+  /** Cluster k's members are final ids [clusterStart[k], clusterStart[k+1]). */
+  readonly clusterStart: Uint32Array;
+  readonly finalToTemp: Uint32Array;
+  readonly tempToFinal: Uint32Array;
+}
+
+/** Final VPA order: clustered VPAs by (cluster ordinal, key), then the rest in partition order. */
+function finalOrder(t: Concatenated, components: Components, numbers: Uint32Array): FinalOrder {
+  const n = t.vpaCount;
+  const of = components.of;
   const clusterCount = components.count;
-  const componentsByNumber = Array.from({ length: clusterCount }, (_, c) => c).sort(
-    (a, b) => assigned.numbers[a]! - assigned.numbers[b]!,
-  );
+  const componentsByNumber = new Uint32Array(clusterCount);
+  for (let c = 0; c < clusterCount; c++) componentsByNumber[c] = c;
+  componentsByNumber.sort((a, b) => numbers[a]! - numbers[b]!);
   const ordinalOfComponent = new Uint32Array(clusterCount);
-  componentsByNumber.forEach((component, ordinal) => {
-    ordinalOfComponent[component] = ordinal;
-  });
+  for (let k = 0; k < clusterCount; k++) ordinalOfComponent[componentsByNumber[k]!] = k;
 
-  // Final order: clustered VPAs by (cluster ordinal, key), then the rest in partition order.
   const clusterStart = new Uint32Array(clusterCount + 1);
   for (let v = 0; v < n; v++) {
-    const c = components.of[v]!;
+    const c = of[v]!;
     if (c >= 0) clusterStart[ordinalOfComponent[c]! + 1]!++;
   }
   for (let k = 0; k < clusterCount; k++) clusterStart[k + 1]! += clusterStart[k]!;
-  const clusteredCount = clusterStart[clusterCount]!;
   const finalToTemp = new Uint32Array(n);
   const next = clusterStart.slice(0, clusterCount);
-  let loose = clusteredCount;
+  let loose = clusterStart[clusterCount]!;
   for (let v = 0; v < n; v++) {
-    const c = components.of[v]!;
+    const c = of[v]!;
     if (c >= 0) finalToTemp[next[ordinalOfComponent[c]!]!++] = v;
     else finalToTemp[loose++] = v;
   }
+  const keyBytes = t.keyBytes;
+  const keyOffsets = t.keyOffsets;
+  const byKey = (a: number, b: number) =>
+    compareByteRanges(keyBytes, keyOffsets[a]!, keyOffsets[a + 1]!, keyBytes, keyOffsets[b]!, keyOffsets[b + 1]!);
   for (let k = 0; k < clusterCount; k++) {
-    const members = finalToTemp.subarray(clusterStart[k]!, clusterStart[k + 1]!);
-    members.sort((a, b) => compareByteRanges(t.keyBytes, t.keyOffsets[a]!, t.keyOffsets[a + 1]!, t.keyBytes, t.keyOffsets[b]!, t.keyOffsets[b + 1]!));
+    if (clusterStart[k + 1]! - clusterStart[k]! > 1) finalToTemp.subarray(clusterStart[k]!, clusterStart[k + 1]!).sort(byKey);
   }
   const tempToFinal = new Uint32Array(n);
   for (let f = 0; f < n; f++) tempToFinal[finalToTemp[f]!] = f;
+  return { clusterCount, componentsByNumber, ordinalOfComponent, clusterStart, finalToTemp, tempToFinal };
+}
 
-  // Per-VPA arrays in final order.
+/** Keys in final order. */
+function finalKeys(t: Concatenated, finalToTemp: Uint32Array): { keyBytes: Uint8Array; keyOffsets: Uint32Array } {
+  const n = t.vpaCount;
+  const from = t.keyOffsets;
+  const fromBytes = t.keyBytes;
   const keyOffsets = new Uint32Array(n + 1);
   for (let f = 0; f < n; f++) {
     const v = finalToTemp[f]!;
-    keyOffsets[f + 1] = keyOffsets[f]! + t.keyOffsets[v + 1]! - t.keyOffsets[v]!;
+    keyOffsets[f + 1] = keyOffsets[f]! + from[v + 1]! - from[v]!;
   }
   const keyBytes = new Uint8Array(keyOffsets[n]!);
+  let to = 0;
+  for (let f = 0; f < n; f++) {
+    const v = finalToTemp[f]!;
+    // Keys are a few dozen bytes: a loop beats making a subarray for each.
+    for (let i = from[v]!, end = from[v + 1]!; i < end; i++) keyBytes[to++] = fromBytes[i]!;
+  }
+  return { keyBytes, keyOffsets };
+}
+
+type VpaColumns = Pick<
+  SnapshotData,
+  | 'firstSeen'
+  | 'confidence'
+  | 'riskCategory'
+  | 'evidenceCount'
+  | 'vpaCluster'
+  | 'sourceOffsets'
+  | 'sourceUrl'
+  | 'sourceCapturedAt'
+  | 'sourceFlags'
+> & { readonly totalEvidence: number };
+
+/** Per-VPA fields and sources in final order, with each VPA's confidence. */
+function vpaColumns(t: Concatenated, order: FinalOrder, componentOf: Int32Array, urlMemberOffsets: Uint32Array): VpaColumns {
+  const n = t.vpaCount;
+  const { finalToTemp, ordinalOfComponent } = order;
   const firstSeen = new Float64Array(n);
-  const confidence = new Uint16Array(n);
   const riskCategory = new Uint8Array(n);
   const evidenceCount = new Uint32Array(n);
   const vpaCluster = new Uint32Array(n).fill(NO_CLUSTER);
-  const sourceOffsets = new Uint32Array(n + 1);
-  const sourceUrl = new Uint32Array(t.sourceCount);
-  const sourceCapturedAt = new Float64Array(t.sourceCount);
-  const sourceFlags = new Uint8Array(t.sourceCount);
   let totalEvidence = 0;
   for (let f = 0; f < n; f++) {
     const v = finalToTemp[f]!;
-    keyBytes.set(t.keyBytes.subarray(t.keyOffsets[v]!, t.keyOffsets[v + 1]!), keyOffsets[f]!);
     firstSeen[f] = t.firstSeen[v]!;
     riskCategory[f] = t.riskCategory[v]!;
     evidenceCount[f] = t.evidenceCount[v]!;
     totalEvidence += t.evidenceCount[v]!;
-    const c = components.of[v]!;
+    const c = componentOf[v]!;
     if (c >= 0) vpaCluster[f] = ordinalOfComponent[c]!;
-    let out = sourceOffsets[f]!;
+  }
+  const sources = vpaSources(t, finalToTemp, urlMemberOffsets);
+  return { firstSeen, riskCategory, evidenceCount, vpaCluster, totalEvidence, ...sources };
+}
+
+function vpaSources(t: Concatenated, finalToTemp: Uint32Array, urlMemberOffsets: Uint32Array) {
+  const n = t.vpaCount;
+  const fromOffsets = t.sourceOffsets;
+  const fromUrl = t.sourceUrl;
+  const fromCaptured = t.sourceCapturedAt;
+  const fromScreenshot = t.sourceScreenshot;
+  const confidence = new Uint16Array(n);
+  const sourceOffsets = new Uint32Array(n + 1);
+  const sourceUrl = new Uint32Array(t.sourceCount);
+  const sourceCapturedAt = new Float64Array(t.sourceCount);
+  const sourceFlags = new Uint8Array(t.sourceCount);
+  let out = 0;
+  for (let f = 0; f < n; f++) {
+    const v = finalToTemp[f]!;
     let peers = 0;
-    const from = t.sourceOffsets[v]!;
-    const to = t.sourceOffsets[v + 1]!;
+    const from = fromOffsets[v]!;
+    const to = fromOffsets[v + 1]!;
     for (let s = from; s < to; s++, out++) {
-      const u = t.sourceUrl[s]!;
+      const u = fromUrl[s]!;
       sourceUrl[out] = u;
-      sourceCapturedAt[out] = t.sourceCapturedAt[s]!;
-      sourceFlags[out] = t.sourceScreenshot[s]! === 1 ? SOURCE_FLAG_SCREENSHOT : 0;
+      sourceCapturedAt[out] = fromCaptured[s]!;
+      sourceFlags[out] = fromScreenshot[s]! === 1 ? SOURCE_FLAG_SCREENSHOT : 0;
       peers = Math.max(peers, urlMemberOffsets[u + 1]! - urlMemberOffsets[u]! - 1);
     }
     sourceOffsets[f + 1] = out;
@@ -135,28 +238,34 @@ export function assembleSnapshot(partials: readonly AggregateResult[], options: 
       peers,
     });
   }
+  return { confidence, sourceOffsets, sourceUrl, sourceCapturedAt, sourceFlags };
+}
 
-  // Per-url category and member bitmaps (final ids).
+/** Per-url dominant category, and each url's members (final ids) as a portable roaring bitmap in one blob. */
+function urlColumns(t: Concatenated, membership: UrlMembership, tempToFinal: Uint32Array) {
+  const urlCount = t.urlCount;
+  const counts = t.urlCategoryCounts;
   const urlCategory = new Uint8Array(urlCount);
-  for (let u = 0; u < urlCount; u++) urlCategory[u] = dominant(t.urlCategoryCounts, u * SOURCE_COUNT, SOURCE_COUNT, SOURCE_RANK);
-  // Members of each url in final ids, sorted, then serialised into one blob.
-  const urlFinal = new Uint32Array(t.sourceCount);
+  for (let u = 0; u < urlCount; u++) urlCategory[u] = dominant(counts, u * SOURCE_COUNT, SOURCE_COUNT, SOURCE_RANK);
+  const { offsets, vpas } = membership;
+  const urlFinal = new Uint32Array(vpas.length);
+  for (let i = 0; i < vpas.length; i++) urlFinal[i] = tempToFinal[vpas[i]!]!;
   for (let u = 0; u < urlCount; u++) {
-    const from = urlMemberOffsets[u]!;
-    const to = urlMemberOffsets[u + 1]!;
-    for (let i = from; i < to; i++) urlFinal[i] = tempToFinal[urlMembers[i]!]!;
-    if (to - from > 1) urlFinal.subarray(from, to).sort();
+    if (offsets[u + 1]! - offsets[u]! > 1) urlFinal.subarray(offsets[u]!, offsets[u + 1]!).sort();
   }
   const urlMembersOffsets = new Uint32Array(urlCount + 1);
   for (let u = 0; u < urlCount; u++) {
-    urlMembersOffsets[u + 1] = urlMembersOffsets[u]! + sortedIdsSize(urlFinal, urlMemberOffsets[u]!, urlMemberOffsets[u + 1]!);
+    urlMembersOffsets[u + 1] = urlMembersOffsets[u]! + sortedIdsSize(urlFinal, offsets[u]!, offsets[u + 1]!);
   }
   const urlMembersBlob = new Uint8Array(urlMembersOffsets[urlCount]!);
-  for (let u = 0; u < urlCount; u++) {
-    writeSortedIds(urlFinal, urlMemberOffsets[u]!, urlMemberOffsets[u + 1]!, urlMembersBlob, urlMembersOffsets[u]!);
-  }
+  for (let u = 0; u < urlCount; u++) writeSortedIds(urlFinal, offsets[u]!, offsets[u + 1]!, urlMembersBlob, urlMembersOffsets[u]!);
+  return { urlCategory, urlMembersBlob, urlMembersOffsets };
+}
 
-  // Per-cluster figures.
+/** Per-cluster figures, by ordinal. */
+function clusterColumns(order: FinalOrder, vpas: VpaColumns, numbers: Uint32Array, urlCount: number) {
+  const { clusterCount, clusterStart, componentsByNumber } = order;
+  const { firstSeen, confidence, evidenceCount, riskCategory, sourceOffsets, sourceUrl, sourceCapturedAt } = vpas;
   const clusterNumber = new Uint32Array(clusterCount);
   const clusterCreatedAt = new Float64Array(clusterCount);
   const clusterLastUpdated = new Float64Array(clusterCount);
@@ -171,7 +280,7 @@ export function assembleSnapshot(partials: readonly AggregateResult[], options: 
   const urlStamp = new Int32Array(urlCount).fill(-1);
   const riskTally = new Uint32Array(RISK_COUNT);
   for (let k = 0; k < clusterCount; k++) {
-    clusterNumber[k] = assigned.numbers[componentsByNumber[k]!]!;
+    clusterNumber[k] = numbers[componentsByNumber[k]!]!;
     const start = clusterStart[k]!;
     const end = clusterStart[k + 1]!;
     let created = Number.POSITIVE_INFINITY;
@@ -203,36 +312,7 @@ export function assembleSnapshot(partials: readonly AggregateResult[], options: 
     // Members are one contiguous id run: a single run container.
     writeRange(start, end, clusterMembersBlob, clusterMembersOffsets[k]!);
   }
-
-  const urlBytes = t.urlBytes;
-  const data: SnapshotData = {
-    meta: {
-      ...options.meta,
-      scoredAt: options.scoredAt,
-      urlMemberCap: options.urlMemberCap,
-      vpaCount: n,
-      urlCount,
-      clusterCount,
-      sourceCount: t.sourceCount,
-      evidenceCount: totalEvidence,
-    },
-    slots: buildSlots(keyBytes, keyOffsets, n),
-    keyBytes,
-    keyOffsets,
-    firstSeen,
-    confidence,
-    riskCategory,
-    evidenceCount,
-    vpaCluster,
-    sourceOffsets,
-    sourceUrl,
-    sourceCapturedAt,
-    sourceFlags,
-    urlBytes: urlBytes.bytes,
-    urlOffsets: urlBytes.offsets,
-    urlCategory,
-    urlMembersBlob,
-    urlMembersOffsets,
+  return {
     clusterNumber,
     clusterCreatedAt,
     clusterLastUpdated,
@@ -242,7 +322,6 @@ export function assembleSnapshot(partials: readonly AggregateResult[], options: 
     clusterMembersBlob,
     clusterMembersOffsets,
   };
-  return { data, clusterIds: assigned.state };
 }
 
 interface Concatenated {
