@@ -176,7 +176,14 @@ export class IntelligenceService {
     this.#lastBuild = report;
     for (const listener of this.#buildListeners) listener(report);
     this.#logger.info(
-      { snapshot: report.meta.id, ms: Math.round(report.durationMs), vpas: report.meta.vpaCount, cachedChunks: report.cachedChunks, chunks: report.chunks },
+      {
+        snapshot: report.meta.id,
+        ms: Math.round(report.durationMs),
+        phaseMs: roundedPhases(report.phaseMs),
+        vpas: report.meta.vpaCount,
+        cachedChunks: report.cachedChunks,
+        chunks: report.chunks,
+      },
       'build finished',
     );
     if (servedEarly === report.meta.id) return;
@@ -263,6 +270,10 @@ function snapshotIdOf(path: string): string {
 
 function sameFiles(a: readonly string[], b: readonly string[]): boolean {
   return a.length === b.length && a.every((name, i) => name === b[i]);
+}
+
+function roundedPhases(phaseMs: BuildReport['phaseMs']): Record<string, number> {
+  return Object.fromEntries(Object.entries(phaseMs).map(([phase, ms]) => [phase, Math.round(ms)]));
 }
 
 function snapshotFields(intel: Intelligence): Record<string, unknown> {
