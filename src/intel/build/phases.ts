@@ -193,14 +193,61 @@ const RISK_COUNT = RISK_CATEGORIES.length;
 const SOURCE_COUNT = SOURCE_CATEGORIES.length;
 
 export function aggregatePartition(task: AggregateTask): AggregateResult {
+  // One function per pass, as in assemble.ts: V8 optimises a function with
+  // several long loops one loop at a time and deoptimises at the next.
+  const rows = gatherRows(task);
+  const n = rows.vpas.size;
+  const keys = rows.vpas.finish();
+  const urlTable = rows.urls.finish();
+  const riskCategory = dominantRisks(rows.riskCounts, n);
+  const sources = orderSources(rows, n, urlTable);
+  return {
+    vpaCount: n,
+    keyBytes: keys.bytes,
+    keyOffsets: keys.offsets,
+    firstSeen: rows.firstSeen.slice(0, n),
+    evidenceCount: rows.evidenceCount.slice(0, n),
+    riskCategory,
+    evidenceWeight: rows.evidenceWeight.slice(0, n),
+    categoryMask: rows.categoryMask.slice(0, n),
+    urlBytes: urlTable.bytes,
+    urlOffsets: urlTable.offsets,
+    ...sources,
+  };
+}
+
+/** Per-VPA and per-source state of a partition, each array sized by its record count. */
+interface Rows {
+  readonly vpas: ByteInterner;
+  readonly urls: ByteInterner;
+  readonly firstSeen: Float64Array;
+  readonly evidenceCount: Uint32Array;
+  readonly evidenceWeight: Float64Array;
+  readonly categoryMask: Uint8Array;
+  readonly riskCounts: Uint32Array;
+  /** Sources as a linked list per VPA: most VPAs have one to three, so a scan of url ids beats a composite key. */
+  readonly sourceHead: Int32Array;
+  readonly sourceNext: Int32Array;
+  readonly sourceUrl: Uint32Array;
+  readonly sourceCaptured: Float64Array;
+  readonly sourceShot: Uint8Array;
+  readonly sourceCounts: Uint32Array;
+  readonly sources: number;
+}
+
+function countRecords(inputs: readonly ArrayBuffer[]): number {
   let records = 0;
-  let bytes = 0;
-  for (const input of task.inputs) {
+  for (const input of inputs) {
     const reader = new RecordReader(input);
     while (reader.next()) records++;
-    bytes += input.byteLength;
   }
-  // Keys and urls interned as bytes; per-VPA and per-source state in typed arrays sized by the record count.
+  return records;
+}
+
+/** One pass over the records: keys and urls interned as bytes, each VPA's figures and sources. */
+function gatherRows(task: AggregateTask): Rows {
+  const records = countRecords(task.inputs);
+  const bytes = task.inputs.reduce((sum, input) => sum + input.byteLength, 0);
   const vpas = new ByteInterner(records, bytes / 4);
   const urls = new ByteInterner(records, bytes / 2);
   const firstSeen = new Float64Array(records);
@@ -208,7 +255,6 @@ export function aggregatePartition(task: AggregateTask): AggregateResult {
   const evidenceWeight = new Float64Array(records);
   const categoryMask = new Uint8Array(records);
   const riskCounts = new Uint32Array(records * RISK_COUNT);
-  // Sources as a linked list per VPA: most VPAs have one to three, so a scan of url ids beats a composite key.
   const sourceHead = new Int32Array(records);
   const sourceNext = new Int32Array(records);
   const sourceUrl = new Uint32Array(records);
@@ -252,33 +298,37 @@ export function aggregatePartition(task: AggregateTask): AggregateResult {
       sourceCounts[source * SOURCE_COUNT + sourceCategory]!++;
     }
   }
+  return {
+    vpas, urls, firstSeen, evidenceCount, evidenceWeight, categoryMask, riskCounts,
+    sourceHead, sourceNext, sourceUrl, sourceCaptured, sourceShot, sourceCounts, sources,
+  };
+}
 
-  const n = vpas.size;
-  const keys = vpas.finish();
-  const urlTable = urls.finish();
+function dominantRisks(riskCounts: Uint32Array, n: number): Uint8Array {
   const riskCategory = new Uint8Array(n);
   for (let i = 0; i < n; i++) riskCategory[i] = dominant(riskCounts, i * RISK_COUNT, RISK_COUNT, RISK_RANK);
+  return riskCategory;
+}
 
-  // Sources of each VPA, newest first; equal captures by url bytes so the order never depends on arrival.
+/** Sources of each VPA, newest first; equal captures by url bytes so the order never depends on arrival. */
+function orderSources(rows: Rows, n: number, urlTable: { bytes: Uint8Array; offsets: Uint32Array }) {
+  const { sourceHead, sourceNext, sourceUrl, sourceCaptured, sourceShot, sourceCounts, sources } = rows;
+  const urlBytes = urlTable.bytes;
+  const urlOffsets = urlTable.offsets;
+  const newestFirst = (a: number, b: number) =>
+    sourceCaptured[b]! - sourceCaptured[a]! ||
+    compareByteRanges(
+      urlBytes, urlOffsets[sourceUrl[a]!]!, urlOffsets[sourceUrl[a]! + 1]!,
+      urlBytes, urlOffsets[sourceUrl[b]!]!, urlOffsets[sourceUrl[b]! + 1]!,
+    );
   const sourceOffsets = new Uint32Array(n + 1);
   const order = new Uint32Array(sources);
   let filled = 0;
-  const urlBytes = urlTable.bytes;
-  const urlOffsets = urlTable.offsets;
   for (let i = 0; i < n; i++) {
     sourceOffsets[i] = filled;
     const from = filled;
     for (let s = sourceHead[i]!; s >= 0; s = sourceNext[s]!) order[filled++] = s;
-    if (filled - from > 1) {
-      order.subarray(from, filled).sort(
-        (a, b) =>
-          sourceCaptured[b]! - sourceCaptured[a]! ||
-          compareByteRanges(
-            urlBytes, urlOffsets[sourceUrl[a]!]!, urlOffsets[sourceUrl[a]! + 1]!,
-            urlBytes, urlOffsets[sourceUrl[b]!]!, urlOffsets[sourceUrl[b]! + 1]!,
-          ),
-      );
-    }
+    if (filled - from > 1) order.subarray(from, filled).sort(newestFirst);
   }
   sourceOffsets[n] = filled;
 
@@ -293,24 +343,7 @@ export function aggregatePartition(task: AggregateTask): AggregateResult {
     outShot[k] = sourceShot[s]!;
     for (let c = 0; c < SOURCE_COUNT; c++) outCounts[k * SOURCE_COUNT + c] = sourceCounts[s * SOURCE_COUNT + c]!;
   }
-
-  return {
-    vpaCount: n,
-    keyBytes: keys.bytes,
-    keyOffsets: keys.offsets,
-    firstSeen: firstSeen.slice(0, n),
-    evidenceCount: evidenceCount.slice(0, n),
-    riskCategory,
-    evidenceWeight: evidenceWeight.slice(0, n),
-    categoryMask: categoryMask.slice(0, n),
-    sourceOffsets,
-    sourceUrl: outUrl,
-    urlBytes: urlTable.bytes,
-    urlOffsets: urlTable.offsets,
-    sourceCapturedAt: outCaptured,
-    sourceScreenshot: outShot,
-    sourceCategoryCounts: outCounts,
-  };
+  return { sourceOffsets, sourceUrl: outUrl, sourceCapturedAt: outCaptured, sourceScreenshot: outShot, sourceCategoryCounts: outCounts };
 }
 
 /** The category with the highest count; ties go to the lower rank. */
