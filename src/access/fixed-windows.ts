@@ -14,12 +14,21 @@ export interface WindowState {
   readonly msBeforeNext: number;
 }
 
+/** Fixed windows of one limit, per key id: here per thread, or shared by threads (shared-windows.ts). */
+export interface Windows {
+  readonly points: number;
+  /** Count one request of `id` at `now` (epoch ms); rejected once the window holds more than `points`. */
+  consume(id: string, now: number): { readonly rejected: boolean; readonly state: WindowState };
+  /** The open window of `id` without counting, or null when none is open. */
+  get(id: string, now: number): WindowState | null;
+}
+
 interface Window {
   endsAt: number;
   consumed: number;
 }
 
-export class FixedWindows {
+export class FixedWindows implements Windows {
   readonly points: number;
   readonly #durationMs: number;
   readonly #windows = new Map<string, Window>();

@@ -2,7 +2,8 @@ import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAb
 import type { Redis } from 'ioredis';
 import type { KeyLimits, KeyRecord } from './key-store.js';
 import type { PlansConfig } from './plans.js';
-import { FixedWindows, type WindowState } from './fixed-windows.js';
+import { FixedWindows, type Windows, type WindowState } from './fixed-windows.js';
+import { SharedFixedWindows, type SharedWindowTable } from './shared-windows.js';
 
 /**
  * Quotas per API key across all endpoints (a batch is one request), and a
@@ -45,12 +46,17 @@ export interface QuotaOptions {
   readonly redis?: Redis;
   /** Prefix for every Redis key, so deployments (and tests) sharing a Redis stay apart. */
   readonly redisPrefix?: string;
+  /**
+   * Without Redis: keep the per-key windows in this table, shared with the
+   * other serving threads of the process, instead of in this thread alone.
+   */
+  readonly sharedWindows?: SharedWindowTable;
   readonly now?: () => number;
 }
 
 /** A plan's two windows: in this process, or in Redis. */
 type Pair =
-  | { readonly limits: KeyLimits; readonly local: true; readonly burst: FixedWindows; readonly sustained: FixedWindows }
+  | { readonly limits: KeyLimits; readonly local: true; readonly burst: Windows; readonly sustained: Windows }
   | { readonly limits: KeyLimits; readonly local: false; readonly burst: RateLimiterAbstract; readonly sustained: RateLimiterAbstract };
 
 export class QuotaService implements Quota {
@@ -135,7 +141,10 @@ export class QuotaService implements Quota {
 
   #makePair(name: string, limits: KeyLimits): Pair {
     if (this.#options.redis === undefined) {
-      return { limits, local: true, burst: new FixedWindows(limits.burst, 1), sustained: new FixedWindows(limits.sustained, limits.windowSeconds) };
+      const table = this.#options.sharedWindows;
+      const windows = (kind: string, points: number, seconds: number): Windows =>
+        table === undefined ? new FixedWindows(points, seconds) : new SharedFixedWindows(table, `${name}:${kind}`, points, seconds);
+      return { limits, local: true, burst: windows('burst', limits.burst, 1), sustained: windows('sustained', limits.sustained, limits.windowSeconds) };
     }
     return {
       limits,

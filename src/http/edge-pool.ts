@@ -5,6 +5,7 @@ import { UpiRiskError } from '../common/errors.js';
 import type { KeyRegistry } from '../access/key-store.js';
 import type { Quota } from '../access/quota.js';
 import { serveQuota } from '../access/remote-quota.js';
+import { SharedWindowTable } from '../access/shared-windows.js';
 import type { IntelligenceService } from '../service/intelligence-service.js';
 import type { ServiceMetrics } from './metrics.js';
 import type { MetricJson } from './request-stats.js';
@@ -12,10 +13,10 @@ import { RetiredSnapshots } from './snapshot-release.js';
 import type { EdgeWorkerData, FromEdge, ToEdge } from './edge-worker.js';
 
 /** What every serving thread is configured with (EdgeWorkerData), plus what the main thread keeps. */
-export interface EdgePoolOptions extends Omit<EdgeWorkerData, 'index' | 'quotaPort'> {
+export interface EdgePoolOptions extends Omit<EdgeWorkerData, 'index' | 'quotaPort' | 'sharedWindows'> {
   readonly service: IntelligenceService;
   readonly keys: KeyRegistry;
-  /** The main thread's quota, asked by threads when there is no Redis. */
+  /** The main thread's quota: failed authentications per IP, asked by threads when there is no Redis. */
   readonly quota: Quota;
   /** The main thread's metrics (snapshot and build gauges). */
   readonly metrics: ServiceMetrics;
@@ -45,12 +46,14 @@ export class EdgePool {
     }
     const workers: Worker[] = [];
     const retired = new RetiredSnapshots(options.threads);
+    // Several threads without Redis count key quotas in one shared table; one thread keeps its own.
+    const sharedWindows = options.redis === null && options.threads > 1 ? new SharedWindowTable().buffer : null;
     let scrapeFromAll: (() => Promise<string>) | null = null;
     for (let index = 0; index < options.threads; index++) {
       const channel = new MessageChannel();
       serveQuota(channel.port1, options.quota);
       const { service: _service, keys: _keys, quota: _quota, metrics: _metrics, logger: _logger, ...shared } = options;
-      const data: EdgeWorkerData = { ...shared, index, quotaPort: channel.port2 };
+      const data: EdgeWorkerData = { ...shared, index, quotaPort: channel.port2, sharedWindows };
       const worker = new Worker(new URL('./edge-worker.js', import.meta.url), { workerData: data, transferList: [channel.port2] });
       worker.on('error', (error) => options.logger.error({ thread: index, err: error.stack ?? error.message }, 'serving thread failed'));
       worker.on('message', (message: FromEdge) => {

@@ -8,6 +8,7 @@ import type { KeyRecord } from '../access/key-store.js';
 import { ActiveKeys } from '../access/active-keys.js';
 import { QuotaService, type Quota } from '../access/quota.js';
 import { RemoteQuota } from '../access/remote-quota.js';
+import { SharedWindowTable } from '../access/shared-windows.js';
 import type { PlansConfig } from '../access/plans.js';
 import { createRedisClient, redisReady } from '../common/redis.js';
 import { silentLogger } from '../common/logger.js';
@@ -21,8 +22,9 @@ import { ReleaseWatch } from './snapshot-release.js';
  * One serving thread of `serve --threads N`: a uWebSockets.js app on the
  * shared port. Everything heavy stays with the main thread: snapshots arrive
  * as SharedArrayBuffer-backed arrays (one copy of the index for all threads),
- * keys arrive whenever they change, and quotas are asked of the main thread
- * (or of Redis directly in the shared mode).
+ * keys arrive whenever they change, key quotas are counted in a table all
+ * serving threads share (or in Redis in the shared mode), and failed
+ * authentications per IP are counted by the main thread.
  */
 export interface EdgeWorkerData {
   readonly index: number;
@@ -37,6 +39,8 @@ export interface EdgeWorkerData {
   readonly plans: PlansConfig;
   readonly redis: { readonly url: string; readonly prefix: string } | null;
   readonly quotaPort: MessagePort;
+  /** The key quota table of all serving threads (SharedWindowTable), when there are several and no Redis. */
+  readonly sharedWindows: SharedArrayBuffer | null;
 }
 
 export type ToEdge =
@@ -68,7 +72,16 @@ if (config.redis === null && config.threads === 1) {
   // The only serving thread: its quotas are the process's, decided here without a message per request.
   quota = new QuotaService({ plans: config.plans });
 } else if (config.redis === null) {
-  quota = new RemoteQuota(config.quotaPort);
+  // Key quotas decided here, at once, from the table every serving thread shares (shared-windows.ts
+  // says why at once); the rarer failed authentications are counted per IP by the main thread.
+  const table = new SharedWindowTable(config.sharedWindows ?? undefined);
+  const keyQuota = new QuotaService({ plans: config.plans, sharedWindows: table });
+  const ipQuota = new RemoteQuota(config.quotaPort);
+  quota = {
+    consume: (key) => keyQuota.consume(key),
+    failedAuthentication: (ip) => ipQuota.failedAuthentication(ip),
+    peekIp: (ip) => ipQuota.peekIp(ip),
+  };
 } else {
   // The main thread logs Redis outages and recoveries once for the process.
   const redis = createRedisClient(config.redis.url, silentLogger);
