@@ -1,10 +1,13 @@
 /**
- * The ceiling: a bare uWebSockets.js server on one thread that answers every
+ * The ceiling: a bare uWebSockets.js server that answers every
  * request with one fixed JSON body, after reading the body of a POST. No
  * keys, no quotas, no lookup. Same TLS setup as the service (TLS 1.3 only),
  * so the two are measured with the same load, the same way, in one run.
  *
- *   node dist/bench/http/bare-server.js --body-bytes N [--port 0] [--tls-cert F --tls-key F] [--service-headers]
+ *   node dist/bench/http/bare-server.js --body-bytes N [--port 0] [--threads 1] [--tls-cert F --tls-key F] [--service-headers]
+
+ * With --threads N it serves on N threads sharing the port, as `serve
+ * --threads N` does, so the service is compared with a ceiling of as many.
  *
  * With --service-headers it also writes the headers every service answer
  * carries (request id, data version and time, rate-limit state), to show
@@ -14,9 +17,11 @@
  */
 import { randomUUID } from 'node:crypto';
 import { parseArgs } from 'node:util';
+import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
 import uWS from 'uWebSockets.js';
 import { createTlsApp } from '../../src/http/tls.js';
 import { listen } from '../../src/http/server.js';
+import { freePort } from '../../src/http/edge-pool.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -26,7 +31,10 @@ const { values: args } = parseArgs({
     'tls-cert': { type: 'string' },
     'tls-key': { type: 'string' },
     'service-headers': { type: 'boolean', default: false },
+    threads: { type: 'string', default: '1' },
   },
+  // Threads after the first run this file again, with the main thread's arguments.
+  args: isMainThread ? process.argv.slice(2) : (workerData as { argv: string[] }).argv,
   strict: true,
 });
 
@@ -75,8 +83,24 @@ app.any('/*', (res, req) => {
   });
 });
 
-const listening = await listen(app, args.host, Number(args.port));
-process.stdout.write(`listening ${listening.port}\n`);
+const threads = Number(args.threads);
+// Threads share the port through SO_REUSEPORT, which uWS sets only for a concrete port.
+const port = Number(args.port) === 0 && threads > 1 ? await freePort(args.host) : Number(args.port);
+const listening = await listen(app, args.host, port);
+if (isMainThread) {
+  const argv = [...process.argv.slice(2), '--port', String(listening.port)];
+  // Every thread listens before the load starts: the kernel spreads connections at connect time.
+  await Promise.all(
+    Array.from({ length: threads - 1 }, () => {
+      const worker = new Worker(new URL(import.meta.url), { workerData: { argv } });
+      worker.unref();
+      return new Promise((resolve, reject) => worker.once('message', resolve).once('error', reject));
+    }),
+  );
+  process.stdout.write(`listening ${listening.port}\n`);
+} else {
+  parentPort!.postMessage('listening');
+}
 process.on('SIGTERM', () => {
   listening.close();
   (app as unknown as { close(): void }).close();

@@ -1,6 +1,6 @@
 /**
  * The HTTP measurements of `npm run bench`: the real server process and the
- * bare uWebSockets.js ceiling, each on one thread, loaded the same way in the
+ * bare uWebSockets.js ceiling, on as many threads (--server-threads), loaded the same way in the
  * same run, scenario by scenario; then a snapshot swap under load.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -26,7 +26,7 @@ export interface HttpOptions {
   readonly connections: number;
   /** wrk threads. */
   readonly wrkThreads: number;
-  /** Serving threads of the real server (the ceiling always has one). */
+  /** Serving threads of the real server, and of the ceiling. */
   readonly serverThreads: number;
   readonly log: (line: string) => void;
 }
@@ -82,8 +82,8 @@ interface BareServer {
   stop(): Promise<void>;
 }
 
-async function startBare(bodyBytes: number, dataDir: string, tls: boolean, serviceHeaders = false): Promise<BareServer> {
-  const args = [BARE_SERVER, '--body-bytes', String(bodyBytes)];
+async function startBare(bodyBytes: number, dataDir: string, tls: boolean, threads: number, serviceHeaders = false): Promise<BareServer> {
+  const args = [BARE_SERVER, '--body-bytes', String(bodyBytes), '--threads', String(threads)];
   if (serviceHeaders) args.push('--service-headers');
   // The certificate the service generated for itself, so both negotiate the same way.
   if (tls) args.push('--tls-cert', join(dataDir, 'tls', 'localhost-cert.pem'), '--tls-key', join(dataDir, 'tls', 'localhost-key.pem'));
@@ -143,7 +143,7 @@ export async function runHttp(options: HttpOptions, token: string): Promise<Http
     const loopOptions = { seconds: options.seconds, warmupSeconds: 2, connections: options.connections };
     for (const scenario of SCENARIOS) {
       const bodyBytes = bodyBytesOf(scenario, workload);
-      const bare = await startBare(bodyBytes, options.dataDir, tls);
+      const bare = await startBare(bodyBytes, options.dataDir, tls, options.serverThreads);
       try {
         const serviceTarget = targetFor(scenario, workload, portOf(server), tls, token);
         const bareTarget = targetFor(scenario, workload, bare.port, tls, token);
@@ -156,7 +156,7 @@ export async function runHttp(options: HttpOptions, token: string): Promise<Http
         log(`  ${scenario} ceiling peak ${ceiling.requestsPerSecond} req/s`);
         let ceilingWithHeaders: WrkResult | null = null;
         if (scenario === 'single') {
-          const withHeaders = await startBare(bodyBytes, options.dataDir, tls, true);
+          const withHeaders = await startBare(bodyBytes, options.dataDir, tls, options.serverThreads, true);
           try {
             const headersTarget = targetFor(scenario, workload, withHeaders.port, tls, token);
             await runWrk(headersTarget, { ...wrkOptions, seconds: 2 });

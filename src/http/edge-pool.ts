@@ -101,7 +101,7 @@ export class EdgePool {
 }
 
 /** A port nothing listens on now (asked of the kernel, then released). */
-async function freePort(host: string): Promise<number> {
+export async function freePort(host: string): Promise<number> {
   const server = createServer();
   await new Promise<void>((resolve, reject) => server.listen(0, host, resolve).once('error', reject));
   const { port } = server.address() as AddressInfo;
