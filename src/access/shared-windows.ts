@@ -18,10 +18,11 @@ import { FixedWindows, type Windows, type WindowState } from './fixed-windows.js
  * lock guards a handful of loads and stores, so a thread waiting on it
  * spins instead of sleeping.
  *
- * Two names share a slot only if both of their 32-bit hashes collide, far
- * less likely than not among a few thousand keys; they would then share one
- * window. When every slot is taken, which needs thousands of keys, further
- * names fall back to windows of their own thread.
+ * Two names share a slot only when their tags are equal and one's probe
+ * reaches the other's slot, about one chance in a million among a few
+ * thousand keys; they would then share one window. When every slot is
+ * taken, which needs thousands of keys, further names fall back to windows
+ * of their own thread.
  */
 export class SharedWindowTable {
   /** Slots in a table; each key with traffic takes two (its burst and sustained windows). */
