@@ -3,23 +3,25 @@ import type { KeyRecord } from './key-store.js';
 import type { Quota, QuotaDecision } from './quota.js';
 
 /**
- * Quotas for serving threads, kept by the main thread so a key has one quota
- * across all threads (N in-memory limiters would grant N quotas). With Redis
- * every thread talks to Redis directly and this is not used.
+ * Quotas for one of several serving threads without Redis. Key quotas are
+ * decided in this thread by `keys` (windows in memory shared by the serving
+ * threads, shared-windows.ts); failed authentications per IP, which are
+ * rarer, are counted by the main thread and asked of it by message. With
+ * Redis every thread talks to Redis directly and this is not used.
  */
-type QuotaRequest =
-  | { readonly id: number; readonly op: 'consume'; readonly key: KeyRecord }
-  | { readonly id: number; readonly op: 'failedAuthentication' | 'peekIp'; readonly ip: string };
+type QuotaRequest = { readonly id: number; readonly op: 'failedAuthentication' | 'peekIp'; readonly ip: string };
 
 type QuotaReply = { readonly id: number; readonly decision: QuotaDecision } | { readonly id: number; readonly error: string };
 
 export class RemoteQuota implements Quota {
   readonly #port: MessagePort;
+  readonly #keys: Pick<Quota, 'consume'>;
   readonly #pending = new Map<number, { resolve: (d: QuotaDecision) => void; reject: (e: Error) => void }>();
   #next = 0;
 
-  constructor(port: MessagePort) {
+  constructor(port: MessagePort, keys: Pick<Quota, 'consume'>) {
     this.#port = port;
+    this.#keys = keys;
     port.on('message', (reply: QuotaReply) => {
       const waiter = this.#pending.get(reply.id);
       if (waiter === undefined) return;
@@ -29,8 +31,8 @@ export class RemoteQuota implements Quota {
     });
   }
 
-  consume(key: KeyRecord): Promise<QuotaDecision> {
-    return this.#ask({ id: this.#next++, op: 'consume', key });
+  consume(key: KeyRecord): QuotaDecision | Promise<QuotaDecision> {
+    return this.#keys.consume(key);
   }
 
   failedAuthentication(ip: string): Promise<QuotaDecision> {
@@ -49,16 +51,11 @@ export class RemoteQuota implements Quota {
   }
 }
 
-/** Answer a serving thread's quota requests from `quota` (main thread side). */
+/** Answer a serving thread's per-IP requests from `quota` (main thread side). */
 export function serveQuota(port: MessagePort, quota: Quota): void {
   port.on('message', (request: QuotaRequest) => {
-    const answer =
-      request.op === 'consume'
-        ? quota.consume(request.key)
-        : request.op === 'failedAuthentication'
-          ? quota.failedAuthentication(request.ip)
-          : quota.peekIp(request.ip);
-    Promise.resolve(answer).then(
+    const answer = request.op === 'failedAuthentication' ? quota.failedAuthentication(request.ip) : quota.peekIp(request.ip);
+    answer.then(
       (decision) => port.postMessage({ id: request.id, decision } satisfies QuotaReply),
       (error: Error) => port.postMessage({ id: request.id, error: error.message } satisfies QuotaReply),
     );

@@ -75,13 +75,7 @@ if (config.redis === null && config.threads === 1) {
   // Key quotas decided here, at once, from the table every serving thread shares (shared-windows.ts
   // says why at once); the rarer failed authentications are counted per IP by the main thread.
   const table = new SharedWindowTable(config.sharedWindows ?? undefined);
-  const keyQuota = new QuotaService({ plans: config.plans, sharedWindows: table });
-  const ipQuota = new RemoteQuota(config.quotaPort);
-  quota = {
-    consume: (key) => keyQuota.consume(key),
-    failedAuthentication: (ip) => ipQuota.failedAuthentication(ip),
-    peekIp: (ip) => ipQuota.peekIp(ip),
-  };
+  quota = new RemoteQuota(config.quotaPort, new QuotaService({ plans: config.plans, sharedWindows: table }));
 } else {
   // The main thread logs Redis outages and recoveries once for the process.
   const redis = createRedisClient(config.redis.url, silentLogger);
