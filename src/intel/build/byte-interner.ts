@@ -76,7 +76,8 @@ export class ByteInterner {
     this.#size = id + 1;
     this.#place(id, hash);
     // Keep load ≤ 0.5 so probes stay short.
-    if (this.#size * 4 > this.#table.length) this.#rehash(this.#table.length);
+    const capacity = this.#mask + 1;
+    if (this.#size * 2 > capacity) this.#rehash(capacity * 2);
     return id;
   }
 
