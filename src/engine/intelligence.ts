@@ -4,6 +4,7 @@ import { formatIso } from '../common/time.js';
 import { RISK_CATEGORIES, SOURCE_CATEGORIES } from '../vpa/categories.js';
 import { CONFIDENCE_SCALE, NO_CLUSTER, SOURCE_FLAG_SCREENSHOT, type SnapshotData, type SnapshotMeta } from './snapshot-data.js';
 import { VpaIndex } from './vpa-index.js';
+import { portableCardinality, portableIntersectionCardinality } from './roaring-portable.js';
 import {
   NO_SOURCES,
   TOP_SOURCES_LIMIT,
@@ -150,17 +151,16 @@ export class Intelligence {
     if (!(id >= 0 && id < this.meta.vpaCount)) throw new RangeError(`no flagged VPA with id ${id}`);
   }
 
-  #clusterMembers(ordinal: number) {
+  #clusterMemberBytes(ordinal: number): Uint8Array {
     const d = this.#data;
-    const bytes = d.clusterMembersBlob.subarray(d.clusterMembersOffsets[ordinal]!, d.clusterMembersOffsets[ordinal + 1]!);
-    return RoaringBitmap32.deserialize(bytes, 'portable');
+    return d.clusterMembersBlob.subarray(d.clusterMembersOffsets[ordinal]!, d.clusterMembersOffsets[ordinal + 1]!);
   }
 
   #clusterSize(ordinal: number): number {
-    // Decoded on first use: a cluster has at least two members, so 0 means "not yet known".
+    // Read on first use: a cluster has at least two members, so 0 means "not yet known".
     let size = this.#sizes[ordinal]!;
     if (size === 0) {
-      size = this.#clusterMembers(ordinal).size;
+      size = portableCardinality(this.#clusterMemberBytes(ordinal));
       this.#sizes[ordinal] = size;
     }
     return size;
@@ -182,8 +182,7 @@ export class Intelligence {
 
   #assembleCluster(ordinal: number): Cluster {
     const d = this.#data;
-    const members = this.#clusterMembers(ordinal);
-    const memberList = members.toUint32Array();
+    const memberList = RoaringBitmap32.deserialize(this.#clusterMemberBytes(ordinal), 'portable').toUint32Array();
     const urls = new Set<number>();
     const out = new Array(memberList.length);
     for (let i = 0; i < memberList.length; i++) {
@@ -197,9 +196,10 @@ export class Intelligence {
     }
     const ranked: { url: number; text: string; count: number }[] = [];
     for (const url of urls) {
+      // Counted off the url's serialised bitmap: members are sorted, and in a
+      // built snapshot one contiguous run, so this reads a container header or two.
       const bytes = d.urlMembersBlob.subarray(d.urlMembersOffsets[url]!, d.urlMembersOffsets[url + 1]!);
-      const count = RoaringBitmap32.deserialize(bytes, 'portable').andCardinality(members);
-      ranked.push({ url, text: this.urlOf(url), count });
+      ranked.push({ url, text: this.urlOf(url), count: portableIntersectionCardinality(bytes, memberList) });
     }
     ranked.sort((a, b) => b.count - a.count || compareCodeUnits(a.text, b.text));
     const topSources: ClusterSource[] = ranked.slice(0, TOP_SOURCES_LIMIT).map((r) => ({
