@@ -4,7 +4,7 @@
  * bench/results/bench-<size>.{md,json}.
  *
  *   npm run bench -- [--vpas 1000000] [--only engine,micro,http,swap] [--modes plain,tls]
- *                    [--seconds 10] [--connections 64] [--hit-ratio 0.1] [--server-threads 1] [--quick]
+ *                    [--seconds 10] [--connections 64] [--hit-ratio 0.1] [--server-threads N] [--quick]
  *
  * Sections:
  * - engine: demo evidence generated, ingested and built (kept in
@@ -15,6 +15,9 @@
  * - http: wrk peaks and open-loop latency for single, batch and cluster
  *   lookups against the server and against a bare uWebSockets.js ceiling;
  * - swap: evidence ingested under load: stall, failed requests, freshness.
+ *
+ * The server and the ceiling run on --server-threads threads, by default one
+ * per core, as `serve` does.
  *
  * Load generator and server share this machine's cores, so absolute rates
  * depend on it; the ratios to the ceiling, measured the same way in the same
@@ -45,7 +48,8 @@ const { values: args } = parseArgs({
     seconds: { type: 'string', default: '10' },
     connections: { type: 'string', default: '64' },
     'hit-ratio': { type: 'string', default: '0.1' },
-    'server-threads': { type: 'string', default: '1' },
+    // Like `serve --threads`: one serving thread per core.
+    'server-threads': { type: 'string', default: String(availableParallelism()) },
     'wrk-threads': { type: 'string', default: '1' },
     quick: { type: 'boolean', default: false },
     out: { type: 'string', default: 'bench/results' },
