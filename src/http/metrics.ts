@@ -1,5 +1,5 @@
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-import { AggregatorRegistry, Counter, Gauge, Registry, type MetricObjectWithValues, type MetricValue } from 'prom-client';
+import { AggregatorRegistry, Counter, Gauge, Registry, type GaugeConfiguration, type MetricObjectWithValues, type MetricValue } from 'prom-client';
 import type { Intelligence } from '../engine/intelligence.js';
 import { RequestStats, type MetricJson } from './request-stats.js';
 
@@ -18,20 +18,15 @@ export class ServiceMetrics {
     labelNames: ['kind'] as const,
     registers: [this.registry],
   });
-  // Gauges describe one shared state: threads' values are combined with max, not summed.
-  readonly snapshotVpas = new Gauge({ name: 'upi_risk_snapshot_vpas', help: 'Flagged VPAs in the served snapshot', aggregator: 'max', registers: [this.registry] });
-  readonly snapshotAge = new Gauge({
+  readonly snapshotVpas = this.#gauge({ name: 'upi_risk_snapshot_vpas', help: 'Flagged VPAs in the served snapshot' });
+  readonly snapshotAge = this.#gauge({
     name: 'upi_risk_snapshot_age_seconds',
     help: 'Seconds since the newest evidence in the served snapshot was ingested',
-    aggregator: 'max',
-    registers: [this.registry],
   });
-  readonly snapshotInfo = new Gauge({
+  readonly snapshotInfo = this.#gauge({
     name: 'upi_risk_snapshot_info',
     help: 'The served snapshot (value 1, id in the label)',
     labelNames: ['id'] as const,
-    aggregator: 'max',
-    registers: [this.registry],
   });
   /**
    * The longest event-loop stall since the previous scrape, per thread
@@ -42,32 +37,37 @@ export class ServiceMetrics {
    */
   readonly #loopDelay = monitorEventLoopDelay({ resolution: 1 });
   readonly #thread: string;
-  readonly eventLoopDelayMax = new Gauge({
+  readonly eventLoopDelayMax: Gauge<'thread'> = this.#gauge({
     name: 'upi_risk_event_loop_delay_max_seconds',
     help: 'Longest event-loop delay since the previous scrape, sampled every 1 ms, by thread (main, or a serving thread)',
     labelNames: ['thread'] as const,
-    aggregator: 'max',
-    registers: [this.registry],
     collect: () => {
       // The histogram starts empty (max 0) and is cleared on every scrape: each value covers one scrape interval.
       this.eventLoopDelayMax.set({ thread: this.#thread }, this.#loopDelay.max / 1e9);
       this.#loopDelay.reset();
     },
   });
-  readonly swapSeconds = new Gauge({
+  readonly swapSeconds = this.#gauge({
     name: 'upi_risk_snapshot_swap_seconds',
     help: 'How long the last snapshot swap held this serving thread (wrapping the new arrays), by thread',
     labelNames: ['thread'] as const,
-    aggregator: 'max',
-    registers: [this.registry],
   });
-  readonly lastBuildTime = new Gauge({ name: 'upi_risk_last_build_timestamp_seconds', help: 'When the last build finished', aggregator: 'max', registers: [this.registry] });
-  readonly lastBuildDuration = new Gauge({ name: 'upi_risk_last_build_duration_seconds', help: 'How long the last build took', aggregator: 'max', registers: [this.registry] });
+  readonly lastBuildTime = this.#gauge({ name: 'upi_risk_last_build_timestamp_seconds', help: 'When the last build finished' });
+  readonly lastBuildDuration = this.#gauge({ name: 'upi_risk_last_build_duration_seconds', help: 'How long the last build took' });
 
   /** `thread` names this thread in per-thread metrics: `main`, or a serving thread's index. */
   constructor(thread = 'main') {
     this.#thread = thread;
     this.#loopDelay.enable();
+  }
+
+  /**
+   * A gauge in this thread's registry. Gauges describe one shared state (the
+   * served snapshot, the last build), so when the main thread aggregates the
+   * threads' metrics their values combine with max, not summed.
+   */
+  #gauge<T extends string>(config: Omit<GaugeConfiguration<T>, 'aggregator' | 'registers'>): Gauge<T> {
+    return new Gauge({ ...config, aggregator: 'max', registers: [this.registry] });
   }
 
   /** Every metric of this thread, in prom-client's JSON form. */
