@@ -19,6 +19,7 @@ import v8 from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { findClusters, type Components, type UrlMembership } from '../src/intel/clustering.js';
 import { assignClusterNumbers, emptyClusterIdState, readClusterIdState, writeClusterIdState } from '../src/intel/cluster-ids.js';
+import { mulberry32 } from '../test/fixtures/random.js';
 
 const { values } = parseArgs({
   options: {
@@ -33,15 +34,8 @@ const seed = Number(values.seed);
 if (!Number.isInteger(vpaCount) || vpaCount < 1000) throw new RangeError('--vpas must be an integer >= 1000');
 if (!Number.isInteger(cap) || cap < 1) throw new RangeError('--cap must be a positive integer');
 
-// mulberry32: a seeded generator, so runs are comparable.
-let rngState = seed >>> 0;
-function random(): number {
-  rngState = (rngState + 0x6d2b79f5) >>> 0;
-  let t = rngState;
-  t = Math.imul(t ^ (t >>> 15), t | 1);
-  t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-  return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-}
+// Seeded, so runs are comparable.
+const random = mulberry32(seed);
 const randomInt = (lo: number, hi: number) => lo + Math.floor(random() * (hi - lo + 1));
 
 class MembershipBuilder {
