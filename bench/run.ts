@@ -14,7 +14,8 @@
  *   10M skipped with --quick);
  * - http: wrk peaks and open-loop latency for single, batch and cluster
  *   lookups against the server and against a bare uWebSockets.js ceiling;
- * - swap: evidence ingested under load: stall, failed requests, freshness.
+ * - swap: evidence ingested under load: stall, failed requests, freshness;
+ *   then the machine's own stalls, for comparison (machine-stall.bench.ts).
  *
  * The server and the ceiling run on --server-threads threads, by default one
  * per core, as `serve` does.
@@ -35,6 +36,7 @@ import { listSnapshots, loadNewestValidSnapshot } from '../src/engine/snapshot-f
 import { requireWrk } from './http/load-tools.js';
 import { createBenchKey, runHttp, runSwap, type HttpOptions, type HttpResult } from './http/scenarios.js';
 import { writeWorkload, type Workload } from './http/workload.js';
+import type { MachineStallResult } from './machine-stall.bench.js';
 import { renderMarkdown, type MicroResult, type SuiteResult } from './results.js';
 
 const SECTIONS = ['engine', 'micro', 'http', 'swap'] as const;
@@ -112,6 +114,7 @@ async function main(): Promise<void> {
     micro: [],
     http: [],
     swap: null,
+    machineStall: null,
   };
 
   if (only.has('engine') || !(await hasSnapshot())) {
@@ -156,6 +159,8 @@ async function main(): Promise<void> {
       const buildS = Number((suite.engine as { buildS?: number } | null)?.buildS ?? vpas / 100_000);
       log(`swap: new evidence under ${rate} req/s`);
       suite.swap = await runSwap({ ...base, tls: false }, token, rate, work, Math.ceil(buildS * 2 + 20));
+      log('swap: the machine\'s own stalls');
+      suite.machineStall = (await benchFile('machine-stall.bench.js', [])) as unknown as MachineStallResult;
     }
   }
 

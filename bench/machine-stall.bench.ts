@@ -1,0 +1,122 @@
+/**
+ * The machine's own event-loop stalls: how late a 1 ms timer fires in an
+ * idle process that shares nothing with this one, first while nothing else
+ * runs, then while this process allocates and touches fresh memory in rounds
+ * of a few GiB, as a snapshot build does.
+ *
+ *   node --expose-gc dist/bench/machine-stall.bench.js [--gib 2] [--rounds 12] [--idle 5] [--json FILE]
+ *
+ * The observer is a separate process: no shared heap, address space, lock or
+ * thread with the one touching memory. Whatever stalls it is the machine's
+ * (on a virtual machine, the host backing guest memory it had not backed
+ * yet), so the serving threads of `serve` can do no better while a rebuild
+ * runs beside them. The swap section of `npm run bench` reports it next to
+ * the serving-thread stall it measures.
+ */
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { round1, wholeNumberOption, writeBenchReport } from './support/report.js';
+
+const { values: args } = parseArgs({
+  options: {
+    gib: { type: 'string', default: '2' },
+    rounds: { type: 'string', default: '12' },
+    idle: { type: 'string', default: '5' },
+    json: { type: 'string' },
+    // Internal: run as the observer for this many seconds.
+    observe: { type: 'string' },
+  },
+  strict: true,
+});
+
+const gc = (globalThis as { gc?: () => void }).gc;
+
+export interface MachineStallResult {
+  /** Longest event-loop delay of the observer while nothing else ran, ms. */
+  readonly idleStallMs: number;
+  /** Longest while this process touched fresh memory, ms. */
+  readonly touchingStallMs: number;
+  readonly gibPerRound: number;
+  readonly rounds: number;
+  /** Seconds each round took to allocate and touch its memory; slow rounds are memory the host had to back. */
+  readonly roundSeconds: readonly number[];
+}
+
+if (args.observe !== undefined) {
+  observe(wholeNumberOption('observe', args.observe));
+} else {
+  await main();
+}
+
+/** Observer: once a second, print the longest event-loop delay of that second (ms) on its own line. */
+function observe(seconds: number): void {
+  const delay = monitorEventLoopDelay({ resolution: 1 });
+  delay.enable();
+  let left = seconds;
+  const timer = setInterval(() => {
+    process.stdout.write(`${delay.max / 1e6}\n`);
+    delay.reset();
+    if (--left === 0) clearInterval(timer);
+  }, 1000);
+}
+
+async function main(): Promise<void> {
+  const gib = wholeNumberOption('gib', args.gib);
+  const rounds = wholeNumberOption('rounds', args.rounds);
+  const idleSeconds = wholeNumberOption('idle', args.idle);
+  const child = spawn(process.execPath, [fileURLToPath(import.meta.url), '--observe', '100000'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  let phase: 'warmup' | 'idle' | 'touching' = 'warmup';
+  const stalls = { idle: 0, touching: 0 };
+  let pending = '';
+  child.stdout.setEncoding('utf8');
+  child.stdout.on('data', (text: string) => {
+    pending += text;
+    let newline: number;
+    while ((newline = pending.indexOf('\n')) >= 0) {
+      const ms = Number(pending.slice(0, newline));
+      pending = pending.slice(newline + 1);
+      if (phase !== 'warmup') stalls[phase] = Math.max(stalls[phase], ms);
+    }
+  });
+  try {
+    await sleep(1500);
+    phase = 'idle';
+    await sleep(idleSeconds * 1000);
+    phase = 'touching';
+    const roundSeconds: number[] = [];
+    for (let r = 0; r < rounds; r++) {
+      const started = performance.now();
+      touchFresh(gib * 2 ** 30);
+      roundSeconds.push(Math.round(performance.now() - started) / 1000);
+      // Free the round's memory before the next, as a build's phases do.
+      gc?.();
+      // Let the observer's per-second report land.
+      await sleep(50);
+    }
+    await sleep(1100);
+    const result: MachineStallResult = {
+      idleStallMs: round1(stalls.idle),
+      touchingStallMs: round1(stalls.touching),
+      gibPerRound: gib,
+      rounds,
+      roundSeconds,
+    };
+    console.table([{ ...result, roundSeconds: roundSeconds.join(' ') }]);
+    if (args.json !== undefined) writeBenchReport(args.json, 'machine-stall', null, result);
+  } finally {
+    child.kill();
+  }
+}
+
+/** Allocate `bytes` and write one byte per 4 KiB page, so every page is backed. */
+function touchFresh(bytes: number): number {
+  const buffer = new Uint8Array(bytes);
+  for (let i = 0; i < bytes; i += 4096) buffer[i] = 1;
+  return buffer[bytes - 4096]!;
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
