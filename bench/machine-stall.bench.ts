@@ -81,7 +81,8 @@ async function main(): Promise<void> {
     }
   });
   try {
-    await sleep(1500);
+    // Settle first: memory a process just before this one gave back (a server stopping) stalls the machine too.
+    await sleep(5000);
     phase = 'idle';
     await sleep(idleSeconds * 1000);
     phase = 'touching';
