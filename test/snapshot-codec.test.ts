@@ -185,6 +185,9 @@ describe('snapshot codec: bodies with a valid checksum but wrong content', () =>
 
   it('refuses missing or mistyped meta fields', () => {
     expectError(() => decodeSnapshot(tampered((b) => delete b.meta.id)), 'ERR_SNAPSHOT_FORMAT', /meta\.id/);
+    // The id becomes a header line: a line break in it would let a snapshot file write headers.
+    expectError(() => decodeSnapshot(tampered((b) => (b.meta.id = 'v1\r\nSet-Cookie: a=b'))), 'ERR_SNAPSHOT_FORMAT', /meta\.id is not 1 to 64 visible ASCII/);
+    expectError(() => decodeSnapshot(tampered((b) => (b.meta.id = 'x'.repeat(65)))), 'ERR_SNAPSHOT_FORMAT', /meta\.id/);
     expectError(() => decodeSnapshot(tampered((b) => (b.meta.createdAt = 'yesterday'))), 'ERR_SNAPSHOT_FORMAT', /meta\.createdAt/);
     expectError(() => decodeSnapshot(tampered((b) => (b.meta.vpaCount = -1))), 'ERR_SNAPSHOT_FORMAT', /meta\.vpaCount/);
     expectError(() => decodeSnapshot(tampered((b) => (b.meta.evidenceFiles = [1]))), 'ERR_SNAPSHOT_FORMAT', /evidenceFiles/);

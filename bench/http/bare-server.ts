@@ -15,11 +15,11 @@
  *
  * Prints `listening <port>` once it accepts connections.
  */
-import { randomUUID } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
 import uWS from 'uWebSockets.js';
 import { createTlsApp } from '../../src/http/tls.js';
+import { snapshotHeaderLines, writeAnswerHead } from '../../src/http/answer-headers.js';
 import { listen } from '../../src/http/server.js';
 import { freePort } from '../../src/http/edge-pool.js';
 
@@ -50,20 +50,21 @@ const key = args['tls-key'];
 const app = cert !== undefined && key !== undefined ? createTlsApp({ certFile: cert, keyFile: key }) : uWS.App();
 
 const serviceHeaders = args['service-headers'];
-const dataVersion = '20261122T074338123Z-0001';
+const dataVersion = '20261122T074338123Z-000001';
+const REQUEST_ID_PREFIX = '3f9c0a7e5d21b846-';
 const dataAsOf = new Date().toISOString();
+
+const dataLines = snapshotHeaderLines(dataVersion, dataAsOf);
+let requests = 0;
 
 const answer = (res: uWS.HttpResponse) => {
   res.cork(() => {
-    res.writeStatus('200 OK').writeHeader('Content-Type', 'application/json');
     if (serviceHeaders) {
-      res
-        .writeHeader('X-Request-Id', randomUUID())
-        .writeHeader('X-Data-Version', dataVersion)
-        .writeHeader('X-Data-As-Of', dataAsOf)
-        .writeHeader('X-RateLimit-Limit', String(1_000_000_000))
-        .writeHeader('X-RateLimit-Remaining', String(999_999_999))
-        .writeHeader('X-RateLimit-Reset', String(Math.ceil(Date.now() / 1000) + 60));
+      // The same header bytes, written the same way, as the service's answers.
+      const rateLimit = { limit: 1_000_000_000, remaining: 999_999_999, reset: Math.ceil(Date.now() / 1000) + 60 };
+      writeAnswerHead(res, '200 OK', dataLines, `${REQUEST_ID_PREFIX}${(requests++).toString(36)}`, rateLimit);
+    } else {
+      res.writeStatus('200 OK').writeHeader('Content-Type', 'application/json');
     }
     res.end(body);
   });

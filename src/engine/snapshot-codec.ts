@@ -666,9 +666,12 @@ function readMeta(value: unknown): SnapshotMeta {
 const TIME_FIELDS = ['createdAt', 'dataAsOf', 'scoredAt'] as const;
 const COUNT_FIELDS = ['vpaCount', 'urlCount', 'clusterCount', 'sourceCount', 'evidenceCount', 'skippedLines'] as const;
 
+const SNAPSHOT_ID_TEXT = /^[\x21-\x7e]{1,64}$/;
+
 function validateMeta(meta: { readonly [K in keyof SnapshotMeta]: unknown }, context: string): void {
   const bad = (what: string): never => formatError(`${context}: meta.${what}`);
-  if (typeof meta.id !== 'string' || meta.id.length === 0) bad('id is not a non-empty string');
+  // The id is sent as the X-Data-Version header: nothing but visible ASCII may reach a header line.
+  if (typeof meta.id !== 'string' || !SNAPSHOT_ID_TEXT.test(meta.id)) bad('id is not 1 to 64 visible ASCII characters');
   for (const name of TIME_FIELDS) {
     const v = meta[name];
     if (typeof v !== 'number' || !Number.isFinite(v)) bad(`${name} is not a finite number`);

@@ -15,6 +15,7 @@ import type { KeyRecord } from '../access/key-store.js';
 import { hashApiKey, sameHash } from '../access/api-key.js';
 import type { Quota, QuotaDecision } from '../access/quota.js';
 import type { ServiceMetrics } from './metrics.js';
+import { snapshotHeaderLines, writeAnswerHead } from './answer-headers.js';
 import { ROUTE, ROUTE_NAMES } from './request-stats.js';
 import { RequestIds } from './request-ids.js';
 import {
@@ -65,8 +66,6 @@ interface Exchange {
   quota: QuotaDecision | null;
 }
 
-const JSON_TYPE = 'application/json';
-
 export interface ApiApp {
   readonly app: TemplatedApp;
   /** Requests begun and not yet answered or aborted. */
@@ -84,6 +83,16 @@ export function createApiApp(deps: ApiDependencies, app: TemplatedApp = uWS.App(
   const requestIds = new RequestIds();
   let inFlight = 0;
   let draining = false;
+  // Most answers come from the snapshot the one before came from.
+  let linesIntel: Intelligence | null = null;
+  let linesText = '';
+  const snapshotLines = (intel: Intelligence): string => {
+    if (intel !== linesIntel) {
+      linesText = snapshotHeaderLines(intel.meta.id, intel.asOfIso);
+      linesIntel = intel;
+    }
+    return linesText;
+  };
 
   const begin = (res: HttpResponse, route: number): Exchange => {
     inFlight++;
@@ -114,23 +123,10 @@ export function createApiApp(deps: ApiDependencies, app: TemplatedApp = uWS.App(
     if (x.closed) return;
     x.closed = true;
     inFlight--;
-    const intel = x.intel;
-    const quota = x.quota;
+    const lines = snapshotLines(x.intel);
     x.res.cork(() => {
-      const res = x.res
-        .writeStatus(STATUS_LINES[status] ?? `${status}`)
-        .writeHeader('Content-Type', JSON_TYPE)
-        .writeHeader('X-Request-Id', x.requestId)
-        .writeHeader('X-Data-Version', intel.meta.id)
-        .writeHeader('X-Data-As-Of', intel.asOfIso);
-      if (quota !== null) {
-        res
-          .writeHeader('X-RateLimit-Limit', String(quota.limit))
-          .writeHeader('X-RateLimit-Remaining', String(quota.remaining))
-          .writeHeader('X-RateLimit-Reset', String(quota.reset));
-      }
-      if (extra !== undefined) res.writeHeader(extra[0], extra[1]);
-      res.end(body, closeConnection || draining);
+      writeAnswerHead(x.res, STATUS_LINES[status] ?? `${status}`, lines, x.requestId, x.quota, extra?.[0], extra?.[1]);
+      x.res.end(body, closeConnection || draining);
     });
     metrics?.requests.record(x.route, status, (performance.now() - x.started) / 1000);
   };
@@ -354,7 +350,7 @@ function bearerToken(header: string): string | HttpError {
 function isJsonContentType(value: string): boolean {
   const semicolon = value.indexOf(';');
   const type = (semicolon < 0 ? value : value.slice(0, semicolon)).trim().toLowerCase();
-  return type === JSON_TYPE;
+  return type === 'application/json';
 }
 
 function remoteAddress(res: HttpResponse): string {
