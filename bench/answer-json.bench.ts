@@ -15,10 +15,10 @@
 import { Bench } from 'tinybench';
 import { batchResponseJson, verdictJson } from '../src/api/answer-json.js';
 import { Intelligence } from '../src/engine/intelligence.js';
-import { formatClusterId, type BatchItem, type BatchResponse, type Cluster, type VpaVerdict } from '../src/engine/verdict.js';
+import { type BatchItem, type BatchResponse, type Cluster, type VpaVerdict } from '../src/engine/verdict.js';
 import { fakeSnapshot } from '../test/fixtures/fake-snapshot.js';
 import { microOptions, taskRows, writeBenchReport, type Row } from './support/report.js';
-import { knownVpas, shuffledOrder, unknownVpas } from './support/vpas.js';
+import { knownVpas, shuffledClusterIds, unknownVpas } from './support/vpas.js';
 
 /** Objects per case: distinct answers, a few MB of them. */
 const OBJECTS = 4096;
@@ -48,9 +48,7 @@ function batchResponse(intel: Intelligence, known: readonly string[], unknown: r
 
 /** Clusters in a shuffled order, so consecutive encodings read unrelated memory. */
 function clusters(intel: Intelligence, count: number, seed: number): Cluster[] {
-  const numbers = intel.data.clusterNumber;
-  const order = shuffledOrder(numbers.length, seed).subarray(0, Math.min(count, numbers.length));
-  return Array.from(order, (ordinal) => intel.cluster(formatClusterId(numbers[ordinal]!))!);
+  return shuffledClusterIds(intel.data, count, seed).map((id) => intel.cluster(id)!);
 }
 
 // ---------------------------------------------------------------------------

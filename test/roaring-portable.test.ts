@@ -4,6 +4,7 @@ import fc from 'fast-check';
 import roaring from 'roaring';
 import {
   portableCardinality,
+  portableDecode,
   portableIntersectionCardinality,
   portableRangeCardinality,
   rangeSize,
@@ -100,6 +101,33 @@ test('intersection counts with contiguous and scattered id sets agree with roari
     }),
     { numRuns: 300 },
   );
+});
+
+test('decoded ids agree with roaring, for its own bitmaps and those written here (property)', () => {
+  const decoded = (bytes: Uint8Array): number[] => {
+    const out = new Uint32Array(portableCardinality(bytes));
+    assert.equal(portableDecode(bytes, out), out.length);
+    return Array.from(out);
+  };
+  fc.assert(
+    fc.property(librarySets, (bitmap) => {
+      assert.deepEqual(decoded(serialised(bitmap)), bitmap.toArray());
+    }),
+    { numRuns: 300 },
+  );
+  fc.assert(
+    fc.property(idSets, (ids) => {
+      const sorted = Uint32Array.from(ids).sort();
+      const out = new Uint8Array(sortedIdsSize(sorted, 0, sorted.length));
+      writeSortedIds(sorted, 0, sorted.length, out, 0);
+      assert.deepEqual(decoded(out), Array.from(sorted));
+    }),
+    { numRuns: 200 },
+  );
+  const range = new Uint8Array(rangeSize(65_530, 140_000));
+  writeRange(65_530, 140_000, range, 0);
+  assert.deepEqual(decoded(range), Array.from({ length: 140_000 - 65_530 }, (_, i) => 65_530 + i));
+  assert.throws(() => portableDecode(range, new Uint32Array(10)), /do not fit/);
 });
 
 test('counts over bitmaps this module writes, and refusal of bytes that are no bitmap', () => {

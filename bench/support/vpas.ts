@@ -5,6 +5,7 @@
  */
 import { NOT_FOUND } from '../../src/common/brand.js';
 import type { KeyIndex } from '../../src/engine/key-index.js';
+import { formatClusterId } from '../../src/engine/verdict.js';
 
 const PAYEE_PROVIDERS = ['ybl', 'okaxis', 'paytm', 'ibl', 'axl', 'apl', 'okicici', 'oksbi', 'okhdfcbank', 'upi', 'axisbank', 'kotak'];
 const MOBILE_PROVIDERS = ['ybl', 'okaxis', 'paytm', 'ibl', 'axl', 'apl', 'okicici', 'oksbi', 'upi', 'yapl', 'ptyes', 'ptsbi'];
@@ -146,4 +147,11 @@ export function shuffledOrder(length: number, seed: number): Uint32Array {
     order[j] = t;
   }
   return order;
+}
+
+/** Up to `count` cluster ids of a snapshot in a shuffled order, so consecutive calls read unrelated parts of it. */
+export function shuffledClusterIds(data: { readonly clusterNumber: Uint32Array }, count: number, seed: number): string[] {
+  const numbers = data.clusterNumber;
+  const order = shuffledOrder(numbers.length, seed);
+  return Array.from(order.subarray(0, Math.min(count, order.length)), (ordinal) => formatClusterId(numbers[ordinal]!));
 }

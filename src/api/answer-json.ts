@@ -1,4 +1,4 @@
-import type { BatchItem, BatchResponse, Cluster, Source, VpaVerdict } from '../engine/verdict.js';
+import type { BatchItem, BatchResponse, Source, VpaVerdict } from '../engine/verdict.js';
 
 /**
  * JSON text of the lookup answers, written by hand: JSON.stringify walks
@@ -48,24 +48,6 @@ export function batchResponseJson(response: BatchResponse): string {
 /** The batch response around its items' JSON, already joined with commas (answerBatchBody writes them as it looks up). */
 export function batchEnvelopeJson(itemsJson: string, total: number, flagged: number): string {
   return `{"results":[${itemsJson}],"total":${total},"flagged_count":${flagged},"cleared_count":${total - flagged}}`;
-}
-
-const clusterTexts = new WeakMap<Cluster, string>();
-
-/**
- * JSON text of a cluster answer. Intelligence keeps its recent cluster
- * answers and hands out the same object when one is asked for again, so the
- * text is kept with the object and goes when the object goes: a cluster
- * asked for again is not encoded again. A cluster is mostly member objects,
- * which JSON.stringify handles as fast as a hand-written encoder would.
- */
-export function clusterJson(cluster: Cluster): string {
-  let text = clusterTexts.get(cluster);
-  if (text === undefined) {
-    text = JSON.stringify(cluster);
-    clusterTexts.set(cluster, text);
-  }
-  return text;
 }
 
 function sourceJson(s: Source): string {

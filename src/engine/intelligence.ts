@@ -1,10 +1,9 @@
-import roaring from 'roaring';
 import { NOT_FOUND } from '../common/brand.js';
 import { formatIso } from '../common/time.js';
 import { RISK_CATEGORIES, SOURCE_CATEGORIES } from '../vpa/categories.js';
 import { CONFIDENCE_SCALE, NO_CLUSTER, SOURCE_FLAG_SCREENSHOT, type SnapshotData, type SnapshotMeta } from './snapshot-data.js';
 import { VpaIndex } from './vpa-index.js';
-import { portableCardinality, portableIntersectionCardinality } from './roaring-portable.js';
+import { portableCardinality, portableDecode, portableIntersectionCardinality } from './roaring-portable.js';
 import {
   NO_SOURCES,
   TOP_SOURCES_LIMIT,
@@ -17,8 +16,6 @@ import {
   type Source,
   type VpaVerdict,
 } from './verdict.js';
-
-const { RoaringBitmap32 } = roaring;
 
 /**
  * One loaded snapshot, answering the spec's questions. Immutable: a swap
@@ -37,9 +34,9 @@ export class Intelligence {
   readonly #data: SnapshotData;
   readonly #index: VpaIndex;
   readonly #urlText: Buffer;
-  // Cluster answers are pure functions of the snapshot; keep the recent ones.
-  readonly #clusterCache = new Map<number, Cluster>();
   readonly #sizes: Uint32Array;
+  /** Members of the cluster being assembled; grown to the largest cluster asked for. */
+  #members = new Uint32Array(256);
 
   constructor(data: SnapshotData) {
     this.meta = data.meta;
@@ -123,21 +120,17 @@ export class Intelligence {
     };
   }
 
-  /** The cluster with this id, or null when no such cluster exists (or the id is not canonical). */
+  /**
+   * The cluster with this id, or null when no such cluster exists (or the id
+   * is not canonical). Assembled on every call: the edge keeps the answers
+   * worth keeping (api/cluster-answer-cache.ts).
+   */
   cluster(clusterId: string): Cluster | null {
     const number = parseClusterId(clusterId);
     if (number < 0) return null;
     const ordinal = this.#clusterOrdinal(number);
     if (ordinal < 0) return null;
-    let answer = this.#clusterCache.get(ordinal);
-    if (answer === undefined) {
-      answer = this.#assembleCluster(ordinal);
-      if (this.#clusterCache.size >= CLUSTER_CACHE_SIZE) {
-        this.#clusterCache.delete(this.#clusterCache.keys().next().value!);
-      }
-      this.#clusterCache.set(ordinal, answer);
-    }
-    return answer;
+    return this.#assembleCluster(ordinal);
   }
 
   /** The url text of a url id. */
@@ -182,7 +175,11 @@ export class Intelligence {
 
   #assembleCluster(ordinal: number): Cluster {
     const d = this.#data;
-    const memberList = RoaringBitmap32.deserialize(this.#clusterMemberBytes(ordinal), 'portable').toUint32Array();
+    const memberBytes = this.#clusterMemberBytes(ordinal);
+    const size = this.#clusterSize(ordinal);
+    if (this.#members.length < size) this.#members = new Uint32Array(Math.max(size, 2 * this.#members.length));
+    // A view of the reused buffer: valid until the next assembly, which cannot start before this one returns.
+    const memberList = this.#members.subarray(0, portableDecode(memberBytes, this.#members));
     const urls = new Set<number>();
     const out = new Array(memberList.length);
     for (let i = 0; i < memberList.length; i++) {
@@ -220,8 +217,6 @@ export class Intelligence {
     };
   }
 }
-
-const CLUSTER_CACHE_SIZE = 1024;
 
 export function clearedVerdict(upi: string): VpaVerdict {
   return {

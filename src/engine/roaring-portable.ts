@@ -9,9 +9,11 @@
  * a cluster answer counts its members on each of their urls, a dozen or more
  * bitmaps, and deserialising each through the binding to count one range of
  * it cost most of the answer; the counts are read off the bytes here instead.
- * Decoding whole sets stays with the roaring library, and property tests
- * check every shape written here against its deserialiser and every count
- * against its own.
+ * The members themselves are decoded here too, into a buffer the caller
+ * reuses: a deserialised bitmap is a native object that the collector must
+ * track and finalise, per cluster answer. Property tests check every shape
+ * written here against the library's deserialiser, and every count and
+ * decoded set against its own.
  *
  * Containers: array (≤ 4096 values, 2 bytes each) or bitmap (8 KiB); run
  * containers are written only for contiguous ranges (writeRange).
@@ -216,6 +218,46 @@ export function portableRangeCardinality(bytes: Uint8Array, from: number, to: nu
     at += size;
   }
   return count;
+}
+
+/**
+ * Decode the ids of a serialised bitmap, ascending, into out[0..]; returns
+ * how many (= portableCardinality). Throws RangeError when `out` is too
+ * short for them.
+ */
+export function portableDecode(bytes: Uint8Array, out: Uint32Array): number {
+  const l = layout(bytes);
+  let n = 0;
+  let at = l.data;
+  for (let c = 0; c < l.containers; c++) {
+    const base = readU16(bytes, l.header + 4 * c) * 65536;
+    const size = containerSize(bytes, l, c, at);
+    const cardinality = readU16(bytes, l.header + 4 * c + 2) + 1;
+    if (n + cardinality > out.length) throw new RangeError(`${n + cardinality} ids do not fit in ${out.length}`);
+    if (isRun(bytes, l, c)) {
+      const runs = readU16(bytes, at);
+      for (let r = 0; r < runs; r++) {
+        const start = base + readU16(bytes, at + 2 + 4 * r);
+        const end = start + readU16(bytes, at + 4 + 4 * r);
+        for (let v = start; v <= end; v++) out[n++] = v;
+      }
+    } else if (cardinality > ARRAY_CONTAINER_MAX) {
+      for (let w = 0; w < BITMAP_CONTAINER_BYTES / 4; w++) {
+        let word = readU32(bytes, at + 4 * w) | 0;
+        while (word !== 0) {
+          const lowest = word & -word;
+          out[n++] = base + 32 * w + (31 - Math.clz32(lowest));
+          word ^= lowest;
+        }
+      }
+    } else {
+      for (let i = 0; i < cardinality; i++) out[n++] = base + readU16(bytes, at + 2 * i);
+    }
+    // Writes past the end of a typed array are dropped; a container holding more than its header says is refused here.
+    if (n > out.length) throw new RangeError('a container holds more ids than its header says');
+    at += size;
+  }
+  return n;
 }
 
 function isRun(bytes: Uint8Array, l: Layout, c: number): boolean {

@@ -9,7 +9,7 @@ import { isValidVpa } from '../vpa/vpa.js';
 import { MAX_BODY_BYTES } from '../api/schemas.js';
 import { answerBatchBody } from '../api/batch-answer.js';
 import { answerSingle } from '../api/single-answer.js';
-import { clusterJson } from '../api/answer-json.js';
+import { clusterAnswerJson } from '../api/cluster-answer-cache.js';
 import { openApiDocument } from '../api/openapi.js';
 import type { KeyRecord } from '../access/key-store.js';
 import { hashApiKey, sameHash } from '../access/api-key.js';
@@ -245,9 +245,9 @@ export function createApiApp(deps: ApiDependencies, app: TemplatedApp = uWS.App(
   const clusterRoute = keyed(ROUTE.cluster, (req) => req.getParameter(0) ?? '', (x, id) => {
     if (id === '') throw badRequest('missing cluster id');
     if (!isClusterIdShape(id)) throw badRequest('cluster id must have the form MC-<number>');
-    const cluster = x.intel.cluster(id);
-    if (cluster === null) throw notFound(`no cluster ${id}`);
-    send(x, 200, clusterJson(cluster));
+    const answer = clusterAnswerJson(x.intel, id);
+    if (answer === null) throw notFound(`no cluster ${id}`);
+    send(x, 200, answer);
   });
   app.get('/v1/verify/upi/cluster/:id', clusterRoute);
   app.get('/v1/verify/upi/cluster/', clusterRoute);
