@@ -21,6 +21,10 @@ import {
  * One loaded snapshot, answering the spec's questions. Immutable: a swap
  * replaces the whole object, so a request that took a reference finishes on
  * the snapshot it started with, and a batch is answered from one snapshot.
+ * (What changes inside, cluster sizes read on first use and a scratch
+ * buffer for cluster members, changes no answer. Every thread wraps the
+ * shared arrays in an Intelligence of its own, so none of that is shared
+ * between threads.)
  */
 export class Intelligence {
   readonly meta: SnapshotMeta;
