@@ -24,6 +24,7 @@ import { SnapshotBuilder } from '../src/intel/build/builder.js';
 import { parseCacheDir } from '../src/intel/build/parse-cache.js';
 import { loadSnapshotOffThread } from '../src/engine/snapshot-loader.js';
 import { Intelligence } from '../src/engine/intelligence.js';
+import { VpaIndex } from '../src/engine/vpa-index.js';
 import type { SnapshotData } from '../src/engine/snapshot-data.js';
 import { NOT_FOUND } from '../src/common/brand.js';
 
@@ -89,7 +90,7 @@ try {
   results.flaggedVpas = n;
   results.clusters = data.meta.clusterCount;
   results.urls = data.meta.urlCount;
-  const index = bytes(data, ['slots', 'keyBytes', 'keyOffsets']);
+  const index = bytes(data, ['slotTags', 'slotEntries', 'keyTails', 'vpaSlots']);
   const fields = bytes(data, ['firstSeen', 'confidence', 'riskCategory', 'evidenceCount', 'vpaCluster', 'sourceOffsets', 'sourceUrl', 'sourceCapturedAt', 'sourceFlags']);
   const all = bytes(data, Object.keys(data).filter((k) => k !== 'meta') as (keyof SnapshotData)[]);
   results.indexBytesPerVpa = round(index / n, 1);
@@ -100,8 +101,9 @@ try {
   // Fresh query strings: half hits (upper-cased copies of stored keys), half misses of the same shape.
   const hits: string[] = [];
   const misses: string[] = [];
+  const keys = new VpaIndex(data, data.maxKeyLength);
   for (let i = 0; i < queryCount; i++) {
-    const key = keyText(data, (i * 2654435761) % n);
+    const key = keys.keyOf((i * 2654435761) % n);
     hits.push(Buffer.from(key.toUpperCase(), 'latin1').toString('latin1'));
     misses.push(Buffer.from(`x${key}`, 'latin1').toString('latin1'));
   }
@@ -118,14 +120,6 @@ console.table(Object.entries(results).map(([metric, value]) => ({ metric, value 
 if (args.json !== undefined) {
   await mkdir(dirname(args.json), { recursive: true });
   await writeFile(args.json, JSON.stringify(results, null, 2) + '\n');
-}
-
-function keyText(data: SnapshotData, id: number): string {
-  return Buffer.from(data.keyBytes.buffer, data.keyBytes.byteOffset, data.keyBytes.byteLength).toString(
-    'latin1',
-    data.keyOffsets[id]!,
-    data.keyOffsets[id + 1]!,
-  );
 }
 
 /** Median of per-lookup times, measured in runs of 100 to rise above timer resolution. */

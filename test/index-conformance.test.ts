@@ -6,17 +6,21 @@ import { hashKeyBytes, hashQuery, hashQueryWords, NON_ASCII_HASH } from '../src/
 import type { KeyIndex } from '../src/engine/key-index.js';
 import { ReferenceIndex } from '../src/engine/reference-index.js';
 import {
-  buildSlots,
-  checkSlots,
+  buildIndexArrays,
+  checkIndexArrays,
   encodeKeys,
+  ENTRY_WORDS,
+  homeSlot,
+  INLINE_KEY_BYTES,
+  INLINE_PREFIX_WORDS,
   MAX_KEYS,
   MAX_LOAD_FACTOR,
   MIN_CAPACITY,
-  SLOT_WORDS,
   slotCapacity,
   slotTag,
   TAG_LONG_KEY,
   VpaIndex,
+  type IndexArrays,
 } from '../src/engine/vpa-index.js';
 
 type Factory = (keys: readonly string[]) => KeyIndex;
@@ -45,30 +49,30 @@ function linearLookup(keys: readonly string[], query: string): number {
 }
 
 /** Home slot of a key in a table of `capacity` slots. */
-function homeSlot(key: string, capacity: number): number {
-  return hashQuery(key) & (capacity - 1);
+function homeOf(key: string, capacity: number): number {
+  return homeSlot(hashQuery(key), capacity);
 }
 
 /**
- * A table of MIN_CAPACITY slots with one occupied slot, at the home of
- * `hash`: the tag of `hash` and `length`, id `id` and key start `start`. With
- * a query's hash, it is the slot of a key (of `length` chars) colliding with
- * the query on all 32 bits.
+ * A one-key index whose only slot, at the home of `hash`, holds `key` with
+ * the tag of `hash` and naming id `id`. With a query's hash, it is the slot
+ * of a key colliding with the query on all 32 bits, so only the key
+ * comparison can tell them apart. `edit` may tamper with the arrays first.
  */
-function forgedSlots(hash: number, length: number, id: number, start: number): Uint32Array {
-  const slots = new Uint32Array(SLOT_WORDS * MIN_CAPACITY);
-  const { tags, pairs } = slotParts(slots);
-  const home = hash & (MIN_CAPACITY - 1);
-  tags[home] = slotTag(hash, length);
-  pairs[2 * home] = id + 1;
-  pairs[2 * home + 1] = start;
-  return slots;
-}
-
-/** The two parts of a slot table: a tag per slot, then a pair [id + 1, key start] per slot. */
-function slotParts(slots: Uint32Array): { capacity: number; tags: Uint32Array; pairs: Uint32Array } {
-  const capacity = slots.length / SLOT_WORDS;
-  return { capacity, tags: slots.subarray(0, capacity), pairs: slots.subarray(capacity) };
+function forgedIndex(key: string, hash: number, id = 0, edit?: (arrays: IndexArrays, slot: number) => void): VpaIndex {
+  const { keyBytes, keyOffsets } = encodeKeys([key]);
+  const real = buildIndexArrays(keyBytes, keyOffsets, 1);
+  const capacity = real.slotTags.length;
+  const from = real.vpaSlots[0]!;
+  const to = homeSlot(hash, capacity);
+  const slotTags = new Uint16Array(capacity);
+  slotTags[to] = slotTag(hash, key.length);
+  const slotEntries = new Uint32Array(real.slotEntries.length);
+  slotEntries.set(real.slotEntries.subarray(from * ENTRY_WORDS, (from + 1) * ENTRY_WORDS), to * ENTRY_WORDS);
+  slotEntries[to * ENTRY_WORDS] = id + 1;
+  const arrays = { slotTags, slotEntries, keyTails: real.keyTails.slice(), vpaSlots: Uint32Array.of(to) };
+  edit?.(arrays, to);
+  return new VpaIndex(arrays);
 }
 
 /**
@@ -80,7 +84,7 @@ function sameHomeKeys(members: number, count: number): string[] {
   const found: string[] = [];
   for (let n = 0; found.length < count; n++) {
     const key = `user${n}@ybl`;
-    if (homeSlot(key, capacity) === capacity - 1) found.push(key);
+    if (homeOf(key, capacity) === capacity - 1) found.push(key);
   }
   return found;
 }
@@ -260,6 +264,22 @@ function runConformance(name: string, factory: Factory): void {
         { numRuns: 300 },
       );
     });
+
+    it('agrees with a linear search on long keys sharing long prefixes', () => {
+      // Prefixes of 14 to 30 chars put the first difference on either side of the inline limit.
+      const unit = fc.constantFrom('a', 'B', '.', '0');
+      const key = fc.tuple(fc.integer({ min: 14, max: 30 }), fc.string({ unit, maxLength: 12 })).map(([n, rest]) => `${'p'.repeat(n)}${rest}@ybl`);
+      fc.assert(
+        fc.property(fc.uniqueArray(key, { selector: asciiLower, maxLength: 30 }), fc.array(key, { maxLength: 20 }), (keys, others) => {
+          const index = factory(keys);
+          for (const query of [...keys, ...keys.map((k) => k.toUpperCase()), ...others]) {
+            assert.equal(index.lookup(query), linearLookup(keys, query), query);
+          }
+          keys.forEach((k, id) => assert.equal(index.keyOf(id), asciiLower(k)));
+        }),
+        { numRuns: 200 },
+      );
+    });
   });
 }
 
@@ -268,7 +288,7 @@ runConformance('ReferenceIndex', (keys) => new ReferenceIndex(keys));
 
 describe('VpaIndex and ReferenceIndex', () => {
   it('agree on random VPA-like keys and queries', () => {
-    const handle = fc.string({ unit: fc.constantFrom(...'abcXYZ019._-'), minLength: 1, maxLength: 12 });
+    const handle = fc.string({ unit: fc.constantFrom(...'abcXYZ019._-'), minLength: 1, maxLength: 40 });
     const provider = fc.constantFrom('ybl', 'okaxis', 'paytm', 'OKHDFCBANK', 'upi');
     const vpa = fc.tuple(handle, provider).map(([h, p]) => `${h}@${p}`);
     fc.assert(
@@ -336,92 +356,139 @@ describe('hash', () => {
   });
 
   it('spreads similar keys evenly over slots', () => {
-    const capacity = 1024;
+    // Not a power of two: homeSlot maps hashes onto any number of slots.
+    const capacity = 1000;
     const counts = new Uint32Array(capacity);
     const n = 64 * capacity;
-    for (let i = 0; i < n; i++) counts[homeSlot(`${9_000_000_000 + i}@ybl`, capacity)]!++;
+    for (let i = 0; i < n; i++) counts[homeOf(`${9_000_000_000 + i}@ybl`, capacity)]!++;
     let chiSquare = 0;
     for (const count of counts) chiSquare += (count - 64) ** 2 / 64;
-    // 1023 degrees of freedom: mean 1023, sd about 45; 1300 is beyond 6 sd.
+    // 999 degrees of freedom: mean 999, sd about 45; 1300 is beyond 6 sd.
     assert.ok(chiSquare < 1300, `chi-square ${chiSquare}`);
   });
 });
+
 
 describe('VpaIndex layout', () => {
   function keysOf(count: number): string[] {
     return Array.from({ length: count }, (_, i) => `${7_000_000_000 + i * 7}@ybl`);
   }
 
-  it('sizes the table to the smallest power of two with load at most MAX_LOAD_FACTOR', () => {
-    // 5734 and 5735 keys straddle 0.7 * 8192 = 5734.4.
-    for (const count of [0, 1, 4, 5, 6, 9, 100, 1000, 5734, 5735, 20_000]) {
+  /** Keys around the inline limit and the tag's length limit, with the empty key. */
+  const EDGE_KEYS = [
+    'x'.repeat(INLINE_KEY_BYTES - 4) + '@ybl',
+    'y'.repeat(INLINE_KEY_BYTES - 3) + '@ybl',
+    'z'.repeat(INLINE_PREFIX_WORDS * 4) + '@ybl',
+    `merchant.settlement.account.${'9'.repeat(40)}@okhdfcbank`,
+    `${'l'.repeat(TAG_LONG_KEY - 4)}@ybl`,
+    `${'m'.repeat(TAG_LONG_KEY)}@ybl`,
+    `${'n'.repeat(256)}@${'p'.repeat(64)}`,
+    '',
+  ];
+
+  it('maps a hash onto slots as floor(hash * capacity / 2^32), exactly', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: 0xffffffff }), fc.integer({ min: 1, max: 2 ** 28 }), (hash, capacity) => {
+        const exact = Number((BigInt(hash) * BigInt(capacity)) >> 32n);
+        assert.equal(homeSlot(hash, capacity), exact);
+        assert.ok(exact < capacity);
+      }),
+    );
+    assert.equal(homeSlot(0xffffffff, 2 ** 28), 2 ** 28 - 1);
+    assert.equal(homeSlot(0, 14_285_715), 0);
+  });
+
+  it('sizes the table to the fewest slots with load at most MAX_LOAD_FACTOR', () => {
+    for (const count of [0, 1, 4, 5, 6, 7, 9, 100, 1000, 5734, 5735, 20_000]) {
       const { keyBytes, keyOffsets } = encodeKeys(keysOf(count));
-      const slots = buildSlots(keyBytes, keyOffsets, count);
-      const capacity = slots.length / SLOT_WORDS;
-      assert.equal(capacity & (capacity - 1), 0, `${count}: power of two`);
-      assert.ok(capacity >= MIN_CAPACITY);
+      const arrays = buildIndexArrays(keyBytes, keyOffsets, count);
+      const capacity = arrays.slotTags.length;
+      assert.equal(arrays.slotEntries.length, capacity * ENTRY_WORDS);
+      assert.ok(capacity >= MIN_CAPACITY && capacity > count);
       assert.ok(count <= capacity * MAX_LOAD_FACTOR, `${count}: load ${count / capacity}`);
-      if (capacity > MIN_CAPACITY) assert.ok(count > (capacity / 2) * MAX_LOAD_FACTOR, `${count}: not the smallest`);
-      assert.equal(new VpaIndex(slots, keyBytes, keyOffsets).capacity, capacity);
+      if (capacity > MIN_CAPACITY) assert.ok(count > (capacity - 1) * MAX_LOAD_FACTOR, `${count}: not the fewest`);
+      assert.equal(new VpaIndex(arrays).capacity, capacity);
     }
-    assert.equal(slotCapacity(10_000_000), 2 ** 24);
+    assert.equal(slotCapacity(10_000_000), 14_285_715);
   });
 
   it('rejects more keys than one table can hold', () => {
     assert.throws(() => slotCapacity(MAX_KEYS + 1), RangeError);
-    assert.throws(() => buildSlots(new Uint8Array(0), new Uint32Array(1), MAX_KEYS + 1), RangeError);
+    assert.throws(() => buildIndexArrays(new Uint8Array(0), new Uint32Array(1), MAX_KEYS + 1), RangeError);
     assert.throws(() => slotCapacity(-1), RangeError);
   });
 
-  it('fills one slot per key with its tag, id + 1 and key start', () => {
-    const keys = [...keysOf(3000), `${'l'.repeat(TAG_LONG_KEY)}@ybl`, ''];
+  it('fills one slot per key with its tag, id + 1 and packed key, a tail record for long keys', () => {
+    const keys = [...keysOf(3000), ...EDGE_KEYS];
     const { keyBytes, keyOffsets } = encodeKeys(keys);
-    const slots = buildSlots(keyBytes, keyOffsets, keys.length);
-    const { capacity, tags, pairs } = slotParts(slots);
+    const arrays = buildIndexArrays(keyBytes, keyOffsets, keys.length);
+    const { slotTags: tags, slotEntries: entries } = arrays;
+    const capacity = tags.length;
+    const packed = (bytes: Uint8Array): Uint32Array => {
+      const words = new Uint8Array(Math.ceil(bytes.length / 4) * 4);
+      words.set(bytes);
+      return new Uint32Array(words.buffer);
+    };
     const seen = new Uint8Array(keys.length);
     let used = 0;
+    let tailWords = 0;
     for (let i = 0; i < capacity; i++) {
+      const entry = entries.subarray(i * ENTRY_WORDS, (i + 1) * ENTRY_WORDS);
       if (tags[i] === 0) {
-        assert.equal(pairs[2 * i], 0);
-        assert.equal(pairs[2 * i + 1], 0);
+        assert.ok(entry.every((w) => w === 0), `empty slot ${i}`);
         continue;
       }
       used++;
-      const id = pairs[2 * i]! - 1;
+      const id = entry[0]! - 1;
       assert.ok(id >= 0, `slot ${i} names no id`);
       assert.equal(seen[id], 0, `id ${id} twice`);
       seen[id] = 1;
-      const start = keyOffsets[id]!;
-      const end = keyOffsets[id + 1]!;
-      const hash = hashKeyBytes(keyBytes, start, end);
-      assert.equal(tags[i], slotTag(hash, end - start));
-      assert.equal(tags[i]! >>> 8, hash >>> 8);
-      assert.equal(tags[i]! & 0xff, Math.min(end - start, TAG_LONG_KEY) + 1);
-      assert.equal(pairs[2 * i + 1], start);
+      assert.equal(arrays.vpaSlots[id], i);
+      const key = keyBytes.subarray(keyOffsets[id]!, keyOffsets[id + 1]!);
+      const hash = hashKeyBytes(key, 0, key.length);
+      assert.equal(tags[i], slotTag(hash, key.length));
+      assert.equal(tags[i]! & 0xff, Math.min(key.length, TAG_LONG_KEY) + 1);
+      const words = packed(key);
+      if (key.length <= INLINE_KEY_BYTES) {
+        const inline = new Uint32Array(ENTRY_WORDS - 1);
+        inline.set(words);
+        assert.deepEqual(entry.subarray(1), inline, `key ${id}`);
+      } else {
+        assert.deepEqual(entry.subarray(1, 1 + INLINE_PREFIX_WORDS), words.subarray(0, INLINE_PREFIX_WORDS));
+        const at = entry[ENTRY_WORDS - 1]!;
+        assert.equal(arrays.keyTails[at], key.length);
+        const rest = words.subarray(INLINE_PREFIX_WORDS);
+        assert.deepEqual(arrays.keyTails.subarray(at + 1, at + 1 + rest.length), rest);
+        tailWords += 1 + rest.length;
+      }
     }
     assert.equal(used, keys.length);
-    assert.equal(checkSlots(slots, keyBytes, keyOffsets), undefined);
+    assert.equal(tailWords, arrays.keyTails.length);
+    assert.equal(checkIndexArrays(arrays), undefined);
+    const index = new VpaIndex(arrays);
+    assert.equal(index.maxKeyLength, 256 + 1 + 64);
+    keys.forEach((key, id) => {
+      assert.equal(index.keyOf(id), key);
+      assert.equal(index.lookup(key.toUpperCase()), id);
+    });
   });
 
   it('puts a shared home slot into one probe run that wraps to slot 0', () => {
     const members = 24;
     const { keyBytes, keyOffsets } = encodeKeys(sameHomeKeys(members, members));
-    const { capacity, tags } = slotParts(buildSlots(keyBytes, keyOffsets, members));
+    const tags = buildIndexArrays(keyBytes, keyOffsets, members).slotTags;
+    const capacity = tags.length;
     assert.notEqual(tags[capacity - 1], 0);
     for (let i = 0; i < members - 1; i++) assert.notEqual(tags[i], 0, `slot ${i}`);
     assert.equal(tags[members - 1], 0);
   });
 
-  it('compares every key char, including the tail, when the stored hash matches', () => {
-    // Forge a one-key table whose slot carries the query's hash, as a 32-bit
-    // collision would, so only the key comparison can tell the two apart.
-    const forged = (key: string, query: string) => {
-      const { keyBytes, keyOffsets } = encodeKeys([key]);
-      const slots = forgedSlots(hashQuery(query), key.length, 0, 0);
-      return new VpaIndex(slots, keyBytes, keyOffsets).lookup(query);
-    };
-    // Lengths 13-16 leave tails of 1, 2, 3 and 0 chars after the 4-char words.
-    for (const key of ['abcdefghi@ybl', 'abcdefghij@ybl', 'a.c_e-g9i0@okax', 'abcdefghijkl@ybl']) {
+  it('compares every key char, in the entry and in the tail, when the stored hash matches', () => {
+    const forged = (key: string, query: string) => forgedIndex(key, hashQuery(query)).lookup(query);
+    // Lengths 13-16 leave 1, 2, 3 and 0 chars after the last full word; 21-40 reach the tail.
+    const keys = ['abcdefghi@ybl', 'abcdefghij@ybl', 'a.c_e-g9i0@okax', 'abcdefghijkl@ybl', 'abcdefghijklmnopq@ybl'];
+    keys.push('abcdefghijklmnopqrst@ybl', 'abcdefghijklmnopqrstu@ybl', 'abcdefghijklmnopqrstuvwxyz.0123456789@ybl');
+    for (const key of keys) {
       assert.equal(forged(key, key), 0);
       assert.equal(forged(key, key.toUpperCase()), 0);
       for (let j = 0; j < key.length; j++) {
@@ -439,19 +506,17 @@ describe('VpaIndex layout', () => {
   });
 
   it('compares the length of keys too long for the tag', () => {
-    // Keys of TAG_LONG_KEY chars and more share one length byte in the tag;
+    // Keys of TAG_LONG_KEY chars and more share one length code in the tag;
     // the forged slot carries the query's hash, so only the lengths differ.
     const key = `${'k'.repeat(TAG_LONG_KEY + 5)}@ybl`;
-    const { keyBytes, keyOffsets } = encodeKeys(['a@ybl', key]);
     const lookup = (query: string) => {
-      const slots = forgedSlots(hashQuery(query), key.length, 1, keyOffsets[1]!);
-      const index = new VpaIndex(slots, keyBytes, keyOffsets);
+      const index = forgedIndex(key, hashQuery(query));
       const bytes = encode(asciiLower(query));
       assert.equal(index.lookupBytes(bytes, 0, bytes.length), index.lookup(query), query);
       return index.lookup(query);
     };
-    assert.equal(lookup(key), 1);
-    assert.equal(lookup(key.toUpperCase()), 1);
+    assert.equal(lookup(key), 0);
+    assert.equal(lookup(key.toUpperCase()), 0);
     assert.equal(lookup(key.slice(0, -1)), NOT_FOUND);
     assert.equal(lookup(key.slice(0, TAG_LONG_KEY)), NOT_FOUND);
     assert.equal(lookup(`${key}x`), NOT_FOUND);
@@ -462,27 +527,37 @@ describe('VpaIndex layout', () => {
     assert.equal(index.lookup(`${key}xyz`), NOT_FOUND);
   });
 
-  it('never matches a slot whose key start lies outside keyBytes, or whose id is out of range', () => {
-    const { keyBytes, keyOffsets } = encodeKeys(['abcd@ybl']);
-    const query = 'abcd@ybl';
-    const answers = (id: number, start: number) => {
-      const index = new VpaIndex(forgedSlots(hashQuery(query), query.length, id, start), keyBytes, keyOffsets);
-      const byBytes = index.lookupBytes(encode(query), 0, query.length);
-      assert.equal(byBytes, index.lookup(query));
+  it('never matches a slot whose id is out of range or whose tail lies outside keyTails', () => {
+    const answers = (key: string, id: number, edit?: (arrays: IndexArrays, slot: number) => void) => {
+      const index = forgedIndex(key, hashQuery(key), id, edit);
+      const byBytes = index.lookupBytes(encode(key), 0, key.length);
+      assert.equal(byBytes, index.lookup(key));
       return byBytes;
     };
-    assert.equal(answers(0, 0), 0);
-    for (const start of [1, 2, keyBytes.length, 0xffffffff]) assert.equal(answers(0, start), NOT_FOUND, `start ${start}`);
-    // forgedSlots stores id + 1: -1 gives the 0 of a slot naming no id.
-    for (const id of [-1, 1, 2, 0xfffffffe]) assert.equal(answers(id, 0), NOT_FOUND, `id ${id}`);
+    const short = 'abcd@ybl';
+    const long = `${'q'.repeat(30)}@ybl`;
+    assert.equal(answers(short, 0), 0);
+    assert.equal(answers(long, 0), 0);
+    // forgedIndex stores id + 1: -1 gives the 0 of a slot naming no id.
+    for (const id of [-1, 1, 2, 0x7ffffffe, 0xfffffffe]) {
+      assert.equal(answers(short, id), NOT_FOUND, `id ${id}`);
+      assert.equal(answers(long, id), NOT_FOUND, `id ${id}`);
+    }
+    const tailAt = (at: number) => (arrays: IndexArrays, slot: number) => {
+      arrays.slotEntries[slot * ENTRY_WORDS + ENTRY_WORDS - 1] = at;
+    };
+    for (const at of [1, 2, 3, 0x7fffffff, 0xffffffff]) assert.equal(answers(long, 0, tailAt(at)), NOT_FOUND, `tail at ${at}`);
+    // A tail record naming another length never matches.
+    assert.equal(answers(long, 0, (arrays) => (arrays.keyTails[0] = long.length + 1)), NOT_FOUND);
   });
 
-  it('checks a slot table against its keys', () => {
-    const keys = keysOf(200);
+  it('checks index arrays', () => {
+    const keys = [...keysOf(200), `${'w'.repeat(30)}@ybl`];
     const { keyBytes, keyOffsets } = encodeKeys(keys);
-    const slots = buildSlots(keyBytes, keyOffsets, keys.length);
-    assert.equal(checkSlots(slots, keyBytes, keyOffsets), undefined);
-    const { capacity, tags } = slotParts(slots);
+    const arrays = buildIndexArrays(keyBytes, keyOffsets, keys.length);
+    assert.equal(checkIndexArrays(arrays), undefined);
+    const tags = arrays.slotTags;
+    const capacity = tags.length;
     // The n-th occupied and the first empty slot.
     const occupied = (n: number) => {
       let seen = 0;
@@ -490,34 +565,45 @@ describe('VpaIndex layout', () => {
       throw new Error('not enough slots');
     };
     const empty = tags.indexOf(0);
-    const tampered = (edit: (tags: Uint32Array, pairs: Uint32Array) => void) => {
-      const copy = slots.slice();
-      const parts = slotParts(copy);
-      edit(parts.tags, parts.pairs);
-      return checkSlots(copy, keyBytes, keyOffsets) ?? '';
+    const tampered = (edit: (parts: { tags: Uint16Array; entries: Uint32Array; keyTails: Uint32Array; vpaSlots: Uint32Array }) => void) => {
+      const copy = {
+        slotTags: arrays.slotTags.slice(),
+        slotEntries: arrays.slotEntries.slice(),
+        keyTails: arrays.keyTails.slice(),
+        vpaSlots: arrays.vpaSlots.slice(),
+      };
+      edit({ tags: copy.slotTags, entries: copy.slotEntries, keyTails: copy.keyTails, vpaSlots: copy.vpaSlots });
+      return checkIndexArrays(copy) ?? '';
     };
     const a = occupied(3);
     const b = occupied(5);
-    assert.match(tampered((_, pairs) => (pairs[2 * a + 1] = pairs[2 * a + 1]! + 1)), /key start/);
-    assert.match(tampered((t) => (t[a] = t[a]! ^ 1)), /key length code/);
-    assert.match(tampered((_, pairs) => (pairs[2 * a] = keys.length + 1)), /names VPA 200, but there are 200/);
-    assert.match(tampered((t) => (t[a] = 0)), /slots hold 199 VPAs, expected 200/);
-    assert.match(tampered((t) => (t[empty] = 1)), /slots hold 201 VPAs, expected 200/);
-    assert.match(
-      tampered((t) => {
-        t[empty] = 1;
-        t[a] = 0;
-      }),
-      /slot \d+ is occupied but names no VPA/,
-    );
-    assert.match(tampered((_, pairs) => (pairs[2 * b] = pairs[2 * a]!)), /has two slots/);
-    assert.match(checkSlots(slots.subarray(1), keyBytes, keyOffsets) ?? '', /wrong shape/);
+    const longSlot = arrays.vpaSlots[200]!;
+    const entry = (slot: number, word: number) => slot * ENTRY_WORDS + word;
+    // Keys of keysOf are 14 chars: length code 15; 14 says 13 chars, leaving one in the padding.
+    assert.match(tampered(({ tags }) => (tags[a] = tags[a]! ^ 1)), /not zero padded/);
+    assert.match(tampered(({ entries }) => (entries[entry(a, 1)] = (entries[entry(a, 1)]! & ~0xff) | 0x41)), /not lower-cased ASCII/);
+    assert.match(tampered(({ entries }) => (entries[entry(a, 4)] = 0x80)), /not lower-cased ASCII|not zero padded/);
+    assert.match(tampered(({ entries }) => (entries[entry(a, 0)] = keys.length + 1)), /names VPA 201, but there are 201/);
+    assert.match(tampered(({ tags }) => (tags[a] = 0)), /slot \d+ is empty but its entry is not/);
+    assert.match(tampered(({ tags }) => (tags[empty] = 15)), /slot \d+ is occupied but names no VPA/);
+    assert.match(tampered(({ entries }) => (entries[entry(b, 0)] = entries[entry(a, 0)]!)), /is in slot \d+, but vpaSlots says|has two slots/);
+    assert.match(tampered(({ vpaSlots }) => (vpaSlots[7] = vpaSlots[8]!)), /is in slot \d+, but vpaSlots says/);
+    assert.match(tampered(({ entries }) => (entries[entry(longSlot, ENTRY_WORDS - 1)] = 99)), /tail record at 99 lies past keyTails/);
+    assert.match(tampered(({ keyTails }) => (keyTails[0] = 29)), /tail record gives length 29, its tag length code 35/);
+    assert.match(tampered(({ keyTails }) => (keyTails[keyTails.length - 1] = 0x41)), /not lower-cased ASCII/);
+    assert.match(checkIndexArrays({ ...arrays, slotEntries: arrays.slotEntries.subarray(1) }) ?? '', /expected 8 for each of \d+ slots/);
+    assert.match(checkIndexArrays({ ...arrays, slotTags: arrays.slotTags.subarray(0, 201) }) ?? '', /201 slots for 201 VPAs/);
+    assert.match(checkIndexArrays({ ...arrays, vpaSlots: arrays.vpaSlots.subarray(1) }) ?? '', /names VPA 200, but there are 200/);
+    assert.match(tampered(({ tags, entries }) => {
+      tags[empty] = tags[a]!;
+      entries.copyWithin(entry(empty, 0), entry(a, 0), entry(a, ENTRY_WORDS));
+    }), /slots hold 202 VPAs, expected 201/);
     // The hash bits of a tag are not checked: a wrong one only hides its key.
-    assert.equal(tampered((t) => (t[a] = t[a]! ^ 0x100)), '');
+    assert.equal(tampered(({ tags }) => (tags[a] = tags[a]! ^ 0x100)), '');
   });
 
   it('round-trips every id through keyOf and lookup', () => {
-    const keys = keysOf(5000).map((k, i) => (i % 3 === 0 ? k.toUpperCase() : k));
+    const keys = [...keysOf(5000), ...EDGE_KEYS].map((k, i) => (i % 3 === 0 ? k.toUpperCase() : k));
     const index = VpaIndex.fromKeys(keys);
     for (let id = 0; id < keys.length; id++) {
       const key = index.keyOf(id);
@@ -539,34 +625,49 @@ describe('VpaIndex layout', () => {
     const index = VpaIndex.fromKeys(['ab@ybl']);
     assert.equal(index.maxKeyLength, 6);
     assert.equal(index.lookup('abc@ybl'), NOT_FOUND);
+    assert.equal(index.lookupBytes(encode('abc@ybl'), 0, 7), NOT_FOUND);
   });
 
-  it('builds from a snapshot-style layout whose bytes are not at offset 0', () => {
-    const { keyBytes, keyOffsets } = encodeKeys(['first@ybl', 'second@ybl']);
-    const backing = new Uint8Array(keyBytes.length + 5);
-    backing.set(keyBytes, 5);
-    const shifted = backing.subarray(5);
-    const index = new VpaIndex(buildSlots(shifted, keyOffsets, 2), shifted, keyOffsets);
-    assert.equal(index.lookup('SECOND@YBL'), 1);
+  it('reads arrays that are views at any offset of a larger buffer, as a snapshot holds them', () => {
+    const keys = ['first@ybl', `second.with.a.long.handle.${'7'.repeat(20)}@ybl`];
+    const { keyBytes, keyOffsets } = encodeKeys(keys);
+    const built = buildIndexArrays(keyBytes, keyOffsets, 2);
+    const backing = new ArrayBuffer(1024);
+    let at = 8;
+    const place = <T extends Uint16Array | Uint32Array>(array: T): T => {
+      const view = new (array.constructor as new (b: ArrayBuffer, at: number, n: number) => T)(backing, at, array.length);
+      view.set(array);
+      at += array.byteLength + 4;
+      return view;
+    };
+    const index = new VpaIndex({
+      slotTags: place(built.slotTags),
+      slotEntries: place(built.slotEntries),
+      keyTails: place(built.keyTails),
+      vpaSlots: place(built.vpaSlots),
+    });
+    assert.equal(index.lookup(keys[1]!.toUpperCase()), 1);
+    assert.equal(index.keyOf(1), keys[1]);
     assert.equal(index.keyOf(0), 'first@ybl');
   });
 
   it('rejects inconsistent arrays', () => {
     const { keyBytes, keyOffsets } = encodeKeys(['a@ybl', 'b@ybl']);
-    assert.throws(() => buildSlots(keyBytes, Uint32Array.of(0, 5, 3), 2), RangeError);
-    assert.throws(() => buildSlots(keyBytes, Uint32Array.of(0, 5, 99), 2), RangeError);
-    assert.throws(() => buildSlots(keyBytes, keyOffsets, 3), RangeError);
-    assert.throws(() => buildSlots(encode('A@ybl'), Uint32Array.of(0, 5), 1), RangeError);
-    assert.throws(() => buildSlots(Uint8Array.of(0x61, 0xe4), Uint32Array.of(0, 2), 1), RangeError);
+    assert.throws(() => buildIndexArrays(keyBytes, Uint32Array.of(0, 5, 3), 2), RangeError);
+    assert.throws(() => buildIndexArrays(keyBytes, Uint32Array.of(0, 5, 99), 2), RangeError);
+    assert.throws(() => buildIndexArrays(keyBytes, keyOffsets, 3), RangeError);
+    assert.throws(() => buildIndexArrays(encode('A@ybl'), Uint32Array.of(0, 5), 1), RangeError);
+    assert.throws(() => buildIndexArrays(Uint8Array.of(0x61, 0xe4), Uint32Array.of(0, 2), 1), RangeError);
+    assert.throws(() => buildIndexArrays(encode('a@ybla@ybl'), Uint32Array.of(0, 5, 10), 2), /duplicate key: ids 0 and 1 are both "a@ybl"/);
     assert.throws(() => encodeKeys(['ok', 'nö']), RangeError);
-    const slots = buildSlots(keyBytes, keyOffsets, 2);
-    assert.throws(() => new VpaIndex(slots.subarray(0, 2 * SLOT_WORDS), keyBytes, keyOffsets), /2 keys do not fit 2 slots/);
-    assert.throws(() => new VpaIndex(slots.subarray(0, 4 * SLOT_WORDS + 1), keyBytes, keyOffsets), /slots length/);
-    assert.throws(() => new VpaIndex(slots.subarray(0, 3 * SLOT_WORDS), keyBytes, keyOffsets), /slots length/);
-    assert.throws(() => new VpaIndex(new Uint32Array(2), keyBytes, keyOffsets), /slots length/);
-    assert.throws(() => new VpaIndex(slots, keyBytes.subarray(0, 4), keyOffsets), RangeError);
-    assert.throws(() => new VpaIndex(slots, keyBytes, new Uint32Array(0)), RangeError);
-    const full = new Uint32Array(SLOT_WORDS * MIN_CAPACITY).fill(1);
-    assert.throws(() => new VpaIndex(full, keyBytes, keyOffsets), /no empty slot/);
+    const arrays = buildIndexArrays(keyBytes, keyOffsets, 2);
+    const { slotTags, slotEntries } = arrays;
+    const slotsOf = (count: number) => ({ slotTags: slotTags.subarray(0, count), slotEntries: slotEntries.subarray(0, count * ENTRY_WORDS) });
+    assert.throws(() => new VpaIndex({ ...arrays, ...slotsOf(2) }), /2 keys do not fit 2 slots/);
+    assert.throws(() => new VpaIndex({ ...arrays, slotEntries: slotEntries.subarray(1) }), /slotEntries length/);
+    assert.throws(() => new VpaIndex({ ...arrays, ...slotsOf(0) }), /slot count/);
+    assert.throws(() => new VpaIndex(arrays, -1), RangeError);
+    const full = new Uint16Array(slotTags.length).fill(1);
+    assert.throws(() => new VpaIndex({ ...arrays, slotTags: full }), /no empty slot/);
   });
 });

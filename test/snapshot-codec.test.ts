@@ -104,8 +104,8 @@ describe('snapshot codec: round trip', () => {
     assert.deepStrictEqual(body.meta, { ...data.meta });
     assert.deepEqual(Object.keys(body.arrays), [...ARRAY_FIELDS]);
     assert.equal(body.arrays.confidence!.type, 'Uint16Array');
-    const slots = body.arrays.slots!.data as Uint8Array;
-    assert.ok(Buffer.from(slots).equals(Buffer.from(data.slots.buffer, data.slots.byteOffset, data.slots.byteLength)));
+    const entries = body.arrays.slotEntries!.data as Uint8Array;
+    assert.ok(Buffer.from(entries).equals(Buffer.from(data.slotEntries.buffer, data.slotEntries.byteOffset, data.slotEntries.byteLength)));
   });
 
   it('decodes a body re-encoded by another msgpack writer (unaligned arrays are copied)', () => {
@@ -152,8 +152,9 @@ describe('snapshot codec: damaged files', () => {
 
   it('refuses another format version, naming both versions', () => {
     const bytes = Buffer.from(file);
-    bytes.writeUInt32LE(1, 8);
-    expectError(() => decodeSnapshot(bytes), 'ERR_SNAPSHOT_VERSION', /version 1 .*reads version 2/);
+    // Version 2, the format before keys moved into their slots: an upgraded server refuses its old files.
+    bytes.writeUInt32LE(2, 8);
+    expectError(() => decodeSnapshot(bytes), 'ERR_SNAPSHOT_VERSION', /version 2 .*reads version 3/);
     const framed = Buffer.concat(frameSnapshotBody(file.subarray(SNAPSHOT_HEADER_LENGTH), 1));
     expectError(() => decodeSnapshot(framed), 'ERR_SNAPSHOT_VERSION');
   });
@@ -180,7 +181,7 @@ describe('snapshot codec: bodies with a valid checksum but wrong content', () =>
     expectError(() => decodeSnapshot(tampered((b) => delete (b as Partial<GenericBody>).meta)), 'ERR_SNAPSHOT_FORMAT', /no "meta"/);
     expectError(() => decodeSnapshot(tampered((b) => delete (b as Partial<GenericBody>).arrays)), 'ERR_SNAPSHOT_FORMAT', /no "arrays"/);
     expectError(() => decodeSnapshot(tampered((b) => delete b.arrays.vpaCluster)), 'ERR_SNAPSHOT_FORMAT', /arrays\.vpaCluster is missing/);
-    expectError(() => decodeSnapshot(tampered((b) => delete b.arrays.slots!.type)), 'ERR_SNAPSHOT_FORMAT', /arrays\.slots has no "type"/);
+    expectError(() => decodeSnapshot(tampered((b) => delete b.arrays.slotEntries!.type)), 'ERR_SNAPSHOT_FORMAT', /arrays\.slotEntries has no "type"/);
   });
 
   it('refuses missing or mistyped meta fields', () => {
@@ -200,7 +201,7 @@ describe('snapshot codec: bodies with a valid checksum but wrong content', () =>
       'ERR_SNAPSHOT_FORMAT',
       /arrays\.confidence has type Uint32Array, expected Uint16Array/,
     );
-    expectError(() => decodeSnapshot(tampered((b) => (b.arrays.slots!.data = 'text'))), 'ERR_SNAPSHOT_FORMAT', /slots\.data is not binary/);
+    expectError(() => decodeSnapshot(tampered((b) => (b.arrays.slotEntries!.data = 'text'))), 'ERR_SNAPSHOT_FORMAT', /slotEntries\.data is not binary/);
     expectError(
       () => decodeSnapshot(tampered((b) => (b.arrays.firstSeen!.data = arrayData(b, 'firstSeen').subarray(3)))),
       'ERR_SNAPSHOT_FORMAT',
@@ -214,11 +215,12 @@ describe('snapshot codec: bodies with a valid checksum but wrong content', () =>
       b.arrays[field]!.data = d.subarray(0, d.length - bytes);
     };
     expectError(() => decodeSnapshot(tampered(shorter('firstSeen', 8))), 'ERR_SNAPSHOT_FORMAT', /firstSeen has 4999 entries, expected 5000/);
-    expectError(() => decodeSnapshot(tampered(shorter('keyOffsets', 4))), 'ERR_SNAPSHOT_FORMAT', /keyOffsets has 5000 entries, expected 5001/);
+    expectError(() => decodeSnapshot(tampered(shorter('vpaSlots', 4))), 'ERR_SNAPSHOT_FORMAT', /vpaSlots has 4999 entries, expected 5000/);
     expectError(() => decodeSnapshot(tampered(shorter('sourceFlags', 1))), 'ERR_SNAPSHOT_FORMAT', /sourceFlags .*meta\.sourceCount/);
     expectError(() => decodeSnapshot(tampered(shorter('clusterNumber', 4))), 'ERR_SNAPSHOT_FORMAT', /clusterNumber .*meta\.clusterCount/);
     expectError(() => decodeSnapshot(tampered(shorter('urlMembersOffsets', 4))), 'ERR_SNAPSHOT_FORMAT', /urlMembersOffsets/);
-    expectError(() => decodeSnapshot(tampered(shorter('slots', 8))), 'ERR_SNAPSHOT_FORMAT', /slots has \d+ entries; expected 3 times a power of two/);
+    expectError(() => decodeSnapshot(tampered(shorter('slotEntries', 8))), 'ERR_SNAPSHOT_FORMAT', /slotEntries has \d+ entries, expected \d+ \(8 words for each of the \d+ slots\)/);
+    expectError(() => decodeSnapshot(tampered(shorter('slotTags', 2))), 'ERR_SNAPSHOT_FORMAT', /slotEntries has \d+ entries, expected/);
     expectError(() => decodeSnapshot(tampered((b) => (b.meta.vpaCount = VPAS + 1))), 'ERR_SNAPSHOT_FORMAT', /expected 5001 \(meta\.vpaCount\)/);
   });
 
@@ -228,17 +230,12 @@ describe('snapshot codec: bodies with a valid checksum but wrong content', () =>
       d.writeUInt32LE(value, index * 4);
       b.arrays[field]!.data = d;
     };
-    expectError(
-      () => decodeSnapshot(tampered(editUint32('keyOffsets', VPAS, data.keyBytes.length - 1))),
-      'ERR_SNAPSHOT_FORMAT',
-      /keyOffsets ends at \d+, but keyBytes is \d+/,
-    );
     expectError(() => decodeSnapshot(tampered(editUint32('urlOffsets', 2, 0))), 'ERR_SNAPSHOT_FORMAT', /urlOffsets decreases at 2/);
     expectError(() => decodeSnapshot(tampered(editUint32('sourceOffsets', 0, 1))), 'ERR_SNAPSHOT_FORMAT', /sourceOffsets\[0\]/);
   });
 
   it('refuses ids and codes out of range', () => {
-    const setUint = (field: string, index: number, value: number, width: 1 | 4) => (b: GenericBody) => {
+    const setUint = (field: string, index: number, value: number, width: 1 | 2 | 4) => (b: GenericBody) => {
       const d = arrayData(b, field);
       d.writeUIntLE(value, index * width, width);
       b.arrays[field]!.data = d;
@@ -246,9 +243,21 @@ describe('snapshot codec: bodies with a valid checksum but wrong content', () =>
     expectError(() => decodeSnapshot(tampered(setUint('sourceUrl', 3, data.meta.urlCount, 4))), 'ERR_SNAPSHOT_FORMAT', /sourceUrl\[3\]/);
     expectError(() => decodeSnapshot(tampered(setUint('vpaCluster', 1, data.meta.clusterCount, 4))), 'ERR_SNAPSHOT_FORMAT', /vpaCluster\[1\]/);
     expectError(() => decodeSnapshot(tampered(setUint('riskCategory', 0, 200, 1))), 'ERR_SNAPSHOT_FORMAT', /riskCategory\[0\]/);
-    // The first words are the tags; a zero tag is an empty slot.
-    const emptySlot = data.slots.indexOf(0);
-    expectError(() => decodeSnapshot(tampered(setUint('slots', emptySlot, 1, 4))), 'ERR_SNAPSHOT_FORMAT', /slots hold 5001 VPAs/);
+    // A zero tag is an empty slot.
+    const emptySlot = data.slotTags.indexOf(0);
+    expectError(() => decodeSnapshot(tampered(setUint('slotTags', emptySlot, 1, 2))), 'ERR_SNAPSHOT_FORMAT', /slot \d+ is occupied but names no VPA/);
+    expectError(
+      () => decodeSnapshot(tampered(setUint('vpaSlots', 3, data.vpaSlots[4]!, 4))),
+      'ERR_SNAPSHOT_FORMAT',
+      /VPA [34] is in slot \d+, but vpaSlots says \d+/,
+    );
+    // Every ninth fake key is long enough for a tail record; point one past keyTails.
+    const longSlot = data.vpaSlots[4]!;
+    expectError(
+      () => decodeSnapshot(tampered(setUint('slotEntries', longSlot * 8 + 7, data.keyTails.length, 4))),
+      'ERR_SNAPSHOT_FORMAT',
+      /VPA 4\): its tail record at \d+ lies past keyTails/,
+    );
   });
 });
 

@@ -11,6 +11,7 @@ import { NOT_FOUND } from '../../src/common/brand.js';
 import { answerBatchBody } from '../../src/api/batch-answer.js';
 import { Intelligence } from '../../src/engine/intelligence.js';
 import { formatClusterId } from '../../src/engine/verdict.js';
+import { VpaIndex } from '../../src/engine/vpa-index.js';
 import { mulberry32 } from '../../test/fixtures/random.js';
 
 export interface Workload {
@@ -41,11 +42,11 @@ export async function writeWorkload(intel: Intelligence, dir: string, options: W
   const next = mulberry32(options.seed ?? 7);
   const data = intel.data;
   const vpaCount = data.meta.vpaCount;
-  const keyText = Buffer.from(data.keyBytes.buffer, data.keyBytes.byteOffset, data.keyBytes.byteLength);
+  const index = new VpaIndex(data, data.maxKeyLength);
 
   const known = (): string => {
     const id = Math.floor(next() * vpaCount);
-    const key = keyText.toString('latin1', data.keyOffsets[id]!, data.keyOffsets[id + 1]!);
+    const key = index.keyOf(id);
     // Callers send VPAs as users typed them; matching ignores case.
     return next() < 0.25 ? key.toUpperCase() : key;
   };

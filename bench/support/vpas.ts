@@ -5,6 +5,7 @@
  */
 import { NOT_FOUND } from '../../src/common/brand.js';
 import type { KeyIndex } from '../../src/engine/key-index.js';
+import { VpaIndex, type IndexArrays } from '../../src/engine/vpa-index.js';
 import { formatClusterId } from '../../src/engine/verdict.js';
 
 const PAYEE_PROVIDERS = ['ybl', 'okaxis', 'paytm', 'ibl', 'axl', 'apl', 'okicici', 'oksbi', 'okhdfcbank', 'upi', 'axisbank', 'kotak'];
@@ -113,15 +114,12 @@ export function flatStrings(texts: readonly string[]): string[] {
 }
 
 /** `count` keys of a snapshot at pseudo-random ids, case varied, as flat strings. */
-export function knownVpas(data: { readonly keyBytes: Uint8Array; readonly keyOffsets: Uint32Array }, count: number, seed: number): string[] {
-  const { keyBytes, keyOffsets } = data;
-  const bytes = Buffer.from(keyBytes.buffer, keyBytes.byteOffset, keyBytes.byteLength);
-  const keyCount = keyOffsets.length - 1;
+export function knownVpas(data: IndexArrays, count: number, seed: number): string[] {
+  const index = new VpaIndex(data);
   const vpas = new Array<string>(count);
   for (let n = 0; n < count; n++) {
     const r = mix(n * 2 + seed);
-    const id = r % keyCount;
-    vpas[n] = typedCase(bytes.toString('latin1', keyOffsets[id]!, keyOffsets[id + 1]!), r >>> 8);
+    vpas[n] = typedCase(index.keyOf(r % index.size), r >>> 8);
   }
   return flatStrings(vpas);
 }

@@ -60,7 +60,7 @@ export function hashQuery(query: string): number {
     const c2 = query.charCodeAt(i + 2);
     const c3 = query.charCodeAt(i + 3);
     seen |= c0 | c1 | c2 | c3;
-    h = mixBlock(h, lowerWord(c0 | (c1 << 8) | (c2 << 16) | (c3 << 24)));
+    h = mixBlock(h, lowerAsciiWord(c0 | (c1 << 8) | (c2 << 16) | (c3 << 24)));
   }
   const rest = length - i;
   if (rest > 0) {
@@ -103,7 +103,7 @@ export function hashQueryWords(query: string, words: Int32Array): number {
     const c2 = query.charCodeAt(i + 2);
     const c3 = query.charCodeAt(i + 3);
     seen |= c0 | c1 | c2 | c3;
-    const k = lowerWord(c0 | (c1 << 8) | (c2 << 16) | (c3 << 24));
+    const k = lowerAsciiWord(c0 | (c1 << 8) | (c2 << 16) | (c3 << 24));
     words[i >> 2] = k;
     h = mixBlock(h, k);
   }
@@ -135,7 +135,7 @@ export function hashQueryWords(query: string, words: Int32Array): number {
  * carries into the next while all are below 0x80 (a word with a larger byte
  * belongs to a non-ASCII query, whose hash is discarded anyway).
  */
-function lowerWord(k: number): number {
+export function lowerAsciiWord(k: number): number {
   return k | (((k + 0x3f3f3f3f) & ~(k + 0x25252525) & 0x80808080) >>> 2);
 }
 

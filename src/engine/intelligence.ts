@@ -47,7 +47,7 @@ export class Intelligence {
     this.asOf = data.meta.dataAsOf > 0 ? data.meta.dataAsOf : data.meta.createdAt;
     this.asOfIso = formatIso(this.asOf);
     this.#data = data;
-    this.#index = new VpaIndex(data.slots, data.keyBytes, data.keyOffsets, data.maxKeyLength);
+    this.#index = new VpaIndex(data, data.maxKeyLength);
     this.#sizes = new Uint32Array(data.meta.clusterCount);
     this.#urlText = Buffer.from(data.urlBytes.buffer, data.urlBytes.byteOffset, data.urlBytes.byteLength);
   }

@@ -13,7 +13,7 @@
  *       28    4  reserved, written as 0
  *       32       body
  *
- * Body, format version 2: a MessagePack map that any MessagePack decoder reads
+ * Body, format version 3: a MessagePack map that any MessagePack decoder reads
  *
  *   {
  *     "meta":   { ...SnapshotMeta },
@@ -35,9 +35,12 @@
  * no per-array allocation. A body re-encoded by another tool (unaligned
  * `data`) still decodes; those arrays are copied.
  *
- * Version history: 2 changed `slots` to a tag per slot followed by a pair
- * [id + 1, key start] per slot (see vpa-index.ts); in version 1 it was a
- * pair [hash, id + 1] per slot.
+ * Version history: 3 keeps each key's bytes in its slot: `slots` became
+ * `slotTags` (16 bits a slot) and `slotEntries` ([id + 1, packed key] per
+ * slot), over any number of slots, and `keyTails` and `vpaSlots` replace
+ * `keyBytes` and `keyOffsets` (see vpa-index.ts); 2 had a tag per slot followed by a pair
+ * [id + 1, key start] per slot over a power-of-two table; in version 1 it
+ * was a pair [hash, id + 1] per slot.
  */
 import { crc32 } from 'node:zlib';
 import { Packr, Unpackr } from 'msgpackr';
@@ -51,17 +54,18 @@ import {
   type SnapshotData,
   type SnapshotMeta,
 } from './snapshot-data.js';
-import { checkSlots, SLOT_WORDS } from './vpa-index.js';
+import { checkIndexArrays, ENTRY_WORDS } from './vpa-index.js';
 
-export const SNAPSHOT_FORMAT_VERSION = 2;
+export const SNAPSHOT_FORMAT_VERSION = 3;
 export const SNAPSHOT_MAGIC = 'UPIRSNAP';
 export const SNAPSHOT_HEADER_LENGTH = 32;
 
 /** The typed-array class each field must have, in the file and in memory. */
 export const ARRAY_FIELD_TYPES = {
-  slots: Uint32Array,
-  keyBytes: Uint8Array,
-  keyOffsets: Uint32Array,
+  slotTags: Uint16Array,
+  slotEntries: Uint32Array,
+  keyTails: Uint32Array,
+  vpaSlots: Uint32Array,
   firstSeen: Float64Array,
   confidence: Uint16Array,
   riskCategory: Uint8Array,
@@ -708,10 +712,9 @@ function validateLengths(meta: SnapshotMeta, lengthOf: (field: ArrayField) => nu
     const actual = lengthOf(field);
     if (actual !== length) formatError(`${context}: ${field} has ${actual} entries, expected ${length} (${why})`);
   };
-  for (const field of ['firstSeen', 'confidence', 'riskCategory', 'evidenceCount', 'vpaCluster'] as const) {
+  for (const field of ['vpaSlots', 'firstSeen', 'confidence', 'riskCategory', 'evidenceCount', 'vpaCluster'] as const) {
     expect(field, vpaCount, 'meta.vpaCount');
   }
-  expect('keyOffsets', vpaCount + 1, 'meta.vpaCount + 1');
   expect('sourceOffsets', vpaCount + 1, 'meta.vpaCount + 1');
   for (const field of ['sourceUrl', 'sourceCapturedAt', 'sourceFlags'] as const) expect(field, sourceCount, 'meta.sourceCount');
   expect('urlCategory', urlCount, 'meta.urlCount');
@@ -729,20 +732,16 @@ function validateLengths(meta: SnapshotMeta, lengthOf: (field: ArrayField) => nu
   }
   expect('clusterMembersOffsets', clusterCount + 1, 'meta.clusterCount + 1');
 
-  const slots = lengthOf('slots');
-  const capacity = slots / SLOT_WORDS;
+  const capacity = lengthOf('slotTags');
   // At least one empty slot, or a probe for an absent key would never end.
-  if (!Number.isInteger(capacity) || capacity < 1 || (capacity & (capacity - 1)) !== 0 || capacity <= vpaCount) {
-    formatError(
-      `${context}: slots has ${slots} entries; expected ${SLOT_WORDS} times a power of two with more slots than meta.vpaCount (${vpaCount})`,
-    );
-  }
+  if (capacity <= vpaCount) formatError(`${context}: slotTags has ${capacity} slots, expected more than meta.vpaCount (${vpaCount})`);
+  expect('slotEntries', capacity * ENTRY_WORDS, `${ENTRY_WORDS} words for each of the ${capacity} slots`);
 }
 
 /**
  * Everything lookups index by: lengths, offsets ascending from 0 to the end
- * of their blob, ids and codes in range, one slot per VPA carrying its key's
- * start and length (checkSlots, about 0.3 s at 10M VPAs). Linear in the
+ * of their blob, ids and codes in range, one slot per VPA holding its key,
+ * well formed (checkIndexArrays). Linear in the
  * snapshot size: each check is a tight scan over one array of one class
  * (monomorphic, so it stays fast even in a freshly started thread), and only
  * a failure pays for finding and describing the bad entry.
@@ -752,7 +751,6 @@ function validateStructure(data: SnapshotData, context: string): void {
   validateLengths(meta, (field) => data[field].length, context);
   const bad = (what: string): never => formatError(`${context}: ${what}`);
 
-  checkOffsets(data.keyOffsets, data.keyBytes.length, 'keyOffsets', 'keyBytes', bad);
   checkOffsets(data.sourceOffsets, meta.sourceCount, 'sourceOffsets', 'meta.sourceCount', bad);
   checkOffsets(data.urlOffsets, data.urlBytes.length, 'urlOffsets', 'urlBytes', bad);
   checkOffsets(data.urlMembersOffsets, data.urlMembersBlob.length, 'urlMembersOffsets', 'urlMembersBlob', bad);
@@ -779,8 +777,7 @@ function validateStructure(data: SnapshotData, context: string): void {
   const unordered = firstNotAscending(data.clusterNumber, true);
   if (unordered >= 0) bad(`clusterNumber is not strictly ascending at ${unordered}`);
 
-  // After checkOffsets: checkSlots relies on keyOffsets being in order and within keyBytes.
-  const slotProblem = checkSlots(data.slots, data.keyBytes, data.keyOffsets);
+  const slotProblem = checkIndexArrays(data);
   if (slotProblem !== undefined) bad(slotProblem);
 }
 

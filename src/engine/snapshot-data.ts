@@ -50,19 +50,21 @@ export interface SnapshotData {
   /**
    * The length of the longest key, derived when a snapshot is loaded off the
    * serving thread (never stored in the file): wrapping the index then needs
-   * no pass over keyOffsets on the thread that serves requests, which at 10M
+   * no pass over the slot tags on the thread that serves requests, which at 10M
    * VPAs would stall it for milliseconds at every swap.
    */
   readonly maxKeyLength?: number;
 
-  // Hashed index (vpa-index.ts): open addressing over a power-of-two table of
-  // `capacity` slots, stored as `capacity` tags (the key hash with a key length
-  // code in its low byte; 0 marks an empty slot) followed by `capacity` pairs
-  // [vpaId + 1, keyOffsets[vpaId]]: 3 * capacity words.
-  readonly slots: Uint32Array;
-  // Lower-cased key bytes of VPA i: keyBytes[keyOffsets[i] .. keyOffsets[i+1]).
-  readonly keyBytes: Uint8Array;
-  readonly keyOffsets: Uint32Array;
+  // Hashed index (vpa-index.ts, IndexArrays): open addressing over `capacity`
+  // slots, each with a tag (the low hash byte and a key length code; 0 marks
+  // an empty slot) and an entry of 8 words [vpaId + 1, the lower-cased key
+  // bytes, packed].
+  readonly slotTags: Uint16Array;
+  readonly slotEntries: Uint32Array;
+  // Tail records of keys too long for their entry: [length, the rest of the key, packed].
+  readonly keyTails: Uint32Array;
+  // The slot of each VPA (length vpaCount), for its key.
+  readonly vpaSlots: Uint32Array;
 
   // Per VPA (length vpaCount unless noted).
   readonly firstSeen: Float64Array;
@@ -103,9 +105,10 @@ export interface SnapshotData {
 
 /** Names of the typed-array fields, in a fixed order (the codec and the shared-memory loader walk them). */
 export const ARRAY_FIELDS = [
-  'slots',
-  'keyBytes',
-  'keyOffsets',
+  'slotTags',
+  'slotEntries',
+  'keyTails',
+  'vpaSlots',
   'firstSeen',
   'confidence',
   'riskCategory',

@@ -16,7 +16,7 @@ if (niceIncrement > 0) {
 let reply: LoaderReply;
 try {
   const data = await readSnapshotFile(path, { shared: true });
-  reply = { ok: true, data: { ...data, maxKeyLength: longestKey(data.keyOffsets) } };
+  reply = { ok: true, data: { ...data, maxKeyLength: longestKey(data) } };
 } catch (error) {
   const e: Error & { code?: unknown } = error instanceof Error ? error : new Error(String(error));
   reply = {

@@ -1,44 +1,60 @@
 import { NOT_FOUND } from '../common/brand.js';
-import { hashKeyBytes, hashQueryWords } from './hash.js';
+import { hashKeyBytes, hashQueryWords, lowerAsciiWord } from './hash.js';
 import type { KeyIndex } from './key-index.js';
 
 /**
- * The compact hashed index from VPA to VpaId, over the snapshot's `slots`,
- * `keyBytes` and `keyOffsets` (see snapshot-data.ts).
+ * The compact hashed index from VPA to VpaId, over four snapshot arrays
+ * (IndexArrays; see snapshot-data.ts).
  *
- * `slots` is an open-addressing table of `capacity` slots, capacity a power
- * of two, probed linearly from `hash & (capacity - 1)`. It is one
- * Uint32Array of SLOT_WORDS * capacity words in two parts:
- * - words [0, capacity): the tag of each slot, 0 when the slot is empty. A
- *   tag (slotTag) is the key's hash with its low byte replaced by a code for
- *   the key length; the low hash bits mostly repeat the slot position anyway,
- *   so the tag is still a fingerprint, and never 0.
- * - words [capacity, 3 * capacity): a pair per slot, [id + 1, key start],
- *   the key start being keyOffsets[id].
+ * The table has `capacity` slots (any capacity, not a power of two, so the
+ * load stays near MAX_LOAD_FACTOR at every size), probed linearly from the
+ * key's home slot (homeSlot). Each slot has:
+ * - a tag in `slotTags`, 0 when the slot is empty: the low byte of the key's
+ *   hash, then a code for the key length, so it is never 0 (slotTag);
+ * - an entry of ENTRY_WORDS words in `slotEntries`: [id + 1, then the
+ *   lower-cased key bytes packed four to a word, little end first, as
+ *   hashQueryWords packs a query]. A key of up to INLINE_KEY_BYTES bytes lies
+ *   whole in its entry, zero padded. A longer key keeps its first
+ *   INLINE_PREFIX_WORDS words there, and in the last word the position in
+ *   `keyTails` of its tail record: [length, the rest of the key's words].
  *
- * At 10M keys the arrays far exceed the CPU caches, so latency is memory
- * bound. A miss reads tags only, 16 to a 64-byte line: one random line
- * (sometimes spilling into the next), from a tag array of 4 bytes a slot. A
- * hit waits for two random lines in sequence: the tag line, then the key
- * bytes. The slot's pair sits in a third line, but its address depends only
- * on the slot number, so the CPU fetches it while the tag line is on its
- * way. With the length code and the key start a hit compares the key without
- * reading keyOffsets, and as an equal tag almost always means an equal key,
- * it rarely reads the bytes of another key.
+ * `vpaSlots[id]` is the slot of VpaId id, for keyOf.
+ *
+ * Why this layout: at 10M keys the arrays far exceed the CPU caches, so a
+ * lookup costs what its random memory reads cost (130 to 160 ns each on the
+ * machine the benchmarks ran on). A miss reads tags only, 32 to a 64-byte
+ * line: one random line. A hit must also compare the key bytes. Where they
+ * lay in a separate array, found through the slot, the hit waited for two
+ * reads in sequence (364 ns median against 177 for a miss, vpa-index.bench
+ * at 10M). Here the entry's address depends only on the slot number, so
+ * while the tag line is on its way the CPU already fetches the entry the
+ * probe is likely to compare, and the two reads overlap. Keys longer than
+ * INLINE_KEY_BYTES (about one VPA in fifteen) still wait for their tail
+ * after the entry. The price is memory: 34 bytes a slot, 48.6 per key at
+ * load 0.7, where tags, pairs and separate key bytes took about 44 for keys
+ * of 20 bytes.
  */
 
-/** Words per slot: a tag, and a pair [id + 1, key start]. */
-export const SLOT_WORDS = 3;
+/** Words of a slot's entry: id + 1, then INLINE_KEY_BYTES of key: 32 bytes, half a cache line. */
+export const ENTRY_WORDS = 8;
+/** Keys of at most this many bytes are stored whole in their slot's entry. */
+export const INLINE_KEY_BYTES = (ENTRY_WORDS - 1) * 4;
+/** Words of a longer key kept in its entry; the entry's last word locates the rest. */
+export const INLINE_PREFIX_WORDS = ENTRY_WORDS - 2;
 /**
- * Keys of TAG_LONG_KEY bytes or more share one length code in the tag, so
- * for them a lookup compares the length against keyOffsets too. Below it the
- * code is length + 1, keeping every tag non-zero.
+ * Keys of TAG_LONG_KEY bytes or more share one length code in the tag (their
+ * tail record carries the length). Below it the code is length + 1, keeping
+ * every tag non-zero.
  */
 export const TAG_LONG_KEY = 254;
 
-/** The tag a slot stores for a key with this hash and length: a non-zero uint32. */
+/**
+ * The tag a slot stores for a key with this hash and length: a non-zero
+ * uint16. Its hash byte is the low one: the keys of neighbouring slots have
+ * nearly the same high hash bits (homeSlot), so those would tell little.
+ */
 export function slotTag(hash: number, length: number): number {
-  return ((hash & 0xffffff00) | tagLengthCode(length)) >>> 0;
+  return ((hash & 0xff) << 8) | tagLengthCode(length);
 }
 
 /** The length code in a tag: min(length, TAG_LONG_KEY) + 1. */
@@ -47,33 +63,63 @@ function tagLengthCode(length: number): number {
 }
 
 /**
- * Highest load (keys / capacity) a built table may have. Linear probing
- * inspects about (1 + 1/(1-a)^2)/2 slots per miss, 6.1 at 0.7 (3.6 at 0.6),
- * but a probe reads tags, 16 to a cache line, so a miss still costs one
- * random line: at 11.5M keys, 2^24 slots (load 0.69) measured no slower
- * than 2^25 (load 0.34). Tables are sized to a power of two, so the load of
- * a table lies in (0.35, 0.7] and its slots take 12 / load bytes per key:
- * 17 to 34 (20.1 at 10M keys). At 0.75 misses began to slow down.
+ * The home slot of a key with uint32 `hash` in a table of `capacity` slots:
+ * floor(hash * capacity / 2^32), which maps hashes onto slots evenly without
+ * a power-of-two capacity. Computed in two halves so that every product
+ * stays below 2^53 and exact.
+ */
+export function homeSlot(hash: number, capacity: number): number {
+  const high = hash >>> 16;
+  const low = hash & 0xffff;
+  return Math.floor((high * capacity + Math.floor((low * capacity) / 65536)) / 65536);
+}
+
+/**
+ * Highest load (keys / capacity) of a built table. Linear probing inspects
+ * about (1 + 1/(1-a)^2)/2 slots per miss, 6.1 at 0.7, but a probe reads
+ * tags, 32 to a cache line, so a miss still costs one random line; a hit
+ * finds its key 1.2 slots past home on average, in the same or the next
+ * entry line. A slot takes 34 bytes: 48.6 per key.
  */
 export const MAX_LOAD_FACTOR = 0.7;
 /** Small tables gain nothing from being smaller. */
 export const MIN_CAPACITY = 8;
-/** 2^29 slots is a 6 GiB table, and keeps slot word indexes (below 3 * 2^29) within int32. */
-export const MAX_CAPACITY = 2 ** 29;
+/** Keeps entry word indexes (below ENTRY_WORDS * 2^28) within int32. */
+export const MAX_CAPACITY = 2 ** 28;
 /** Most keys one table can hold at MAX_LOAD_FACTOR. */
 export const MAX_KEYS = Math.floor(MAX_CAPACITY * MAX_LOAD_FACTOR);
 
-/** Number of slots for `count` keys: the smallest power of two keeping the load at most MAX_LOAD_FACTOR. */
+/** Number of slots for `count` keys: the fewest keeping the load at most MAX_LOAD_FACTOR, with one slot always empty. */
 export function slotCapacity(count: number): number {
   if (!Number.isInteger(count) || count < 0) throw new RangeError(`key count must be a whole number, got ${count}`);
   if (count > MAX_KEYS) throw new RangeError(`too many keys for one index: ${count} (at most ${MAX_KEYS})`);
-  let capacity = MIN_CAPACITY;
-  while (count > capacity * MAX_LOAD_FACTOR) capacity *= 2;
-  return capacity;
+  return Math.max(MIN_CAPACITY, Math.ceil(count / MAX_LOAD_FACTOR), count + 1);
+}
+
+/** The arrays a VpaIndex reads; a snapshot stores them. */
+export interface IndexArrays {
+  /** The tag of each slot (length: the capacity). */
+  readonly slotTags: Uint16Array;
+  /** The entry of each slot, ENTRY_WORDS words (length: ENTRY_WORDS times the capacity). */
+  readonly slotEntries: Uint32Array;
+  /** Tail records of keys longer than INLINE_KEY_BYTES: [length, key words from INLINE_PREFIX_WORDS on]. */
+  readonly keyTails: Uint32Array;
+  /** The slot of each VpaId (length: the number of keys). */
+  readonly vpaSlots: Uint32Array;
+}
+
+/** Words a key of `length` bytes packs into. */
+function wordCount(length: number): number {
+  return (length + 3) >>> 2;
+}
+
+/** Words of the tail record of a key of `length` (> INLINE_KEY_BYTES) bytes. */
+function tailWords(length: number): number {
+  return 1 + wordCount(length) - INLINE_PREFIX_WORDS;
 }
 
 /**
- * Lower-case ASCII keys into the snapshot key layout (key i becomes
+ * Lower-case ASCII keys into the layout buildIndexArrays reads (key i becomes
  * `keyBytes[keyOffsets[i] .. keyOffsets[i+1])`). Throws RangeError for a key
  * with a non-ASCII char, which could never be matched.
  */
@@ -97,18 +143,43 @@ export function encodeKeys(keys: readonly string[]): { keyBytes: Uint8Array; key
 }
 
 /**
- * Build the slot table for keys 0..count-1 (ids in key order). Checks what
+ * Build the index arrays for keys 0..count-1 (ids in key order). Checks what
  * lookups rely on and throws RangeError when it does not hold: offsets
  * ascending within `keyBytes`, key bytes lower-cased ASCII, no duplicate
  * keys, and at most MAX_KEYS keys.
  */
-export function buildSlots(keyBytes: Uint8Array, keyOffsets: Uint32Array, count: number): Uint32Array {
+export function buildIndexArrays(keyBytes: Uint8Array, keyOffsets: Uint32Array, count: number): IndexArrays {
   const capacity = slotCapacity(count);
+  const { tailTotal, longest } = checkKeys(keyBytes, keyOffsets, count);
+  const hashes = new Uint32Array(count);
+  for (let id = 0; id < count; id++) hashes[id] = hashKeyBytes(keyBytes, keyOffsets[id]!, keyOffsets[id + 1]!);
+  const arrays = {
+    slotTags: new Uint16Array(capacity),
+    slotEntries: new Uint32Array(capacity * ENTRY_WORDS),
+    keyTails: new Uint32Array(tailTotal),
+    vpaSlots: new Uint32Array(count),
+  };
+  insertKeys(arrays, keyBytes, keyOffsets, hashes, longest);
+  return arrays;
+}
+
+/**
+ * What buildIndexArrays needs checked about its keys (throws RangeError),
+ * and the words of their tail records and the longest length. A pass of its
+ * own: V8 optimises a function loop by loop, and a long one it kept
+ * deoptimising.
+ */
+function checkKeys(keyBytes: Uint8Array, keyOffsets: Uint32Array, count: number): { tailTotal: number; longest: number } {
   if (keyOffsets.length < count + 1) {
     throw new RangeError(`keyOffsets has ${keyOffsets.length} entries, ${count + 1} needed for ${count} keys`);
   }
+  let tailTotal = 0;
+  let longest = 0;
   for (let i = 0; i < count; i++) {
-    if (keyOffsets[i]! > keyOffsets[i + 1]!) throw new RangeError(`keyOffsets not ascending at key ${i}`);
+    const length = keyOffsets[i + 1]! - keyOffsets[i]!;
+    if (length < 0) throw new RangeError(`keyOffsets not ascending at key ${i}`);
+    if (length > INLINE_KEY_BYTES) tailTotal += tailWords(length);
+    if (length > longest) longest = length;
   }
   const bytesEnd = keyOffsets[count]!;
   if (bytesEnd > keyBytes.length) throw new RangeError(`keyOffsets run past keyBytes (${bytesEnd} > ${keyBytes.length})`);
@@ -119,113 +190,222 @@ export function buildSlots(keyBytes: Uint8Array, keyOffsets: Uint32Array, count:
       throw new RangeError(`key byte ${i} is not lower-cased ASCII (0x${b.toString(16)})`);
     }
   }
+  if (tailTotal > 0xffffffff) throw new RangeError(`keys too long in total for 32-bit tail positions: ${tailTotal} words`);
+  return { tailTotal, longest };
+}
 
-  const mask = capacity - 1;
-  const hashes = new Uint32Array(count);
-  for (let id = 0; id < count; id++) hashes[id] = hashKeyBytes(keyBytes, keyOffsets[id]!, keyOffsets[id + 1]!);
-  const slots = new Uint32Array(capacity * SLOT_WORDS);
-  const tags = slots.subarray(0, capacity);
-  const pairs = slots.subarray(capacity);
+/** Fill the empty `arrays` with keys 0..count-1; throws RangeError for a duplicate key. */
+function insertKeys(arrays: IndexArrays, keyBytes: Uint8Array, keyOffsets: Uint32Array, hashes: Uint32Array, longest: number): void {
+  const tags = arrays.slotTags;
+  const capacity = tags.length;
+  const entries = int32View(arrays.slotEntries);
+  const tails = int32View(arrays.keyTails);
+  const vpaSlots = arrays.vpaSlots;
+  const words = new Int32Array(Math.max(ENTRY_WORDS, wordCount(longest)));
+  let tailAt = 0;
   // Inserting in id order writes all over a table far larger than the CPU
   // caches, a cache miss or two per key. Inserted in order of home slot, the
   // writes sweep the table once.
-  const order = idsBySlotRegion(hashes, capacity);
+  const order = idsByHashRegion(hashes);
+  // In that order, keyOffsets and hashes are random reads. Gathered first in
+  // a loop of their own, they overlap each other; inside the insert loop,
+  // whose probes branch on memory, each would wait in turn (the profile of a
+  // 3M-key build put a quarter of its time on that read).
+  const count = order.length;
+  const starts = new Uint32Array(count);
+  const ends = new Uint32Array(count);
+  const orderedHashes = new Uint32Array(count);
   for (let k = 0; k < count; k++) {
     const id = order[k]!;
-    const start = keyOffsets[id]!;
-    const end = keyOffsets[id + 1]!;
-    const hash = hashes[id]!;
-    const tag = slotTag(hash, end - start);
-    let i = hash & mask;
+    starts[k] = keyOffsets[id]!;
+    ends[k] = keyOffsets[id + 1]!;
+    orderedHashes[k] = hashes[id]!;
+  }
+  for (let k = 0; k < count; k++) {
+    const id = order[k]!;
+    const start = starts[k]!;
+    const length = ends[k]! - start;
+    const hash = orderedHashes[k]!;
+    const tag = slotTag(hash, length);
+    packWords(keyBytes, start, length, words);
+    let i = homeSlot(hash, capacity);
     for (;;) {
       const t = tags[i]!;
-      if (t === 0) {
-        tags[i] = tag;
-        pairs[2 * i] = id + 1;
-        pairs[2 * i + 1] = start;
-        break;
+      if (t === 0) break;
+      if (t === tag && entryMatches(entries, tails, i * ENTRY_WORDS, words, length)) {
+        const other = entries[i * ENTRY_WORDS]! - 1;
+        throw new RangeError(`duplicate key: ids ${Math.min(id, other)} and ${Math.max(id, other)} are both ${JSON.stringify(decodeAscii(keyBytes, start, length))}`);
       }
-      if (t === tag && sameBytes(keyBytes, keyOffsets, pairs[2 * i]! - 1, start, end)) {
-        const other = pairs[2 * i]! - 1;
-        throw new RangeError(`duplicate key: ids ${Math.min(id, other)} and ${Math.max(id, other)} are both ${JSON.stringify(decodeKey(keyBytes, start, end))}`);
-      }
-      i = (i + 1) & mask;
+      i = i + 1 === capacity ? 0 : i + 1;
+    }
+    tags[i] = tag;
+    vpaSlots[id] = i;
+    const e = i * ENTRY_WORDS;
+    entries[e] = id + 1;
+    const n = wordCount(length);
+    if (length <= INLINE_KEY_BYTES) {
+      for (let w = 0; w < n; w++) entries[e + 1 + w] = words[w]!;
+    } else {
+      for (let w = 0; w < INLINE_PREFIX_WORDS; w++) entries[e + 1 + w] = words[w]!;
+      entries[e + ENTRY_WORDS - 1] = tailAt;
+      tails[tailAt++] = length;
+      for (let w = INLINE_PREFIX_WORDS; w < n; w++) tails[tailAt++] = words[w]!;
     }
   }
-  return slots;
+}
+
+/** Int32 words over the same memory: the type hashQueryWords packs queries into. */
+function int32View(words: Uint32Array): Int32Array {
+  return new Int32Array(words.buffer, words.byteOffset, words.length);
+}
+
+/** `length` bytes from `bytes[start..]` packed as hashQueryWords packs a query, the last word zero padded. */
+function packWords(bytes: Uint8Array, start: number, length: number, words: Int32Array): void {
+  const n = wordCount(length);
+  for (let w = 0; w < n; w++) words[w] = 0;
+  for (let j = 0; j < length; j++) words[j >>> 2] = words[j >>> 2]! | (bytes[start + j]! << ((j & 3) << 3));
 }
 
 /**
- * Ids ordered by the region of the table their home slot lies in (at most
- * 2^16 regions, ids ascending within one), by counting sort. The table a
- * build makes depends only on this order, which depends only on the keys.
+ * Whether the key in the entry at word `e` equals the `length` bytes packed
+ * in `words`, given that the slot's tag matched (so, below TAG_LONG_KEY, the
+ * lengths are equal). A tail position or tail record out of range never
+ * matches.
  */
-function idsBySlotRegion(hashes: Uint32Array, capacity: number): Uint32Array {
-  const mask = capacity - 1;
-  const shift = Math.max(0, Math.log2(capacity) - 16);
-  const regions = capacity >>> shift;
-  const starts = new Uint32Array(regions + 1);
-  for (let id = 0; id < hashes.length; id++) starts[((hashes[id]! & mask) >>> shift) + 1]!++;
-  for (let r = 0; r < regions; r++) starts[r + 1]! += starts[r]!;
+function entryMatches(entries: Int32Array, tails: Int32Array, e: number, words: Int32Array, length: number): boolean {
+  const n = wordCount(length);
+  if (length <= INLINE_KEY_BYTES) {
+    for (let w = 0; w < n; w++) {
+      if (entries[e + 1 + w] !== words[w]) return false;
+    }
+    return true;
+  }
+  for (let w = 0; w < INLINE_PREFIX_WORDS; w++) {
+    if (entries[e + 1 + w] !== words[w]) return false;
+  }
+  const at = entries[e + ENTRY_WORDS - 1]! >>> 0;
+  if (at + n - INLINE_PREFIX_WORDS >= tails.length || tails[at] !== length) return false;
+  for (let w = INLINE_PREFIX_WORDS; w < n; w++) {
+    if (tails[at + 1 + w - INLINE_PREFIX_WORDS] !== words[w]) return false;
+  }
+  return true;
+}
+
+/**
+ * Ids ordered by the top 16 bits of their hash (ids ascending within one),
+ * by counting sort: homeSlot grows with the hash, so this is the order of
+ * home slot regions. The table a build makes depends only on this order,
+ * which depends only on the keys.
+ */
+function idsByHashRegion(hashes: Uint32Array): Uint32Array {
+  const starts = new Uint32Array(65536 + 1);
+  for (let id = 0; id < hashes.length; id++) starts[(hashes[id]! >>> 16) + 1]!++;
+  for (let r = 0; r < 65536; r++) starts[r + 1]! += starts[r]!;
   const order = new Uint32Array(hashes.length);
-  for (let id = 0; id < hashes.length; id++) order[starts[(hashes[id]! & mask) >>> shift]!++] = id;
+  for (let id = 0; id < hashes.length; id++) order[starts[hashes[id]! >>> 16]!++] = id;
   return order;
 }
 
 /**
- * Check that `slots` is the table buildSlots makes for these keys, except
- * for the hash bits of the tags (checking those means hashing every key):
- * one occupied slot per key, each naming a distinct id below
- * `keyOffsets.length - 1` with that key's start and length code. Lookups
- * trust these (a hit returns the id of the slot whose key bytes matched), so
- * a snapshot loader runs this once. Returns what is wrong, or undefined.
+ * Check that the index arrays are what buildIndexArrays makes, except for
+ * the hash bits of the tags and for where in its probe run each key sits
+ * (checking those means hashing every key; a wrong one only hides a key):
+ * each occupied slot names a distinct id below `vpaSlots.length` whose
+ * vpaSlots entry is that slot, each key is lower-cased ASCII zero padded to
+ * its words, with the length its tag says, and each tail record lies within
+ * keyTails. Lookups trust this much (a hit returns the id of the slot whose
+ * key matched), so a snapshot loader runs it once. Returns what is wrong, or
+ * undefined.
  *
- * Reading keyOffsets[id] for every slot would be a random read per key
- * (0.5 to 2.5 s measured at 10M keys), so it compares sums instead, each
- * computed in one sequential pass (0.3 s): two 32-bit sums of hashes of
- * (id, key start, length code), over the occupied slots and over the ids
- * from keyOffsets. Only when they differ does it look for the slot at fault,
- * to say which.
+ * Reading vpaSlots[id] for every slot would be a random read per key (0.5 to
+ * 2.5 s at 10M keys), so it compares two 32-bit sums of hashes of (id, slot)
+ * instead, over the slots and over vpaSlots, each in one sequential pass.
+ * Only when they differ does it look for the slot at fault, to say which.
  */
-export function checkSlots(slots: Uint32Array, keyBytes: Uint8Array, keyOffsets: Uint32Array): string | undefined {
-  const count = keyOffsets.length - 1;
-  const capacity = slots.length / SLOT_WORDS;
-  if (count < 0 || !Number.isInteger(capacity)) return 'slots or keyOffsets have the wrong shape';
-  const tags = slots.subarray(0, capacity);
-  const pairs = slots.subarray(capacity);
-  // Without branches: occupancy is random, so a branch would mispredict on a large share of the slots.
+export function checkIndexArrays(arrays: IndexArrays): string | undefined {
+  const { slotTags: tags, slotEntries, keyTails, vpaSlots } = arrays;
+  const count = vpaSlots.length;
+  const capacity = tags.length;
+  if (capacity <= count || capacity > MAX_CAPACITY) return `${capacity} slots for ${count} VPAs; expected more slots, at most ${MAX_CAPACITY}`;
+  if (slotEntries.length !== capacity * ENTRY_WORDS) {
+    return `slotEntries has ${slotEntries.length} words, expected ${ENTRY_WORDS} for each of ${capacity} slots`;
+  }
+  const entries = int32View(slotEntries);
+  const tails = int32View(keyTails);
   let occupied = 0;
-  let highest = 0;
   let low = 0;
   let high = 0;
   for (let i = 0; i < capacity; i++) {
     const t = tags[i]!;
-    const used = (t | -t) >> 31; // -1 for every non-zero 32-bit t, else 0
-    occupied -= used;
-    const v = (pairs[2 * i]! & used) >>> 0;
-    highest = v > highest ? v : highest;
-    const h = entryHash(v, pairs[2 * i + 1]!, t & 0xff);
-    low = (low + (h & used)) | 0;
-    high = (high + (mix32(h ^ 0x2545f491) & used)) | 0;
+    const e = i * ENTRY_WORDS;
+    if (t === 0) {
+      for (let w = 0; w < ENTRY_WORDS; w++) {
+        if (entries[e + w] !== 0) return `slot ${i} is empty but its entry is not`;
+      }
+      continue;
+    }
+    occupied++;
+    const v = entries[e]! >>> 0;
+    if (v === 0) return `slot ${i} is occupied but names no VPA`;
+    if (v > count) return `slot ${i} names VPA ${v - 1}, but there are ${count}`;
+    const h = entryHash(v, i);
+    low = (low + h) | 0;
+    high = (high + mix32(h ^ 0x2545f491)) | 0;
+    const problem = checkKey(t & 0xff, entries, e, tails);
+    if (problem !== undefined) return `slot ${i} (VPA ${v - 1}): ${problem}`;
   }
-  if (highest > count) return `a slot names VPA ${highest - 1}, but there are ${count}`;
   if (occupied !== count) return `slots hold ${occupied} VPAs, expected ${count}`;
 
   let expectedLow = 0;
   let expectedHigh = 0;
   for (let id = 0; id < count; id++) {
-    const start = keyOffsets[id]!;
-    const h = entryHash(id + 1, start, tagLengthCode(keyOffsets[id + 1]! - start));
+    const h = entryHash(id + 1, vpaSlots[id]!);
     expectedLow = (expectedLow + h) | 0;
     expectedHigh = (expectedHigh + mix32(h ^ 0x2545f491)) | 0;
   }
   if (low === expectedLow && high === expectedHigh) return undefined;
-  return findBadSlot(tags, pairs, keyBytes, keyOffsets) ?? 'slots do not match keyOffsets';
+  return findBadSlot(tags, entries, vpaSlots) ?? 'slots do not match vpaSlots';
 }
 
-/** A hash of one slot's contents, as checkSlots sums them. */
-function entryHash(v: number, start: number, lengthCode: number): number {
-  return mix32(mix32(mix32(v ^ 0x5bd1e995) ^ start) ^ lengthCode);
+/** What is wrong with the key of an occupied entry whose tag has length code `code`, or undefined. */
+function checkKey(code: number, entries: Int32Array, e: number, tails: Int32Array): string | undefined {
+  if (code === 0) return 'its tag has no length code';
+  if (code <= INLINE_KEY_BYTES + 1) return checkPackedKey(entries, e + 1, code - 1, ENTRY_WORDS - 1);
+  const prefix = checkPackedKey(entries, e + 1, INLINE_PREFIX_WORDS * 4, INLINE_PREFIX_WORDS);
+  if (prefix !== undefined) return prefix;
+  const at = entries[e + ENTRY_WORDS - 1]! >>> 0;
+  if (at >= tails.length) return `its tail record at ${at} lies past keyTails (${tails.length} words)`;
+  const length = tails[at]!;
+  const expected = code === TAG_LONG_KEY + 1 ? length >= TAG_LONG_KEY : length === code - 1;
+  if (!expected) return `its tail record gives length ${length}, its tag length code ${code}`;
+  if (at + tailWords(length) > tails.length) return `its tail record at ${at} runs past keyTails`;
+  const restBytes = length - INLINE_PREFIX_WORDS * 4;
+  return checkPackedKey(tails, at + 1, restBytes, wordCount(restBytes));
+}
+
+/**
+ * Whether `words` words from `array[at]` hold `length` bytes of lower-cased
+ * ASCII, then zeros: lookups compare whole words, so a key whose padding is
+ * not zero, or that holds upper case, could never be found.
+ */
+function checkPackedKey(array: Int32Array, at: number, length: number, words: number): string | undefined {
+  for (let w = 0; w < words; w++) {
+    const bytes = length - w * 4;
+    const word = array[at + w]!;
+    if (bytes <= 0) {
+      if (word !== 0) return 'its key is not zero padded';
+      continue;
+    }
+    const kept = bytes >= 4 ? -1 : (1 << (bytes << 3)) - 1;
+    if ((word & ~kept) !== 0) return 'its key is not zero padded';
+    if ((word & 0x80808080) !== 0 || lowerAsciiWord(word) !== word) return 'its key is not lower-cased ASCII';
+  }
+  return undefined;
+}
+
+/** A hash of an occupied slot's (v, slot), as checkIndexArrays sums them. */
+function entryHash(v: number, slot: number): number {
+  return mix32(mix32(v ^ 0x5bd1e995) ^ slot);
 }
 
 /** The MurmurHash3 finaliser: every input bit affects every output bit. */
@@ -237,124 +417,100 @@ function mix32(h: number): number {
   return h ^ (h >>> 16);
 }
 
-/** The first slot that disagrees with keyOffsets, described; slow (a random read per key). */
-function findBadSlot(tags: Uint32Array, pairs: Uint32Array, keyBytes: Uint8Array, keyOffsets: Uint32Array): string | undefined {
-  const count = keyOffsets.length - 1;
-  const seen = new Uint8Array((count + 7) >>> 3);
+/** The first slot that disagrees with vpaSlots, described; slow (a random read per key). */
+function findBadSlot(tags: Uint16Array, entries: Int32Array, vpaSlots: Uint32Array): string | undefined {
+  const seen = new Uint8Array((vpaSlots.length + 7) >>> 3);
   for (let i = 0; i < tags.length; i++) {
-    const t = tags[i]!;
-    if (t === 0) continue;
-    const v = pairs[2 * i]!;
-    if (v === 0) return `slot ${i} is occupied but names no VPA`;
-    const id = v - 1;
+    if (tags[i] === 0) continue;
+    const id = entries[i * ENTRY_WORDS]! - 1;
     const bit = 1 << (id & 7);
     if ((seen[id >>> 3]! & bit) !== 0) return `VPA ${id} has two slots`;
     seen[id >>> 3] = seen[id >>> 3]! | bit;
-    const start = keyOffsets[id]!;
-    const length = keyOffsets[id + 1]! - start;
-    const slotStart = pairs[2 * i + 1]!;
-    if (slotStart !== start) return `slot ${i} gives VPA ${id} key start ${slotStart}, keyOffsets says ${start}`;
-    if ((t & 0xff) !== tagLengthCode(length)) {
-      return `slot ${i} gives VPA ${id} key length code ${t & 0xff}, keyOffsets says length ${length}`;
-    }
-    if (start + length > keyBytes.length) return `VPA ${id}'s key runs past keyBytes`;
+    if (vpaSlots[id] !== i) return `VPA ${id} is in slot ${i}, but vpaSlots says ${vpaSlots[id]}`;
   }
   return undefined;
 }
 
-function sameBytes(keyBytes: Uint8Array, keyOffsets: Uint32Array, id: number, start: number, end: number): boolean {
-  const s = keyOffsets[id]!;
-  if (keyOffsets[id + 1]! - s !== end - start) return false;
-  for (let j = 0; j < end - start; j++) {
-    if (keyBytes[s + j] !== keyBytes[start + j]) return false;
-  }
-  return true;
-}
-
-const decoder = new TextDecoder();
-
-function decodeKey(keyBytes: Uint8Array, start: number, end: number): string {
-  return decoder.decode(keyBytes.subarray(start, end));
-}
-
 /**
- * The length of the longest key (keyOffsets must ascend; throws RangeError
- * where it does not). One pass over keyOffsets: done where a snapshot is
- * loaded, so serving threads can skip it (SnapshotData.maxKeyLength).
+ * The length of the longest key: from the tags' length codes, reading the
+ * tail record only for keys of TAG_LONG_KEY bytes or more. One pass over the
+ * tags; done where a snapshot is loaded, so serving threads can skip it
+ * (SnapshotData.maxKeyLength). Trusts the arrays (checkIndexArrays).
  */
-export function longestKey(keyOffsets: Uint32Array): number {
+export function longestKey(arrays: IndexArrays): number {
+  const { slotTags, slotEntries, keyTails } = arrays;
   let longest = 0;
-  for (let i = 0; i + 1 < keyOffsets.length; i++) {
-    const length = keyOffsets[i + 1]! - keyOffsets[i]!;
-    if (length < 0) throw new RangeError(`keyOffsets not ascending at key ${i}`);
+  for (let i = 0; i < slotTags.length; i++) {
+    const code = slotTags[i]! & 0xff;
+    let length = code - 1;
+    if (code === TAG_LONG_KEY + 1) length = keyTails[slotEntries[i * ENTRY_WORDS + ENTRY_WORDS - 1]!] ?? 0;
     if (length > longest) longest = length;
   }
   return longest;
 }
 
+function decodeAscii(bytes: Uint8Array, start: number, length: number): string {
+  let text = '';
+  for (let j = 0; j < length; j++) text += String.fromCharCode(bytes[start + j]!);
+  return text;
+}
+
 /** The production KeyIndex over snapshot arrays: no per-key objects, allocation-free lookups. */
 export class VpaIndex implements KeyIndex {
   readonly size: number;
-  /** Number of slots, a power of two. */
+  /** Number of slots. */
   readonly capacity: number;
   /** Length of the longest key; longer queries are answered without hashing. */
   readonly maxKeyLength: number;
   // Plain fields: as fast as #private in measurements, and the hot loop copies them into locals anyway.
-  // Views of the two parts of the slot table.
-  private readonly tags: Uint32Array;
-  private readonly pairs: Uint32Array;
-  private readonly keyBytes: Uint8Array;
-  private readonly keyOffsets: Uint32Array;
-  // Unaligned little-endian reads of key bytes, four at a time.
-  private readonly keyView: DataView;
-  private readonly mask: number;
+  private readonly tags: Uint16Array;
+  private readonly entries: Int32Array;
+  private readonly tails: Int32Array;
+  private readonly vpaSlots: Uint32Array;
   // The lower-cased query of the lookup in progress, packed as by hashQueryWords.
   private readonly words: Int32Array;
 
   /**
-   * Wrap arrays from buildSlots or a loaded snapshot. Checks shapes and
-   * offsets (one pass over keyOffsets, skipped when the caller passes the
-   * `maxKeyLength` its loader derived; a wrong one could only make longer
-   * keys unreachable) and that lookups terminate; the slot
-   * contents are otherwise trusted to come from buildSlots over these keys
-   * (checkSlots verifies them). Whatever they hold, a lookup answers an id
-   * below `size` or NOT_FOUND: a slot naming no id, or an id out of range, or
-   * a key running past `keyBytes`, never matches.
+   * Wrap arrays from buildIndexArrays or a loaded snapshot. Checks shapes and
+   * that lookups terminate (an empty slot exists), and derives the longest
+   * key unless the caller passes the `maxKeyLength` its loader derived (a
+   * wrong one could only make longer keys unreachable). The slot contents
+   * are otherwise trusted (checkIndexArrays verifies them); whatever they
+   * hold, a lookup answers an id below `size` or NOT_FOUND: a slot naming no
+   * id, or an id out of range, or a tail out of range, never matches.
    */
-  constructor(slots: Uint32Array, keyBytes: Uint8Array, keyOffsets: Uint32Array, maxKeyLength?: number) {
-    const capacity = slots.length / SLOT_WORDS;
-    if (!Number.isInteger(capacity) || capacity < 1 || capacity > MAX_CAPACITY || (capacity & (capacity - 1)) !== 0) {
-      throw new RangeError(`slots length must be ${SLOT_WORDS} times a power of two up to ${MAX_CAPACITY}, got ${slots.length}`);
+  constructor(arrays: IndexArrays, maxKeyLength?: number) {
+    const { slotTags, slotEntries, keyTails, vpaSlots } = arrays;
+    const capacity = slotTags.length;
+    if (capacity < 1 || capacity > MAX_CAPACITY) throw new RangeError(`slot count must be 1 to ${MAX_CAPACITY}, got ${capacity}`);
+    if (slotEntries.length !== capacity * ENTRY_WORDS) {
+      throw new RangeError(`slotEntries length must be ${ENTRY_WORDS} words for each of ${capacity} slots, got ${slotEntries.length}`);
     }
-    if (keyOffsets.length < 1) throw new RangeError('keyOffsets must have count + 1 entries');
-    const size = keyOffsets.length - 1;
+    const size = vpaSlots.length;
     if (size >= capacity) throw new RangeError(`${size} keys do not fit ${capacity} slots`);
-    // Every probe run must end at an empty slot; in a table from buildSlots one is a few slots in.
+    // Every probe run must end at an empty slot; in a table from buildIndexArrays one is a few slots in.
     let empty = 0;
-    while (empty < capacity && slots[empty] !== 0) empty++;
+    while (empty < capacity && slotTags[empty] !== 0) empty++;
     if (empty === capacity) throw new RangeError('slot table has no empty slot');
     if (maxKeyLength === undefined) {
-      maxKeyLength = longestKey(keyOffsets);
+      maxKeyLength = longestKey(arrays);
     } else if (!Number.isSafeInteger(maxKeyLength) || maxKeyLength < 0) {
       throw new RangeError(`maxKeyLength must be a whole number, got ${maxKeyLength}`);
     }
-    if (keyOffsets[size]! > keyBytes.length) throw new RangeError('keyOffsets run past keyBytes');
     this.size = size;
     this.capacity = capacity;
     this.maxKeyLength = maxKeyLength;
-    this.tags = slots.subarray(0, capacity);
-    this.pairs = slots.subarray(capacity);
-    this.keyBytes = keyBytes;
-    this.keyOffsets = keyOffsets;
-    this.keyView = new DataView(keyBytes.buffer, keyBytes.byteOffset, keyBytes.byteLength);
-    this.mask = capacity - 1;
-    this.words = new Int32Array((maxKeyLength + 3) >>> 2);
+    this.tags = slotTags;
+    this.entries = int32View(slotEntries);
+    this.tails = int32View(keyTails);
+    this.vpaSlots = vpaSlots;
+    this.words = new Int32Array(Math.max(ENTRY_WORDS, wordCount(maxKeyLength)));
   }
 
-  /** Encode, hash and wrap `keys` (key i gets id i); for tests, tools and benchmarks. */
+  /** Encode and index `keys` (key i gets id i); for tests, tools and benchmarks. */
   static fromKeys(keys: readonly string[]): VpaIndex {
     const { keyBytes, keyOffsets } = encodeKeys(keys);
-    return new VpaIndex(buildSlots(keyBytes, keyOffsets, keys.length), keyBytes, keyOffsets);
+    return new VpaIndex(buildIndexArrays(keyBytes, keyOffsets, keys.length));
   }
 
   /** The VpaId of `query` matched ignoring ASCII case, or NOT_FOUND. No allocation. */
@@ -362,74 +518,46 @@ export class VpaIndex implements KeyIndex {
     const length = query.length;
     // Also bounds the query to the words scratch.
     if (length > this.maxKeyLength) return NOT_FOUND;
-    const words = this.words;
-    const hash = hashQueryWords(query, words);
+    const hash = hashQueryWords(query, this.words);
     if (hash < 0) return NOT_FOUND; // non-ASCII: no key can match
-    const tag = slotTag(hash, length);
-    const tags = this.tags;
-    const mask = this.mask;
-    let i = hash & mask;
-    for (;;) {
-      const t = tags[i]!;
-      if (t === tag) {
-        // An equal tag means an equal length too, below TAG_LONG_KEY.
-        const pairs = this.pairs;
-        const v = pairs[2 * i]!;
-        if (this.matchesWords(pairs[2 * i + 1]!, length, v)) return v - 1;
-      } else if (t === 0) {
-        return NOT_FOUND;
-      }
-      i = (i + 1) & mask;
-    }
-  }
-
-  /**
-   * Whether the key at `start` of the slot naming id `v - 1`, whose tag
-   * matched, equals the `length` chars packed in `words` by the current lookup.
-   */
-  private matchesWords(start: number, length: number, v: number): boolean {
-    if (v === 0 || v > this.size || start + length > this.keyBytes.length) return false;
-    if (length >= TAG_LONG_KEY && this.keyOffsets[v]! - start !== length) return false;
-    const view = this.keyView;
-    const words = this.words;
-    const blocks = length >>> 2;
-    for (let w = 0; w < blocks; w++) {
-      if (view.getInt32(start + (w << 2), true) !== words[w]) return false;
-    }
-    const rest = length & 3;
-    if (rest === 0) return true;
-    const bytes = this.keyBytes;
-    const at = start + (blocks << 2);
-    let k = bytes[at]!;
-    if (rest > 1) k |= bytes[at + 1]! << 8;
-    if (rest > 2) k |= bytes[at + 2]! << 16;
-    return k === words[blocks];
+    return this.find(hash, length);
   }
 
   /** The VpaId of the lower-cased key bytes `bytes[start..end)` (compared exactly), or NOT_FOUND. */
   lookupBytes(bytes: Uint8Array, start: number, end: number): number {
     const length = end - start;
-    const hash = hashKeyBytes(bytes, start, end);
+    if (length > this.maxKeyLength) return NOT_FOUND;
+    packWords(bytes, start, length, this.words);
+    return this.find(hashKeyBytes(bytes, start, end), length);
+  }
+
+  /** The probe for a key of `length` bytes with hash `hash`, packed in `words`. */
+  private find(hash: number, length: number): number {
     const tag = slotTag(hash, length);
     const tags = this.tags;
-    const mask = this.mask;
-    let i = hash & mask;
+    const entries = this.entries;
+    const words = this.words;
+    const capacity = this.capacity;
+    // Words compared in the entry: the whole key, or the prefix of a long one.
+    const inline = length <= INLINE_KEY_BYTES ? wordCount(length) : INLINE_PREFIX_WORDS;
+    let i = homeSlot(hash, capacity);
     for (;;) {
       const t = tags[i]!;
       if (t === tag) {
-        const v = this.pairs[2 * i]!;
-        const s = this.pairs[2 * i + 1]!;
-        const keyBytes = this.keyBytes;
-        const sane = v !== 0 && v <= this.size && s + length <= keyBytes.length;
-        if (sane && (length < TAG_LONG_KEY || this.keyOffsets[v]! - s === length)) {
-          let j = 0;
-          while (j < length && keyBytes[s + j] === bytes[start + j]) j++;
-          if (j === length) return v - 1;
+        // An equal tag means an equal length too, below TAG_LONG_KEY.
+        const e = i * ENTRY_WORDS;
+        let w = 0;
+        while (w < inline && entries[e + 1 + w] === words[w]) w++;
+        if (w === inline) {
+          const v = entries[e]!;
+          if (v > 0 && v <= this.size && (length <= INLINE_KEY_BYTES || entryMatches(entries, this.tails, e, words, length))) {
+            return v - 1;
+          }
         }
       } else if (t === 0) {
         return NOT_FOUND;
       }
-      i = (i + 1) & mask;
+      i = i + 1 === capacity ? 0 : i + 1;
     }
   }
 
@@ -438,6 +566,20 @@ export class VpaIndex implements KeyIndex {
     if (!Number.isInteger(id) || id < 0 || id >= this.size) {
       throw new RangeError(`no key with id ${id} (size ${this.size})`);
     }
-    return decodeKey(this.keyBytes, this.keyOffsets[id]!, this.keyOffsets[id + 1]!);
+    const slot = this.vpaSlots[id]!;
+    const code = this.tags[slot]! & 0xff;
+    const e = slot * ENTRY_WORDS + 1;
+    if (code <= INLINE_KEY_BYTES + 1) return unpackWords(this.entries, e, code - 1);
+    const at = this.entries[e + ENTRY_WORDS - 2]! >>> 0;
+    const length = this.tails[at]!;
+    const prefix = INLINE_PREFIX_WORDS * 4;
+    return unpackWords(this.entries, e, prefix) + unpackWords(this.tails, at + 1, length - prefix);
   }
+}
+
+/** The `length` bytes packed in words from `array[at]`, as text. */
+function unpackWords(array: Int32Array, at: number, length: number): string {
+  let text = '';
+  for (let j = 0; j < length; j++) text += String.fromCharCode((array[at + (j >>> 2)]! >>> ((j & 3) << 3)) & 0xff);
+  return text;
 }

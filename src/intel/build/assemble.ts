@@ -5,7 +5,7 @@ import {
   type SnapshotData,
   type SnapshotMeta,
 } from '../../engine/snapshot-data.js';
-import { buildSlots } from '../../engine/vpa-index.js';
+import { buildIndexArrays } from '../../engine/vpa-index.js';
 import { rangeSize, sortedIdsSize, writeRange, writeSortedIds } from '../../engine/roaring-portable.js';
 import { findClusters, type Components, type UrlMembership } from '../clustering.js';
 import { assignClusterNumbers, type ClusterIdState } from '../cluster-ids.js';
@@ -65,9 +65,7 @@ export function assembleSnapshot(partials: readonly AggregateResult[], options: 
       sourceCount: t.sourceCount,
       evidenceCount: vpas.totalEvidence,
     },
-    slots: buildSlots(keys.keyBytes, keys.keyOffsets, n),
-    keyBytes: keys.keyBytes,
-    keyOffsets: keys.keyOffsets,
+    ...buildIndexArrays(keys.keyBytes, keys.keyOffsets, n),
     firstSeen: vpas.firstSeen,
     confidence: vpas.confidence,
     riskCategory: vpas.riskCategory,

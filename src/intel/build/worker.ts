@@ -55,7 +55,7 @@ async function assemble(task: AssembleTask): Promise<AssembleOutcome> {
   await writeClusterIdState(dir.clusterIds, clusterIds);
   if (task.assembled !== undefined) {
     // The ids it names are persisted by now; the snapshot file follows.
-    task.assembled.postMessage({ ...copyToSharedMemory(data), maxKeyLength: longestKey(data.keyOffsets) });
+    task.assembled.postMessage({ ...copyToSharedMemory(data), maxKeyLength: longestKey(data) });
     task.assembled.close();
   }
   const path = await writeSnapshot(dir, data);
