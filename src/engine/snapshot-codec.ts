@@ -38,9 +38,9 @@
  * Version history: 3 keeps each key's bytes in its slot: `slots` became
  * `slotTags` (16 bits a slot) and `slotEntries` ([id + 1, packed key] per
  * slot), over any number of slots, and `keyTails` and `vpaSlots` replace
- * `keyBytes` and `keyOffsets` (see vpa-index.ts); 2 had a tag per slot followed by a pair
- * [id + 1, key start] per slot over a power-of-two table; in version 1 it
- * was a pair [hash, id + 1] per slot.
+ * `keyBytes` and `keyOffsets` (see vpa-index.ts). 2 had a tag per slot
+ * followed by a pair [id + 1, key start] per slot over a power-of-two
+ * table; 1 had a pair [hash, id + 1] per slot.
  */
 import { crc32 } from 'node:zlib';
 import { Packr, Unpackr } from 'msgpackr';
@@ -741,7 +741,7 @@ function validateLengths(meta: SnapshotMeta, lengthOf: (field: ArrayField) => nu
 /**
  * Everything lookups index by: lengths, offsets ascending from 0 to the end
  * of their blob, ids and codes in range, one slot per VPA holding its key,
- * well formed (checkIndexArrays). Linear in the
+ * well formed (checkIndexArrays, 0.6–0.8 s at 10M VPAs). Linear in the
  * snapshot size: each check is a tight scan over one array of one class
  * (monomorphic, so it stays fast even in a freshly started thread), and only
  * a failure pays for finding and describing the bad entry.
