@@ -140,6 +140,7 @@ export async function runHttp(options: HttpOptions, token: string): Promise<Http
   let serverRssMiB = -1;
   try {
     const wrkOptions = { seconds: options.seconds, connections: options.connections, threads: options.wrkThreads };
+    const warmupSeconds = Math.max(2, options.seconds);
     const loopOptions = { seconds: options.seconds, warmupSeconds: 2, connections: options.connections };
     for (const scenario of SCENARIOS) {
       const bodyBytes = bodyBytesOf(scenario, workload);
@@ -147,11 +148,15 @@ export async function runHttp(options: HttpOptions, token: string): Promise<Http
       try {
         const serviceTarget = targetFor(scenario, workload, portOf(server), tls, token);
         const bareTarget = targetFor(scenario, workload, bare.port, tls, token);
-        // A short run first warms both (JIT, caches, connections) before anything is recorded.
-        await runWrk(serviceTarget, { ...wrkOptions, seconds: 2 });
+        // A run first warms both (JIT, heap sizes, caches, connections) before
+        // anything is recorded. It lasts as long as a measurement: a freshly
+        // started service took 10-20 s of load to reach its steady rate
+        // (single lookups at 1M: 62-78k req/s in the first 10 s, 95-100k
+        // after), where the ceiling needs next to nothing.
+        await runWrk(serviceTarget, { ...wrkOptions, seconds: warmupSeconds });
         const service = await runWrk(serviceTarget, wrkOptions);
         log(`  ${scenario} service peak ${service.requestsPerSecond} req/s (${service.non2xx} non-2xx, ${service.errors} errors)`);
-        await runWrk(bareTarget, { ...wrkOptions, seconds: 2 });
+        await runWrk(bareTarget, { ...wrkOptions, seconds: warmupSeconds });
         const ceiling = await runWrk(bareTarget, wrkOptions);
         log(`  ${scenario} ceiling peak ${ceiling.requestsPerSecond} req/s`);
         let ceilingWithHeaders: WrkResult | null = null;
@@ -159,7 +164,7 @@ export async function runHttp(options: HttpOptions, token: string): Promise<Http
           const withHeaders = await startBare(bodyBytes, options.dataDir, tls, options.serverThreads, true);
           try {
             const headersTarget = targetFor(scenario, workload, withHeaders.port, tls, token);
-            await runWrk(headersTarget, { ...wrkOptions, seconds: 2 });
+            await runWrk(headersTarget, { ...wrkOptions, seconds: warmupSeconds });
             ceilingWithHeaders = await runWrk(headersTarget, wrkOptions);
             log(`  ${scenario} ceiling with the service's headers ${ceilingWithHeaders.requestsPerSecond} req/s`);
           } finally {
