@@ -151,7 +151,7 @@ export async function runHttp(options: HttpOptions, token: string): Promise<Http
         // A run first warms both (JIT, heap sizes, caches, connections) before
         // anything is recorded. It lasts as long as a measurement: a freshly
         // started service took 10-20 s of load to reach its steady rate
-        // (single lookups at 1M: 62-78k req/s in the first 10 s, 95-100k
+        // (single lookups at 1M: 62-78k req/s in the first 10 s, 85-101k
         // after), where the ceiling needs next to nothing.
         await runWrk(serviceTarget, { ...wrkOptions, seconds: warmupSeconds });
         const service = await runWrk(serviceTarget, wrkOptions);
