@@ -29,6 +29,7 @@ import { VpaIndex } from '../src/engine/vpa-index.js';
 import type { SnapshotData } from '../src/engine/snapshot-data.js';
 import { NOT_FOUND } from '../src/common/brand.js';
 import { Bench } from 'tinybench';
+import { taskRows } from './support/report.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -149,10 +150,7 @@ function singleLookupMediansNs(intel: Intelligence, hits: readonly string[], mis
   });
   bench.runSync();
   if (found !== calls) throw new Error('lookup results disagree with expectations');
-  const [hit, miss] = bench.tasks.map((task) => {
-    if (task.result.state !== 'completed') throw new Error(`${task.name}: ${task.result.state}`);
-    return round(task.result.latency.p50 * 1e6, 0);
-  });
+  const [hit, miss] = taskRows(bench).map((row) => round(row['p50 ns'], 0));
   return { hit: hit!, miss: miss! };
 }
 

@@ -18,7 +18,8 @@
  * prints it): a miss waits for one random cache line of tags; a hit also for
  * the slot's entry, whose read overlaps the tag's (its address depends only
  * on the slot), and a key too long for its entry for its tail after that.
- * Most keys are short, so short keys make the hit median. TLB misses are a large part of it, so compare runs with
+ * Most keys are short, so short keys make the hit median. TLB misses are a
+ * large part of it, so compare runs with
  * GLIBC_TUNABLES=glibc.malloc.hugetlb=1, which backs the large typed arrays
  * with transparent huge pages where the kernel allows it (THP "madvise");
  * the layout table shows how much memory huge pages back ("huge pages MiB").
