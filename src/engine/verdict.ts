@@ -1,4 +1,5 @@
 import type { RiskCategory, SourceCategory } from '../vpa/categories.js';
+import { decimalText } from '../common/decimal.js';
 
 /**
  * Answer shapes of the v1 API, field for field as the spec names them
@@ -74,8 +75,9 @@ export const CLUSTER_ID_PREFIX = 'MC-';
 /** At most this many entries in a cluster's `top_sources`. */
 export const TOP_SOURCES_LIMIT = 10;
 
+/** Written with decimalText: clusters are many, and each answer naming one would otherwise add its number to V8's number-string cache. */
 export function formatClusterId(number: number): string {
-  return `${CLUSTER_ID_PREFIX}${number}`;
+  return CLUSTER_ID_PREFIX + decimalText(number);
 }
 
 /**

@@ -15,6 +15,7 @@
  * (snapshot-codec.ts). Nothing a client sends can put a line break in.
  */
 import type { HttpResponse } from 'uWebSockets.js';
+import { decimalText } from '../common/decimal.js';
 
 /** Rate-limit state for the X-RateLimit-* headers. */
 export interface RateLimitHeaders {
@@ -45,10 +46,22 @@ export function writeAnswerHead(
   extraName?: string,
   extraValue?: string,
 ): void {
+  res.writeStatus(statusLine).writeHeader('Content-Type', answerHeadLines(snapshotLines, requestId, rateLimit, extraName, extraValue));
+}
+
+/** The value writeAnswerHead gives Content-Type: its own and every later header line, joined. */
+export function answerHeadLines(
+  snapshotLines: string,
+  requestId: string,
+  rateLimit: RateLimitHeaders | null,
+  extraName?: string,
+  extraValue?: string,
+): string {
   let lines = `${snapshotLines}\r\nX-Request-Id: ${requestId}`;
   if (rateLimit !== null) {
-    lines += `\r\nX-RateLimit-Limit: ${rateLimit.limit}\r\nX-RateLimit-Remaining: ${rateLimit.remaining}\r\nX-RateLimit-Reset: ${rateLimit.reset}`;
+    // The remaining count is new on every answer: see decimal.ts for why these are not written with `${}`.
+    lines += `\r\nX-RateLimit-Limit: ${decimalText(rateLimit.limit)}\r\nX-RateLimit-Remaining: ${decimalText(rateLimit.remaining)}\r\nX-RateLimit-Reset: ${decimalText(rateLimit.reset)}`;
   }
   if (extraName !== undefined) lines += `\r\n${extraName}: ${extraValue}`;
-  res.writeStatus(statusLine).writeHeader('Content-Type', lines);
+  return lines;
 }
