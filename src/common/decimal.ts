@@ -11,7 +11,7 @@
  * them and promotes them to the old generation, where they wait for a full
  * collection. Under single-lookup load that was about 185 KB surviving each
  * scavenge of a serving thread and a 2–5 ms pause each time; with the
- * header written through `decimalText`, 5 KB and 0.5 ms (`--trace-gc-nvp`,
+ * header written through `decimalText`, 5 KB and 0.6 ms (`--trace-gc-nvp`,
  * same load, same run). Strings built here are joined from a fixed table
  * and never enter the cache, so they die young like the rest of an answer.
  *
