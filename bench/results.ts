@@ -75,11 +75,17 @@ function checks(suite: SuiteResult): Check[] {
     out.push(['failed requests during the swap', '0', `${swap.failed} of ${fmt(swap.load.sent)}`, swap.failed === 0]);
     const atMillion = suite.vpas <= 1_000_000;
     const [first, next] = swap.idleFreshnessS;
+    const slowest = Math.max(first, next);
+    // Reports written before the bench waited for the previous build's file carry no previousWriteS.
+    const waited =
+      swap.previousWriteS === undefined
+        ? ''
+        : `; each ingest made once the build before had written its file, which took ${swap.previousWriteS.map((s) => `${s} s`).join(', ')} more`;
     out.push([
       'freshness: ingest returns → verdict served',
       atMillion ? '≤ 5 s at 1M' : 'report at 10M',
-      `${next} s (first build after start ${first} s; under the load ${swap.freshnessS} s)`,
-      atMillion ? next >= 0 && next <= 5 : null,
+      `${first} s and ${next} s idle (under the load ${swap.freshnessS} s${waited})`,
+      atMillion ? slowest >= 0 && slowest <= 5 : null,
     ]);
   }
   return out;
@@ -150,7 +156,7 @@ export function renderMarkdown(suite: SuiteResult): string {
     parts.push('## Swap under load (plain HTTP, single lookups at half the peak)');
     parts.push(
       table(
-        ['freshness under load (idle: first, next)', 'stall with swap', 'swap itself', 'stall without', 'requests', 'failed', 'p99 / p99.9 / max, ms'],
+        ['freshness under load (then idle, twice)', 'stall with swap', 'swap itself', 'stall without', 'requests', 'failed', 'p99 / p99.9 / max, ms'],
         [[`${s.freshnessS} s (${s.idleFreshnessS[0]} s, ${s.idleFreshnessS[1]} s)`, `${s.stallMs} ms`, `${s.swapMs} ms`, `${s.baselineStallMs} ms`, fmt(s.load.sent), s.failed, `${s.load.p99} / ${s.load.p999} / ${s.load.max}`]],
       ),
     );

@@ -5,6 +5,7 @@
  *
  *   npm run bench -- [--vpas 1000000] [--only engine,micro,http,swap] [--modes plain,tls]
  *                    [--seconds 10] [--connections 64] [--hit-ratio 0.1] [--server-threads N] [--quick]
+ *                    [--swap-rate R]
  *
  * Sections:
  * - engine: demo evidence generated, ingested and built (kept in
@@ -53,6 +54,8 @@ const { values: args } = parseArgs({
     // Like `serve --threads`: one serving thread per core.
     'server-threads': { type: 'string', default: String(availableParallelism()) },
     'wrk-threads': { type: 'string', default: '1' },
+    // Default: half the plain single-lookup peak of this run, or 10,000 without the http section.
+    'swap-rate': { type: 'string' },
     quick: { type: 'boolean', default: false },
     out: { type: 'string', default: 'bench/results' },
   },
@@ -155,7 +158,12 @@ async function main(): Promise<void> {
     suite.http = results;
     if (only.has('swap')) {
       const plainSingle = results.find((r) => !r.tls)?.scenarios.find((s) => s.scenario === 'single');
-      const rate = plainSingle === undefined ? 10_000 : Math.round(plainSingle.service.requestsPerSecond / 2);
+      const rate =
+        args['swap-rate'] !== undefined
+          ? whole('swap-rate', args['swap-rate'], 1)
+          : plainSingle === undefined
+            ? 10_000
+            : Math.round(plainSingle.service.requestsPerSecond / 2);
       const buildS = Number((suite.engine as { buildS?: number } | null)?.buildS ?? vpas / 100_000);
       log(`swap: new evidence under ${rate} req/s`);
       suite.swap = await runSwap({ ...base, tls: false }, token, rate, work, Math.ceil(buildS * 2 + 20));

@@ -6,9 +6,11 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { readFile, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { performance } from 'node:perf_hooks';
+import { dataDir as openDataDir } from '../../src/common/data-dir.js';
+import { SNAPSHOT_EXTENSION, listSnapshots } from '../../src/engine/snapshot-files.js';
 import { runCli, startServer, type RunningServer } from '../../test/server-process.js';
 import { runOpenLoop, runWrk, type OpenLoopResult, type Target, type WrkResult } from './load-tools.js';
 import type { Workload } from './workload.js';
@@ -200,12 +202,16 @@ export interface SwapResult {
   readonly swapMs: number;
   /** From `upi-risk ingest` returning to the new verdict being served, under the load, s. */
   readonly freshnessS: number;
-  /**
-   * The same with no load, for the server's next two ingests: the first runs
-   * on build threads started for it, the second on threads kept from the
-   * first (as when ingests follow each other).
-   */
+  /** The same with no load, for the server's next two ingests (its second and third builds). */
   readonly idleFreshnessS: readonly [first: number, next: number];
+  /**
+   * Each ingest above is made once the build before it has written its
+   * file: a snapshot is served before that, and a build started meanwhile
+   * waits for the write. How long the bench waited for that before each of
+   * the three ingests, s: what an ingest arriving right after the previous
+   * verdict was served would add to its freshness.
+   */
+  readonly previousWriteS?: readonly [underLoad: number, first: number, next: number];
   /** Open-loop load running through the swap. */
   readonly load: OpenLoopResult;
   /** Requests that failed or answered other than 2xx during it. */
@@ -245,19 +251,39 @@ export async function runSwap(options: HttpOptions, token: string, rate: number,
     const loadRun = runOpenLoop(target, { rate, seconds: loadSeconds, warmupSeconds: 1, connections: options.connections });
     await sleep(2000);
     await scrape();
-    const freshnessS = await ingestAndWait(server, options.dataDir, workDir, token);
+    const underLoad = await ingestAndWait(server, options.dataDir, workDir, token);
     await sleep(2000);
     const { stallMs, swapMs } = await scrape();
     const load = await loadRun;
-    const idleFreshnessS = [await ingestAndWait(server, options.dataDir, workDir, token), await ingestAndWait(server, options.dataDir, workDir, token)] as const;
-    return { stallMs: round3(stallMs), baselineStallMs: round3(baselineStallMs), swapMs: round3(swapMs), freshnessS, idleFreshnessS, load, failed: load.errors + load.non2xx };
+    const first = await ingestAndWait(server, options.dataDir, workDir, token);
+    const next = await ingestAndWait(server, options.dataDir, workDir, token);
+    return {
+      stallMs: round3(stallMs),
+      baselineStallMs: round3(baselineStallMs),
+      swapMs: round3(swapMs),
+      freshnessS: underLoad.freshnessS,
+      idleFreshnessS: [first.freshnessS, next.freshnessS],
+      previousWriteS: [underLoad.previousWriteS, first.previousWriteS, next.previousWriteS],
+      load,
+      failed: load.errors + load.non2xx,
+    };
   } finally {
     await server.stop();
   }
 }
 
-/** Ingest evidence naming a VPA nobody has seen, and time until the server answers FLAGGED for it, s. */
-async function ingestAndWait(server: RunningServer, dataDir: string, workDir: string, token: string): Promise<number> {
+/**
+ * Once the snapshot being served has its file (the build before has
+ * finished), ingest evidence naming a VPA nobody has seen, and time until the
+ * server answers FLAGGED for it, s.
+ */
+async function ingestAndWait(
+  server: RunningServer,
+  dataDir: string,
+  workDir: string,
+  token: string,
+): Promise<{ freshnessS: number; previousWriteS: number }> {
+  const previousWriteS = await servedSnapshotWritten(server, dataDir);
   const marker = `benchswap${Date.now()}`;
   const evidencePath = join(workDir, `${marker}.ndjson`);
   const upi = `${marker}@ybl`;
@@ -270,10 +296,25 @@ async function ingestAndWait(server: RunningServer, dataDir: string, workDir: st
   const ingestedAt = performance.now();
   while (performance.now() - ingestedAt < 600_000) {
     const answer = (await (await fetch(`${server.base}/v1/verify/upi?upi=${upi}`, { headers: { authorization: `Bearer ${token}` } })).json()) as { status: string };
-    if (answer.status === 'FLAGGED') return round3((performance.now() - ingestedAt) / 1000);
+    if (answer.status === 'FLAGGED') return { freshnessS: round3((performance.now() - ingestedAt) / 1000), previousWriteS };
     await sleep(20);
   }
-  return -1;
+  throw new Error(`the verdict for ${upi} was not served within 600 s of its ingest`);
+}
+
+/** Wait until the snapshot the server answers from has its file in the data directory; how long that took, s. */
+async function servedSnapshotWritten(server: RunningServer, dataDir: string): Promise<number> {
+  const started = performance.now();
+  const dir = openDataDir(dataDir);
+  while (performance.now() - started < 600_000) {
+    const ready = (await (await fetch(`${server.base}/readyz`)).json()) as { snapshot: string };
+    const files = await listSnapshots(dir);
+    if (files.some((path) => basename(path) === `snapshot-${ready.snapshot}${SNAPSHOT_EXTENSION}`)) {
+      return round3((performance.now() - started) / 1000);
+    }
+    await sleep(20);
+  }
+  throw new Error('the served snapshot was not written within 600 s');
 }
 
 function sleep(ms: number): Promise<void> {
