@@ -12,12 +12,14 @@
  *   second figure shows.
  *
  *   node --expose-gc dist/bench/answer-headers.bench.js [--time 2000] [--json FILE]
+ *
+ * (--vpas is accepted, as by every micro bench, and ignored: no snapshot is involved.)
  */
 import { PerformanceObserver, constants, type PerformanceEntry } from 'node:perf_hooks';
 import { Bench } from 'tinybench';
 import { answerHeadLines, snapshotHeaderLines, type RateLimitHeaders } from '../src/http/answer-headers.js';
 import { RequestIds } from '../src/http/request-ids.js';
-import { microOptions, taskRows, writeBenchReport } from './support/report.js';
+import { microOptions, round3, taskRows, writeBenchReport } from './support/report.js';
 
 /** Headers written per collection run: at 25k answers a second per thread, 80 s of load. */
 const HEADERS = 2_000_000;
@@ -70,8 +72,8 @@ async function collections(write: HeadLines): Promise<Collections> {
   const pauses = minor.map((entry) => entry.duration);
   return {
     scavenges: minor.length,
-    meanPauseMs: pauses.length === 0 ? 0 : Math.round((pauses.reduce((a, b) => a + b, 0) / pauses.length) * 1000) / 1000,
-    maxPauseMs: pauses.length === 0 ? 0 : Math.round(Math.max(...pauses) * 1000) / 1000,
+    meanPauseMs: pauses.length === 0 ? 0 : round3(pauses.reduce((a, b) => a + b, 0) / pauses.length),
+    maxPauseMs: pauses.length === 0 ? 0 : round3(Math.max(...pauses)),
   };
 }
 

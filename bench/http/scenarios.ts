@@ -14,6 +14,7 @@ import { SNAPSHOT_EXTENSION, listSnapshots } from '../../src/engine/snapshot-fil
 import { runCli, startServer, type RunningServer } from '../../test/server-process.js';
 import { runOpenLoop, runWrk, type OpenLoopResult, type Target, type WrkResult } from './load-tools.js';
 import type { Workload } from './workload.js';
+import { round3 } from '../support/report.js';
 
 const BARE_SERVER = fileURLToPath(new URL('./bare-server.js', import.meta.url));
 
@@ -319,8 +320,4 @@ async function servedSnapshotWritten(server: RunningServer, dataDir: string): Pr
 
 function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
-}
-
-function round3(x: number): number {
-  return Math.round(x * 1000) / 1000;
 }

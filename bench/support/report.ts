@@ -36,6 +36,10 @@ export function round1(x: number): number {
   return Math.round(x * 10) / 10;
 }
 
+export function round3(x: number): number {
+  return Math.round(x * 1000) / 1000;
+}
+
 /** A positive whole number from option `--name`; underscores allowed as digit separators. */
 export function wholeNumberOption(name: string, text: string): number {
   const n = Number(text.replaceAll('_', ''));
