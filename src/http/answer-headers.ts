@@ -59,8 +59,9 @@ export function answerHeadLines(
 ): string {
   let lines = `${snapshotLines}\r\nX-Request-Id: ${requestId}`;
   if (rateLimit !== null) {
-    // The remaining count is new on every answer: see decimal.ts for why these are not written with `${}`.
-    lines += `\r\nX-RateLimit-Limit: ${decimalText(rateLimit.limit)}\r\nX-RateLimit-Remaining: ${decimalText(rateLimit.remaining)}\r\nX-RateLimit-Reset: ${decimalText(rateLimit.reset)}`;
+    // The remaining count is new on every answer: see decimal.ts for why it is not written with `${}`.
+    // The limit and the reset time repeat from answer to answer, and the engine's cache suits them.
+    lines += `\r\nX-RateLimit-Limit: ${rateLimit.limit}\r\nX-RateLimit-Remaining: ${decimalText(rateLimit.remaining)}\r\nX-RateLimit-Reset: ${rateLimit.reset}`;
   }
   if (extraName !== undefined) lines += `\r\n${extraName}: ${extraValue}`;
   return lines;
