@@ -183,14 +183,14 @@ export function renderMarkdown(suite: SuiteResult): string {
     parts.push('## Micro benchmarks (tinybench)');
     parts.push(microRows(suite.micro));
     const headers = suite.micro.find((m) => m.file === 'answer-headers')?.report as
-      | { headers: number; collections: Record<string, { scavenges: number; meanPauseMs: number; maxPauseMs: number }> }
+      | { headers: number; collections: Record<string, { scavenges: number; medianPauseMs?: number; meanPauseMs: number; maxPauseMs: number }> }
       | undefined;
     if (headers?.collections !== undefined) {
       parts.push(`Young-generation collections while answer-headers.bench.ts writes ${fmt(headers.headers)} answer heads, each with the next request id and remaining count:`);
       parts.push(
         table(
-          ['numbers written by', 'scavenges', 'mean pause, ms', 'longest, ms'],
-          Object.entries(headers.collections).map(([name, c]) => [name, c.scavenges, c.meanPauseMs, c.maxPauseMs]),
+          ['numbers written by', 'scavenges', 'median pause, ms', 'mean, ms', 'longest, ms'],
+          Object.entries(headers.collections).map(([name, c]) => [name, c.scavenges, c.medianPauseMs ?? '', c.meanPauseMs, c.maxPauseMs]),
         ),
       );
     }
