@@ -1,7 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { ByteInterner } from '../src/intel/build/byte-interner.js';
+import { MessageChannel } from 'node:worker_threads';
+import { ByteInterner, type ByteInternerState } from '../src/intel/build/byte-interner.js';
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
@@ -47,4 +48,49 @@ test('interner tells apart strings that share a prefix, a length or nothing at a
   for (let i = 0; i < 20_000; i++) strings.push(`vpa${i}@ybl`, `vpa${i}@ybL`, `${i}`);
   internAll(new ByteInterner(16, 64), strings);
   internAll(new ByteInterner(100_000, 1 << 20), strings);
+});
+
+test('an interner rebuilt from its state goes on with the same ids, also after transfer to another thread (property)', async () => {
+  const bytesOf = (s: string) => encoder.encode(s);
+  fc.assert(
+    fc.property(fc.array(fc.string({ maxLength: 10 }), { maxLength: 200 }), fc.array(fc.string({ maxLength: 10 }), { maxLength: 200 }), (before, after) => {
+      const whole = new ByteInterner(4, 8);
+      const first = new ByteInterner(4, 8);
+      for (const s of before) {
+        const b = bytesOf(s);
+        assert.equal(first.intern(b, 0, b.length), whole.intern(b, 0, b.length));
+      }
+      const resumed = ByteInterner.fromState(first.state());
+      for (const s of after) {
+        const b = bytesOf(s);
+        const id = resumed.intern(b, 0, b.length);
+        const added = resumed.added;
+        assert.equal(id, whole.intern(b, 0, b.length));
+        assert.equal(added, whole.added);
+      }
+      assert.deepEqual(resumed.finish(), whole.finish());
+    }),
+    { numRuns: 200 },
+  );
+
+  // The state's arrays cross threads by transfer, as between build tasks.
+  const interner = new ByteInterner(4, 8);
+  for (const s of ['a@ybl', 'b@ybl', 'c@ybl']) interner.intern(bytesOf(s), 0, s.length);
+  const state = interner.state();
+  const { port1, port2 } = new MessageChannel();
+  const received = new Promise<ByteInternerState>((resolve) => port2.once('message', resolve));
+  port1.postMessage(state, [state.table.buffer, state.offsets.buffer, state.bytes.buffer] as ArrayBuffer[]);
+  const moved = ByteInterner.fromState(await received);
+  port1.close();
+  assert.equal(moved.intern(bytesOf('b@ybl'), 0, 5), 1);
+  assert.equal(moved.added, false);
+  assert.equal(moved.intern(bytesOf('d@ybl'), 0, 5), 3);
+});
+
+test('an interner refuses a state whose arrays do not fit together', () => {
+  const state = new ByteInterner(4, 8).state();
+  assert.throws(() => ByteInterner.fromState({ ...state, table: new Int32Array(30) }), RangeError);
+  assert.throws(() => ByteInterner.fromState({ ...state, size: -1 }), RangeError);
+  assert.throws(() => ByteInterner.fromState({ ...state, size: state.table.length }), RangeError);
+  assert.throws(() => ByteInterner.fromState({ ...state, size: 1, offsets: Uint32Array.of(0, 1 << 20) }), RangeError);
 });

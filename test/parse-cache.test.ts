@@ -5,15 +5,8 @@ import { join } from 'node:path';
 import { SnapshotBuilder } from '../src/intel/build/builder.js';
 import { parseCacheDir } from '../src/intel/build/parse-cache.js';
 import { readSnapshotFile } from '../src/engine/snapshot-files.js';
-import type { SnapshotData } from '../src/engine/snapshot-data.js';
 import { evidence, ingest, tempDataDir, TEST_SCORED_AT } from './helpers.js';
-import { snapshotDifferences } from './fixtures/fake-snapshot.js';
-
-/** Differences between two builds of the same evidence, apart from each snapshot's own id and build time. */
-function sameBuild(actual: SnapshotData, expected: SnapshotData): string[] {
-  const own = { id: expected.meta.id, createdAt: expected.meta.createdAt };
-  return snapshotDifferences({ ...actual, meta: { ...actual.meta, ...own } }, expected);
-}
+import { sameBuildDifferences as sameBuild } from './fixtures/fake-snapshot.js';
 
 const items = (prefix: string, count: number) =>
   Array.from({ length: count }, (_, i) => evidence(`${prefix}${i}@ybl`, `https://t.me/${prefix}${i % 7}`));
@@ -25,8 +18,8 @@ async function build(builder: SnapshotBuilder, dir: Parameters<SnapshotBuilder['
 
 test('a rebuild reads parsed chunks back from the cache and builds the same snapshot as from JSON', async () => {
   const { dir, root, cleanup } = await tempDataDir();
-  // Small chunks, so each file spans several cached chunks.
-  const builder = new SnapshotBuilder({ threads: 2, chunkBytes: 4096 });
+  // Small chunks, so each file spans several cached chunks; every build reads every file (incremental-build.test.ts covers the other way).
+  const builder = new SnapshotBuilder({ threads: 2, chunkBytes: 4096, incremental: false });
   try {
     await ingest(dir, root, items('alpha', 120));
     const first = await build(builder, dir);
@@ -51,7 +44,7 @@ test('a rebuild reads parsed chunks back from the cache and builds the same snap
 
 test('a damaged cache file is ignored and its chunk parsed again', async () => {
   const { dir, root, cleanup } = await tempDataDir();
-  const builder = new SnapshotBuilder({ threads: 1, chunkBytes: 4096 });
+  const builder = new SnapshotBuilder({ threads: 1, chunkBytes: 4096, incremental: false });
   try {
     await ingest(dir, root, items('gamma', 80));
     const first = await build(builder, dir);

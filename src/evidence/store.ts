@@ -137,6 +137,8 @@ export interface StoredFile {
   readonly name: string;
   readonly path: string;
   readonly size: number;
+  /** Last modification, ms: with the size, how a build tells a file it has read from one put in its place. */
+  readonly mtimeMs: number;
 }
 
 /** Stored evidence files with their sizes, in ingestion order. */
@@ -145,7 +147,8 @@ export async function statEvidenceFiles(dir: DataDir): Promise<StoredFile[]> {
   return Promise.all(
     names.map(async (name) => {
       const path = join(dir.evidence, name);
-      return { name, path, size: (await stat(path)).size };
+      const { size, mtimeMs } = await stat(path);
+      return { name, path, size, mtimeMs };
     }),
   );
 }

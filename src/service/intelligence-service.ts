@@ -16,6 +16,12 @@ export interface IntelligenceServiceOptions {
   /** How often to look for new evidence and new snapshots, ms. 0 disables the watch. */
   readonly pollMs?: number;
   readonly buildThreads?: number;
+  /**
+   * Keep each background build's deduplicated records, so the next one
+   * parses and deduplicates only new evidence files (default true; see
+   * BuilderOptions.incremental).
+   */
+  readonly incrementalBuilds?: boolean;
   readonly urlMemberCap?: number;
   /** Scoring reference time for background builds; defaults to the build's own clock. */
   readonly scoredAt?: () => number;
@@ -67,6 +73,7 @@ export class IntelligenceService {
     const builder = new SnapshotBuilder({
       niceIncrement: BACKGROUND_NICE,
       idleTimeoutMs: 120_000,
+      incremental: options.incrementalBuilds ?? true,
       ...(options.buildThreads === undefined ? {} : { threads: options.buildThreads }),
     });
     try {
@@ -80,6 +87,10 @@ export class IntelligenceService {
       const service = new IntelligenceService(options, builder, first);
       service.#lastBuild = lastBuild;
       logger.info(snapshotFields(first), 'serving snapshot');
+      if (lastBuild === null) {
+        // Read the evidence now, in the background, so the first rebuild after an ingest reads only the new file.
+        builder.prime(options.dataDir).catch((error: unknown) => logger.error({ err: String(error) }, 'reading stored evidence ahead of rebuilds failed; the next rebuild reads every file'));
+      }
       const pollMs = options.pollMs ?? 1000;
       if (pollMs > 0) {
         service.#schedule(pollMs);
@@ -182,6 +193,7 @@ export class IntelligenceService {
         phaseMs: roundedPhases(report.phaseMs),
         vpas: report.meta.vpaCount,
         cachedChunks: report.cachedChunks,
+        reusedChunks: report.reusedChunks,
         chunks: report.chunks,
       },
       'build finished',

@@ -42,6 +42,10 @@ Options:
   --threads N           serving threads on the shared port (default: every core);
                         all read one shared copy of the index, quotas stay per key
   --build-threads N     threads for background builds (default: every core)
+  --full-rebuilds       read every evidence file on every background build,
+                        instead of keeping the last build's deduplicated
+                        records in memory so the next reads only new files
+                        (those take about 150 bytes per evidence item)
   --log-level LEVEL     fatal, error, warn, info, debug or trace (default: info)
 
 Operations endpoints (no key, outside the quotas): GET /healthz, GET /readyz,
@@ -64,6 +68,7 @@ export const serveCommand: Command = {
       'metrics-token': { type: 'string' },
       'poll-ms': { type: 'string' },
       'build-threads': { type: 'string' },
+      'full-rebuilds': { type: 'boolean' },
       threads: { type: 'string' },
       'log-level': { type: 'string' },
       ...REDIS_OPTIONS,
@@ -118,6 +123,7 @@ export const serveCommand: Command = {
       dataDir: dir,
       logger,
       pollMs,
+      incrementalBuilds: values['full-rebuilds'] !== true,
       ...(buildThreads === undefined ? {} : { buildThreads }),
     });
     metrics.observeSnapshot(service.current);

@@ -7,10 +7,12 @@ import { Piscina } from 'piscina';
 import { parseCacheDir } from './parse-cache.js';
 import type { DataDir } from '../../common/data-dir.js';
 import { UpiRiskError } from '../../common/errors.js';
-import { statEvidenceFiles, evidenceFileTime } from '../../evidence/store.js';
+import { statEvidenceFiles, evidenceFileTime, type StoredFile } from '../../evidence/store.js';
 import { DEFAULT_URL_MEMBER_CAP } from '../clustering.js';
 import type { SnapshotData, SnapshotMeta } from '../../engine/snapshot-data.js';
-import { aggregateBuffers, type AggregateResult, type DedupResult, type ParseResult } from './phases.js';
+import { aggregateBuffers, internerBuffers, type AggregateResult, type DedupResult, type ParseResult } from './phases.js';
+import { extendsCarriedFiles, segmentsToMerge, type BuildCarry, type Segments } from './carry.js';
+import type { ByteInternerState } from './byte-interner.js';
 import type { AssembleOutcome, BuildTask } from './tasks.js';
 
 export interface BuildOptions {
@@ -55,6 +57,12 @@ export interface BuildReport {
   /** Evidence chunks read back from the parse cache, and all chunks. */
   readonly cachedChunks: number;
   readonly chunks: number;
+  /**
+   * Chunks whose deduplicated records came from the build before, in this
+   * process (carry.ts): neither parsed nor read back. 0 for a build that
+   * read every file.
+   */
+  readonly reusedChunks: number;
 }
 
 export interface BuilderOptions {
@@ -75,6 +83,14 @@ export interface BuilderOptions {
    * every few seconds) run on started threads with compiled code.
    */
   readonly idleTimeoutMs?: number;
+  /**
+   * Keep each build's deduplicated records and evidence ids in memory, so
+   * that when the next build finds the same files plus new ones, it parses
+   * and deduplicates only the new ones (carry.ts); default true. They take
+   * about as much memory as the parse cache does disk, for as long as the
+   * builder lives: turn this off where memory is tighter than build time.
+   */
+  readonly incremental?: boolean;
 }
 
 const DEFAULT_CHUNK_BYTES = 32 * 1024 * 1024;
@@ -88,7 +104,10 @@ export class SnapshotBuilder {
   readonly #pool: Piscina;
   readonly #threads: number;
   readonly #chunkBytes: number;
+  readonly #incremental: boolean;
   #running: Promise<unknown> = Promise.resolve();
+  /** What the last build left for the next; taken by each build, so a failed one leaves none. */
+  #carry: BuildCarry | undefined;
 
   constructor(options: BuilderOptions = {}) {
     const threads = options.threads ?? availableParallelism();
@@ -101,6 +120,7 @@ export class SnapshotBuilder {
     }
     this.#threads = threads;
     this.#chunkBytes = chunkBytes;
+    this.#incremental = options.incremental ?? true;
     this.#pool = new Piscina({
       filename: new URL('./worker.js', import.meta.url).href,
       minThreads: 0,
@@ -111,6 +131,24 @@ export class SnapshotBuilder {
       // The assemble phase holds the whole data set; the default worker heap is too small at 10M VPAs.
       resourceLimits: { maxOldGenerationSizeMb: 16 * 1024 },
     });
+  }
+
+  /**
+   * Parse and deduplicate the stored evidence ahead of the next build, which
+   * then reads only files stored after this (BuilderOptions.incremental): a
+   * server started from a snapshot on disk does this in the background, so
+   * its first rebuild after an ingest is as quick as the ones after. Builds
+   * nothing and takes no build lock (it writes only the parse cache). Does
+   * nothing for a builder that is not incremental.
+   */
+  prime(dir: DataDir): Promise<void> {
+    if (!this.#incremental) return Promise.resolve();
+    const result = this.#running.then(async () => {
+      const { gathered } = await this.#gather(dir, true, { parse: 0, dedup: 0 }, () => {});
+      this.#carry = gathered;
+    });
+    this.#running = result.catch(() => {});
+    return result;
   }
 
   /** Build a snapshot from all stored evidence and write it to the data directory. */
@@ -142,61 +180,17 @@ export class SnapshotBuilder {
       throw new RangeError(`urlMemberCap must be an integer of at least 2, got ${urlMemberCap}`);
     }
     const scoredAt = options.scoredAt ?? Date.now();
-    const cacheDir = options.parseCache === false ? undefined : parseCacheDir(options.dataDir.state);
-    const files = await statEvidenceFiles(options.dataDir);
-    // Enough partitions to keep every thread busy while the slowest finishes.
-    const partitions = this.#threads === 1 ? 1 : this.#threads * 2;
-
-    const chunks = files.flatMap((file) => {
-      const count = Math.max(1, Math.ceil(file.size / this.#chunkBytes));
-      return Array.from({ length: count }, (_, i) => ({
-        path: file.path,
-        start: i * this.#chunkBytes,
-        end: Math.min(file.size, (i + 1) * this.#chunkBytes),
-      }));
-    });
-    const totalBytes = files.reduce((sum, f) => sum + f.size, 0);
-
     const phaseMs = { parse: 0, dedup: 0, aggregate: 0, assemble: 0, write: 0 };
-    let mark = performance.now();
-    let parsedBytes = 0;
-    progress({ phase: 'parse', done: 0, total: totalBytes });
-    const parsed = await Promise.all(
-      chunks.map(async (chunk, index) => {
-        const result = (await this.#pool.run({ kind: 'parse', ...chunk, chunk: index, partitions, cacheDir } satisfies BuildTask)) as ParseResult;
-        parsedBytes += chunk.end - chunk.start;
-        progress({ phase: 'parse', done: parsedBytes, total: totalBytes });
-        return result;
-      }),
-    );
-    const invalidLines = parsed.reduce((sum, r) => sum + r.invalidLines, 0);
-    const cachedChunks = parsed.filter((r) => r.fromCache === true).length;
-    const invalidSamples = parsed.flatMap((r) => r.invalidSamples).slice(0, 10);
-    phaseMs.parse = performance.now() - mark;
+    const { files, gathered, cachedChunks, reusedChunks } = await this.#gather(options.dataDir, options.parseCache !== false, phaseMs, progress);
+    const { partitions, invalidLines, duplicateEvidence, invalidSamples } = gathered;
 
-    mark = performance.now();
+    const mark = performance.now();
     let done = 0;
-    const deduped = await Promise.all(
-      Array.from({ length: partitions }, async (_, p) => {
-        const inputs = parsed.map((r) => r.parts[p]!);
-        const result = (await this.#pool.run({ kind: 'dedup', inputs, partitions } satisfies BuildTask, {
-          transferList: inputs,
-        })) as DedupResult;
-        progress({ phase: 'dedup', done: ++done, total: partitions });
-        return result;
-      }),
-    );
-    const duplicateEvidence = deduped.reduce((sum, r) => sum + r.duplicates, 0);
-    phaseMs.dedup = performance.now() - mark;
-
-    mark = performance.now();
-    done = 0;
     const partials = await Promise.all(
       Array.from({ length: partitions }, async (_, q) => {
-        const inputs = deduped.map((r) => r.parts[q]!);
-        const result = (await this.#pool.run({ kind: 'aggregate', inputs, scoredAt } satisfies BuildTask, {
-          transferList: inputs,
-        })) as AggregateResult;
+        // Id partition by id partition, oldest segment first: the order a build reading every file makes.
+        const inputs = gathered.records.flatMap((segments) => segments[q]!);
+        const result = (await this.#pool.run({ kind: 'aggregate', inputs, scoredAt } satisfies BuildTask)) as AggregateResult;
         progress({ phase: 'aggregate', done: ++done, total: partitions });
         return result;
       }),
@@ -227,6 +221,7 @@ export class SnapshotBuilder {
     phaseMs.assemble = outcome.assembleMs;
     phaseMs.write = outcome.writeMs;
 
+    if (this.#incremental) this.#carry = gathered;
     return {
       path: outcome.path,
       meta: outcome.meta,
@@ -236,7 +231,114 @@ export class SnapshotBuilder {
       duplicateEvidence,
       invalidSamples,
       cachedChunks,
+      chunks: gathered.chunks,
+      reusedChunks,
+    };
+  }
+
+  /**
+   * Phases A and B: every evidence id and deduplicated record, as a carry.
+   * Starts from the last build's when the files only grew since, and then
+   * parses and deduplicates only the chunks after it.
+   */
+  async #gather(
+    dir: DataDir,
+    parseCache: boolean,
+    phaseMs: { parse: number; dedup: number },
+    progress: (progress: BuildProgress) => void,
+  ): Promise<{ files: StoredFile[]; gathered: BuildCarry; cachedChunks: number; reusedChunks: number }> {
+    const cacheDir = parseCache ? parseCacheDir(dir.state) : undefined;
+    const files = await statEvidenceFiles(dir);
+    // Enough partitions to keep every thread busy while the slowest finishes.
+    const partitions = this.#threads === 1 ? 1 : this.#threads * 2;
+    // The carry's id tables move into this build's tasks: whatever happens next, it is not the next build's.
+    const previous = this.#carry;
+    this.#carry = undefined;
+    const carry = previous !== undefined && previous.partitions === partitions && extendsCarriedFiles(previous, files) ? previous : undefined;
+
+    const chunks = files.flatMap((file) => {
+      const count = Math.max(1, Math.ceil(file.size / this.#chunkBytes));
+      return Array.from({ length: count }, (_, i) => ({
+        path: file.path,
+        start: i * this.#chunkBytes,
+        end: Math.min(file.size, (i + 1) * this.#chunkBytes),
+      }));
+    });
+    // Chunks keep their place in the whole sequence: records carry it as their ingestion order.
+    const firstNew = carry?.chunks ?? 0;
+    const newChunks = chunks.slice(firstNew);
+    const totalBytes = newChunks.reduce((sum, c) => sum + c.end - c.start, 0);
+
+    let mark = performance.now();
+    let parsedBytes = 0;
+    progress({ phase: 'parse', done: 0, total: totalBytes });
+    const parsed = await Promise.all(
+      newChunks.map(async (chunk, index) => {
+        const task = { kind: 'parse', ...chunk, chunk: firstNew + index, partitions, cacheDir } satisfies BuildTask;
+        const result = (await this.#pool.run(task)) as ParseResult;
+        parsedBytes += chunk.end - chunk.start;
+        progress({ phase: 'parse', done: parsedBytes, total: totalBytes });
+        return result;
+      }),
+    );
+    phaseMs.parse = performance.now() - mark;
+
+    mark = performance.now();
+    const deduped = await this.#dedup(parsed, partitions, carry, progress);
+    phaseMs.dedup = performance.now() - mark;
+
+    const gathered: BuildCarry = {
+      files: files.map(({ name, size, mtimeMs }) => ({ name, size, mtimeMs })),
       chunks: chunks.length,
+      partitions,
+      seen: deduped.seen,
+      records: deduped.records,
+      invalidLines: (carry?.invalidLines ?? 0) + parsed.reduce((sum, r) => sum + r.invalidLines, 0),
+      duplicateEvidence: deduped.duplicates,
+      invalidSamples: [...(carry?.invalidSamples ?? []), ...parsed.flatMap((r) => r.invalidSamples)].slice(0, 10),
+    };
+    return { files, gathered, cachedChunks: parsed.filter((r) => r.fromCache === true).length, reusedChunks: firstNew };
+  }
+
+  /**
+   * Phase B over the new chunks: each id partition's new records against the
+   * ids kept so far, appended to the carried records. With nothing new, the
+   * carried records stand as they are.
+   */
+  async #dedup(
+    parsed: readonly ParseResult[],
+    partitions: number,
+    carry: BuildCarry | undefined,
+    progress: (progress: BuildProgress) => void,
+  ): Promise<{ seen: ByteInternerState[]; records: Segments[][]; duplicates: number }> {
+    if (carry !== undefined && parsed.length === 0) {
+      progress({ phase: 'dedup', done: partitions, total: partitions });
+      return { seen: [...carry.seen], records: carry.records.map((pairs) => [...pairs]), duplicates: carry.duplicateEvidence };
+    }
+    let done = 0;
+    const results = await Promise.all(
+      Array.from({ length: partitions }, async (_, p) => {
+        const inputs = parsed.map((r) => r.parts[p]!);
+        const carried = carry?.records[p];
+        const merge = carried?.map(segmentsToMerge);
+        const seen = carry?.seen[p];
+        const leading = carried?.map((segments, q) => segments.slice(segments.length - merge![q]!));
+        const result = (await this.#pool.run({ kind: 'dedup', inputs, partitions, seen, leading } satisfies BuildTask, {
+          transferList: [...inputs, ...(seen === undefined ? [] : internerBuffers(seen))],
+        })) as DedupResult;
+        progress({ phase: 'dedup', done: ++done, total: partitions });
+        const records = result.parts.map((part, q) => {
+          const kept = carried === undefined ? [] : carried[q]!.slice(0, carried[q]!.length - merge![q]!);
+          // A small ingest leaves most pairs nothing new: no empty segment for aggregation to open.
+          return part.byteLength === 0 && kept.length > 0 ? kept : [...kept, part];
+        });
+        return { seen: result.seen, records, duplicates: result.duplicates };
+      }),
+    );
+    return {
+      seen: results.map((r) => r.seen),
+      records: results.map((r) => r.records),
+      duplicates: (carry?.duplicateEvidence ?? 0) + results.reduce((sum, r) => sum + r.duplicates, 0),
     };
   }
 }

@@ -7,6 +7,18 @@ import { hashKeyBytes } from '../../engine/hash.js';
  * records, a Map of decoded strings spent most of the build in allocation
  * and garbage collection; this keeps the working set in a few typed arrays.
  */
+/**
+ * Everything an interner holds, as typed arrays over their own buffers: it
+ * crosses threads by transfer, so a build can carry the evidence ids it has
+ * seen to the next build without re-reading them.
+ */
+export interface ByteInternerState {
+  readonly table: Int32Array;
+  readonly offsets: Uint32Array;
+  readonly bytes: Uint8Array;
+  readonly size: number;
+}
+
 export class ByteInterner {
   // Two words per slot, [id, hash], id -1 when empty: a probe rejects a
   // colliding entry by its hash without a second random read.
@@ -26,8 +38,32 @@ export class ByteInterner {
     this.#bytes = new Uint8Array(Math.max(64, expectedBytes));
   }
 
+  /** An interner holding exactly what `state` describes (its arrays are used, not copied). */
+  static fromState(state: ByteInternerState): ByteInterner {
+    const capacity = state.table.length / 2;
+    if (!Number.isInteger(capacity) || capacity < 16 || (capacity & (capacity - 1)) !== 0) {
+      throw new RangeError(`interner table must hold a power of two of at least 16 slots, got ${state.table.length} words`);
+    }
+    if (!Number.isInteger(state.size) || state.size < 0 || state.size * 2 > capacity || state.size + 1 > state.offsets.length) {
+      throw new RangeError(`interner size ${state.size} does not fit its table or offsets`);
+    }
+    if (state.offsets[state.size]! > state.bytes.length) throw new RangeError('interner offsets reach past its bytes');
+    const interner = new ByteInterner(0, 0);
+    interner.#table = state.table;
+    interner.#mask = capacity - 1;
+    interner.#offsets = state.offsets;
+    interner.#bytes = state.bytes;
+    interner.#size = state.size;
+    return interner;
+  }
+
   get size(): number {
     return this.#size;
+  }
+
+  /** The interner's arrays as they are (not copied): hand them on and stop using this interner. */
+  state(): ByteInternerState {
+    return { table: this.#table, offsets: this.#offsets, bytes: this.#bytes, size: this.#size };
   }
 
   /** Id of bytes[start..end), adding it when new (then `added` is true). */

@@ -2,7 +2,7 @@ import { openSync, readSync, closeSync, fstatSync } from 'node:fs';
 import { parseEvidenceLine, MAX_LINE_LENGTH } from '../../evidence/record.js';
 import { RISK_RANK, RISK_CATEGORIES, SOURCE_CATEGORIES } from '../../vpa/categories.js';
 import { RecordReader, RecordWriter, packFlags, partitionOf, partitionOfBytes, FLAG_SCREENSHOT } from './record-codec.js';
-import { ByteInterner, compareByteRanges } from './byte-interner.js';
+import { ByteInterner, compareByteRanges, type ByteInternerState } from './byte-interner.js';
 import { recencyWeight } from '../scoring.js';
 import { compareCodeUnits } from '../../engine/verdict.js';
 
@@ -122,20 +122,43 @@ export interface DedupTask {
   /** This id partition's records from every chunk, in chunk order. */
   readonly inputs: ArrayBuffer[];
   readonly partitions: number;
+  /**
+   * The evidence ids this partition kept in earlier builds, when `inputs`
+   * are only the chunks that came after them: an id seen there is a
+   * duplicate here, as it would be were every chunk read again.
+   */
+  readonly seen?: ByteInternerState | undefined;
+  /**
+   * Per VPA partition, earlier builds' records to copy ahead of this task's
+   * own (carry.ts merges a partition's segments this way); absent or empty,
+   * the part holds only this task's records.
+   */
+  readonly leading?: readonly (readonly SharedArrayBuffer[])[] | undefined;
 }
 
 export interface DedupResult {
-  readonly parts: ArrayBuffer[];
+  /**
+   * The kept records by VPA partition, in input order. Shared, not
+   * transferred: a builder may keep them for the next build's aggregation.
+   */
+  readonly parts: SharedArrayBuffer[];
   readonly kept: number;
   readonly duplicates: number;
+  /** Every id kept so far, `seen` included: the next build's `seen`. */
+  readonly seen: ByteInternerState;
 }
 
 export function dedupPartition(task: DedupTask): DedupResult {
   const total = task.inputs.reduce((sum, input) => sum + input.byteLength, 0);
   const share = Math.max(64 * 1024, Math.ceil((total / task.partitions) * 1.1));
-  const writers = Array.from({ length: task.partitions }, () => new RecordWriter(share));
+  const writers = Array.from({ length: task.partitions }, (_, q) => {
+    const leading = task.leading?.[q] ?? [];
+    const writer = new RecordWriter(share + leading.reduce((sum, records) => sum + records.byteLength, 0));
+    for (const records of leading) writer.appendRaw(new Uint8Array(records), 0, records.byteLength);
+    return writer;
+  });
   // Ids are compared as bytes: no string per record.
-  const seen = new ByteInterner(Math.ceil(total / 100), Math.ceil(total / 4));
+  const seen = task.seen === undefined ? new ByteInterner(Math.ceil(total / 100), Math.ceil(total / 4)) : ByteInterner.fromState(task.seen);
   let kept = 0;
   let duplicates = 0;
   for (const input of task.inputs) {
@@ -151,12 +174,17 @@ export function dedupPartition(task: DedupTask): DedupResult {
       writers[partitionOfBytes(raw, reader.upiStart, reader.urlStart, task.partitions)]!.appendRaw(raw, reader.rawStart, reader.rawEnd);
     }
   }
-  return { parts: writers.map((w) => w.finish()), kept, duplicates };
+  return { parts: writers.map((w) => w.finishShared()), kept, duplicates, seen: seen.state() };
+}
+
+/** The buffers of an interner state, for moving it between threads. */
+export function internerBuffers(state: ByteInternerState): ArrayBuffer[] {
+  return [...new Set([state.table.buffer, state.offsets.buffer, state.bytes.buffer] as ArrayBuffer[])];
 }
 
 export interface AggregateTask {
-  /** This VPA partition's deduplicated records, from every dedup task. */
-  readonly inputs: ArrayBuffer[];
+  /** This VPA partition's deduplicated records, from every dedup task in id-partition order. */
+  readonly inputs: ArrayBufferLike[];
   /** Reference time for recency weights. */
   readonly scoredAt: number;
 }
@@ -235,7 +263,7 @@ interface Rows {
   readonly sources: number;
 }
 
-function countRecords(inputs: readonly ArrayBuffer[]): number {
+function countRecords(inputs: readonly ArrayBufferLike[]): number {
   let records = 0;
   for (const input of inputs) {
     const reader = new RecordReader(input);

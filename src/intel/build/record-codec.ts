@@ -57,7 +57,6 @@ export class RecordWriter {
   #buffer: Buffer;
   #view: DataView;
   #length = 0;
-  count = 0;
 
   constructor(initialBytes = 64 * 1024) {
     this.#buffer = Buffer.allocUnsafeSlow(initialBytes);
@@ -89,20 +88,29 @@ export class RecordWriter {
     view.setUint16(start + OFFSET_URL_LENGTH, urlBytes, true);
     view.setUint16(start + OFFSET_ID_LENGTH, idBytes, true);
     this.#length = at;
-    this.count++;
   }
 
-  /** Append an already encoded record verbatim. */
+  /** Append already encoded records (one or several whole ones) verbatim. */
   appendRaw(source: Uint8Array, start: number, end: number): void {
     this.#reserve(end - start);
     this.#buffer.set(source.subarray(start, end), this.#length);
     this.#length += end - start;
-    this.count++;
   }
 
   /** The records as an exactly sized, transferable ArrayBuffer. */
   finish(): ArrayBuffer {
     const out = new ArrayBuffer(this.#length);
+    new Uint8Array(out).set(this.#buffer.subarray(0, this.#length));
+    return out;
+  }
+
+  /**
+   * The records in shared memory, exactly sized: for records that several
+   * builds read (a build keeps its deduplicated records for the next one),
+   * which a transfer would take away from the thread keeping them.
+   */
+  finishShared(): SharedArrayBuffer {
+    const out = new SharedArrayBuffer(this.#length);
     new Uint8Array(out).set(this.#buffer.subarray(0, this.#length));
     return out;
   }
@@ -133,7 +141,7 @@ export class RecordReader {
   #urlStart = 0;
   #idStart = 0;
 
-  constructor(buffer: ArrayBuffer) {
+  constructor(buffer: ArrayBufferLike) {
     this.#bytes = Buffer.from(buffer);
     this.#view = new DataView(buffer);
   }

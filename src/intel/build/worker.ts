@@ -1,6 +1,6 @@
 import { Piscina } from 'piscina';
 import { performance } from 'node:perf_hooks';
-import { aggregateBuffers, aggregatePartition, dedupPartition, parseChunk } from './phases.js';
+import { aggregateBuffers, aggregatePartition, dedupPartition, internerBuffers, parseChunk } from './phases.js';
 import { assembleSnapshot } from './assemble.js';
 import { readParsedChunk, writeParsedChunk } from './parse-cache.js';
 import { readClusterIdState, writeClusterIdState } from '../cluster-ids.js';
@@ -22,7 +22,8 @@ export default async function runBuildTask(task: BuildTask): Promise<unknown> {
     }
     case 'dedup': {
       const result = dedupPartition(task);
-      return movable(result, result.parts);
+      // The records are shared memory; only the id table moves.
+      return movable(result, internerBuffers(result.seen));
     }
     case 'aggregate': {
       const result = aggregatePartition(task);
