@@ -74,6 +74,7 @@ test('builds after ingests reuse the earlier files and build what a build readin
       assert.equal(incremental.report.reusedChunks, previous?.chunks ?? 0, `round ${round}: every earlier chunk reused`);
       assert.equal(incremental.report.duplicateEvidence, scratch.report.duplicateEvidence);
       assert.equal(incremental.report.duplicateEvidence, 2 * round, 'two resent ids a round after the first');
+      assert.ok(incremental.report.carriedBytes > (previous?.carriedBytes ?? 0), 'the carried records grow with the evidence');
       previous = incremental.report;
     }
     // Nothing new: everything reused, the same snapshot again.
@@ -160,6 +161,7 @@ test('a builder made with incremental: false reads every file on every build', a
     await ingest(t.dir, t.root, batch(1, []));
     const second = await build(builder, t.dir);
     assert.equal(second.report.reusedChunks, 0);
+    assert.equal(second.report.carriedBytes, 0);
     // The first file's chunks come back from the parse cache, the second's are parsed.
     assert.equal(second.report.cachedChunks, first.report.chunks);
     assert.ok(second.report.chunks > first.report.chunks);

@@ -89,6 +89,7 @@ describe('operations', { concurrency: true }, () => {
     'upi_risk_snapshot_info',
     'upi_risk_event_loop_delay_max_seconds',
     'upi_risk_snapshot_swap_seconds',
+    'upi_risk_build_carried_bytes',
   ];
 
   test('GET /metrics from loopback returns Prometheus text with the service metrics', async () => {

@@ -1,5 +1,6 @@
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { AggregatorRegistry, Counter, Gauge, Registry, type GaugeConfiguration, type MetricObjectWithValues, type MetricValue } from 'prom-client';
+import type { BuildReport } from '../intel/build/builder.js';
 import type { Intelligence } from '../engine/intelligence.js';
 import { RequestStats, type MetricJson } from './request-stats.js';
 
@@ -54,6 +55,10 @@ export class ServiceMetrics {
   });
   readonly lastBuildTime = this.#gauge({ name: 'upi_risk_last_build_timestamp_seconds', help: 'When the last build finished' });
   readonly lastBuildDuration = this.#gauge({ name: 'upi_risk_last_build_duration_seconds', help: 'How long the last build took' });
+  readonly buildCarriedBytes = this.#gauge({
+    name: 'upi_risk_build_carried_bytes',
+    help: 'Memory kept from the last build so the next reads only new evidence files (0 with --full-rebuilds)',
+  });
 
   /** `thread` names this thread in per-thread metrics: `main`, or a serving thread's index. */
   constructor(thread = 'main') {
@@ -99,8 +104,9 @@ export class ServiceMetrics {
     this.snapshotInfo.set({ id: meta.id }, 1);
   }
 
-  observeBuild(finishedAt: number, durationMs: number): void {
+  observeBuild(finishedAt: number, report: Pick<BuildReport, 'durationMs' | 'carriedBytes'>): void {
     this.lastBuildTime.set(finishedAt / 1000);
-    this.lastBuildDuration.set(durationMs / 1000);
+    this.lastBuildDuration.set(report.durationMs / 1000);
+    this.buildCarriedBytes.set(report.carriedBytes);
   }
 }

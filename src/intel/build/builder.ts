@@ -11,7 +11,7 @@ import { statEvidenceFiles, evidenceFileTime, type StoredFile } from '../../evid
 import { DEFAULT_URL_MEMBER_CAP } from '../clustering.js';
 import type { SnapshotData, SnapshotMeta } from '../../engine/snapshot-data.js';
 import { aggregateBuffers, internerBuffers, type AggregateResult, type DedupResult, type ParseResult } from './phases.js';
-import { extendsCarriedFiles, segmentsToMerge, type BuildCarry, type Segments } from './carry.js';
+import { carryBytes, extendsCarriedFiles, segmentsToMerge, type BuildCarry, type Segments } from './carry.js';
 import type { ByteInternerState } from './byte-interner.js';
 import type { AssembleOutcome, BuildTask } from './tasks.js';
 
@@ -63,6 +63,8 @@ export interface BuildReport {
    * read every file.
    */
   readonly reusedChunks: number;
+  /** Memory the builder keeps for the next build (its deduplicated records and id tables); 0 when not incremental. */
+  readonly carriedBytes: number;
 }
 
 export interface BuilderOptions {
@@ -233,6 +235,7 @@ export class SnapshotBuilder {
       cachedChunks,
       chunks: gathered.chunks,
       reusedChunks,
+      carriedBytes: this.#incremental ? carryBytes(gathered) : 0,
     };
   }
 

@@ -46,6 +46,14 @@ export function extendsCarriedFiles(carry: BuildCarry, files: readonly StoredFil
   });
 }
 
+/** Bytes a carry holds: its records and its id tables, slack included. */
+export function carryBytes(carry: BuildCarry): number {
+  let bytes = 0;
+  for (const state of carry.seen) bytes += state.table.byteLength + state.offsets.byteLength + state.bytes.byteLength;
+  for (const pairs of carry.records) for (const segments of pairs) for (const segment of segments) bytes += segment.byteLength;
+  return bytes;
+}
+
 /**
  * Segments a (id partition, VPA partition) pair may hold before the next
  * dedup task merges them: each build adds one, and an aggregation task reads
