@@ -69,8 +69,8 @@ export function evidence(upi: string, url: string, overrides: Partial<EvidenceIn
 
 import { validateEvidence } from '../src/evidence/record.js';
 import { RecordWriter, packFlags } from '../src/intel/build/record-codec.js';
-import { aggregatePartition, dedupPartition } from '../src/intel/build/phases.js';
-import { assembleSnapshot } from '../src/intel/build/assemble.js';
+import { aggregatePartition, dedupPartition, type AggregateResult } from '../src/intel/build/phases.js';
+import { assembleSnapshot, type AssembleOptions } from '../src/intel/build/assemble.js';
 import { emptyClusterIdState } from '../src/intel/cluster-ids.js';
 import { DEFAULT_URL_MEMBER_CAP } from '../src/intel/clustering.js';
 
@@ -80,6 +80,12 @@ import { DEFAULT_URL_MEMBER_CAP } from '../src/intel/clustering.js';
  * hundreds of small snapshots.
  */
 export function buildInProcess(items: readonly EvidenceInput[], scoredAt = TEST_SCORED_AT, urlMemberCap = DEFAULT_URL_MEMBER_CAP): Intelligence {
+  const { data } = assembleSnapshot([aggregateInProcess(items, scoredAt)], assembleOptionsInProcess(scoredAt, urlMemberCap));
+  return new Intelligence(data);
+}
+
+/** Phases A to C on one partition: what assembly takes. */
+export function aggregateInProcess(items: readonly EvidenceInput[], scoredAt = TEST_SCORED_AT): AggregateResult {
   const writer = new RecordWriter();
   items.forEach((item, line) => {
     const parsed = validateEvidence(item);
@@ -88,12 +94,14 @@ export function buildInProcess(items: readonly EvidenceInput[], scoredAt = TEST_
     writer.append(0, line, r.capturedAt, packFlags(r.sourceCategory, r.riskCategory, r.screenshot), r.upi, r.url, r.evidenceId);
   });
   const deduped = dedupPartition({ inputs: [writer.finish()], partitions: 1 });
-  const partial = aggregatePartition({ inputs: deduped.parts, scoredAt });
-  const { data } = assembleSnapshot([partial], {
+  return aggregatePartition({ inputs: deduped.parts, scoredAt });
+}
+
+export function assembleOptionsInProcess(scoredAt = TEST_SCORED_AT, urlMemberCap = DEFAULT_URL_MEMBER_CAP): AssembleOptions {
+  return {
     urlMemberCap,
     scoredAt,
     previousClusterIds: emptyClusterIdState(),
     meta: { id: 'in-process', createdAt: scoredAt, dataAsOf: scoredAt, evidenceFiles: [], skippedLines: 0 },
-  });
-  return new Intelligence(data);
+  };
 }

@@ -5,7 +5,7 @@ import {
   type SnapshotData,
   type SnapshotMeta,
 } from '../../engine/snapshot-data.js';
-import { buildIndexArrays } from '../../engine/vpa-index.js';
+import { buildIndexArrays, type IndexArrays } from '../../engine/vpa-index.js';
 import { rangeSize, sortedIdsSize, writeRange, writeSortedIds } from '../../engine/roaring-portable.js';
 import { findClusters, type Components, type UrlMembership } from '../clustering.js';
 import { assignClusterNumbers, type ClusterIdState } from '../cluster-ids.js';
@@ -39,21 +39,71 @@ export interface AssembleResult {
  * partitions); runs on a pool thread so a serving thread never waits on it.
  */
 export function assembleSnapshot(partials: readonly AggregateResult[], options: AssembleOptions): AssembleResult {
+  const plan = planSnapshot(partials, options);
+  const index = buildIndexArrays(plan.keys.keyBytes, plan.keys.keyOffsets, plan.t.vpaCount);
+  return finishSnapshot(plan, snapshotColumns(plan), index, options);
+}
+
+/**
+ * assembleSnapshot with the index built by `buildIndex`, which is handed the
+ * keys in final order (the caller may transfer them away) and builds on
+ * another thread meanwhile: filling the slot table is independent of the
+ * per-VPA, per-url and per-cluster columns, and about as long (0.65 s of a
+ * 2.9 s assembly at 1M VPAs). Overlapped, assembly at 1M went from
+ * 2.2-2.7 s to 1.8-2.2 s (six builds each, alternating).
+ */
+export async function assembleSnapshotIndexedElsewhere(
+  partials: readonly AggregateResult[],
+  options: AssembleOptions,
+  buildIndex: (keyBytes: Uint8Array, keyOffsets: Uint32Array, count: number) => Promise<IndexArrays>,
+): Promise<AssembleResult> {
+  const plan = planSnapshot(partials, options);
+  const index = buildIndex(plan.keys.keyBytes, plan.keys.keyOffsets, plan.t.vpaCount);
+  const columns = snapshotColumns(plan);
+  return finishSnapshot(plan, columns, await index, options);
+}
+
+/** What the columns and the index are laid out from: VPAs with their clusters and their final order. */
+interface SnapshotPlan {
+  readonly t: Concatenated;
+  readonly membership: UrlMembership;
+  readonly components: Components;
+  readonly assigned: ReturnType<typeof assignClusterNumbers>;
+  readonly order: FinalOrder;
+  readonly keys: { keyBytes: Uint8Array; keyOffsets: Uint32Array };
+}
+
+function planSnapshot(partials: readonly AggregateResult[], options: AssembleOptions): SnapshotPlan {
   // Each pass is its own function: V8 optimises a long function with many
   // loops one loop at a time (on-stack replacement) and deoptimises at the
   // next, which in one function holding every pass cost more than the work.
   const t = concatenate(partials);
-  const n = t.vpaCount;
   const membership = membersByUrl(t);
-  const components = findClusters(n, membership, options.urlMemberCap);
+  const components = findClusters(t.vpaCount, membership, options.urlMemberCap);
   const keyOf = (v: number) => t.keyText.toString('latin1', t.keyOffsets[v]!, t.keyOffsets[v + 1]!);
   const assigned = assignClusterNumbers(components, keyOf, options.previousClusterIds);
   const order = finalOrder(t, components, assigned.numbers);
-  const keys = finalKeys(t, order.finalToTemp);
+  return { t, membership, components, assigned, order, keys: finalKeys(t, order.finalToTemp) };
+}
+
+interface SnapshotColumns {
+  readonly vpas: VpaColumns;
+  readonly urls: ReturnType<typeof urlColumns>;
+  readonly clusters: ReturnType<typeof clusterColumns>;
+}
+
+function snapshotColumns(plan: SnapshotPlan): SnapshotColumns {
+  const { t, order, components, membership, assigned } = plan;
   const vpas = vpaColumns(t, order, components.of, membership.offsets);
   const urls = urlColumns(t, membership, order.tempToFinal);
   const clusters = clusterColumns(order, vpas, assigned.numbers, t.urlCount);
+  return { vpas, urls, clusters };
+}
 
+function finishSnapshot(plan: SnapshotPlan, columns: SnapshotColumns, index: IndexArrays, options: AssembleOptions): AssembleResult {
+  const { t, order, assigned } = plan;
+  const { vpas, urls, clusters } = columns;
+  const n = t.vpaCount;
   const data: SnapshotData = {
     meta: {
       ...options.meta,
@@ -65,7 +115,7 @@ export function assembleSnapshot(partials: readonly AggregateResult[], options: 
       sourceCount: t.sourceCount,
       evidenceCount: vpas.totalEvidence,
     },
-    ...buildIndexArrays(keys.keyBytes, keys.keyOffsets, n),
+    ...index,
     firstSeen: vpas.firstSeen,
     confidence: vpas.confidence,
     riskCategory: vpas.riskCategory,

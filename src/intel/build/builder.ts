@@ -10,10 +10,11 @@ import { UpiRiskError } from '../../common/errors.js';
 import { statEvidenceFiles, evidenceFileTime, type StoredFile } from '../../evidence/store.js';
 import { DEFAULT_URL_MEMBER_CAP } from '../clustering.js';
 import type { SnapshotData, SnapshotMeta } from '../../engine/snapshot-data.js';
-import { aggregateBuffers, internerBuffers, type AggregateResult, type DedupResult, type ParseResult } from './phases.js';
+import { aggregateBuffers, indexBuffers, internerBuffers, type AggregateResult, type DedupResult, type ParseResult } from './phases.js';
 import { carryBytes, extendsCarriedFiles, segmentsToMerge, type BuildCarry, type Segments } from './carry.js';
 import type { ByteInternerState } from './byte-interner.js';
-import type { AssembleOutcome, BuildTask } from './tasks.js';
+import type { AssembleOutcome, BuildTask, IndexReply, IndexTask } from './tasks.js';
+import type { IndexArrays } from '../../engine/vpa-index.js';
 
 export interface BuildOptions {
   readonly dataDir: DataDir;
@@ -206,6 +207,8 @@ export class SnapshotBuilder {
       assembled.port1.once('message', (data: SnapshotData) => options.onAssembled!(data));
       transferList.push(assembled.port2);
     }
+    const index = this.#threads > 1 ? this.#indexOnRequest() : undefined;
+    if (index !== undefined) transferList.push(index.port2);
     const task = {
       kind: 'assemble',
       partials,
@@ -216,9 +219,13 @@ export class SnapshotBuilder {
       dataAsOf: files.reduce((newest, f) => Math.max(newest, evidenceFileTime(f.name)), 0),
       skippedLines: invalidLines + duplicateEvidence,
       ...(assembled === undefined ? {} : { assembled: assembled.port2 }),
+      ...(index === undefined ? {} : { index: index.port2 }),
     } satisfies BuildTask;
     // Once the task settles, a snapshot not yet delivered is dropped: the caller loads the file instead.
-    const outcome = (await this.#pool.run(task, { transferList }).finally(() => assembled?.port1.close())) as AssembleOutcome;
+    const outcome = (await this.#pool.run(task, { transferList }).finally(() => {
+      assembled?.port1.close();
+      index?.port1.close();
+    })) as AssembleOutcome;
     progress({ phase: 'assemble', done: 1, total: 1 });
     phaseMs.assemble = outcome.assembleMs;
     phaseMs.write = outcome.writeMs;
@@ -237,6 +244,24 @@ export class SnapshotBuilder {
       reusedChunks,
       carriedBytes: this.#incremental ? carryBytes(gathered) : 0,
     };
+  }
+
+  /**
+   * A channel on which the assemble task asks for its index: the keys come
+   * in, are built on another pool thread, and the arrays (or the error) go
+   * back, moved each way.
+   */
+  #indexOnRequest(): MessageChannel {
+    const channel = new MessageChannel();
+    channel.port1.once('message', (request: IndexTask) => {
+      this.#pool
+        .run({ kind: 'index', ...request } satisfies BuildTask, { transferList: [request.keyBytes.buffer as ArrayBuffer, request.keyOffsets.buffer as ArrayBuffer] })
+        .then(
+          (arrays: IndexArrays) => channel.port1.postMessage({ arrays } satisfies IndexReply, indexBuffers(arrays)),
+          (error: unknown) => channel.port1.postMessage({ error: String(error) } satisfies IndexReply),
+        );
+    });
+    return channel;
   }
 
   /**

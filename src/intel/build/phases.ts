@@ -5,6 +5,7 @@ import { RecordReader, RecordWriter, packFlags, partitionOf, partitionOfBytes, F
 import { ByteInterner, compareByteRanges, type ByteInternerState } from './byte-interner.js';
 import { recencyWeight } from '../scoring.js';
 import { compareCodeUnits } from '../../engine/verdict.js';
+import type { IndexArrays } from '../../engine/vpa-index.js';
 
 /**
  * The parallel phases of a build. Each is a plain function of transferable
@@ -405,4 +406,9 @@ export function aggregateBuffers(result: AggregateResult): ArrayBuffer[] {
     result.sourceCategoryCounts,
   ].map((array) => array.buffer as ArrayBuffer);
   return [...new Set(buffers)];
+}
+
+/** Every buffer of an index, for moving it between threads. */
+export function indexBuffers(arrays: IndexArrays): ArrayBuffer[] {
+  return [...new Set([arrays.slotTags.buffer, arrays.slotEntries.buffer, arrays.keyTails.buffer, arrays.vpaSlots.buffer] as ArrayBuffer[])];
 }

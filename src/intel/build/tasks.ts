@@ -1,13 +1,29 @@
 import type { AggregateResult, AggregateTask, DedupTask, ParseTask } from './phases.js';
 import type { MessagePort } from 'node:worker_threads';
 import type { SnapshotMeta } from '../../engine/snapshot-data.js';
+import type { IndexArrays } from '../../engine/vpa-index.js';
 
 /** Messages from the build orchestrator to pool threads. */
 export type BuildTask =
   | ({ readonly kind: 'parse' } & ParseTask)
   | ({ readonly kind: 'dedup' } & DedupTask)
   | ({ readonly kind: 'aggregate' } & AggregateTask)
-  | ({ readonly kind: 'assemble' } & AssembleTask);
+  | ({ readonly kind: 'assemble' } & AssembleTask)
+  | ({ readonly kind: 'index' } & IndexTask);
+
+/** Build the index of keys in final order (assemble hands them over, see IndexRequest). */
+export interface IndexTask {
+  readonly keyBytes: Uint8Array;
+  readonly keyOffsets: Uint32Array;
+  readonly count: number;
+}
+
+/**
+ * Messages on AssembleTask.index: the assemble thread sends an IndexTask,
+ * the orchestrator runs it on another pool thread and answers with the
+ * arrays or the error.
+ */
+export type IndexReply = { readonly arrays: IndexArrays } | { readonly error: string };
 
 export interface AssembleTask {
   readonly partials: AggregateResult[];
@@ -19,6 +35,13 @@ export interface AssembleTask {
   readonly skippedLines: number;
   /** Where to post the assembled snapshot, in shared memory, before it is written (BuildOptions.onAssembled). */
   readonly assembled?: MessagePort;
+  /**
+   * Where to send the keys for the index to be built on another pool thread
+   * while this one lays out the columns (IndexReply comes back). Absent, the
+   * assemble thread builds the index itself; always so on a one-thread pool,
+   * where the index task would wait for the very thread waiting for it.
+   */
+  readonly index?: MessagePort;
 }
 
 export interface AssembleOutcome {

@@ -1,14 +1,15 @@
 import { Piscina } from 'piscina';
 import { performance } from 'node:perf_hooks';
-import { aggregateBuffers, aggregatePartition, dedupPartition, internerBuffers, parseChunk } from './phases.js';
-import { assembleSnapshot } from './assemble.js';
+import { aggregateBuffers, aggregatePartition, dedupPartition, indexBuffers, internerBuffers, parseChunk } from './phases.js';
+import { assembleSnapshot, assembleSnapshotIndexedElsewhere } from './assemble.js';
 import { readParsedChunk, writeParsedChunk } from './parse-cache.js';
 import { readClusterIdState, writeClusterIdState } from '../cluster-ids.js';
 import { newSnapshotId, writeSnapshot } from '../../engine/snapshot-files.js';
 import { copyToSharedMemory } from '../../engine/snapshot-codec.js';
-import { longestKey } from '../../engine/vpa-index.js';
+import { buildIndexArrays, longestKey, type IndexArrays } from '../../engine/vpa-index.js';
+import type { MessagePort } from 'node:worker_threads';
 import { dataDir } from '../../common/data-dir.js';
-import type { AssembleOutcome, AssembleTask, BuildTask } from './tasks.js';
+import type { AssembleOutcome, AssembleTask, BuildTask, IndexReply, IndexTask } from './tasks.js';
 
 /** Pool thread entry: runs one build phase. Outputs are moved, never cloned. */
 export default async function runBuildTask(task: BuildTask): Promise<unknown> {
@@ -31,6 +32,10 @@ export default async function runBuildTask(task: BuildTask): Promise<unknown> {
     }
     case 'assemble':
       return assemble(task);
+    case 'index': {
+      const arrays = buildIndexArrays(task.keyBytes, task.keyOffsets, task.count);
+      return movable(arrays, indexBuffers(arrays));
+    }
   }
 }
 
@@ -39,7 +44,7 @@ async function assemble(task: AssembleTask): Promise<AssembleOutcome> {
   const started = performance.now();
   const previous = await readClusterIdState(dir.clusterIds);
   const createdAt = Date.now();
-  const { data, clusterIds } = assembleSnapshot(task.partials, {
+  const options = {
     urlMemberCap: task.urlMemberCap,
     scoredAt: task.scoredAt,
     previousClusterIds: previous,
@@ -50,7 +55,12 @@ async function assemble(task: AssembleTask): Promise<AssembleOutcome> {
       evidenceFiles: task.evidenceFiles,
       skippedLines: task.skippedLines,
     },
-  });
+  };
+  const port = task.index;
+  const { data, clusterIds } =
+    port === undefined
+      ? assembleSnapshot(task.partials, options)
+      : await assembleSnapshotIndexedElsewhere(task.partials, options, (keyBytes, keyOffsets, count) => indexElsewhere(port, { keyBytes, keyOffsets, count }));
   const assembled = performance.now();
   // Cluster ids first: a crash between the two writes then only skips numbers, never hands one out twice.
   await writeClusterIdState(dir.clusterIds, clusterIds);
@@ -61,6 +71,18 @@ async function assemble(task: AssembleTask): Promise<AssembleOutcome> {
   }
   const path = await writeSnapshot(dir, data);
   return { path, meta: data.meta, assembleMs: assembled - started, writeMs: performance.now() - assembled };
+}
+
+/** Send the keys away for their index (they are transferred, not copied) and wait for the arrays. */
+function indexElsewhere(port: MessagePort, task: IndexTask): Promise<IndexArrays> {
+  return new Promise((resolve, reject) => {
+    port.once('message', (reply: IndexReply) => {
+      port.close();
+      if ('arrays' in reply) resolve(reply.arrays);
+      else reject(new Error(`building the index failed: ${reply.error}`));
+    });
+    port.postMessage(task, [task.keyBytes.buffer as ArrayBuffer, task.keyOffsets.buffer as ArrayBuffer]);
+  });
 }
 
 function movable<T extends object>(value: T, transfer: ArrayBuffer[]): T {
