@@ -255,6 +255,28 @@ function insertKeys(arrays: IndexArrays, keyBytes: Uint8Array, keyOffsets: Uint3
   }
 }
 
+/**
+ * Give the keys of an index new ids: key `id` becomes `newIdOf[id]`, a
+ * permutation of 0..count-1. The slots stay as they are, so an index can be
+ * built before its keys' final order is known and renumbered once it is.
+ * One sequential pass over the slots; `slotEntries` is rewritten in place,
+ * and `vpaSlots` replaced.
+ */
+export function renumberIndex(arrays: IndexArrays, newIdOf: Uint32Array): IndexArrays {
+  const { slotTags: tags, slotEntries: entries, vpaSlots } = arrays;
+  const count = vpaSlots.length;
+  if (newIdOf.length !== count) throw new RangeError(`newIdOf has ${newIdOf.length} ids for an index of ${count} keys`);
+  const renumbered = new Uint32Array(count);
+  for (let slot = 0; slot < tags.length; slot++) {
+    if (tags[slot] === 0) continue;
+    const e = slot * ENTRY_WORDS;
+    const id = newIdOf[entries[e]! - 1]!;
+    entries[e] = id + 1;
+    renumbered[id] = slot;
+  }
+  return { ...arrays, vpaSlots: renumbered };
+}
+
 /** Int32 words over the same memory: the type hashQueryWords packs queries into. */
 function int32View(words: Uint32Array): Int32Array {
   return new Int32Array(words.buffer, words.byteOffset, words.length);

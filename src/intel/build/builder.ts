@@ -248,14 +248,14 @@ export class SnapshotBuilder {
 
   /**
    * A channel on which the assemble task asks for its index: the keys come
-   * in, are built on another pool thread, and the arrays (or the error) go
-   * back, moved each way.
+   * in (in shared memory), the index is built on another pool thread, and
+   * its arrays (moved, not copied) or the error go back.
    */
   #indexOnRequest(): MessageChannel {
     const channel = new MessageChannel();
     channel.port1.once('message', (request: IndexTask) => {
       this.#pool
-        .run({ kind: 'index', ...request } satisfies BuildTask, { transferList: [request.keyBytes.buffer as ArrayBuffer, request.keyOffsets.buffer as ArrayBuffer] })
+        .run({ kind: 'index', ...request } satisfies BuildTask)
         .then(
           (arrays: IndexArrays) => channel.port1.postMessage({ arrays } satisfies IndexReply, indexBuffers(arrays)),
           (error: unknown) => channel.port1.postMessage({ error: String(error) } satisfies IndexReply),

@@ -11,7 +11,7 @@ export type BuildTask =
   | ({ readonly kind: 'assemble' } & AssembleTask)
   | ({ readonly kind: 'index' } & IndexTask);
 
-/** Build the index of keys in final order (assemble hands them over, see IndexRequest). */
+/** Build the index of the keys an assemble task has gathered (in shared memory; see AssembleTask.index). */
 export interface IndexTask {
   readonly keyBytes: Uint8Array;
   readonly keyOffsets: Uint32Array;

@@ -73,7 +73,7 @@ async function assemble(task: AssembleTask): Promise<AssembleOutcome> {
   return { path, meta: data.meta, assembleMs: assembled - started, writeMs: performance.now() - assembled };
 }
 
-/** Send the keys away for their index (they are transferred, not copied) and wait for the arrays. */
+/** Ask for the index of these keys (in shared memory: they are not copied) and wait for the arrays. */
 function indexElsewhere(port: MessagePort, task: IndexTask): Promise<IndexArrays> {
   return new Promise((resolve, reject) => {
     port.once('message', (reply: IndexReply) => {
@@ -81,7 +81,7 @@ function indexElsewhere(port: MessagePort, task: IndexTask): Promise<IndexArrays
       if ('arrays' in reply) resolve(reply.arrays);
       else reject(new Error(`building the index failed: ${reply.error}`));
     });
-    port.postMessage(task, [task.keyBytes.buffer as ArrayBuffer, task.keyOffsets.buffer as ArrayBuffer]);
+    port.postMessage(task);
   });
 }
 
