@@ -101,14 +101,18 @@ try {
   for (const [phase, ms] of Object.entries(full.phaseMs)) results[`fullRebuild.${phase}S`] = round(ms / 1000, 2);
   results.fullRebuildCachedChunks = `${full.cachedChunks} of ${full.chunks}`;
   await reading.close();
-  // A kept directory is measured again from the evidence it had.
+  // Leave the directory as it was: the small file goes, and so do the
+  // snapshots built from it, or a server started on the directory (the HTTP
+  // sections) would find evidence missing and rebuild while being measured.
   await rm(join(dir.evidence, smallIngest.storedAs));
-  results.snapshotMiB = round((await stat(rebuild.path)).size / 2 ** 20, 1);
+  await rm(rebuild.path);
+  await rm(full.path);
+  results.snapshotMiB = round((await stat(report.path)).size / 2 ** 20, 1);
 
   gc?.();
   const rssBefore = process.memoryUsage().rss;
   t = performance.now();
-  const data = await loadSnapshotOffThread(rebuild.path);
+  const data = await loadSnapshotOffThread(report.path);
   results.loadS = seconds(t);
   const intel = new Intelligence(data);
   gc?.();
