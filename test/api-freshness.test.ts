@@ -3,11 +3,12 @@ import assert from 'node:assert/strict';
 import { tempDataDir, ingest, evidence } from './helpers.js';
 import { startServer, runCli, lastLine } from './server-process.js';
 
-test('evidence ingested while the server runs is served within seconds, with no failed request during the swap', { timeout: 120_000 }, async () => {
+/** Ingest while the server answers, until the new verdict is served; the server's build log and carried-bytes gauge after. */
+async function ingestUnderRequests(serverArgs: readonly string[]): Promise<{ builds: Record<string, unknown>[]; carriedBytes: number }> {
   const t = await tempDataDir();
   await ingest(t.dir, t.root, [evidence('before@ybl', 'https://u.example')]);
   const key = lastLine((await runCli(['keys', 'create', '--data-dir', t.dir.root])).stdout);
-  const server = await startServer(t.dir.root);
+  const server = await startServer(t.dir.root, { args: serverArgs });
   try {
     const headers = { authorization: `Bearer ${key}` };
     const versions = new Set<string>();
@@ -33,10 +34,43 @@ test('evidence ingested while the server runs is served within seconds, with no 
     assert.equal(failures, 0, `${failures} of ${requests} requests failed`);
     assert.ok(versions.size >= 2, 'the snapshot version changed');
     assert.ok(elapsed < 30_000);
+
+    // The file is written after the snapshot is served; the build is logged then.
+    let builds: Record<string, unknown>[] = [];
+    for (let wait = 0; builds.length === 0 && wait < 300; wait++) {
+      builds = server
+        .stderr()
+        .split('\n')
+        .filter((line) => line.includes('"build finished"'))
+        .map((line) => JSON.parse(line) as Record<string, unknown>);
+      if (builds.length === 0) await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    // Loopback clients read /metrics without a token.
+    const metrics = await (await fetch(`${server.base}/metrics`)).text();
+    const carried = /^upi_risk_build_carried_bytes (\d+)$/m.exec(metrics);
+    assert.ok(carried !== null, 'upi_risk_build_carried_bytes is reported');
+    return { builds, carriedBytes: Number(carried[1]) };
   } finally {
     await server.stop();
     await t.cleanup();
   }
+}
+
+test('evidence ingested while the server runs is served within seconds, with no failed request during the swap', { timeout: 120_000 }, async () => {
+  const { builds, carriedBytes } = await ingestUnderRequests([]);
+  assert.equal(builds.length, 1);
+  // The build at start read the first file; the rebuild reads only the new one.
+  assert.equal(builds[0]!.reusedChunks, 1);
+  assert.equal(builds[0]!.chunks, 2);
+  assert.ok(carriedBytes > 0);
+});
+
+test('serve --full-rebuilds reads every file on every rebuild and keeps nothing between them', { timeout: 120_000 }, async () => {
+  const { builds, carriedBytes } = await ingestUnderRequests(['--full-rebuilds']);
+  assert.equal(builds.length, 1);
+  assert.equal(builds[0]!.reusedChunks, 0);
+  assert.equal(builds[0]!.chunks, 2);
+  assert.equal(carriedBytes, 0);
 });
 
 async function writeEvidence(root: string): Promise<string> {
