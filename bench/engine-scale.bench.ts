@@ -26,7 +26,7 @@ import { performance } from 'node:perf_hooks';
 import { dataDir } from '../src/common/data-dir.js';
 import { writeDemoData } from '../src/demo/generator.js';
 import { ingestFile, listEvidenceFiles } from '../src/evidence/store.js';
-import { SnapshotBuilder } from '../src/intel/build/builder.js';
+import { SnapshotBuilder, type BuildReport } from '../src/intel/build/builder.js';
 import { parseCacheDir } from '../src/intel/build/parse-cache.js';
 import { loadSnapshotOffThread } from '../src/engine/snapshot-loader.js';
 import { Intelligence } from '../src/engine/intelligence.js';
@@ -76,7 +76,7 @@ try {
   t = performance.now();
   const report = await builder.build({ dataDir: dir });
   results.buildS = seconds(t);
-  for (const [phase, ms] of Object.entries(report.phaseMs)) results[`build.${phase}S`] = round(ms / 1000, 2);
+  recordPhases('build', report);
   results.carriedMiB = round(report.carriedBytes / 2 ** 20, 1);
 
   // What a server does after an ingest: a small file of new evidence, then a build that reads only it.
@@ -89,7 +89,7 @@ try {
   t = performance.now();
   const rebuild = await builder.build({ dataDir: dir });
   results.rebuildS = seconds(t);
-  for (const [phase, ms] of Object.entries(rebuild.phaseMs)) results[`rebuild.${phase}S`] = round(ms / 1000, 2);
+  recordPhases('rebuild', rebuild);
   results.rebuildReusedChunks = `${rebuild.reusedChunks} of ${rebuild.chunks}`;
   await builder.close();
 
@@ -98,7 +98,7 @@ try {
   t = performance.now();
   const full = await reading.build({ dataDir: dir });
   results.fullRebuildS = seconds(t);
-  for (const [phase, ms] of Object.entries(full.phaseMs)) results[`fullRebuild.${phase}S`] = round(ms / 1000, 2);
+  recordPhases('fullRebuild', full);
   results.fullRebuildCachedChunks = `${full.cachedChunks} of ${full.chunks}`;
   await reading.close();
   // Leave the directory as it was: the small file goes, and so do the
@@ -217,6 +217,11 @@ function medianVerdictNs(intel: Intelligence, queries: string[]): number {
   if (sink === 0) throw new Error('no verdicts');
   samples.sort((a, b) => a - b);
   return round(samples[samples.length >> 1]!, 0);
+}
+
+/** A build's phase times, in seconds, as `<prefix>.<phase>S`. */
+function recordPhases(prefix: string, report: BuildReport): void {
+  for (const [phase, ms] of Object.entries(report.phaseMs)) results[`${prefix}.${phase}S`] = round(ms / 1000, 2);
 }
 
 function bytes(data: SnapshotData, fields: readonly (keyof SnapshotData)[]): number {

@@ -6,6 +6,7 @@ import { ByteInterner, compareByteRanges, type ByteInternerState } from './byte-
 import { recencyWeight } from '../scoring.js';
 import { compareCodeUnits } from '../../engine/verdict.js';
 import type { IndexArrays } from '../../engine/vpa-index.js';
+import type { Segments } from './carry.js';
 
 /**
  * The parallel phases of a build. Each is a plain function of transferable
@@ -134,7 +135,7 @@ export interface DedupTask {
    * own (carry.ts merges a partition's segments this way); absent or empty,
    * the part holds only this task's records.
    */
-  readonly leading?: readonly (readonly SharedArrayBuffer[])[] | undefined;
+  readonly leading?: readonly Segments[] | undefined;
 }
 
 export interface DedupResult {
@@ -180,7 +181,7 @@ export function dedupPartition(task: DedupTask): DedupResult {
 
 /** The buffers of an interner state, for moving it between threads. */
 export function internerBuffers(state: ByteInternerState): ArrayBuffer[] {
-  return [...new Set([state.table.buffer, state.offsets.buffer, state.bytes.buffer] as ArrayBuffer[])];
+  return distinctBuffers([state.table, state.offsets, state.bytes]);
 }
 
 export interface AggregateTask {
@@ -389,7 +390,7 @@ export function dominant(counts: ArrayLike<number>, offset: number, length: numb
 
 /** Every transferable buffer of an aggregate result, for moving it between threads. */
 export function aggregateBuffers(result: AggregateResult): ArrayBuffer[] {
-  const buffers = [
+  return distinctBuffers([
     result.keyBytes,
     result.keyOffsets,
     result.firstSeen,
@@ -404,11 +405,15 @@ export function aggregateBuffers(result: AggregateResult): ArrayBuffer[] {
     result.sourceCapturedAt,
     result.sourceScreenshot,
     result.sourceCategoryCounts,
-  ].map((array) => array.buffer as ArrayBuffer);
-  return [...new Set(buffers)];
+  ]);
 }
 
 /** Every buffer of an index, for moving it between threads. */
 export function indexBuffers(arrays: IndexArrays): ArrayBuffer[] {
-  return [...new Set([arrays.slotTags.buffer, arrays.slotEntries.buffer, arrays.keyTails.buffer, arrays.vpaSlots.buffer] as ArrayBuffer[])];
+  return distinctBuffers([arrays.slotTags, arrays.slotEntries, arrays.keyTails, arrays.vpaSlots]);
+}
+
+/** The buffers under `arrays`, each once (a transfer list may not name one twice). */
+function distinctBuffers(arrays: readonly ArrayBufferView[]): ArrayBuffer[] {
+  return [...new Set(arrays.map((array) => array.buffer as ArrayBuffer))];
 }
