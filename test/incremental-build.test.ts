@@ -31,6 +31,11 @@ async function buildFromScratch(dir: DataDir): Promise<{ report: BuildReport; da
   }
 }
 
+/** That `data` is the snapshot a build reading every file of `dir` makes. */
+async function assertAsFromScratch(dir: DataDir, data: SnapshotData): Promise<void> {
+  assert.deepEqual(sameBuild(data, (await buildFromScratch(dir)).data), []);
+}
+
 /** A batch of evidence for round `round`: gangs sharing channels, repeats of earlier VPAs, and resent or reused evidence ids. */
 function batch(round: number, earlier: readonly EvidenceInput[]): EvidenceInput[] {
   const items: EvidenceInput[] = [];
@@ -81,7 +86,7 @@ test('builds after ingests reuse the earlier files and build what a build readin
     const again = await build(builder, t.dir);
     assert.equal(again.report.reusedChunks, again.report.chunks);
     assert.equal(again.report.cachedChunks, 0, 'no chunk read, from the cache or otherwise');
-    assert.deepEqual(sameBuild(again.data, (await buildFromScratch(t.dir)).data), []);
+    await assertAsFromScratch(t.dir, again.data);
   } finally {
     await builder.close();
     await t.cleanup();
@@ -105,25 +110,25 @@ test('a build reads every file again when one it read is gone, changed, or a new
     // The parse cache knows chunks by file name and range only (evidence files never change), so it is left out here.
     const afterReplace = await build(builder, t.dir, false);
     assert.equal(afterReplace.report.reusedChunks, 0);
-    assert.deepEqual(sameBuild(afterReplace.data, (await buildFromScratch(t.dir)).data), []);
+    await assertAsFromScratch(t.dir, afterReplace.data);
 
     // A file removed.
     await rm(replaced);
     const afterRemove = await build(builder, t.dir);
     assert.equal(afterRemove.report.reusedChunks, 0);
-    assert.deepEqual(sameBuild(afterRemove.data, (await buildFromScratch(t.dir)).data), []);
+    await assertAsFromScratch(t.dir, afterRemove.data);
 
     // A file whose name sorts before those read (stored by a slower ingest that started earlier).
     await writeFile(join(t.dir.evidence, '0000000000001-0000beef.ndjson'), ndjson(batch(3, [])));
     const afterEarly = await build(builder, t.dir);
     assert.equal(afterEarly.report.reusedChunks, 0);
-    assert.deepEqual(sameBuild(afterEarly.data, (await buildFromScratch(t.dir)).data), []);
+    await assertAsFromScratch(t.dir, afterEarly.data);
 
     // And then, with the files as they are, it reuses again.
     await ingest(t.dir, t.root, batch(4, []));
     const next = await build(builder, t.dir);
     assert.equal(next.report.reusedChunks, afterEarly.report.chunks);
-    assert.deepEqual(sameBuild(next.data, (await buildFromScratch(t.dir)).data), []);
+    await assertAsFromScratch(t.dir, next.data);
   } finally {
     await builder.close();
     await t.cleanup();
@@ -145,7 +150,7 @@ test('a failed build leaves nothing to reuse; the next one reads every file and 
 
     const recovered = await build(builder, t.dir);
     assert.equal(recovered.report.reusedChunks, 0);
-    assert.deepEqual(sameBuild(recovered.data, (await buildFromScratch(t.dir)).data), []);
+    await assertAsFromScratch(t.dir, recovered.data);
   } finally {
     await builder.close();
     await t.cleanup();
@@ -191,7 +196,7 @@ test('prime reads the stored evidence ahead, so the next build reads only what w
       await ingest(t.dir, t.root, batch(2, []));
       const after = await build(primed, t.dir);
       assert.equal(after.report.reusedChunks, before.chunks);
-      assert.deepEqual(sameBuild(after.data, (await buildFromScratch(t.dir)).data), []);
+      await assertAsFromScratch(t.dir, after.data);
     } finally {
       await primed.close();
     }
