@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readdir, writeFile, readFile } from 'node:fs/promises';
+import { readdir, writeFile, readFile, stat, utimes } from 'node:fs/promises';
 import { join } from 'node:path';
 import { SnapshotBuilder } from '../src/intel/build/builder.js';
 import { parseCacheDir } from '../src/intel/build/parse-cache.js';
@@ -62,6 +62,33 @@ test('a damaged cache file is ignored and its chunk parsed again', async () => {
     const again = await build(builder, dir);
     assert.equal(again.report.cachedChunks, first.report.chunks - (files.length > 1 ? 2 : 1));
     assert.deepEqual(sameBuild(again.data, first.data), []);
+  } finally {
+    await builder.close();
+    await cleanup();
+  }
+});
+
+test('a cached chunk of an evidence file replaced under the same name is not used', async () => {
+  const { dir, root, cleanup } = await tempDataDir();
+  const builder = new SnapshotBuilder({ threads: 1, chunkBytes: 4096, incremental: false });
+  try {
+    await ingest(dir, root, items('delta', 60));
+    const first = await build(builder, dir);
+    assert.equal(first.report.cachedChunks, 0);
+    // Same name, same size, new content: only the modification time tells the versions apart.
+    const [name] = await readdir(dir.evidence);
+    const path = join(dir.evidence, name!);
+    const before = await stat(path);
+    await writeFile(path, (await readFile(path, 'utf8')).replaceAll('delta', 'omega'));
+    await utimes(path, before.atime, new Date(before.mtimeMs + 5000));
+    assert.equal((await stat(path)).size, before.size);
+
+    const again = await build(builder, dir);
+    assert.equal(again.report.cachedChunks, 0, 'every chunk of the replaced file is parsed again');
+    assert.equal(again.data.meta.vpaCount, 60);
+    const fromJson = await build(builder, dir, false);
+    assert.deepEqual(sameBuild(again.data, fromJson.data), []);
+    assert.notDeepEqual(sameBuild(again.data, first.data), [], 'the new content is served, not the cached old one');
   } finally {
     await builder.close();
     await cleanup();

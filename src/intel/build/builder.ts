@@ -288,6 +288,8 @@ export class SnapshotBuilder {
       const count = Math.max(1, Math.ceil(file.size / this.#chunkBytes));
       return Array.from({ length: count }, (_, i) => ({
         path: file.path,
+        fileSize: file.size,
+        fileMtimeMs: file.mtimeMs,
         start: i * this.#chunkBytes,
         end: Math.min(file.size, (i + 1) * this.#chunkBytes),
       }));

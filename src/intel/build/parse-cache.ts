@@ -16,16 +16,20 @@ import type { ParseResult, ParseTask } from './phases.js';
  * chunk parsed again; deleting the folder is always safe. The name holds
  * everything the records depend on (file, byte range, chunk position,
  * partition count) and CACHE_VERSION, which must change with the record
- * format (record-codec.ts) or the parse rules.
+ * format (record-codec.ts) or the parse rules. The header holds the size
+ * and modification time of the file the chunk was parsed from, so a file
+ * replaced under the same name (which the evidence contract forbids, but an
+ * operator may still do) is parsed again rather than served stale.
  *
  * Layout, little-endian: magic u32, version u32, body CRC-32 u32, partition
- * count u32, valid lines u32, invalid lines u32, chunk bytes f64; then the
+ * count u32, valid lines u32, invalid lines u32, chunk bytes f64, file size
+ * f64, file modification time (ms) f64; then the
  * body: one u32 length per partition, a u32 length and the JSON of the
  * invalid-line samples, then the partitions' record bytes.
  */
 const MAGIC = 0x43525055; // "UPRC"
-export const CACHE_VERSION = 1;
-const HEADER_BYTES = 32;
+export const CACHE_VERSION = 2;
+const HEADER_BYTES = 48;
 
 export function parseCacheDir(stateDir: string): string {
   return join(stateDir, 'parsed');
@@ -46,6 +50,7 @@ export function readParsedChunk(dir: string, task: ParseTask): ParseResult | nul
   if (file.length < HEADER_BYTES) return null;
   const partitions = file.readUInt32LE(12);
   if (file.readUInt32LE(0) !== MAGIC || file.readUInt32LE(4) !== CACHE_VERSION || partitions !== task.partitions) return null;
+  if (file.readDoubleLE(32) !== task.fileSize || file.readDoubleLE(40) !== task.fileMtimeMs) return null;
   const body = file.subarray(HEADER_BYTES);
   if (crc32(body) >>> 0 !== file.readUInt32LE(8)) return null;
   let at = partitions * 4;
@@ -94,6 +99,8 @@ export function writeParsedChunk(dir: string, task: ParseTask, result: ParseResu
   header.writeUInt32LE(result.validLines, 16);
   header.writeUInt32LE(result.invalidLines, 20);
   header.writeDoubleLE(result.bytes, 24);
+  header.writeDoubleLE(task.fileSize, 32);
+  header.writeDoubleLE(task.fileMtimeMs, 40);
   const path = cachePath(dir, task);
   const temp = join(dir, `.tmp-${basename(path)}.${process.pid}.${task.chunk}`);
   try {

@@ -23,6 +23,12 @@ import type { Segments } from './carry.js';
 
 export interface ParseTask {
   readonly path: string;
+  /**
+   * The file's size and modification time when the build listed it: a
+   * cached parse of any other version of the file is not used.
+   */
+  readonly fileSize: number;
+  readonly fileMtimeMs: number;
   /** Byte range: the chunk owns every line whose first byte lies in [start, end). */
   readonly start: number;
   readonly end: number;
