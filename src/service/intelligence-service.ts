@@ -54,6 +54,8 @@ export class IntelligenceService {
   #watcher: FSWatcher | null = null;
   #refreshing: Promise<void> | null = null;
   #again = false;
+  /** Why the last pass could not build (another process holds the lock); logged once, not at every poll. */
+  #skippedBecause: string | null = null;
   #closed = false;
   #lastBuild: BuildReport | null = null;
 
@@ -159,8 +161,13 @@ export class IntelligenceService {
       if (adopted !== null) this.#swap(adopted, 'new-snapshot');
     }
     const files = await listEvidenceFiles(dir);
-    if (sameFiles(files, this.#current.meta.evidenceFiles)) return;
-    this.#logger.info({ files: files.length, known: this.#current.meta.evidenceFiles.length }, 'new evidence; rebuilding');
+    if (sameFiles(files, this.#current.meta.evidenceFiles)) {
+      this.#skippedBecause = null;
+      return;
+    }
+    if (this.#skippedBecause === null) {
+      this.#logger.info({ files: files.length, known: this.#current.meta.evidenceFiles.length }, 'new evidence; rebuilding');
+    }
     let report: BuildReport;
     // The new snapshot is served as soon as it is assembled, while its file is written.
     let servedEarly: string | null = null;
@@ -174,7 +181,10 @@ export class IntelligenceService {
     } catch (error) {
       if (error instanceof UpiRiskError && error.code === 'ERR_BUILD_LOCKED') {
         // Someone else is building; their snapshot is adopted on a later pass.
-        this.#logger.info({ reason: error.message }, 'build skipped');
+        if (this.#skippedBecause !== error.message) {
+          this.#logger.info({ reason: error.message }, 'build skipped; waiting for the other build');
+        }
+        this.#skippedBecause = error.message;
         return;
       }
       if (servedEarly !== null) {
@@ -185,6 +195,7 @@ export class IntelligenceService {
       throw error;
     }
     this.#lastBuild = report;
+    this.#skippedBecause = null;
     for (const listener of this.#buildListeners) listener(report);
     this.#logger.info(
       {
