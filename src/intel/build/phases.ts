@@ -15,6 +15,7 @@ import type { Segments } from './carry.js';
  *
  *   A  parse      one byte range of one evidence file → records partitioned by evidence_id
  *   B  dedup      one evidence_id partition → first occurrence of each id, partitioned by VPA
+ *                 (the id itself dropped: the partition's table of ids seen keeps it)
  *   C  aggregate  one VPA partition → one row per VPA with its sources
  *
  * Deduplicating by evidence_id before grouping by VPA keeps "the same id
@@ -179,7 +180,7 @@ export function dedupPartition(task: DedupTask): DedupResult {
         continue;
       }
       kept++;
-      writers[partitionOfBytes(raw, reader.upiStart, reader.urlStart, task.partitions)]!.appendRaw(raw, reader.rawStart, reader.rawEnd);
+      writers[partitionOfBytes(raw, reader.upiStart, reader.urlStart, task.partitions)]!.appendWithoutId(raw, reader.rawStart, reader.idStart);
     }
   }
   return { parts: writers.map((w) => w.finishShared()), kept, duplicates, seen: seen.state() };

@@ -97,6 +97,18 @@ export class RecordWriter {
     this.#length += end - start;
   }
 
+  /**
+   * Append one encoded record without its evidence id (its id length set
+   * to 0). Once deduplicated, nothing reads a record's id: its own table
+   * of ids seen keeps them, and the records a builder keeps between builds
+   * are smaller by the id's bytes.
+   */
+  appendWithoutId(source: Uint8Array, start: number, idStart: number): void {
+    const at = this.#length;
+    this.appendRaw(source, start, idStart);
+    this.#view.setUint16(at + OFFSET_ID_LENGTH, 0, true);
+  }
+
   /** The records as an exactly sized, transferable ArrayBuffer. */
   finish(): ArrayBuffer {
     const out = new ArrayBuffer(this.#length);
