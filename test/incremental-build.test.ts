@@ -140,12 +140,14 @@ test('a failed build leaves nothing to reuse; the next one reads every file and 
   const builder = new SnapshotBuilder({ threads: 2, chunkBytes: 2048 });
   try {
     await ingest(t.dir, t.root, batch(0, []));
-    await build(builder, t.dir);
+    const first = await build(builder, t.dir);
+    assert.equal(builder.carriedBytes, first.report.carriedBytes);
     await ingest(t.dir, t.root, batch(1, []));
     // Damaged cluster id state fails the assemble phase, after dedup has used the carried id tables.
     const saved = await readFile(t.dir.clusterIds);
     await writeFile(t.dir.clusterIds, saved.subarray(0, 10));
     await assert.rejects(build(builder, t.dir));
+    assert.equal(builder.carriedBytes, 0, 'nothing is carried after a failed build');
     await writeFile(t.dir.clusterIds, saved);
 
     const recovered = await build(builder, t.dir);
@@ -192,10 +194,13 @@ test('prime reads the stored evidence ahead, so the next build reads only what w
     // A new process: nothing carried until it primes.
     const primed = new SnapshotBuilder({ threads: 2, chunkBytes: 2048 });
     try {
+      assert.equal(primed.carriedBytes, 0);
       await primed.prime(t.dir);
+      assert.equal(primed.carriedBytes, before.carriedBytes, 'priming carries what the build that wrote the snapshot carried');
       await ingest(t.dir, t.root, batch(2, []));
       const after = await build(primed, t.dir);
       assert.equal(after.report.reusedChunks, before.chunks);
+      assert.equal(primed.carriedBytes, after.report.carriedBytes);
       await assertAsFromScratch(t.dir, after.data);
     } finally {
       await primed.close();
@@ -215,9 +220,13 @@ test('a service started from a snapshot on disk rebuilds after its first ingest 
   const service = await IntelligenceService.start({ dataDir: t.dir, pollMs: 0, buildThreads: 2, scoredAt: () => TEST_SCORED_AT });
   try {
     assert.equal(service.lastBuild, null, 'started from the snapshot, not a build');
+    // The evidence is read in the background after start; the carried memory shows once it is.
+    for (let wait = 0; service.carriedBytes === 0 && wait < 200; wait++) await new Promise((resolve) => setTimeout(resolve, 50));
+    assert.equal(service.carriedBytes, built.carriedBytes);
     await ingest(t.dir, t.root, [evidence('late.arrival@okicici', 'https://t.me/gang0')]);
     await service.refresh();
     assert.equal(service.lastBuild!.reusedChunks, built.chunks);
+    assert.equal(service.carriedBytes, service.lastBuild!.carriedBytes);
     assert.equal(service.current.verdict('late.arrival@okicici').status, 'FLAGGED');
   } finally {
     await service.close();

@@ -58,7 +58,12 @@ export class ServiceMetrics {
   readonly buildCarriedBytes = this.#gauge({
     name: 'upi_risk_build_carried_bytes',
     help: 'Memory kept from the last build so the next reads only new evidence files (0 with --full-rebuilds)',
+    collect: () => {
+      if (this.#carriedBytes !== null) this.buildCarriedBytes.set(this.#carriedBytes());
+    },
   });
+  /** Where the carried bytes are read at each scrape (main thread only); null elsewhere. */
+  #carriedBytes: (() => number) | null = null;
 
   /** `thread` names this thread in per-thread metrics: `main`, or a serving thread's index. */
   constructor(thread = 'main') {
@@ -104,9 +109,13 @@ export class ServiceMetrics {
     this.snapshotInfo.set({ id: meta.id }, 1);
   }
 
-  observeBuild(finishedAt: number, report: Pick<BuildReport, 'durationMs' | 'carriedBytes'>): void {
+  observeBuild(finishedAt: number, report: Pick<BuildReport, 'durationMs'>): void {
     this.lastBuildTime.set(finishedAt / 1000);
     this.lastBuildDuration.set(report.durationMs / 1000);
-    this.buildCarriedBytes.set(report.carriedBytes);
+  }
+
+  /** Read the builder's carried memory at every scrape: it changes at start (the evidence read ahead) as well as with builds. */
+  watchCarriedBytes(read: () => number): void {
+    this.#carriedBytes = read;
   }
 }

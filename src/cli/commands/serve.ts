@@ -129,6 +129,7 @@ export const serveCommand: Command = {
     metrics.observeSnapshot(service.current);
     service.onSwap((event) => metrics.observeSnapshot(event.next));
     service.onBuild((report) => metrics.observeBuild(Date.now(), report));
+    metrics.watchCarriedBytes(() => service.carriedBytes);
     const quota = new QuotaService({ plans, ...(store.redis === null ? {} : { redis: store.redis, redisPrefix: store.prefix }) });
     const version = packageVersion();
     // Serving runs on worker threads even when there is one: builds and snapshot loads

@@ -111,6 +111,8 @@ export class SnapshotBuilder {
   #running: Promise<unknown> = Promise.resolve();
   /** What the last build left for the next; taken by each build, so a failed one leaves none. */
   #carry: BuildCarry | undefined;
+  /** Bytes of the carry this builder holds, also while a build has taken it; 0 once a build fails. */
+  #carriedBytes = 0;
 
   constructor(options: BuilderOptions = {}) {
     const threads = options.threads ?? availableParallelism();
@@ -149,14 +151,35 @@ export class SnapshotBuilder {
     const result = this.#running.then(async () => {
       const { gathered } = await this.#gather(dir, true, { parse: 0, dedup: 0 }, () => {});
       this.#carry = gathered;
+      this.#carriedBytes = carryBytes(gathered);
     });
     this.#running = result.catch(() => {});
     return result;
   }
 
+  /**
+   * Memory kept for the next build (BuilderOptions.incremental): the carried
+   * records and evidence-id tables, from the last build or prime.
+   */
+  get carriedBytes(): number {
+    return this.#carriedBytes;
+  }
+
   /** Build a snapshot from all stored evidence and write it to the data directory. */
   build(options: BuildOptions): Promise<BuildReport> {
-    const result = this.#running.then(() => this.#buildLocked(options));
+    const result = this.#running.then(() =>
+      this.#buildLocked(options).then(
+        (report) => {
+          this.#carriedBytes = report.carriedBytes;
+          return report;
+        },
+        (error: unknown) => {
+          // A build that failed after taking the carry leaves none; one refused the lock never took it.
+          if (this.#carry === undefined) this.#carriedBytes = 0;
+          throw error;
+        },
+      ),
+    );
     this.#running = result.catch(() => {});
     return result;
   }
