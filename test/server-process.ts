@@ -12,6 +12,8 @@ export interface ServerOptions {
   /** Plans file; GENEROUS_PLANS by default. */
   readonly plans?: string;
   readonly args?: readonly string[];
+  /** Environment variables to set for the server, over this process's. */
+  readonly env?: Readonly<Record<string, string | undefined>>;
 }
 
 export interface RunningServer {
@@ -27,7 +29,10 @@ export interface RunningServer {
 export async function startServer(dataDirRoot: string, options: ServerOptions = {}): Promise<RunningServer> {
   const args = ['serve', '--data-dir', dataDirRoot, '--port', '0', '--poll-ms', '100', '--plans', options.plans ?? GENEROUS_PLANS];
   if (options.tls !== true) args.push('--plain-http');
-  const child = spawn(process.execPath, [CLI, ...args, ...(options.args ?? [])], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [CLI, ...args, ...(options.args ?? [])], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    ...(options.env === undefined ? {} : { env: { ...process.env, ...options.env } }),
+  });
   let output = '';
   let stderr = '';
   child.stderr!.on('data', (chunk: Buffer) => {

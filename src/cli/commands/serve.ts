@@ -3,6 +3,7 @@ import { pino } from 'pino';
 import { dataDir } from '../../common/data-dir.js';
 import { ConfigError } from '../../common/errors.js';
 import type { Logger } from '../../common/logger.js';
+import { missingGlibcTunables, runsOnGlibc } from '../../common/malloc-tuning.js';
 import { KeyRegistry } from '../../access/key-store.js';
 import { chooseKeyBackend, REDIS_OPTIONS } from '../key-backend-options.js';
 import { loadPlans, DEFAULT_PLANS_FILE } from '../../access/plans.js';
@@ -102,6 +103,13 @@ export const serveCommand: Command = {
       }
     } else {
       logger.warn({}, '--plain-http: serving unencrypted HTTP; the spec requires TLS 1.3, so put a TLS-terminating proxy in front');
+    }
+    const missingTunables = missingGlibcTunables(process.env.GLIBC_TUNABLES, runsOnGlibc());
+    if (missingTunables.length > 0) {
+      logger.info(
+        { missing: missingTunables.join(':') },
+        'GLIBC_TUNABLES lacks allocator settings the service is measured with: expect more resident memory after builds (README, Memory)',
+      );
     }
     // Before loading or building a snapshot, so a TLS set-up that cannot work fails at once
     // (each serving thread loads it again).
