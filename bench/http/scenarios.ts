@@ -64,8 +64,8 @@ export interface HttpResult {
 /** Open-loop rates as shares of the measured peak, per scenario. */
 const LATENCY_SHARES: Readonly<Record<Scenario, readonly number[]>> = {
   single: [0.25, 0.5, 0.75],
-  batch: [0.5],
-  cluster: [0.5],
+  batch: [0.25, 0.5, 0.75],
+  cluster: [0.25, 0.5, 0.75],
 };
 
 export async function createBenchKey(dataDir: string): Promise<string> {
