@@ -149,9 +149,15 @@ export class SnapshotBuilder {
   prime(dir: DataDir): Promise<void> {
     if (!this.#incremental) return Promise.resolve();
     const result = this.#running.then(async () => {
-      const { gathered } = await this.#gather(dir, true, { parse: 0, dedup: 0 }, () => {});
-      this.#carry = gathered;
-      this.#carriedBytes = carryBytes(gathered);
+      try {
+        const { gathered } = await this.#gather(dir, true, { parse: 0, dedup: 0 }, () => {});
+        this.#carry = gathered;
+        this.#carriedBytes = carryBytes(gathered);
+      } catch (error) {
+        // Reading took whatever was carried: nothing is left.
+        this.#carriedBytes = 0;
+        throw error;
+      }
     });
     this.#running = result.catch(() => {});
     return result;
