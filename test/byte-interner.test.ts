@@ -87,6 +87,38 @@ test('an interner rebuilt from its state goes on with the same ids, also after t
   assert.equal(moved.intern(bytesOf('d@ybl'), 0, 5), 3);
 });
 
+test('compactState trims spare offsets and bytes, and an interner resumed from it goes on with the same ids (property)', () => {
+  const bytesOf = (s: string) => encoder.encode(s);
+  fc.assert(
+    fc.property(
+      fc.array(fc.string({ maxLength: 12 }), { maxLength: 300 }),
+      fc.array(fc.string({ maxLength: 12 }), { maxLength: 300 }),
+      fc.integer({ min: 1, max: 4096 }),
+      (before, after, expected) => {
+        const whole = new ByteInterner(4, 8);
+        // Sized generously, as a dedup task sizes its interner from its whole input.
+        const first = new ByteInterner(expected, expected * 16);
+        for (const s of before) {
+          const b = bytesOf(s);
+          assert.equal(first.intern(b, 0, b.length), whole.intern(b, 0, b.length));
+        }
+        const state = first.compactState();
+        const used = state.offsets[state.size]!;
+        assert.ok(state.bytes.length <= used + (used >> 2), `bytes ${state.bytes.length} for ${used} used`);
+        assert.ok(state.offsets.length <= state.size + 1 + ((state.size + 1) >> 2), `offsets ${state.offsets.length} for ${state.size} ids`);
+        const resumed = ByteInterner.fromState(state);
+        for (const s of after) {
+          const b = bytesOf(s);
+          assert.equal(resumed.intern(b, 0, b.length), whole.intern(b, 0, b.length));
+          assert.equal(resumed.added, whole.added);
+        }
+        assert.deepEqual(resumed.finish(), whole.finish());
+      },
+    ),
+    { numRuns: 200 },
+  );
+});
+
 test('an interner refuses a state whose arrays do not fit together', () => {
   const state = new ByteInterner(4, 8).state();
   assert.throws(() => ByteInterner.fromState({ ...state, table: new Int32Array(30) }), RangeError);

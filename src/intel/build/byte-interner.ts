@@ -66,6 +66,22 @@ export class ByteInterner {
     return { table: this.#table, offsets: this.#offsets, bytes: this.#bytes, size: this.#size };
   }
 
+  /**
+   * The state for keeping a long while (a builder's carry between builds):
+   * like `state()`, but offsets and bytes are copied to the size in use when
+   * more than a quarter of either is spare. The first build sizes them from
+   * its input, in which ids are a small part, and growth doubles them, so
+   * without this about a tenth of the carried memory is never used. The
+   * table keeps its size: it must stay a power of two at most half full.
+   */
+  compactState(): ByteInternerState {
+    const entries = this.#size + 1;
+    const used = this.#offsets[this.#size]!;
+    const offsets = this.#offsets.length > entries + (entries >> 2) ? this.#offsets.slice(0, entries) : this.#offsets;
+    const bytes = this.#bytes.length > used + (used >> 2) ? this.#bytes.slice(0, used) : this.#bytes;
+    return { table: this.#table, offsets, bytes, size: this.#size };
+  }
+
   /** Id of bytes[start..end), adding it when new (then `added` is true). */
   intern(bytes: Uint8Array, start: number, end: number): number {
     const hash = hashKeyBytes(bytes, start, end);

@@ -183,7 +183,7 @@ export function dedupPartition(task: DedupTask): DedupResult {
       writers[partitionOfBytes(raw, reader.upiStart, reader.urlStart, task.partitions)]!.appendWithoutId(raw, reader.rawStart, reader.idStart);
     }
   }
-  return { parts: writers.map((w) => w.finishShared()), kept, duplicates, seen: seen.state() };
+  return { parts: writers.map((w) => w.finishShared()), kept, duplicates, seen: seen.compactState() };
 }
 
 /** The buffers of an interner state, for moving it between threads. */
