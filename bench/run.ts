@@ -32,7 +32,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { dataDir as openDataDir } from '../src/common/data-dir.js';
-import { RECOMMENDED_GLIBC_TUNABLES } from '../src/common/malloc-tuning.js';
+import { missingGlibcTunables } from '../src/common/malloc-tuning.js';
 import { Intelligence } from '../src/engine/intelligence.js';
 import { listSnapshots, loadNewestValidSnapshot } from '../src/engine/snapshot-files.js';
 import { requireWrk } from './http/load-tools.js';
@@ -105,8 +105,10 @@ async function benchFile(file: string, fileArgs: readonly string[], nodeArgs: re
 }
 
 async function main(): Promise<void> {
-  // The allocator settings the service is run with (README, Memory), for every process started from here.
-  process.env.GLIBC_TUNABLES ??= RECOMMENDED_GLIBC_TUNABLES.join(':');
+  // The allocator settings the service is run with (README, Memory), for every process started from here,
+  // added to whatever the caller set.
+  const missingTunables = missingGlibcTunables(process.env.GLIBC_TUNABLES, true);
+  if (missingTunables.length > 0) process.env.GLIBC_TUNABLES = [process.env.GLIBC_TUNABLES, ...missingTunables].filter(Boolean).join(':');
   if (only.has('http') || only.has('swap')) requireWrk();
   const started = new Date();
   const suite: SuiteResult = {

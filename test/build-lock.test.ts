@@ -34,7 +34,9 @@ test('a build refuses a lock held by a live process with ERR_BUILD_LOCKED, and t
   const lock = join(t.dir.state, 'build.lock');
   try {
     await ingest(t.dir, t.root, [evidence('locked.out@ybl', 'https://t.me/lockchannel')]);
-    await mkdir(t.dir.state, { recursive: true });
+    const first = await builder.build({ dataDir: t.dir, scoredAt: TEST_SCORED_AT });
+    assert.ok(builder.carriedBytes > 0);
+    await ingest(t.dir, t.root, [evidence('locked.out.too@ybl', 'https://t.me/lockchannel')]);
     await writeFile(lock, String(owner.pid));
     await assert.rejects(builder.build({ dataDir: t.dir, scoredAt: TEST_SCORED_AT }), (error: unknown) => {
       assert.ok(error instanceof UpiRiskError);
@@ -43,10 +45,12 @@ test('a build refuses a lock held by a live process with ERR_BUILD_LOCKED, and t
       return true;
     });
     assert.equal(await readFile(lock, 'utf8'), String(owner.pid), 'the live owner keeps its lock');
+    assert.equal(builder.carriedBytes, first.carriedBytes, 'a build refused the lock keeps what the last one carried');
 
     await owner.stop();
     const report = await builder.build({ dataDir: t.dir, scoredAt: TEST_SCORED_AT });
-    assert.equal(report.meta.vpaCount, 1);
+    assert.equal(report.meta.vpaCount, 2);
+    assert.equal(report.reusedChunks, first.chunks, 'and the next build reuses it');
     assert.equal(await exists(lock), false, 'the lock is released after the build');
   } finally {
     await owner.stop();

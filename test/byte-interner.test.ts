@@ -104,8 +104,12 @@ test('compactState trims spare offsets and bytes, and an interner resumed from i
         }
         const state = first.compactState();
         const used = state.offsets[state.size]!;
-        assert.ok(state.bytes.length <= used + (used >> 2), `bytes ${state.bytes.length} for ${used} used`);
-        assert.ok(state.offsets.length <= state.size + 1 + ((state.size + 1) >> 2), `offsets ${state.offsets.length} for ${state.size} ids`);
+        assert.ok(state.bytes.length <= used + (used >>> 2), `bytes ${state.bytes.length} for ${used} used`);
+        assert.ok(state.offsets.length <= state.size + 1 + ((state.size + 1) >>> 2), `offsets ${state.offsets.length} for ${state.size} ids`);
+        // A compacted state compacted again is not copied: the next builds' few new ids need no copy either.
+        const again = ByteInterner.fromState(state).compactState();
+        assert.equal(again.bytes, state.bytes);
+        assert.equal(again.offsets, state.offsets);
         const resumed = ByteInterner.fromState(state);
         for (const s of after) {
           const b = bytesOf(s);

@@ -94,3 +94,29 @@ test('a cached chunk of an evidence file replaced under the same name is not use
     await cleanup();
   }
 });
+
+test('cache files of another format version are removed at the first build; the current ones are kept', async () => {
+  const { dir, root, cleanup } = await tempDataDir();
+  const builder = new SnapshotBuilder({ threads: 1, chunkBytes: 4096, incremental: false });
+  try {
+    await ingest(dir, root, items('epsilon', 30));
+    const first = await build(builder, dir);
+    const cacheDir = parseCacheDir(dir.state);
+    const current = (await readdir(cacheDir)).sort();
+    assert.equal(current.length, first.report.chunks);
+    await writeFile(join(cacheDir, 'batch-old.ndjson.0-4096.c0.p1.v1'), 'left by an earlier release');
+
+    // A new builder (a restarted server) clears them once; its chunks still come from the cache.
+    const restarted = new SnapshotBuilder({ threads: 1, chunkBytes: 4096, incremental: false });
+    try {
+      const again = await build(restarted, dir);
+      assert.equal(again.report.cachedChunks, first.report.chunks);
+    } finally {
+      await restarted.close();
+    }
+    assert.deepEqual((await readdir(cacheDir)).sort(), current);
+  } finally {
+    await builder.close();
+    await cleanup();
+  }
+});

@@ -66,7 +66,8 @@ export async function startServer(dataDirRoot: string, options: ServerOptions = 
     async stop() {
       if (child.exitCode !== null) return child.exitCode;
       child.kill('SIGTERM');
-      const [code] = (await once(child, 'exit')) as [number | null];
+      // 'close', not 'exit': every line the server wrote has been read by then.
+      const [code] = (await once(child, 'close')) as [number | null];
       return code;
     },
   };

@@ -57,7 +57,7 @@ export class ServiceMetrics {
   readonly lastBuildDuration = this.#gauge({ name: 'upi_risk_last_build_duration_seconds', help: 'How long the last build took' });
   readonly buildCarriedBytes = this.#gauge({
     name: 'upi_risk_build_carried_bytes',
-    help: 'Memory kept from the last build so the next reads only new evidence files (0 with --full-rebuilds)',
+    help: 'Memory kept so the next build reads only new evidence files: from the last build, or read ahead at start (0 with --full-rebuilds)',
     collect: () => {
       if (this.#carriedBytes !== null) this.buildCarriedBytes.set(this.#carriedBytes());
     },

@@ -178,7 +178,10 @@ export class IntelligenceService {
       this.#skippedBecause = null;
       return;
     }
-    if (this.#skippedBecause === null) {
+    // Cleared for this attempt: only another refusal of the lock, for the same reason, keeps the log quiet.
+    const skippedBefore = this.#skippedBecause;
+    this.#skippedBecause = null;
+    if (skippedBefore === null) {
       this.#logger.info({ files: files.length, known: this.#current.meta.evidenceFiles.length }, 'new evidence; rebuilding');
     }
     let report: BuildReport;
@@ -194,7 +197,7 @@ export class IntelligenceService {
     } catch (error) {
       if (error instanceof UpiRiskError && error.code === 'ERR_BUILD_LOCKED') {
         // Someone else is building; their snapshot is adopted on a later pass.
-        if (this.#skippedBecause !== error.message) {
+        if (skippedBefore !== error.message) {
           this.#logger.info({ reason: error.message }, 'build skipped; waiting for the other build');
         }
         this.#skippedBecause = error.message;
@@ -208,7 +211,6 @@ export class IntelligenceService {
       throw error;
     }
     this.#lastBuild = report;
-    this.#skippedBecause = null;
     for (const listener of this.#buildListeners) listener(report);
     this.#logger.info(
       {

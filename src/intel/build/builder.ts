@@ -4,7 +4,7 @@ import { open, readFile, unlink, mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import { Piscina } from 'piscina';
-import { parseCacheDir } from './parse-cache.js';
+import { parseCacheDir, removeOtherVersions } from './parse-cache.js';
 import type { DataDir } from '../../common/data-dir.js';
 import { UpiRiskError } from '../../common/errors.js';
 import { statEvidenceFiles, evidenceFileTime, type StoredFile } from '../../evidence/store.js';
@@ -111,7 +111,9 @@ export class SnapshotBuilder {
   #running: Promise<unknown> = Promise.resolve();
   /** What the last build left for the next; taken by each build, so a failed one leaves none. */
   #carry: BuildCarry | undefined;
-  /** Bytes of the carry this builder holds, also while a build has taken it; 0 once a build fails. */
+  /** Whether this builder has cleared the parse cache of other format versions. */
+  #cacheVersionsChecked = false;
+  /** Bytes of the carry this builder holds, also while a build has taken it; 0 once a build or prime that took it fails. */
   #carriedBytes = 0;
 
   constructor(options: BuilderOptions = {}) {
@@ -154,8 +156,7 @@ export class SnapshotBuilder {
         this.#carry = gathered;
         this.#carriedBytes = carryBytes(gathered);
       } catch (error) {
-        // Reading took whatever was carried: nothing is left.
-        this.#carriedBytes = 0;
+        this.#carriedBytes = this.#heldCarryBytes();
         throw error;
       }
     });
@@ -171,6 +172,14 @@ export class SnapshotBuilder {
     return this.#carriedBytes;
   }
 
+  /**
+   * After a failure: a build or prime that had taken the carry leaves none;
+   * one that failed before (the lock refused, the files not listed) kept it.
+   */
+  #heldCarryBytes(): number {
+    return this.#carry === undefined ? 0 : carryBytes(this.#carry);
+  }
+
   /** Build a snapshot from all stored evidence and write it to the data directory. */
   build(options: BuildOptions): Promise<BuildReport> {
     const result = this.#running.then(() =>
@@ -180,8 +189,7 @@ export class SnapshotBuilder {
           return report;
         },
         (error: unknown) => {
-          // A build that failed after taking the carry leaves none; one refused the lock never took it.
-          if (this.#carry === undefined) this.#carriedBytes = 0;
+          this.#carriedBytes = this.#heldCarryBytes();
           throw error;
         },
       ),
@@ -305,6 +313,11 @@ export class SnapshotBuilder {
     progress: (progress: BuildProgress) => void,
   ): Promise<{ files: StoredFile[]; gathered: BuildCarry; cachedChunks: number; reusedChunks: number }> {
     const cacheDir = parseCache ? parseCacheDir(dir.state) : undefined;
+    if (cacheDir !== undefined && !this.#cacheVersionsChecked) {
+      // Once per builder: a cache left by an earlier release of the record format only takes disk space.
+      this.#cacheVersionsChecked = true;
+      await removeOtherVersions(cacheDir);
+    }
     const files = await statEvidenceFiles(dir);
     // Enough partitions to keep every thread busy while the slowest finishes.
     const partitions = this.#threads === 1 ? 1 : this.#threads * 2;

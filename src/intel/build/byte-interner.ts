@@ -68,17 +68,20 @@ export class ByteInterner {
 
   /**
    * The state for keeping a long while (a builder's carry between builds):
-   * like `state()`, but offsets and bytes are copied to the size in use when
-   * more than a quarter of either is spare. The first build sizes them from
-   * its input, in which ids are a small part, and growth doubles them, so
-   * without this about a tenth of the carried memory is never used. The
-   * table keeps its size: it must stay a power of two at most half full.
+   * like `state()`, but when more than a quarter of the offsets or bytes is
+   * spare, they are copied to the size in use plus an eighth. The first build
+   * sizes them from its input, in which ids are a small part, and growth
+   * doubles them: without this, about 6 % of the carried memory at 1M VPAs
+   * was never used. The eighth left over takes the next builds' new ids
+   * without a copy; trimming to the exact size made every build that added
+   * one id double the arrays and trim them again. The table keeps its
+   * size: it must stay a power of two at most half full.
    */
   compactState(): ByteInternerState {
     const entries = this.#size + 1;
     const used = this.#offsets[this.#size]!;
-    const offsets = this.#offsets.length > entries + (entries >> 2) ? this.#offsets.slice(0, entries) : this.#offsets;
-    const bytes = this.#bytes.length > used + (used >> 2) ? this.#bytes.slice(0, used) : this.#bytes;
+    const offsets = this.#offsets.length > entries + (entries >>> 2) ? this.#offsets.slice(0, entries + (entries >>> 3)) : this.#offsets;
+    const bytes = this.#bytes.length > used + (used >>> 2) ? this.#bytes.slice(0, used + (used >>> 3)) : this.#bytes;
     return { table: this.#table, offsets, bytes, size: this.#size };
   }
 

@@ -1,4 +1,5 @@
 import { closeSync, mkdirSync, openSync, readFileSync, renameSync, unlinkSync, writeSync } from 'node:fs';
+import { readdir, unlink } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { crc32 } from 'node:zlib';
 import type { ParseResult, ParseTask } from './phases.js';
@@ -17,9 +18,13 @@ import type { ParseResult, ParseTask } from './phases.js';
  * everything the records depend on (file, byte range, chunk position,
  * partition count) and CACHE_VERSION, which must change with the record
  * format (record-codec.ts) or the parse rules. The header holds the size
- * and modification time of the file the chunk was parsed from, so a file
- * replaced under the same name (which the evidence contract forbids, but an
- * operator may still do) is parsed again rather than served stale.
+ * and modification time of the file the chunk was parsed from, and a chunk
+ * is used only for a file that still has both: a file replaced under the
+ * same name (which the evidence contract forbids, but an operator may still
+ * do) is parsed again, unless the replacement has the same size and the same
+ * modification time (a copy that preserves times, on a file system with
+ * coarse timestamps). A data folder copied without its files' times is
+ * parsed again once, in full.
  *
  * Layout, little-endian: magic u32, version u32, body CRC-32 u32, partition
  * count u32, valid lines u32, invalid lines u32, chunk bytes f64, file size
@@ -37,6 +42,23 @@ export function parseCacheDir(stateDir: string): string {
 
 function cachePath(dir: string, task: ParseTask): string {
   return join(dir, `${basename(task.path)}.${task.start}-${task.end}.c${task.chunk}.p${task.partitions}.v${CACHE_VERSION}`);
+}
+
+/**
+ * Remove the cache files of other format versions, which no build reads
+ * again (the cache is about half the size of the evidence). Best effort.
+ */
+export async function removeOtherVersions(dir: string): Promise<number> {
+  let names: string[];
+  try {
+    names = await readdir(dir);
+  } catch {
+    return 0;
+  }
+  const current = `.v${CACHE_VERSION}`;
+  const stale = names.filter((name) => !name.startsWith('.tmp-') && /\.v\d+$/.test(name) && !name.endsWith(current));
+  await Promise.all(stale.map((name) => unlink(join(dir, name)).catch(() => {})));
+  return stale.length;
 }
 
 /** The cached parse of this chunk, or null when there is no sound one. */
