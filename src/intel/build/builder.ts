@@ -150,18 +150,10 @@ export class SnapshotBuilder {
    */
   prime(dir: DataDir): Promise<void> {
     if (!this.#incremental) return Promise.resolve();
-    const result = this.#running.then(async () => {
-      try {
-        const { gathered } = await this.#gather(dir, true, { parse: 0, dedup: 0 }, () => {});
-        this.#carry = gathered;
-        this.#carriedBytes = carryBytes(gathered);
-      } catch (error) {
-        this.#carriedBytes = this.#heldCarryBytes();
-        throw error;
-      }
+    return this.#serially(async () => {
+      const { gathered } = await this.#gather(dir, true, { parse: 0, dedup: 0 }, () => {});
+      this.#carry = gathered;
     });
-    this.#running = result.catch(() => {});
-    return result;
   }
 
   /**
@@ -172,28 +164,22 @@ export class SnapshotBuilder {
     return this.#carriedBytes;
   }
 
-  /**
-   * After a failure: a build or prime that had taken the carry leaves none;
-   * one that failed before (the lock refused, the files not listed) kept it.
-   */
-  #heldCarryBytes(): number {
-    return this.#carry === undefined ? 0 : carryBytes(this.#carry);
-  }
-
   /** Build a snapshot from all stored evidence and write it to the data directory. */
   build(options: BuildOptions): Promise<BuildReport> {
-    const result = this.#running.then(() =>
-      this.#buildLocked(options).then(
-        (report) => {
-          this.#carriedBytes = report.carriedBytes;
-          return report;
-        },
-        (error: unknown) => {
-          this.#carriedBytes = this.#heldCarryBytes();
-          throw error;
-        },
-      ),
-    );
+    return this.#serially(() => this.#buildLocked(options));
+  }
+
+  /**
+   * Run `work` once whatever this builder is doing has finished. When it
+   * settles, the carried bytes are counted again from the carry now held: a
+   * build or prime that succeeded left one, one that failed after taking it
+   * left none, and one that failed before (the lock refused, the files not
+   * listed) kept the last.
+   */
+  #serially<T>(work: () => Promise<T>): Promise<T> {
+    const result = this.#running.then(work).finally(() => {
+      this.#carriedBytes = this.#carry === undefined ? 0 : carryBytes(this.#carry);
+    });
     this.#running = result.catch(() => {});
     return result;
   }
