@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { readdir, writeFile, readFile, stat, utimes } from 'node:fs/promises';
 import { join } from 'node:path';
 import { SnapshotBuilder } from '../src/intel/build/builder.js';
+import type { DataDir } from '../src/common/data-dir.js';
 import { parseCacheDir } from '../src/intel/build/parse-cache.js';
 import { readSnapshotFile } from '../src/engine/snapshot-files.js';
 import { evidence, ingest, tempDataDir, TEST_SCORED_AT } from './helpers.js';
@@ -11,16 +12,29 @@ import { sameBuildDifferences as sameBuild } from './fixtures/fake-snapshot.js';
 const items = (prefix: string, count: number) =>
   Array.from({ length: count }, (_, i) => evidence(`${prefix}${i}@ybl`, `https://t.me/${prefix}${i % 7}`));
 
-async function build(builder: SnapshotBuilder, dir: Parameters<SnapshotBuilder['build']>[0]['dataDir'], parseCache = true) {
+/** A builder that reads every file on every build, in small chunks so that a file spans several. */
+const cacheBuilder = (threads = 1) => new SnapshotBuilder({ threads, chunkBytes: 4096, incremental: false });
+
+/** Run `body` with a cache builder on a temporary data folder, both cleaned up after. */
+async function withCacheBuilder(threads: number, body: (builder: SnapshotBuilder, dir: DataDir, root: string) => Promise<void>) {
+  const { dir, root, cleanup } = await tempDataDir();
+  const builder = cacheBuilder(threads);
+  try {
+    await body(builder, dir, root);
+  } finally {
+    await builder.close();
+    await cleanup();
+  }
+}
+
+async function build(builder: SnapshotBuilder, dir: DataDir, parseCache = true) {
   const report = await builder.build({ dataDir: dir, scoredAt: TEST_SCORED_AT, parseCache });
   return { report, data: await readSnapshotFile(report.path) };
 }
 
 test('a rebuild reads parsed chunks back from the cache and builds the same snapshot as from JSON', async () => {
-  const { dir, root, cleanup } = await tempDataDir();
-  // Small chunks, so each file spans several cached chunks; every build reads every file (incremental-build.test.ts covers the other way).
-  const builder = new SnapshotBuilder({ threads: 2, chunkBytes: 4096, incremental: false });
-  try {
+  // Every build reads every file (incremental-build.test.ts covers the other way).
+  await withCacheBuilder(2, async (builder, dir, root) => {
     await ingest(dir, root, items('alpha', 120));
     const first = await build(builder, dir);
     assert.equal(first.report.cachedChunks, 0);
@@ -36,16 +50,11 @@ test('a rebuild reads parsed chunks back from the cache and builds the same snap
     assert.equal(fromJson.report.cachedChunks, 0);
     assert.deepEqual(sameBuild(second.data, fromJson.data), []);
     assert.equal(second.data.meta.vpaCount, 121);
-  } finally {
-    await builder.close();
-    await cleanup();
-  }
+  });
 });
 
 test('a damaged cache file is ignored and its chunk parsed again', async () => {
-  const { dir, root, cleanup } = await tempDataDir();
-  const builder = new SnapshotBuilder({ threads: 1, chunkBytes: 4096, incremental: false });
-  try {
+  await withCacheBuilder(1, async (builder, dir, root) => {
     await ingest(dir, root, items('gamma', 80));
     const first = await build(builder, dir);
     const cacheDir = parseCacheDir(dir.state);
@@ -62,16 +71,11 @@ test('a damaged cache file is ignored and its chunk parsed again', async () => {
     const again = await build(builder, dir);
     assert.equal(again.report.cachedChunks, first.report.chunks - (files.length > 1 ? 2 : 1));
     assert.deepEqual(sameBuild(again.data, first.data), []);
-  } finally {
-    await builder.close();
-    await cleanup();
-  }
+  });
 });
 
 test('a cached chunk of an evidence file replaced under the same name is not used', async () => {
-  const { dir, root, cleanup } = await tempDataDir();
-  const builder = new SnapshotBuilder({ threads: 1, chunkBytes: 4096, incremental: false });
-  try {
+  await withCacheBuilder(1, async (builder, dir, root) => {
     await ingest(dir, root, items('delta', 60));
     const first = await build(builder, dir);
     assert.equal(first.report.cachedChunks, 0);
@@ -89,16 +93,11 @@ test('a cached chunk of an evidence file replaced under the same name is not use
     const fromJson = await build(builder, dir, false);
     assert.deepEqual(sameBuild(again.data, fromJson.data), []);
     assert.notDeepEqual(sameBuild(again.data, first.data), [], 'the new content is served, not the cached old one');
-  } finally {
-    await builder.close();
-    await cleanup();
-  }
+  });
 });
 
 test('cache files of another format version are removed at the first build; the current ones are kept', async () => {
-  const { dir, root, cleanup } = await tempDataDir();
-  const builder = new SnapshotBuilder({ threads: 1, chunkBytes: 4096, incremental: false });
-  try {
+  await withCacheBuilder(1, async (builder, dir, root) => {
     await ingest(dir, root, items('epsilon', 30));
     const first = await build(builder, dir);
     const cacheDir = parseCacheDir(dir.state);
@@ -107,7 +106,7 @@ test('cache files of another format version are removed at the first build; the 
     await writeFile(join(cacheDir, 'batch-old.ndjson.0-4096.c0.p1.v1'), 'left by an earlier release');
 
     // A new builder (a restarted server) clears them once; its chunks still come from the cache.
-    const restarted = new SnapshotBuilder({ threads: 1, chunkBytes: 4096, incremental: false });
+    const restarted = cacheBuilder();
     try {
       const again = await build(restarted, dir);
       assert.equal(again.report.cachedChunks, first.report.chunks);
@@ -115,8 +114,5 @@ test('cache files of another format version are removed at the first build; the 
       await restarted.close();
     }
     assert.deepEqual((await readdir(cacheDir)).sort(), current);
-  } finally {
-    await builder.close();
-    await cleanup();
-  }
+  });
 });
