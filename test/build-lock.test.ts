@@ -77,7 +77,7 @@ test('a service whose rebuild finds the lock taken logs it once, keeps serving, 
   const t = await tempDataDir();
   await ingest(t.dir, t.root, [evidence('first.seen@ybl', 'https://t.me/lockchannel')]);
   const lines: string[] = [];
-  const logger: Logger = { info: (_, message) => lines.push(message), warn: (_, message) => lines.push(message), error: (_, message) => lines.push(message) };
+  const logger: Logger = { debug: () => {}, info: (_, message) => lines.push(message), warn: (_, message) => lines.push(message), error: (_, message) => lines.push(message) };
   const service = await IntelligenceService.start({ dataDir: t.dir, pollMs: 0, buildThreads: 1, scoredAt: () => TEST_SCORED_AT, logger });
   const owner = otherProcess();
   try {

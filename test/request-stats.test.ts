@@ -29,6 +29,7 @@ test('requests are counted by route and status, and only seen label sets are rep
   assert.equal(sample(text, 'upi_risk_http_requests_total{route="batch",status="400"}'), 1);
   assert.equal(sample(text, 'upi_risk_http_requests_total{route="cluster",status="200"}'), undefined);
   assert.doesNotMatch(text, /route="cluster"/, 'a route never answered has no series');
+  assert.equal(metrics.requests.answered, 4, 'every answer counts towards the total a serving thread watches for idleness');
 });
 
 test('latency buckets are cumulative with +Inf, _sum and _count, as Prometheus histograms are', async () => {

@@ -37,6 +37,58 @@ test('a serving thread reports a snapshot once its collector has reclaimed every
   assert.equal(kept.meta.id, 'kept', 'a snapshot still referenced is not reported');
 });
 
+/** Wait until `done()` or `ms` pass, checking every 20 ms. */
+async function waitFor(done: () => boolean, ms: number): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!done() && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+}
+
+test('an idle serving thread collects a replaced snapshot by itself, without waiting for its collector', async () => {
+  const released: string[] = [];
+  let collections = 0;
+  const watch = new ReleaseWatch((id) => released.push(id), {
+    collect: () => {
+      collections++;
+      gc();
+    },
+    answered: () => 0,
+    forceAfterMs: 60_000,
+  });
+  let old: SnapshotData | null = snapshot('idle-old');
+  watch.watch(old);
+  old = null;
+  await waitFor(() => released.length > 0, 5_000);
+  assert.deepEqual(released, ['idle-old']);
+  assert.equal(collections, 1, 'one collection, at the first idle check');
+  assert.deepEqual(watch.outstanding(), []);
+});
+
+test('a busy serving thread waits for forceAfterMs before it collects', async () => {
+  let answered = 0;
+  let collections = 0;
+  const busy = new ReleaseWatch(() => {}, { collect: () => collections++, answered: () => answered++, forceAfterMs: 60_000 });
+  busy.watch(snapshot('busy'));
+  await new Promise((resolve) => setTimeout(resolve, 800));
+  assert.equal(collections, 0, 'requests arrived in every interval: no collection yet');
+
+  let forcedCollections = 0;
+  const forced = new ReleaseWatch(() => {}, { collect: () => forcedCollections++, answered: () => answered++, forceAfterMs: 0 });
+  forced.watch(snapshot('forced'));
+  await waitFor(() => forcedCollections > 0, 5_000);
+  assert.equal(forcedCollections, 1, 'past forceAfterMs the busy thread collects');
+});
+
+test('a replaced snapshot that stays reachable is collected for at most three times in a row', async () => {
+  let collections = 0;
+  const watch = new ReleaseWatch(() => {}, { collect: () => collections++, answered: () => 0, forceAfterMs: 60_000 });
+  const kept = snapshot('still-referenced');
+  watch.watch(kept);
+  await waitFor(() => collections >= 3, 5_000);
+  await new Promise((resolve) => setTimeout(resolve, 800));
+  assert.equal(collections, 3);
+  assert.deepEqual(watch.outstanding(), [kept.meta.id]);
+});
+
 test('the main thread holds a retired snapshot until every serving thread released it, then a grace period', () => {
   mock.timers.enable({ apis: ['setTimeout'] });
   try {
@@ -55,7 +107,25 @@ test('the main thread holds a retired snapshot until every serving thread releas
 });
 
 test('at most maxHeld retired snapshots are kept: a thread that never collects cannot pile them up', () => {
-  const retired = new RetiredSnapshots(1, 2);
+  let collections = 0;
+  const retired = new RetiredSnapshots(1, 2, () => collections++);
   for (const id of ['s1', 's2', 's3']) retired.retire(snapshot(id));
   assert.deepEqual(retired.held(), ['s2', 's3']);
+  assert.equal(collections, 1, 'the main thread collects what it let go of');
+});
+
+test('the main thread collects once it has let go of a released snapshot', () => {
+  mock.timers.enable({ apis: ['setTimeout'] });
+  try {
+    let collections = 0;
+    const retired = new RetiredSnapshots(1, 2, () => collections++);
+    retired.retire(snapshot('s1'));
+    retired.released('s1');
+    assert.equal(collections, 0, 'not during the grace period');
+    mock.timers.tick(1000);
+    assert.deepEqual(retired.held(), []);
+    assert.equal(collections, 1);
+  } finally {
+    mock.timers.reset();
+  }
 });

@@ -2,6 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { silentLogger } from '../src/common/logger.js';
 import { IntelligenceService } from '../src/service/intelligence-service.js';
 import { listSnapshots } from '../src/engine/snapshot-files.js';
 import { tempDataDir, ingest, evidence, TEST_SCORED_AT } from './helpers.js';
@@ -54,7 +55,7 @@ test('the service starts from the newest valid snapshot without rebuilding, skip
     dataDir: t.dir,
     pollMs: 0,
     buildThreads: 1,
-    logger: { info() {}, warn() {}, error: (fields) => refused.push(String(fields.code)) },
+    logger: { ...silentLogger, error: (fields) => refused.push(String(fields.code)) },
   });
   try {
     assert.equal(service.current.meta.id, goodId, 'the valid snapshot is served, not rebuilt');

@@ -1,4 +1,5 @@
 import { MessageChannel, Worker } from 'node:worker_threads';
+import { performance } from 'node:perf_hooks';
 import { createServer, type AddressInfo } from 'node:net';
 import type { Logger } from '../common/logger.js';
 import { UpiRiskError } from '../common/errors.js';
@@ -10,6 +11,7 @@ import type { IntelligenceService } from '../service/intelligence-service.js';
 import type { ServiceMetrics } from './metrics.js';
 import type { MetricJson } from './request-stats.js';
 import { RetiredSnapshots } from './snapshot-release.js';
+import { enableCollector, threadCollector } from '../common/collector.js';
 import type { EdgeWorkerData, FromEdge, ToEdge } from './edge-worker.js';
 
 /** What every serving thread is configured with (EdgeWorkerData), plus what the main thread keeps. */
@@ -45,7 +47,21 @@ export class EdgePool {
       throw new RangeError(`threads must be an integer from 1 to 256, got ${options.threads}`);
     }
     const workers: Worker[] = [];
-    const retired = new RetiredSnapshots(options.threads);
+    // Before the threads start, so each has `gc` (collector.ts: why replaced snapshots need it).
+    enableCollector();
+    const collect = threadCollector();
+    const retired = new RetiredSnapshots(
+      options.threads,
+      undefined,
+      collect === undefined
+        ? undefined
+        : () => {
+            const started = performance.now();
+            collect();
+            options.logger.debug({ ms: Math.round((performance.now() - started) * 10) / 10 }, 'collected after letting go of a replaced snapshot');
+          },
+    );
+    options.metrics.watchReplacedSnapshots(() => retired.held().length);
     // Several threads without Redis count key quotas in one shared table; one thread keeps its own.
     const sharedWindows = options.redis === null && options.threads > 1 ? new SharedWindowTable().buffer : null;
     let scrapeFromAll: (() => Promise<string>) | null = null;

@@ -17,6 +17,7 @@ import { ServiceMetrics } from './metrics.js';
 import { listen, type Listening } from './server.js';
 import { createTlsApp, type TlsFiles } from './tls.js';
 import { ReleaseWatch } from './snapshot-release.js';
+import { threadCollector } from '../common/collector.js';
 
 /**
  * One serving thread of `serve --threads N`: a uWebSockets.js app on the
@@ -59,14 +60,37 @@ export type FromEdge =
   | { readonly type: 'scrape'; readonly id: number }
   | { readonly type: 'released'; readonly snapshot: string };
 
+/**
+ * Under constant load, how long a serving thread waits for an idle moment
+ * before it collects a replaced snapshot anyway, ms: long enough that most
+ * swaps find one, short enough that a 10M-VPA snapshot (1.5 GiB) is not
+ * kept for long.
+ */
+const FORCED_COLLECTION_MS = 10_000;
+
 const config = workerData as EdgeWorkerData;
 const port = parentPort!;
 const post = (message: FromEdge) => port.postMessage(message);
 const logger = pino({ level: config.logLevel, base: { service: 'upi-risk', thread: config.index } }, pino.destination(2));
 const keys = new ActiveKeys();
 const holder: { current: Intelligence } = { current: null as unknown as Intelligence };
-const releases = new ReleaseWatch((snapshot) => post({ type: 'released', snapshot }));
 const metrics = new ServiceMetrics(String(config.index));
+const collect = threadCollector();
+const releases = new ReleaseWatch(
+  (snapshot) => post({ type: 'released', snapshot }),
+  collect === undefined
+    ? undefined
+    : {
+        collect: () => {
+          const started = performance.now();
+          collect();
+          logger.debug({ ms: Math.round((performance.now() - started) * 10) / 10 }, 'collected after a snapshot swap');
+        },
+        answered: () => metrics.requests.answered,
+        // Threads a second apart: under constant load they pause one at a time.
+        forceAfterMs: FORCED_COLLECTION_MS + config.index * 1000,
+      },
+);
 let quota: Quota;
 if (config.redis === null && config.threads === 1) {
   // The only serving thread: its quotas are the process's, decided here without a message per request.

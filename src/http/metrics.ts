@@ -55,20 +55,33 @@ export class ServiceMetrics {
   });
   readonly lastBuildTime = this.#gauge({ name: 'upi_risk_last_build_timestamp_seconds', help: 'When the last build finished' });
   readonly lastBuildDuration = this.#gauge({ name: 'upi_risk_last_build_duration_seconds', help: 'How long the last build took' });
-  readonly buildCarriedBytes = this.#gauge({
+  readonly buildCarriedBytes = this.#readAtScrape('carriedBytes', {
     name: 'upi_risk_build_carried_bytes',
     help: 'Memory kept so the next build reads only new evidence files: from the last build, or read ahead at start (0 with --full-rebuilds)',
-    collect: () => {
-      if (this.#carriedBytes !== null) this.buildCarriedBytes.set(this.#carriedBytes());
-    },
   });
-  /** Where the carried bytes are read at each scrape (main thread only); null elsewhere. */
-  #carriedBytes: (() => number) | null = null;
+  readonly replacedSnapshotsHeld = this.#readAtScrape('replacedSnapshots', {
+    name: 'upi_risk_replaced_snapshots_held',
+    help: 'Replaced snapshots whose memory is not yet given back: kept until every serving thread has dropped them',
+  });
+  /** Where the main thread's read-at-scrape gauges get their values (set with the watch methods); unset elsewhere. */
+  readonly #readers: Partial<Record<'carriedBytes' | 'replacedSnapshots', () => number>> = {};
 
   /** `thread` names this thread in per-thread metrics: `main`, or a serving thread's index. */
   constructor(thread = 'main') {
     this.#thread = thread;
     this.#loopDelay.enable();
+  }
+
+  /** A gauge read from `#readers[reader]` at each scrape, when that is set. */
+  #readAtScrape(reader: 'carriedBytes' | 'replacedSnapshots', config: { name: string; help: string }): Gauge<string> {
+    const gauge: Gauge<string> = this.#gauge({
+      ...config,
+      collect: () => {
+        const read = this.#readers[reader];
+        if (read !== undefined) gauge.set(read());
+      },
+    });
+    return gauge;
   }
 
   /**
@@ -116,6 +129,11 @@ export class ServiceMetrics {
 
   /** Read the builder's carried memory at every scrape: it changes at start (the evidence read ahead) as well as with builds. */
   watchCarriedBytes(read: () => number): void {
-    this.#carriedBytes = read;
+    this.#readers.carriedBytes = read;
+  }
+
+  /** Read the number of replaced snapshots still held at every scrape (main thread only). */
+  watchReplacedSnapshots(read: () => number): void {
+    this.#readers.replacedSnapshots = read;
   }
 }

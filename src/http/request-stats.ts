@@ -46,10 +46,17 @@ export class RequestStats {
   readonly #requests = new Float64Array(ROUTE_NAMES.length * STATUS_SPAN);
   readonly #buckets = new Float64Array(ROUTE_NAMES.length * BUCKET_SPAN);
   readonly #seconds = new Float64Array(ROUTE_NAMES.length);
+  #answered = 0;
+
+  /** Answers counted so far, over every route and status. */
+  get answered(): number {
+    return this.#answered;
+  }
 
   /** Count one answer of `route` (a `ROUTE` index) with `status`, taking `seconds`. */
   record(route: number, status: number, seconds: number): void {
     const code = status >= 100 && status < STATUS_SPAN ? status : 0;
+    this.#answered++;
     this.#requests[route * STATUS_SPAN + code]!++;
     let bucket = 0;
     while (bucket < LATENCY_BUCKETS.length && seconds > LATENCY_BUCKETS[bucket]!) bucket++;

@@ -1,0 +1,52 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { tempDataDir, ingest, evidence } from './helpers.js';
+import { startServer, runCli, lastLine } from './server-process.js';
+
+// A replaced snapshot's memory is shared by every thread and felt by no
+// collector (collector.ts): an idle server used to keep each one until a
+// collection that might never come. Now each serving thread collects at its
+// first idle moment and the main thread lets go after them.
+
+test('an idle server gives back a replaced snapshot: the serving threads collect it and the main thread lets go', { timeout: 120_000 }, async () => {
+  const t = await tempDataDir();
+  await ingest(t.dir, t.root, [evidence('before@ybl', 'https://u.example')]);
+  const key = lastLine((await runCli(['keys', 'create', '--data-dir', t.dir.root])).stdout);
+  const server = await startServer(t.dir.root, { args: ['--threads', '2', '--log-level', 'debug'] });
+  try {
+    const late = join(t.root, 'late.ndjson');
+    await writeFile(late, `${JSON.stringify(evidence('after@ybl', 'https://v.example'))}\n`);
+    const ingested = await runCli(['ingest', '--data-dir', t.dir.root, late]);
+    assert.equal(ingested.code, 0, ingested.stderr);
+    const headers = { authorization: `Bearer ${key}` };
+    for (let i = 0; ; i++) {
+      const answer = (await (await fetch(`${server.base}/v1/verify/upi?upi=after@ybl`, { headers })).json()) as { status: string };
+      if (answer.status === 'FLAGGED') break;
+      assert.ok(i < 600, 'the new snapshot was not served within 60 s');
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+
+    // No more requests: only a scrape a second (loopback reads /metrics without a token).
+    let held = -1;
+    for (let i = 0; i < 30 && held !== 0; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+      const metrics = await (await fetch(`${server.base}/metrics`)).text();
+      held = Number(/^upi_risk_replaced_snapshots_held (\d+)$/m.exec(metrics)?.[1] ?? -1);
+    }
+    assert.equal(held, 0, 'the replaced snapshot is still held');
+    const logged = (message: string) =>
+      server
+        .stderr()
+        .split('\n')
+        .filter((line) => line.includes(`"${message}"`))
+        .map((line) => JSON.parse(line) as { thread?: number });
+    const threads = new Set(logged('collected after a snapshot swap').map((line) => line.thread));
+    assert.deepEqual([...threads].sort(), [0, 1], 'each serving thread collected');
+    assert.ok(logged('collected after letting go of a replaced snapshot').length >= 1, 'the main thread collected');
+  } finally {
+    await server.stop();
+    await t.cleanup();
+  }
+});
