@@ -83,13 +83,15 @@ export function createApiApp(deps: ApiDependencies, app: TemplatedApp = uWS.App(
   const requestIds = new RequestIds();
   let inFlight = 0;
   let draining = false;
-  // Most answers come from the snapshot the one before came from.
-  let linesIntel: Intelligence | null = null;
+  // Most answers come from the snapshot the one before came from. Known by
+  // its id, not the object: holding a replaced snapshot here would keep its
+  // memory until the next answer, which an idle thread may never give.
+  let linesId: string | null = null;
   let linesText = '';
   const snapshotLines = (intel: Intelligence): string => {
-    if (intel !== linesIntel) {
+    if (intel.meta.id !== linesId) {
       linesText = snapshotHeaderLines(intel.meta.id, intel.asOfIso);
-      linesIntel = intel;
+      linesId = intel.meta.id;
     }
     return linesText;
   };
