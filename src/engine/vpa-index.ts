@@ -1,6 +1,7 @@
 import { NOT_FOUND } from '../common/brand.js';
 import { hashKeyBytes, hashQueryWords, lowerAsciiWord } from './hash.js';
 import type { KeyIndex } from './key-index.js';
+import { isShared, sharedArray } from './shared-arrays.js';
 
 /**
  * The compact hashed index from VPA to VpaId, over four snapshot arrays
@@ -149,16 +150,17 @@ export function encodeKeys(keys: readonly string[]): { keyBytes: Uint8Array; key
  * ascending within `keyBytes`, key bytes lower-cased ASCII, no duplicate
  * keys, and at most MAX_KEYS keys.
  */
-export function buildIndexArrays(keyBytes: Uint8Array, keyOffsets: Uint32Array, count: number): IndexArrays {
+export function buildIndexArrays(keyBytes: Uint8Array, keyOffsets: Uint32Array, count: number, options: { readonly shared?: boolean } = {}): IndexArrays {
   const capacity = slotCapacity(count);
   const { tailTotal, longest } = checkKeys(keyBytes, keyOffsets, count);
   const hashes = new Uint32Array(count);
   for (let id = 0; id < count; id++) hashes[id] = hashKeyBytes(keyBytes, keyOffsets[id]!, keyOffsets[id + 1]!);
+  const shared = options.shared === true;
   const arrays = {
-    slotTags: new Uint16Array(capacity),
-    slotEntries: new Uint32Array(capacity * ENTRY_WORDS),
-    keyTails: new Uint32Array(tailTotal),
-    vpaSlots: new Uint32Array(count),
+    slotTags: shared ? sharedArray(Uint16Array, capacity) : new Uint16Array(capacity),
+    slotEntries: shared ? sharedArray(Uint32Array, capacity * ENTRY_WORDS) : new Uint32Array(capacity * ENTRY_WORDS),
+    keyTails: shared ? sharedArray(Uint32Array, tailTotal) : new Uint32Array(tailTotal),
+    vpaSlots: shared ? sharedArray(Uint32Array, count) : new Uint32Array(count),
   };
   insertKeys(arrays, keyBytes, keyOffsets, hashes, longest);
   return arrays;
@@ -266,7 +268,8 @@ export function renumberIndex(arrays: IndexArrays, newIdOf: Uint32Array): IndexA
   const { slotTags: tags, slotEntries: entries, vpaSlots } = arrays;
   const count = vpaSlots.length;
   if (newIdOf.length !== count) throw new RangeError(`newIdOf has ${newIdOf.length} ids for an index of ${count} keys`);
-  const renumbered = new Uint32Array(count);
+  // In shared memory when the index is (a build assembling a snapshot to serve).
+  const renumbered = isShared(vpaSlots) ? sharedArray(Uint32Array, count) : new Uint32Array(count);
   for (let slot = 0; slot < tags.length; slot++) {
     if (tags[slot] === 0) continue;
     const e = slot * ENTRY_WORDS;

@@ -1,4 +1,5 @@
 import { hashKeyBytes } from '../../engine/hash.js';
+import { sharedArray } from '../../engine/shared-arrays.js';
 
 /**
  * Interns byte strings (VPA keys, urls, evidence ids) to dense ids without
@@ -104,10 +105,16 @@ export class ByteInterner {
     return id;
   }
 
-  /** Offsets (size+1 entries) and bytes of every entry, in id order, trimmed. */
-  finish(): { bytes: Uint8Array; offsets: Uint32Array } {
-    const offsets = this.#offsets.slice(0, this.#size + 1);
-    return { bytes: this.#bytes.slice(0, offsets[this.#size]!), offsets };
+  /** Offsets (size+1 entries) and bytes of every entry, in id order, trimmed; copied into shared memory with `shared`. */
+  finish(options: { readonly shared?: boolean } = {}): { bytes: Uint8Array; offsets: Uint32Array } {
+    const entries = this.#size + 1;
+    const used = this.#offsets[this.#size]!;
+    if (options.shared !== true) return { bytes: this.#bytes.slice(0, used), offsets: this.#offsets.slice(0, entries) };
+    const offsets = sharedArray(Uint32Array, entries);
+    offsets.set(this.#offsets.subarray(0, entries));
+    const bytes = sharedArray(Uint8Array, used);
+    bytes.set(this.#bytes.subarray(0, used));
+    return { bytes, offsets };
   }
 
   #equals(id: number, bytes: Uint8Array, start: number, length: number): boolean {

@@ -420,7 +420,11 @@ export function indexBuffers(arrays: IndexArrays): ArrayBuffer[] {
   return distinctBuffers([arrays.slotTags, arrays.slotEntries, arrays.keyTails, arrays.vpaSlots]);
 }
 
-/** The buffers under `arrays`, each once (a transfer list may not name one twice). */
+/**
+ * The buffers under `arrays` to transfer, each once (a transfer list may not
+ * name one twice). Shared memory is left out: it is passed by reference, and
+ * a transfer list may not name it at all.
+ */
 function distinctBuffers(arrays: readonly ArrayBufferView[]): ArrayBuffer[] {
-  return [...new Set(arrays.map((array) => array.buffer as ArrayBuffer))];
+  return [...new Set(arrays.map((array) => array.buffer))].filter((buffer): buffer is ArrayBuffer => buffer instanceof ArrayBuffer);
 }

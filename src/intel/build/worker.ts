@@ -5,7 +5,7 @@ import { assembleSnapshot, assembleSnapshotIndexedElsewhere } from './assemble.j
 import { readParsedChunk, writeParsedChunk } from './parse-cache.js';
 import { readClusterIdState, writeClusterIdState } from '../cluster-ids.js';
 import { newSnapshotId, writeSnapshot } from '../../engine/snapshot-files.js';
-import { copyToSharedMemory } from '../../engine/snapshot-codec.js';
+import { toSharedMemory } from '../../engine/snapshot-codec.js';
 import { buildIndexArrays, longestKey, type IndexArrays } from '../../engine/vpa-index.js';
 import type { MessagePort } from 'node:worker_threads';
 import { dataDir } from '../../common/data-dir.js';
@@ -33,7 +33,8 @@ export default async function runBuildTask(task: BuildTask): Promise<unknown> {
     case 'assemble':
       return assemble(task);
     case 'index': {
-      const arrays = buildIndexArrays(task.keyBytes, task.keyOffsets, task.count);
+      // Shared: the assembled snapshot is served from these arrays as they are.
+      const arrays = buildIndexArrays(task.keyBytes, task.keyOffsets, task.count, { shared: true });
       return movable(arrays, indexBuffers(arrays));
     }
   }
@@ -66,7 +67,8 @@ async function assemble(task: AssembleTask): Promise<AssembleOutcome> {
   await writeClusterIdState(dir.clusterIds, clusterIds);
   if (task.assembled !== undefined) {
     // The ids it names are persisted by now; the snapshot file follows.
-    task.assembled.postMessage({ ...copyToSharedMemory(data), maxKeyLength: longestKey(data) });
+    // Assembled in shared memory, so posted without a copy.
+    task.assembled.postMessage({ ...toSharedMemory(data), maxKeyLength: longestKey(data) });
     task.assembled.close();
   }
   const path = await writeSnapshot(dir, data);
