@@ -33,6 +33,8 @@ test('onAssembled gets the snapshot in shared memory, the same one its file hold
     for (const field of ARRAY_FIELDS) {
       assert.ok(early[field].buffer instanceof SharedArrayBuffer, `${field} is in shared memory`);
     }
+    // Assembled there, each array in a buffer of its own; a copy would have packed them into one.
+    assert.equal(new Set(ARRAY_FIELDS.map((field) => early[field].buffer)).size, ARRAY_FIELDS.length, 'handed over without a copy');
     assert.equal(early.maxKeyLength, 'gang.two@okaxis'.length);
 
     const fromFile = await readSnapshotFile(report.path);

@@ -52,6 +52,7 @@ test('an idle serving thread collects a replaced snapshot by itself, without wai
       gc();
     },
     answered: () => 0,
+    inFlight: () => 0,
     forceAfterMs: 60_000,
   });
   let old: SnapshotData | null = snapshot('idle-old');
@@ -66,26 +67,42 @@ test('an idle serving thread collects a replaced snapshot by itself, without wai
 test('a busy serving thread waits for forceAfterMs before it collects', async () => {
   let answered = 0;
   let collections = 0;
-  const busy = new ReleaseWatch(() => {}, { collect: () => collections++, answered: () => answered++, forceAfterMs: 60_000 });
+  const busy = new ReleaseWatch(() => {}, { collect: () => collections++, answered: () => answered++, inFlight: () => 0, forceAfterMs: 60_000 });
   busy.watch(snapshot('busy'));
   await new Promise((resolve) => setTimeout(resolve, 800));
   assert.equal(collections, 0, 'requests arrived in every interval: no collection yet');
 
   let forcedCollections = 0;
-  const forced = new ReleaseWatch(() => {}, { collect: () => forcedCollections++, answered: () => answered++, forceAfterMs: 0 });
+  const forced = new ReleaseWatch(() => {}, { collect: () => forcedCollections++, answered: () => answered++, inFlight: () => 0, forceAfterMs: 0 });
   forced.watch(snapshot('forced'));
   await waitFor(() => forcedCollections > 0, 5_000);
   assert.equal(forcedCollections, 1, 'past forceAfterMs the busy thread collects');
 });
 
-test('a replaced snapshot that stays reachable is collected for at most three times in a row', async () => {
+test('a request in flight is not idleness: the thread waits until it is answered', async () => {
+  let inFlight = 1;
   let collections = 0;
-  const watch = new ReleaseWatch(() => {}, { collect: () => collections++, answered: () => 0, forceAfterMs: 60_000 });
+  const watch = new ReleaseWatch(() => {}, { collect: () => collections++, answered: () => 0, inFlight: () => inFlight, forceAfterMs: 60_000 });
+  watch.watch(snapshot('in-flight'));
+  await new Promise((resolve) => setTimeout(resolve, 800));
+  assert.equal(collections, 0, 'a slow request still answering from the old snapshot');
+  inFlight = 0;
+  await waitFor(() => collections > 0, 5_000);
+  assert.equal(collections, 1);
+});
+
+test('a replaced snapshot that stays reachable is collected again, further and further apart', async () => {
+  const at: number[] = [];
+  const watch = new ReleaseWatch(() => {}, { collect: () => at.push(performance.now()), answered: () => 0, inFlight: () => 0, forceAfterMs: 60_000 });
   const kept = snapshot('still-referenced');
   watch.watch(kept);
-  await waitFor(() => collections >= 3, 5_000);
-  await new Promise((resolve) => setTimeout(resolve, 800));
-  assert.equal(collections, 3);
+  await waitFor(() => at.length >= 3, 10_000);
+  assert.ok(at.length >= 3, 'it keeps trying');
+  const first = at[1]! - at[0]!;
+  const second = at[2]! - at[1]!;
+  // Checks fall on a 250 ms grid: the waits are 500 then 1000 ms, each late by up to a check.
+  assert.ok(first >= 450, `first wait ${first} ms`);
+  assert.ok(second >= 950 && second > first, `second wait ${second} ms after ${first} ms`);
   assert.deepEqual(watch.outstanding(), [kept.meta.id]);
 });
 

@@ -17,9 +17,11 @@ import { runInNewContext } from 'node:vm';
 
 /**
  * Make `gc` available: threads started after this call have it as a
- * global, and this thread through `threadCollector`. The flag only adds that
- * function to contexts made from then on (the way jest's leak detector
- * enables it at run time); it changes nothing else.
+ * global, and this thread through `threadCollector` (jest's leak detector
+ * enables it at run time the same way). The flag adds that function to
+ * contexts made from then on. It also changes V8's flag hash, so code
+ * caches made before it no longer match; worker threads took as long to
+ * start with it as without (medians of 22–29 ms either way, measured here).
  */
 export function enableCollector(): void {
   setFlagsFromString('--expose-gc');

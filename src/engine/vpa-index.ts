@@ -1,7 +1,7 @@
 import { NOT_FOUND } from '../common/brand.js';
 import { hashKeyBytes, hashQueryWords, lowerAsciiWord } from './hash.js';
 import type { KeyIndex } from './key-index.js';
-import { isShared, sharedArray } from './shared-arrays.js';
+import { sharedArray } from './shared-arrays.js';
 
 /**
  * The compact hashed index from VPA to VpaId, over four snapshot arrays
@@ -261,23 +261,22 @@ function insertKeys(arrays: IndexArrays, keyBytes: Uint8Array, keyOffsets: Uint3
  * Give the keys of an index new ids: key `id` becomes `newIdOf[id]`, a
  * permutation of 0..count-1. The slots stay as they are, so an index can be
  * built before its keys' final order is known and renumbered once it is.
- * One sequential pass over the slots; `slotEntries` is rewritten in place,
- * and `vpaSlots` replaced.
+ * One sequential pass over the slots, which rewrites `slotEntries` and
+ * `vpaSlots` in place: the pass reads ids from the entries only, and being
+ * a permutation, it writes every VPA's slot exactly once.
  */
 export function renumberIndex(arrays: IndexArrays, newIdOf: Uint32Array): IndexArrays {
   const { slotTags: tags, slotEntries: entries, vpaSlots } = arrays;
   const count = vpaSlots.length;
   if (newIdOf.length !== count) throw new RangeError(`newIdOf has ${newIdOf.length} ids for an index of ${count} keys`);
-  // In shared memory when the index is (a build assembling a snapshot to serve).
-  const renumbered = isShared(vpaSlots) ? sharedArray(Uint32Array, count) : new Uint32Array(count);
   for (let slot = 0; slot < tags.length; slot++) {
     if (tags[slot] === 0) continue;
     const e = slot * ENTRY_WORDS;
     const id = newIdOf[entries[e]! - 1]!;
     entries[e] = id + 1;
-    renumbered[id] = slot;
+    vpaSlots[id] = slot;
   }
-  return { ...arrays, vpaSlots: renumbered };
+  return arrays;
 }
 
 /** Int32 words over the same memory: the type hashQueryWords packs queries into. */

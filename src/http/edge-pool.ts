@@ -74,7 +74,11 @@ export class EdgePool {
       worker.on('error', (error) => options.logger.error({ thread: index, err: error.stack ?? error.message }, 'serving thread failed'));
       worker.on('message', (message: FromEdge) => {
         if (message.type === 'scrape') {
-          void scrapeFromAll!().then((text) => worker.postMessage({ type: 'scraped', id: message.id, text } satisfies ToEdge));
+          // A thread that exits meanwhile fails the scrape; the asking thread answers 503 and lets the request go.
+          scrapeFromAll!().then(
+            (text) => worker.postMessage({ type: 'scraped', id: message.id, text } satisfies ToEdge),
+            (error: Error) => worker.postMessage({ type: 'scrape-failed', id: message.id, message: error.message } satisfies ToEdge),
+          );
         } else if (message.type === 'released') {
           retired.released(message.snapshot);
         }

@@ -18,6 +18,7 @@ import { listen, type Listening } from './server.js';
 import { createTlsApp, type TlsFiles } from './tls.js';
 import { ReleaseWatch } from './snapshot-release.js';
 import { threadCollector } from '../common/collector.js';
+import { serviceUnavailable } from './http-error.js';
 
 /**
  * One serving thread of `serve --threads N`: a uWebSockets.js app on the
@@ -50,7 +51,8 @@ export type ToEdge =
   | { readonly type: 'listen'; readonly port: number }
   | { readonly type: 'drain' }
   | { readonly type: 'metrics'; readonly id: number }
-  | { readonly type: 'scraped'; readonly id: number; readonly text: string };
+  | { readonly type: 'scraped'; readonly id: number; readonly text: string }
+  | { readonly type: 'scrape-failed'; readonly id: number; readonly message: string };
 
 export type FromEdge =
   | { readonly type: 'listening'; readonly port: number }
@@ -87,6 +89,7 @@ const releases = new ReleaseWatch(
           logger.debug({ ms: Math.round((performance.now() - started) * 10) / 10 }, 'collected after a snapshot swap');
         },
         answered: () => metrics.requests.answered,
+        inFlight: () => api.inFlight(),
         // Threads a second apart: under constant load they pause one at a time.
         forceAfterMs: FORCED_COLLECTION_MS + config.index * 1000,
       },
@@ -107,7 +110,8 @@ if (config.redis === null && config.threads === 1) {
   quota = new QuotaService({ plans: config.plans, redis, redisPrefix: config.redis.prefix });
 }
 
-const scrapes = new Map<number, (text: string) => void>();
+/** Scrapes waiting for the main thread's text, by id; each is settled by 'scraped' or 'scrape-failed'. */
+const scrapes = new Map<number, { resolve: (text: string) => void; reject: (error: Error) => void }>();
 let nextScrape = 0;
 const api = createApiApp(
   {
@@ -120,9 +124,9 @@ const api = createApiApp(
     ...(config.threads > 1 ? { thread: config.index } : {}),
     ...(config.metricsToken === undefined ? {} : { metricsToken: config.metricsToken }),
     scrape: () =>
-      new Promise<string>((resolve) => {
+      new Promise<string>((resolve, reject) => {
         const id = nextScrape++;
-        scrapes.set(id, resolve);
+        scrapes.set(id, { resolve, reject });
         post({ type: 'scrape', id });
       }),
   },
@@ -162,7 +166,11 @@ port.on('message', (message: ToEdge) => {
       metrics.json().then((json) => post({ type: 'metrics', id: message.id, json }));
       break;
     case 'scraped':
-      scrapes.get(message.id)?.(message.text);
+      scrapes.get(message.id)?.resolve(message.text);
+      scrapes.delete(message.id);
+      break;
+    case 'scrape-failed':
+      scrapes.get(message.id)?.reject(serviceUnavailable(`metrics are unavailable: ${message.message}`));
       scrapes.delete(message.id);
       break;
   }

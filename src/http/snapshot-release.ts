@@ -15,7 +15,7 @@ import { ARRAY_FIELDS, type SnapshotData } from '../engine/snapshot-data.js';
  * Nothing makes a collector run when a snapshot is dropped (collector.ts
  * says why), so both sides run one themselves when given `collect`: the
  * main thread right after letting go, a serving thread once it has a moment
- * without requests.
+ * with no request in flight.
  */
 const SWEEP_GRACE_MS = 1000;
 
@@ -23,16 +23,15 @@ export class RetiredSnapshots {
   readonly #threads: number;
   readonly #maxHeld: number;
   readonly #held = new Map<string, { data: SnapshotData; waiting: number }>();
+  readonly #collect: () => void;
 
   /**
    * `maxHeld` bounds the memory this can keep: a serving thread that does
-   * not collect for a long while (an idle one) must not make snapshots pile
-   * up. Past it the oldest is let go at once, and freed wherever it is last
-   * dropped, as without this class.
+   * not collect for a long while must not make snapshots pile up. Past it
+   * the oldest is let go at once, and freed wherever it is last dropped, as
+   * without this class. `collect`, when given, runs a full collection of
+   * this thread's heap after each snapshot let go.
    */
-  readonly #collect: () => void;
-
-  /** `collect`, when given, runs a full collection of this thread's heap after each snapshot let go. */
   constructor(threads: number, maxHeld = 2, collect?: () => void) {
     this.#threads = threads;
     this.#maxHeld = maxHeld;
@@ -72,8 +71,10 @@ export class RetiredSnapshots {
 export interface IdleCollection {
   /** A full collection of this thread's heap (collector.ts). */
   readonly collect: () => void;
-  /** Requests this thread has answered so far: no change over a check interval means it is idle. */
+  /** Requests this thread has answered so far: no change over a check interval, and none in flight, means it is idle. */
   readonly answered: () => number;
+  /** Requests this thread has taken and not yet answered (one of them may still use the replaced snapshot). */
+  readonly inFlight: () => number;
   /**
    * Collect after this long even if the thread is never idle, ms. Give each
    * thread a different value, so that under load they do not all pause at once.
@@ -84,11 +85,12 @@ export interface IdleCollection {
 /** How often a serving thread with a replaced snapshot outstanding looks whether it is idle, ms. */
 const IDLE_CHECK_MS = 250;
 /**
- * Collections in a row at most while replaced snapshots stay outstanding: one
- * still reachable after that (held by something else) is left to the
- * collector's own schedule rather than collected for every few seconds.
+ * A collection that leaves a replaced snapshot outstanding (a slow request
+ * still answers from it) is followed by the next only after twice the wait
+ * before it, up to this, ms: a snapshot held for long costs a collection a
+ * minute, not four a second.
  */
-const MAX_COLLECTIONS = 3;
+const MAX_COLLECTION_GAP_MS = 60_000;
 
 /**
  * The serving-thread side of RetiredSnapshots: reports a replaced snapshot
@@ -96,8 +98,9 @@ const MAX_COLLECTIONS = 3;
  * it, so its share of the memory is no longer counted here.
  *
  * With `idle`, it also makes that collection happen: at the first check
- * interval in which the thread answered no request, or after `forceAfterMs`
- * under constant load. A full collection of a serving thread's heap holds it
+ * interval in which the thread answered no request and has none in flight,
+ * or after `forceAfterMs` under constant load. A collection that leaves a
+ * snapshot outstanding is followed by more, further and further apart. A full collection of a serving thread's heap holds it
  * for about 15 ms on the bench machine; idle, nobody waits for it.
  */
 export class ReleaseWatch {
@@ -105,6 +108,8 @@ export class ReleaseWatch {
   readonly #registry: FinalizationRegistry<string>;
   readonly #idle: IdleCollection | undefined;
   #timer: NodeJS.Timeout | null = null;
+  /** Least time from one collection to the next, ms; 0 again whenever a snapshot is replaced. */
+  #gap = 0;
 
   constructor(onReleased: (id: string) => void, idle?: IdleCollection) {
     this.#idle = idle;
@@ -124,6 +129,7 @@ export class ReleaseWatch {
     const buffers = new Set<ArrayBufferLike>(ARRAY_FIELDS.map((field) => data[field].buffer));
     this.#remaining.set(data.meta.id, buffers.size);
     for (const buffer of buffers) this.#registry.register(buffer, data.meta.id);
+    this.#gap = 0;
     this.#collectWhenIdle();
   }
 
@@ -135,23 +141,23 @@ export class ReleaseWatch {
   #collectWhenIdle(): void {
     const idle = this.#idle;
     if (idle === undefined || this.#timer !== null) return;
-    let since = performance.now();
+    let last = performance.now();
     let seen = idle.answered();
-    let collections = 0;
     this.#timer = setInterval(() => {
-      if (this.#remaining.size === 0 || collections === MAX_COLLECTIONS) {
+      if (this.#remaining.size === 0) {
         clearInterval(this.#timer!);
         this.#timer = null;
         return;
       }
       const answered = idle.answered();
-      const wasIdle = answered === seen;
+      const wasIdle = answered === seen && idle.inFlight() === 0;
       seen = answered;
-      if (!wasIdle && performance.now() - since < idle.forceAfterMs) return;
-      collections++;
+      const since = performance.now() - last;
+      if (since < this.#gap || (!wasIdle && since < idle.forceAfterMs)) return;
       idle.collect();
-      since = performance.now();
+      last = performance.now();
       seen = idle.answered();
+      this.#gap = Math.min(Math.max(2 * this.#gap, 2 * IDLE_CHECK_MS), MAX_COLLECTION_GAP_MS);
     }, IDLE_CHECK_MS).unref();
   }
 }
