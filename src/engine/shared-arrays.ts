@@ -14,8 +14,3 @@ interface TypedArrayType<T> {
 export function sharedArray<T>(type: TypedArrayType<T>, length: number): T {
   return new type(new SharedArrayBuffer(length * type.BYTES_PER_ELEMENT) as unknown as ArrayBuffer, 0, length);
 }
-
-/** Whether `array` is a view of shared memory. */
-export function isShared(array: ArrayBufferView): boolean {
-  return typeof SharedArrayBuffer === 'function' && array.buffer instanceof SharedArrayBuffer;
-}

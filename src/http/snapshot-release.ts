@@ -100,8 +100,9 @@ const MAX_COLLECTION_GAP_MS = 60_000;
  * With `idle`, it also makes that collection happen: at the first check
  * interval in which the thread answered no request and has none in flight,
  * or after `forceAfterMs` under constant load. A collection that leaves a
- * snapshot outstanding is followed by more, further and further apart. A full collection of a serving thread's heap holds it
- * for about 15 ms on the bench machine; idle, nobody waits for it.
+ * snapshot outstanding is followed by more, further and further apart. A
+ * full collection of a serving thread's heap held it 9–35 ms on the bench
+ * machine; idle, nobody waits for it.
  */
 export class ReleaseWatch {
   readonly #remaining = new Map<string, number>();
