@@ -11,7 +11,7 @@ test('after enableCollector, this thread and threads started later can run a ful
   enableCollector();
   const collect = threadCollector();
   assert.equal(typeof collect, 'function');
-  collect!();
+  assert.ok(collect!() >= 0, 'it says how long it held the thread');
 
   const worker = new Worker('require("node:worker_threads").parentPort.postMessage(typeof gc)', { eval: true });
   const [kind] = (await once(worker, 'message')) as [string];

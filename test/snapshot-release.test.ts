@@ -125,7 +125,7 @@ test('the main thread holds a retired snapshot until every serving thread releas
 
 test('at most maxHeld retired snapshots are kept: a thread that never collects cannot pile them up', () => {
   let collections = 0;
-  const retired = new RetiredSnapshots(1, 2, () => collections++);
+  const retired = new RetiredSnapshots(1, { maxHeld: 2, collect: () => collections++ });
   for (const id of ['s1', 's2', 's3']) retired.retire(snapshot(id));
   assert.deepEqual(retired.held(), ['s2', 's3']);
   assert.equal(collections, 1, 'the main thread collects what it let go of');
@@ -135,7 +135,7 @@ test('the main thread collects once it has let go of a released snapshot', () =>
   mock.timers.enable({ apis: ['setTimeout'] });
   try {
     let collections = 0;
-    const retired = new RetiredSnapshots(1, 2, () => collections++);
+    const retired = new RetiredSnapshots(1, { maxHeld: 2, collect: () => collections++ });
     retired.retire(snapshot('s1'));
     retired.released('s1');
     assert.equal(collections, 0, 'not during the grace period');

@@ -1,5 +1,6 @@
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
+import { performance } from 'node:perf_hooks';
 
 /**
  * A full garbage collection on demand, so a replaced snapshot's memory is
@@ -27,8 +28,22 @@ export function enableCollector(): void {
   setFlagsFromString('--expose-gc');
 }
 
-/** A full collection of this thread's heap, or undefined when `enableCollector` was not called before the thread started. */
-export function threadCollector(): (() => void) | undefined {
+/**
+ * A full collection of this thread's heap, returning how long it held the
+ * thread (ms, to a tenth, for the log); undefined when `enableCollector` was
+ * not called before the thread started.
+ */
+export function threadCollector(): (() => number) | undefined {
+  const gc = exposedGc();
+  if (gc === undefined) return undefined;
+  return () => {
+    const started = performance.now();
+    gc();
+    return Math.round((performance.now() - started) * 10) / 10;
+  };
+}
+
+function exposedGc(): (() => void) | undefined {
   const global = (globalThis as { gc?: unknown }).gc;
   if (typeof global === 'function') return global as () => void;
   try {

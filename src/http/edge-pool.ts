@@ -1,5 +1,4 @@
 import { MessageChannel, Worker } from 'node:worker_threads';
-import { performance } from 'node:perf_hooks';
 import { createServer, type AddressInfo } from 'node:net';
 import type { Logger } from '../common/logger.js';
 import { UpiRiskError } from '../common/errors.js';
@@ -52,14 +51,7 @@ export class EdgePool {
     const collect = threadCollector();
     const retired = new RetiredSnapshots(
       options.threads,
-      undefined,
-      collect === undefined
-        ? undefined
-        : () => {
-            const started = performance.now();
-            collect();
-            options.logger.debug({ ms: Math.round((performance.now() - started) * 10) / 10 }, 'collected after letting go of a replaced snapshot');
-          },
+      collect === undefined ? {} : { collect: () => options.logger.debug({ ms: collect() }, 'collected after letting go of a replaced snapshot') },
     );
     options.metrics.watchReplacedSnapshots(() => retired.held().length);
     // Several threads without Redis count key quotas in one shared table; one thread keeps its own.

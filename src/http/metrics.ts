@@ -4,6 +4,9 @@ import type { BuildReport } from '../intel/build/builder.js';
 import type { Intelligence } from '../engine/intelligence.js';
 import { RequestStats, type MetricJson } from './request-stats.js';
 
+/** The main thread's gauges whose values are read at each scrape from a function set later. */
+type ScrapeReader = 'carriedBytes' | 'replacedSnapshots';
+
 /**
  * Prometheus metrics of one thread: request counts and latency
  * (RequestStats, counted without prom-client on the hot path) and
@@ -64,7 +67,7 @@ export class ServiceMetrics {
     help: 'Replaced snapshots whose memory is not yet given back: kept until every serving thread has dropped them',
   });
   /** Where the main thread's read-at-scrape gauges get their values (set with the watch methods); unset elsewhere. */
-  readonly #readers: Partial<Record<'carriedBytes' | 'replacedSnapshots', () => number>> = {};
+  readonly #readers: Partial<Record<ScrapeReader, () => number>> = {};
 
   /** `thread` names this thread in per-thread metrics: `main`, or a serving thread's index. */
   constructor(thread = 'main') {
@@ -73,7 +76,7 @@ export class ServiceMetrics {
   }
 
   /** A gauge read from `#readers[reader]` at each scrape, when that is set. */
-  #readAtScrape(reader: 'carriedBytes' | 'replacedSnapshots', config: { name: string; help: string }): Gauge<string> {
+  #readAtScrape(reader: ScrapeReader, config: { name: string; help: string }): Gauge<string> {
     const gauge: Gauge<string> = this.#gauge({
       ...config,
       collect: () => {

@@ -26,16 +26,16 @@ export class RetiredSnapshots {
   readonly #collect: () => void;
 
   /**
-   * `maxHeld` bounds the memory this can keep: a serving thread that does
-   * not collect for a long while must not make snapshots pile up. Past it
-   * the oldest is let go at once, and freed wherever it is last dropped, as
-   * without this class. `collect`, when given, runs a full collection of
-   * this thread's heap after each snapshot let go.
+   * `maxHeld` (default 2) bounds the memory this can keep: a serving thread
+   * that does not collect for a long while must not make snapshots pile up.
+   * Past it the oldest is let go at once, and freed wherever it is last
+   * dropped, as without this class. `collect`, when given, runs a full
+   * collection of this thread's heap after each snapshot let go.
    */
-  constructor(threads: number, maxHeld = 2, collect?: () => void) {
+  constructor(threads: number, options: { readonly maxHeld?: number; readonly collect?: () => void } = {}) {
     this.#threads = threads;
-    this.#maxHeld = maxHeld;
-    this.#collect = collect ?? (() => {});
+    this.#maxHeld = options.maxHeld ?? 2;
+    this.#collect = options.collect ?? (() => {});
   }
 
   /** Keep a snapshot that serving threads are being told to replace. */

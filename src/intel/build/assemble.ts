@@ -397,8 +397,8 @@ function concatenate(partials: readonly AggregateResult[]): Concatenated {
     urlByteTotal += p.urlBytes.byteLength;
   }
   // In shared memory: the index is built from them on another thread while this one goes on reading them.
-  const keyBytes = new Uint8Array(new SharedArrayBuffer(keyLength));
-  const keyOffsets = new Uint32Array(new SharedArrayBuffer((n + 1) * 4));
+  const keyBytes = sharedArray(Uint8Array, keyLength);
+  const keyOffsets = sharedArray(Uint32Array, n + 1);
   const firstSeen = new Float64Array(n);
   const evidenceCount = new Uint32Array(n);
   const riskCategory = new Uint8Array(n);
