@@ -170,7 +170,8 @@ async function main(): Promise<void> {
             : Math.round(plainSingle.service.requestsPerSecond / 2);
       const buildS = Number((suite.engine as { buildS?: number } | null)?.buildS ?? vpas / 100_000);
       log(`swap: new evidence under ${rate} req/s`);
-      suite.swap = await runSwap({ ...base, tls: false }, token, rate, work, Math.ceil(buildS * 2 + 20));
+      // The load covers the rebuild (slower under it), the swap and the replaced snapshot's release, up to 15 s after.
+      suite.swap = await runSwap({ ...base, tls: false }, token, rate, work, Math.ceil(buildS * 2 + 40));
       log('swap: the machine\'s own stalls');
       suite.machineStall = (await benchFile('machine-stall.bench.js', [])) as unknown as MachineStallResult;
     }

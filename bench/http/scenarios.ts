@@ -195,12 +195,26 @@ export async function runHttp(options: HttpOptions, token: string): Promise<Http
 }
 
 export interface SwapResult {
-  /** Longest event-loop delay of the serving thread over the window with the swap, ms. */
+  /**
+   * Longest event-loop delay of the serving threads over the window with
+   * the swap, ms: from before the ingest until the replaced snapshot has
+   * been given back (the collections that frees it fall inside), plus a
+   * second.
+   */
   readonly stallMs: number;
-  /** The same over an equally long window of the same load without a swap, ms. */
+  /** The same over an equally long window of the same load without a rebuild or a swap, ms. */
   readonly baselineStallMs: number;
+  /** How long the window with the swap lasted, s (the baseline's lasts as long). */
+  readonly windowS: number;
   /** How long the swap itself held a serving thread (upi_risk_snapshot_swap_seconds), ms. */
   readonly swapMs: number;
+  /**
+   * From the server's start until it had read the stored evidence ahead of
+   * rebuilds, s. Nothing is measured before that: the read-ahead is a
+   * one-off of every start, and a window overlapping it would charge its
+   * work to the swap or to the baseline.
+   */
+  readonly readAheadS: number;
   /** From `upi-risk ingest` returning to the new verdict being served, under the load, s. */
   readonly freshnessS: number;
   /** The same with no load, for the server's next two ingests (its second and third builds). */
@@ -228,9 +242,11 @@ export async function runSwap(options: HttpOptions, token: string, rate: number,
   const server = await startService(options.dataDir, false, options.serverThreads, ['--poll-ms', '1000', '--metrics-token', 'bench-metrics']);
   try {
     const target = targetFor('single', options.workload, portOf(server), false, token);
+    const metrics = async (): Promise<string> =>
+      (await fetch(`${server.base}/metrics`, { headers: { authorization: 'Bearer bench-metrics' } })).text();
     /** One scrape (each starts a new stall window): the serving threads' longest stall and last swap hold, ms (-1 when not reported). */
     const scrape = async (): Promise<{ stallMs: number; swapMs: number }> => {
-      const text = await (await fetch(`${server.base}/metrics`, { headers: { authorization: 'Bearer bench-metrics' } })).text();
+      const text = await metrics();
       // Serving threads only (numbered): the main thread builds and loads, and answers no request.
       const servingMax = (name: string): number => {
         const values = [...text.matchAll(new RegExp(`^${name}\\{thread="\\d+"\\} (\\S+)$`, 'gm'))].map((m) => Number(m[1]) * 1000);
@@ -240,28 +256,38 @@ export async function runSwap(options: HttpOptions, token: string, rate: number,
       if (stallMs < 0) throw new Error('the server reports no upi_risk_event_loop_delay_max_seconds of a serving thread');
       return { stallMs, swapMs: servingMax('upi_risk_snapshot_swap_seconds') };
     };
-    // Baseline: the same load, no swap.
-    const windowSeconds = 8;
-    const baselineRun = runOpenLoop(target, { rate, seconds: windowSeconds, warmupSeconds: 1, connections: options.connections });
-    await sleep(1000);
-    await scrape();
-    await baselineRun;
-    const baselineStallMs = (await scrape()).stallMs;
+    const readAheadS = await waitForGauge(metrics, 'upi_risk_build_carried_bytes', (value) => value > 0, 'the stored evidence was not read ahead');
 
-    // loadSeconds covers a rebuild at this size, with load before and after.
+    // The swap: from before the ingest until the replaced snapshot is given back.
     const loadRun = runOpenLoop(target, { rate, seconds: loadSeconds, warmupSeconds: 1, connections: options.connections });
     await sleep(2000);
     await scrape();
+    const opened = performance.now();
     const underLoad = await ingestAndWait(server, options.dataDir, workDir, token);
-    await sleep(2000);
+    await waitForGauge(metrics, 'upi_risk_replaced_snapshots_held', (value) => value === 0, 'the replaced snapshot was not given back');
+    await sleep(1000);
     const { stallMs, swapMs } = await scrape();
+    const windowS = (performance.now() - opened) / 1000;
     const load = await loadRun;
+    // The load must have run through the whole window, or its end would pass for calm.
+    if (windowS + 3 > loadSeconds) throw new Error(`the window with the swap (${round3(windowS)} s) outlasted the load (${loadSeconds} s)`);
+
+    // Baseline: the same load for as long, nothing else happening.
+    const baselineRun = runOpenLoop(target, { rate, seconds: Math.ceil(windowS) + 2, warmupSeconds: 1, connections: options.connections });
+    await sleep(1500);
+    await scrape();
+    await sleep(windowS * 1000);
+    const baselineStallMs = (await scrape()).stallMs;
+    await baselineRun;
+
     const first = await ingestAndWait(server, options.dataDir, workDir, token);
     const next = await ingestAndWait(server, options.dataDir, workDir, token);
     return {
       stallMs: round3(stallMs),
       baselineStallMs: round3(baselineStallMs),
+      windowS: round3(windowS),
       swapMs: round3(swapMs),
+      readAheadS,
       freshnessS: underLoad.freshnessS,
       idleFreshnessS: [first.freshnessS, next.freshnessS],
       previousWriteS: [underLoad.previousWriteS, first.previousWriteS, next.previousWriteS],
@@ -271,6 +297,19 @@ export async function runSwap(options: HttpOptions, token: string, rate: number,
   } finally {
     await server.stop();
   }
+}
+
+/** Poll the server's metrics until the unlabelled gauge `name` satisfies `done`; how long that took, s. */
+async function waitForGauge(metrics: () => Promise<string>, name: string, done: (value: number) => boolean, failure: string): Promise<number> {
+  const started = performance.now();
+  const pattern = new RegExp(`^${name} (\\S+)$`, 'm');
+  while (performance.now() - started < 600_000) {
+    const match = pattern.exec(await metrics());
+    if (match === null) throw new Error(`the server reports no ${name}`);
+    if (done(Number(match[1]))) return round3((performance.now() - started) / 1000);
+    await sleep(100);
+  }
+  throw new Error(`${failure} within 600 s (${name})`);
 }
 
 /**
