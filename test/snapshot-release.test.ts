@@ -5,6 +5,7 @@ import { runInNewContext } from 'node:vm';
 import { copyToSharedMemory } from '../src/engine/snapshot-codec.js';
 import type { SnapshotData } from '../src/engine/snapshot-data.js';
 import { ReleaseWatch, RetiredSnapshots } from '../src/http/snapshot-release.js';
+import { startIncrementalMarking } from '../src/common/collector.js';
 import { buildInProcess, evidence } from './helpers.js';
 
 // A replaced snapshot is let go by the main thread only after every serving
@@ -77,6 +78,41 @@ test('a busy serving thread waits for forceAfterMs before it collects', async ()
   forced.watch(snapshot('forced'));
   await waitFor(() => forcedCollections > 0, 5_000);
   assert.equal(forcedCollections, 1, 'past forceAfterMs the busy thread collects');
+});
+
+test('a busy serving thread frees a replaced snapshot by incremental marking, without pausing for a full collection', async () => {
+  const released: string[] = [];
+  let answered = 0;
+  let collections = 0;
+  let markings = 0;
+  const watch = new ReleaseWatch((id) => released.push(id), {
+    collect: () => collections++,
+    startMarking: () => {
+      markings++;
+      startIncrementalMarking();
+    },
+    answered: () => answered++,
+    inFlight: () => 0,
+    forceAfterMs: 60_000,
+  });
+  // Requests keep coming: the thread allocates as it answers them.
+  let sink: unknown;
+  const load = setInterval(() => {
+    for (let i = 0; i < 1000; i++) sink = { i, text: `answer ${i}` };
+  }, 1);
+  try {
+    let old: SnapshotData | null = snapshot('marked-old');
+    watch.watch(old);
+    old = null;
+    await waitFor(() => released.length > 0, 10_000);
+  } finally {
+    clearInterval(load);
+  }
+  assert.ok(sink !== undefined);
+  assert.deepEqual(released, ['marked-old'], 'the marking V8 started freed it');
+  assert.equal(collections, 0, 'no full collection: forceAfterMs has not passed');
+  assert.ok(markings >= 1);
+  assert.deepEqual(watch.outstanding(), []);
 });
 
 test('a request in flight is not idleness: the thread waits until it is answered', async () => {

@@ -17,7 +17,7 @@ import { ServiceMetrics } from './metrics.js';
 import { listen, type Listening } from './server.js';
 import { createTlsApp, type TlsFiles } from './tls.js';
 import { ReleaseWatch } from './snapshot-release.js';
-import { threadCollector } from '../common/collector.js';
+import { startIncrementalMarking, threadCollector } from '../common/collector.js';
 import { serviceUnavailable } from './http-error.js';
 
 /**
@@ -63,10 +63,10 @@ export type FromEdge =
   | { readonly type: 'released'; readonly snapshot: string };
 
 /**
- * Under constant load, how long a serving thread waits for an idle moment
- * before it collects a replaced snapshot anyway, ms: long enough that most
- * swaps find one, short enough that a 10M-VPA snapshot (1.5 GiB) is not
- * kept for long.
+ * Under constant load, how long a serving thread leaves incremental marking
+ * (and idle moments) to free a replaced snapshot before it pauses for a full
+ * collection, ms: marking frees it within a second unless a request still
+ * holds it, and a 10M-VPA snapshot (1.5 GiB) is not to be kept for long.
  */
 const FORCED_COLLECTION_MS = 10_000;
 
@@ -84,6 +84,10 @@ const releases = new ReleaseWatch(
     ? undefined
     : {
         collect: () => logger.debug({ ms: collect() }, 'collected after a snapshot swap'),
+        startMarking: () => {
+          startIncrementalMarking();
+          logger.debug('started incremental marking after a snapshot swap');
+        },
         answered: () => metrics.requests.answered,
         inFlight: () => api.inFlight(),
         // Threads a second apart: under constant load they pause one at a time.

@@ -15,7 +15,8 @@ import { ARRAY_FIELDS, type SnapshotData } from '../engine/snapshot-data.js';
  * Nothing makes a collector run when a snapshot is dropped (collector.ts
  * says why), so both sides run one themselves when given `collect`: the
  * main thread right after letting go, a serving thread once it has a moment
- * with no request in flight.
+ * with no request in flight, or, while it answers requests, by starting
+ * incremental marking.
  */
 const SWEEP_GRACE_MS = 1000;
 
@@ -71,6 +72,12 @@ export class RetiredSnapshots {
 export interface IdleCollection {
   /** A full collection of this thread's heap (collector.ts). */
   readonly collect: () => void;
+  /**
+   * Start a collection that marks in steps between requests
+   * (collector.ts, startIncrementalMarking), for a thread that is not idle:
+   * it frees a replaced snapshot without the pause of `collect`.
+   */
+  readonly startMarking?: () => void;
   /** Requests this thread has answered so far: no change over a check interval, and none in flight, means it is idle. */
   readonly answered: () => number;
   /** Requests this thread has taken and not yet answered (one of them may still use the replaced snapshot). */
@@ -97,12 +104,16 @@ const MAX_COLLECTION_GAP_MS = 60_000;
  * once this thread's collector has reclaimed every buffer object it had for
  * it, so its share of the memory is no longer counted here.
  *
- * With `idle`, it also makes that collection happen: at the first check
- * interval in which the thread answered no request and has none in flight,
- * or after `forceAfterMs` under constant load. A collection that leaves a
- * snapshot outstanding is followed by more, further and further apart. A
- * full collection of a serving thread's heap held it 9–35 ms on the bench
- * machine; idle, nobody waits for it.
+ * With `idle`, it also makes that collection happen: a full collection at
+ * the first check interval in which the thread answered no request and has
+ * none in flight. A full collection of a serving thread's heap held it
+ * 9–35 ms on the bench machine; idle, nobody waits for it. A thread under
+ * load instead starts incremental marking (`startMarking`) at the first
+ * check, and again at doubling intervals while the snapshot is outstanding
+ * (a request that was in flight when marking began may have kept it alive);
+ * only if that has not freed it after `forceAfterMs` does it pause for a
+ * full collection. A collection that leaves a snapshot outstanding is
+ * followed by more, further and further apart.
  */
 export class ReleaseWatch {
   readonly #remaining = new Map<string, number>();
@@ -111,6 +122,9 @@ export class ReleaseWatch {
   #timer: NodeJS.Timeout | null = null;
   /** Least time from one collection to the next, ms; 0 again whenever a snapshot is replaced. */
   #gap = 0;
+  /** When a busy thread next starts marking (performance.now), and the wait after that, ms. */
+  #markAt = 0;
+  #markGap = IDLE_CHECK_MS;
 
   constructor(onReleased: (id: string) => void, idle?: IdleCollection) {
     this.#idle = idle;
@@ -131,6 +145,8 @@ export class ReleaseWatch {
     this.#remaining.set(data.meta.id, buffers.size);
     for (const buffer of buffers) this.#registry.register(buffer, data.meta.id);
     this.#gap = 0;
+    this.#markAt = 0;
+    this.#markGap = IDLE_CHECK_MS;
     this.#collectWhenIdle();
   }
 
@@ -153,12 +169,23 @@ export class ReleaseWatch {
       const answered = idle.answered();
       const wasIdle = answered === seen && idle.inFlight() === 0;
       seen = answered;
-      const since = performance.now() - last;
-      if (since < this.#gap || (!wasIdle && since < idle.forceAfterMs)) return;
+      const now = performance.now();
+      const since = now - last;
+      if (since < this.#gap) return;
+      if (!wasIdle && since < idle.forceAfterMs) {
+        if (idle.startMarking !== undefined && now >= this.#markAt) {
+          idle.startMarking();
+          this.#markAt = now + this.#markGap;
+          this.#markGap = Math.min(2 * this.#markGap, MAX_COLLECTION_GAP_MS);
+        }
+        return;
+      }
       idle.collect();
       last = performance.now();
       seen = idle.answered();
       this.#gap = Math.min(Math.max(2 * this.#gap, 2 * IDLE_CHECK_MS), MAX_COLLECTION_GAP_MS);
+      this.#markAt = last;
+      this.#markGap = IDLE_CHECK_MS;
     }, IDLE_CHECK_MS).unref();
   }
 }
