@@ -147,10 +147,11 @@ test('the main thread holds a retired snapshot until every serving thread releas
   try {
     const retired = new RetiredSnapshots(2);
     retired.retire(snapshot('s1'));
-    retired.released('s1');
-    assert.deepEqual(retired.held(), ['s1'], 'one of two threads still holds it');
-    retired.released('unknown');
-    retired.released('s1');
+    retired.released('s1', 0);
+    retired.released('s1', 0);
+    assert.deepEqual(retired.held(), ['s1'], 'one of two threads still holds it, however often the other reports');
+    retired.released('unknown', 1);
+    retired.released('s1', 1);
     assert.deepEqual(retired.held(), ['s1'], 'kept while the last thread finishes sweeping');
     mock.timers.tick(1000);
     assert.deepEqual(retired.held(), []);
@@ -173,11 +174,29 @@ test('the main thread collects once it has let go of a released snapshot', () =>
     let collections = 0;
     const retired = new RetiredSnapshots(1, { maxHeld: 2, collect: () => collections++ });
     retired.retire(snapshot('s1'));
-    retired.released('s1');
+    retired.released('s1', 0);
     assert.equal(collections, 0, 'not during the grace period');
     mock.timers.tick(1000);
     assert.deepEqual(retired.held(), []);
     assert.equal(collections, 1);
+  } finally {
+    mock.timers.reset();
+  }
+});
+
+test('a serving thread that stops holds nothing: no retired snapshot waits for it', () => {
+  mock.timers.enable({ apis: ['setTimeout'] });
+  try {
+    const retired = new RetiredSnapshots(2);
+    retired.retire(snapshot('s1'));
+    retired.released('s1', 0);
+    retired.exited(1);
+    mock.timers.tick(1000);
+    assert.deepEqual(retired.held(), [], 'let go without the stopped thread reporting');
+    retired.retire(snapshot('s2'));
+    retired.released('s2', 0);
+    mock.timers.tick(1000);
+    assert.deepEqual(retired.held(), [], 'a later snapshot waits for the running thread only');
   } finally {
     mock.timers.reset();
   }

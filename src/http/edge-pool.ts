@@ -2,6 +2,7 @@ import { MessageChannel, Worker } from 'node:worker_threads';
 import { createServer, type AddressInfo } from 'node:net';
 import type { Logger } from '../common/logger.js';
 import { UpiRiskError } from '../common/errors.js';
+import { askThread } from './thread-ask.js';
 import type { KeyRegistry } from '../access/key-store.js';
 import type { Quota } from '../access/quota.js';
 import { serveQuota } from '../access/remote-quota.js';
@@ -34,11 +35,13 @@ export class EdgePool {
   readonly port: number;
   readonly #workers: Worker[];
   readonly #options: EdgePoolOptions;
+  readonly #draining: { value: boolean };
 
-  private constructor(port: number, workers: Worker[], options: EdgePoolOptions) {
+  private constructor(port: number, workers: Worker[], options: EdgePoolOptions, draining: { value: boolean }) {
     this.port = port;
     this.#workers = workers;
     this.#options = options;
+    this.#draining = draining;
   }
 
   static async start(options: EdgePoolOptions): Promise<EdgePool> {
@@ -57,6 +60,8 @@ export class EdgePool {
     // Several threads without Redis count key quotas in one shared table; one thread keeps its own.
     const sharedWindows = options.redis === null && options.threads > 1 ? new SharedWindowTable().buffer : null;
     let scrapeFromAll: (() => Promise<string>) | null = null;
+    /** Set once drain() starts: threads exit from then on, and that is no failure. */
+    const draining = { value: false };
     for (let index = 0; index < options.threads; index++) {
       const channel = new MessageChannel();
       serveQuota(channel.port1, options.quota);
@@ -64,15 +69,19 @@ export class EdgePool {
       const data: EdgeWorkerData = { ...shared, index, quotaPort: channel.port2, sharedWindows };
       const worker = new Worker(new URL('./edge-worker.js', import.meta.url), { workerData: data, transferList: [channel.port2] });
       worker.on('error', (error) => options.logger.error({ thread: index, err: error.stack ?? error.message }, 'serving thread failed'));
+      worker.once('exit', (code) => {
+        retired.exited(index);
+        if (!draining.value) options.logger.error({ thread: index, code }, 'serving thread exited');
+      });
       worker.on('message', (message: FromEdge) => {
         if (message.type === 'scrape') {
-          // A thread that exits meanwhile fails the scrape; the asking thread answers 503 and lets the request go.
+          // Should the scrape fail, the asking thread answers 503 and lets the request go.
           scrapeFromAll!().then(
             (text) => worker.postMessage({ type: 'scraped', id: message.id, text } satisfies ToEdge),
             (error: Error) => worker.postMessage({ type: 'scrape-failed', id: message.id, message: error.message } satisfies ToEdge),
           );
         } else if (message.type === 'released') {
-          retired.released(message.snapshot);
+          retired.released(message.snapshot, index);
         }
       });
       workers.push(worker);
@@ -93,21 +102,33 @@ export class EdgePool {
     scrapeFromAll = async () => {
       options.metrics.observeSnapshot(options.service.current);
       const others: MetricJson[][] = [];
-      for (const worker of workers) others.push((await ask(worker, { type: 'metrics', id: nextId++ }, 'metrics')) as MetricJson[]);
+      for (const worker of workers) {
+        // A thread that has stopped, or stops meanwhile, has nothing to report: the others still do.
+        const reply = await askThread(worker, { type: 'metrics', id: nextId++ }, 'metrics').catch(() => null);
+        if (reply !== null) others.push((reply as Extract<FromEdge, { type: 'metrics' }>).json as MetricJson[]);
+      }
       return options.metrics.text(others);
     };
 
     // Threads share the port through SO_REUSEPORT, which uWS sets only for a concrete port.
     const port = options.port === 0 ? await freePort(options.host) : options.port;
     await Promise.all(workers.map((worker) => listenOn(worker, port)));
-    return new EdgePool(port, workers, options);
+    return new EdgePool(port, workers, options, draining);
   }
 
   /** Stop accepting, let every thread answer what it has in flight, close its connections and end. */
   async drain(): Promise<void> {
-    const exits = this.#workers.map((worker) => new Promise((resolve) => worker.once('exit', resolve)));
-    await Promise.all(this.#workers.map((worker) => ask(worker, { type: 'drain' }, 'drained')));
-    await Promise.all(exits);
+    this.#draining.value = true;
+    await Promise.all(
+      this.#workers.map(async (worker) => {
+        // A thread that stopped earlier has nothing to drain, and its 'exit' will not come again.
+        if (worker.threadId === -1) return;
+        const exited = new Promise((resolve) => worker.once('exit', resolve));
+        // One that stops meanwhile has nothing left to drain either: wait for its exit all the same.
+        await askThread(worker, { type: 'drain' }, 'drained').catch(() => {});
+        await exited;
+      }),
+    );
     this.#options.logger.info({ threads: this.#workers.length }, 'serving threads stopped');
   }
 }
@@ -122,25 +143,7 @@ export async function freePort(host: string): Promise<number> {
 }
 
 async function listenOn(worker: Worker, port: number): Promise<number> {
-  const reply = (await ask(worker, { type: 'listen', port }, 'listening', 'listen-failed')) as FromEdge;
+  const reply = await askThread(worker, { type: 'listen', port }, 'listening', 'listen-failed');
   if (reply.type === 'listen-failed') throw new UpiRiskError('ERR_LISTEN', reply.message);
-  return (reply as { port: number }).port;
-}
-
-/** Post a message and wait for the first reply of one of the given types (with a matching id when the request has one). */
-function ask(worker: Worker, message: ToEdge, ...types: FromEdge['type'][]): Promise<unknown> {
-  return new Promise((resolve, reject) => {
-    const id = 'id' in message ? message.id : undefined;
-    const onMessage = (reply: FromEdge) => {
-      if (!types.includes(reply.type)) return;
-      if (id !== undefined && 'id' in reply && reply.id !== id) return;
-      worker.off('message', onMessage);
-      worker.off('exit', onExit);
-      resolve(reply.type === 'metrics' ? reply.json : reply);
-    };
-    const onExit = (code: number) => reject(new UpiRiskError('ERR_THREAD', `serving thread exited with ${code}`));
-    worker.on('message', onMessage);
-    worker.once('exit', onExit);
-    worker.postMessage(message);
-  });
+  return (reply as Extract<FromEdge, { type: 'listening' }>).port;
 }

@@ -21,9 +21,10 @@ import { ARRAY_FIELDS, type SnapshotData } from '../engine/snapshot-data.js';
 const SWEEP_GRACE_MS = 1000;
 
 export class RetiredSnapshots {
-  readonly #threads: number;
+  /** Serving threads still running, by index: a retired snapshot waits for each of them. */
+  readonly #running: Set<number>;
   readonly #maxHeld: number;
-  readonly #held = new Map<string, { data: SnapshotData; waiting: number }>();
+  readonly #held = new Map<string, { data: SnapshotData; waiting: Set<number> }>();
   readonly #collect: () => void;
 
   /**
@@ -34,37 +35,46 @@ export class RetiredSnapshots {
    * collection of this thread's heap after each snapshot let go.
    */
   constructor(threads: number, options: { readonly maxHeld?: number; readonly collect?: () => void } = {}) {
-    this.#threads = threads;
+    this.#running = new Set(Array.from({ length: threads }, (_, index) => index));
     this.#maxHeld = options.maxHeld ?? 2;
     this.#collect = options.collect ?? (() => {});
   }
 
   /** Keep a snapshot that serving threads are being told to replace. */
   retire(data: SnapshotData): void {
-    this.#held.set(data.meta.id, { data, waiting: this.#threads });
+    this.#held.set(data.meta.id, { data, waiting: new Set(this.#running) });
     if (this.#held.size <= this.#maxHeld) return;
     while (this.#held.size > this.#maxHeld) this.#held.delete(this.#held.keys().next().value!);
     this.#collect();
   }
 
-  /** One serving thread has dropped snapshot `id`; after the last, it is let go here. */
-  released(id: string): void {
+  /** Serving thread `thread` has dropped snapshot `id`; after the last, it is let go here. */
+  released(id: string, thread: number): void {
     const entry = this.#held.get(id);
-    if (entry === undefined) return;
-    entry.waiting--;
-    // A thread reports from a finalization callback, which may run before its
-    // collector has finished sweeping the buffers: give it a moment more.
-    if (entry.waiting === 0) {
-      setTimeout(() => {
-        this.#held.delete(id);
-        this.#collect();
-      }, SWEEP_GRACE_MS).unref();
+    if (entry === undefined || !entry.waiting.delete(thread)) return;
+    if (entry.waiting.size === 0) this.#letGo(id);
+  }
+
+  /** Serving thread `thread` has stopped: it holds nothing, and no snapshot waits for it any more. */
+  exited(thread: number): void {
+    this.#running.delete(thread);
+    for (const [id, entry] of this.#held) {
+      if (entry.waiting.delete(thread) && entry.waiting.size === 0) this.#letGo(id);
     }
   }
 
   /** Ids of the snapshots held now, oldest first. */
   held(): string[] {
     return [...this.#held.keys()];
+  }
+
+  #letGo(id: string): void {
+    // A thread reports from a finalization callback, which may run before its
+    // collector has finished sweeping the buffers: give it a moment more.
+    setTimeout(() => {
+      this.#held.delete(id);
+      this.#collect();
+    }, SWEEP_GRACE_MS).unref();
   }
 }
 
