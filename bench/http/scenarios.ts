@@ -209,8 +209,8 @@ export interface SwapResult {
   /** How long the swap itself held a serving thread (upi_risk_snapshot_swap_seconds), ms. */
   readonly swapMs: number;
   /**
-   * From the server's start until it had read the stored evidence ahead of
-   * rebuilds, s. Nothing is measured before that: the read-ahead is a
+   * From the server listening until it had read the stored evidence ahead
+   * of rebuilds, s. Nothing is measured before that: the read-ahead is a
    * one-off of every start, and a window overlapping it would charge its
    * work to the swap or to the baseline.
    */
@@ -242,11 +242,14 @@ export async function runSwap(options: HttpOptions, token: string, rate: number,
   const server = await startService(options.dataDir, false, options.serverThreads, ['--poll-ms', '1000', '--metrics-token', 'bench-metrics']);
   try {
     const target = targetFor('single', options.workload, portOf(server), false, token);
-    const metrics = async (): Promise<string> =>
-      (await fetch(`${server.base}/metrics`, { headers: { authorization: 'Bearer bench-metrics' } })).text();
-    /** One scrape (each starts a new stall window): the serving threads' longest stall and last swap hold, ms (-1 when not reported). */
-    const scrape = async (): Promise<{ stallMs: number; swapMs: number }> => {
-      const text = await metrics();
+    // Every scrape restarts each thread's longest-stall figure (metrics.ts), polls included: each one
+    // is folded into the window's maximum here, or a poll would throw away the stall it saw.
+    let windowStallMs = 0;
+    let lastSwapMs = -1;
+    const metrics = async (): Promise<string> => {
+      const response = await fetch(`${server.base}/metrics`, { headers: { authorization: 'Bearer bench-metrics' } });
+      if (!response.ok) throw new Error(`/metrics answered ${response.status}: ${await response.text()}`);
+      const text = await response.text();
       // Serving threads only (numbered): the main thread builds and loads, and answers no request.
       const servingMax = (name: string): number => {
         const values = [...text.matchAll(new RegExp(`^${name}\\{thread="\\d+"\\} (\\S+)$`, 'gm'))].map((m) => Number(m[1]) * 1000);
@@ -254,7 +257,16 @@ export async function runSwap(options: HttpOptions, token: string, rate: number,
       };
       const stallMs = servingMax('upi_risk_event_loop_delay_max_seconds');
       if (stallMs < 0) throw new Error('the server reports no upi_risk_event_loop_delay_max_seconds of a serving thread');
-      return { stallMs, swapMs: servingMax('upi_risk_snapshot_swap_seconds') };
+      windowStallMs = Math.max(windowStallMs, stallMs);
+      lastSwapMs = servingMax('upi_risk_snapshot_swap_seconds');
+      return text;
+    };
+    /** Close the stall window and open the next: the serving threads' longest stall over it and the last swap's hold, ms (-1 when not reported). */
+    const scrape = async (): Promise<{ stallMs: number; swapMs: number }> => {
+      await metrics();
+      const closed = { stallMs: windowStallMs, swapMs: lastSwapMs };
+      windowStallMs = 0;
+      return closed;
     };
     const readAheadS = await waitForGauge(metrics, 'upi_risk_build_carried_bytes', (value) => value > 0, 'the stored evidence was not read ahead');
 
