@@ -69,15 +69,19 @@ test('a busy serving thread waits for forceAfterMs before it collects', async ()
   let answered = 0;
   let collections = 0;
   const busy = new ReleaseWatch(() => {}, { collect: () => collections++, answered: () => answered++, inFlight: () => 0, forceAfterMs: 60_000 });
-  busy.watch(snapshot('busy'));
+  // Kept referenced, as by a slow request: a collection elsewhere must not free it and end the watch.
+  const busySnapshot = snapshot('busy');
+  busy.watch(busySnapshot);
   await new Promise((resolve) => setTimeout(resolve, 800));
   assert.equal(collections, 0, 'requests arrived in every interval: no collection yet');
 
   let forcedCollections = 0;
   const forced = new ReleaseWatch(() => {}, { collect: () => forcedCollections++, answered: () => answered++, inFlight: () => 0, forceAfterMs: 0 });
-  forced.watch(snapshot('forced'));
+  const forcedSnapshot = snapshot('forced');
+  forced.watch(forcedSnapshot);
   await waitFor(() => forcedCollections > 0, 5_000);
   assert.equal(forcedCollections, 1, 'past forceAfterMs the busy thread collects');
+  assert.deepEqual([busy.outstanding(), forced.outstanding()], [[busySnapshot.meta.id], [forcedSnapshot.meta.id]]);
 });
 
 test('a busy serving thread frees a replaced snapshot by incremental marking, without pausing for a full collection', async () => {
@@ -115,16 +119,56 @@ test('a busy serving thread frees a replaced snapshot by incremental marking, wi
   assert.deepEqual(watch.outstanding(), []);
 });
 
+test('a swap while an older snapshot stays held gets its own marking before any forced collection', { timeout: 30_000 }, async () => {
+  const released: string[] = [];
+  let answered = 0;
+  let collections = 0;
+  let markings = 0;
+  const watch = new ReleaseWatch((id) => released.push(id), {
+    collect: () => {
+      collections++;
+      gc();
+    },
+    startMarking: () => {
+      markings++;
+      startIncrementalMarking();
+    },
+    answered: () => answered++,
+    inFlight: () => 0,
+    forceAfterMs: 3000,
+  });
+  const held = snapshot('held-by-a-slow-request');
+  let next: SnapshotData | null = snapshot('next');
+  watch.watch(held);
+  await waitFor(() => collections > 0, 10_000);
+  assert.equal(collections, 1, 'the snapshot still referenced was collected for, once forceAfterMs passed');
+  // Close to forceAfterMs after that collection, and well after the last marking started for the held
+  // snapshot (at 0.5, 0.75, 1.25 and 2.25 s): the next snapshot must not inherit the collection's clock.
+  await new Promise((resolve) => setTimeout(resolve, 2850));
+  const markingsBefore = markings;
+  watch.watch(next);
+  next = null;
+  // Had it inherited the clock, the thread would pause for a full collection within the next 0.4 s.
+  await new Promise((resolve) => setTimeout(resolve, 1000));
+  assert.equal(collections, 1, 'no forced collection: forceAfterMs counts from this swap');
+  assert.ok(markings > markingsBefore, 'marking was started for it');
+  await waitFor(() => released.includes('next'), 10_000);
+  assert.deepEqual(released, ['next'], 'and freed it');
+  assert.equal(held.meta.id, 'held-by-a-slow-request');
+});
+
 test('a request in flight is not idleness: the thread waits until it is answered', async () => {
   let inFlight = 1;
   let collections = 0;
   const watch = new ReleaseWatch(() => {}, { collect: () => collections++, answered: () => 0, inFlight: () => inFlight, forceAfterMs: 60_000 });
-  watch.watch(snapshot('in-flight'));
+  const held = snapshot('in-flight');
+  watch.watch(held);
   await new Promise((resolve) => setTimeout(resolve, 800));
   assert.equal(collections, 0, 'a slow request still answering from the old snapshot');
   inFlight = 0;
   await waitFor(() => collections > 0, 5_000);
   assert.equal(collections, 1);
+  assert.deepEqual(watch.outstanding(), [held.meta.id]);
 });
 
 test('a replaced snapshot that stays reachable is collected again, further and further apart', async () => {
@@ -197,6 +241,19 @@ test('a serving thread that stops holds nothing: no retired snapshot waits for i
     retired.released('s2', 0);
     mock.timers.tick(1000);
     assert.deepEqual(retired.held(), [], 'a later snapshot waits for the running thread only');
+  } finally {
+    mock.timers.reset();
+  }
+});
+
+test('a snapshot retired when no serving thread runs is let go after the grace period', () => {
+  mock.timers.enable({ apis: ['setTimeout'] });
+  try {
+    const retired = new RetiredSnapshots(1);
+    retired.exited(0);
+    retired.retire(snapshot('orphan'));
+    mock.timers.tick(1000);
+    assert.deepEqual(retired.held(), []);
   } finally {
     mock.timers.reset();
   }

@@ -1,4 +1,4 @@
-import { setFlagsFromString } from 'node:v8';
+import { getHeapStatistics, setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { performance } from 'node:perf_hooks';
 
@@ -44,13 +44,17 @@ export function threadCollector(): (() => number) | undefined {
 }
 
 /**
- * Bytes of the buffer `startIncrementalMarking` allocates: past the 64 MiB
- * of external memory growth at which V8 starts marking, with room for a
- * thread whose external memory has shrunk since its last full collection,
- * and well under the growth at which it collects at once instead (half the
- * old-generation limit, about 2 GiB with Node's defaults here).
+ * V8 starts marking once a thread's external memory has grown 64 MiB past
+ * what it was at its last full collection, and collects at once, with the
+ * full pause, past half its old-generation limit. The buffer
+ * `startIncrementalMarking` allocates must fall between: 256 MiB leaves room
+ * for a thread whose external memory has shrunk since its last collection;
+ * in a small heap, a quarter of the heap limit keeps it under the second
+ * bound (with Node's defaults here the quarter is about 1 GiB, and 256 MiB
+ * applies); below 96 MiB there is no room to be sure of the first.
  */
-const MARKING_NUDGE_BYTES = 256 * 1024 * 1024;
+const MARKING_NUDGE_MAX_BYTES = 256 * 1024 * 1024;
+const MARKING_NUDGE_MIN_BYTES = 96 * 1024 * 1024;
 
 /**
  * Start incremental marking of this thread's heap, for a collection that
@@ -65,11 +69,21 @@ const MARKING_NUDGE_BYTES = 256 * 1024 * 1024;
  * ArrayBuffer counts from the moment it is allocated. So this allocates one
  * large buffer and drops it at once. Its pages are never touched (they come
  * zeroed from the system, mapped on demand), so it costs a map and an unmap,
- * not the memory. Should V8 not start marking, nothing is lost: the caller
- * still has `threadCollector` to fall back on.
+ * not the memory. Returns false when it did not try: a heap limit too small
+ * for a buffer that surely starts marking without forcing a full
+ * collection, or no address space for the buffer. The caller then still has
+ * `threadCollector` to fall back on, as it has should V8 not start marking.
  */
-export function startIncrementalMarking(): void {
-  new ArrayBuffer(MARKING_NUDGE_BYTES);
+export function startIncrementalMarking(): boolean {
+  const bytes = Math.min(MARKING_NUDGE_MAX_BYTES, Math.floor(getHeapStatistics().heap_size_limit / 4));
+  if (bytes < MARKING_NUDGE_MIN_BYTES) return false;
+  try {
+    new ArrayBuffer(bytes);
+    return true;
+  } catch {
+    // RangeError: the allocation failed. Nothing was started, and nothing is held.
+    return false;
+  }
 }
 
 function exposedGc(): (() => void) | undefined {

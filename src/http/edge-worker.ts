@@ -85,8 +85,7 @@ const releases = new ReleaseWatch(
     : {
         collect: () => logger.debug({ ms: collect() }, 'collected after a snapshot swap'),
         startMarking: () => {
-          startIncrementalMarking();
-          logger.debug('started incremental marking after a snapshot swap');
+          if (startIncrementalMarking()) logger.debug('started incremental marking after a snapshot swap');
         },
         answered: () => metrics.requests.answered,
         inFlight: () => api.inFlight(),

@@ -43,6 +43,8 @@ export class RetiredSnapshots {
   /** Keep a snapshot that serving threads are being told to replace. */
   retire(data: SnapshotData): void {
     this.#held.set(data.meta.id, { data, waiting: new Set(this.#running) });
+    // With no serving thread running, nobody holds it but this thread.
+    if (this.#running.size === 0) this.#letGo(data.meta.id);
     if (this.#held.size <= this.#maxHeld) return;
     while (this.#held.size > this.#maxHeld) this.#held.delete(this.#held.keys().next().value!);
     this.#collect();
@@ -130,6 +132,12 @@ export class ReleaseWatch {
   readonly #registry: FinalizationRegistry<string>;
   readonly #idle: IdleCollection | undefined;
   #timer: NodeJS.Timeout | null = null;
+  /**
+   * When this thread last collected, or last replaced a snapshot, whichever
+   * is later (performance.now): `#gap` and `forceAfterMs` count from it, so
+   * a new swap gets its own chance to be freed by marking.
+   */
+  #last = 0;
   /** Least time from one collection to the next, ms; 0 again whenever a snapshot is replaced. */
   #gap = 0;
   /** When a busy thread next starts marking (performance.now), and the wait after that, ms. */
@@ -154,6 +162,7 @@ export class ReleaseWatch {
     const buffers = new Set<ArrayBufferLike>(ARRAY_FIELDS.map((field) => data[field].buffer));
     this.#remaining.set(data.meta.id, buffers.size);
     for (const buffer of buffers) this.#registry.register(buffer, data.meta.id);
+    this.#last = performance.now();
     this.#gap = 0;
     this.#markAt = 0;
     this.#markGap = IDLE_CHECK_MS;
@@ -168,7 +177,6 @@ export class ReleaseWatch {
   #collectWhenIdle(): void {
     const idle = this.#idle;
     if (idle === undefined || this.#timer !== null) return;
-    let last = performance.now();
     let seen = idle.answered();
     this.#timer = setInterval(() => {
       if (this.#remaining.size === 0) {
@@ -180,7 +188,7 @@ export class ReleaseWatch {
       const wasIdle = answered === seen && idle.inFlight() === 0;
       seen = answered;
       const now = performance.now();
-      const since = now - last;
+      const since = now - this.#last;
       if (since < this.#gap) return;
       if (!wasIdle && since < idle.forceAfterMs) {
         if (idle.startMarking !== undefined && now >= this.#markAt) {
@@ -191,10 +199,10 @@ export class ReleaseWatch {
         return;
       }
       idle.collect();
-      last = performance.now();
+      this.#last = performance.now();
       seen = idle.answered();
       this.#gap = Math.min(Math.max(2 * this.#gap, 2 * IDLE_CHECK_MS), MAX_COLLECTION_GAP_MS);
-      this.#markAt = last;
+      this.#markAt = this.#last;
       this.#markGap = IDLE_CHECK_MS;
     }, IDLE_CHECK_MS).unref();
   }
