@@ -312,16 +312,27 @@ export async function runSwap(options: HttpOptions, token: string, rate: number,
 }
 
 /** Poll the server's metrics until the unlabelled gauge `name` satisfies `done`; how long that took, s. */
-async function waitForGauge(metrics: () => Promise<string>, name: string, done: (value: number) => boolean, failure: string): Promise<number> {
-  const started = performance.now();
+function waitForGauge(metrics: () => Promise<string>, name: string, done: (value: number) => boolean, failure: string): Promise<number> {
   const pattern = new RegExp(`^${name} (\\S+)$`, 'm');
+  return pollUntil(
+    async () => {
+      const match = pattern.exec(await metrics());
+      if (match === null) throw new Error(`the server reports no ${name}`);
+      return done(Number(match[1]));
+    },
+    100,
+    `${failure} within 600 s (${name})`,
+  );
+}
+
+/** Check every `intervalMs` until `check()` is true, for at most 600 s (then fail with `failure`); how long that took, s. */
+async function pollUntil(check: () => Promise<boolean>, intervalMs: number, failure: string): Promise<number> {
+  const started = performance.now();
   while (performance.now() - started < 600_000) {
-    const match = pattern.exec(await metrics());
-    if (match === null) throw new Error(`the server reports no ${name}`);
-    if (done(Number(match[1]))) return round3((performance.now() - started) / 1000);
-    await sleep(100);
+    if (await check()) return round3((performance.now() - started) / 1000);
+    await sleep(intervalMs);
   }
-  throw new Error(`${failure} within 600 s (${name})`);
+  throw new Error(failure);
 }
 
 /**
@@ -345,28 +356,29 @@ async function ingestAndWait(
   );
   const ingested = await runCli(['ingest', '--data-dir', dataDir, evidencePath]);
   if (ingested.code !== 0) throw new Error(`ingest failed:\n${ingested.stderr}`);
-  const ingestedAt = performance.now();
-  while (performance.now() - ingestedAt < 600_000) {
-    const answer = (await (await fetch(`${server.base}/v1/verify/upi?upi=${upi}`, { headers: { authorization: `Bearer ${token}` } })).json()) as { status: string };
-    if (answer.status === 'FLAGGED') return { freshnessS: round3((performance.now() - ingestedAt) / 1000), previousWriteS };
-    await sleep(20);
-  }
-  throw new Error(`the verdict for ${upi} was not served within 600 s of its ingest`);
+  const freshnessS = await pollUntil(
+    async () => {
+      const answer = (await (await fetch(`${server.base}/v1/verify/upi?upi=${upi}`, { headers: { authorization: `Bearer ${token}` } })).json()) as { status: string };
+      return answer.status === 'FLAGGED';
+    },
+    20,
+    `the verdict for ${upi} was not served within 600 s of its ingest`,
+  );
+  return { freshnessS, previousWriteS };
 }
 
 /** Wait until the snapshot the server answers from has its file in the data directory; how long that took, s. */
-async function servedSnapshotWritten(server: RunningServer, dataDir: string): Promise<number> {
-  const started = performance.now();
+function servedSnapshotWritten(server: RunningServer, dataDir: string): Promise<number> {
   const dir = openDataDir(dataDir);
-  while (performance.now() - started < 600_000) {
-    const ready = (await (await fetch(`${server.base}/readyz`)).json()) as { snapshot: string };
-    const files = await listSnapshots(dir);
-    if (files.some((path) => basename(path) === `snapshot-${ready.snapshot}${SNAPSHOT_EXTENSION}`)) {
-      return round3((performance.now() - started) / 1000);
-    }
-    await sleep(20);
-  }
-  throw new Error('the served snapshot was not written within 600 s');
+  return pollUntil(
+    async () => {
+      const ready = (await (await fetch(`${server.base}/readyz`)).json()) as { snapshot: string };
+      const files = await listSnapshots(dir);
+      return files.some((path) => basename(path) === `snapshot-${ready.snapshot}${SNAPSHOT_EXTENSION}`);
+    },
+    20,
+    'the served snapshot was not written within 600 s',
+  );
 }
 
 function sleep(ms: number): Promise<void> {
