@@ -186,9 +186,18 @@ test('a replaced snapshot that stays reachable is collected again, further and f
   assert.deepEqual(watch.outstanding(), [kept.meta.id]);
 });
 
-test('the main thread holds a retired snapshot until every serving thread released it, then a grace period', () => {
+/** Run `body` with setTimeout under node:test's mock clock (advanced by mock.timers.tick). */
+function withMockedTimeouts(body: () => void): void {
   mock.timers.enable({ apis: ['setTimeout'] });
   try {
+    body();
+  } finally {
+    mock.timers.reset();
+  }
+}
+
+test('the main thread holds a retired snapshot until every serving thread released it, then a grace period', () =>
+  withMockedTimeouts(() => {
     const retired = new RetiredSnapshots(2);
     retired.retire(snapshot('s1'));
     retired.released('s1', 0);
@@ -199,10 +208,7 @@ test('the main thread holds a retired snapshot until every serving thread releas
     assert.deepEqual(retired.held(), ['s1'], 'kept while the last thread finishes sweeping');
     mock.timers.tick(1000);
     assert.deepEqual(retired.held(), []);
-  } finally {
-    mock.timers.reset();
-  }
-});
+  }));
 
 test('at most maxHeld retired snapshots are kept: a thread that never collects cannot pile them up', () => {
   let collections = 0;
@@ -212,9 +218,8 @@ test('at most maxHeld retired snapshots are kept: a thread that never collects c
   assert.equal(collections, 1, 'the main thread collects what it let go of');
 });
 
-test('the main thread collects once it has let go of a released snapshot', () => {
-  mock.timers.enable({ apis: ['setTimeout'] });
-  try {
+test('the main thread collects once it has let go of a released snapshot', () =>
+  withMockedTimeouts(() => {
     let collections = 0;
     const retired = new RetiredSnapshots(1, { maxHeld: 2, collect: () => collections++ });
     retired.retire(snapshot('s1'));
@@ -223,14 +228,10 @@ test('the main thread collects once it has let go of a released snapshot', () =>
     mock.timers.tick(1000);
     assert.deepEqual(retired.held(), []);
     assert.equal(collections, 1);
-  } finally {
-    mock.timers.reset();
-  }
-});
+  }));
 
-test('a serving thread that stops holds nothing: no retired snapshot waits for it', () => {
-  mock.timers.enable({ apis: ['setTimeout'] });
-  try {
+test('a serving thread that stops holds nothing: no retired snapshot waits for it', () =>
+  withMockedTimeouts(() => {
     const retired = new RetiredSnapshots(2);
     retired.retire(snapshot('s1'));
     retired.released('s1', 0);
@@ -241,20 +242,13 @@ test('a serving thread that stops holds nothing: no retired snapshot waits for i
     retired.released('s2', 0);
     mock.timers.tick(1000);
     assert.deepEqual(retired.held(), [], 'a later snapshot waits for the running thread only');
-  } finally {
-    mock.timers.reset();
-  }
-});
+  }));
 
-test('a snapshot retired when no serving thread runs is let go after the grace period', () => {
-  mock.timers.enable({ apis: ['setTimeout'] });
-  try {
+test('a snapshot retired when no serving thread runs is let go after the grace period', () =>
+  withMockedTimeouts(() => {
     const retired = new RetiredSnapshots(1);
     retired.exited(0);
     retired.retire(snapshot('orphan'));
     mock.timers.tick(1000);
     assert.deepEqual(retired.held(), []);
-  } finally {
-    mock.timers.reset();
-  }
-});
+  }));
