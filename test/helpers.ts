@@ -68,6 +68,7 @@ export function evidence(upi: string, url: string, overrides: Partial<EvidenceIn
 }
 
 import { validateEvidence } from '../src/evidence/record.js';
+import type { ArrayAllocator } from '../src/common/scratch-arrays.js';
 import { RecordWriter, packFlags } from '../src/intel/build/record-codec.js';
 import { aggregatePartition, dedupPartition, type AggregateResult } from '../src/intel/build/phases.js';
 import { assembleSnapshot, type AssembleOptions } from '../src/intel/build/assemble.js';
@@ -85,7 +86,7 @@ export function buildInProcess(items: readonly EvidenceInput[], scoredAt = TEST_
 }
 
 /** Phases A to C on one partition: what assembly takes. */
-export function aggregateInProcess(items: readonly EvidenceInput[], scoredAt = TEST_SCORED_AT): AggregateResult {
+export function aggregateInProcess(items: readonly EvidenceInput[], scoredAt = TEST_SCORED_AT, scratch?: ArrayAllocator): AggregateResult {
   const writer = new RecordWriter();
   items.forEach((item, line) => {
     const parsed = validateEvidence(item);
@@ -94,7 +95,7 @@ export function aggregateInProcess(items: readonly EvidenceInput[], scoredAt = T
     writer.append(0, line, r.capturedAt, packFlags(r.sourceCategory, r.riskCategory, r.screenshot), r.upi, r.url, r.evidenceId);
   });
   const deduped = dedupPartition({ inputs: [writer.finish()], partitions: 1 });
-  return aggregatePartition({ inputs: deduped.parts, scoredAt });
+  return aggregatePartition({ inputs: deduped.parts, scoredAt }, scratch);
 }
 
 export function assembleOptionsInProcess(scoredAt = TEST_SCORED_AT, urlMemberCap = DEFAULT_URL_MEMBER_CAP): AssembleOptions {

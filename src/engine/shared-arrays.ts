@@ -4,11 +4,7 @@
  * nothing is copied to get it there.
  */
 
-interface TypedArrayType<T> {
-  // The constructors' signatures name ArrayBuffer only; shared memory is fine.
-  new (buffer: ArrayBuffer, byteOffset: number, length: number): T;
-  readonly BYTES_PER_ELEMENT: number;
-}
+import type { TypedArrayType } from '../common/scratch-arrays.js';
 
 /** A zeroed array of `length` elements of `type` over a SharedArrayBuffer of its own. */
 export function sharedArray<T>(type: TypedArrayType<T>, length: number): T {

@@ -2,6 +2,7 @@ import { NOT_FOUND } from '../common/brand.js';
 import { hashKeyBytes, hashQueryWords, lowerAsciiWord } from './hash.js';
 import type { KeyIndex } from './key-index.js';
 import { sharedArray } from './shared-arrays.js';
+import { freshArrays, type ArrayAllocator } from '../common/scratch-arrays.js';
 
 /**
  * The compact hashed index from VPA to VpaId, over four snapshot arrays
@@ -148,12 +149,20 @@ export function encodeKeys(keys: readonly string[]): { keyBytes: Uint8Array; key
  * Build the index arrays for keys 0..count-1 (ids in key order). Checks what
  * lookups rely on and throws RangeError when it does not hold: offsets
  * ascending within `keyBytes`, key bytes lower-cased ASCII, no duplicate
- * keys, and at most MAX_KEYS keys.
+ * keys, and at most MAX_KEYS keys. With `shared`, the index is in shared
+ * memory; `scratch` supplies the working arrays (hashes and insert order,
+ * 20 bytes per key), which die with the call.
  */
-export function buildIndexArrays(keyBytes: Uint8Array, keyOffsets: Uint32Array, count: number, options: { readonly shared?: boolean } = {}): IndexArrays {
+export function buildIndexArrays(
+  keyBytes: Uint8Array,
+  keyOffsets: Uint32Array,
+  count: number,
+  options: { readonly shared?: boolean; readonly scratch?: ArrayAllocator } = {},
+): IndexArrays {
   const capacity = slotCapacity(count);
   const { tailTotal, longest } = checkKeys(keyBytes, keyOffsets, count);
-  const hashes = new Uint32Array(count);
+  const scratch = options.scratch ?? freshArrays;
+  const hashes = scratch.zeroed(Uint32Array, count);
   for (let id = 0; id < count; id++) hashes[id] = hashKeyBytes(keyBytes, keyOffsets[id]!, keyOffsets[id + 1]!);
   const shared = options.shared === true;
   const arrays = {
@@ -162,7 +171,7 @@ export function buildIndexArrays(keyBytes: Uint8Array, keyOffsets: Uint32Array, 
     keyTails: shared ? sharedArray(Uint32Array, tailTotal) : new Uint32Array(tailTotal),
     vpaSlots: shared ? sharedArray(Uint32Array, count) : new Uint32Array(count),
   };
-  insertKeys(arrays, keyBytes, keyOffsets, hashes, longest);
+  insertKeys(arrays, keyBytes, keyOffsets, hashes, longest, scratch);
   return arrays;
 }
 
@@ -198,7 +207,14 @@ function checkKeys(keyBytes: Uint8Array, keyOffsets: Uint32Array, count: number)
 }
 
 /** Fill the empty `arrays` with keys 0..count-1; throws RangeError for a duplicate key. */
-function insertKeys(arrays: IndexArrays, keyBytes: Uint8Array, keyOffsets: Uint32Array, hashes: Uint32Array, longest: number): void {
+function insertKeys(
+  arrays: IndexArrays,
+  keyBytes: Uint8Array,
+  keyOffsets: Uint32Array,
+  hashes: Uint32Array,
+  longest: number,
+  scratch: ArrayAllocator,
+): void {
   const tags = arrays.slotTags;
   const capacity = tags.length;
   const entries = int32View(arrays.slotEntries);
@@ -209,15 +225,15 @@ function insertKeys(arrays: IndexArrays, keyBytes: Uint8Array, keyOffsets: Uint3
   // Inserting in id order writes all over a table far larger than the CPU
   // caches, a cache miss or two per key. Inserted in order of home slot, the
   // writes sweep the table once.
-  const order = idsByHashRegion(hashes);
+  const order = idsByHashRegion(hashes, scratch);
   // In that order, keyOffsets and hashes are random reads. Gathered first in
   // a loop of their own, they overlap each other; inside the insert loop,
   // whose probes branch on memory, each would wait in turn (the profile of a
   // 3M-key build put a quarter of its time on that read).
   const count = order.length;
-  const starts = new Uint32Array(count);
-  const ends = new Uint32Array(count);
-  const orderedHashes = new Uint32Array(count);
+  const starts = scratch.zeroed(Uint32Array, count);
+  const ends = scratch.zeroed(Uint32Array, count);
+  const orderedHashes = scratch.zeroed(Uint32Array, count);
   for (let k = 0; k < count; k++) {
     const id = order[k]!;
     starts[k] = keyOffsets[id]!;
@@ -322,11 +338,11 @@ function entryMatches(entries: Int32Array, tails: Int32Array, e: number, words: 
  * home slot regions. The table a build makes depends only on this order,
  * which depends only on the keys.
  */
-function idsByHashRegion(hashes: Uint32Array): Uint32Array {
+function idsByHashRegion(hashes: Uint32Array, scratch: ArrayAllocator): Uint32Array {
   const starts = new Uint32Array(65536 + 1);
   for (let id = 0; id < hashes.length; id++) starts[(hashes[id]! >>> 16) + 1]!++;
   for (let r = 0; r < 65536; r++) starts[r + 1]! += starts[r]!;
-  const order = new Uint32Array(hashes.length);
+  const order = scratch.zeroed(Uint32Array, hashes.length);
   for (let id = 0; id < hashes.length; id++) order[starts[hashes[id]! >>> 16]!++] = id;
   return order;
 }

@@ -31,6 +31,8 @@ export interface Components {
  */
 export const DEFAULT_URL_MEMBER_CAP = 500;
 
+import { freshArrays, type ArrayAllocator } from '../common/scratch-arrays.js';
+
 /** Int32Array holds the union-find, so ids must fit in it. */
 const MAX_VPA_COUNT = 0x7fffffff;
 
@@ -45,11 +47,14 @@ const MAX_VPA_COUNT = 0x7fffffff;
  * - Components are numbered in order of their smallest VpaId, so the result
  *   depends only on the relation, not on url order.
  *
+ * The union-find and `of` come from `scratch`: `of` is valid as long as
+ * what `scratch` hands out is.
+ *
  * Throws TypeError for arrays of the wrong type and RangeError (naming the
  * argument) for out-of-range values: a bad offset or VpaId would otherwise
  * read or write outside the arrays silently.
  */
-export function findClusters(vpaCount: number, membership: UrlMembership, urlMemberCap: number): Components {
+export function findClusters(vpaCount: number, membership: UrlMembership, urlMemberCap: number, scratch: ArrayAllocator = freshArrays): Components {
   if (!Number.isInteger(vpaCount) || vpaCount < 0 || vpaCount > MAX_VPA_COUNT) {
     throw new RangeError(`vpaCount must be an integer in 0..${MAX_VPA_COUNT}, got ${String(vpaCount)}`);
   }
@@ -63,7 +68,7 @@ export function findClusters(vpaCount: number, membership: UrlMembership, urlMem
   validateMembership(vpaCount, offsets, vpas);
 
   // parent[i] >= 0: i's parent; parent[i] < 0: i is a root of a component of size -parent[i].
-  const parent = new Int32Array(vpaCount).fill(-1);
+  const parent = scratch.zeroed(Int32Array, vpaCount).fill(-1);
   const urlCount = offsets.length - 1;
   // Distinct-member stamps (url index + 1), only needed for urls longer than
   // the cap, so allocated on first use.
@@ -76,7 +81,7 @@ export function findClusters(vpaCount: number, membership: UrlMembership, urlMem
     if (length < 2) continue;
     if (length > urlMemberCap) {
       // Only a list longer than the cap can hold more than `cap` distinct VPAs.
-      stamp ??= new Uint32Array(vpaCount);
+      stamp ??= scratch.zeroed(Uint32Array, vpaCount);
       const mark = u + 1;
       let distinct = 0;
       for (let k = start; k < end && distinct <= urlMemberCap; k++) {
@@ -108,7 +113,7 @@ export function findClusters(vpaCount: number, membership: UrlMembership, urlMem
     }
   }
 
-  return label(parent, vpaCount);
+  return label(parent, vpaCount, scratch);
 }
 
 /** Root of v's tree, halving the path on the way (every node skips to its grandparent). */
@@ -130,8 +135,8 @@ function find(parent: Int32Array, v: number): number {
  * is parked at the component's root slot in `of` (a root is either already
  * visited, so labelled, or still -1), so no second per-VPA array is needed.
  */
-function label(parent: Int32Array, vpaCount: number): Components {
-  const of = new Int32Array(vpaCount).fill(-1);
+function label(parent: Int32Array, vpaCount: number, scratch: ArrayAllocator): Components {
+  const of = scratch.zeroed(Int32Array, vpaCount).fill(-1);
   let sizes = new Uint32Array(16);
   let count = 0;
   for (let v = 0; v < vpaCount; v++) {

@@ -13,6 +13,7 @@ import { clusterConfidence, vpaConfidence } from '../scoring.js';
 import { dominant, type AggregateResult } from './phases.js';
 import { ByteInterner, compareByteRanges } from './byte-interner.js';
 import { sharedArray } from '../../engine/shared-arrays.js';
+import { freshArrays, type ArrayAllocator } from '../../common/scratch-arrays.js';
 
 const SOURCE_COUNT = SOURCE_CATEGORIES.length;
 const RISK_COUNT = RISK_CATEGORIES.length;
@@ -21,6 +22,11 @@ export interface AssembleOptions {
   readonly urlMemberCap: number;
   readonly scoredAt: number;
   readonly previousClusterIds: ClusterIdState;
+  /**
+   * Where the working arrays (the concatenated rows, url membership, the
+   * union-find, the orderings) come from; none of the snapshot's arrays do.
+   */
+  readonly scratch?: ArrayAllocator;
   readonly meta: Omit<
     SnapshotMeta,
     'vpaCount' | 'urlCount' | 'clusterCount' | 'sourceCount' | 'evidenceCount' | 'urlMemberCap' | 'scoredAt'
@@ -45,7 +51,7 @@ export interface AssembleResult {
  * (four copies of the 10M bench snapshot).
  */
 export function assembleSnapshot(partials: readonly AggregateResult[], options: AssembleOptions): AssembleResult {
-  const t = concatenate(partials);
+  const t = concatenate(partials, options.scratch ?? freshArrays);
   const index = buildIndexArrays(t.keyBytes, t.keyOffsets, t.vpaCount, { shared: true });
   const plan = planSnapshot(t, options);
   return finishSnapshot(plan, snapshotColumns(plan), renumberIndex(index, plan.order.tempToFinal), options);
@@ -66,7 +72,7 @@ export async function assembleSnapshotIndexedElsewhere(
   options: AssembleOptions,
   buildIndex: (keyBytes: Uint8Array, keyOffsets: Uint32Array, count: number) => Promise<IndexArrays>,
 ): Promise<AssembleResult> {
-  const t = concatenate(partials);
+  const t = concatenate(partials, options.scratch ?? freshArrays);
   const index = buildIndex(t.keyBytes, t.keyOffsets, t.vpaCount);
   const plan = planSnapshot(t, options);
   const columns = snapshotColumns(plan);
@@ -80,18 +86,20 @@ interface SnapshotPlan {
   readonly components: Components;
   readonly assigned: ReturnType<typeof assignClusterNumbers>;
   readonly order: FinalOrder;
+  readonly scratch: ArrayAllocator;
 }
 
 function planSnapshot(t: Concatenated, options: AssembleOptions): SnapshotPlan {
   // Each pass is its own function: V8 optimises a long function with many
   // loops one loop at a time (on-stack replacement) and deoptimises at the
   // next, which in one function holding every pass cost more than the work.
-  const membership = membersByUrl(t);
-  const components = findClusters(t.vpaCount, membership, options.urlMemberCap);
+  const scratch = options.scratch ?? freshArrays;
+  const membership = membersByUrl(t, scratch);
+  const components = findClusters(t.vpaCount, membership, options.urlMemberCap, scratch);
   const keyOf = (v: number) => t.keyText.toString('latin1', t.keyOffsets[v]!, t.keyOffsets[v + 1]!);
   const assigned = assignClusterNumbers(components, keyOf, options.previousClusterIds);
-  const order = finalOrder(t, components, assigned.numbers);
-  return { t, membership, components, assigned, order };
+  const order = finalOrder(t, components, assigned.numbers, scratch);
+  return { t, membership, components, assigned, order, scratch };
 }
 
 interface SnapshotColumns {
@@ -101,10 +109,10 @@ interface SnapshotColumns {
 }
 
 function snapshotColumns(plan: SnapshotPlan): SnapshotColumns {
-  const { t, order, components, membership, assigned } = plan;
+  const { t, order, components, membership, assigned, scratch } = plan;
   const vpas = vpaColumns(t, order, components.of, membership.offsets);
-  const urls = urlColumns(t, membership, order.tempToFinal);
-  const clusters = clusterColumns(order, vpas, assigned.numbers, t.urlCount);
+  const urls = urlColumns(t, membership, order.tempToFinal, scratch);
+  const clusters = clusterColumns(order, vpas, assigned.numbers, t.urlCount, scratch);
   return { vpas, urls, clusters };
 }
 
@@ -144,15 +152,16 @@ function finishSnapshot(plan: SnapshotPlan, columns: SnapshotColumns, index: Ind
 }
 
 /** url → VPAs (temporary ids), by counting sort on url. */
-function membersByUrl(t: Concatenated): UrlMembership {
+function membersByUrl(t: Concatenated, scratch: ArrayAllocator): UrlMembership {
   const urlCount = t.urlCount;
   const sourceUrl = t.sourceUrl;
   const sourceOffsets = t.sourceOffsets;
-  const offsets = new Uint32Array(urlCount + 1);
+  const offsets = scratch.zeroed(Uint32Array, urlCount + 1);
   for (let s = 0; s < t.sourceCount; s++) offsets[sourceUrl[s]! + 1]!++;
   for (let u = 0; u < urlCount; u++) offsets[u + 1]! += offsets[u]!;
-  const vpas = new Uint32Array(t.sourceCount);
-  const fill = offsets.slice(0, urlCount);
+  const vpas = scratch.zeroed(Uint32Array, t.sourceCount);
+  const fill = scratch.zeroed(Uint32Array, urlCount);
+  fill.set(offsets.subarray(0, urlCount));
   for (let v = 0; v < t.vpaCount; v++) {
     for (let s = sourceOffsets[v]!; s < sourceOffsets[v + 1]!; s++) vpas[fill[sourceUrl[s]!]!++] = v;
   }
@@ -171,24 +180,25 @@ interface FinalOrder {
 }
 
 /** Final VPA order: clustered VPAs by (cluster ordinal, key), then the rest in partition order. */
-function finalOrder(t: Concatenated, components: Components, numbers: Uint32Array): FinalOrder {
+function finalOrder(t: Concatenated, components: Components, numbers: Uint32Array, scratch: ArrayAllocator): FinalOrder {
   const n = t.vpaCount;
   const of = components.of;
   const clusterCount = components.count;
-  const componentsByNumber = new Uint32Array(clusterCount);
+  const componentsByNumber = scratch.zeroed(Uint32Array, clusterCount);
   for (let c = 0; c < clusterCount; c++) componentsByNumber[c] = c;
   componentsByNumber.sort((a, b) => numbers[a]! - numbers[b]!);
-  const ordinalOfComponent = new Uint32Array(clusterCount);
+  const ordinalOfComponent = scratch.zeroed(Uint32Array, clusterCount);
   for (let k = 0; k < clusterCount; k++) ordinalOfComponent[componentsByNumber[k]!] = k;
 
-  const clusterStart = new Uint32Array(clusterCount + 1);
+  const clusterStart = scratch.zeroed(Uint32Array, clusterCount + 1);
   for (let v = 0; v < n; v++) {
     const c = of[v]!;
     if (c >= 0) clusterStart[ordinalOfComponent[c]! + 1]!++;
   }
   for (let k = 0; k < clusterCount; k++) clusterStart[k + 1]! += clusterStart[k]!;
-  const finalToTemp = new Uint32Array(n);
-  const next = clusterStart.slice(0, clusterCount);
+  const finalToTemp = scratch.zeroed(Uint32Array, n);
+  const next = scratch.zeroed(Uint32Array, clusterCount);
+  next.set(clusterStart.subarray(0, clusterCount));
   let loose = clusterStart[clusterCount]!;
   for (let v = 0; v < n; v++) {
     const c = of[v]!;
@@ -202,7 +212,7 @@ function finalOrder(t: Concatenated, components: Components, numbers: Uint32Arra
   for (let k = 0; k < clusterCount; k++) {
     if (clusterStart[k + 1]! - clusterStart[k]! > 1) finalToTemp.subarray(clusterStart[k]!, clusterStart[k + 1]!).sort(byKey);
   }
-  const tempToFinal = new Uint32Array(n);
+  const tempToFinal = scratch.zeroed(Uint32Array, n);
   for (let f = 0; f < n; f++) tempToFinal[finalToTemp[f]!] = f;
   return { clusterCount, componentsByNumber, ordinalOfComponent, clusterStart, finalToTemp, tempToFinal };
 }
@@ -278,13 +288,13 @@ function vpaSources(t: Concatenated, finalToTemp: Uint32Array, urlMemberOffsets:
 }
 
 /** Per-url dominant category, and each url's members (final ids) as a portable roaring bitmap in one blob. */
-function urlColumns(t: Concatenated, membership: UrlMembership, tempToFinal: Uint32Array) {
+function urlColumns(t: Concatenated, membership: UrlMembership, tempToFinal: Uint32Array, scratch: ArrayAllocator) {
   const urlCount = t.urlCount;
   const counts = t.urlCategoryCounts;
   const urlCategory = sharedArray(Uint8Array, urlCount);
   for (let u = 0; u < urlCount; u++) urlCategory[u] = dominant(counts, u * SOURCE_COUNT, SOURCE_COUNT, SOURCE_RANK);
   const { offsets, vpas } = membership;
-  const urlFinal = new Uint32Array(vpas.length);
+  const urlFinal = scratch.zeroed(Uint32Array, vpas.length);
   for (let i = 0; i < vpas.length; i++) urlFinal[i] = tempToFinal[vpas[i]!]!;
   for (let u = 0; u < urlCount; u++) {
     if (offsets[u + 1]! - offsets[u]! > 1) urlFinal.subarray(offsets[u]!, offsets[u + 1]!).sort();
@@ -299,7 +309,7 @@ function urlColumns(t: Concatenated, membership: UrlMembership, tempToFinal: Uin
 }
 
 /** Per-cluster figures, by ordinal. */
-function clusterColumns(order: FinalOrder, vpas: VpaColumns, numbers: Uint32Array, urlCount: number) {
+function clusterColumns(order: FinalOrder, vpas: VpaColumns, numbers: Uint32Array, urlCount: number, scratch: ArrayAllocator) {
   const { clusterCount, clusterStart, componentsByNumber } = order;
   const { firstSeen, confidence, evidenceCount, riskCategory, sourceOffsets, sourceUrl, sourceCapturedAt } = vpas;
   const clusterNumber = sharedArray(Uint32Array, clusterCount);
@@ -313,7 +323,7 @@ function clusterColumns(order: FinalOrder, vpas: VpaColumns, numbers: Uint32Arra
     clusterMembersOffsets[k + 1] = clusterMembersOffsets[k]! + rangeSize(clusterStart[k]!, clusterStart[k + 1]!);
   }
   const clusterMembersBlob = sharedArray(Uint8Array, clusterMembersOffsets[clusterCount]!);
-  const urlStamp = new Int32Array(urlCount).fill(-1);
+  const urlStamp = scratch.zeroed(Int32Array, urlCount).fill(-1);
   const riskTally = new Uint32Array(RISK_COUNT);
   for (let k = 0; k < clusterCount; k++) {
     clusterNumber[k] = numbers[componentsByNumber[k]!]!;
@@ -383,7 +393,7 @@ interface Concatenated {
 }
 
 /** Join partitions into temporary VPA ids (partition order) and intern urls across partitions. */
-function concatenate(partials: readonly AggregateResult[]): Concatenated {
+function concatenate(partials: readonly AggregateResult[], scratch: ArrayAllocator): Concatenated {
   let n = 0;
   let sourceCount = 0;
   let keyLength = 0;
@@ -399,18 +409,18 @@ function concatenate(partials: readonly AggregateResult[]): Concatenated {
   // In shared memory: the index is built from them on another thread while this one goes on reading them.
   const keyBytes = sharedArray(Uint8Array, keyLength);
   const keyOffsets = sharedArray(Uint32Array, n + 1);
-  const firstSeen = new Float64Array(n);
-  const evidenceCount = new Uint32Array(n);
-  const riskCategory = new Uint8Array(n);
-  const evidenceWeight = new Float64Array(n);
-  const categoryMask = new Uint8Array(n);
-  const sourceOffsets = new Uint32Array(n + 1);
-  const sourceUrl = new Uint32Array(sourceCount);
-  const sourceCapturedAt = new Float64Array(sourceCount);
-  const sourceScreenshot = new Uint8Array(sourceCount);
+  const firstSeen = scratch.zeroed(Float64Array, n);
+  const evidenceCount = scratch.zeroed(Uint32Array, n);
+  const riskCategory = scratch.zeroed(Uint8Array, n);
+  const evidenceWeight = scratch.zeroed(Float64Array, n);
+  const categoryMask = scratch.zeroed(Uint8Array, n);
+  const sourceOffsets = scratch.zeroed(Uint32Array, n + 1);
+  const sourceUrl = scratch.zeroed(Uint32Array, sourceCount);
+  const sourceCapturedAt = scratch.zeroed(Float64Array, sourceCount);
+  const sourceScreenshot = scratch.zeroed(Uint8Array, sourceCount);
   // A url seen in several partitions is interned once per partition, not once per source.
-  const urls = new ByteInterner(localUrls, urlByteTotal);
-  let urlCounts = new Uint32Array(Math.max(1, localUrls) * SOURCE_COUNT);
+  const urls = new ByteInterner(localUrls, urlByteTotal, scratch);
+  let urlCounts = scratch.zeroed(Uint32Array, Math.max(1, localUrls) * SOURCE_COUNT);
 
   let v = 0;
   let s = 0;
@@ -430,7 +440,7 @@ function concatenate(partials: readonly AggregateResult[]): Concatenated {
     sourceCapturedAt.set(p.sourceCapturedAt, s);
     sourceScreenshot.set(p.sourceScreenshot, s);
     const local = p.urlOffsets.length - 1;
-    const globalOf = new Uint32Array(local);
+    const globalOf = scratch.zeroed(Uint32Array, local);
     for (let u = 0; u < local; u++) globalOf[u] = urls.intern(p.urlBytes, p.urlOffsets[u]!, p.urlOffsets[u + 1]!);
     const partialSources = p.sourceOffsets[p.vpaCount]!;
     for (let k = 0; k < partialSources; k++, s++) {

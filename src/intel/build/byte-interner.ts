@@ -1,5 +1,6 @@
 import { hashKeyBytes } from '../../engine/hash.js';
 import { sharedArray } from '../../engine/shared-arrays.js';
+import { freshArrays, type ArrayAllocator, type TypedArrayType } from '../../common/scratch-arrays.js';
 
 /**
  * Interns byte strings (VPA keys, urls, evidence ids) to dense ids without
@@ -28,15 +29,23 @@ export class ByteInterner {
   #offsets: Uint32Array;
   #bytes: Uint8Array;
   #size = 0;
+  readonly #arrays: ArrayAllocator;
   /** Whether the last `intern` call added a new entry. */
   added = false;
 
-  constructor(expectedEntries = 1024, expectedBytes = expectedEntries * 16) {
+  /**
+   * `arrays` supplies the table, offsets and bytes, as they grow too: an
+   * interner that dies with its task takes them from the task's scratch
+   * memory (scratch-arrays.ts); `state()` and `finish()` of such an interner
+   * are valid only until that memory is reset.
+   */
+  constructor(expectedEntries = 1024, expectedBytes = expectedEntries * 16, arrays: ArrayAllocator = freshArrays) {
     const capacity = powerOfTwoAtLeast(Math.max(16, Math.ceil(expectedEntries * 2)));
-    this.#table = emptyTable(capacity);
+    this.#arrays = arrays;
+    this.#table = emptyTable(capacity, arrays);
     this.#mask = capacity - 1;
-    this.#offsets = new Uint32Array(Math.max(16, expectedEntries) + 1);
-    this.#bytes = new Uint8Array(Math.max(64, expectedBytes));
+    this.#offsets = arrays.zeroed(Uint32Array, Math.max(16, expectedEntries) + 1);
+    this.#bytes = arrays.zeroed(Uint8Array, Math.max(64, expectedBytes));
   }
 
   /** An interner holding exactly what `state` describes (its arrays are used, not copied). */
@@ -127,10 +136,10 @@ export class ByteInterner {
 
   #append(hash: number, bytes: Uint8Array, start: number, end: number): number {
     const id = this.#size;
-    if (id + 1 >= this.#offsets.length) this.#offsets = grow(this.#offsets, this.#offsets.length * 2);
+    if (id + 1 >= this.#offsets.length) this.#offsets = grow(this.#offsets, Uint32Array, this.#offsets.length * 2, this.#arrays);
     const at = this.#offsets[id]!;
     const needed = at + end - start;
-    if (needed > this.#bytes.length) this.#bytes = grow(this.#bytes, Math.max(needed, this.#bytes.length * 2));
+    if (needed > this.#bytes.length) this.#bytes = grow(this.#bytes, Uint8Array, Math.max(needed, this.#bytes.length * 2), this.#arrays);
     // Most entries are a few dozen bytes: a loop beats making a subarray for each.
     const stored = this.#bytes;
     for (let i = start, to = at; i < end; i++, to++) stored[to] = bytes[i]!;
@@ -154,7 +163,7 @@ export class ByteInterner {
 
   #rehash(capacity: number): void {
     const old = this.#table;
-    this.#table = emptyTable(capacity);
+    this.#table = emptyTable(capacity, this.#arrays);
     this.#mask = capacity - 1;
     for (let slot = 0; slot < old.length; slot += 2) if (old[slot]! >= 0) this.#place(old[slot]!, old[slot + 1]!);
   }
@@ -171,8 +180,8 @@ export function compareByteRanges(a: Uint8Array, aStart: number, aEnd: number, b
 }
 
 /** A table of `capacity` empty [id, hash] slots. */
-function emptyTable(capacity: number): Int32Array {
-  const table = new Int32Array(2 * capacity);
+function emptyTable(capacity: number, arrays: ArrayAllocator): Int32Array {
+  const table = arrays.zeroed(Int32Array, 2 * capacity);
   for (let slot = 0; slot < capacity; slot++) table[2 * slot] = -1;
   return table;
 }
@@ -183,8 +192,8 @@ function powerOfTwoAtLeast(n: number): number {
   return p;
 }
 
-function grow<T extends Uint8Array | Uint32Array>(array: T, length: number): T {
-  const next = new (array.constructor as new (n: number) => T)(length);
+function grow<T extends Uint8Array | Uint32Array>(array: T, type: TypedArrayType<T>, length: number, arrays: ArrayAllocator): T {
+  const next = arrays.zeroed(type, length);
   next.set(array);
   return next;
 }

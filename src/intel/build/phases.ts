@@ -7,6 +7,7 @@ import { recencyWeight } from '../scoring.js';
 import { compareCodeUnits } from '../../engine/verdict.js';
 import type { IndexArrays } from '../../engine/vpa-index.js';
 import type { Segments } from './carry.js';
+import { freshArrays, type ArrayAllocator } from '../../common/scratch-arrays.js';
 
 /**
  * The parallel phases of a build. Each is a plain function of transferable
@@ -229,15 +230,20 @@ export interface AggregateResult {
 const RISK_COUNT = RISK_CATEGORIES.length;
 const SOURCE_COUNT = SOURCE_CATEGORIES.length;
 
-export function aggregatePartition(task: AggregateTask): AggregateResult {
+/**
+ * `scratch` supplies the working rows (about 80 bytes per record, and the
+ * key and url tables), which die with the call; the result is in arrays of
+ * its own, to be moved to the assembling thread.
+ */
+export function aggregatePartition(task: AggregateTask, scratch: ArrayAllocator = freshArrays): AggregateResult {
   // One function per pass, as in assemble.ts: V8 optimises a function with
   // several long loops one loop at a time and deoptimises at the next.
-  const rows = gatherRows(task);
+  const rows = gatherRows(task, scratch);
   const n = rows.vpas.size;
   const keys = rows.vpas.finish();
   const urlTable = rows.urls.finish();
   const riskCategory = dominantRisks(rows.riskCounts, n);
-  const sources = orderSources(rows, n, urlTable);
+  const sources = orderSources(rows, n, urlTable, scratch);
   return {
     vpaCount: n,
     keyBytes: keys.bytes,
@@ -282,22 +288,22 @@ function countRecords(inputs: readonly ArrayBufferLike[]): number {
 }
 
 /** One pass over the records: keys and urls interned as bytes, each VPA's figures and sources. */
-function gatherRows(task: AggregateTask): Rows {
+function gatherRows(task: AggregateTask, scratch: ArrayAllocator): Rows {
   const records = countRecords(task.inputs);
   const bytes = task.inputs.reduce((sum, input) => sum + input.byteLength, 0);
-  const vpas = new ByteInterner(records, bytes / 4);
-  const urls = new ByteInterner(records, bytes / 2);
-  const firstSeen = new Float64Array(records);
-  const evidenceCount = new Uint32Array(records);
-  const evidenceWeight = new Float64Array(records);
-  const categoryMask = new Uint8Array(records);
-  const riskCounts = new Uint32Array(records * RISK_COUNT);
-  const sourceHead = new Int32Array(records);
-  const sourceNext = new Int32Array(records);
-  const sourceUrl = new Uint32Array(records);
-  const sourceCaptured = new Float64Array(records);
-  const sourceShot = new Uint8Array(records);
-  const sourceCounts = new Uint32Array(records * SOURCE_COUNT);
+  const vpas = new ByteInterner(records, Math.ceil(bytes / 4), scratch);
+  const urls = new ByteInterner(records, Math.ceil(bytes / 2), scratch);
+  const firstSeen = scratch.zeroed(Float64Array, records);
+  const evidenceCount = scratch.zeroed(Uint32Array, records);
+  const evidenceWeight = scratch.zeroed(Float64Array, records);
+  const categoryMask = scratch.zeroed(Uint8Array, records);
+  const riskCounts = scratch.zeroed(Uint32Array, records * RISK_COUNT);
+  const sourceHead = scratch.zeroed(Int32Array, records);
+  const sourceNext = scratch.zeroed(Int32Array, records);
+  const sourceUrl = scratch.zeroed(Uint32Array, records);
+  const sourceCaptured = scratch.zeroed(Float64Array, records);
+  const sourceShot = scratch.zeroed(Uint8Array, records);
+  const sourceCounts = scratch.zeroed(Uint32Array, records * SOURCE_COUNT);
   let sources = 0;
 
   for (const input of task.inputs) {
@@ -348,7 +354,7 @@ function dominantRisks(riskCounts: Uint32Array, n: number): Uint8Array {
 }
 
 /** Sources of each VPA, newest first; equal captures by url bytes so the order never depends on arrival. */
-function orderSources(rows: Rows, n: number, urlTable: { bytes: Uint8Array; offsets: Uint32Array }) {
+function orderSources(rows: Rows, n: number, urlTable: { bytes: Uint8Array; offsets: Uint32Array }, scratch: ArrayAllocator) {
   const { sourceHead, sourceNext, sourceUrl, sourceCaptured, sourceShot, sourceCounts, sources } = rows;
   const urlBytes = urlTable.bytes;
   const urlOffsets = urlTable.offsets;
@@ -359,7 +365,7 @@ function orderSources(rows: Rows, n: number, urlTable: { bytes: Uint8Array; offs
       urlBytes, urlOffsets[sourceUrl[b]!]!, urlOffsets[sourceUrl[b]! + 1]!,
     );
   const sourceOffsets = new Uint32Array(n + 1);
-  const order = new Uint32Array(sources);
+  const order = scratch.zeroed(Uint32Array, sources);
   let filled = 0;
   for (let i = 0; i < n; i++) {
     sourceOffsets[i] = filled;

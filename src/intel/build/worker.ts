@@ -9,7 +9,18 @@ import { toSharedMemory } from '../../engine/snapshot-codec.js';
 import { buildIndexArrays, longestKey, type IndexArrays } from '../../engine/vpa-index.js';
 import type { MessagePort } from 'node:worker_threads';
 import { dataDir } from '../../common/data-dir.js';
+import { ScratchArrays } from '../../common/scratch-arrays.js';
 import type { AssembleOutcome, AssembleTask, BuildTask, IndexReply, IndexTask } from './tasks.js';
+
+/**
+ * This thread's working memory for aggregation, assembly and indexing,
+ * kept from one task to the next: a build on a pool thread that has built
+ * before touches pages it touched then instead of mapping new ones (see
+ * scratch-arrays.ts). A pool thread runs one task at a time, so each of
+ * those tasks starts by taking all of it back. It goes when the thread
+ * does, after the builder's idle timeout.
+ */
+const scratch = new ScratchArrays();
 
 /** Pool thread entry: runs one build phase. Outputs are moved, never cloned. */
 export default async function runBuildTask(task: BuildTask): Promise<unknown> {
@@ -27,14 +38,17 @@ export default async function runBuildTask(task: BuildTask): Promise<unknown> {
       return movable(result, internerBuffers(result.seen));
     }
     case 'aggregate': {
-      const result = aggregatePartition(task);
+      scratch.reset();
+      const result = aggregatePartition(task, scratch);
       return movable(result, aggregateBuffers(result));
     }
     case 'assemble':
+      scratch.reset();
       return assemble(task);
     case 'index': {
+      scratch.reset();
       // Shared: the assembled snapshot is served from these arrays as they are.
-      const arrays = buildIndexArrays(task.keyBytes, task.keyOffsets, task.count, { shared: true });
+      const arrays = buildIndexArrays(task.keyBytes, task.keyOffsets, task.count, { shared: true, scratch });
       return movable(arrays, indexBuffers(arrays));
     }
   }
@@ -49,6 +63,7 @@ async function assemble(task: AssembleTask): Promise<AssembleOutcome> {
     urlMemberCap: task.urlMemberCap,
     scoredAt: task.scoredAt,
     previousClusterIds: previous,
+    scratch,
     meta: {
       id: newSnapshotId(createdAt),
       createdAt,
