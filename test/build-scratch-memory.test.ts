@@ -42,7 +42,9 @@ test('aggregation and assembly on reused scratch memory make what fresh memory m
     for (const before of earlier) {
       const fresh = aggregateInProcess(before.items);
       assert.deepEqual(before.partial, fresh);
-      assert.deepEqual(snapshotDifferences(before.built.data, assembleSnapshot([fresh], assembleOptionsInProcess()).data), []);
+      const again = assembleSnapshot([fresh], assembleOptionsInProcess());
+      assert.deepEqual(snapshotDifferences(before.built.data, again.data), []);
+      assert.deepEqual(before.built.clusterIds, again.clusterIds);
     }
     earlier.push({ partial, built, items });
   }
