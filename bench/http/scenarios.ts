@@ -215,9 +215,9 @@ export interface SwapResult {
    * work to the swap or to the baseline.
    */
   readonly readAheadS: number;
-  /** From `upi-risk ingest` returning to the new verdict being served, under the load, s. */
+  /** From `upi-risk ingest` returning to the new verdict being served, under the load (the server's third rebuild), s. */
   readonly freshnessS: number;
-  /** The same with no load, for the server's next two ingests (its second and third builds). */
+  /** The same with no load, for the server's first two rebuilds (made before the one under load). */
   readonly idleFreshnessS: readonly [first: number, next: number];
   /**
    * Each ingest above is made once the build before it has written its
@@ -226,7 +226,7 @@ export interface SwapResult {
    * the three ingests, s: what an ingest arriving right after the previous
    * verdict was served would add to its freshness.
    */
-  readonly previousWriteS?: readonly [underLoad: number, first: number, next: number];
+  readonly previousWriteS?: readonly [first: number, next: number, underLoad: number];
   /** Open-loop load running through the swap. */
   readonly load: OpenLoopResult;
   /** Requests that failed or answered other than 2xx during it. */
@@ -270,6 +270,12 @@ export async function runSwap(options: HttpOptions, token: string, rate: number,
     };
     const readAheadS = await waitForGauge(metrics, 'upi_risk_build_carried_bytes', (value) => value > 0, 'the stored evidence was not read ahead');
 
+    // Two ingests with no load first: the process's first rebuild (its build
+    // threads start with no working memory) and a second. The swap under load
+    // is then the third, as in a service that has been ingesting.
+    const first = await ingestAndWait(server, options.dataDir, workDir, token);
+    const next = await ingestAndWait(server, options.dataDir, workDir, token);
+
     // The swap: from before the ingest until the replaced snapshot is given back.
     const loadRun = runOpenLoop(target, { rate, seconds: loadSeconds, warmupSeconds: 1, connections: options.connections });
     await sleep(2000);
@@ -292,8 +298,6 @@ export async function runSwap(options: HttpOptions, token: string, rate: number,
     const baselineStallMs = (await scrape()).stallMs;
     await baselineRun;
 
-    const first = await ingestAndWait(server, options.dataDir, workDir, token);
-    const next = await ingestAndWait(server, options.dataDir, workDir, token);
     return {
       stallMs: round3(stallMs),
       baselineStallMs: round3(baselineStallMs),
@@ -302,7 +306,7 @@ export async function runSwap(options: HttpOptions, token: string, rate: number,
       readAheadS,
       freshnessS: underLoad.freshnessS,
       idleFreshnessS: [first.freshnessS, next.freshnessS],
-      previousWriteS: [underLoad.previousWriteS, first.previousWriteS, next.previousWriteS],
+      previousWriteS: [first.previousWriteS, next.previousWriteS, underLoad.previousWriteS],
       load,
       failed: load.errors + load.non2xx,
     };
