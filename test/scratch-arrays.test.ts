@@ -43,6 +43,20 @@ test('after a reset the same memory is handed out again, cleared', () => {
   assert.equal(scratch.retainedBytes, retained);
 });
 
+test('an array reaching past the memory used before is zero throughout', () => {
+  const scratch = new ScratchArrays({ chunkBytes: 64 * KiB });
+  scratch.zeroed(Uint8Array, 3).fill(1);
+  scratch.zeroed(Float64Array, 100).fill(-1);
+  scratch.reset();
+  // Starts over what the first task wrote and ends in memory no task had.
+  const wider = scratch.zeroed(Uint32Array, 1000);
+  assert.equal(wider.byteOffset, 0);
+  assert.ok(wider.every((value) => value === 0));
+  wider.fill(7);
+  scratch.reset();
+  assert.ok(scratch.zeroed(Uint8Array, 5000).every((value) => value === 0));
+});
+
 test('an array larger than a chunk gets a chunk of its own with room to grow into', () => {
   const scratch = new ScratchArrays({ chunkBytes: 4 * KiB });
   const large = scratch.zeroed(Uint8Array, 1024 * KiB);

@@ -46,6 +46,11 @@ export interface ScratchArraysOptions {
 interface Chunk {
   readonly buffer: ArrayBuffer;
   used: number;
+  /**
+   * Bytes below this were handed out before and may hold values; above it
+   * the chunk is as allocated, zero, and possibly not yet backed by pages.
+   */
+  written: number;
   /** Resets in a row this chunk went unused through. */
   idle: number;
 }
@@ -75,8 +80,12 @@ export class ScratchArrays implements ArrayAllocator {
     const at = chunk.used;
     chunk.used = alignUp(at + bytes);
     chunk.idle = 0;
-    // Memory an earlier task used holds its values: cleared, as a new array would be.
-    new Uint8Array(chunk.buffer, at, bytes).fill(0);
+    // Memory an earlier task used holds its values: cleared, as a new array
+    // would be. Memory never handed out is zero already, and is left
+    // untouched: capacity a task reserves but never uses then costs no pages.
+    const end = at + bytes;
+    if (at < chunk.written) new Uint8Array(chunk.buffer, at, Math.min(end, chunk.written) - at).fill(0);
+    if (end > chunk.written) chunk.written = end;
     return new type(chunk.buffer, at, length);
   }
 
@@ -121,7 +130,7 @@ export class ScratchArrays implements ArrayAllocator {
     if (best !== undefined) return best;
     // An eighth to spare: the next build's data is usually a little larger.
     const size = Math.max(this.#chunkBytes, alignUp(Math.ceil(bytes + bytes / 8)));
-    const chunk: Chunk = { buffer: new ArrayBuffer(size), used: 0, idle: 0 };
+    const chunk: Chunk = { buffer: new ArrayBuffer(size), used: 0, written: 0, idle: 0 };
     this.#chunks.push(chunk);
     return chunk;
   }
