@@ -90,8 +90,12 @@ test('a chunk whose buffer was transferred away is dropped, not reused', () => {
   const scratch = new ScratchArrays({ chunkBytes: 4 * KiB });
   const array = scratch.zeroed(Uint8Array, 100);
   structuredClone(array.buffer, { transfer: [array.buffer] });
+  // Before the next reset, too: not even an empty array is placed in it.
+  const empty = scratch.zeroed(Float64Array, 0);
+  assert.notEqual(empty.buffer, array.buffer);
   scratch.reset();
-  assert.equal(scratch.retainedBytes, 0);
+  // Only the chunk made for the empty array is left.
+  assert.equal(scratch.retainedBytes, 4 * KiB);
   assert.equal(scratch.zeroed(Uint8Array, 100).length, 100);
 });
 

@@ -37,7 +37,11 @@ export const freshArrays: ArrayAllocator = {
 };
 
 export interface ScratchArraysOptions {
-  /** Smallest chunk to allocate, bytes; an array larger than this gets a chunk of its own. Default 64 MiB. */
+  /**
+   * Smallest chunk to allocate, bytes. An array that fits in no chunk gets a
+   * new one of this size, or of its own size plus an eighth when that is
+   * larger. Default 64 MiB.
+   */
   readonly chunkBytes?: number;
   /** A chunk no task used for this many resets in a row is let go. Default 16. */
   readonly idleResets?: number;
@@ -121,6 +125,8 @@ export class ScratchArrays implements ArrayAllocator {
     let best: Chunk | undefined;
     let bestRoom = Number.POSITIVE_INFINITY;
     for (const chunk of this.#chunks) {
+      // A detached buffer (transferred despite the rule) has no room even for an empty array.
+      if (chunk.buffer.byteLength === 0) continue;
       const room = chunk.buffer.byteLength - chunk.used;
       if (room >= bytes && room < bestRoom) {
         best = chunk;
