@@ -4,7 +4,7 @@
  * bench/results/bench-<size>.{md,json}.
  *
  *   npm run bench -- [--vpas 1000000] [--only engine,micro,http,swap] [--modes plain,tls]
- *                    [--seconds 10] [--connections 64] [--hit-ratio 0.1] [--server-threads N] [--quick]
+ *                    [--seconds 10] [--rounds 3] [--connections 64] [--hit-ratio 0.1] [--server-threads N] [--quick]
  *                    [--swap-rate R]
  *
  * Sections:
@@ -50,6 +50,8 @@ const { values: args } = parseArgs({
     only: { type: 'string', default: SECTIONS.join(',') },
     modes: { type: 'string', default: 'plain,tls' },
     seconds: { type: 'string', default: '10' },
+    // Peak runs of the service and the ceiling, one after the other, this many times (the median ratio is reported).
+    rounds: { type: 'string', default: '3' },
     connections: { type: 'string', default: '64' },
     'hit-ratio': { type: 'string', default: '0.1' },
     // Like `serve --threads`: one serving thread per core.
@@ -65,6 +67,7 @@ const { values: args } = parseArgs({
 
 const vpas = whole('vpas', args.vpas, 1000);
 const seconds = whole('seconds', args.seconds, 1);
+const rounds = whole('rounds', args.rounds, 1);
 const connections = whole('connections', args.connections, 1);
 const serverThreads = whole('server-threads', args['server-threads'], 1);
 const wrkThreads = whole('wrk-threads', args['wrk-threads'], 1);
@@ -115,7 +118,7 @@ async function main(): Promise<void> {
     date: started.toISOString(),
     machine: { cores: availableParallelism(), cpu: cpus()[0]?.model ?? 'unknown', memoryGiB: Math.round(totalmem() / 2 ** 30), node: process.version },
     vpas,
-    options: { seconds, connections, hitRatio, serverThreads, wrkThreads, modes, quick: args.quick },
+    options: { seconds, rounds, connections, hitRatio, serverThreads, wrkThreads, modes, quick: args.quick },
     engine: null,
     micro: [],
     http: [],
@@ -151,7 +154,7 @@ async function main(): Promise<void> {
     const workload = await writeWorkload(new Intelligence(found.data), work, { hitRatio });
     logWorkload(workload);
     const token = await createBenchKey(dataDirPath);
-    const base: Omit<HttpOptions, 'tls'> = { dataDir: dataDirPath, workload, seconds, connections, wrkThreads, serverThreads, log };
+    const base: Omit<HttpOptions, 'tls'> = { dataDir: dataDirPath, workload, seconds, rounds, connections, wrkThreads, serverThreads, log };
     const results: HttpResult[] = [];
     if (only.has('http')) {
       for (const mode of modes) {

@@ -6,6 +6,8 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { OpenLoopResult } from './open-loop.js';
+import { processCpuSeconds } from '../support/process-cpu.js';
+import { round1 } from '../support/report.js';
 
 export type { OpenLoopResult };
 
@@ -34,6 +36,11 @@ export interface WrkResult {
   /** wrk's own (closed-loop) latency, ms: for context only. */
   readonly p50: number;
   readonly p99: number;
+  /**
+   * CPU the server process spent per request while wrk ran, all threads, µs
+   * (null when no server process was given or /proc cannot tell).
+   */
+  readonly serverCpuUsPerRequest: number | null;
 }
 
 /** Fail early, with the fix, when wrk is not installed. */
@@ -44,8 +51,12 @@ export function requireWrk(): void {
   }
 }
 
-/** Peak throughput: `threads` wrk threads, `connections` keep-alive connections, for `seconds`. */
-export async function runWrk(target: Target, options: { seconds: number; connections: number; threads: number }): Promise<WrkResult> {
+/**
+ * Peak throughput: `threads` wrk threads, `connections` keep-alive
+ * connections, for `seconds`; with `serverPid`, also the CPU that process
+ * spent per request meanwhile.
+ */
+export async function runWrk(target: Target, options: { seconds: number; connections: number; threads: number; serverPid?: number }): Promise<WrkResult> {
   const url = `${target.tls ? 'https' : 'http'}://127.0.0.1:${target.port}`;
   const args = [
     `-t${options.threads}`,
@@ -60,7 +71,9 @@ export async function runWrk(target: Target, options: { seconds: number; connect
     target.path,
     target.token,
   ];
+  const cpuBefore = options.serverPid === undefined ? null : await processCpuSeconds(options.serverPid);
   const output = await capture('wrk', args);
+  const cpuAfter = options.serverPid === undefined ? null : await processCpuSeconds(options.serverPid);
   const line = output.split('\n').find((l) => l.startsWith('WRK_RESULT '));
   if (line === undefined) throw new Error(`wrk printed no result:\n${output}`);
   const r = JSON.parse(line.slice('WRK_RESULT '.length)) as Record<string, number>;
@@ -71,6 +84,7 @@ export async function runWrk(target: Target, options: { seconds: number; connect
     errors: r.connect! + r.read! + r.write! + r.timeout!,
     p50: r.p50Us! / 1000,
     p99: r.p99Us! / 1000,
+    serverCpuUsPerRequest: cpuBefore === null || cpuAfter === null || r.requests! === 0 ? null : round1(((cpuAfter - cpuBefore) / r.requests!) * 1e6),
   };
 }
 

@@ -26,6 +26,8 @@ export interface HttpOptions {
   readonly workload: Workload;
   readonly tls: boolean;
   readonly seconds: number;
+  /** Peak rounds per scenario: the service and the ceiling one after the other, `rounds` times. */
+  readonly rounds: number;
   readonly connections: number;
   /** wrk threads. */
   readonly wrkThreads: number;
@@ -41,17 +43,38 @@ export interface LatencyRow {
   readonly ceiling: OpenLoopResult;
 }
 
+/** One peak round: the service, then the ceiling, each measured right after the other. */
+export interface PeakRound {
+  readonly service: WrkResult;
+  readonly ceiling: WrkResult;
+  /** The ceiling writing the service's headers, measured after the two (single lookups only). */
+  readonly ceilingWithHeaders: WrkResult | null;
+  /** service / ceiling in this round. */
+  readonly ratio: number;
+}
+
 export interface ScenarioResult {
   readonly scenario: Scenario;
   readonly bodyBytes: number;
+  /** The service's run in the round with the median ratio. */
   readonly service: WrkResult;
+  /** The ceiling's run in that round. */
   readonly ceiling: WrkResult;
-  /** service peak / ceiling peak. */
+  /**
+   * service peak / ceiling peak: the median of the rounds' ratios. Each
+   * round's two runs are seconds apart, so a machine that slows down or
+   * speeds up over the minutes of a run moves both.
+   */
   readonly ratio: number;
-  /** Peak of the ceiling when it also writes the service's headers (single lookups only). */
+  /** The lowest and highest of the rounds' ratios. */
+  readonly ratioRange: readonly [low: number, high: number];
+  /** The ceiling writing the service's headers, in the round with the median ratio (single lookups only). */
   readonly ceilingWithHeaders: WrkResult | null;
+  readonly rounds: readonly PeakRound[];
   readonly latency: readonly LatencyRow[];
 }
+
+
 
 export interface HttpResult {
   readonly tls: boolean;
@@ -82,6 +105,7 @@ export async function startService(dataDir: string, tls: boolean, threads: numbe
 
 interface BareServer {
   readonly port: number;
+  readonly pid: number;
   stop(): Promise<void>;
 }
 
@@ -100,13 +124,23 @@ async function startBare(bodyBytes: number, dataDir: string, tls: boolean, threa
     });
     child.once('exit', (code) => reject(new Error(`bare server exited with ${code}`)));
   });
-  return { port, stop: () => stopChild(child) };
+  return { port, pid: child.pid!, stop: () => stopChild(child) };
 }
 
 async function stopChild(child: ChildProcess): Promise<void> {
   if (child.exitCode !== null) return;
   child.kill('SIGKILL');
   await once(child, 'exit');
+}
+
+function cpuText(run: WrkResult): string {
+  return run.serverCpuUsPerRequest === null ? 'server CPU unknown' : `server CPU ${run.serverCpuUsPerRequest} µs per request`;
+}
+
+/** The round with the median ratio (the lower of the two middle ones for an even count). */
+function medianRound(rounds: readonly PeakRound[]): PeakRound {
+  const sorted = [...rounds].sort((a, b) => a.ratio - b.ratio);
+  return sorted[(sorted.length - 1) >> 1]!;
 }
 
 function portOf(server: RunningServer): number {
@@ -148,43 +182,57 @@ export async function runHttp(options: HttpOptions, token: string): Promise<Http
     for (const scenario of SCENARIOS) {
       const bodyBytes = bodyBytesOf(scenario, workload);
       const bare = await startBare(bodyBytes, options.dataDir, tls, options.serverThreads);
+      // Single lookups are also measured against the ceiling writing the service's headers.
+      const withHeaders = scenario === 'single' ? await startBare(bodyBytes, options.dataDir, tls, options.serverThreads, true) : null;
       try {
         const serviceTarget = targetFor(scenario, workload, portOf(server), tls, token);
         const bareTarget = targetFor(scenario, workload, bare.port, tls, token);
-        // A run first warms both (JIT, heap sizes, caches, connections) before
-        // anything is recorded. It lasts as long as a measurement: a freshly
-        // started service took 10-20 s of load to reach its steady rate
-        // (single lookups at 1M: 62-78k req/s in the first 10 s, 85-101k
+        const headersTarget = withHeaders === null ? null : targetFor(scenario, workload, withHeaders.port, tls, token);
+        // A run first warms each server (JIT, heap sizes, caches, connections)
+        // before anything is recorded. It lasts as long as a measurement: a
+        // freshly started service took 10-20 s of load to reach its steady
+        // rate (single lookups at 1M: 62-78k req/s in the first 10 s, 85-101k
         // after), where the ceiling needs next to nothing.
         await runWrk(serviceTarget, { ...wrkOptions, seconds: warmupSeconds });
-        const service = await runWrk(serviceTarget, wrkOptions);
-        log(`  ${scenario} service peak ${service.requestsPerSecond} req/s (${service.non2xx} non-2xx, ${service.errors} errors)`);
         await runWrk(bareTarget, { ...wrkOptions, seconds: warmupSeconds });
-        const ceiling = await runWrk(bareTarget, wrkOptions);
-        log(`  ${scenario} ceiling peak ${ceiling.requestsPerSecond} req/s`);
-        let ceilingWithHeaders: WrkResult | null = null;
-        if (scenario === 'single') {
-          const withHeaders = await startBare(bodyBytes, options.dataDir, tls, options.serverThreads, true);
-          try {
-            const headersTarget = targetFor(scenario, workload, withHeaders.port, tls, token);
-            await runWrk(headersTarget, { ...wrkOptions, seconds: warmupSeconds });
-            ceilingWithHeaders = await runWrk(headersTarget, wrkOptions);
-            log(`  ${scenario} ceiling with the service's headers ${ceilingWithHeaders.requestsPerSecond} req/s`);
-          } finally {
-            await withHeaders.stop();
-          }
+        if (headersTarget !== null) await runWrk(headersTarget, { ...wrkOptions, seconds: warmupSeconds });
+        const rounds: PeakRound[] = [];
+        for (let round = 1; round <= options.rounds; round++) {
+          const service = await runWrk(serviceTarget, { ...wrkOptions, serverPid: server.child.pid! });
+          const ceiling = await runWrk(bareTarget, { ...wrkOptions, serverPid: bare.pid });
+          const ceilingWithHeaders = headersTarget === null ? null : await runWrk(headersTarget, { ...wrkOptions, serverPid: withHeaders!.pid });
+          const ratio = round3(service.requestsPerSecond / ceiling.requestsPerSecond);
+          rounds.push({ service, ceiling, ceilingWithHeaders, ratio });
+          const headers = ceilingWithHeaders === null ? '' : `, ceiling with the service's headers ${ceilingWithHeaders.requestsPerSecond} req/s`;
+          log(
+            `  ${scenario} round ${round}: service ${service.requestsPerSecond} req/s (${service.non2xx} non-2xx, ${service.errors} errors, ${cpuText(service)}), ` +
+              `ceiling ${ceiling.requestsPerSecond} req/s (${cpuText(ceiling)})${headers}: ${(ratio * 100).toFixed(1)}%`,
+          );
         }
+        const middle = medianRound(rounds);
         const latency: LatencyRow[] = [];
         for (const share of LATENCY_SHARES[scenario]) {
-          const rate = Math.max(1, Math.round(service.requestsPerSecond * share));
+          const rate = Math.max(1, Math.round(middle.service.requestsPerSecond * share));
           const onService = await runOpenLoop(serviceTarget, { ...loopOptions, rate });
           const onCeiling = await runOpenLoop(bareTarget, { ...loopOptions, rate });
           log(`  ${scenario} at ${share * 100}% (${rate}/s): p99 ${onService.p99} ms vs ceiling ${onCeiling.p99} ms`);
           latency.push({ share, rate, service: onService, ceiling: onCeiling });
         }
-        scenarios.push({ scenario, bodyBytes, service, ceiling, ratio: round3(service.requestsPerSecond / ceiling.requestsPerSecond), ceilingWithHeaders, latency });
+        const ratios = rounds.map((r) => r.ratio);
+        scenarios.push({
+          scenario,
+          bodyBytes,
+          service: middle.service,
+          ceiling: middle.ceiling,
+          ceilingWithHeaders: middle.ceilingWithHeaders,
+          ratio: middle.ratio,
+          ratioRange: [Math.min(...ratios), Math.max(...ratios)],
+          rounds,
+          latency,
+        });
       } finally {
         await bare.stop();
+        await withHeaders?.stop();
       }
     }
     serverRssMiB = await residentMiB(server.child.pid!);
