@@ -244,6 +244,24 @@ test('a serving thread that stops holds nothing: no retired snapshot waits for i
     assert.deepEqual(retired.held(), [], 'a later snapshot waits for the running thread only');
   }));
 
+test('a thread started in place of one that stopped is waited for by later snapshots only', () =>
+  withMockedTimeouts(() => {
+    const retired = new RetiredSnapshots(2);
+    retired.retire(snapshot('before'));
+    retired.exited(1);
+    retired.started(1);
+    retired.released('before', 0);
+    mock.timers.tick(1000);
+    assert.deepEqual(retired.held(), [], 'the new thread never had the snapshot retired before it started');
+    retired.retire(snapshot('after'));
+    retired.released('after', 0);
+    mock.timers.tick(1000);
+    assert.deepEqual(retired.held(), ['after'], 'a later one waits for the new thread too');
+    retired.released('after', 1);
+    mock.timers.tick(1000);
+    assert.deepEqual(retired.held(), []);
+  }));
+
 test('a snapshot retired when no serving thread runs is let go after the grace period', () =>
   withMockedTimeouts(() => {
     const retired = new RetiredSnapshots(1);

@@ -23,32 +23,58 @@ export interface EdgePoolOptions extends Omit<EdgeWorkerData, 'index' | 'quotaPo
   /** The main thread's metrics (snapshot and build gauges). */
   readonly metrics: ServiceMetrics;
   readonly logger: Logger;
+  /** How failed serving threads are replaced (default DEFAULT_RESTARTS). */
+  readonly restarts?: RestartPolicy;
+  /**
+   * Called once when serving threads fail faster than `restarts` allows and
+   * the pool stops replacing them: the process should stop, so that what
+   * supervises it starts it afresh (serve exits with status 1).
+   */
+  readonly onGiveUp?: (error: UpiRiskError) => void;
 }
+
+/**
+ * A serving thread that fails is replaced after `firstDelayMs`, doubling
+ * with each replacement made within the last `windowMs` up to `maxDelayMs`,
+ * so a thread failing on every start cannot spin; once `max` replacements
+ * fall within `windowMs`, the pool gives up.
+ */
+export interface RestartPolicy {
+  readonly max: number;
+  readonly windowMs: number;
+  readonly firstDelayMs: number;
+  readonly maxDelayMs: number;
+}
+
+export const DEFAULT_RESTARTS: RestartPolicy = { max: 10, windowMs: 60_000, firstDelayMs: 100, maxDelayMs: 5_000 };
 
 /**
  * `serve --threads N`: N serving threads on one port (the kernel spreads
  * connections over them), fed by this thread. Every snapshot swap is posted
  * to every thread; the arrays live in SharedArrayBuffers, so all threads read
- * one copy of the index.
+ * one copy of the index. A thread that fails (edge-worker.ts) is replaced by
+ * a fresh one on the same port, given the current snapshot and keys.
  */
 export class EdgePool {
   readonly port: number;
   readonly #workers: Worker[];
   readonly #options: EdgePoolOptions;
   readonly #draining: { value: boolean };
+  readonly #replacements: Set<NodeJS.Timeout>;
 
-  private constructor(port: number, workers: Worker[], options: EdgePoolOptions, draining: { value: boolean }) {
+  private constructor(port: number, workers: Worker[], options: EdgePoolOptions, draining: { value: boolean }, replacements: Set<NodeJS.Timeout>) {
     this.port = port;
     this.#workers = workers;
     this.#options = options;
     this.#draining = draining;
+    this.#replacements = replacements;
   }
 
   static async start(options: EdgePoolOptions): Promise<EdgePool> {
     if (!Number.isInteger(options.threads) || options.threads < 1 || options.threads > 256) {
       throw new RangeError(`threads must be an integer from 1 to 256, got ${options.threads}`);
     }
-    const workers: Worker[] = [];
+    const policy = options.restarts ?? DEFAULT_RESTARTS;
     // Before the threads start, so each has `gc` (collector.ts: why replaced snapshots need it).
     enableCollector();
     const collect = threadCollector();
@@ -59,19 +85,40 @@ export class EdgePool {
     options.metrics.watchReplacedSnapshots(() => retired.held().length);
     // Several threads without Redis count key quotas in one shared table; one thread keeps its own.
     const sharedWindows = options.redis === null && options.threads > 1 ? new SharedWindowTable().buffer : null;
+    const {
+      service: _service,
+      keys: _keys,
+      quota: _quota,
+      metrics: _metrics,
+      logger: _logger,
+      restarts: _restarts,
+      onGiveUp: _onGiveUp,
+      ...shared
+    } = options;
+    // Threads share the port through SO_REUSEPORT, which uWS sets only for a concrete port.
+    const port = options.port === 0 ? await freePort(options.host) : options.port;
+    const workers: Worker[] = [];
     let scrapeFromAll: (() => Promise<string>) | null = null;
     /** Set once drain() starts: threads exit from then on, and that is no failure. */
     const draining = { value: false };
-    for (let index = 0; index < options.threads; index++) {
+    /** Replacements waiting for their delay. */
+    const replacements = new Set<NodeJS.Timeout>();
+    /** When each recent replacement was made (Date.now), oldest first. */
+    const recentRestarts: number[] = [];
+    let gaveUp = false;
+
+    const startThread = (index: number): Worker => {
       const channel = new MessageChannel();
       serveQuota(channel.port1, options.quota);
-      const { service: _service, keys: _keys, quota: _quota, metrics: _metrics, logger: _logger, ...shared } = options;
       const data: EdgeWorkerData = { ...shared, index, quotaPort: channel.port2, sharedWindows };
       const worker = new Worker(new URL('./edge-worker.js', import.meta.url), { workerData: data, transferList: [channel.port2] });
       worker.on('error', (error) => options.logger.error({ thread: index, err: error.stack ?? error.message }, 'serving thread failed'));
       worker.once('exit', (code) => {
+        channel.port1.close();
         retired.exited(index);
-        if (!draining.value) options.logger.error({ thread: index, code }, 'serving thread exited');
+        if (draining.value || workers[index] !== worker) return;
+        options.logger.error({ thread: index, code }, 'serving thread exited');
+        replace(index);
       });
       worker.on('message', (message: FromEdge) => {
         if (message.type === 'scrape') {
@@ -84,8 +131,44 @@ export class EdgePool {
           retired.released(message.snapshot, index);
         }
       });
-      workers.push(worker);
-    }
+      return worker;
+    };
+
+    /** Start a thread in place of thread `index`, which failed, after the policy's delay; or give up. */
+    const replace = (index: number): void => {
+      const now = Date.now();
+      while (recentRestarts.length > 0 && recentRestarts[0]! <= now - policy.windowMs) recentRestarts.shift();
+      if (recentRestarts.length >= policy.max) {
+        if (gaveUp) return;
+        gaveUp = true;
+        const message = `serving threads failed ${policy.max} times within ${policy.windowMs / 1000} s; no more are started`;
+        options.logger.error({ thread: index }, message);
+        options.onGiveUp?.(new UpiRiskError('ERR_THREADS_FAILING', message));
+        return;
+      }
+      const delay = Math.min(policy.maxDelayMs, policy.firstDelayMs * 2 ** recentRestarts.length);
+      recentRestarts.push(now);
+      options.metrics.servingThreadRestarts.inc();
+      const timer = setTimeout(() => {
+        replacements.delete(timer);
+        const worker = startThread(index);
+        workers[index] = worker;
+        retired.started(index);
+        worker.postMessage({ type: 'snapshot', data: options.service.current.data } satisfies ToEdge);
+        worker.postMessage({ type: 'keys', records: options.keys.records() } satisfies ToEdge);
+        listenOn(worker, port).then(
+          () => options.logger.warn({ thread: index, afterMs: delay }, 'serving thread replaced'),
+          (error: Error) => {
+            options.logger.error({ thread: index, err: error.message }, 'replacement serving thread did not listen');
+            // Its exit counts as another failure, and the policy decides what comes next.
+            worker.postMessage({ type: 'drain' } satisfies ToEdge);
+          },
+        );
+      }, delay);
+      replacements.add(timer);
+    };
+
+    for (let index = 0; index < options.threads; index++) workers.push(startThread(index));
     const send = (message: ToEdge) => {
       for (const worker of workers) worker.postMessage(message);
     };
@@ -110,15 +193,15 @@ export class EdgePool {
       return options.metrics.text(others);
     };
 
-    // Threads share the port through SO_REUSEPORT, which uWS sets only for a concrete port.
-    const port = options.port === 0 ? await freePort(options.host) : options.port;
     await Promise.all(workers.map((worker) => listenOn(worker, port)));
-    return new EdgePool(port, workers, options, draining);
+    return new EdgePool(port, workers, options, draining, replacements);
   }
 
   /** Stop accepting, let every thread answer what it has in flight, close its connections and end. */
   async drain(): Promise<void> {
     this.#draining.value = true;
+    for (const timer of this.#replacements) clearTimeout(timer);
+    this.#replacements.clear();
     await Promise.all(
       this.#workers.map(async (worker) => {
         // A thread that stopped earlier has nothing to drain, and its 'exit' will not come again.

@@ -60,7 +60,8 @@ export type FromEdge =
   | { readonly type: 'drained' }
   | { readonly type: 'metrics'; readonly id: number; readonly json: unknown }
   | { readonly type: 'scrape'; readonly id: number }
-  | { readonly type: 'released'; readonly snapshot: string };
+  | { readonly type: 'released'; readonly snapshot: string }
+  | { readonly type: 'failed'; readonly message: string };
 
 /**
  * Under constant load, how long a serving thread leaves incremental marking
@@ -132,6 +133,30 @@ const api = createApiApp(
   config.tls === null ? uWS.App() : createTlsApp(config.tls),
 );
 let listening: Listening | null = null;
+
+/**
+ * An error no handler caught (a bug, or a broken message from the main
+ * thread) leaves this thread in a state nobody can vouch for, so it stops
+ * and the main thread starts a fresh one in its place (EdgePool). Left to
+ * Node, the thread would end with uWS sockets open, and Node aborts the
+ * whole process when a worker's loop still has handles: every thread's
+ * connections would go down with it. Closing the app first drops only this
+ * thread's connections; the kernel sends new ones to the other threads.
+ * A promise rejected with no handler arrives here too (Node's default).
+ */
+let failed = false;
+process.on('uncaughtException', (error: Error) => {
+  if (failed) return;
+  failed = true;
+  logger.fatal({ err: error.stack ?? String(error) }, 'serving thread failed; closing its connections');
+  try {
+    listening?.close();
+    (api.app as unknown as { close(): void }).close();
+  } finally {
+    post({ type: 'failed', message: error.message });
+    process.exit(1);
+  }
+});
 
 port.on('message', (message: ToEdge) => {
   switch (message.type) {

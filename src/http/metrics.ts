@@ -22,6 +22,11 @@ export class ServiceMetrics {
     labelNames: ['kind'] as const,
     registers: [this.registry],
   });
+  readonly servingThreadRestarts = new Counter({
+    name: 'upi_risk_serving_thread_restarts_total',
+    help: 'Serving threads started in place of one that failed',
+    registers: [this.registry],
+  });
   readonly snapshotVpas = this.#gauge({ name: 'upi_risk_snapshot_vpas', help: 'Flagged VPAs in the served snapshot' });
   readonly snapshotAge = this.#gauge({
     name: 'upi_risk_snapshot_age_seconds',

@@ -57,6 +57,15 @@ export class RetiredSnapshots {
     if (entry.waiting.size === 0) this.#letGo(id);
   }
 
+  /**
+   * Serving thread `thread` runs again (one started in place of a thread
+   * that failed): snapshots retired from now on wait for it too. It never
+   * had the ones retired before.
+   */
+  started(thread: number): void {
+    this.#running.add(thread);
+  }
+
   /** Serving thread `thread` has stopped: it holds nothing, and no snapshot waits for it any more. */
   exited(thread: number): void {
     this.#running.delete(thread);

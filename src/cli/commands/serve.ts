@@ -51,7 +51,8 @@ Options:
 
 Operations endpoints (no key, outside the quotas): GET /healthz, GET /readyz,
 GET /metrics (Prometheus). Stops on SIGTERM or SIGINT after answering the
-requests in flight.`;
+requests in flight. A serving thread that fails is replaced by a new one;
+when they fail 10 times within a minute, serve stops with exit status 1.`;
 
 export const serveCommand: Command = {
   name: 'serve',
@@ -144,6 +145,18 @@ export const serveCommand: Command = {
     // hand large buffers to this thread, and the collections those cause (Mark-Compact
     // pauses of 15 ms at 1M VPAs) then stall no request.
     const redisUrl = values.redis ?? process.env.REDIS_URL;
+    /** Stops serving: by a signal (status 0), or when serving threads keep failing (status 1). */
+    let stop: (why: { signal: string } | { reason: string }, status: number) => void = () => {};
+    const stopped = new Promise<number>((resolve) => {
+      let stopping = false;
+      stop = (why, status) => {
+        if (stopping) return;
+        stopping = true;
+        logger.info(why, 'shutting down: no new connections, finishing requests in flight');
+        keys.close();
+        resolve(status);
+      };
+    });
     const pool = await EdgePool.start({
       threads,
       host,
@@ -159,6 +172,8 @@ export const serveCommand: Command = {
       quota,
       metrics,
       logger,
+      // A process whose serving threads fail over and over is best started afresh by whatever runs it.
+      onGiveUp: (error) => stop({ reason: error.message }, 1),
     });
     const boundPort = pool.port;
     const stopServing = () => pool.drain();
@@ -167,21 +182,15 @@ export const serveCommand: Command = {
     const urlHost = host.includes(':') ? `[${host}]` : host;
     process.stdout.write(`upi-risk listening on ${tls === null ? 'http' : 'https'}://${urlHost}:${boundPort}\n`);
 
-    await new Promise<void>((resolve) => {
-      const stop = (signal: string) => {
-        logger.info({ signal }, 'shutting down: no new connections, finishing requests in flight');
-        keys.close();
-        resolve();
-      };
-      process.once('SIGTERM', () => stop('SIGTERM'));
-      process.once('SIGINT', () => stop('SIGINT'));
-    });
+    process.once('SIGTERM', () => stop({ signal: 'SIGTERM' }, 0));
+    process.once('SIGINT', () => stop({ signal: 'SIGINT' }, 0));
+    const status = await stopped;
     await stopServing();
     await service.close();
     await store.close();
-    logger.info({}, 'stopped');
+    logger.info({ status }, 'stopped');
     // Idle keep-alive connections would hold the event loop open; everything in flight is answered.
-    process.exit(0);
+    process.exit(status);
   },
 };
 

@@ -1,0 +1,172 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { get } from 'node:http';
+import type { Intelligence } from '../src/engine/intelligence.js';
+import type { SnapshotData } from '../src/engine/snapshot-data.js';
+import type { IntelligenceService, SwapEvent } from '../src/service/intelligence-service.js';
+import type { KeyRegistry } from '../src/access/key-store.js';
+import { QuotaService } from '../src/access/quota.js';
+import { loadPlans } from '../src/access/plans.js';
+import type { UpiRiskError } from '../src/common/errors.js';
+import type { Logger } from '../src/common/logger.js';
+import { EdgePool, type RestartPolicy } from '../src/http/edge-pool.js';
+import { ServiceMetrics } from '../src/http/metrics.js';
+import { buildInProcess, evidence } from './helpers.js';
+
+/**
+ * A serving thread that throws outside any request handler (here: it is
+ * handed a snapshot it cannot read) must not take the process down with it.
+ * These run the pool in the test process: were a failed thread to end with
+ * its sockets open, Node would abort this very process.
+ */
+
+/** The service side the pool uses: the current snapshot and its swaps, which a test hands out itself. */
+class SnapshotSource {
+  current: { readonly data: SnapshotData };
+  readonly #listeners: ((event: SwapEvent) => void)[] = [];
+
+  constructor(current: Intelligence) {
+    this.current = current;
+  }
+
+  onSwap(listener: (event: SwapEvent) => void): void {
+    this.#listeners.push(listener);
+  }
+
+  /** Swap every serving thread to `data` without making it the current snapshot. */
+  push(data: SnapshotData): void {
+    for (const listener of this.#listeners) listener({ previous: null, next: { data } as Intelligence, reason: 'rebuild' });
+  }
+}
+
+interface LogLine {
+  readonly level: string;
+  readonly fields: Record<string, unknown>;
+  readonly message: string;
+}
+
+function recordingLogger(lines: LogLine[]): Logger {
+  const at = (level: string) => (fields: Record<string, unknown>, message: string) => lines.push({ level, fields, message });
+  return { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') };
+}
+
+/** Snapshot data no thread can make an Intelligence of. */
+function unreadable(data: SnapshotData): SnapshotData {
+  return { ...data, meta: null } as unknown as SnapshotData;
+}
+
+/** Two serving threads fed by `source`; what they log and each time the pool gives up are recorded. */
+async function startPool(source: SnapshotSource, restarts: RestartPolicy) {
+  const lines: LogLine[] = [];
+  const gaveUp: UpiRiskError[] = [];
+  const plans = await loadPlans();
+  const metrics = new ServiceMetrics();
+  const keys = { records: () => [], onChange: () => {} } as unknown as KeyRegistry;
+  const pool = await EdgePool.start({
+    threads: 2,
+    host: '127.0.0.1',
+    port: 0,
+    tls: null,
+    version: 'test',
+    metricsToken: undefined,
+    logLevel: 'silent',
+    plans,
+    redis: null,
+    service: source as unknown as IntelligenceService,
+    keys,
+    quota: new QuotaService({ plans }),
+    metrics,
+    logger: recordingLogger(lines),
+    restarts,
+    onGiveUp: (error) => gaveUp.push(error),
+  });
+  return { pool, metrics, lines, gaveUp };
+}
+
+interface Ready {
+  readonly snapshot: string;
+  readonly thread: number;
+}
+
+/** GET /readyz on a connection of its own (the kernel spreads connections, not requests, over the threads); null when refused. */
+function readyz(port: number): Promise<Ready | null> {
+  return new Promise((resolve) => {
+    get(`http://127.0.0.1:${port}/readyz`, { agent: false }, (res) => {
+      let text = '';
+      res.on('data', (chunk: Buffer) => (text += chunk.toString()));
+      res.on('end', () => resolve(res.statusCode === 200 ? (JSON.parse(text) as Ready) : null));
+      res.on('error', () => resolve(null));
+    }).on('error', () => resolve(null));
+  });
+}
+
+/** The snapshot each serving thread answers with, once both have answered. */
+async function snapshotsByThread(port: number): Promise<Map<number, string>> {
+  const seen = new Map<number, string>();
+  for (let attempt = 0; attempt < 400 && seen.size < 2; attempt++) {
+    const ready = await readyz(port);
+    if (ready === null) await new Promise((r) => setTimeout(r, 25));
+    else seen.set(ready.thread, ready.snapshot);
+  }
+  return seen;
+}
+
+async function eventually(check: () => boolean, what: string, ms = 20_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > deadline) assert.fail(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+async function restartCount(metrics: ServiceMetrics): Promise<number> {
+  return (await metrics.servingThreadRestarts.get()).values[0]?.value ?? 0;
+}
+
+const intel = buildInProcess([evidence('failing.thread@ybl', 'https://t.example/a')]);
+
+test('a serving thread that fails is replaced on the same port, serving the current snapshot', { timeout: 60_000 }, async () => {
+  const source = new SnapshotSource(intel);
+  const { pool, metrics, lines, gaveUp } = await startPool(source, { max: 10, windowMs: 60_000, firstDelayMs: 20, maxDelayMs: 100 });
+  try {
+    const before = await snapshotsByThread(pool.port);
+    assert.deepEqual([...before.entries()].sort(), [[0, intel.meta.id], [1, intel.meta.id]]);
+
+    source.push(unreadable(intel.data));
+    await eventually(() => lines.filter((l) => l.message === 'serving thread replaced').length === 2, 'both threads replaced');
+
+    const exits = lines.filter((l) => l.message === 'serving thread exited');
+    assert.deepEqual(exits.map((l) => l.fields.thread).sort(), [0, 1]);
+    assert.ok(exits.every((l) => l.fields.code === 1), 'a failed thread exits with status 1');
+    const after = await snapshotsByThread(pool.port);
+    assert.deepEqual([...after.entries()].sort(), [[0, intel.meta.id], [1, intel.meta.id]], 'both threads answer again, from the current snapshot');
+    assert.equal(await restartCount(metrics), 2);
+    assert.deepEqual(gaveUp, []);
+  } finally {
+    await pool.drain();
+  }
+});
+
+test('serving threads that keep failing make the pool give up, once, and stop replacing them', { timeout: 60_000 }, async () => {
+  const source = new SnapshotSource(intel);
+  const { pool, metrics, lines, gaveUp } = await startPool(source, { max: 3, windowMs: 60_000, firstDelayMs: 10, maxDelayMs: 40 });
+  try {
+    // Every replacement is handed the current snapshot, and this one fails each of them.
+    const broken = unreadable(intel.data);
+    source.current = { data: broken };
+    source.push(broken);
+    await eventually(() => gaveUp.length > 0, 'the pool to give up');
+    assert.equal(gaveUp[0]!.code, 'ERR_THREADS_FAILING');
+    assert.match(gaveUp[0]!.message, /failed 3 times within 60 s/);
+    assert.equal(await restartCount(metrics), 3);
+
+    // Both threads end up stopped, and nothing more is started.
+    await eventually(() => lines.filter((l) => l.message === 'serving thread exited').length === 5, 'the last thread to exit');
+    await new Promise((r) => setTimeout(r, 300));
+    assert.equal(await restartCount(metrics), 3);
+    assert.equal(gaveUp.length, 1);
+    assert.equal(await readyz(pool.port), null, 'nothing serves once every thread has stopped');
+  } finally {
+    await pool.drain();
+  }
+});
