@@ -71,6 +71,9 @@ export type FromEdge =
  */
 const FORCED_COLLECTION_MS = 10_000;
 
+/** How long a failed thread waits for its last log line to be written before it exits, at most, ms. */
+const LOG_FLUSH_MS = 1_000;
+
 const config = workerData as EdgeWorkerData;
 const port = parentPort!;
 const post = (message: FromEdge) => port.postMessage(message);
@@ -148,13 +151,16 @@ let failed = false;
 process.on('uncaughtException', (error: Error) => {
   if (failed) return;
   failed = true;
-  logger.fatal({ err: error.stack ?? String(error) }, 'serving thread failed; closing its connections');
   try {
     listening?.close();
     (api.app as unknown as { close(): void }).close();
   } finally {
     post({ type: 'failed', message: error.message });
-    process.exit(1);
+    logger.fatal({ err: error.stack ?? String(error) }, 'serving thread failed; its connections are closed');
+    // The log line is written asynchronously: exit once it is out, or after a second at most.
+    const exit = () => process.exit(1);
+    setTimeout(exit, LOG_FLUSH_MS);
+    logger.flush(exit);
   }
 });
 
