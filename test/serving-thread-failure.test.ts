@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { get } from 'node:http';
+import { Agent, get } from 'node:http';
 import type { Intelligence } from '../src/engine/intelligence.js';
 import type { SnapshotData } from '../src/engine/snapshot-data.js';
 import type { IntelligenceService, SwapEvent } from '../src/service/intelligence-service.js';
@@ -119,6 +119,35 @@ async function eventually(check: () => boolean, what: string, ms = 20_000): Prom
   }
 }
 
+/** Keep-alive connections left open to the threads, so a failing thread has live sockets to close. */
+async function openKeepAlive(port: number): Promise<Agent> {
+  const agent = new Agent({ keepAlive: true, maxSockets: 8 });
+  await Promise.all(
+    Array.from(
+      { length: 8 },
+      () =>
+        new Promise<void>((resolve, reject) => {
+          get(`http://127.0.0.1:${port}/healthz`, { agent }, (res) => res.resume().on('end', resolve)).on('error', reject);
+        }),
+    ),
+  );
+  return agent;
+}
+
+/** The process-wide total of upi_risk_http_requests_total, from GET /metrics (loopback, no token). */
+function requestsTotal(port: number): Promise<number> {
+  return new Promise((resolve, reject) => {
+    get(`http://127.0.0.1:${port}/metrics`, { agent: false }, (res) => {
+      let text = '';
+      res.on('data', (chunk: Buffer) => (text += chunk.toString()));
+      res.on('end', () => {
+        const values = [...text.matchAll(/^upi_risk_http_requests_total\{[^}]*\} (\S+)$/gm)].map((m) => Number(m[1]));
+        resolve(values.reduce((a, b) => a + b, 0));
+      });
+    }).on('error', reject);
+  });
+}
+
 async function restartCount(metrics: ServiceMetrics): Promise<number> {
   return (await metrics.servingThreadRestarts.get()).values[0]?.value ?? 0;
 }
@@ -131,6 +160,9 @@ test('a serving thread that fails is replaced on the same port, serving the curr
   try {
     const before = await snapshotsByThread(pool.port);
     assert.deepEqual([...before.entries()].sort(), [[0, intel.meta.id], [1, intel.meta.id]]);
+    const idle = await openKeepAlive(pool.port);
+    const countedBefore = await requestsTotal(pool.port);
+    assert.ok(countedBefore >= 10);
 
     source.push(unreadable(intel.data));
     await eventually(() => lines.filter((l) => l.message === 'serving thread replaced').length === 2, 'both threads replaced');
@@ -141,7 +173,9 @@ test('a serving thread that fails is replaced on the same port, serving the curr
     const after = await snapshotsByThread(pool.port);
     assert.deepEqual([...after.entries()].sort(), [[0, intel.meta.id], [1, intel.meta.id]], 'both threads answer again, from the current snapshot');
     assert.equal(await restartCount(metrics), 2);
+    assert.ok((await requestsTotal(pool.port)) > countedBefore, 'the request counters keep what the failed threads had counted');
     assert.deepEqual(gaveUp, []);
+    idle.destroy();
   } finally {
     await pool.drain();
   }
@@ -157,13 +191,13 @@ test('serving threads that keep failing make the pool give up, once, and stop re
     source.push(broken);
     await eventually(() => gaveUp.length > 0, 'the pool to give up');
     assert.equal(gaveUp[0]!.code, 'ERR_THREADS_FAILING');
-    assert.match(gaveUp[0]!.message, /failed 3 times within 60 s/);
-    assert.equal(await restartCount(metrics), 3);
+    // Three replacements per thread: the failure after the sixth gives up.
+    assert.match(gaveUp[0]!.message, /failed again after 6 replacements within 60 s/);
 
     // Both threads end up stopped, and nothing more is started.
-    await eventually(() => lines.filter((l) => l.message === 'serving thread exited').length === 5, 'the last thread to exit');
+    await eventually(() => lines.filter((l) => l.message === 'serving thread exited').length === 8, 'the last thread to exit');
     await new Promise((r) => setTimeout(r, 300));
-    assert.equal(await restartCount(metrics), 3);
+    assert.equal(await restartCount(metrics), 6);
     assert.equal(gaveUp.length, 1);
     assert.equal(await readyz(pool.port), null, 'nothing serves once every thread has stopped');
   } finally {

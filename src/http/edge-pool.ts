@@ -36,8 +36,10 @@ export interface EdgePoolOptions extends Omit<EdgeWorkerData, 'index' | 'quotaPo
 /**
  * A serving thread that fails is replaced after `firstDelayMs`, doubling
  * with each replacement made within the last `windowMs` up to `maxDelayMs`,
- * so a thread failing on every start cannot spin; once `max` replacements
- * fall within `windowMs`, the pool gives up.
+ * so a thread failing on every start cannot spin. `max` replacements per
+ * serving thread may fall within `windowMs` (one fault reaching every
+ * thread at once, a bad message, costs one each); at the next failure the
+ * pool gives up.
  */
 export interface RestartPolicy {
   readonly max: number;
@@ -105,7 +107,16 @@ export class EdgePool {
     const replacements = new Set<NodeJS.Timeout>();
     /** When each recent replacement was made (Date.now), oldest first. */
     const recentRestarts: number[] = [];
+    const maxRestarts = policy.max * options.threads;
     let gaveUp = false;
+    /**
+     * Each thread's metrics as of the last scrape, and the counters and
+     * histograms of threads that have failed since: a replacement counts
+     * from 0, and without what its predecessor had counted the summed
+     * request counters would go down, which Prometheus reads as a reset.
+     */
+    const lastMetrics: (MetricJson[] | undefined)[] = [];
+    const departedMetrics: MetricJson[][] = [];
 
     const startThread = (index: number): Worker => {
       const channel = new MessageChannel();
@@ -118,6 +129,9 @@ export class EdgePool {
         retired.exited(index);
         if (draining.value || workers[index] !== worker) return;
         options.logger.error({ thread: index, code }, 'serving thread exited');
+        const last = lastMetrics[index];
+        if (last !== undefined) departedMetrics.push(last.filter((metric) => metric.type !== 'gauge'));
+        lastMetrics[index] = undefined;
         replace(index);
       });
       worker.on('message', (message: FromEdge) => {
@@ -136,21 +150,21 @@ export class EdgePool {
 
     /** Start a thread in place of thread `index`, which failed, after the policy's delay; or give up. */
     const replace = (index: number): void => {
+      if (gaveUp) return;
       const now = Date.now();
       while (recentRestarts.length > 0 && recentRestarts[0]! <= now - policy.windowMs) recentRestarts.shift();
-      if (recentRestarts.length >= policy.max) {
-        if (gaveUp) return;
+      if (recentRestarts.length >= maxRestarts) {
         gaveUp = true;
-        const message = `serving threads failed ${policy.max} times within ${policy.windowMs / 1000} s; no more are started`;
+        const message = `a serving thread failed again after ${maxRestarts} replacements within ${policy.windowMs / 1000} s; no more are started`;
         options.logger.error({ thread: index }, message);
         options.onGiveUp?.(new UpiRiskError('ERR_THREADS_FAILING', message));
         return;
       }
       const delay = Math.min(policy.maxDelayMs, policy.firstDelayMs * 2 ** recentRestarts.length);
       recentRestarts.push(now);
-      options.metrics.servingThreadRestarts.inc();
       const timer = setTimeout(() => {
         replacements.delete(timer);
+        options.metrics.servingThreadRestarts.inc();
         const worker = startThread(index);
         workers[index] = worker;
         retired.started(index);
@@ -159,6 +173,8 @@ export class EdgePool {
         listenOn(worker, port).then(
           () => options.logger.warn({ thread: index, afterMs: delay }, 'serving thread replaced'),
           (error: Error) => {
+            // Stopped by drain() before it listened: nothing went wrong.
+            if (draining.value) return;
             options.logger.error({ thread: index, err: error.message }, 'replacement serving thread did not listen');
             // Its exit counts as another failure, and the policy decides what comes next.
             worker.postMessage({ type: 'drain' } satisfies ToEdge);
@@ -184,11 +200,15 @@ export class EdgePool {
     let nextId = 0;
     scrapeFromAll = async () => {
       options.metrics.observeSnapshot(options.service.current);
-      const others: MetricJson[][] = [];
-      for (const worker of workers) {
+      const others: MetricJson[][] = [...departedMetrics];
+      for (const [index, worker] of workers.entries()) {
         // A thread that has stopped, or stops meanwhile, has nothing to report: the others still do.
         const reply = await askThread(worker, { type: 'metrics', id: nextId++ }, 'metrics').catch(() => null);
-        if (reply !== null) others.push((reply as Extract<FromEdge, { type: 'metrics' }>).json as MetricJson[]);
+        if (reply === null) continue;
+        const json = (reply as Extract<FromEdge, { type: 'metrics' }>).json as MetricJson[];
+        // Not kept for a thread replaced while this scrape waited: the exit handler has moved its figures already.
+        if (workers[index] === worker) lastMetrics[index] = json;
+        others.push(json);
       }
       return options.metrics.text(others);
     };

@@ -60,8 +60,7 @@ export type FromEdge =
   | { readonly type: 'drained' }
   | { readonly type: 'metrics'; readonly id: number; readonly json: unknown }
   | { readonly type: 'scrape'; readonly id: number }
-  | { readonly type: 'released'; readonly snapshot: string }
-  | { readonly type: 'failed'; readonly message: string };
+  | { readonly type: 'released'; readonly snapshot: string };
 
 /**
  * Under constant load, how long a serving thread leaves incremental marking
@@ -71,13 +70,12 @@ export type FromEdge =
  */
 const FORCED_COLLECTION_MS = 10_000;
 
-/** How long a failed thread waits for its last log line to be written before it exits, at most, ms. */
-const LOG_FLUSH_MS = 1_000;
-
 const config = workerData as EdgeWorkerData;
 const port = parentPort!;
 const post = (message: FromEdge) => port.postMessage(message);
-const logger = pino({ level: config.logLevel, base: { service: 'upi-risk', thread: config.index } }, pino.destination(2));
+// Written synchronously: a serving thread logs little (never per request), and a thread that
+// fails must have its last line out before it exits (an asynchronous write may be dropped).
+const logger = pino({ level: config.logLevel, base: { service: 'upi-risk', thread: config.index } }, pino.destination({ dest: 2, sync: true }));
 const keys = new ActiveKeys();
 const holder: { current: Intelligence } = { current: null as unknown as Intelligence };
 const metrics = new ServiceMetrics(String(config.index));
@@ -148,23 +146,25 @@ let listening: Listening | null = null;
  * A promise rejected with no handler arrives here too (Node's default).
  */
 let failed = false;
-process.on('uncaughtException', (error: Error) => {
+process.on('uncaughtException', (thrown: unknown) => {
   if (failed) return;
   failed = true;
+  const error = thrown instanceof Error ? thrown : new Error(String(thrown));
+  // Each close on its own: an error escaping this handler would leave the sockets open.
   try {
     listening?.close();
+  } catch {}
+  try {
     (api.app as unknown as { close(): void }).close();
-  } finally {
-    post({ type: 'failed', message: error.message });
-    logger.fatal({ err: error.stack ?? String(error) }, 'serving thread failed; its connections are closed');
-    // The log line is written asynchronously: exit once it is out, or after a second at most.
-    const exit = () => process.exit(1);
-    setTimeout(exit, LOG_FLUSH_MS);
-    logger.flush(exit);
-  }
+  } catch {}
+  logger.fatal({ err: error.stack ?? error.message }, 'serving thread failed; its connections are closed');
+  // As drained() does: a moment for uWS to finish closing before the thread ends.
+  setTimeout(() => process.exit(1), 20);
 });
 
 port.on('message', (message: ToEdge) => {
+  // A failed thread only waits to exit: above all, it must not start listening again.
+  if (failed) return;
   switch (message.type) {
     case 'snapshot': {
       // The arrays are views of shared memory: nothing is copied here.
@@ -181,6 +181,10 @@ port.on('message', (message: ToEdge) => {
     case 'listen':
       listen(api.app, config.host, message.port).then(
         (l) => {
+          if (failed) {
+            l.close();
+            return;
+          }
           listening = l;
           post({ type: 'listening', port: l.port });
         },

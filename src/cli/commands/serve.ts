@@ -52,7 +52,8 @@ Options:
 Operations endpoints (no key, outside the quotas): GET /healthz, GET /readyz,
 GET /metrics (Prometheus). Stops on SIGTERM or SIGINT after answering the
 requests in flight. A serving thread that fails is replaced by a new one;
-when they fail 10 times within a minute, serve stops with exit status 1.`;
+after 10 replacements per serving thread within a minute, the next failure
+stops serve with exit status 1.`;
 
 export const serveCommand: Command = {
   name: 'serve',
