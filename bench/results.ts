@@ -168,8 +168,8 @@ export function renderMarkdown(suite: SuiteResult): string {
     );
     parts.push(
       `Each scenario runs ${mode.scenarios[0]?.rounds.length ?? 0} rounds: wrk loads the service, then the ceiling (then, for single lookups, the ceiling writing the service's headers) for ${suite.options.seconds} s each. ` +
-        "Rates are those of the round with the median service / ceiling ratio; the range is the lowest and highest round's. " +
-        'Server CPU per request, the median over the rounds, is what the server process spent, all threads, user and kernel, divided by the requests answered: it does not depend on how the machine shares its two cores between the server and wrk, which moves the rates from run to run.',
+        "Rates are those of the round with the median service / ceiling ratio (the lower middle one for an even count); the range is the lowest and highest round's; non-2xx and errors are totals over all rounds. " +
+        `Server CPU per request, the median over the rounds, is what the server process spent, all threads, user and kernel, divided by the requests answered: it depends far less than the rates on how the machine shares its ${suite.machine.cores} cores between the server and wrk, which moves the rates from run to run.`,
     );
     parts.push(`## HTTP, ${name}: latency at a constant rate (open loop), ms`);
     const rows: (string | number)[][] = [];

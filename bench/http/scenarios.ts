@@ -182,12 +182,14 @@ export async function runHttp(options: HttpOptions, token: string): Promise<Http
     for (const scenario of SCENARIOS) {
       const bodyBytes = bodyBytesOf(scenario, workload);
       const bare = await startBare(bodyBytes, options.dataDir, tls, options.serverThreads);
-      // Single lookups are also measured against the ceiling writing the service's headers.
-      const withHeaders = scenario === 'single' ? await startBare(bodyBytes, options.dataDir, tls, options.serverThreads, true) : null;
+      let withHeaders: BareServer | null = null;
       try {
+        // Single lookups are also measured against the ceiling writing the service's headers.
+        if (scenario === 'single') withHeaders = await startBare(bodyBytes, options.dataDir, tls, options.serverThreads, true);
         const serviceTarget = targetFor(scenario, workload, portOf(server), tls, token);
         const bareTarget = targetFor(scenario, workload, bare.port, tls, token);
-        const headersTarget = withHeaders === null ? null : targetFor(scenario, workload, withHeaders.port, tls, token);
+        const headersServer = withHeaders;
+        const headersTarget = headersServer === null ? null : targetFor(scenario, workload, headersServer.port, tls, token);
         // A run first warms each server (JIT, heap sizes, caches, connections)
         // before anything is recorded. It lasts as long as a measurement: a
         // freshly started service took 10-20 s of load to reach its steady
@@ -200,7 +202,7 @@ export async function runHttp(options: HttpOptions, token: string): Promise<Http
         for (let round = 1; round <= options.rounds; round++) {
           const service = await runWrk(serviceTarget, { ...wrkOptions, serverPid: server.child.pid! });
           const ceiling = await runWrk(bareTarget, { ...wrkOptions, serverPid: bare.pid });
-          const ceilingWithHeaders = headersTarget === null ? null : await runWrk(headersTarget, { ...wrkOptions, serverPid: withHeaders!.pid });
+          const ceilingWithHeaders = headersTarget === null ? null : await runWrk(headersTarget, { ...wrkOptions, serverPid: headersServer!.pid });
           const ratio = round3(service.requestsPerSecond / ceiling.requestsPerSecond);
           rounds.push({ service, ceiling, ceilingWithHeaders, ratio });
           const headers = ceilingWithHeaders === null ? '' : `, ceiling with the service's headers ${ceilingWithHeaders.requestsPerSecond} req/s`;
@@ -231,8 +233,7 @@ export async function runHttp(options: HttpOptions, token: string): Promise<Http
           latency,
         });
       } finally {
-        await bare.stop();
-        await withHeaders?.stop();
+        await Promise.allSettled([bare.stop(), withHeaders?.stop()]);
       }
     }
     serverRssMiB = await residentMiB(server.child.pid!);
