@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Agent, get } from 'node:http';
+import { createServer } from 'node:net';
 import type { Intelligence } from '../src/engine/intelligence.js';
 import type { SnapshotData } from '../src/engine/snapshot-data.js';
 import type { IntelligenceService, SwapEvent } from '../src/service/intelligence-service.js';
@@ -56,7 +57,7 @@ function unreadable(data: SnapshotData): SnapshotData {
 }
 
 /** Two serving threads fed by `source`; what they log and each time the pool gives up are recorded. */
-async function startPool(source: SnapshotSource, restarts: RestartPolicy) {
+async function startPool(source: SnapshotSource, restarts: RestartPolicy, port = 0) {
   const lines: LogLine[] = [];
   const gaveUp: UpiRiskError[] = [];
   const plans = await loadPlans();
@@ -65,7 +66,7 @@ async function startPool(source: SnapshotSource, restarts: RestartPolicy) {
   const pool = await EdgePool.start({
     threads: 2,
     host: '127.0.0.1',
-    port: 0,
+    port,
     tls: null,
     version: 'test',
     metricsToken: undefined,
@@ -202,5 +203,17 @@ test('serving threads that keep failing make the pool give up, once, and stop re
     assert.equal(await readyz(pool.port), null, 'nothing serves once every thread has stopped');
   } finally {
     await pool.drain();
+  }
+});
+
+test('a pool whose threads cannot listen stops them all and rejects, replacing none', { timeout: 60_000 }, async () => {
+  const taken = createServer();
+  await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+  const { port } = taken.address() as { port: number };
+  const source = new SnapshotSource(intel);
+  try {
+    await assert.rejects(startPool(source, { max: 10, windowMs: 60_000, firstDelayMs: 10, maxDelayMs: 40 }, port), { code: 'ERR_LISTEN' });
+  } finally {
+    await new Promise((resolve) => taken.close(resolve));
   }
 });

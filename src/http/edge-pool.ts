@@ -213,8 +213,15 @@ export class EdgePool {
       return options.metrics.text(others);
     };
 
-    await Promise.all(workers.map((worker) => listenOn(worker, port)));
-    return new EdgePool(port, workers, options, draining, replacements);
+    const pool = new EdgePool(port, workers, options, draining, replacements);
+    try {
+      await Promise.all(workers.map((worker) => listenOn(worker, port)));
+    } catch (error) {
+      // No pool is handed out to stop later: stop every thread now, and replace none.
+      await pool.drain();
+      throw error;
+    }
+    return pool;
   }
 
   /** Stop accepting, let every thread answer what it has in flight, close its connections and end. */

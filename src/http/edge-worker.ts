@@ -98,6 +98,8 @@ const releases = new ReleaseWatch(
 let quota: Quota;
 if (config.redis === null && config.threads === 1) {
   // The only serving thread: its quotas are the process's, decided here without a message per request.
+  // A thread started in place of a failed one starts its windows afresh (EdgePool); with several
+  // threads the shared table outlives any one of them.
   quota = new QuotaService({ plans: config.plans });
 } else if (config.redis === null) {
   // Key quotas decided here, at once, from the table every serving thread shares (shared-windows.ts
