@@ -5,7 +5,7 @@
  */
 import type { HttpResult, ScenarioResult, SwapResult } from './http/scenarios.js';
 import type { MachineStallResult } from './machine-stall.bench.js';
-import type { Row } from './support/report.js';
+import { medianBy, type Row } from './support/report.js';
 
 export interface MicroResult {
   readonly file: string;
@@ -42,8 +42,8 @@ function ratioRangeText(s: ScenarioResult): string {
 /** Median server CPU per request of the service and the ceiling, µs. */
 function cpuPerRequestText(s: ScenarioResult): string {
   const medianOf = (values: (number | null)[]): number | null => {
-    const known = values.filter((v): v is number => v !== null).sort((a, b) => a - b);
-    return known.length === 0 ? null : known[(known.length - 1) >> 1]!;
+    const known = values.filter((v): v is number => v !== null);
+    return known.length === 0 ? null : medianBy(known, (v) => v);
   };
   const service = medianOf(s.rounds.map((r) => r.service.serverCpuUsPerRequest));
   const ceiling = medianOf(s.rounds.map((r) => r.ceiling.serverCpuUsPerRequest));

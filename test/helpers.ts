@@ -1,4 +1,6 @@
+import assert from 'node:assert/strict';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { get } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { dataDir, type DataDir } from '../src/common/data-dir.js';
@@ -105,4 +107,32 @@ export function assembleOptionsInProcess(scoredAt = TEST_SCORED_AT, urlMemberCap
     previousClusterIds: emptyClusterIdState(),
     meta: { id: 'in-process', createdAt: scoredAt, dataAsOf: scoredAt, evidenceFiles: [], skippedLines: 0 },
   };
+}
+
+/** What /readyz answers with several serving threads. */
+export interface Ready {
+  snapshot: string;
+  thread: number;
+}
+
+/** Ask /readyz over fresh connections until every serving thread has answered; the snapshot each one serves. */
+export async function snapshotsByThread(base: string, threads: number): Promise<Map<number, string>> {
+  const seen = new Map<number, string>();
+  for (let attempt = 0; attempt < 400 && seen.size < threads; attempt++) {
+    const body = await readyOverNewConnection(`${base}/readyz`);
+    seen.set(body.thread, body.snapshot);
+  }
+  assert.equal(seen.size, threads, `reached ${seen.size} of ${threads} threads`);
+  return seen;
+}
+
+/** GET on a connection of its own: the kernel spreads connections, not requests, over the threads. */
+export function readyOverNewConnection(url: string): Promise<Ready> {
+  return new Promise((resolve, reject) => {
+    get(url, { agent: false }, (res) => {
+      let text = '';
+      res.on('data', (chunk: Buffer) => (text += chunk.toString()));
+      res.on('end', () => resolve(JSON.parse(text) as Ready));
+    }).on('error', reject);
+  });
 }

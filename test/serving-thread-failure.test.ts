@@ -12,7 +12,7 @@ import type { UpiRiskError } from '../src/common/errors.js';
 import type { Logger } from '../src/common/logger.js';
 import { EdgePool, type RestartPolicy } from '../src/http/edge-pool.js';
 import { ServiceMetrics } from '../src/http/metrics.js';
-import { buildInProcess, evidence } from './helpers.js';
+import { buildInProcess, evidence, readyOverNewConnection, snapshotsByThread } from './helpers.js';
 
 /**
  * A serving thread that throws outside any request handler (here: it is
@@ -84,34 +84,6 @@ async function startPool(source: SnapshotSource, restarts: RestartPolicy, port =
   return { pool, metrics, lines, gaveUp };
 }
 
-interface Ready {
-  readonly snapshot: string;
-  readonly thread: number;
-}
-
-/** GET /readyz on a connection of its own (the kernel spreads connections, not requests, over the threads); null when refused. */
-function readyz(port: number): Promise<Ready | null> {
-  return new Promise((resolve) => {
-    get(`http://127.0.0.1:${port}/readyz`, { agent: false }, (res) => {
-      let text = '';
-      res.on('data', (chunk: Buffer) => (text += chunk.toString()));
-      res.on('end', () => resolve(res.statusCode === 200 ? (JSON.parse(text) as Ready) : null));
-      res.on('error', () => resolve(null));
-    }).on('error', () => resolve(null));
-  });
-}
-
-/** The snapshot each serving thread answers with, once both have answered. */
-async function snapshotsByThread(port: number): Promise<Map<number, string>> {
-  const seen = new Map<number, string>();
-  for (let attempt = 0; attempt < 400 && seen.size < 2; attempt++) {
-    const ready = await readyz(port);
-    if (ready === null) await new Promise((r) => setTimeout(r, 25));
-    else seen.set(ready.thread, ready.snapshot);
-  }
-  return seen;
-}
-
 async function eventually(check: () => boolean, what: string, ms = 20_000): Promise<void> {
   const deadline = Date.now() + ms;
   while (!check()) {
@@ -159,7 +131,7 @@ test('a serving thread that fails is replaced on the same port, serving the curr
   const source = new SnapshotSource(intel);
   const { pool, metrics, lines, gaveUp } = await startPool(source, { max: 10, windowMs: 60_000, firstDelayMs: 20, maxDelayMs: 100 });
   try {
-    const before = await snapshotsByThread(pool.port);
+    const before = await snapshotsByThread(`http://127.0.0.1:${pool.port}`, 2);
     assert.deepEqual([...before.entries()].sort(), [[0, intel.meta.id], [1, intel.meta.id]]);
     const idle = await openKeepAlive(pool.port);
     const countedBefore = await requestsTotal(pool.port);
@@ -171,7 +143,7 @@ test('a serving thread that fails is replaced on the same port, serving the curr
     const exits = lines.filter((l) => l.message === 'serving thread exited');
     assert.deepEqual(exits.map((l) => l.fields.thread).sort(), [0, 1]);
     assert.ok(exits.every((l) => l.fields.code === 1), 'a failed thread exits with status 1');
-    const after = await snapshotsByThread(pool.port);
+    const after = await snapshotsByThread(`http://127.0.0.1:${pool.port}`, 2);
     assert.deepEqual([...after.entries()].sort(), [[0, intel.meta.id], [1, intel.meta.id]], 'both threads answer again, from the current snapshot');
     assert.equal(await restartCount(metrics), 2);
     assert.ok((await requestsTotal(pool.port)) > countedBefore, 'the request counters keep what the failed threads had counted');
@@ -200,7 +172,7 @@ test('serving threads that keep failing make the pool give up, once, and stop re
     await new Promise((r) => setTimeout(r, 300));
     assert.equal(await restartCount(metrics), 6);
     assert.equal(gaveUp.length, 1);
-    assert.equal(await readyz(pool.port), null, 'nothing serves once every thread has stopped');
+    await assert.rejects(readyOverNewConnection(`http://127.0.0.1:${pool.port}/readyz`), { code: 'ECONNREFUSED' }, 'nothing serves once every thread has stopped');
   } finally {
     await pool.drain();
   }

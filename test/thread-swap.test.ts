@@ -1,35 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { get } from 'node:http';
-import { tempDataDir, ingest, evidence } from './helpers.js';
+import { tempDataDir, ingest, evidence, snapshotsByThread } from './helpers.js';
 import { startServer } from './server-process.js';
-
-interface Ready {
-  snapshot: string;
-  thread: number;
-}
-
-/** Ask /readyz over fresh connections until every serving thread has answered; the snapshot each one serves. */
-async function snapshotsByThread(base: string, threads: number): Promise<Map<number, string>> {
-  const seen = new Map<number, string>();
-  for (let attempt = 0; attempt < 400 && seen.size < threads; attempt++) {
-    const body = await readyOverNewConnection(`${base}/readyz`);
-    seen.set(body.thread, body.snapshot);
-  }
-  assert.equal(seen.size, threads, `reached ${seen.size} of ${threads} threads`);
-  return seen;
-}
-
-/** GET on a connection of its own: the kernel spreads connections, not requests, over the threads. */
-function readyOverNewConnection(url: string): Promise<Ready> {
-  return new Promise((resolve, reject) => {
-    get(url, { agent: false }, (res) => {
-      let text = '';
-      res.on('data', (chunk: Buffer) => (text += chunk.toString()));
-      res.on('end', () => resolve(JSON.parse(text) as Ready));
-    }).on('error', reject);
-  });
-}
 
 test('a snapshot swap reaches every serving thread', { timeout: 120_000 }, async () => {
   const t = await tempDataDir();

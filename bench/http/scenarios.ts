@@ -14,7 +14,7 @@ import { SNAPSHOT_EXTENSION, listSnapshots } from '../../src/engine/snapshot-fil
 import { runCli, startServer, type RunningServer } from '../../test/server-process.js';
 import { runOpenLoop, runWrk, type OpenLoopResult, type Target, type WrkResult } from './load-tools.js';
 import type { Workload } from './workload.js';
-import { round3 } from '../support/report.js';
+import { medianBy, round3 } from '../support/report.js';
 
 const BARE_SERVER = fileURLToPath(new URL('./bare-server.js', import.meta.url));
 
@@ -73,8 +73,6 @@ export interface ScenarioResult {
   readonly rounds: readonly PeakRound[];
   readonly latency: readonly LatencyRow[];
 }
-
-
 
 export interface HttpResult {
   readonly tls: boolean;
@@ -137,12 +135,6 @@ function cpuText(run: WrkResult): string {
   return run.serverCpuUsPerRequest === null ? 'server CPU unknown' : `server CPU ${run.serverCpuUsPerRequest} µs per request`;
 }
 
-/** The round with the median ratio (the lower of the two middle ones for an even count). */
-function medianRound(rounds: readonly PeakRound[]): PeakRound {
-  const sorted = [...rounds].sort((a, b) => a.ratio - b.ratio);
-  return sorted[(sorted.length - 1) >> 1]!;
-}
-
 function portOf(server: RunningServer): number {
   return Number(new URL(server.base).port);
 }
@@ -188,8 +180,7 @@ export async function runHttp(options: HttpOptions, token: string): Promise<Http
         if (scenario === 'single') withHeaders = await startBare(bodyBytes, options.dataDir, tls, options.serverThreads, true);
         const serviceTarget = targetFor(scenario, workload, portOf(server), tls, token);
         const bareTarget = targetFor(scenario, workload, bare.port, tls, token);
-        const headersServer = withHeaders;
-        const headersTarget = headersServer === null ? null : targetFor(scenario, workload, headersServer.port, tls, token);
+        const headersTarget = withHeaders === null ? null : targetFor(scenario, workload, withHeaders.port, tls, token);
         // A run first warms each server (JIT, heap sizes, caches, connections)
         // before anything is recorded. It lasts as long as a measurement: a
         // freshly started service took 10-20 s of load to reach its steady
@@ -202,7 +193,7 @@ export async function runHttp(options: HttpOptions, token: string): Promise<Http
         for (let round = 1; round <= options.rounds; round++) {
           const service = await runWrk(serviceTarget, { ...wrkOptions, serverPid: server.child.pid! });
           const ceiling = await runWrk(bareTarget, { ...wrkOptions, serverPid: bare.pid });
-          const ceilingWithHeaders = headersTarget === null ? null : await runWrk(headersTarget, { ...wrkOptions, serverPid: headersServer!.pid });
+          const ceilingWithHeaders = headersTarget === null ? null : await runWrk(headersTarget, { ...wrkOptions, serverPid: withHeaders!.pid });
           const ratio = round3(service.requestsPerSecond / ceiling.requestsPerSecond);
           rounds.push({ service, ceiling, ceilingWithHeaders, ratio });
           const headers = ceilingWithHeaders === null ? '' : `, ceiling with the service's headers ${ceilingWithHeaders.requestsPerSecond} req/s`;
@@ -211,7 +202,7 @@ export async function runHttp(options: HttpOptions, token: string): Promise<Http
               `ceiling ${ceiling.requestsPerSecond} req/s (${cpuText(ceiling)})${headers}: ${(ratio * 100).toFixed(1)}%`,
           );
         }
-        const middle = medianRound(rounds);
+        const middle = medianBy(rounds, (r) => r.ratio);
         const latency: LatencyRow[] = [];
         for (const share of LATENCY_SHARES[scenario]) {
           const rate = Math.max(1, Math.round(middle.service.requestsPerSecond * share));

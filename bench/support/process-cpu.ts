@@ -2,8 +2,8 @@
  * CPU time a process has used, all its threads together, read from Linux's
  * /proc. Throughput on this machine depends on how the scheduler splits two
  * cores between the server and its load generator, and swings from run to
- * run; the CPU a server spends per request does not depend on that split,
- * so it shows what a request costs apart from the machine's mood.
+ * run; the CPU a server spends per request depends far less on that split,
+ * so it shows what a request costs with less of the machine's mood in it.
  */
 import { readFile } from 'node:fs/promises';
 import { spawnSync } from 'node:child_process';

@@ -40,6 +40,12 @@ export function round3(x: number): number {
   return Math.round(x * 1000) / 1000;
 }
 
+/** The item with the median `key` (the lower of the two middle ones for an even count); `items` must not be empty. */
+export function medianBy<T>(items: readonly T[], key: (item: T) => number): T {
+  const sorted = [...items].sort((a, b) => key(a) - key(b));
+  return sorted[(sorted.length - 1) >> 1]!;
+}
+
 /** A positive whole number from option `--name`; underscores allowed as digit separators. */
 export function wholeNumberOption(name: string, text: string): number {
   const n = Number(text.replaceAll('_', ''));

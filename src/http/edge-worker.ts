@@ -138,6 +138,14 @@ const api = createApiApp(
 let listening: Listening | null = null;
 
 /**
+ * A thread must not end with uWS sockets open: Node aborts the whole process
+ * when a worker's loop still has handles. app.close() (present at run time,
+ * missing from the typings) closes the listener and every connection, idle
+ * keep-alives included.
+ */
+const closeApp = (): void => (api.app as unknown as { close(): void }).close();
+
+/**
  * An error no handler caught (a bug, or a broken message from the main
  * thread) leaves this thread in a state nobody can vouch for, so it stops
  * and the main thread starts a fresh one in its place (EdgePool). Left to
@@ -157,7 +165,7 @@ process.on('uncaughtException', (thrown: unknown) => {
     listening?.close();
   } catch {}
   try {
-    (api.app as unknown as { close(): void }).close();
+    closeApp();
   } catch {}
   logger.fatal({ err: error.stack ?? error.message }, 'serving thread failed; its connections are closed');
   // As drained() does: a moment for uWS to finish closing before the thread ends.
@@ -215,10 +223,7 @@ port.on('message', (message: ToEdge) => {
 async function drained(): Promise<void> {
   const deadline = Date.now() + 10_000;
   while (api.inFlight() > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
-  // A thread must not end with uWS sockets open: Node aborts the whole process when a worker's
-  // loop still has handles. app.close() (present at run time, missing from the typings) closes
-  // the listener and every connection, idle keep-alives included.
-  (api.app as unknown as { close(): void }).close();
+  closeApp();
   post({ type: 'drained' });
   setTimeout(() => process.exit(0), 20);
 }
