@@ -270,3 +270,50 @@ test('a snapshot retired when no serving thread runs is let go after the grace p
     mock.timers.tick(1000);
     assert.deepEqual(retired.held(), []);
   }));
+
+test('with reuse, a snapshot every serving thread has dropped is handed on at once, and one let go past maxHeld never is', () => {
+  const handed: string[] = [];
+  let collections = 0;
+  const reuse = (data: SnapshotData) => {
+    handed.push(data.meta.id);
+    return true;
+  };
+  const retired = new RetiredSnapshots(2, { maxHeld: 2, collect: () => collections++, reuse });
+  retired.retire(snapshot('s1'));
+  retired.released('s1', 0);
+  assert.deepEqual(handed, [], 'one thread may still read it');
+  retired.released('s1', 1);
+  assert.deepEqual(handed, ['s1'], 'no grace period: nothing has to be swept first');
+  assert.deepEqual(retired.held(), []);
+  assert.equal(collections, 0, 'its memory is kept for the next build: nothing to collect');
+  // Three retired with none released: the oldest is let go while threads may read it.
+  for (const id of ['s2', 's3', 's4']) retired.retire(snapshot(id));
+  assert.deepEqual(retired.held(), ['s3', 's4']);
+  retired.released('s2', 0);
+  retired.released('s2', 1);
+  assert.deepEqual(handed, ['s1'], 'a snapshot let go unreleased is never written over');
+  // A thread that stops holds nothing: the other's report is the last one needed.
+  retired.released('s3', 0);
+  retired.exited(1);
+  assert.deepEqual(handed, ['s1', 's3']);
+});
+
+test('a snapshot whose memory is not kept for reuse is let go after the grace period, as without reuse', () =>
+  withMockedTimeouts(() => {
+    let collections = 0;
+    const offered: string[] = [];
+    const retired = new RetiredSnapshots(1, {
+      collect: () => collections++,
+      reuse: (data) => {
+        offered.push(data.meta.id);
+        return false;
+      },
+    });
+    retired.retire(snapshot('from-file'));
+    retired.released('from-file', 0);
+    assert.deepEqual(offered, ['from-file']);
+    assert.deepEqual(retired.held(), ['from-file'], 'kept while the last thread finishes sweeping');
+    mock.timers.tick(1000);
+    assert.deepEqual(retired.held(), []);
+    assert.equal(collections, 1);
+  }));

@@ -1,7 +1,6 @@
 import { NOT_FOUND } from '../common/brand.js';
 import { hashKeyBytes, hashQueryWords, lowerAsciiWord } from './hash.js';
 import type { KeyIndex } from './key-index.js';
-import { sharedArray } from './shared-arrays.js';
 import { freshArrays, type ArrayAllocator } from '../common/scratch-arrays.js';
 
 /**
@@ -149,27 +148,28 @@ export function encodeKeys(keys: readonly string[]): { keyBytes: Uint8Array; key
  * Build the index arrays for keys 0..count-1 (ids in key order). Checks what
  * lookups rely on and throws RangeError when it does not hold: offsets
  * ascending within `keyBytes`, key bytes lower-cased ASCII, no duplicate
- * keys, and at most MAX_KEYS keys. With `shared`, the index is in shared
- * memory; `scratch` supplies the working arrays (hashes and insert order,
+ * keys, and at most MAX_KEYS keys. `arrays` supplies the index's own
+ * arrays (freshSharedArrays for an index in shared memory; new ones of its
+ * own by default); `scratch` the working arrays (hashes and insert order,
  * 20 bytes per key), which die with the call.
  */
 export function buildIndexArrays(
   keyBytes: Uint8Array,
   keyOffsets: Uint32Array,
   count: number,
-  options: { readonly shared?: boolean; readonly scratch?: ArrayAllocator } = {},
+  options: { readonly arrays?: ArrayAllocator; readonly scratch?: ArrayAllocator } = {},
 ): IndexArrays {
   const capacity = slotCapacity(count);
   const { tailTotal, longest } = checkKeys(keyBytes, keyOffsets, count);
   const scratch = options.scratch ?? freshArrays;
   const hashes = scratch.zeroed(Uint32Array, count);
   for (let id = 0; id < count; id++) hashes[id] = hashKeyBytes(keyBytes, keyOffsets[id]!, keyOffsets[id + 1]!);
-  const shared = options.shared === true;
+  const own = options.arrays ?? freshArrays;
   const arrays = {
-    slotTags: shared ? sharedArray(Uint16Array, capacity) : new Uint16Array(capacity),
-    slotEntries: shared ? sharedArray(Uint32Array, capacity * ENTRY_WORDS) : new Uint32Array(capacity * ENTRY_WORDS),
-    keyTails: shared ? sharedArray(Uint32Array, tailTotal) : new Uint32Array(tailTotal),
-    vpaSlots: shared ? sharedArray(Uint32Array, count) : new Uint32Array(count),
+    slotTags: own.zeroed(Uint16Array, capacity),
+    slotEntries: own.zeroed(Uint32Array, capacity * ENTRY_WORDS),
+    keyTails: own.zeroed(Uint32Array, tailTotal),
+    vpaSlots: own.zeroed(Uint32Array, count),
   };
   insertKeys(arrays, keyBytes, keyOffsets, hashes, longest, scratch);
   return arrays;

@@ -80,10 +80,15 @@ export class EdgePool {
     // Before the threads start, so each has `gc` (collector.ts: why replaced snapshots need it).
     enableCollector();
     const collect = threadCollector();
-    const retired = new RetiredSnapshots(
-      options.threads,
-      collect === undefined ? {} : { collect: () => options.logger.debug({ ms: collect() }, 'collected after letting go of a replaced snapshot') },
-    );
+    const retired = new RetiredSnapshots(options.threads, {
+      ...(collect === undefined ? {} : { collect: () => options.logger.debug({ ms: collect() }, 'collected after letting go of a replaced snapshot') }),
+      // Once no serving thread reads a replaced snapshot, its memory carries the next rebuild's.
+      reuse: (data) => {
+        const kept = options.service.reuseMemoryOf(data);
+        if (kept) options.logger.debug({ snapshot: data.meta.id }, 'replaced snapshot let go; its memory is kept for the next build');
+        return kept;
+      },
+    });
     options.metrics.watchReplacedSnapshots(() => retired.held().length);
     // Several threads without Redis count key quotas in one shared table; one thread keeps its own.
     const sharedWindows = options.redis === null && options.threads > 1 ? new SharedWindowTable().buffer : null;

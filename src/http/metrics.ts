@@ -5,7 +5,7 @@ import type { Intelligence } from '../engine/intelligence.js';
 import { RequestStats, type MetricJson } from './request-stats.js';
 
 /** The main thread's gauges whose values are read at each scrape from a function set later. */
-type ScrapeReader = 'carriedBytes' | 'replacedSnapshots';
+type ScrapeReader = 'carriedBytes' | 'reusableBytes' | 'replacedSnapshots';
 
 /**
  * Prometheus metrics of one thread: request counts and latency
@@ -63,9 +63,17 @@ export class ServiceMetrics {
   });
   readonly lastBuildTime = this.#gauge({ name: 'upi_risk_last_build_timestamp_seconds', help: 'When the last build finished' });
   readonly lastBuildDuration = this.#gauge({ name: 'upi_risk_last_build_duration_seconds', help: 'How long the last build took' });
+  readonly lastBuildReusedBytes = this.#gauge({
+    name: 'upi_risk_last_build_reused_bytes',
+    help: "Bytes of the last build's snapshot laid out in the memory of a replaced snapshot instead of new memory",
+  });
   readonly buildCarriedBytes = this.#readAtScrape('carriedBytes', {
     name: 'upi_risk_build_carried_bytes',
     help: 'Memory kept so the next build reads only new evidence files: from the last build, or read ahead at start (0 with --full-rebuilds)',
+  });
+  readonly buildReusableBytes = this.#readAtScrape('reusableBytes', {
+    name: 'upi_risk_build_reusable_bytes',
+    help: "A replaced snapshot's memory kept for the next build's snapshot: until a build takes it, or two minutes pass without one",
   });
   readonly replacedSnapshotsHeld = this.#readAtScrape('replacedSnapshots', {
     name: 'upi_risk_replaced_snapshots_held',
@@ -130,14 +138,20 @@ export class ServiceMetrics {
     this.snapshotInfo.set({ id: meta.id }, 1);
   }
 
-  observeBuild(finishedAt: number, report: Pick<BuildReport, 'durationMs'>): void {
+  observeBuild(finishedAt: number, report: Pick<BuildReport, 'durationMs' | 'reusedBytes'>): void {
     this.lastBuildTime.set(finishedAt / 1000);
     this.lastBuildDuration.set(report.durationMs / 1000);
+    this.lastBuildReusedBytes.set(report.reusedBytes);
   }
 
   /** Read the builder's carried memory at every scrape: it changes at start (the evidence read ahead) as well as with builds. */
   watchCarriedBytes(read: () => number): void {
     this.#readers.carriedBytes = read;
+  }
+
+  /** Read the replaced snapshot's memory the builder holds for the next build at every scrape (main thread only). */
+  watchReusableBytes(read: () => number): void {
+    this.#readers.reusableBytes = read;
   }
 
   /** Read the number of replaced snapshots still held at every scrape (main thread only). */

@@ -26,18 +26,28 @@ export class RetiredSnapshots {
   readonly #maxHeld: number;
   readonly #held = new Map<string, { data: SnapshotData; waiting: Set<number> }>();
   readonly #collect: () => void;
+  readonly #reuse: ((data: SnapshotData) => boolean) | undefined;
 
   /**
    * `maxHeld` (default 2) bounds the memory this can keep: a serving thread
    * that does not collect for a long while must not make snapshots pile up.
    * Past it the oldest is let go at once, and freed wherever it is last
    * dropped, as without this class. `collect`, when given, runs a full
-   * collection of this thread's heap after each snapshot let go.
+   * collection of this thread's heap after each snapshot let go. `reuse`,
+   * when given, is handed each snapshot that every serving thread has
+   * dropped, at once: when it keeps the memory (returns true) for the next
+   * build's snapshot (SnapshotBuilder.reuseMemoryOf), nothing is let go
+   * here; otherwise the snapshot is let go as without it. A snapshot let go
+   * past `maxHeld` is never handed on, since a thread may still read it.
    */
-  constructor(threads: number, options: { readonly maxHeld?: number; readonly collect?: () => void } = {}) {
+  constructor(
+    threads: number,
+    options: { readonly maxHeld?: number; readonly collect?: () => void; readonly reuse?: (data: SnapshotData) => boolean } = {},
+  ) {
     this.#running = new Set(Array.from({ length: threads }, (_, index) => index));
     this.#maxHeld = options.maxHeld ?? 2;
     this.#collect = options.collect ?? (() => {});
+    this.#reuse = options.reuse;
   }
 
   /** Keep a snapshot that serving threads are being told to replace. */
@@ -80,6 +90,13 @@ export class RetiredSnapshots {
   }
 
   #letGo(id: string): void {
+    const entry = this.#held.get(id);
+    // No thread can reach it any more (each one's collector has dropped every buffer object it had), so
+    // the memory may be written over; kept for that, it stays mapped, and there is nothing to collect.
+    if (entry !== undefined && this.#reuse?.(entry.data) === true) {
+      this.#held.delete(id);
+      return;
+    }
     // A thread reports from a finalization callback, which may run before its
     // collector has finished sweeping the buffers: give it a moment more.
     setTimeout(() => {

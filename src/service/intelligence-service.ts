@@ -3,6 +3,7 @@ import { basename } from 'node:path';
 import type { DataDir } from '../common/data-dir.js';
 import { silentLogger, type Logger } from '../common/logger.js';
 import { UpiRiskError } from '../common/errors.js';
+import { threadCollector } from '../common/collector.js';
 import { Intelligence } from '../engine/intelligence.js';
 import type { SnapshotData } from '../engine/snapshot-data.js';
 import { listSnapshots, loadNewestValidSnapshot } from '../engine/snapshot-files.js';
@@ -76,6 +77,8 @@ export class IntelligenceService {
       niceIncrement: BACKGROUND_NICE,
       idleTimeoutMs: 120_000,
       incremental: options.incrementalBuilds ?? true,
+      // Looked up when needed: a server enables the collector after the service starts (EdgePool.start).
+      collect: () => threadCollector()?.(),
       ...(options.buildThreads === undefined ? {} : { threads: options.buildThreads }),
     });
     try {
@@ -116,6 +119,23 @@ export class IntelligenceService {
   /** The snapshot answering now. Take it once per request and use that reference throughout. */
   get current(): Intelligence {
     return this.#current;
+  }
+
+  /**
+   * Let the next rebuild lay out its snapshot in the memory of `data`, a
+   * snapshot this service has replaced and that no thread reads any more
+   * (SnapshotBuilder.reuseMemoryOf says what the caller vouches for).
+   * Returns whether anything of it is held.
+   */
+  reuseMemoryOf(data: SnapshotData): boolean {
+    // Never the one being served, whatever the caller believes.
+    if (data === this.#current.data) return false;
+    return this.#builder.reuseMemoryOf(data);
+  }
+
+  /** A replaced snapshot's memory held for the next rebuild's snapshot (reuseMemoryOf). */
+  get reusableBytes(): number {
+    return this.#builder.reusableBytes;
   }
 
   /** Memory kept so the next rebuild reads only new evidence files (0 with incrementalBuilds off). */
@@ -221,6 +241,7 @@ export class IntelligenceService {
         cachedChunks: report.cachedChunks,
         reusedChunks: report.reusedChunks,
         chunks: report.chunks,
+        reusedBytes: report.reusedBytes,
       },
       'build finished',
     );

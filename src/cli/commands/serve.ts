@@ -140,6 +140,7 @@ export const serveCommand: Command = {
     service.onSwap((event) => metrics.observeSnapshot(event.next));
     service.onBuild((report) => metrics.observeBuild(Date.now(), report));
     metrics.watchCarriedBytes(() => service.carriedBytes);
+    metrics.watchReusableBytes(() => service.reusableBytes);
     const quota = new QuotaService({ plans, ...(store.redis === null ? {} : { redis: store.redis, redisPrefix: store.prefix }) });
     const version = packageVersion();
     // Serving runs on worker threads even when there is one: builds and snapshot loads

@@ -12,7 +12,7 @@ import { assignClusterNumbers, type ClusterIdState } from '../cluster-ids.js';
 import { clusterConfidence, vpaConfidence } from '../scoring.js';
 import { dominant, type AggregateResult } from './phases.js';
 import { ByteInterner, compareByteRanges } from './byte-interner.js';
-import { sharedArray } from '../../engine/shared-arrays.js';
+import { freshSharedArrays } from '../../engine/shared-arrays.js';
 import { freshArrays, type ArrayAllocator } from '../../common/scratch-arrays.js';
 
 const SOURCE_COUNT = SOURCE_CATEGORIES.length;
@@ -27,6 +27,18 @@ export interface AssembleOptions {
    * union-find, the orderings) come from; none of the snapshot's arrays do.
    */
   readonly scratch?: ArrayAllocator;
+  /**
+   * Working arrays in shared memory, for what another thread reads while
+   * this one works (the keys the index is built from); default
+   * freshSharedArrays.
+   */
+  readonly sharedScratch?: ArrayAllocator;
+  /**
+   * Where the snapshot's own arrays come from: shared memory, one buffer
+   * per array (freshSharedArrays, the default, or ReusedSharedArrays over
+   * a replaced snapshot's buffers). The index's too, when it is built here.
+   */
+  readonly snapshotArrays?: ArrayAllocator;
   readonly meta: Omit<
     SnapshotMeta,
     'vpaCount' | 'urlCount' | 'clusterCount' | 'sourceCount' | 'evidenceCount' | 'urlMemberCap' | 'scoredAt'
@@ -51,8 +63,8 @@ export interface AssembleResult {
  * (four copies of the 10M bench snapshot).
  */
 export function assembleSnapshot(partials: readonly AggregateResult[], options: AssembleOptions): AssembleResult {
-  const t = concatenate(partials, options.scratch ?? freshArrays);
-  const index = buildIndexArrays(t.keyBytes, t.keyOffsets, t.vpaCount, { shared: true });
+  const t = concatenate(partials, options);
+  const index = buildIndexArrays(t.keyBytes, t.keyOffsets, t.vpaCount, { arrays: options.snapshotArrays ?? freshSharedArrays });
   const plan = planSnapshot(t, options);
   return finishSnapshot(plan, snapshotColumns(plan), renumberIndex(index, plan.order.tempToFinal), options);
 }
@@ -72,7 +84,7 @@ export async function assembleSnapshotIndexedElsewhere(
   options: AssembleOptions,
   buildIndex: (keyBytes: Uint8Array, keyOffsets: Uint32Array, count: number) => Promise<IndexArrays>,
 ): Promise<AssembleResult> {
-  const t = concatenate(partials, options.scratch ?? freshArrays);
+  const t = concatenate(partials, options);
   const index = buildIndex(t.keyBytes, t.keyOffsets, t.vpaCount);
   const plan = planSnapshot(t, options);
   const columns = snapshotColumns(plan);
@@ -87,6 +99,7 @@ interface SnapshotPlan {
   readonly assigned: ReturnType<typeof assignClusterNumbers>;
   readonly order: FinalOrder;
   readonly scratch: ArrayAllocator;
+  readonly snapshotArrays: ArrayAllocator;
 }
 
 function planSnapshot(t: Concatenated, options: AssembleOptions): SnapshotPlan {
@@ -99,7 +112,7 @@ function planSnapshot(t: Concatenated, options: AssembleOptions): SnapshotPlan {
   const keyOf = (v: number) => t.keyText.toString('latin1', t.keyOffsets[v]!, t.keyOffsets[v + 1]!);
   const assigned = assignClusterNumbers(components, keyOf, options.previousClusterIds);
   const order = finalOrder(t, components, assigned.numbers, scratch);
-  return { t, membership, components, assigned, order, scratch };
+  return { t, membership, components, assigned, order, scratch, snapshotArrays: options.snapshotArrays ?? freshSharedArrays };
 }
 
 interface SnapshotColumns {
@@ -109,10 +122,10 @@ interface SnapshotColumns {
 }
 
 function snapshotColumns(plan: SnapshotPlan): SnapshotColumns {
-  const { t, order, components, membership, assigned, scratch } = plan;
-  const vpas = vpaColumns(t, order, components.of, membership.offsets);
-  const urls = urlColumns(t, membership, order.tempToFinal, scratch);
-  const clusters = clusterColumns(order, vpas, assigned.numbers, t.urlCount, scratch);
+  const { t, order, components, membership, assigned, scratch, snapshotArrays } = plan;
+  const vpas = vpaColumns(t, order, components.of, membership.offsets, snapshotArrays);
+  const urls = urlColumns(t, membership, order.tempToFinal, scratch, snapshotArrays);
+  const clusters = clusterColumns(order, vpas, assigned.numbers, t.urlCount, scratch, snapshotArrays);
   return { vpas, urls, clusters };
 }
 
@@ -231,13 +244,13 @@ type VpaColumns = Pick<
 > & { readonly totalEvidence: number };
 
 /** Per-VPA fields and sources in final order, with each VPA's confidence. */
-function vpaColumns(t: Concatenated, order: FinalOrder, componentOf: Int32Array, urlMemberOffsets: Uint32Array): VpaColumns {
+function vpaColumns(t: Concatenated, order: FinalOrder, componentOf: Int32Array, urlMemberOffsets: Uint32Array, snapshotArrays: ArrayAllocator): VpaColumns {
   const n = t.vpaCount;
   const { finalToTemp, ordinalOfComponent } = order;
-  const firstSeen = sharedArray(Float64Array, n);
-  const riskCategory = sharedArray(Uint8Array, n);
-  const evidenceCount = sharedArray(Uint32Array, n);
-  const vpaCluster = sharedArray(Uint32Array, n).fill(NO_CLUSTER);
+  const firstSeen = snapshotArrays.zeroed(Float64Array, n);
+  const riskCategory = snapshotArrays.zeroed(Uint8Array, n);
+  const evidenceCount = snapshotArrays.zeroed(Uint32Array, n);
+  const vpaCluster = snapshotArrays.zeroed(Uint32Array, n).fill(NO_CLUSTER);
   let totalEvidence = 0;
   for (let f = 0; f < n; f++) {
     const v = finalToTemp[f]!;
@@ -248,21 +261,21 @@ function vpaColumns(t: Concatenated, order: FinalOrder, componentOf: Int32Array,
     const c = componentOf[v]!;
     if (c >= 0) vpaCluster[f] = ordinalOfComponent[c]!;
   }
-  const sources = vpaSources(t, finalToTemp, urlMemberOffsets);
+  const sources = vpaSources(t, finalToTemp, urlMemberOffsets, snapshotArrays);
   return { firstSeen, riskCategory, evidenceCount, vpaCluster, totalEvidence, ...sources };
 }
 
-function vpaSources(t: Concatenated, finalToTemp: Uint32Array, urlMemberOffsets: Uint32Array) {
+function vpaSources(t: Concatenated, finalToTemp: Uint32Array, urlMemberOffsets: Uint32Array, snapshotArrays: ArrayAllocator) {
   const n = t.vpaCount;
   const fromOffsets = t.sourceOffsets;
   const fromUrl = t.sourceUrl;
   const fromCaptured = t.sourceCapturedAt;
   const fromScreenshot = t.sourceScreenshot;
-  const confidence = sharedArray(Uint16Array, n);
-  const sourceOffsets = sharedArray(Uint32Array, n + 1);
-  const sourceUrl = sharedArray(Uint32Array, t.sourceCount);
-  const sourceCapturedAt = sharedArray(Float64Array, t.sourceCount);
-  const sourceFlags = sharedArray(Uint8Array, t.sourceCount);
+  const confidence = snapshotArrays.zeroed(Uint16Array, n);
+  const sourceOffsets = snapshotArrays.zeroed(Uint32Array, n + 1);
+  const sourceUrl = snapshotArrays.zeroed(Uint32Array, t.sourceCount);
+  const sourceCapturedAt = snapshotArrays.zeroed(Float64Array, t.sourceCount);
+  const sourceFlags = snapshotArrays.zeroed(Uint8Array, t.sourceCount);
   let out = 0;
   for (let f = 0; f < n; f++) {
     const v = finalToTemp[f]!;
@@ -288,10 +301,10 @@ function vpaSources(t: Concatenated, finalToTemp: Uint32Array, urlMemberOffsets:
 }
 
 /** Per-url dominant category, and each url's members (final ids) as a portable roaring bitmap in one blob. */
-function urlColumns(t: Concatenated, membership: UrlMembership, tempToFinal: Uint32Array, scratch: ArrayAllocator) {
+function urlColumns(t: Concatenated, membership: UrlMembership, tempToFinal: Uint32Array, scratch: ArrayAllocator, snapshotArrays: ArrayAllocator) {
   const urlCount = t.urlCount;
   const counts = t.urlCategoryCounts;
-  const urlCategory = sharedArray(Uint8Array, urlCount);
+  const urlCategory = snapshotArrays.zeroed(Uint8Array, urlCount);
   for (let u = 0; u < urlCount; u++) urlCategory[u] = dominant(counts, u * SOURCE_COUNT, SOURCE_COUNT, SOURCE_RANK);
   const { offsets, vpas } = membership;
   const urlFinal = scratch.zeroed(Uint32Array, vpas.length);
@@ -299,30 +312,30 @@ function urlColumns(t: Concatenated, membership: UrlMembership, tempToFinal: Uin
   for (let u = 0; u < urlCount; u++) {
     if (offsets[u + 1]! - offsets[u]! > 1) urlFinal.subarray(offsets[u]!, offsets[u + 1]!).sort();
   }
-  const urlMembersOffsets = sharedArray(Uint32Array, urlCount + 1);
+  const urlMembersOffsets = snapshotArrays.zeroed(Uint32Array, urlCount + 1);
   for (let u = 0; u < urlCount; u++) {
     urlMembersOffsets[u + 1] = urlMembersOffsets[u]! + sortedIdsSize(urlFinal, offsets[u]!, offsets[u + 1]!);
   }
-  const urlMembersBlob = sharedArray(Uint8Array, urlMembersOffsets[urlCount]!);
+  const urlMembersBlob = snapshotArrays.zeroed(Uint8Array, urlMembersOffsets[urlCount]!);
   for (let u = 0; u < urlCount; u++) writeSortedIds(urlFinal, offsets[u]!, offsets[u + 1]!, urlMembersBlob, urlMembersOffsets[u]!);
   return { urlCategory, urlMembersBlob, urlMembersOffsets };
 }
 
 /** Per-cluster figures, by ordinal. */
-function clusterColumns(order: FinalOrder, vpas: VpaColumns, numbers: Uint32Array, urlCount: number, scratch: ArrayAllocator) {
+function clusterColumns(order: FinalOrder, vpas: VpaColumns, numbers: Uint32Array, urlCount: number, scratch: ArrayAllocator, snapshotArrays: ArrayAllocator) {
   const { clusterCount, clusterStart, componentsByNumber } = order;
   const { firstSeen, confidence, evidenceCount, riskCategory, sourceOffsets, sourceUrl, sourceCapturedAt } = vpas;
-  const clusterNumber = sharedArray(Uint32Array, clusterCount);
-  const clusterCreatedAt = sharedArray(Float64Array, clusterCount);
-  const clusterLastUpdated = sharedArray(Float64Array, clusterCount);
-  const clusterRiskCategory = sharedArray(Uint8Array, clusterCount);
-  const clusterConfidenceArray = sharedArray(Uint16Array, clusterCount);
-  const clusterEvidenceCount = sharedArray(Uint32Array, clusterCount);
-  const clusterMembersOffsets = sharedArray(Uint32Array, clusterCount + 1);
+  const clusterNumber = snapshotArrays.zeroed(Uint32Array, clusterCount);
+  const clusterCreatedAt = snapshotArrays.zeroed(Float64Array, clusterCount);
+  const clusterLastUpdated = snapshotArrays.zeroed(Float64Array, clusterCount);
+  const clusterRiskCategory = snapshotArrays.zeroed(Uint8Array, clusterCount);
+  const clusterConfidenceArray = snapshotArrays.zeroed(Uint16Array, clusterCount);
+  const clusterEvidenceCount = snapshotArrays.zeroed(Uint32Array, clusterCount);
+  const clusterMembersOffsets = snapshotArrays.zeroed(Uint32Array, clusterCount + 1);
   for (let k = 0; k < clusterCount; k++) {
     clusterMembersOffsets[k + 1] = clusterMembersOffsets[k]! + rangeSize(clusterStart[k]!, clusterStart[k + 1]!);
   }
-  const clusterMembersBlob = sharedArray(Uint8Array, clusterMembersOffsets[clusterCount]!);
+  const clusterMembersBlob = snapshotArrays.zeroed(Uint8Array, clusterMembersOffsets[clusterCount]!);
   const urlStamp = scratch.zeroed(Int32Array, urlCount).fill(-1);
   const riskTally = new Uint32Array(RISK_COUNT);
   for (let k = 0; k < clusterCount; k++) {
@@ -393,7 +406,9 @@ interface Concatenated {
 }
 
 /** Join partitions into temporary VPA ids (partition order) and intern urls across partitions. */
-function concatenate(partials: readonly AggregateResult[], scratch: ArrayAllocator): Concatenated {
+function concatenate(partials: readonly AggregateResult[], options: AssembleOptions): Concatenated {
+  const scratch = options.scratch ?? freshArrays;
+  const sharedScratch = options.sharedScratch ?? freshSharedArrays;
   let n = 0;
   let sourceCount = 0;
   let keyLength = 0;
@@ -407,8 +422,9 @@ function concatenate(partials: readonly AggregateResult[], scratch: ArrayAllocat
     urlByteTotal += p.urlBytes.byteLength;
   }
   // In shared memory: the index is built from them on another thread while this one goes on reading them.
-  const keyBytes = sharedArray(Uint8Array, keyLength);
-  const keyOffsets = sharedArray(Uint32Array, n + 1);
+  // They die with the task, so they are working arrays, not the snapshot's.
+  const keyBytes = sharedScratch.zeroed(Uint8Array, keyLength);
+  const keyOffsets = sharedScratch.zeroed(Uint32Array, n + 1);
   const firstSeen = scratch.zeroed(Float64Array, n);
   const evidenceCount = scratch.zeroed(Uint32Array, n);
   const riskCategory = scratch.zeroed(Uint8Array, n);
@@ -452,7 +468,7 @@ function concatenate(partials: readonly AggregateResult[], scratch: ArrayAllocat
   }
   keyOffsets[n] = keyAt;
   sourceOffsets[n] = s;
-  const urlTable = urls.finish({ shared: true });
+  const urlTable = urls.finish({ arrays: options.snapshotArrays ?? freshSharedArrays });
   if (urlCounts.length > urls.size * SOURCE_COUNT) urlCounts = urlCounts.subarray(0, urls.size * SOURCE_COUNT);
 
   return {

@@ -9,12 +9,11 @@ import type { DataDir } from '../../common/data-dir.js';
 import { UpiRiskError } from '../../common/errors.js';
 import { statEvidenceFiles, evidenceFileTime, type StoredFile } from '../../evidence/store.js';
 import { DEFAULT_URL_MEMBER_CAP } from '../clustering.js';
-import type { SnapshotData, SnapshotMeta } from '../../engine/snapshot-data.js';
+import { ARRAY_FIELDS, type SnapshotData, type SnapshotMeta } from '../../engine/snapshot-data.js';
 import { aggregateBuffers, indexBuffers, internerBuffers, type AggregateResult, type DedupResult, type ParseResult } from './phases.js';
 import { carryBytes, extendsCarriedFiles, segmentsToMerge, type BuildCarry, type Segments } from './carry.js';
 import type { ByteInternerState } from './byte-interner.js';
-import type { AssembleOutcome, BuildTask, IndexReply, IndexTask } from './tasks.js';
-import type { IndexArrays } from '../../engine/vpa-index.js';
+import type { AssembleOutcome, BuildTask, IndexReply, IndexResult, IndexTask } from './tasks.js';
 
 export interface BuildOptions {
   readonly dataDir: DataDir;
@@ -66,6 +65,11 @@ export interface BuildReport {
   readonly reusedChunks: number;
   /** Memory the builder keeps for the next build (its deduplicated records and id tables); 0 when not incremental. */
   readonly carriedBytes: number;
+  /**
+   * Bytes of the snapshot's arrays laid out in the memory of a replaced
+   * snapshot (SnapshotBuilder.reuseMemoryOf) instead of new memory.
+   */
+  readonly reusedBytes: number;
 }
 
 export interface BuilderOptions {
@@ -94,7 +98,17 @@ export interface BuilderOptions {
    * builder lives: turn this off where memory is tighter than build time.
    */
   readonly incremental?: boolean;
+  /**
+   * Run after the builder lets go of a replaced snapshot's memory it held
+   * for the next build (reuseMemoryOf): unused, or after the build that
+   * took it. A full collection of this thread's heap (collector.ts), so
+   * what no build uses goes back now.
+   */
+  readonly collect?: () => void;
 }
+
+/** The index's arrays in a snapshot: an index task lays them out, and the assemble task the others. */
+const INDEX_FIELDS = new Set<string>(['slotTags', 'slotEntries', 'keyTails', 'vpaSlots']);
 
 const DEFAULT_CHUNK_BYTES = 32 * 1024 * 1024;
 
@@ -115,6 +129,13 @@ export class SnapshotBuilder {
   #cacheVersionsChecked = false;
   /** Bytes of the carry this builder holds, also while a build has taken it; 0 once a build or prime that took it fails. */
   #carriedBytes = 0;
+  readonly #idleTimeoutMs: number;
+  readonly #collect: () => void;
+  /** A replaced snapshot's buffers for the next build's arrays (reuseMemoryOf), split as the tasks lay them out. */
+  #reusable: { readonly index: SharedArrayBuffer[]; readonly columns: SharedArrayBuffer[] } | undefined;
+  #reusableTimer: NodeJS.Timeout | undefined;
+  /** Builds asked for and not yet settled: each takes what is reusable when it assembles, so nothing is dropped meanwhile. */
+  #buildsPending = 0;
 
   constructor(options: BuilderOptions = {}) {
     const threads = options.threads ?? availableParallelism();
@@ -128,13 +149,15 @@ export class SnapshotBuilder {
     this.#threads = threads;
     this.#chunkBytes = chunkBytes;
     this.#incremental = options.incremental ?? true;
+    this.#idleTimeoutMs = options.idleTimeoutMs ?? 5_000;
+    this.#collect = options.collect ?? (() => {});
     this.#pool = new Piscina({
       filename: new URL('./worker.js', import.meta.url).href,
       minThreads: 0,
       maxThreads: threads,
       niceIncrement: options.niceIncrement ?? 0,
       // Threads exist while builds run and a while after (idleTimeoutMs), never before the first.
-      idleTimeout: options.idleTimeoutMs ?? 5_000,
+      idleTimeout: this.#idleTimeoutMs,
       // The assemble phase holds the whole data set; the default worker heap is too small at 10M VPAs.
       resourceLimits: { maxOldGenerationSizeMb: 16 * 1024 },
     });
@@ -164,9 +187,80 @@ export class SnapshotBuilder {
     return this.#carriedBytes;
   }
 
+  /**
+   * Let the next build lay out its snapshot's arrays in the memory of
+   * `data`, a replaced snapshot that no thread reads any more and never
+   * will: the caller vouches for that (in a server, RetiredSnapshots does,
+   * once every serving thread's collector has dropped it). A build maps and
+   * touches a snapshot's worth of new pages otherwise (1.5 GiB at 10M VPAs),
+   * which this kind of VM makes slow (scratch-arrays.ts) while the one just
+   * let go is unmapped. Only arrays with a buffer of their own are taken (a
+   * snapshot read from its file has one buffer for all, and keeps it). Held
+   * until the next build takes it, a later snapshot replaces it, or the pool
+   * threads' idle timeout passes with no build asked for; the memory is
+   * given back then. Returns whether anything of it is held.
+   */
+  reuseMemoryOf(data: SnapshotData): boolean {
+    const uses = new Map<SharedArrayBuffer, number>();
+    const shared = (field: (typeof ARRAY_FIELDS)[number]) => {
+      const buffer = data[field].buffer;
+      return buffer instanceof SharedArrayBuffer ? buffer : undefined;
+    };
+    for (const field of ARRAY_FIELDS) {
+      const buffer = shared(field);
+      if (buffer !== undefined) uses.set(buffer, (uses.get(buffer) ?? 0) + 1);
+    }
+    const index: SharedArrayBuffer[] = [];
+    const columns: SharedArrayBuffer[] = [];
+    for (const field of ARRAY_FIELDS) {
+      const buffer = shared(field);
+      if (buffer === undefined || uses.get(buffer) !== 1) continue;
+      (INDEX_FIELDS.has(field) ? index : columns).push(buffer);
+    }
+    this.#dropReusable();
+    if (index.length + columns.length === 0) return false;
+    this.#reusable = { index, columns };
+    if (this.#buildsPending === 0) this.#dropReusableLater();
+    return true;
+  }
+
+  /** Drop what is reusable once the idle timeout passes (reuseMemoryOf); a build asked for meanwhile stops the clock. */
+  #dropReusableLater(): void {
+    clearTimeout(this.#reusableTimer);
+    this.#reusableTimer = setTimeout(() => this.#dropReusable(), this.#idleTimeoutMs);
+    this.#reusableTimer.unref();
+  }
+
+  /** Bytes of replaced snapshots' buffers held for the next build (reuseMemoryOf). */
+  get reusableBytes(): number {
+    const buffers = this.#reusable === undefined ? [] : [...this.#reusable.index, ...this.#reusable.columns];
+    return buffers.reduce((sum, buffer) => sum + buffer.byteLength, 0);
+  }
+
+  #takeReusable(): { readonly index: SharedArrayBuffer[]; readonly columns: SharedArrayBuffer[] } {
+    const taken = this.#reusable ?? { index: [], columns: [] };
+    this.#reusable = undefined;
+    clearTimeout(this.#reusableTimer);
+    this.#reusableTimer = undefined;
+    return taken;
+  }
+
+  #dropReusable(): void {
+    if (this.#reusable === undefined) return;
+    this.#takeReusable();
+    this.#collect();
+  }
+
   /** Build a snapshot from all stored evidence and write it to the data directory. */
   build(options: BuildOptions): Promise<BuildReport> {
-    return this.#serially(() => this.#buildLocked(options));
+    // However long it takes to reach assembly (over a minute at 10M under load), reusable memory waits for it.
+    this.#buildsPending++;
+    clearTimeout(this.#reusableTimer);
+    return this.#serially(() => this.#buildLocked(options)).finally(() => {
+      this.#buildsPending--;
+      // One that failed before it assembled, or had assembled before the memory came, took none: the clock starts again.
+      if (this.#buildsPending === 0 && this.#reusable !== undefined) this.#dropReusableLater();
+    });
   }
 
   /**
@@ -186,6 +280,7 @@ export class SnapshotBuilder {
 
   async close(): Promise<void> {
     await this.#running;
+    this.#dropReusable();
     await this.#pool.destroy();
   }
 
@@ -230,7 +325,10 @@ export class SnapshotBuilder {
       assembled.port1.once('message', (data: SnapshotData) => options.onAssembled!(data));
       transferList.push(assembled.port2);
     }
-    const index = this.#threads > 1 ? this.#indexOnRequest() : undefined;
+    // Taken now, not when the build began: a snapshot replaced meanwhile may have been let go since.
+    const reuse = this.#takeReusable();
+    const indexed = { reusedBytes: 0 };
+    const index = this.#threads > 1 ? this.#indexOnRequest(reuse.index, indexed) : undefined;
     if (index !== undefined) transferList.push(index.port2);
     const task = {
       kind: 'assemble',
@@ -243,11 +341,14 @@ export class SnapshotBuilder {
       skippedLines: invalidLines + duplicateEvidence,
       ...(assembled === undefined ? {} : { assembled: assembled.port2 }),
       ...(index === undefined ? {} : { index: index.port2 }),
+      reuse: index === undefined ? [...reuse.index, ...reuse.columns] : reuse.columns,
     } satisfies BuildTask;
     // Once the task settles, a snapshot not yet delivered is dropped: the caller loads the file instead.
     const outcome = (await this.#pool.run(task, { transferList }).finally(() => {
       assembled?.port1.close();
       index?.port1.close();
+      // What of it the build left unused goes now, rather than at some later collection (collector.ts).
+      if (reuse.index.length + reuse.columns.length > 0) this.#collect();
     })) as AssembleOutcome;
     progress({ phase: 'assemble', done: 1, total: 1 });
     phaseMs.assemble = outcome.assembleMs;
@@ -266,21 +367,26 @@ export class SnapshotBuilder {
       chunks: gathered.chunks,
       reusedChunks,
       carriedBytes: this.#incremental ? carryBytes(gathered) : 0,
+      reusedBytes: outcome.reusedBytes + indexed.reusedBytes,
     };
   }
 
   /**
    * A channel on which the assemble task asks for its index: the keys come
    * in (in shared memory), the index is built on another pool thread, and
-   * its arrays (moved, not copied) or the error go back.
+   * its arrays (moved, not copied) or the error go back. The index is laid
+   * out in `reuse` where it fits; `indexed` learns how many bytes did.
    */
-  #indexOnRequest(): MessageChannel {
+  #indexOnRequest(reuse: readonly SharedArrayBuffer[], indexed: { reusedBytes: number }): MessageChannel {
     const channel = new MessageChannel();
     channel.port1.once('message', (request: IndexTask) => {
       this.#pool
-        .run({ kind: 'index', ...request } satisfies BuildTask)
+        .run({ kind: 'index', ...request, reuse } satisfies BuildTask)
         .then(
-          (arrays: IndexArrays) => channel.port1.postMessage({ arrays } satisfies IndexReply, indexBuffers(arrays)),
+          ({ arrays, reusedBytes }: IndexResult) => {
+            indexed.reusedBytes = reusedBytes;
+            channel.port1.postMessage({ arrays } satisfies IndexReply, indexBuffers(arrays));
+          },
           (error: unknown) => channel.port1.postMessage({ error: String(error) } satisfies IndexReply),
         );
     });

@@ -1,5 +1,4 @@
 import { hashKeyBytes } from '../../engine/hash.js';
-import { sharedArray } from '../../engine/shared-arrays.js';
 import { freshArrays, type ArrayAllocator, type TypedArrayType } from '../../common/scratch-arrays.js';
 
 /**
@@ -114,14 +113,18 @@ export class ByteInterner {
     return id;
   }
 
-  /** Offsets (size+1 entries) and bytes of every entry, in id order, trimmed; copied into shared memory with `shared`. */
-  finish(options: { readonly shared?: boolean } = {}): { bytes: Uint8Array; offsets: Uint32Array } {
+  /**
+   * Offsets (size+1 entries) and bytes of every entry, in id order, trimmed;
+   * copied into arrays from `arrays` when given (shared memory, for a
+   * snapshot), else into new ones.
+   */
+  finish(options: { readonly arrays?: ArrayAllocator } = {}): { bytes: Uint8Array; offsets: Uint32Array } {
     const entries = this.#size + 1;
     const used = this.#offsets[this.#size]!;
-    if (options.shared !== true) return { bytes: this.#bytes.slice(0, used), offsets: this.#offsets.slice(0, entries) };
-    const offsets = sharedArray(Uint32Array, entries);
+    if (options.arrays === undefined) return { bytes: this.#bytes.slice(0, used), offsets: this.#offsets.slice(0, entries) };
+    const offsets = options.arrays.zeroed(Uint32Array, entries);
     offsets.set(this.#offsets.subarray(0, entries));
-    const bytes = sharedArray(Uint8Array, used);
+    const bytes = options.arrays.zeroed(Uint8Array, used);
     bytes.set(this.#bytes.subarray(0, used));
     return { bytes, offsets };
   }

@@ -9,13 +9,23 @@ export type BuildTask =
   | ({ readonly kind: 'dedup' } & DedupTask)
   | ({ readonly kind: 'aggregate' } & AggregateTask)
   | ({ readonly kind: 'assemble' } & AssembleTask)
-  | ({ readonly kind: 'index' } & IndexTask);
+  | ({ readonly kind: 'index' } & IndexTask & { readonly reuse?: readonly SharedArrayBuffer[] });
 
-/** Build the index of the keys an assemble task has gathered (in shared memory; see AssembleTask.index). */
+/**
+ * Build the index of the keys an assemble task has gathered (in shared
+ * memory; see AssembleTask.index). The orchestrator adds the buffers of a
+ * replaced snapshot's index for the new one's arrays, when it has them.
+ */
 export interface IndexTask {
   readonly keyBytes: Uint8Array;
   readonly keyOffsets: Uint32Array;
   readonly count: number;
+}
+
+/** What an index task returns: the arrays, and how many of their bytes are in reused buffers. */
+export interface IndexResult {
+  readonly arrays: IndexArrays;
+  readonly reusedBytes: number;
 }
 
 /**
@@ -42,6 +52,12 @@ export interface AssembleTask {
    * where the index task would wait for the very thread waiting for it.
    */
   readonly index?: MessagePort;
+  /**
+   * Buffers of a replaced snapshot that nothing reads any more, for the new
+   * snapshot's arrays (ReusedSharedArrays); those of its index too when
+   * this thread builds the index.
+   */
+  readonly reuse?: readonly SharedArrayBuffer[];
 }
 
 export interface AssembleOutcome {
@@ -49,4 +65,6 @@ export interface AssembleOutcome {
   readonly meta: SnapshotMeta;
   readonly assembleMs: number;
   readonly writeMs: number;
+  /** Bytes of the snapshot's arrays this thread laid out in reused buffers. */
+  readonly reusedBytes: number;
 }

@@ -10,7 +10,8 @@ import { buildIndexArrays, longestKey, type IndexArrays } from '../../engine/vpa
 import type { MessagePort } from 'node:worker_threads';
 import { dataDir } from '../../common/data-dir.js';
 import { ScratchArrays } from '../../common/scratch-arrays.js';
-import type { AssembleOutcome, AssembleTask, BuildTask, IndexReply, IndexTask } from './tasks.js';
+import { ReusedSharedArrays } from '../../engine/shared-arrays.js';
+import type { AssembleOutcome, AssembleTask, BuildTask, IndexReply, IndexResult, IndexTask } from './tasks.js';
 
 /**
  * This thread's working memory for aggregation, assembly and indexing,
@@ -21,6 +22,8 @@ import type { AssembleOutcome, AssembleTask, BuildTask, IndexReply, IndexTask } 
  * does, after the builder's idle timeout.
  */
 const scratch = new ScratchArrays();
+/** The same for working arrays another pool thread reads during the task (the keys an index is built from). */
+const sharedScratch = new ScratchArrays({ shared: true });
 
 /** Pool thread entry: runs one build phase. Outputs are moved, never cloned. */
 export default async function runBuildTask(task: BuildTask): Promise<unknown> {
@@ -44,12 +47,14 @@ export default async function runBuildTask(task: BuildTask): Promise<unknown> {
     }
     case 'assemble':
       scratch.reset();
+      sharedScratch.reset();
       return assemble(task);
     case 'index': {
       scratch.reset();
       // Shared: the assembled snapshot is served from these arrays as they are.
-      const arrays = buildIndexArrays(task.keyBytes, task.keyOffsets, task.count, { shared: true, scratch });
-      return movable(arrays, indexBuffers(arrays));
+      const own = new ReusedSharedArrays(task.reuse ?? []);
+      const arrays = buildIndexArrays(task.keyBytes, task.keyOffsets, task.count, { arrays: own, scratch });
+      return movable({ arrays, reusedBytes: own.reusedBytes } satisfies IndexResult, indexBuffers(arrays));
     }
   }
 }
@@ -59,11 +64,14 @@ async function assemble(task: AssembleTask): Promise<AssembleOutcome> {
   const started = performance.now();
   const previous = await readClusterIdState(dir.clusterIds);
   const createdAt = Date.now();
+  const snapshotArrays = new ReusedSharedArrays(task.reuse ?? []);
   const options = {
     urlMemberCap: task.urlMemberCap,
     scoredAt: task.scoredAt,
     previousClusterIds: previous,
     scratch,
+    sharedScratch,
+    snapshotArrays,
     meta: {
       id: newSnapshotId(createdAt),
       createdAt,
@@ -87,7 +95,7 @@ async function assemble(task: AssembleTask): Promise<AssembleOutcome> {
     task.assembled.close();
   }
   const path = await writeSnapshot(dir, data);
-  return { path, meta: data.meta, assembleMs: assembled - started, writeMs: performance.now() - assembled };
+  return { path, meta: data.meta, assembleMs: assembled - started, writeMs: performance.now() - assembled, reusedBytes: snapshotArrays.reusedBytes };
 }
 
 /** Ask for the index of these keys (in shared memory: they are not copied) and wait for the arrays. */

@@ -1,0 +1,273 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { ScratchArrays } from '../src/common/scratch-arrays.js';
+import { ARRAY_FIELDS, type SnapshotData } from '../src/engine/snapshot-data.js';
+import { ReusedSharedArrays, freshSharedArrays } from '../src/engine/shared-arrays.js';
+import { readSnapshotFile } from '../src/engine/snapshot-files.js';
+import { assembleSnapshot } from '../src/intel/build/assemble.js';
+import { SnapshotBuilder } from '../src/intel/build/builder.js';
+import { sameBuildDifferences, snapshotDifferences } from './fixtures/fake-snapshot.js';
+import { aggregateInProcess, assembleOptionsInProcess, evidence, ingest, tempDataDir, TEST_SCORED_AT, type EvidenceInput } from './helpers.js';
+import { lastLine, runCli, startServer } from './server-process.js';
+
+// A replaced snapshot that no thread reads any more lends its buffers to the
+// next build's snapshot (shared-arrays.ts, SnapshotBuilder.reuseMemoryOf).
+// What the build makes must not depend on what those buffers held, and must
+// really be laid out in them.
+
+/** Gangs sharing channels, some VPAs seen more than once, some keys past the index's inline bytes. */
+function evidenceSet(round: number, size: number): EvidenceInput[] {
+  const items: EvidenceInput[] = [];
+  for (let i = 0; i < size; i++) {
+    const upi = i % 7 === 0 ? `a.long.payee.handle.past.the.inline.bytes.${round}.${i}@okaxis` : `payee${round}.${i}@ybl`;
+    items.push(evidence(upi, i % 3 === 0 ? `https://solo.example/${round}/${i}` : `https://t.me/channel${i % 17}`));
+    if (i % 5 === 0) items.push(evidence(upi, `https://t.me/channel${(i + 1) % 17}`, { source_category: 'telegram' }));
+  }
+  return items;
+}
+
+function sharedBuffers(data: SnapshotData): SharedArrayBuffer[] {
+  return [...new Set(ARRAY_FIELDS.map((field) => data[field].buffer))].filter((b): b is SharedArrayBuffer => b instanceof SharedArrayBuffer);
+}
+
+/** Overwrite every byte of the buffers, as if the old snapshot's values were anything at all. */
+function poison(buffers: readonly SharedArrayBuffer[]): void {
+  for (const buffer of buffers) new Uint8Array(buffer).fill(0xa5);
+}
+
+/**
+ * Fields of `data` whose memory is one of `buffers`: seen by writing a byte
+ * into each buffer and reading it back through the array (then undone), since
+ * a buffer that went to a pool thread and back is a new object here.
+ */
+function fieldsIn(data: SnapshotData, buffers: readonly SharedArrayBuffer[]): string[] {
+  const found: string[] = [];
+  for (const field of ARRAY_FIELDS) {
+    const array = data[field];
+    if (array.byteLength === 0) continue;
+    const bytes = new Uint8Array(array.buffer, array.byteOffset, 1);
+    const kept = bytes[0]!;
+    for (const buffer of buffers) {
+      if (buffer.byteLength <= array.byteOffset) continue;
+      const other = new Uint8Array(buffer, array.byteOffset, 1);
+      const was = other[0]!;
+      other[0] = was ^ 0xff;
+      const seen = bytes[0] !== kept;
+      other[0] = was;
+      if (seen) {
+        found.push(field);
+        break;
+      }
+    }
+  }
+  return found;
+}
+
+test('ReusedSharedArrays gives each array the smallest buffer it fills at least half of, cleared, and a new one otherwise', () => {
+  const small = new SharedArrayBuffer(1 << 20);
+  const middle = new SharedArrayBuffer(4 << 20);
+  const large = new SharedArrayBuffer(8 << 20);
+  poison([small, middle, large]);
+  // The same buffer twice is still one buffer.
+  const arrays = new ReusedSharedArrays([large, small, middle, small]);
+
+  const a = arrays.zeroed(Uint32Array, (3 << 20) / 4);
+  assert.equal(a.buffer, middle);
+  assert.ok(a.every((x) => x === 0));
+  // Under half of the only buffer left that fits: a new buffer, not the 8 MiB one.
+  const b = arrays.zeroed(Float64Array, (2 << 20) / 8);
+  assert.notEqual(b.buffer, large);
+  assert.ok(b.buffer instanceof SharedArrayBuffer);
+  const c = arrays.zeroed(Uint8Array, 600 * 1024);
+  assert.equal(c.buffer, small);
+  assert.ok(c.every((x) => x === 0));
+  // Past the array the old bytes stay: nothing reads them.
+  assert.equal(new Uint8Array(small)[600 * 1024], 0xa5);
+  const d = arrays.zeroed(Uint16Array, (5 << 20) / 2);
+  assert.equal(d.buffer, large);
+  assert.equal(d.length, (5 << 20) / 2);
+  // Every buffer is taken now.
+  assert.notEqual(arrays.zeroed(Uint8Array, 1 << 19).buffer, small);
+  assert.equal(arrays.zeroed(Uint8Array, 0).length, 0);
+  assert.equal(arrays.reusedBytes, (3 << 20) + 600 * 1024 + (5 << 20));
+  assert.equal(arrays.freshBytes, (2 << 20) + (1 << 19));
+  assert.throws(() => arrays.zeroed(Uint8Array, -1), RangeError);
+});
+
+test('a new shared array of 64 KiB or more has a sixteenth to spare, so the next, slightly larger snapshot fits in it', () => {
+  const large = freshSharedArrays.zeroed(Uint32Array, 1_000_000);
+  const buffer = large.buffer as unknown as SharedArrayBuffer;
+  assert.ok((buffer as object) instanceof SharedArrayBuffer);
+  assert.ok(buffer.byteLength >= 4_000_000 + 4_000_000 / 16);
+  assert.equal(buffer.byteLength % 4096, 0);
+  assert.equal(freshSharedArrays.zeroed(Uint8Array, 1000).buffer.byteLength, 1000);
+  const next = new ReusedSharedArrays([buffer]);
+  assert.equal(next.zeroed(Uint32Array, 1_050_000).buffer, buffer);
+});
+
+test('assembly in a replaced snapshot\'s buffers, whatever they held, makes what new memory makes, in those buffers', { timeout: 60_000 }, () => {
+  const scratch = new ScratchArrays({ chunkBytes: 8 * 1024 });
+  const sharedScratch = new ScratchArrays({ chunkBytes: 8 * 1024, shared: true });
+  let previous: SnapshotData | null = null;
+  // As large, then smaller, then larger: arrays fit the old buffers, then only some do.
+  for (const [round, size] of [[0, 500], [1, 500], [2, 300], [3, 900]] as const) {
+    const partial = aggregateInProcess(evidenceSet(round, size));
+    const expected = assembleSnapshot([aggregateInProcess(evidenceSet(round, size))], assembleOptionsInProcess());
+    const buffers: SharedArrayBuffer[] = previous === null ? [] : sharedBuffers(previous);
+    poison(buffers);
+    scratch.reset();
+    sharedScratch.reset();
+    const snapshotArrays = new ReusedSharedArrays(buffers);
+    const built = assembleSnapshot([partial], { ...assembleOptionsInProcess(), scratch, sharedScratch, snapshotArrays });
+    assert.deepEqual(snapshotDifferences(built.data, expected.data), [], `round ${round}`);
+    if (round === 1) {
+      // As large as the snapshot before (other VPAs, keys as long): every array fits its old buffer.
+      assert.deepEqual(fieldsIn(built.data, buffers).length, ARRAY_FIELDS.filter((f) => built.data[f].byteLength > 0).length);
+      assert.equal(snapshotArrays.freshBytes, 0);
+    }
+    if (round === 3) assert.ok(snapshotArrays.freshBytes > 0, 'arrays larger than any old buffer get new ones');
+    previous = built.data;
+  }
+});
+
+test('a builder lays out its next snapshot in the memory of one it is handed, and drops it unused after its idle timeout', { timeout: 120_000 }, async () => {
+  const t = await tempDataDir();
+  let collections = 0;
+  const builder = new SnapshotBuilder({ threads: 2, chunkBytes: 4096, idleTimeoutMs: 2_000, collect: () => collections++ });
+  try {
+    const assembled: SnapshotData[] = [];
+    const build = () => builder.build({ dataDir: t.dir, scoredAt: TEST_SCORED_AT, onAssembled: (data) => assembled.push(data) });
+    await ingest(t.dir, t.root, evidenceSet(0, 400));
+    const first = await build();
+    assert.equal(first.reusedBytes, 0);
+    const replaced = assembled.at(-1)!;
+
+    // More sources for the same VPAs: the index and the per-VPA columns keep their sizes, the sources grow.
+    await ingest(
+      t.dir,
+      t.root,
+      evidenceSet(0, 40).map((item, i) => ({ ...item, url: `https://new.example/${i}`, evidence_id: `later-${i}` })),
+    );
+    builder.reuseMemoryOf(replaced);
+    assert.ok(builder.reusableBytes > 0);
+    const buffers = sharedBuffers(replaced);
+    poison(buffers);
+    const second = await build();
+    assert.equal(builder.reusableBytes, 0, 'the build took them');
+    const served = assembled.at(-1)!;
+    const written = await readSnapshotFile(second.path);
+    assert.deepEqual(sameBuildDifferences(served, written), []);
+    // As a builder that was handed nothing builds it.
+    const other = new SnapshotBuilder({ threads: 2, chunkBytes: 4096, incremental: false });
+    try {
+      const fresh = await other.build({ dataDir: t.dir, scoredAt: TEST_SCORED_AT, parseCache: false });
+      assert.deepEqual(sameBuildDifferences(written, await readSnapshotFile(fresh.path)), []);
+    } finally {
+      await other.close();
+    }
+    // The index (built on the other pool thread) and the columns both went into the old buffers.
+    const reusedFields = fieldsIn(served, buffers);
+    assert.ok(reusedFields.includes('slotEntries') && reusedFields.includes('vpaCluster'), reusedFields.join());
+    const arrayBytes = ARRAY_FIELDS.reduce((sum, field) => sum + served[field].byteLength, 0);
+    assert.ok(second.reusedBytes > arrayBytes / 2, `${second.reusedBytes} of ${arrayBytes} bytes reused`);
+
+    // Held for a build already asked for, however long it takes to assemble: here longer than the idle timeout.
+    const quick = new SnapshotBuilder({ threads: 2, chunkBytes: 1024, idleTimeoutMs: 20 });
+    try {
+      await ingest(t.dir, t.root, evidenceSet(2, 40).map((item, i) => ({ ...item, upi: evidenceSet(0, 40)[i]!.upi })));
+      let handedAt = 0;
+      let assembledAfter = 0;
+      const pending = quick.build({
+        dataDir: t.dir,
+        scoredAt: TEST_SCORED_AT,
+        onProgress: ({ phase, done }) => {
+          if (phase === 'assemble' && done === 0) assembledAfter = performance.now() - handedAt;
+        },
+      });
+      quick.reuseMemoryOf(served);
+      handedAt = performance.now();
+      const report = await pending;
+      assert.ok(assembledAfter > 20, `assembly began ${assembledAfter} ms after: not past the idle timeout`);
+      assert.ok(report.reusedBytes > 0, 'the memory waited for the build');
+    } finally {
+      await quick.close();
+    }
+
+    // A snapshot read from its file has one buffer for every array: nothing of it is taken.
+    builder.reuseMemoryOf(written);
+    assert.equal(builder.reusableBytes, 0);
+    // Held for the pool threads' idle timeout, then given back.
+    builder.reuseMemoryOf(served);
+    assert.ok(builder.reusableBytes > 0);
+    const before = collections;
+    await new Promise((resolve) => setTimeout(resolve, 2_500));
+    assert.equal(builder.reusableBytes, 0);
+    assert.equal(collections, before + 1);
+  } finally {
+    await builder.close();
+    await t.cleanup();
+  }
+});
+
+test('a server lays out each rebuild in the memory of the snapshot before the one it replaces, and answers from it as from new memory', { timeout: 180_000 }, async () => {
+  const t = await tempDataDir();
+  await ingest(t.dir, t.root, evidenceSet(0, 300));
+  const key = lastLine((await runCli(['keys', 'create', '--data-dir', t.dir.root])).stdout);
+  const server = await startServer(t.dir.root, { args: ['--threads', '2'] });
+  const headers = { authorization: `Bearer ${key}` };
+  // Loopback clients read /metrics without a token.
+  const gauge = async (name: string) => {
+    const match = new RegExp(`^${name} (\\S+)$`, 'm').exec(await (await fetch(`${server.base}/metrics`)).text());
+    assert.ok(match !== null, `no ${name}`);
+    return Number(match[1]);
+  };
+  const verdict = async (upi: string) =>
+    (await (await fetch(`${server.base}/v1/verify/upi?upi=${encodeURIComponent(upi)}`, { headers })).json()) as {
+      status: string;
+      evidence_count?: number;
+      cluster_id?: string | null;
+    };
+  /** Ingest round `round` and wait until its VPAs are served and the snapshot it replaced is let go. */
+  const rebuildWith = async (round: number) => {
+    await ingest(t.dir, t.root, evidenceSet(round, 300));
+    for (let i = 0; (await verdict(`payee${round}.1@ybl`)).status !== 'FLAGGED'; i++) {
+      assert.ok(i < 600, `round ${round} was not served within 60 s`);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    for (let i = 0; (await gauge('upi_risk_replaced_snapshots_held')) !== 0; i++) {
+      assert.ok(i < 300, 'the replaced snapshot was not let go within 30 s');
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  };
+  try {
+    // The first snapshot is read from its file, one buffer for all its arrays: the rebuild replacing it has nothing to reuse.
+    await rebuildWith(1);
+    await rebuildWith(2);
+    assert.equal(await gauge('upi_risk_last_build_reused_bytes'), 0);
+    // The snapshot of round 1 was built here, each array in a buffer of its own; it is let go now, and held for the next build.
+    assert.ok((await gauge('upi_risk_build_reusable_bytes')) > 0);
+    await rebuildWith(3);
+    assert.ok((await gauge('upi_risk_last_build_reused_bytes')) > 0, 'the third rebuild reused the first one\'s memory');
+    await rebuildWith(4);
+    assert.ok((await gauge('upi_risk_last_build_reused_bytes')) > 0);
+    // Every VPA of every round answers as the evidence says, from the snapshot in reused memory.
+    const expected = new Map<string, { count: number; onChannel: boolean }>();
+    for (let round = 0; round <= 4; round++) {
+      for (const item of evidenceSet(round, 300)) {
+        const seen = expected.get(item.upi) ?? { count: 0, onChannel: false };
+        expected.set(item.upi, { count: seen.count + 1, onChannel: seen.onChannel || item.url.startsWith('https://t.me/') });
+      }
+    }
+    for (const [upi, { count, onChannel }] of expected) {
+      const answer = await verdict(upi);
+      assert.equal(answer.status, 'FLAGGED', upi);
+      assert.equal(answer.evidence_count, count, upi);
+      // A VPA on a channel shares it with others of its round and of the other rounds: it is in a cluster.
+      assert.equal(typeof answer.cluster_id === 'string', onChannel, upi);
+    }
+    assert.equal((await verdict('payee9.1@ybl')).status, 'CLEARED');
+  } finally {
+    await server.stop();
+    await t.cleanup();
+  }
+});
