@@ -267,6 +267,12 @@ export interface SwapResult {
    * verdict was served would add to its freshness.
    */
   readonly previousWriteS?: readonly [first: number, next: number, underLoad: number];
+  /**
+   * How much of each of the three rebuilds' snapshots was laid out in the
+   * memory of a replaced snapshot (upi_risk_last_build_reused_bytes), MiB;
+   * null where the server does not report it.
+   */
+  readonly reusedMiB?: readonly [first: number | null, next: number | null, underLoad: number | null];
   /** Open-loop load running through the swap. */
   readonly load: OpenLoopResult;
   /** Requests that failed or answered other than 2xx during it. */
@@ -313,8 +319,16 @@ export async function runSwap(options: HttpOptions, token: string, rate: number,
     // Two ingests with no load first: the process's first rebuild (its build
     // threads start with no working memory) and a second. The swap under load
     // is then the third, as in a service that has been ingesting.
+    /** Once the last build has finished (its file is written), how much of its snapshot was in reused memory, MiB. */
+    const lastBuildReusedMiB = async (): Promise<number | null> => {
+      await servedSnapshotWritten(server, options.dataDir);
+      const match = /^upi_risk_last_build_reused_bytes (\S+)$/m.exec(await metrics());
+      return match === null ? null : round3(Number(match[1]) / 2 ** 20);
+    };
     const first = await ingestAndWait(server, options.dataDir, workDir, token);
+    const firstReusedMiB = await lastBuildReusedMiB();
     const next = await ingestAndWait(server, options.dataDir, workDir, token);
+    const nextReusedMiB = await lastBuildReusedMiB();
 
     // The swap: from before the ingest until the replaced snapshot is given back.
     const loadRun = runOpenLoop(target, { rate, seconds: loadSeconds, warmupSeconds: 1, connections: options.connections });
@@ -337,6 +351,7 @@ export async function runSwap(options: HttpOptions, token: string, rate: number,
     await sleep(windowS * 1000);
     const baselineStallMs = (await scrape()).stallMs;
     await baselineRun;
+    const underLoadReusedMiB = await lastBuildReusedMiB();
 
     return {
       stallMs: round3(stallMs),
@@ -347,6 +362,7 @@ export async function runSwap(options: HttpOptions, token: string, rate: number,
       freshnessS: underLoad.freshnessS,
       idleFreshnessS: [first.freshnessS, next.freshnessS],
       previousWriteS: [first.previousWriteS, next.previousWriteS, underLoad.previousWriteS],
+      reusedMiB: [firstReusedMiB, nextReusedMiB, underLoadReusedMiB],
       load,
       failed: load.errors + load.non2xx,
     };
