@@ -155,7 +155,8 @@ test('a builder lays out its next snapshot in the memory of one it is handed, an
     const second = await build();
     assert.equal(builder.reusableBytes, 0, 'the build took them');
     const served = assembled.at(-1)!;
-    const written = await readSnapshotFile(second.path);
+    // Read as a server reads it at start: into shared memory, one buffer for every array.
+    const written = await readSnapshotFile(second.path, { shared: true });
     assert.deepEqual(sameBuildDifferences(served, written), []);
     // As a builder that was handed nothing builds it.
     const other = new SnapshotBuilder({ threads: 2, chunkBytes: 4096, incremental: false });
@@ -171,34 +172,37 @@ test('a builder lays out its next snapshot in the memory of one it is handed, an
     const arrayBytes = ARRAY_FIELDS.reduce((sum, field) => sum + served[field].byteLength, 0);
     assert.ok(second.reusedBytes > arrayBytes / 2, `${second.reusedBytes} of ${arrayBytes} bytes reused`);
 
-    // Held for a build already asked for, however long it takes to assemble: here longer than the idle timeout.
-    const quick = new SnapshotBuilder({ threads: 2, chunkBytes: 1024, idleTimeoutMs: 20 });
+    // Handed over while a build runs, it waits for that build however long it takes to assemble:
+    // here past an idle timeout of 1 ms.
+    const quick = new SnapshotBuilder({ threads: 2, chunkBytes: 1024, idleTimeoutMs: 1 });
     try {
       await ingest(t.dir, t.root, evidenceSet(2, 40).map((item, i) => ({ ...item, upi: evidenceSet(0, 40)[i]!.upi })));
       let handedAt = 0;
       let assembledAfter = 0;
-      const pending = quick.build({
+      const report = await quick.build({
         dataDir: t.dir,
         scoredAt: TEST_SCORED_AT,
         onProgress: ({ phase, done }) => {
+          if (handedAt === 0) {
+            quick.reuseMemoryOf(served);
+            handedAt = performance.now();
+          }
           if (phase === 'assemble' && done === 0) assembledAfter = performance.now() - handedAt;
         },
       });
-      quick.reuseMemoryOf(served);
-      handedAt = performance.now();
-      const report = await pending;
-      assert.ok(assembledAfter > 20, `assembly began ${assembledAfter} ms after: not past the idle timeout`);
+      assert.ok(assembledAfter > 1, `assembly began ${assembledAfter} ms after: not past the idle timeout`);
       assert.ok(report.reusedBytes > 0, 'the memory waited for the build');
     } finally {
       await quick.close();
     }
 
-    // A snapshot read from its file has one buffer for every array: nothing of it is taken.
-    builder.reuseMemoryOf(written);
-    assert.equal(builder.reusableBytes, 0);
     // Held for the pool threads' idle timeout, then given back.
     builder.reuseMemoryOf(served);
-    assert.ok(builder.reusableBytes > 0);
+    const held = builder.reusableBytes;
+    assert.ok(held > 0);
+    // A snapshot read from its file has one buffer for every array: nothing of it is taken, and what is held stays.
+    assert.equal(builder.reuseMemoryOf(written), false);
+    assert.equal(builder.reusableBytes, held);
     const before = collections;
     await new Promise((resolve) => setTimeout(resolve, 2_500));
     assert.equal(builder.reusableBytes, 0);
@@ -227,11 +231,17 @@ test('a server lays out each rebuild in the memory of the snapshot before the on
       evidence_count?: number;
       cluster_id?: string | null;
     };
-  /** Ingest round `round` and wait until its VPAs are served and the snapshot it replaced is let go. */
+  /** Ingest round `round` and wait until its VPAs are served, its build has finished, and the snapshot it replaced is let go. */
   const rebuildWith = async (round: number) => {
+    const builtBefore = await gauge('upi_risk_last_build_timestamp_seconds');
     await ingest(t.dir, t.root, evidenceSet(round, 300));
     for (let i = 0; (await verdict(`payee${round}.1@ybl`)).status !== 'FLAGGED'; i++) {
       assert.ok(i < 600, `round ${round} was not served within 60 s`);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    // Served before its file is written; the build's figures come once it is.
+    for (let i = 0; (await gauge('upi_risk_last_build_timestamp_seconds')) === builtBefore; i++) {
+      assert.ok(i < 600, `the build of round ${round} did not finish within 60 s`);
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
     for (let i = 0; (await gauge('upi_risk_replaced_snapshots_held')) !== 0; i++) {

@@ -69,6 +69,13 @@ export class ReusedSharedArrays implements ArrayAllocator {
     return new type(buffer as unknown as ArrayBuffer, 0, length);
   }
 
+  /** Let go of the buffers no array took, so they can be freed; how many there were. */
+  releaseUnused(): number {
+    const unused = this.#free.length;
+    this.#free.length = 0;
+    return unused;
+  }
+
   /** Bytes of arrays placed in reused buffers so far. */
   get reusedBytes(): number {
     return this.#reusedBytes;

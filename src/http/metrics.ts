@@ -73,7 +73,7 @@ export class ServiceMetrics {
   });
   readonly buildReusableBytes = this.#readAtScrape('reusableBytes', {
     name: 'upi_risk_build_reusable_bytes',
-    help: "A replaced snapshot's memory kept for the next build's snapshot: until a build takes it, or two minutes pass without one",
+    help: "A replaced snapshot's memory (its buffers' size) kept for the next build's snapshot: until a build takes it, or two minutes pass with no build running",
   });
   readonly replacedSnapshotsHeld = this.#readAtScrape('replacedSnapshots', {
     name: 'upi_risk_replaced_snapshots_held',

@@ -10,7 +10,8 @@ import { ARRAY_FIELDS, type SnapshotData } from '../engine/snapshot-data.js';
  * and a serving thread must not spend that between two requests. So the
  * main thread, which serves no request, keeps each replaced snapshot until
  * every serving thread reports that its collector has dropped its own
- * references (ReleaseWatch), and is then the one to let go.
+ * references (ReleaseWatch), and is then the one to let go, or hands the
+ * memory, which nothing reads any more, to the next build (`reuse`).
  *
  * Nothing makes a collector run when a snapshot is dropped (collector.ts
  * says why), so both sides run one themselves when given `collect`: the

@@ -86,8 +86,16 @@ export async function assembleSnapshotIndexedElsewhere(
 ): Promise<AssembleResult> {
   const t = concatenate(partials, options);
   const index = buildIndex(t.keyBytes, t.keyOffsets, t.vpaCount);
-  const plan = planSnapshot(t, options);
-  const columns = snapshotColumns(plan);
+  let plan: SnapshotPlan;
+  let columns: SnapshotColumns;
+  try {
+    plan = planSnapshot(t, options);
+    columns = snapshotColumns(plan);
+  } catch (error) {
+    // The other thread reads the keys until it is done: they must outlive its task (scratch-arrays.ts, shared).
+    await index.catch(() => {});
+    throw error;
+  }
   return finishSnapshot(plan, columns, renumberIndex(await index, plan.order.tempToFinal), options);
 }
 

@@ -134,8 +134,10 @@ export class SnapshotBuilder {
   /** A replaced snapshot's buffers for the next build's arrays (reuseMemoryOf), split as the tasks lay them out. */
   #reusable: { readonly index: SharedArrayBuffer[]; readonly columns: SharedArrayBuffer[] } | undefined;
   #reusableTimer: NodeJS.Timeout | undefined;
-  /** Builds asked for and not yet settled: each takes what is reusable when it assembles, so nothing is dropped meanwhile. */
-  #buildsPending = 0;
+  /** When what is reusable is let go unless a build is running then (Date.now()). */
+  #reusableUntil = 0;
+  /** A build holds the lock and runs: it takes what is reusable when it assembles, so nothing is dropped meanwhile. */
+  #building = false;
 
   constructor(options: BuilderOptions = {}) {
     const threads = options.threads ?? availableParallelism();
@@ -196,9 +198,11 @@ export class SnapshotBuilder {
    * which this kind of VM makes slow (scratch-arrays.ts) while the one just
    * let go is unmapped. Only arrays with a buffer of their own are taken (a
    * snapshot read from its file has one buffer for all, and keeps it). Held
-   * until the next build takes it, a later snapshot replaces it, or the pool
-   * threads' idle timeout passes with no build asked for; the memory is
-   * given back then. Returns whether anything of it is held.
+   * until the next build takes it, a later snapshot's replaces it, or the
+   * pool threads' idle timeout passes (a build running then keeps it until
+   * it ends); the memory is given back then. Returns whether anything of it
+   * is held: nothing is, and what was held before stays, when no array of
+   * `data` has a buffer of its own.
    */
   reuseMemoryOf(data: SnapshotData): boolean {
     const uses = new Map<SharedArrayBuffer, number>();
@@ -217,17 +221,30 @@ export class SnapshotBuilder {
       if (buffer === undefined || uses.get(buffer) !== 1) continue;
       (INDEX_FIELDS.has(field) ? index : columns).push(buffer);
     }
-    this.#dropReusable();
+    // Nothing to keep: whatever is held for the next build stays held.
     if (index.length + columns.length === 0) return false;
+    this.#dropReusable();
     this.#reusable = { index, columns };
-    if (this.#buildsPending === 0) this.#dropReusableLater();
+    this.#reusableUntil = Date.now() + this.#idleTimeoutMs;
+    if (!this.#building) this.#dropReusableWhenDue();
     return true;
   }
 
-  /** Drop what is reusable once the idle timeout passes (reuseMemoryOf); a build asked for meanwhile stops the clock. */
-  #dropReusableLater(): void {
+  /**
+   * Drop what is reusable at its deadline (reuseMemoryOf), at once if that
+   * has passed. A build running at the deadline keeps it until it ends: it
+   * may be about to assemble (over a minute in at 10M under load). A build
+   * that fails before assembling takes nothing and does not move the
+   * deadline, so builds that keep failing cannot keep the memory.
+   */
+  #dropReusableWhenDue(): void {
     clearTimeout(this.#reusableTimer);
-    this.#reusableTimer = setTimeout(() => this.#dropReusable(), this.#idleTimeoutMs);
+    const wait = this.#reusableUntil - Date.now();
+    if (wait <= 0) {
+      this.#dropReusable();
+      return;
+    }
+    this.#reusableTimer = setTimeout(() => this.#dropReusable(), wait);
     this.#reusableTimer.unref();
   }
 
@@ -253,14 +270,7 @@ export class SnapshotBuilder {
 
   /** Build a snapshot from all stored evidence and write it to the data directory. */
   build(options: BuildOptions): Promise<BuildReport> {
-    // However long it takes to reach assembly (over a minute at 10M under load), reusable memory waits for it.
-    this.#buildsPending++;
-    clearTimeout(this.#reusableTimer);
-    return this.#serially(() => this.#buildLocked(options)).finally(() => {
-      this.#buildsPending--;
-      // One that failed before it assembled, or had assembled before the memory came, took none: the clock starts again.
-      if (this.#buildsPending === 0 && this.#reusable !== undefined) this.#dropReusableLater();
-    });
+    return this.#serially(() => this.#buildLocked(options));
   }
 
   /**
@@ -286,9 +296,13 @@ export class SnapshotBuilder {
 
   async #buildLocked(options: BuildOptions): Promise<BuildReport> {
     const release = await acquireBuildLock(options.dataDir);
+    this.#building = true;
+    clearTimeout(this.#reusableTimer);
     try {
       return await this.#build(options);
     } finally {
+      this.#building = false;
+      if (this.#reusable !== undefined) this.#dropReusableWhenDue();
       await release();
     }
   }
@@ -330,6 +344,7 @@ export class SnapshotBuilder {
     const indexed = { reusedBytes: 0 };
     const index = this.#threads > 1 ? this.#indexOnRequest(reuse.index, indexed) : undefined;
     if (index !== undefined) transferList.push(index.port2);
+    const assembleReuse = index === undefined ? [...reuse.index, ...reuse.columns] : reuse.columns;
     const task = {
       kind: 'assemble',
       partials,
@@ -341,14 +356,21 @@ export class SnapshotBuilder {
       skippedLines: invalidLines + duplicateEvidence,
       ...(assembled === undefined ? {} : { assembled: assembled.port2 }),
       ...(index === undefined ? {} : { index: index.port2 }),
-      reuse: index === undefined ? [...reuse.index, ...reuse.columns] : reuse.columns,
+      reuse: assembleReuse,
     } satisfies BuildTask;
     // Once the task settles, a snapshot not yet delivered is dropped: the caller loads the file instead.
     const outcome = (await this.#pool.run(task, { transferList }).finally(() => {
       assembled?.port1.close();
       index?.port1.close();
-      // What of it the build left unused goes now, rather than at some later collection (collector.ts).
-      if (reuse.index.length + reuse.columns.length > 0) this.#collect();
+      // What of it the build left unused goes now, rather than at some later collection (collector.ts):
+      // emptied in place, since the task and the index channel still hold these lists, and collected
+      // once this frame is gone. (The pool threads collect their own references: worker.ts.)
+      if (assembleReuse.length + reuse.index.length > 0) {
+        assembleReuse.length = 0;
+        reuse.index.length = 0;
+        reuse.columns.length = 0;
+        setImmediate(() => this.#collect());
+      }
     })) as AssembleOutcome;
     progress({ phase: 'assemble', done: 1, total: 1 });
     phaseMs.assemble = outcome.assembleMs;

@@ -10,6 +10,7 @@ import { buildIndexArrays, longestKey, type IndexArrays } from '../../engine/vpa
 import type { MessagePort } from 'node:worker_threads';
 import { dataDir } from '../../common/data-dir.js';
 import { ScratchArrays } from '../../common/scratch-arrays.js';
+import { threadCollector } from '../../common/collector.js';
 import { ReusedSharedArrays } from '../../engine/shared-arrays.js';
 import type { AssembleOutcome, AssembleTask, BuildTask, IndexReply, IndexResult, IndexTask } from './tasks.js';
 
@@ -42,6 +43,8 @@ export default async function runBuildTask(task: BuildTask): Promise<unknown> {
     }
     case 'aggregate': {
       scratch.reset();
+      // Reset on every task, not only where it is used: chunks age only by resets (scratch-arrays.ts).
+      sharedScratch.reset();
       const result = aggregatePartition(task, scratch);
       return movable(result, aggregateBuffers(result));
     }
@@ -51,20 +54,51 @@ export default async function runBuildTask(task: BuildTask): Promise<unknown> {
       return assemble(task);
     case 'index': {
       scratch.reset();
+      sharedScratch.reset();
       // Shared: the assembled snapshot is served from these arrays as they are.
       const own = new ReusedSharedArrays(task.reuse ?? []);
-      const arrays = buildIndexArrays(task.keyBytes, task.keyOffsets, task.count, { arrays: own, scratch });
-      return movable({ arrays, reusedBytes: own.reusedBytes } satisfies IndexResult, indexBuffers(arrays));
+      try {
+        const arrays = buildIndexArrays(task.keyBytes, task.keyOffsets, task.count, { arrays: own, scratch });
+        return movable({ arrays, reusedBytes: own.reusedBytes } satisfies IndexResult, indexBuffers(arrays));
+      } finally {
+        letGoOfUnused(own, task.reuse);
+      }
     }
   }
 }
 
 async function assemble(task: AssembleTask): Promise<AssembleOutcome> {
-  const dir = dataDir(task.dataDirRoot);
   const started = performance.now();
-  const previous = await readClusterIdState(dir.clusterIds);
-  const createdAt = Date.now();
+  const previous = await readClusterIdState(dataDir(task.dataDirRoot).clusterIds);
   const snapshotArrays = new ReusedSharedArrays(task.reuse ?? []);
+  try {
+    return await assembleInto(task, snapshotArrays, previous, started);
+  } finally {
+    letGoOfUnused(snapshotArrays, task.reuse);
+  }
+}
+
+/**
+ * A replaced snapshot's buffers that no array took are freed with this
+ * thread's next collection, which a pool thread, allocating little between
+ * builds, may not have for a long while: so it runs one, once the task is
+ * done with them, where it can (collector.ts).
+ */
+function letGoOfUnused(arrays: ReusedSharedArrays, given: readonly SharedArrayBuffer[] | undefined): void {
+  if (arrays.releaseUnused() === 0) return;
+  if (given !== undefined) (given as SharedArrayBuffer[]).length = 0;
+  const collect = threadCollector();
+  if (collect !== undefined) setImmediate(collect);
+}
+
+async function assembleInto(
+  task: AssembleTask,
+  snapshotArrays: ReusedSharedArrays,
+  previous: Awaited<ReturnType<typeof readClusterIdState>>,
+  started: number,
+): Promise<AssembleOutcome> {
+  const dir = dataDir(task.dataDirRoot);
+  const createdAt = Date.now();
   const options = {
     urlMemberCap: task.urlMemberCap,
     scoredAt: task.scoredAt,
