@@ -6,6 +6,7 @@ import { ReusedSharedArrays, freshSharedArrays } from '../src/engine/shared-arra
 import { readSnapshotFile } from '../src/engine/snapshot-files.js';
 import { assembleSnapshot } from '../src/intel/build/assemble.js';
 import { SnapshotBuilder } from '../src/intel/build/builder.js';
+import { IntelligenceService } from '../src/service/intelligence-service.js';
 import { sameBuildDifferences, snapshotDifferences } from './fixtures/fake-snapshot.js';
 import { aggregateInProcess, assembleOptionsInProcess, evidence, ingest, tempDataDir, TEST_SCORED_AT, type EvidenceInput } from './helpers.js';
 import { lastLine, runCli, startServer } from './server-process.js';
@@ -278,6 +279,25 @@ test('a server lays out each rebuild in the memory of the snapshot before the on
     assert.equal((await verdict('payee9.1@ybl')).status, 'CLEARED');
   } finally {
     await server.stop();
+    await t.cleanup();
+  }
+});
+
+test('the service never hands on the memory of the snapshot it serves', { timeout: 60_000 }, async () => {
+  const t = await tempDataDir();
+  await ingest(t.dir, t.root, evidenceSet(0, 100));
+  const service = await IntelligenceService.start({ dataDir: t.dir, pollMs: 0, buildThreads: 2, scoredAt: () => TEST_SCORED_AT });
+  try {
+    await ingest(t.dir, t.root, evidenceSet(1, 100));
+    await service.refresh();
+    // Served as assembled: each array in a buffer of its own, which the builder would take from any other snapshot.
+    const served = service.current.data;
+    assert.equal(sharedBuffers(served).length, ARRAY_FIELDS.filter((field) => served[field].buffer instanceof SharedArrayBuffer).length);
+    assert.equal(service.reuseMemoryOf(served), false);
+    assert.equal(service.reusableBytes, 0);
+    assert.equal(service.current.data, served);
+  } finally {
+    await service.close();
     await t.cleanup();
   }
 });
