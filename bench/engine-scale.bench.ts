@@ -35,7 +35,7 @@ import { parseCacheDir } from '../src/intel/build/parse-cache.js';
 import { loadSnapshotOffThread } from '../src/engine/snapshot-loader.js';
 import { Intelligence } from '../src/engine/intelligence.js';
 import { VpaIndex } from '../src/engine/vpa-index.js';
-import type { SnapshotData } from '../src/engine/snapshot-data.js';
+import { INDEX_FIELDS, type SnapshotData } from '../src/engine/snapshot-data.js';
 import { NOT_FOUND } from '../src/common/brand.js';
 import { Bench } from 'tinybench';
 import { taskRows } from './support/report.js';
@@ -151,7 +151,7 @@ try {
   results.flaggedVpas = n;
   results.clusters = data.meta.clusterCount;
   results.urls = data.meta.urlCount;
-  const index = bytes(data, ['slotTags', 'slotEntries', 'keyTails', 'vpaSlots']);
+  const index = bytes(data, INDEX_FIELDS);
   const fields = bytes(data, ['firstSeen', 'confidence', 'riskCategory', 'evidenceCount', 'vpaCluster', 'sourceOffsets', 'sourceUrl', 'sourceCapturedAt', 'sourceFlags']);
   const all = bytes(data, Object.keys(data).filter((k) => k !== 'meta') as (keyof SnapshotData)[]);
   results.indexBytesPerVpa = round(index / n, 1);

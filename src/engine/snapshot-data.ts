@@ -134,3 +134,6 @@ export const ARRAY_FIELDS = [
 ] as const satisfies readonly (keyof SnapshotData)[];
 
 export type ArrayField = (typeof ARRAY_FIELDS)[number];
+
+/** The hashed index's fields (vpa-index.ts, IndexArrays); the rest are the verdict, url and cluster columns. */
+export const INDEX_FIELDS = ['slotTags', 'slotEntries', 'keyTails', 'vpaSlots'] as const satisfies readonly ArrayField[];

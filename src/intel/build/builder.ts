@@ -9,7 +9,7 @@ import type { DataDir } from '../../common/data-dir.js';
 import { UpiRiskError } from '../../common/errors.js';
 import { statEvidenceFiles, evidenceFileTime, type StoredFile } from '../../evidence/store.js';
 import { DEFAULT_URL_MEMBER_CAP } from '../clustering.js';
-import { ARRAY_FIELDS, type SnapshotData, type SnapshotMeta } from '../../engine/snapshot-data.js';
+import { ARRAY_FIELDS, INDEX_FIELDS, type ArrayField, type SnapshotData, type SnapshotMeta } from '../../engine/snapshot-data.js';
 import { aggregateBuffers, indexBuffers, internerBuffers, type AggregateResult, type DedupResult, type ParseResult } from './phases.js';
 import { carryBytes, extendsCarriedFiles, segmentsToMerge, type BuildCarry, type Segments } from './carry.js';
 import type { ByteInternerState } from './byte-interner.js';
@@ -107,9 +107,6 @@ export interface BuilderOptions {
   readonly collect?: () => void;
 }
 
-/** The index's arrays in a snapshot: an index task lays them out, and the assemble task the others. */
-const INDEX_FIELDS = new Set<string>(['slotTags', 'slotEntries', 'keyTails', 'vpaSlots']);
-
 const DEFAULT_CHUNK_BYTES = 32 * 1024 * 1024;
 
 /**
@@ -205,21 +202,17 @@ export class SnapshotBuilder {
    * `data` has a buffer of its own.
    */
   reuseMemoryOf(data: SnapshotData): boolean {
-    const uses = new Map<SharedArrayBuffer, number>();
-    const shared = (field: (typeof ARRAY_FIELDS)[number]) => {
-      const buffer = data[field].buffer;
-      return buffer instanceof SharedArrayBuffer ? buffer : undefined;
-    };
+    const fieldsIn = new Map<SharedArrayBuffer, ArrayField[]>();
     for (const field of ARRAY_FIELDS) {
-      const buffer = shared(field);
-      if (buffer !== undefined) uses.set(buffer, (uses.get(buffer) ?? 0) + 1);
+      const buffer = data[field].buffer;
+      if (buffer instanceof SharedArrayBuffer) fieldsIn.set(buffer, [...(fieldsIn.get(buffer) ?? []), field]);
     }
+    // The index task lays out the index's arrays, the assemble task the others.
     const index: SharedArrayBuffer[] = [];
     const columns: SharedArrayBuffer[] = [];
-    for (const field of ARRAY_FIELDS) {
-      const buffer = shared(field);
-      if (buffer === undefined || uses.get(buffer) !== 1) continue;
-      (INDEX_FIELDS.has(field) ? index : columns).push(buffer);
+    for (const [buffer, fields] of fieldsIn) {
+      if (fields.length !== 1) continue;
+      ((INDEX_FIELDS as readonly ArrayField[]).includes(fields[0]!) ? index : columns).push(buffer);
     }
     // Nothing to keep: whatever is held for the next build stays held.
     if (index.length + columns.length === 0) return false;

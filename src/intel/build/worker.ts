@@ -68,11 +68,9 @@ export default async function runBuildTask(task: BuildTask): Promise<unknown> {
 }
 
 async function assemble(task: AssembleTask): Promise<AssembleOutcome> {
-  const started = performance.now();
-  const previous = await readClusterIdState(dataDir(task.dataDirRoot).clusterIds);
   const snapshotArrays = new ReusedSharedArrays(task.reuse ?? []);
   try {
-    return await assembleInto(task, snapshotArrays, previous, started);
+    return await assembleInto(task, snapshotArrays);
   } finally {
     letGoOfUnused(snapshotArrays, task.reuse);
   }
@@ -91,13 +89,10 @@ function letGoOfUnused(arrays: ReusedSharedArrays, given: readonly SharedArrayBu
   if (collect !== undefined) setImmediate(collect);
 }
 
-async function assembleInto(
-  task: AssembleTask,
-  snapshotArrays: ReusedSharedArrays,
-  previous: Awaited<ReturnType<typeof readClusterIdState>>,
-  started: number,
-): Promise<AssembleOutcome> {
+async function assembleInto(task: AssembleTask, snapshotArrays: ReusedSharedArrays): Promise<AssembleOutcome> {
   const dir = dataDir(task.dataDirRoot);
+  const started = performance.now();
+  const previous = await readClusterIdState(dir.clusterIds);
   const createdAt = Date.now();
   const options = {
     urlMemberCap: task.urlMemberCap,
