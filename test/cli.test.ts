@@ -65,6 +65,13 @@ test('usage errors exit 2 with a message; --help exits 0', async () => {
   const badThreads = await run(['build', '--threads', 'many']);
   assert.equal(badThreads.code, 2);
   assert.match(badThreads.stderr, /--threads must be a whole number/);
+  // Checked before anything is loaded or served.
+  const badIdle = await run(['serve', '--build-idle-seconds=-1']);
+  assert.equal(badIdle.code, 2);
+  assert.match(badIdle.stderr, /--build-idle-seconds must be a whole number/);
+  const longIdle = await run(['serve', '--build-idle-seconds', '86401']);
+  assert.equal(longIdle.code, 2);
+  assert.match(longIdle.stderr, /--build-idle-seconds must be between 0 and 86400/);
   const help = await run(['build', '--help']);
   assert.equal(help.code, 0);
   assert.match(help.stdout, /Usage: upi-risk build/);

@@ -1,3 +1,4 @@
+import { rename, rm, writeFile } from 'node:fs/promises';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ScratchArrays } from '../src/common/scratch-arrays.js';
@@ -208,17 +209,72 @@ test('a builder lays out its next snapshot in the memory of one it is handed, an
     await new Promise((resolve) => setTimeout(resolve, 2_500));
     assert.equal(builder.reusableBytes, 0);
     assert.equal(collections, before + 1);
+
+    // With an idle timeout of 0 nothing is ever held.
+    const keepsNothing = new SnapshotBuilder({ threads: 1, idleTimeoutMs: 0 });
+    try {
+      assert.equal(keepsNothing.reuseMemoryOf(served), false);
+      assert.equal(keepsNothing.reusableBytes, 0);
+    } finally {
+      await keepsNothing.close();
+    }
+    for (const idleTimeoutMs of [-1, 0.5, Number.NaN]) {
+      assert.throws(() => new SnapshotBuilder({ idleTimeoutMs }), RangeError, String(idleTimeoutMs));
+    }
   } finally {
     await builder.close();
     await t.cleanup();
   }
 });
 
-test('a server lays out each rebuild in the memory of the snapshot before the one it replaces, and answers from it as from new memory', { timeout: 180_000 }, async () => {
+test('a build that fails once it has taken the held memory holds none of it after, and the next build in that memory is as from new memory', { timeout: 120_000 }, async () => {
+  const t = await tempDataDir();
+  const builder = new SnapshotBuilder({ threads: 2, chunkBytes: 4096, idleTimeoutMs: 60_000 });
+  try {
+    const assembled: SnapshotData[] = [];
+    const build = () => builder.build({ dataDir: t.dir, scoredAt: TEST_SCORED_AT, onAssembled: (data) => assembled.push(data) });
+    await ingest(t.dir, t.root, evidenceSet(0, 300));
+    await build();
+    const replaced = assembled.at(-1)!;
+    await ingest(t.dir, t.root, evidenceSet(1, 300));
+    assert.equal(builder.reuseMemoryOf(replaced), true);
+    poison(sharedBuffers(replaced));
+
+    // The snapshot cannot be written (its folder is a file now): the build fails after assembling.
+    const away = `${t.dir.snapshots}.away`;
+    await rename(t.dir.snapshots, away);
+    await writeFile(t.dir.snapshots, '');
+    await assert.rejects(build());
+    assert.equal(assembled.length, 2, 'it had assembled in the held memory');
+    assert.equal(builder.reusableBytes, 0, 'what it took is not held again');
+    await rm(t.dir.snapshots);
+    await rename(away, t.dir.snapshots);
+
+    // Nothing reads the failed build's snapshot: its memory, which was the replaced one's, goes to the next build.
+    assert.equal(builder.reuseMemoryOf(replaced), true);
+    poison(sharedBuffers(replaced));
+    const report = await build();
+    assert.ok(report.reusedBytes > 0);
+    const other = new SnapshotBuilder({ threads: 2, chunkBytes: 4096, incremental: false });
+    try {
+      const fresh = await other.build({ dataDir: t.dir, scoredAt: TEST_SCORED_AT, parseCache: false });
+      assert.deepEqual(sameBuildDifferences(await readSnapshotFile(report.path), await readSnapshotFile(fresh.path)), []);
+      assert.deepEqual(sameBuildDifferences(assembled.at(-1)!, await readSnapshotFile(fresh.path)), [], 'served as assembled');
+    } finally {
+      await other.close();
+    }
+  } finally {
+    await builder.close();
+    await t.cleanup();
+  }
+});
+
+/** A real server with two serving threads over `evidenceSet` rounds, and what its tests ask of it. */
+async function serveRounds(extraArgs: readonly string[]) {
   const t = await tempDataDir();
   await ingest(t.dir, t.root, evidenceSet(0, 300));
   const key = lastLine((await runCli(['keys', 'create', '--data-dir', t.dir.root])).stdout);
-  const server = await startServer(t.dir.root, { args: ['--threads', '2'] });
+  const server = await startServer(t.dir.root, { args: ['--threads', '2', ...extraArgs] });
   const headers = { authorization: `Bearer ${key}` };
   // Loopback clients read /metrics without a token.
   const gauge = async (name: string) => {
@@ -226,60 +282,93 @@ test('a server lays out each rebuild in the memory of the snapshot before the on
     assert.ok(match !== null, `no ${name}`);
     return Number(match[1]);
   };
+  const waitFor = async (what: string, done: () => Promise<boolean>) => {
+    for (let i = 0; !(await done()); i++) {
+      assert.ok(i < 600, `${what} within 60 s`);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  };
   const verdict = async (upi: string) =>
     (await (await fetch(`${server.base}/v1/verify/upi?upi=${encodeURIComponent(upi)}`, { headers })).json()) as {
       status: string;
       evidence_count?: number;
       cluster_id?: string | null;
     };
-  /** Ingest round `round` and wait until its VPAs are served, its build has finished, and the snapshot it replaced is let go. */
-  const rebuildWith = async (round: number) => {
-    const builtBefore = await gauge('upi_risk_last_build_timestamp_seconds');
-    await ingest(t.dir, t.root, evidenceSet(round, 300));
-    for (let i = 0; (await verdict(`payee${round}.1@ybl`)).status !== 'FLAGGED'; i++) {
-      assert.ok(i < 600, `round ${round} was not served within 60 s`);
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-    // Served before its file is written; the build's figures come once it is.
-    for (let i = 0; (await gauge('upi_risk_last_build_timestamp_seconds')) === builtBefore; i++) {
-      assert.ok(i < 600, `the build of round ${round} did not finish within 60 s`);
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-    for (let i = 0; (await gauge('upi_risk_replaced_snapshots_held')) !== 0; i++) {
-      assert.ok(i < 300, 'the replaced snapshot was not let go within 30 s');
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
+  let rounds = 0;
+  return {
+    gauge,
+    waitFor,
+    verdict,
+    /** Ingest the next round and wait until its VPAs are served, its build has finished, and the snapshot it replaced is let go. */
+    async rebuild(): Promise<void> {
+      const round = ++rounds;
+      const builtBefore = await gauge('upi_risk_last_build_timestamp_seconds');
+      await ingest(t.dir, t.root, evidenceSet(round, 300));
+      await waitFor(`round ${round} served`, async () => (await verdict(`payee${round}.1@ybl`)).status === 'FLAGGED');
+      // Served before its file is written; the build's figures come once it is.
+      await waitFor(`the build of round ${round} finished`, async () => (await gauge('upi_risk_last_build_timestamp_seconds')) !== builtBefore);
+      await waitFor('the replaced snapshot let go', async () => (await gauge('upi_risk_replaced_snapshots_held')) === 0);
+    },
+    /** Every VPA of every round so far answers as the evidence says. */
+    async answersAsTheEvidenceSays(): Promise<void> {
+      const expected = new Map<string, { count: number; onChannel: boolean }>();
+      for (let round = 0; round <= rounds; round++) {
+        for (const item of evidenceSet(round, 300)) {
+          const seen = expected.get(item.upi) ?? { count: 0, onChannel: false };
+          expected.set(item.upi, { count: seen.count + 1, onChannel: seen.onChannel || item.url.startsWith('https://t.me/') });
+        }
+      }
+      for (const [upi, { count, onChannel }] of expected) {
+        const answer = await verdict(upi);
+        assert.equal(answer.status, 'FLAGGED', upi);
+        assert.equal(answer.evidence_count, count, upi);
+        // A VPA on a channel shares it with others of its round and of the other rounds: it is in a cluster.
+        assert.equal(typeof answer.cluster_id === 'string', onChannel, upi);
+      }
+      assert.equal((await verdict('payee9.1@ybl')).status, 'CLEARED');
+    },
+    async stop(): Promise<void> {
+      await server.stop();
+      await t.cleanup();
+    },
   };
+}
+
+test('a server lays out each rebuild in the memory of the snapshot before the one it replaces, and answers from it as from new memory', { timeout: 180_000 }, async () => {
+  const server = await serveRounds([]);
   try {
     // The first snapshot is read from its file, one buffer for all its arrays: the rebuild replacing it has nothing to reuse.
-    await rebuildWith(1);
-    await rebuildWith(2);
-    assert.equal(await gauge('upi_risk_last_build_reused_bytes'), 0);
+    await server.rebuild();
+    await server.rebuild();
+    assert.equal(await server.gauge('upi_risk_last_build_reused_bytes'), 0);
     // The snapshot of round 1 was built here, each array in a buffer of its own; it is let go now, and held for the next build.
-    assert.ok((await gauge('upi_risk_build_reusable_bytes')) > 0);
-    await rebuildWith(3);
-    assert.ok((await gauge('upi_risk_last_build_reused_bytes')) > 0, 'the third rebuild reused the first one\'s memory');
-    await rebuildWith(4);
-    assert.ok((await gauge('upi_risk_last_build_reused_bytes')) > 0);
-    // Every VPA of every round answers as the evidence says, from the snapshot in reused memory.
-    const expected = new Map<string, { count: number; onChannel: boolean }>();
-    for (let round = 0; round <= 4; round++) {
-      for (const item of evidenceSet(round, 300)) {
-        const seen = expected.get(item.upi) ?? { count: 0, onChannel: false };
-        expected.set(item.upi, { count: seen.count + 1, onChannel: seen.onChannel || item.url.startsWith('https://t.me/') });
-      }
-    }
-    for (const [upi, { count, onChannel }] of expected) {
-      const answer = await verdict(upi);
-      assert.equal(answer.status, 'FLAGGED', upi);
-      assert.equal(answer.evidence_count, count, upi);
-      // A VPA on a channel shares it with others of its round and of the other rounds: it is in a cluster.
-      assert.equal(typeof answer.cluster_id === 'string', onChannel, upi);
-    }
-    assert.equal((await verdict('payee9.1@ybl')).status, 'CLEARED');
+    assert.ok((await server.gauge('upi_risk_build_reusable_bytes')) > 0);
+    // The build threads wait for the next build, with their working memory.
+    assert.ok((await server.gauge('upi_risk_build_threads')) > 0);
+    await server.rebuild();
+    assert.ok((await server.gauge('upi_risk_last_build_reused_bytes')) > 0, 'the third rebuild reused the first one\'s memory');
+    await server.rebuild();
+    assert.ok((await server.gauge('upi_risk_last_build_reused_bytes')) > 0);
+    // From the snapshot in reused memory.
+    await server.answersAsTheEvidenceSays();
   } finally {
     await server.stop();
-    await t.cleanup();
+  }
+});
+
+test('with --build-idle-seconds 0 a server keeps nothing between builds, and answers the same', { timeout: 180_000 }, async () => {
+  const server = await serveRounds(['--build-idle-seconds', '0']);
+  try {
+    for (let round = 1; round <= 3; round++) {
+      await server.rebuild();
+      assert.equal(await server.gauge('upi_risk_last_build_reused_bytes'), 0);
+      assert.equal(await server.gauge('upi_risk_build_reusable_bytes'), 0);
+      // The build threads exit a second after the build, their working memory with them.
+      await server.waitFor('the build threads exited', async () => (await server.gauge('upi_risk_build_threads')) === 0);
+    }
+    await server.answersAsTheEvidenceSays();
+  } finally {
+    await server.stop();
   }
 });
 

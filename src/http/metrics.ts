@@ -5,7 +5,7 @@ import type { Intelligence } from '../engine/intelligence.js';
 import { RequestStats, type MetricJson } from './request-stats.js';
 
 /** The main thread's gauges whose values are read at each scrape from a function set later. */
-type ScrapeReader = 'carriedBytes' | 'reusableBytes' | 'replacedSnapshots';
+type ScrapeReader = 'carriedBytes' | 'reusableBytes' | 'replacedSnapshots' | 'buildThreads';
 
 /**
  * Prometheus metrics of one thread: request counts and latency
@@ -73,7 +73,11 @@ export class ServiceMetrics {
   });
   readonly buildReusableBytes = this.#readAtScrape('reusableBytes', {
     name: 'upi_risk_build_reusable_bytes',
-    help: "A replaced snapshot's memory (its buffers' size) kept for the next build's snapshot: until a build takes it, or two minutes pass with no build running",
+    help: "A replaced snapshot's memory (its buffers' size) kept for the next build's snapshot: until a build takes it, or --build-idle-seconds pass with no build running",
+  });
+  readonly buildThreads = this.#readAtScrape('buildThreads', {
+    name: 'upi_risk_build_threads',
+    help: 'Build threads alive, with the working memory they keep: while a build runs and for --build-idle-seconds after',
   });
   readonly replacedSnapshotsHeld = this.#readAtScrape('replacedSnapshots', {
     name: 'upi_risk_replaced_snapshots_held',
@@ -152,6 +156,11 @@ export class ServiceMetrics {
   /** Read the replaced snapshot's memory the builder holds for the next build at every scrape (main thread only). */
   watchReusableBytes(read: () => number): void {
     this.#readers.reusableBytes = read;
+  }
+
+  /** Read the number of build threads alive at every scrape (main thread only). */
+  watchBuildThreads(read: () => number): void {
+    this.#readers.buildThreads = read;
   }
 
   /** Read the number of replaced snapshots still held at every scrape (main thread only). */

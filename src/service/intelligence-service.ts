@@ -23,6 +23,12 @@ export interface IntelligenceServiceOptions {
    * BuilderOptions.incremental).
    */
   readonly incrementalBuilds?: boolean;
+  /**
+   * How long the build threads, their working memory and a replaced
+   * snapshot's memory wait for the next background build, ms (default two
+   * minutes; 0: given back as each build ends; see BuilderOptions.idleTimeoutMs).
+   */
+  readonly buildIdleMs?: number;
   readonly urlMemberCap?: number;
   /** Scoring reference time for background builds; defaults to the build's own clock. */
   readonly scoredAt?: () => number;
@@ -75,7 +81,7 @@ export class IntelligenceService {
     const logger = options.logger ?? silentLogger;
     const builder = new SnapshotBuilder({
       niceIncrement: BACKGROUND_NICE,
-      idleTimeoutMs: 120_000,
+      idleTimeoutMs: options.buildIdleMs ?? DEFAULT_BUILD_IDLE_MS,
       incremental: options.incrementalBuilds ?? true,
       // Looked up when needed: a server enables the collector after the service starts (EdgePool.start).
       collect: () => threadCollector()?.(),
@@ -131,6 +137,11 @@ export class IntelligenceService {
     // Never the one being served, whatever the caller believes.
     if (data === this.#current.data) return false;
     return this.#builder.reuseMemoryOf(data);
+  }
+
+  /** Build threads alive (SnapshotBuilder.liveThreads). */
+  get buildThreads(): number {
+    return this.#builder.liveThreads;
   }
 
   /** A replaced snapshot's memory held for the next rebuild's snapshot (reuseMemoryOf). */
@@ -301,6 +312,13 @@ export class IntelligenceService {
  */
 const BACKGROUND_NICE = 10;
 const background = { niceIncrement: BACKGROUND_NICE };
+
+/**
+ * How long a serving process keeps its build threads and the memory they
+ * reuse after a background build, ms: ingests a few minutes apart or less
+ * then all find it, at the cost of that memory staying resident meanwhile.
+ */
+export const DEFAULT_BUILD_IDLE_MS = 120_000;
 
 function buildOptions(options: IntelligenceServiceOptions) {
   return {

@@ -8,7 +8,7 @@ import { KeyRegistry } from '../../access/key-store.js';
 import { chooseKeyBackend, REDIS_OPTIONS } from '../key-backend-options.js';
 import { loadPlans, DEFAULT_PLANS_FILE } from '../../access/plans.js';
 import { QuotaService } from '../../access/quota.js';
-import { IntelligenceService } from '../../service/intelligence-service.js';
+import { DEFAULT_BUILD_IDLE_MS, IntelligenceService } from '../../service/intelligence-service.js';
 import { ServiceMetrics } from '../../http/metrics.js';
 import { checkTlsFiles, createTlsApp, ensureSelfSignedCertificate, type TlsFiles } from '../../http/tls.js';
 import { intOption, parseCommandArgs, type Command } from '../command.js';
@@ -47,6 +47,12 @@ Options:
                         instead of keeping the last build's deduplicated
                         records in memory so the next reads only new files
                         (those take about 150 bytes per evidence item)
+  --build-idle-seconds S
+                        how long the build threads, with the working memory
+                        they keep and the memory of the snapshot last
+                        replaced, wait for the next build (default: 120);
+                        0 gives it all back when each build ends, where
+                        memory is tighter than rebuild time
   --log-level LEVEL     fatal, error, warn, info, debug or trace (default: info)
 
 Operations endpoints (no key, outside the quotas): GET /healthz, GET /readyz,
@@ -72,6 +78,7 @@ export const serveCommand: Command = {
       'poll-ms': { type: 'string' },
       'build-threads': { type: 'string' },
       'full-rebuilds': { type: 'boolean' },
+      'build-idle-seconds': { type: 'string' },
       threads: { type: 'string' },
       'log-level': { type: 'string' },
       ...REDIS_OPTIONS,
@@ -83,6 +90,7 @@ export const serveCommand: Command = {
     const pollMs = intOption('poll-ms', values['poll-ms'], 1000, 50, 3_600_000);
     const buildThreads = values['build-threads'] === undefined ? undefined : intOption('build-threads', values['build-threads'], 1, 1, 256);
     const threads = intOption('threads', values.threads, availableParallelism(), 1, 256);
+    const buildIdleSeconds = intOption('build-idle-seconds', values['build-idle-seconds'], DEFAULT_BUILD_IDLE_MS / 1000, 0, 86_400);
     const level = values['log-level'] ?? 'info';
     if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace'].includes(level)) throw new ConfigError(`--log-level must be fatal, error, warn, info, debug or trace`);
     if ((values['tls-cert'] === undefined) !== (values['tls-key'] === undefined)) throw new ConfigError('--tls-cert and --tls-key go together');
@@ -134,6 +142,7 @@ export const serveCommand: Command = {
       logger,
       pollMs,
       incrementalBuilds: values['full-rebuilds'] !== true,
+      buildIdleMs: buildIdleSeconds * 1000,
       ...(buildThreads === undefined ? {} : { buildThreads }),
     });
     metrics.observeSnapshot(service.current);
@@ -141,6 +150,7 @@ export const serveCommand: Command = {
     service.onBuild((report) => metrics.observeBuild(Date.now(), report));
     metrics.watchCarriedBytes(() => service.carriedBytes);
     metrics.watchReusableBytes(() => service.reusableBytes);
+    metrics.watchBuildThreads(() => service.buildThreads);
     const quota = new QuotaService({ plans, ...(store.redis === null ? {} : { redis: store.redis, redisPrefix: store.prefix }) });
     const version = packageVersion();
     // Serving runs on worker threads even when there is one: builds and snapshot loads

@@ -85,9 +85,15 @@ export interface BuilderOptions {
    */
   readonly niceIncrement?: number;
   /**
-   * How long pool threads outlive a build, ms (default 5 s). A serving
-   * process keeps them longer, so builds that follow each other (an ingest
-   * every few seconds) run on started threads with compiled code.
+   * How long pool threads, with the working memory they keep, outlive a
+   * build, and how long a replaced snapshot's memory is held for the next
+   * build (reuseMemoryOf), ms (default 5 s). A serving process keeps them
+   * longer, so builds that follow each other (an ingest every few seconds)
+   * run on started threads with compiled code in memory already mapped.
+   * 0 holds no replaced snapshot's memory, and the threads exit a second
+   * after their last task (so that they live from one phase of a build to
+   * the next): every build then starts from nothing, slower, and leaves
+   * nothing behind.
    */
   readonly idleTimeoutMs?: number;
   /**
@@ -108,6 +114,13 @@ export interface BuilderOptions {
 }
 
 const DEFAULT_CHUNK_BYTES = 32 * 1024 * 1024;
+/**
+ * Pool threads live at least this long after a task, ms, whatever
+ * idleTimeoutMs says: between the phases of one build the main thread
+ * reads and writes files, and a thread that exited meanwhile would be
+ * started again, with its code compiled again, for the next phase.
+ */
+const MIN_THREAD_IDLE_MS = 1000;
 
 /**
  * Builds snapshots from the evidence folder on a Piscina pool. One builder
@@ -148,7 +161,11 @@ export class SnapshotBuilder {
     this.#threads = threads;
     this.#chunkBytes = chunkBytes;
     this.#incremental = options.incremental ?? true;
-    this.#idleTimeoutMs = options.idleTimeoutMs ?? 5_000;
+    const idleTimeoutMs = options.idleTimeoutMs ?? 5_000;
+    if (!Number.isSafeInteger(idleTimeoutMs) || idleTimeoutMs < 0) {
+      throw new RangeError(`idleTimeoutMs must be a whole number of ms, at least 0, got ${idleTimeoutMs}`);
+    }
+    this.#idleTimeoutMs = idleTimeoutMs;
     this.#collect = options.collect ?? (() => {});
     this.#pool = new Piscina({
       filename: new URL('./worker.js', import.meta.url).href,
@@ -156,7 +173,7 @@ export class SnapshotBuilder {
       maxThreads: threads,
       niceIncrement: options.niceIncrement ?? 0,
       // Threads exist while builds run and a while after (idleTimeoutMs), never before the first.
-      idleTimeout: this.#idleTimeoutMs,
+      idleTimeout: Math.max(idleTimeoutMs, MIN_THREAD_IDLE_MS),
       // The assemble phase holds the whole data set; the default worker heap is too small at 10M VPAs.
       resourceLimits: { maxOldGenerationSizeMb: 16 * 1024 },
     });
@@ -199,9 +216,11 @@ export class SnapshotBuilder {
    * pool threads' idle timeout passes (a build running then keeps it until
    * it ends); the memory is given back then. Returns whether anything of it
    * is held: nothing is, and what was held before stays, when no array of
-   * `data` has a buffer of its own.
+   * `data` has a buffer of its own. With an idle timeout of 0, nothing is
+   * ever held.
    */
   reuseMemoryOf(data: SnapshotData): boolean {
+    if (this.#idleTimeoutMs === 0) return false;
     const fieldsIn = new Map<SharedArrayBuffer, ArrayField[]>();
     for (const field of ARRAY_FIELDS) {
       const buffer = data[field].buffer;
@@ -239,6 +258,11 @@ export class SnapshotBuilder {
     }
     this.#reusableTimer = setTimeout(() => this.#dropReusable(), wait);
     this.#reusableTimer.unref();
+  }
+
+  /** Pool threads alive: while a build runs and for the idle timeout after (BuilderOptions.idleTimeoutMs). */
+  get liveThreads(): number {
+    return this.#pool.threads.length;
   }
 
   /** Bytes of replaced snapshots' buffers held for the next build (reuseMemoryOf). */
