@@ -24,6 +24,8 @@ import { buildInProcess, evidence, readyOverNewConnection, snapshotsByThread } f
 /** The service side the pool uses: the current snapshot and its swaps, which a test hands out itself. */
 class SnapshotSource {
   current: { readonly data: SnapshotData };
+  /** Ids of the replaced snapshots handed on for the next build's memory, in order. */
+  readonly reused: string[] = [];
   readonly #listeners: ((event: SwapEvent) => void)[] = [];
 
   constructor(current: Intelligence) {
@@ -34,9 +36,21 @@ class SnapshotSource {
     this.#listeners.push(listener);
   }
 
-  /** Swap every serving thread to `data` without making it the current snapshot. */
-  push(data: SnapshotData): void {
-    for (const listener of this.#listeners) listener({ previous: null, next: { data } as Intelligence, reason: 'rebuild' });
+  /**
+   * Swap every serving thread to `data` without making it the current
+   * snapshot; with `previous`, that one is retired, to be handed on once no
+   * thread holds it.
+   */
+  push(data: SnapshotData, previous?: SnapshotData): void {
+    const event: SwapEvent = { previous: previous === undefined ? null : ({ data: previous } as Intelligence), next: { data } as Intelligence, reason: 'rebuild' };
+    for (const listener of this.#listeners) listener(event);
+  }
+
+  /** As IntelligenceService.reuseMemoryOf: never the snapshot served. */
+  reuseMemoryOf(data: SnapshotData): boolean {
+    if (data === this.current.data) return false;
+    this.reused.push(data.meta.id);
+    return true;
   }
 }
 
@@ -187,5 +201,36 @@ test('a pool whose threads cannot listen stops them all and rejects, replacing n
     await assert.rejects(startPool(source, { max: 10, windowMs: 60_000, firstDelayMs: 10, maxDelayMs: 40 }, port), { code: 'ERR_LISTEN' });
   } finally {
     await new Promise((resolve) => taken.close(resolve));
+  }
+});
+
+test('threads started in place of failed ones hold the snapshot they serve until they drop it: only then is its memory handed on', { timeout: 60_000 }, async () => {
+  // Snapshots are told apart by id.
+  const named = (id: string) => ({ data: { ...intel.data, meta: { ...intel.data.meta, id } }, meta: { id } }) as unknown as Intelligence;
+  const [first, second, third] = [named('first'), named('second'), named('third')];
+  const source = new SnapshotSource(first);
+  const { pool, lines } = await startPool(source, { max: 10, windowMs: 60_000, firstDelayMs: 20, maxDelayMs: 100 });
+  try {
+    source.current = second;
+    source.push(second.data, first.data);
+    await eventually(() => source.reused.includes(first.meta.id), 'the first snapshot handed on once both threads dropped it');
+
+    // Both threads fail; their replacements are handed the current snapshot, the second.
+    source.push(unreadable(second.data));
+    await eventually(() => lines.filter((l) => l.message === 'serving thread replaced').length === 2, 'both threads replaced');
+    const served = await snapshotsByThread(`http://127.0.0.1:${pool.port}`, 2);
+    assert.deepEqual([...served.values()], [second.meta.id, second.meta.id]);
+    assert.deepEqual(source.reused, [first.meta.id], 'nothing the replacements serve is handed on');
+
+    // Replaced again, the second is handed on only once the new threads report it dropped.
+    source.current = third;
+    source.push(third.data, second.data);
+    assert.deepEqual(source.reused, [first.meta.id], 'the new threads may still read it');
+    await eventually(() => source.reused.includes(second.meta.id), 'the second snapshot handed on');
+    const after = await snapshotsByThread(`http://127.0.0.1:${pool.port}`, 2);
+    assert.deepEqual([...after.values()], [third.meta.id, third.meta.id]);
+    assert.deepEqual(source.reused, [first.meta.id, second.meta.id]);
+  } finally {
+    await pool.drain();
   }
 });
