@@ -198,15 +198,43 @@ export function renderMarkdown(suite: SuiteResult): string {
     parts.push('## Swap under load (plain HTTP, single lookups at half the peak)');
     parts.push(
       table(
-        ['freshness under load (idle before it, twice)', 'stall with swap', 'window', 'swap itself', 'stall without', 'requests', 'failed', 'p99 / p99.9 / max, ms'],
-        [[`${s.freshnessS} s (${s.idleFreshnessS[0]} s, ${s.idleFreshnessS[1]} s)`, `${s.stallMs} ms`, `${s.windowS} s`, `${s.swapMs} ms`, `${s.baselineStallMs} ms`, fmt(s.load.sent), s.failed, `${s.load.p99} / ${s.load.p999} / ${s.load.max}`]],
+        [
+          'freshness under load (idle before it, twice)',
+          'stall with swap',
+          'window',
+          'swap itself',
+          'stall without',
+          'requests',
+          'failed',
+          'p99 / p99.9 / max, ms',
+          'resident after each rebuild, MiB',
+        ],
+        [
+          [
+            `${s.freshnessS} s (${s.idleFreshnessS[0]} s, ${s.idleFreshnessS[1]} s)`,
+            `${s.stallMs} ms`,
+            `${s.windowS} s`,
+            `${s.swapMs} ms`,
+            `${s.baselineStallMs} ms`,
+            fmt(s.load.sent),
+            s.failed,
+            `${s.load.p99} / ${s.load.p999} / ${s.load.max}`,
+            s.residentMiB === undefined ? '' : s.residentMiB.map((mib) => fmt(mib)).join(', '),
+          ],
+        ],
       ),
     );
+    const kept =
+      s.buildIdleSeconds === 0
+        ? 'with --build-idle-seconds 0, once the build threads had exited too'
+        : `with the build threads and their working memory kept for the next build (--build-idle-seconds ${s.buildIdleSeconds ?? 'default'})`;
     parts.push(
       `Measured once the server had read its stored evidence ahead of rebuilds (${s.readAheadS} s after it started serving). ` +
         'Two ingests with no load come first (the first rebuild of the process, then a second); the swap under load is the third. ' +
         'The window with the swap runs from before the ingest until the replaced snapshot has been given back, plus a second; ' +
-        'the window without runs as long, under the same load, after it.',
+        'the window without runs as long, under the same load, after it. ' +
+        `Resident memory is read once each rebuild's file is written and the snapshot it replaced has been let go or handed to the next build, ${kept}; ` +
+        'the third after the window without a rebuild.',
     );
   }
   if (suite.machineStall !== null) {

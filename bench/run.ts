@@ -5,7 +5,7 @@
  *
  *   npm run bench -- [--vpas 1000000] [--only engine,micro,http,swap] [--modes plain,tls]
  *                    [--seconds 10] [--rounds 3] [--connections 64] [--hit-ratio 0.1] [--server-threads N] [--quick]
- *                    [--swap-rate R]
+ *                    [--swap-rate R] [--build-idle-seconds S]
  *
  * Sections:
  * - engine: demo evidence generated, ingested and built (kept in
@@ -40,6 +40,7 @@ import { createBenchKey, runHttp, runSwap, type HttpOptions, type HttpResult } f
 import { writeWorkload, type Workload } from './http/workload.js';
 import type { MachineStallResult } from './machine-stall.bench.js';
 import { renderMarkdown, type MicroResult, type SuiteResult } from './results.js';
+import { wholeNumberOption } from './support/report.js';
 
 const SECTIONS = ['engine', 'micro', 'http', 'swap'] as const;
 type Section = (typeof SECTIONS)[number];
@@ -59,30 +60,27 @@ const { values: args } = parseArgs({
     'wrk-threads': { type: 'string', default: '1' },
     // Default: half the plain single-lookup peak of this run, or 10,000 without the http section.
     'swap-rate': { type: 'string' },
+    // Passed to the swap section's server (serve --build-idle-seconds); its default when absent.
+    'build-idle-seconds': { type: 'string' },
     quick: { type: 'boolean', default: false },
     out: { type: 'string', default: 'bench/results' },
   },
   strict: true,
 });
 
-const vpas = whole('vpas', args.vpas, 1000);
-const seconds = whole('seconds', args.seconds, 1);
-const rounds = whole('rounds', args.rounds, 1);
-const connections = whole('connections', args.connections, 1);
-const serverThreads = whole('server-threads', args['server-threads'], 1);
-const wrkThreads = whole('wrk-threads', args['wrk-threads'], 1);
+const vpas = wholeNumberOption('vpas', args.vpas, 1000);
+const seconds = wholeNumberOption('seconds', args.seconds, 1);
+const rounds = wholeNumberOption('rounds', args.rounds, 1);
+const connections = wholeNumberOption('connections', args.connections, 1);
+const serverThreads = wholeNumberOption('server-threads', args['server-threads'], 1);
+const wrkThreads = wholeNumberOption('wrk-threads', args['wrk-threads'], 1);
+const buildIdleSeconds = args['build-idle-seconds'] === undefined ? undefined : wholeNumberOption('build-idle-seconds', args['build-idle-seconds'], 0);
 const hitRatio = Number(args['hit-ratio']);
 if (!(hitRatio >= 0 && hitRatio <= 1)) throw new Error(`--hit-ratio must be within [0, 1], got ${args['hit-ratio']}`);
 const only = new Set(args.only.split(',').map((s) => s.trim()));
 for (const s of only) if (!SECTIONS.includes(s as Section)) throw new Error(`--only takes ${SECTIONS.join(', ')}; got ${s}`);
 const modes = args.modes.split(',').map((s) => s.trim());
 for (const m of modes) if (m !== 'plain' && m !== 'tls') throw new Error(`--modes takes plain and tls; got ${m}`);
-
-function whole(name: string, text: string, min: number): number {
-  const n = Number(text.replaceAll('_', ''));
-  if (!Number.isSafeInteger(n) || n < min) throw new Error(`--${name} must be a whole number of at least ${min}, got ${text}`);
-  return n;
-}
 
 const DIST_BENCH = fileURLToPath(new URL('.', import.meta.url));
 const root = join('var', 'bench', `vpas-${vpas}`);
@@ -167,14 +165,14 @@ async function main(): Promise<void> {
       const plainSingle = results.find((r) => !r.tls)?.scenarios.find((s) => s.scenario === 'single');
       const rate =
         args['swap-rate'] !== undefined
-          ? whole('swap-rate', args['swap-rate'], 1)
+          ? wholeNumberOption('swap-rate', args['swap-rate'], 1)
           : plainSingle === undefined
             ? 10_000
             : Math.round(plainSingle.service.requestsPerSecond / 2);
       const buildS = Number((suite.engine as { buildS?: number } | null)?.buildS ?? vpas / 100_000);
       log(`swap: new evidence under ${rate} req/s`);
       // The load covers the rebuild (slower under it), the swap and the replaced snapshot's release, up to 15 s after.
-      suite.swap = await runSwap({ ...base, tls: false }, token, rate, work, Math.ceil(buildS * 2 + 40));
+      suite.swap = await runSwap({ ...base, tls: false }, token, rate, work, Math.ceil(buildS * 2 + 40), buildIdleSeconds);
       log('swap: the machine\'s own stalls');
       suite.machineStall = (await benchFile('machine-stall.bench.js', [])) as unknown as MachineStallResult;
     }

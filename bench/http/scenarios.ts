@@ -273,6 +273,16 @@ export interface SwapResult {
    * null where the server does not report it.
    */
   readonly reusedMiB?: readonly [first: number | null, next: number | null, underLoad: number | null];
+  /**
+   * The server's resident memory after each of the three rebuilds, MiB:
+   * once its file is written and the snapshot it replaced let go (or handed
+   * to the next build), with the build threads still alive unless
+   * `buildIdleSeconds` is 0 (then once they have exited). The third is read
+   * after the window without a rebuild.
+   */
+  readonly residentMiB?: readonly [first: number, next: number, underLoad: number];
+  /** The server's `--build-idle-seconds`; absent: its default. */
+  readonly buildIdleSeconds?: number;
   /** Open-loop load running through the swap. */
   readonly load: OpenLoopResult;
   /** Requests that failed or answered other than 2xx during it. */
@@ -284,8 +294,16 @@ export interface SwapResult {
  * server rebuilds in the background and swaps. Measures the stall, the
  * failed requests and the freshness. Uses the server's default poll interval.
  */
-export async function runSwap(options: HttpOptions, token: string, rate: number, workDir: string, loadSeconds: number): Promise<SwapResult> {
-  const server = await startService(options.dataDir, false, options.serverThreads, ['--poll-ms', '1000', '--metrics-token', 'bench-metrics']);
+export async function runSwap(
+  options: HttpOptions,
+  token: string,
+  rate: number,
+  workDir: string,
+  loadSeconds: number,
+  buildIdleSeconds?: number,
+): Promise<SwapResult> {
+  const idleArgs = buildIdleSeconds === undefined ? [] : ['--build-idle-seconds', String(buildIdleSeconds)];
+  const server = await startService(options.dataDir, false, options.serverThreads, ['--poll-ms', '1000', '--metrics-token', 'bench-metrics', ...idleArgs]);
   try {
     const target = targetFor('single', options.workload, portOf(server), false, token);
     // Every scrape restarts each thread's longest-stall figure (metrics.ts), polls included: each one
@@ -325,10 +343,18 @@ export async function runSwap(options: HttpOptions, token: string, rate: number,
       const match = /^upi_risk_last_build_reused_bytes (\S+)$/m.exec(await metrics());
       return match === null ? null : round3(Number(match[1]) / 2 ** 20);
     };
+    /** Once the last build is done with what it replaced (and, kept for no time, with its threads), the server's resident memory, MiB. */
+    const settledResidentMiB = async (): Promise<number> => {
+      await waitForGauge(metrics, 'upi_risk_replaced_snapshots_held', (value) => value === 0, 'the replaced snapshot was not given back');
+      if (buildIdleSeconds === 0) await waitForGauge(metrics, 'upi_risk_build_threads', (value) => value === 0, 'the build threads did not exit');
+      return residentMiB(server.child.pid!);
+    };
     const first = await ingestAndWait(server, options.dataDir, workDir, token);
     const firstReusedMiB = await lastBuildReusedMiB();
+    const firstResidentMiB = await settledResidentMiB();
     const next = await ingestAndWait(server, options.dataDir, workDir, token);
     const nextReusedMiB = await lastBuildReusedMiB();
+    const nextResidentMiB = await settledResidentMiB();
 
     // The swap: from before the ingest until the replaced snapshot is given back.
     const loadRun = runOpenLoop(target, { rate, seconds: loadSeconds, warmupSeconds: 1, connections: options.connections });
@@ -352,6 +378,7 @@ export async function runSwap(options: HttpOptions, token: string, rate: number,
     const baselineStallMs = (await scrape()).stallMs;
     await baselineRun;
     const underLoadReusedMiB = await lastBuildReusedMiB();
+    const underLoadResidentMiB = await settledResidentMiB();
 
     return {
       stallMs: round3(stallMs),
@@ -363,6 +390,8 @@ export async function runSwap(options: HttpOptions, token: string, rate: number,
       idleFreshnessS: [first.freshnessS, next.freshnessS],
       previousWriteS: [first.previousWriteS, next.previousWriteS, underLoad.previousWriteS],
       reusedMiB: [firstReusedMiB, nextReusedMiB, underLoadReusedMiB],
+      residentMiB: [firstResidentMiB, nextResidentMiB, underLoadResidentMiB],
+      ...(buildIdleSeconds === undefined ? {} : { buildIdleSeconds }),
       load,
       failed: load.errors + load.non2xx,
     };

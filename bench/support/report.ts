@@ -46,10 +46,10 @@ export function medianBy<T>(items: readonly T[], key: (item: T) => number): T {
   return sorted[(sorted.length - 1) >> 1]!;
 }
 
-/** A positive whole number from option `--name`; underscores allowed as digit separators. */
-export function wholeNumberOption(name: string, text: string): number {
+/** A whole number of at least `min` (default 1) from option `--name`; underscores allowed as digit separators. */
+export function wholeNumberOption(name: string, text: string, min = 1): number {
   const n = Number(text.replaceAll('_', ''));
-  if (!Number.isSafeInteger(n) || n < 1) throw new Error(`--${name} must be a positive whole number, got ${text}`);
+  if (text.trim() === '' || !Number.isSafeInteger(n) || n < min) throw new Error(`--${name} must be a whole number of at least ${min}, got ${text}`);
   return n;
 }
 
