@@ -119,6 +119,35 @@ test('a busy serving thread frees a replaced snapshot by incremental marking, wi
   assert.deepEqual(watch.outstanding(), []);
 });
 
+test('busy serving threads take turns: one given markAfterMs starts marking no sooner than that after the swap', async () => {
+  const markedAt: Record<string, number> = {};
+  let answered = 0;
+  const watchers = [0, 700].map(
+    (markAfterMs) =>
+      new ReleaseWatch(() => {}, {
+        collect: () => {},
+        startMarking: () => {
+          markedAt[markAfterMs] ??= performance.now();
+        },
+        answered: () => answered++,
+        inFlight: () => 0,
+        forceAfterMs: 60_000,
+        markAfterMs,
+      }),
+  );
+  // Kept referenced, as by slow requests, so that neither watch ends before the checks.
+  const held = [snapshot('turn-0'), snapshot('turn-1')];
+  const swappedAt = performance.now();
+  for (const [i, watch] of watchers.entries()) watch.watch(held[i]!);
+  await waitFor(() => markedAt[700] !== undefined, 5_000);
+  assert.ok(markedAt[0]! - swappedAt < 600, `the first thread marked at its first check, ${markedAt[0]! - swappedAt} ms after`);
+  assert.ok(markedAt[700]! - swappedAt >= 700, `the second waited its turn: ${markedAt[700]! - swappedAt} ms after`);
+  assert.deepEqual(
+    watchers.map((watch) => watch.outstanding()),
+    held.map((data) => [data.meta.id]),
+  );
+});
+
 test('a swap while an older snapshot stays held gets its own marking before any forced collection', { timeout: 30_000 }, async () => {
   const released: string[] = [];
   let answered = 0;

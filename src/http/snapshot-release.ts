@@ -126,6 +126,14 @@ export interface IdleCollection {
    * thread a different value, so that under load they do not all pause at once.
    */
   readonly forceAfterMs: number;
+  /**
+   * A busy thread starts marking for a replaced snapshot no sooner than
+   * this after the swap, ms (default 0: at the first check). Give each
+   * thread a different value: a collection's closing pause on one serving
+   * thread also held the other one's loop when both collected at once
+   * (its helper threads take the cores), so they take turns.
+   */
+  readonly markAfterMs?: number;
 }
 
 /** How often a serving thread with a replaced snapshot outstanding looks whether it is idle, ms. */
@@ -191,7 +199,7 @@ export class ReleaseWatch {
     for (const buffer of buffers) this.#registry.register(buffer, data.meta.id);
     this.#last = performance.now();
     this.#gap = 0;
-    this.#markAt = 0;
+    this.#markAt = this.#last + (this.#idle?.markAfterMs ?? 0);
     this.#markGap = IDLE_CHECK_MS;
     this.#collectWhenIdle();
   }
