@@ -227,13 +227,13 @@ export function renderMarkdown(suite: SuiteResult): string {
     const kept =
       s.buildIdleSeconds === 0
         ? 'with --build-idle-seconds 0, once the build threads had exited too'
-        : `with the build threads and their working memory kept for the next build (--build-idle-seconds ${s.buildIdleSeconds ?? 'default'})`;
+        : `with --build-idle-seconds ${s.buildIdleSeconds ?? 'at its default'}`;
     parts.push(
       `Measured once the server had read its stored evidence ahead of rebuilds (${s.readAheadS} s after it started serving). ` +
         'Two ingests with no load come first (the first rebuild of the process, then a second); the swap under load is the third. ' +
         'The window with the swap runs from before the ingest until the replaced snapshot has been given back, plus a second; ' +
-        'the window without runs as long, under the same load, after it, with the bench watching the server as it does during the swap ' +
-        '(a CLI process started, a verdict asked every 20 ms, /metrics read every 100 ms). ' +
+        'the window without runs as long, under the same load, after it, with the bench watching the server at least as much as during the swap ' +
+        '(a CLI process started, then a verdict asked every 20 ms and /metrics read every 100 ms throughout). ' +
         `Resident memory is read once each rebuild's file is written and the snapshot it replaced has been let go or handed to the next build, ${kept}; ` +
         'the third after the window without a rebuild.',
     );

@@ -75,6 +75,8 @@ const connections = wholeNumberOption('connections', args.connections, 1);
 const serverThreads = wholeNumberOption('server-threads', args['server-threads'], 1);
 const wrkThreads = wholeNumberOption('wrk-threads', args['wrk-threads'], 1);
 const buildIdleSeconds = args['build-idle-seconds'] === undefined ? undefined : wholeNumberOption('build-idle-seconds', args['build-idle-seconds'], 0);
+// serve's own bound, checked here so that a bad value fails before the data set is built rather than at the swap.
+if (buildIdleSeconds !== undefined && buildIdleSeconds > 86_400) throw new Error(`--build-idle-seconds must be at most 86400, got ${buildIdleSeconds}`);
 const hitRatio = Number(args['hit-ratio']);
 if (!(hitRatio >= 0 && hitRatio <= 1)) throw new Error(`--hit-ratio must be within [0, 1], got ${args['hit-ratio']}`);
 const only = new Set(args.only.split(',').map((s) => s.trim()));

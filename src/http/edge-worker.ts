@@ -70,9 +70,11 @@ export type FromEdge =
  */
 const FORCED_COLLECTION_MS = 10_000;
 /**
- * How far apart serving threads start marking for a replaced snapshot, ms:
- * marking and its closing pause took under 50 ms per thread under 20k
- * requests a second at 1M VPAs, so at 500 ms they do not overlap.
+ * How much later each serving thread (by index) may start marking for a
+ * replaced snapshot than the one before it, ms. Threads look every quarter
+ * second (snapshot-release.ts), so the first marks 250 ms after the swap
+ * and the second at 500 ms: marking and its closing pause took under 50 ms
+ * per thread under 20k requests a second at 1M VPAs, so they do not overlap.
  */
 const MARKING_TURN_MS = 500;
 
@@ -99,7 +101,7 @@ const releases = new ReleaseWatch(
         inFlight: () => api.inFlight(),
         // Threads a second apart: under constant load they pause one at a time.
         forceAfterMs: FORCED_COLLECTION_MS + config.index * 1000,
-        // Half a second apart, so that under load the marking of one has ended before the next starts.
+        // In turns, so that under load the marking of one has ended before the next starts.
         markAfterMs: config.index * MARKING_TURN_MS,
       },
 );

@@ -77,7 +77,7 @@ export class ServiceMetrics {
   });
   readonly buildThreads = this.#readAtScrape('buildThreads', {
     name: 'upi_risk_build_threads',
-    help: 'Build threads alive, with the working memory they keep: while a build runs and for --build-idle-seconds after',
+    help: 'Build threads alive, with the working memory they keep: while a build runs and for --build-idle-seconds after (at least a second)',
   });
   readonly replacedSnapshotsHeld = this.#readAtScrape('replacedSnapshots', {
     name: 'upi_risk_replaced_snapshots_held',

@@ -50,9 +50,12 @@ Options:
   --build-idle-seconds S
                         how long the build threads, with the working memory
                         they keep and the memory of the snapshot last
-                        replaced, wait for the next build (default: 120);
-                        0 gives it all back when each build ends, where
-                        memory is tighter than rebuild time
+                        replaced, wait for the next build (default: 120;
+                        threads live at least a second after a build);
+                        0 holds no replaced snapshot and lets the threads go
+                        a second after each build, where memory is tighter
+                        than rebuild time (with --full-rebuilds as well,
+                        nothing is kept for the next build)
   --log-level LEVEL     fatal, error, warn, info, debug or trace (default: info)
 
 Operations endpoints (no key, outside the quotas): GET /healthz, GET /readyz,

@@ -90,10 +90,10 @@ export interface BuilderOptions {
    * build (reuseMemoryOf), ms (default 5 s). A serving process keeps them
    * longer, so builds that follow each other (an ingest every few seconds)
    * run on started threads with compiled code in memory already mapped.
-   * 0 holds no replaced snapshot's memory, and the threads exit a second
-   * after their last task (so that they live from one phase of a build to
-   * the next): every build then starts from nothing, slower, and leaves
-   * nothing behind.
+   * Whatever the value, threads live at least a second after their last
+   * task, so that one build's phases share them (MIN_THREAD_IDLE_MS). 0
+   * holds no replaced snapshot's memory: every build then starts from
+   * nothing, slower, and leaves nothing behind a second after it ends.
    */
   readonly idleTimeoutMs?: number;
   /**
