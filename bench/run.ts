@@ -35,6 +35,7 @@ import { dataDir as openDataDir } from '../src/common/data-dir.js';
 import { missingGlibcTunables } from '../src/common/malloc-tuning.js';
 import { Intelligence } from '../src/engine/intelligence.js';
 import { listSnapshots, loadNewestValidSnapshot } from '../src/engine/snapshot-files.js';
+import { MAX_BUILD_IDLE_SECONDS } from '../src/service/intelligence-service.js';
 import { requireWrk } from './http/load-tools.js';
 import { createBenchKey, runHttp, runSwap, type HttpOptions, type HttpResult } from './http/scenarios.js';
 import { writeWorkload, type Workload } from './http/workload.js';
@@ -76,7 +77,9 @@ const serverThreads = wholeNumberOption('server-threads', args['server-threads']
 const wrkThreads = wholeNumberOption('wrk-threads', args['wrk-threads'], 1);
 const buildIdleSeconds = args['build-idle-seconds'] === undefined ? undefined : wholeNumberOption('build-idle-seconds', args['build-idle-seconds'], 0);
 // serve's own bound, checked here so that a bad value fails before the data set is built rather than at the swap.
-if (buildIdleSeconds !== undefined && buildIdleSeconds > 86_400) throw new Error(`--build-idle-seconds must be at most 86400, got ${buildIdleSeconds}`);
+if (buildIdleSeconds !== undefined && buildIdleSeconds > MAX_BUILD_IDLE_SECONDS) {
+  throw new Error(`--build-idle-seconds must be at most ${MAX_BUILD_IDLE_SECONDS}, got ${buildIdleSeconds}`);
+}
 const hitRatio = Number(args['hit-ratio']);
 if (!(hitRatio >= 0 && hitRatio <= 1)) throw new Error(`--hit-ratio must be within [0, 1], got ${args['hit-ratio']}`);
 const only = new Set(args.only.split(',').map((s) => s.trim()));

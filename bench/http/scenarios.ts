@@ -422,7 +422,7 @@ async function watchAsDuringTheSwap(server: RunningServer, dataDir: string, toke
   if (listed.code !== 0) throw new Error(`keys list failed:\n${listed.stderr}`);
   const verdicts = (async () => {
     while (performance.now() < until) {
-      await (await fetch(`${server.base}/v1/verify/upi?upi=nobody.here@ybl`, { headers: { authorization: `Bearer ${token}` } })).json();
+      await verdictStatus(server, token, 'nobody.here@ybl');
       await sleep(20);
     }
   })();
@@ -431,6 +431,12 @@ async function watchAsDuringTheSwap(server: RunningServer, dataDir: string, toke
     await sleep(100);
   }
   await verdicts;
+}
+
+/** The status of the server's verdict for `upi` (a single lookup, as a client asks for it). */
+async function verdictStatus(server: RunningServer, token: string, upi: string): Promise<string> {
+  const answer = (await (await fetch(`${server.base}/v1/verify/upi?upi=${upi}`, { headers: { authorization: `Bearer ${token}` } })).json()) as { status: string };
+  return answer.status;
 }
 
 /** Poll the server's metrics until the unlabelled gauge `name` satisfies `done`; how long that took, s. */
@@ -480,8 +486,7 @@ async function ingestAndWait(
   if (ingested.code !== 0) throw new Error(`ingest failed:\n${ingested.stderr}`);
   const freshnessS = await pollUntil(
     async () => {
-      const answer = (await (await fetch(`${server.base}/v1/verify/upi?upi=${upi}`, { headers: { authorization: `Bearer ${token}` } })).json()) as { status: string };
-      return answer.status === 'FLAGGED';
+      return (await verdictStatus(server, token, upi)) === 'FLAGGED';
     },
     20,
     `the verdict for ${upi} was not served within 600 s of its ingest`,

@@ -319,6 +319,8 @@ const background = { niceIncrement: BACKGROUND_NICE };
  * then all find it, at the cost of that memory staying resident meanwhile.
  */
 export const DEFAULT_BUILD_IDLE_MS = 120_000;
+/** The longest wait `serve --build-idle-seconds` accepts, s: a day. */
+export const MAX_BUILD_IDLE_SECONDS = 86_400;
 
 function buildOptions(options: IntelligenceServiceOptions) {
   return {

@@ -8,7 +8,7 @@ import { KeyRegistry } from '../../access/key-store.js';
 import { chooseKeyBackend, REDIS_OPTIONS } from '../key-backend-options.js';
 import { loadPlans, DEFAULT_PLANS_FILE } from '../../access/plans.js';
 import { QuotaService } from '../../access/quota.js';
-import { DEFAULT_BUILD_IDLE_MS, IntelligenceService } from '../../service/intelligence-service.js';
+import { DEFAULT_BUILD_IDLE_MS, IntelligenceService, MAX_BUILD_IDLE_SECONDS } from '../../service/intelligence-service.js';
 import { ServiceMetrics } from '../../http/metrics.js';
 import { checkTlsFiles, createTlsApp, ensureSelfSignedCertificate, type TlsFiles } from '../../http/tls.js';
 import { intOption, parseCommandArgs, type Command } from '../command.js';
@@ -93,7 +93,7 @@ export const serveCommand: Command = {
     const pollMs = intOption('poll-ms', values['poll-ms'], 1000, 50, 3_600_000);
     const buildThreads = values['build-threads'] === undefined ? undefined : intOption('build-threads', values['build-threads'], 1, 1, 256);
     const threads = intOption('threads', values.threads, availableParallelism(), 1, 256);
-    const buildIdleSeconds = intOption('build-idle-seconds', values['build-idle-seconds'], DEFAULT_BUILD_IDLE_MS / 1000, 0, 86_400);
+    const buildIdleSeconds = intOption('build-idle-seconds', values['build-idle-seconds'], DEFAULT_BUILD_IDLE_MS / 1000, 0, MAX_BUILD_IDLE_SECONDS);
     const level = values['log-level'] ?? 'info';
     if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace'].includes(level)) throw new ConfigError(`--log-level must be fatal, error, warn, info, debug or trace`);
     if ((values['tls-cert'] === undefined) !== (values['tls-key'] === undefined)) throw new ConfigError('--tls-cert and --tls-key go together');
