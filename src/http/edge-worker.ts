@@ -88,14 +88,17 @@ const keys = new ActiveKeys();
 const holder: { current: Intelligence } = { current: null as unknown as Intelligence };
 const metrics = new ServiceMetrics(String(config.index));
 const collect = threadCollector();
+/** When this thread last replaced its snapshot (performance.now): the collection log says how long after it each step came. */
+let swappedAt = 0;
+const sinceSwapMs = (): number => Math.round(performance.now() - swappedAt);
 const releases = new ReleaseWatch(
   (snapshot) => post({ type: 'released', snapshot }),
   collect === undefined
     ? undefined
     : {
-        collect: () => logger.debug({ ms: collect() }, 'collected after a snapshot swap'),
+        collect: () => logger.debug({ ms: collect(), sinceSwapMs: sinceSwapMs() }, 'collected after a snapshot swap'),
         startMarking: () => {
-          if (startIncrementalMarking()) logger.debug('started incremental marking after a snapshot swap');
+          if (startIncrementalMarking()) logger.debug({ sinceSwapMs: sinceSwapMs() }, 'started incremental marking after a snapshot swap');
         },
         answered: () => metrics.requests.answered,
         inFlight: () => api.inFlight(),
@@ -191,7 +194,8 @@ port.on('message', (message: ToEdge) => {
       const started = performance.now();
       const previous = holder.current as Intelligence | null;
       holder.current = new Intelligence(message.data);
-      metrics.observeSwap((performance.now() - started) / 1000);
+      swappedAt = performance.now();
+      metrics.observeSwap((swappedAt - started) / 1000);
       if (previous !== null) releases.watch(previous.data);
       break;
     }
