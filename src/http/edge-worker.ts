@@ -96,7 +96,10 @@ const releases = new ReleaseWatch(
   collect === undefined
     ? undefined
     : {
-        collect: () => logger.debug({ ms: collect(), sinceSwapMs: sinceSwapMs() }, 'collected after a snapshot swap'),
+        collect: () => {
+          const since = sinceSwapMs();
+          logger.debug({ ms: collect(), sinceSwapMs: since }, 'collected after a snapshot swap');
+        },
         startMarking: () => {
           if (startIncrementalMarking()) logger.debug({ sinceSwapMs: sinceSwapMs() }, 'started incremental marking after a snapshot swap');
         },
