@@ -90,6 +90,8 @@ describe('operations', { concurrency: true }, () => {
     'upi_risk_event_loop_delay_max_seconds',
     'upi_risk_snapshot_swap_seconds',
     'upi_risk_build_carried_bytes',
+    'upi_risk_gc_pause_max_seconds',
+    'upi_risk_heap_used_bytes',
   ];
 
   test('GET /metrics from loopback returns Prometheus text with the service metrics', async () => {
@@ -118,6 +120,8 @@ describe('operations', { concurrency: true }, () => {
       for (const thread of ['main', '0']) {
         const stall = new RegExp(`^upi_risk_event_loop_delay_max_seconds\\{thread="${thread}"\\} (\\S+)$`, 'm').exec(text);
         assert.ok(stall !== null && Number(stall[1]) >= 0 && Number(stall[1]) < 60, `longest event-loop delay of thread ${thread} is a number of seconds`);
+        const heap = new RegExp(`^upi_risk_heap_used_bytes\\{thread="${thread}"\\} (\\S+)$`, 'm').exec(text);
+        assert.ok(heap !== null && Number(heap[1]) > 0, `heap in use of thread ${thread}`);
       }
       const swap = /^upi_risk_snapshot_swap_seconds\{thread="0"\} (\S+)$/m.exec(text);
       assert.ok(swap !== null && Number(swap[1]) >= 0 && Number(swap[1]) < 1, 'the first snapshot was wrapped in well under a second');

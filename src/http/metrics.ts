@@ -1,8 +1,17 @@
-import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { constants as perfConstants, monitorEventLoopDelay, PerformanceObserver, type PerformanceEntry } from 'node:perf_hooks';
+import { getHeapStatistics } from 'node:v8';
 import { AggregatorRegistry, Counter, Gauge, Registry, type GaugeConfiguration, type MetricObjectWithValues, type MetricValue } from 'prom-client';
 import type { BuildReport } from '../intel/build/builder.js';
 import type { Intelligence } from '../engine/intelligence.js';
 import { RequestStats, type MetricJson } from './request-stats.js';
+
+/** Names of V8's collection kinds in the gc performance entries, for the `kind` label. */
+const GC_KINDS = new Map<number, string>([
+  [perfConstants.NODE_PERFORMANCE_GC_MINOR, 'minor'],
+  [perfConstants.NODE_PERFORMANCE_GC_MAJOR, 'major'],
+  [perfConstants.NODE_PERFORMANCE_GC_INCREMENTAL, 'incremental'],
+  [perfConstants.NODE_PERFORMANCE_GC_WEAKCB, 'weakcb'],
+]);
 
 /** The main thread's gauges whose values are read at each scrape from a function set later. */
 type ScrapeReader = 'carriedBytes' | 'reusableBytes' | 'replacedSnapshots' | 'buildThreads';
@@ -56,6 +65,35 @@ export class ServiceMetrics {
       this.#loopDelay.reset();
     },
   });
+  /**
+   * The longest garbage-collection pause since the previous scrape, per
+   * thread and kind: under load a serving thread's own collections are what
+   * stalls it longest (see the README, "What a swap under load is made of"),
+   * and a growing heap shows here before it shows in the latency. Counted
+   * from V8's collection events, which cost nothing between collections.
+   */
+  readonly #gcPauseMax = new Map<string, number>();
+  readonly gcPauseMax: Gauge<'thread' | 'kind'> = this.#gauge({
+    name: 'upi_risk_gc_pause_max_seconds',
+    help: 'Longest garbage-collection pause since the previous scrape, by thread and kind (minor, major, incremental, weakcb, other)',
+    labelNames: ['thread', 'kind'] as const,
+    collect: () => {
+      // Every kind seen once keeps a series, at 0 for an interval without a pause of that kind.
+      for (const [kind, seconds] of this.#gcPauseMax) {
+        this.gcPauseMax.set({ thread: this.#thread, kind }, seconds);
+        this.#gcPauseMax.set(kind, 0);
+      }
+    },
+  });
+  readonly heapUsed: Gauge<'thread'> = this.#gauge({
+    name: 'upi_risk_heap_used_bytes',
+    help: "Bytes of this thread's JavaScript heap in use (snapshots live outside it, in shared memory), by thread",
+    labelNames: ['thread'] as const,
+    collect: () => this.heapUsed.set({ thread: this.#thread }, getHeapStatistics().used_heap_size),
+  });
+  readonly #gcObserver = new PerformanceObserver((list) => {
+    for (const entry of list.getEntries()) this.#recordGc(entry);
+  });
   readonly swapSeconds = this.#gauge({
     name: 'upi_risk_snapshot_swap_seconds',
     help: 'How long the last snapshot swap held this serving thread (wrapping the new arrays), by thread',
@@ -90,6 +128,20 @@ export class ServiceMetrics {
   constructor(thread = 'main') {
     this.#thread = thread;
     this.#loopDelay.enable();
+    this.#gcObserver.observe({ entryTypes: ['gc'] });
+  }
+
+  /** Stop observing this thread's collections (for an instance made only for a while, as in tests). */
+  close(): void {
+    this.#gcObserver.disconnect();
+    this.#loopDelay.disable();
+  }
+
+  #recordGc(entry: PerformanceEntry): void {
+    // Node's gc entries carry the kind in `detail` (absent from this version's typings).
+    const detail = (entry as PerformanceEntry & { readonly detail?: { readonly kind?: number } }).detail;
+    const kind = GC_KINDS.get(detail?.kind ?? -1) ?? 'other';
+    this.#gcPauseMax.set(kind, Math.max(this.#gcPauseMax.get(kind) ?? 0, entry.duration / 1000));
   }
 
   /** A gauge read from `#readers[reader]` at each scrape, when that is set. */
