@@ -1,3 +1,4 @@
+import { constants, PerformanceObserver, type NodeGCPerformanceDetail, type PerformanceEntry } from 'node:perf_hooks';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { enableCollector, threadCollector } from '../src/common/collector.js';
@@ -13,8 +14,26 @@ function sample(text: string, line: string): number | undefined {
   return match === null ? undefined : Number(match[1]);
 }
 
-/** Collection events reach observers asynchronously, after the collection. */
-const delivered = () => new Promise((resolve) => setTimeout(resolve, 50));
+/**
+ * Run a full collection and wait until collection events have reached
+ * observers: Node delivers them to every observer in one pass, after the
+ * collection, so the metrics' observer has its entry once this one has.
+ */
+function collectAndDeliver(collect: () => void): Promise<void> {
+  return new Promise((resolve, reject) => {
+    // Delivery does not keep the event loop alive; this timer does, and bounds the wait.
+    const timeout = setTimeout(() => reject(new Error('no full collection was reported within 10 s')), 10_000);
+    const observer = new PerformanceObserver((list) => {
+      if (list.getEntries().some((entry) => (entry as PerformanceEntry & { detail?: NodeGCPerformanceDetail }).detail?.kind === constants.NODE_PERFORMANCE_GC_MAJOR)) {
+        clearTimeout(timeout);
+        observer.disconnect();
+        resolve();
+      }
+    });
+    observer.observe({ entryTypes: ['gc'] });
+    collect();
+  });
+}
 
 test('a thread reports its heap in use and its longest collection pause by kind, each scrape covering the time since the one before', async () => {
   enableCollector();
@@ -22,8 +41,7 @@ test('a thread reports its heap in use and its longest collection pause by kind,
   assert.ok(collect !== undefined);
   const metrics = new ServiceMetrics('1');
   try {
-    collect();
-    await delivered();
+    await collectAndDeliver(collect);
     const first = await metrics.text();
     const major = sample(first, 'upi_risk_gc_pause_max_seconds{thread="1",kind="major"}');
     assert.ok(major !== undefined && major > 0 && major < 10, `a full collection paused the thread: ${major} s`);
@@ -37,8 +55,7 @@ test('a thread reports its heap in use and its longest collection pause by kind,
     // Another thread's figures come as their own series, not combined with this one's.
     const other = new ServiceMetrics('0');
     try {
-      collect();
-      await delivered();
+      await collectAndDeliver(collect);
       const both = await metrics.text([await other.json()]);
       assert.ok(sample(both, 'upi_risk_gc_pause_max_seconds{thread="0",kind="major"}')! > 0);
       assert.ok(sample(both, 'upi_risk_gc_pause_max_seconds{thread="1",kind="major"}')! > 0);

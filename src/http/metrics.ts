@@ -1,4 +1,4 @@
-import { constants as perfConstants, monitorEventLoopDelay, PerformanceObserver, type PerformanceEntry } from 'node:perf_hooks';
+import { constants as perfConstants, monitorEventLoopDelay, PerformanceObserver, type NodeGCPerformanceDetail, type PerformanceEntry } from 'node:perf_hooks';
 import { getHeapStatistics } from 'node:v8';
 import { AggregatorRegistry, Counter, Gauge, Registry, type GaugeConfiguration, type MetricObjectWithValues, type MetricValue } from 'prom-client';
 import type { BuildReport } from '../intel/build/builder.js';
@@ -67,10 +67,13 @@ export class ServiceMetrics {
   });
   /**
    * The longest garbage-collection pause since the previous scrape, per
-   * thread and kind: under load a serving thread's own collections are what
-   * stalls it longest (see the README, "What a swap under load is made of"),
-   * and a growing heap shows here before it shows in the latency. Counted
-   * from V8's collection events, which cost nothing between collections.
+   * thread and kind: under load, collections (a thread's own, and another's
+   * taking the cores) are a large part of a serving thread's longest
+   * stalls (see the README, "What a swap under load is made of"), and a
+   * growing heap shows here before it shows in the latency. Counted from
+   * V8's collection events, which cost nothing between collections. An
+   * `incremental` entry times the start of incremental marking, not its
+   * later steps.
    */
   readonly #gcPauseMax = new Map<string, number>();
   readonly gcPauseMax: Gauge<'thread' | 'kind'> = this.#gauge({
@@ -131,15 +134,15 @@ export class ServiceMetrics {
     this.#gcObserver.observe({ entryTypes: ['gc'] });
   }
 
-  /** Stop observing this thread's collections (for an instance made only for a while, as in tests). */
+  /** Stop observing this thread's collections: for an instance dropped while its thread goes on (an observer keeps it reachable). */
   close(): void {
     this.#gcObserver.disconnect();
     this.#loopDelay.disable();
   }
 
   #recordGc(entry: PerformanceEntry): void {
-    // Node's gc entries carry the kind in `detail` (absent from this version's typings).
-    const detail = (entry as PerformanceEntry & { readonly detail?: { readonly kind?: number } }).detail;
+    // Node's gc entries carry the kind in `detail`, which the typings leave off the base entry type.
+    const detail = (entry as PerformanceEntry & { readonly detail?: NodeGCPerformanceDetail }).detail;
     const kind = GC_KINDS.get(detail?.kind ?? -1) ?? 'other';
     this.#gcPauseMax.set(kind, Math.max(this.#gcPauseMax.get(kind) ?? 0, entry.duration / 1000));
   }
