@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { get } from 'node:http';
+import { get, type Agent } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { dataDir, type DataDir } from '../src/common/data-dir.js';
@@ -127,12 +127,34 @@ export async function snapshotsByThread(base: string, threads: number): Promise<
 }
 
 /** GET on a connection of its own: the kernel spreads connections, not requests, over the threads. */
-export function readyOverNewConnection(url: string): Promise<Ready> {
+export async function readyOverNewConnection(url: string): Promise<Ready> {
+  return JSON.parse((await getText(url)).body) as Ready;
+}
+
+/**
+ * GET `url`, the body as text: over `agent` (a kept-alive connection of its
+ * own), or a new connection by default; fails rather than waits past `timeoutMs`.
+ */
+export function getText(
+  url: string,
+  options: { readonly agent?: Agent | false; readonly headers?: Record<string, string>; readonly timeoutMs?: number } = {},
+): Promise<{ status: number; body: string }> {
+  const timeoutMs = options.timeoutMs ?? 10_000;
   return new Promise((resolve, reject) => {
-    get(url, { agent: false }, (res) => {
-      let text = '';
-      res.on('data', (chunk: Buffer) => (text += chunk.toString()));
-      res.on('end', () => resolve(JSON.parse(text) as Ready));
-    }).on('error', reject);
+    const request = get(url, { agent: options.agent ?? false, headers: options.headers ?? {}, timeout: timeoutMs }, (res) => {
+      let body = '';
+      res.on('data', (chunk: Buffer) => (body += chunk.toString()));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      res.on('error', reject);
+    });
+    request.on('timeout', () => request.destroy(new Error(`no answer to ${url} within ${timeoutMs} ms`)));
+    request.on('error', reject);
   });
+}
+
+/** The value of one sample line of Prometheus text (`name{labels}` as written), or undefined when absent. */
+export function sample(text: string, line: string): number | undefined {
+  const escaped = line.replace(/[{}"+.]/g, (c) => `\\${c}`);
+  const match = new RegExp(`^${escaped} (\\S+)$`, 'm').exec(text);
+  return match === null ? undefined : Number(match[1]);
 }

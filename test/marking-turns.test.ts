@@ -1,7 +1,7 @@
-import { Agent, get } from 'node:http';
+import { Agent } from 'node:http';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { evidence, ingest, tempDataDir, type Ready } from './helpers.js';
+import { evidence, getText, ingest, sample, tempDataDir, type Ready } from './helpers.js';
 import { lastLine, runCli, startServer } from './server-process.js';
 
 // Busy serving threads free a replaced snapshot by incremental marking, and
@@ -15,7 +15,6 @@ import { lastLine, runCli, startServer } from './server-process.js';
 const SECOND_TURN_MS = 500;
 /** Kept-alive connections per serving thread: one slow request on one of them leaves the thread busy with the other. */
 const CONNECTIONS_PER_THREAD = 2;
-const REQUEST_TIMEOUT_MS = 10_000;
 const MARKING_LINE = 'started incremental marking after a snapshot swap';
 const COLLECTION_LINE = 'collected after a snapshot swap';
 
@@ -23,20 +22,6 @@ interface LogLine {
   readonly msg: string;
   readonly thread?: number;
   readonly sinceSwapMs?: number;
-}
-
-/** GET over `agent` (one kept-alive connection), the body as text; fails rather than waits past REQUEST_TIMEOUT_MS. */
-function fetchOver(agent: Agent, url: string, headers: Record<string, string> = {}): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const request = get(url, { agent, headers, timeout: REQUEST_TIMEOUT_MS }, (res) => {
-      let body = '';
-      res.on('data', (chunk: Buffer) => (body += chunk.toString()));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-      res.on('error', reject);
-    });
-    request.on('timeout', () => request.destroy(new Error(`no answer to ${url} within ${REQUEST_TIMEOUT_MS} ms`)));
-    request.on('error', reject);
-  });
 }
 
 test('under load, the second serving thread starts marking for a replaced snapshot a turn after the first, and marking frees it', { timeout: 120_000 }, async () => {
@@ -54,7 +39,7 @@ test('under load, the second serving thread starts marking for a replaced snapsh
     for (let attempt = 0; attempt < 400 && !filled(); attempt++) {
       const agent = new Agent({ keepAlive: true, maxSockets: 1 });
       agents.push(agent);
-      const { thread } = JSON.parse((await fetchOver(agent, `${server.base}/readyz`)).body) as Ready;
+      const { thread } = JSON.parse((await getText(`${server.base}/readyz`, { agent })).body) as Ready;
       const list = byThread.get(thread)!;
       if (list.length < CONNECTIONS_PER_THREAD) list.push(agent);
     }
@@ -67,10 +52,10 @@ test('under load, the second serving thread starts marking for a replaced snapsh
       list.map(async (agent) => {
         for (let i = 0; loading; i++) {
           if (i % 20 === 0) {
-            const ready = JSON.parse((await fetchOver(agent, `${server.base}/readyz`)).body) as Ready;
+            const ready = JSON.parse((await getText(`${server.base}/readyz`, { agent })).body) as Ready;
             assert.equal(ready.thread, thread, 'the connection stayed with its thread');
           } else {
-            const { status } = await fetchOver(agent, `${server.base}/v1/verify/upi?upi=payee.${i % 300}%40ybl`, headers);
+            const { status } = await getText(`${server.base}/v1/verify/upi?upi=payee.${i % 300}%40ybl`, { agent, headers });
             assert.equal(status, 200);
           }
         }
@@ -92,9 +77,9 @@ test('under load, the second serving thread starts marking for a replaced snapsh
     // Under the load still: marking frees the replaced snapshot on both threads (within a second or so),
     // and the main thread lets go of it once both have reported. A thread that did not free it by marking
     // would pause for a full collection 10 s after its swap, and log it.
-    const held = async () => /^upi_risk_replaced_snapshots_held (\S+)$/m.exec(await (await fetch(`${server.base}/metrics`)).text())?.[1];
+    const held = async () => sample(await (await fetch(`${server.base}/metrics`)).text(), 'upi_risk_replaced_snapshots_held');
     const freed = async () => {
-      for (let i = 0; firstMarking(0) === undefined || firstMarking(1) === undefined || (await held()) !== '0'; i++) {
+      for (let i = 0; firstMarking(0) === undefined || firstMarking(1) === undefined || (await held()) !== 0; i++) {
         if (!loading) return; // the test has ended another way
         assert.ok(i < 600, `both threads marked and the replaced snapshot was let go within 60 s:\n${server.stderr()}`);
         await new Promise((resolve) => setTimeout(resolve, 100));

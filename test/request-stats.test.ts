@@ -3,17 +3,11 @@ import assert from 'node:assert/strict';
 import { ServiceMetrics } from '../src/http/metrics.js';
 import { LATENCY_BUCKETS, ROUTE, RequestStats } from '../src/http/request-stats.js';
 import { RequestIds } from '../src/http/request-ids.js';
+import { sample } from './helpers.js';
 
 // Request counts and latency are kept in typed arrays and written out in
 // Prometheus form only when scraped; this pins that form, alone and summed
 // across serving threads.
-
-/** The value of one sample line of Prometheus text, or undefined when absent. */
-function sample(text: string, line: string): number | undefined {
-  const escaped = line.replace(/[{}"+.]/g, (c) => `\\${c}`);
-  const match = new RegExp(`^${escaped} (\\S+)$`, 'm').exec(text);
-  return match === null ? undefined : Number(match[1]);
-}
 
 test('requests are counted by route and status, and only seen label sets are reported', async () => {
   const metrics = new ServiceMetrics();

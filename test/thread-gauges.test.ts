@@ -3,16 +3,11 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { enableCollector, threadCollector } from '../src/common/collector.js';
 import { ServiceMetrics } from '../src/http/metrics.js';
+import { sample } from './helpers.js';
 
 // Each thread reports its own heap and its longest collection pause since
-// the previous scrape: under load, a serving thread's collections are what
-// stalls it longest, and an operator sees them here per thread.
-
-function sample(text: string, line: string): number | undefined {
-  const escaped = line.replace(/[{}"+.]/g, (c) => `\\${c}`);
-  const match = new RegExp(`^${escaped} (\\S+)$`, 'm').exec(text);
-  return match === null ? undefined : Number(match[1]);
-}
+// the previous scrape: under load, collections are a large part of a serving
+// thread's longest stalls, and an operator sees them here per thread.
 
 /**
  * Run a full collection and wait until collection events have reached

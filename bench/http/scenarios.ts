@@ -485,9 +485,7 @@ async function ingestAndWait(
   const ingested = await runCli(['ingest', '--data-dir', dataDir, evidencePath]);
   if (ingested.code !== 0) throw new Error(`ingest failed:\n${ingested.stderr}`);
   const freshnessS = await pollUntil(
-    async () => {
-      return (await verdictStatus(server, token, upi)) === 'FLAGGED';
-    },
+    async () => (await verdictStatus(server, token, upi)) === 'FLAGGED',
     20,
     `the verdict for ${upi} was not served within 600 s of its ingest`,
   );
