@@ -1,15 +1,17 @@
 /**
- * The header lines of an answer (answerHeadLines), as the edge writes them
- * for every lookup, next to the same text with its numbers written by
- * template literals, as before decimal.ts. Two figures each:
+ * The header lines of an answer (AnswerHead.lines), as the edge writes them
+ * for every lookup: bytes in a reused buffer, numbers written digit by
+ * digit. Next to it the two ways it was written before, as text: joined
+ * with the numbers from decimal.ts's table, and with every number through
+ * a template literal. Two figures each:
  *
  * - time per header (tinybench);
  * - young-generation collections while writing HEADERS headers, each with
  *   its own request id and the key's remaining count one lower, as under
  *   load: how many scavenges, and their median, mean and longest pause. Template
  *   literals put each new count into V8's number-string cache, which keeps
- *   it alive until the next scavenge has copied it: that is what the
- *   second figure shows.
+ *   it alive until the next scavenge has copied it; text joined without it
+ *   is still garbage; the bytes are not.
  *
  *   node --expose-gc dist/bench/answer-headers.bench.js [--time 2000] [--json FILE]
  *
@@ -17,7 +19,8 @@
  */
 import { PerformanceObserver, constants, type PerformanceEntry } from 'node:perf_hooks';
 import { Bench } from 'tinybench';
-import { answerHeadLines, snapshotHeaderLines, type RateLimitHeaders } from '../src/http/answer-headers.js';
+import { decimalText } from '../src/common/decimal.js';
+import { AnswerHead, snapshotHeaderLines, type RateLimitHeaders } from '../src/http/answer-headers.js';
 import { RequestIds } from '../src/http/request-ids.js';
 import { microOptions, round3, taskRows, writeBenchReport } from './support/report.js';
 
@@ -28,13 +31,32 @@ const QUOTA = 1_000_000_000;
 const { time: taskTime, json } = microOptions();
 const gc = (globalThis as { gc?: () => void }).gc;
 
-type HeadLines = (snapshotLines: string, requestId: string, rateLimit: RateLimitHeaders) => string;
+/** Header lines for request `n` of `ids`, in one of the three ways; something with a length. */
+type HeadLines = (ids: RequestIds, n: number, rateLimit: RateLimitHeaders) => { readonly length: number };
 
-/** The text answerHeadLines wrote before decimal.ts: every number through a template literal. */
-const templateHeadLines: HeadLines = (snapshotLines, requestId, rateLimit) =>
-  `${snapshotLines}\r\nX-Request-Id: ${requestId}\r\nX-RateLimit-Limit: ${rateLimit.limit}\r\nX-RateLimit-Remaining: ${rateLimit.remaining}\r\nX-RateLimit-Reset: ${rateLimit.reset}`;
+const DATA_VERSION = '20261122T074338123Z-000001';
+const DATA_AS_OF = '2026-11-22T07:43:38.123Z';
+const snapshotText = `application/json\r\nX-Data-Version: ${DATA_VERSION}\r\nX-Data-As-Of: ${DATA_AS_OF}`;
+const snapshotBytes = snapshotHeaderLines(DATA_VERSION, DATA_AS_OF);
 
-const snapshotLines = snapshotHeaderLines('20261122T074338123Z-000001', '2026-11-22T07:43:38.123Z');
+/** The text the edge wrote before the bytes: numbers joined from decimal.ts's table. */
+const joinedHeadLines: HeadLines = (ids, n, rateLimit) =>
+  `${snapshotText}\r\nX-Request-Id: ${ids.text(n)}\r\nX-RateLimit-Limit: ${rateLimit.limit}\r\nX-RateLimit-Remaining: ${decimalText(rateLimit.remaining)}\r\nX-RateLimit-Reset: ${rateLimit.reset}`;
+
+/** The text written before decimal.ts: every number through a template literal. */
+const templateHeadLines: HeadLines = (ids, n, rateLimit) =>
+  `${snapshotText}\r\nX-Request-Id: ${ids.text(n)}\r\nX-RateLimit-Limit: ${rateLimit.limit}\r\nX-RateLimit-Remaining: ${rateLimit.remaining}\r\nX-RateLimit-Reset: ${rateLimit.reset}`;
+
+/** AnswerHead.lines, one AnswerHead per RequestIds, as a serving thread has. */
+const heads = new WeakMap<RequestIds, AnswerHead>();
+const byteHeadLines: HeadLines = (ids, n, rateLimit) => {
+  let head = heads.get(ids);
+  if (head === undefined) {
+    head = new AnswerHead(ids);
+    heads.set(ids, head);
+  }
+  return head.lines(snapshotBytes, n, rateLimit);
+};
 
 /** A key's quota state as a run of requests spends it, and the id of each request. */
 class RequestStream {
@@ -42,9 +64,9 @@ class RequestStream {
   #remaining = QUOTA;
   readonly #reset = Math.ceil(Date.now() / 1000) + 60;
 
-  next(write: HeadLines): string {
+  next(write: HeadLines): { readonly length: number } {
     if (this.#remaining === 0) this.#remaining = QUOTA;
-    return write(snapshotLines, this.#ids.next(), { limit: QUOTA, remaining: --this.#remaining, reset: this.#reset });
+    return write(this.#ids, this.#ids.next(), { limit: QUOTA, remaining: --this.#remaining, reset: this.#reset });
   }
 }
 
@@ -81,32 +103,41 @@ async function collections(write: HeadLines): Promise<Collections> {
 }
 
 async function main(): Promise<void> {
-  // The two must write the same text: the same request, both ways.
+  // The three must write the same characters: the same request, every way.
   const check = new RequestStream();
-  const both: HeadLines = (lines, requestId, rateLimit) => {
-    const text = answerHeadLines(lines, requestId, rateLimit);
-    if (text !== templateHeadLines(lines, requestId, rateLimit)) throw new Error(`answerHeadLines differs from the template text: ${text}`);
-    return text;
+  const all: HeadLines = (ids, n, rateLimit) => {
+    const bytes = Buffer.from(byteHeadLines(ids, n, rateLimit) as Uint8Array).toString('latin1');
+    const joined = joinedHeadLines(ids, n, rateLimit) as string;
+    const template = templateHeadLines(ids, n, rateLimit) as string;
+    if (bytes !== template || joined !== template) throw new Error(`the header writers differ:\n${bytes}\n${joined}\n${template}`);
+    return bytes;
   };
-  for (let i = 0; i < 10_000; i++) check.next(both);
+  for (let i = 0; i < 10_000; i++) check.next(all);
 
   const bench = new Bench({ time: taskTime, warmupTime: 500, timestampProvider: 'hrtimeNow', subtractTimerOverhead: true });
   let sink = 0;
-  const timed = new RequestStream();
-  const template = new RequestStream();
-  bench.add('answerHeadLines (decimalText)', () => {
-    sink += timed.next(answerHeadLines).length;
-  }, { beforeAll: () => gc?.() });
-  bench.add('same lines, numbers by template literal', () => {
-    sink += template.next(templateHeadLines).length;
-  }, { beforeAll: () => gc?.() });
+  const writers: [string, HeadLines][] = [
+    ['AnswerHead.lines (bytes)', byteHeadLines],
+    ['text, numbers from decimalText', joinedHeadLines],
+    ['text, numbers by template literal', templateHeadLines],
+  ];
+  for (const [name, write] of writers) {
+    const stream = new RequestStream();
+    bench.add(name, () => {
+      sink += stream.next(write).length;
+    }, { beforeAll: () => gc?.() });
+  }
   bench.runSync();
   const rows = taskRows(bench);
   console.table(rows);
 
   // Whichever writer runs first after the timing pays a one-off 15–25 ms scavenge: a run not reported takes it.
-  await collections(answerHeadLines);
-  const young = { decimalText: await collections(answerHeadLines), template: await collections(templateHeadLines) };
+  await collections(byteHeadLines);
+  const young = {
+    bytes: await collections(byteHeadLines),
+    decimalText: await collections(joinedHeadLines),
+    template: await collections(templateHeadLines),
+  };
   console.log(`young-generation collections while writing ${HEADERS} headers:`);
   console.table(young);
   if (json !== undefined) writeBenchReport(json, 'answer-headers', null, { rows, headers: HEADERS, collections: young });

@@ -3,11 +3,13 @@ import assert from 'node:assert/strict';
 import { connect } from 'node:net';
 import uWS from 'uWebSockets.js';
 import { listen } from '../src/http/server.js';
-import { snapshotHeaderLines, writeAnswerHead } from '../src/http/answer-headers.js';
+import { AnswerHead, snapshotHeaderLines } from '../src/http/answer-headers.js';
+import { RequestIds } from '../src/http/request-ids.js';
 
 // Every header of an answer is written with one writeHeader call whose value
-// carries the other lines. This pins the bytes uWebSockets.js puts on the
-// wire that way: well-formed header lines, each header once, in order.
+// carries the other lines, as bytes from a buffer reused by every answer.
+// This pins the bytes uWebSockets.js puts on the wire that way: well-formed
+// header lines, each header once, in order, and each answer its own.
 
 /** One raw HTTP/1.1 exchange: the response head as lines, and the body. */
 async function rawGet(port: number): Promise<{ head: string[]; body: string }> {
@@ -29,12 +31,14 @@ async function rawGet(port: number): Promise<{ head: string[]; body: string }> {
 
 test('an answer head written in one call is the same header lines, each once', async (t) => {
   const lines = snapshotHeaderLines('20261122T074338123Z-00abcd', '2026-11-22T07:43:38.123Z');
+  const ids = new RequestIds();
+  const head = new AnswerHead(ids);
   let mode: 'limited' | 'extra' | 'bare' = 'limited';
   const app = uWS.App().get('/', (res) => {
     res.cork(() => {
-      if (mode === 'limited') writeAnswerHead(res, '200 OK', lines, 'req-1', { limit: 600, remaining: 599, reset: 1795420000 });
-      else if (mode === 'extra') writeAnswerHead(res, '429 Too Many Requests', lines, 'req-2', { limit: 600, remaining: 0, reset: 1795420000 }, 'Retry-After', '7');
-      else writeAnswerHead(res, '200 OK', lines, 'req-3', null);
+      if (mode === 'limited') head.write(res, '200 OK', lines, 1, { limit: 600, remaining: 599, reset: 1795420000 });
+      else if (mode === 'extra') head.write(res, '429 Too Many Requests', lines, 2, { limit: 600, remaining: 0, reset: 1795420000 }, 'Retry-After', '7');
+      else head.write(res, '200 OK', lines, 3, null);
       res.end('{"ok":true}');
     });
   });
@@ -47,7 +51,7 @@ test('an answer head written in one call is the same header lines, each once', a
     'Content-Type: application/json',
     'X-Data-Version: 20261122T074338123Z-00abcd',
     'X-Data-As-Of: 2026-11-22T07:43:38.123Z',
-    'X-Request-Id: req-1',
+    `X-Request-Id: ${ids.text(1)}`,
     'X-RateLimit-Limit: 600',
     'X-RateLimit-Remaining: 599',
     'X-RateLimit-Reset: 1795420000',
@@ -62,7 +66,7 @@ test('an answer head written in one call is the same header lines, each once', a
   const refused = await rawGet(server.port);
   assert.equal(refused.head[0], 'HTTP/1.1 429 Too Many Requests');
   assert.deepEqual(refused.head.slice(4, 9), [
-    'X-Request-Id: req-2',
+    `X-Request-Id: ${ids.text(2)}`,
     'X-RateLimit-Limit: 600',
     'X-RateLimit-Remaining: 0',
     'X-RateLimit-Reset: 1795420000',
@@ -74,7 +78,28 @@ test('an answer head written in one call is the same header lines, each once', a
   const response = await fetch(`http://127.0.0.1:${server.port}/`);
   assert.equal(response.headers.get('content-type'), 'application/json');
   assert.equal(response.headers.get('x-data-version'), '20261122T074338123Z-00abcd');
-  assert.equal(response.headers.get('x-request-id'), 'req-3');
+  assert.equal(response.headers.get('x-request-id'), ids.text(3));
   assert.equal(response.headers.get('x-ratelimit-limit'), null);
   assert.deepEqual(await response.json(), { ok: true });
+});
+
+test('the lines of one answer after another: the start is kept while the snapshot is, and written anew when it changes', () => {
+  const ids = new RequestIds();
+  const head = new AnswerHead(ids);
+  const text = (view: Uint8Array): string => Buffer.from(view).toString('latin1');
+  const older = snapshotHeaderLines('20261122T074338123Z-00abcd', '2026-11-22T07:43:38.123Z');
+  const newer = snapshotHeaderLines('20261123T000000000Z-00beef', '2026-11-23T00:00:00.000Z');
+  const expected = (version: string, asOf: string, n: number, rest: string) =>
+    `application/json\r\nX-Data-Version: ${version}\r\nX-Data-As-Of: ${asOf}\r\nX-Request-Id: ${ids.text(n)}${rest}`;
+  const limits = (remaining: number) => `\r\nX-RateLimit-Limit: 600\r\nX-RateLimit-Remaining: ${remaining}\r\nX-RateLimit-Reset: 1795420000`;
+
+  assert.equal(text(head.lines(older, 0, { limit: 600, remaining: 599, reset: 1795420000 })), expected('20261122T074338123Z-00abcd', '2026-11-22T07:43:38.123Z', 0, limits(599)));
+  // A longer id, a shorter answer, then one with an extra header: nothing of the one before is left.
+  assert.equal(text(head.lines(older, 123_456_789, null)), expected('20261122T074338123Z-00abcd', '2026-11-22T07:43:38.123Z', 123_456_789, ''));
+  assert.equal(
+    text(head.lines(older, 2, { limit: 600, remaining: 0, reset: 1795420000 }, 'Retry-After', '7')),
+    expected('20261122T074338123Z-00abcd', '2026-11-22T07:43:38.123Z', 2, `${limits(0)}\r\nRetry-After: 7`),
+  );
+  assert.equal(text(head.lines(newer, 3, null)), expected('20261123T000000000Z-00beef', '2026-11-23T00:00:00.000Z', 3, ''));
+  assert.equal(text(head.lines(older, 4, null)), expected('20261122T074338123Z-00abcd', '2026-11-22T07:43:38.123Z', 4, ''));
 });

@@ -6,6 +6,7 @@ import { ARRAY_FIELDS, type SnapshotData } from '../src/engine/snapshot-data.js'
 import { listSnapshots, readSnapshotFile } from '../src/engine/snapshot-files.js';
 import { IntelligenceService } from '../src/service/intelligence-service.js';
 import { answerSingle } from '../src/api/single-answer.js';
+import { ByteScratch } from '../src/common/byte-scratch.js';
 import { evidence, ingest, tempDataDir, TEST_SCORED_AT } from './helpers.js';
 
 // A snapshot built by the serving process is handed over from the pool in
@@ -44,7 +45,12 @@ test('onAssembled gets the snapshot in shared memory, the same one its file hold
     }
     const served = new Intelligence(early);
     const loaded = new Intelligence(fromFile);
-    for (const upi of ['gang.one@ybl', 'GANG.TWO@okaxis', 'solo@paytm', 'nobody@ybl']) assert.equal(answerSingle(served, upi), answerSingle(loaded, upi), upi);
+    const out = new ByteScratch(1024);
+    const answer = (intel: Intelligence, upi: string): string => {
+      const json = answerSingle(intel, upi, out);
+      return typeof json === 'string' ? json : Buffer.from(json).toString();
+    };
+    for (const upi of ['gang.one@ybl', 'GANG.TWO@okaxis', 'solo@paytm', 'nobody@ybl']) assert.equal(answer(served, upi), answer(loaded, upi), upi);
     const clusterId = served.verdict('gang.one@ybl').cluster_id!;
     assert.deepEqual(served.cluster(clusterId), loaded.cluster(clusterId));
   } finally {

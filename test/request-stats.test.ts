@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { ServiceMetrics } from '../src/http/metrics.js';
 import { LATENCY_BUCKETS, ROUTE, RequestStats } from '../src/http/request-stats.js';
 import { RequestIds } from '../src/http/request-ids.js';
+import { ByteScratch } from '../src/common/byte-scratch.js';
 import { sample } from './helpers.js';
 
 // Request counts and latency are kept in typed arrays and written out in
@@ -71,9 +72,18 @@ test('request ids are unique within a thread and across threads', () => {
   const b = new RequestIds();
   const seen = new Set<string>();
   for (let i = 0; i < 10_000; i++) {
-    seen.add(a.next());
-    seen.add(b.next());
+    seen.add(a.text(a.next()));
+    seen.add(b.text(b.next()));
   }
   assert.equal(seen.size, 20_000);
   for (const id of seen) assert.match(id, /^[0-9a-f]{16}-[0-9a-z]+$/);
+});
+
+test('a request id written as bytes is its text', () => {
+  const ids = new RequestIds();
+  const out = new ByteScratch(64);
+  for (const n of [0, 1, 35, 36, 1295, 1296, 123_456_789, Number.MAX_SAFE_INTEGER]) {
+    ids.write(out.clear(), n);
+    assert.equal(Buffer.from(out.view()).toString('latin1'), ids.text(n));
+  }
 });

@@ -19,7 +19,8 @@ import { parseArgs } from 'node:util';
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
 import uWS from 'uWebSockets.js';
 import { createTlsApp } from '../../src/http/tls.js';
-import { snapshotHeaderLines, writeAnswerHead } from '../../src/http/answer-headers.js';
+import { AnswerHead, snapshotHeaderLines } from '../../src/http/answer-headers.js';
+import { RequestIds } from '../../src/http/request-ids.js';
 import { listen } from '../../src/http/server.js';
 import { freePort } from '../../src/http/edge-pool.js';
 
@@ -51,18 +52,18 @@ const app = cert !== undefined && key !== undefined ? createTlsApp({ certFile: c
 
 const serviceHeaders = args['service-headers'];
 const dataVersion = '20261122T074338123Z-000001';
-const REQUEST_ID_PREFIX = '3f9c0a7e5d21b846-';
 const dataAsOf = new Date().toISOString();
 
 const dataLines = snapshotHeaderLines(dataVersion, dataAsOf);
-let requests = 0;
+const requestIds = new RequestIds();
+const head = new AnswerHead(requestIds);
 
 const answer = (res: uWS.HttpResponse) => {
   res.cork(() => {
     if (serviceHeaders) {
       // The same header bytes, written the same way, as the service's answers.
       const rateLimit = { limit: 1_000_000_000, remaining: 999_999_999, reset: Math.ceil(Date.now() / 1000) + 60 };
-      writeAnswerHead(res, '200 OK', dataLines, `${REQUEST_ID_PREFIX}${(requests++).toString(36)}`, rateLimit);
+      head.write(res, '200 OK', dataLines, requestIds.next(), rateLimit);
     } else {
       res.writeStatus('200 OK').writeHeader('Content-Type', 'application/json');
     }

@@ -62,6 +62,8 @@ type Pair =
 export class QuotaService implements Quota {
   readonly #options: QuotaOptions;
   readonly #pairs = new Map<string, Pair>();
+  /** Each key record's pair; records are replaced, never changed, when keys change. */
+  readonly #byRecord = new WeakMap<KeyRecord, Pair>();
   readonly #authFailures: RateLimiterAbstract;
   readonly #now: () => number;
 
@@ -127,6 +129,17 @@ export class QuotaService implements Quota {
   }
 
   #pairFor(key: KeyRecord): Pair {
+    // Found by the record itself on every request after its first: naming the pair
+    // joins strings, and a Map hashes the new string, on a path taken by every request.
+    let pair = this.#byRecord.get(key);
+    if (pair === undefined) {
+      pair = this.#findPair(key);
+      this.#byRecord.set(key, pair);
+    }
+    return pair;
+  }
+
+  #findPair(key: KeyRecord): Pair {
     if (key.limits !== null) {
       const name = `custom:${key.limits.burst}:${key.limits.sustained}:${key.limits.windowSeconds}`;
       let pair = this.#pairs.get(name);

@@ -1,3 +1,4 @@
+import type { ByteScratch } from '../common/byte-scratch.js';
 import type { BatchItem, BatchResponse, Source, VpaVerdict } from '../engine/verdict.js';
 
 /**
@@ -24,6 +25,25 @@ export function verdictJson(v: VpaVerdict): string {
 /** verdictJson of the CLEARED verdict for `upi`: the same text, without building the verdict. */
 export function clearedVerdictJson(upi: string): string {
   return `{"upi":${jsonString(upi)},"status":"CLEARED","confidence":null,"risk_category":null,"cluster_id":null,"cluster_size":0,"first_seen":null,"last_seen":null,"sources":[],"evidence_count":0}`;
+}
+
+const CLEARED_START = Buffer.from('{"upi":', 'latin1');
+const CLEARED_END = Buffer.from(
+  ',"status":"CLEARED","confidence":null,"risk_category":null,"cluster_id":null,"cluster_size":0,"first_seen":null,"last_seen":null,"sources":[],"evidence_count":0}',
+  'latin1',
+);
+const QUOTE = Buffer.from('"', 'latin1');
+
+/**
+ * clearedVerdictJson's text as UTF-8, written into `out` (cleared first):
+ * the answer to most single lookups, so it is written without a string
+ * (byte-scratch.ts says why). The view is valid until `out` is written again.
+ */
+export function clearedVerdictBytes(out: ByteScratch, upi: string): Uint8Array {
+  out.clear().bytes(CLEARED_START);
+  if (needsEscape(upi)) out.text(JSON.stringify(upi));
+  else out.bytes(QUOTE).text(upi).bytes(QUOTE);
+  return out.bytes(CLEARED_END).view();
 }
 
 export function batchItemJson(item: BatchItem): string {
@@ -61,10 +81,15 @@ function nullableText(value: string | null): string {
 
 /** `JSON.stringify(text)`, skipping its work for the common text that needs no escape. */
 export function jsonString(text: string): string {
+  return needsEscape(text) ? JSON.stringify(text) : `"${text}"`;
+}
+
+/** Whether JSON.stringify could write `text` as anything but itself in quotes. */
+function needsEscape(text: string): boolean {
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
     // Control chars, '"', '\\' and every non-ASCII char (lone surrogates must be escaped) go the long way.
-    if (c < 0x20 || c === 0x22 || c === 0x5c || c > 0x7e) return JSON.stringify(text);
+    if (c < 0x20 || c === 0x22 || c === 0x5c || c > 0x7e) return true;
   }
-  return `"${text}"`;
+  return false;
 }

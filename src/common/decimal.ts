@@ -14,6 +14,8 @@
  * header written through `decimalText`, 5 KB and 0.6 ms (`--trace-gc-nvp`,
  * same load, same run). Strings built here are joined from a fixed table
  * and never enter the cache, so they die young like the rest of an answer.
+ * (The header lines are now written as bytes, numbers digit by digit,
+ * byte-scratch.ts; cluster ids in answers still come from here.)
  *
  * Numbers with few distinct values (counts, confidences, years) stay on the
  * cache: they hit it, and that is what it is for.

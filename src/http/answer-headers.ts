@@ -1,5 +1,6 @@
 /**
- * The headers every API answer carries, written with one native call.
+ * The headers every API answer carries, written with one native call, as
+ * bytes.
  *
  * uWebSockets.js writes each `writeHeader(name, value)` as `name: value\r\n`
  * straight into the response buffer, and every call crosses from JS into C++
@@ -7,7 +8,8 @@
  * server 5–10 % of its peak for single lookups (wrk, same run); the same
  * lines written by one call, its value holding the other lines pre-joined,
  * cost it too little to tell from the noise. The bytes on the wire are the
- * same.
+ * same. The value is written into a reused byte buffer (byte-scratch.ts
+ * says why), numbers digit by digit: no string is made per answer.
  *
  * That is only safe because no value here comes from a request: request ids
  * and quota numbers are made by the service, and the data version and time
@@ -15,7 +17,8 @@
  * (snapshot-codec.ts). Nothing a client sends can put a line break in.
  */
 import type { HttpResponse } from 'uWebSockets.js';
-import { decimalText } from '../common/decimal.js';
+import { ByteScratch } from '../common/byte-scratch.js';
+import type { RequestIds } from './request-ids.js';
 
 /** Rate-limit state for the X-RateLimit-* headers. */
 export interface RateLimitHeaders {
@@ -24,45 +27,84 @@ export interface RateLimitHeaders {
   readonly reset: number;
 }
 
+/** Room for an answer's header lines: about 250 bytes in practice. */
+const HEAD_CAPACITY = 4096;
+
+const ascii = (text: string): Uint8Array => Buffer.from(text, 'latin1');
+const CONTENT_TYPE = ascii('Content-Type');
+const REQUEST_ID = ascii('\r\nX-Request-Id: ');
+const LIMIT = ascii('\r\nX-RateLimit-Limit: ');
+const REMAINING = ascii('\r\nX-RateLimit-Remaining: ');
+const RESET = ascii('\r\nX-RateLimit-Reset: ');
+const LINE_BREAK = ascii('\r\n');
+const COLON = ascii(': ');
+
 /**
  * The lines that are the same for every JSON answer from one snapshot:
- * Content-Type, X-Data-Version, X-Data-As-Of. Made once per snapshot.
+ * Content-Type's value, X-Data-Version, X-Data-As-Of. Made once per snapshot.
  */
-export function snapshotHeaderLines(dataVersion: string, dataAsOf: string): string {
-  return `application/json\r\nX-Data-Version: ${dataVersion}\r\nX-Data-As-Of: ${dataAsOf}`;
+export function snapshotHeaderLines(dataVersion: string, dataAsOf: string): Uint8Array {
+  return ascii(`application/json\r\nX-Data-Version: ${dataVersion}\r\nX-Data-As-Of: ${dataAsOf}`);
 }
 
 /**
- * Write the status line and every header of one answer: the snapshot's
- * lines, the request id, the rate-limit state when there is one, and one
- * extra header (WWW-Authenticate, Retry-After) when given.
+ * Writes answer heads for one thread: the status line, then every header
+ * in one writeHeader call. The bytes it hands over are reused by its next
+ * answer, so keep one per thread and use it synchronously.
  */
-export function writeAnswerHead(
-  res: HttpResponse,
-  statusLine: string,
-  snapshotLines: string,
-  requestId: string,
-  rateLimit: RateLimitHeaders | null,
-  extraName?: string,
-  extraValue?: string,
-): void {
-  res.writeStatus(statusLine).writeHeader('Content-Type', answerHeadLines(snapshotLines, requestId, rateLimit, extraName, extraValue));
-}
+export class AnswerHead {
+  readonly #out = new ByteScratch(HEAD_CAPACITY);
+  readonly #ids: RequestIds;
+  /** Status lines as bytes, made when first used. */
+  readonly #statusLines = new Map<string, Uint8Array>();
+  /** The snapshot lines the buffer starts with, and how long that start is (up to the request id's number). */
+  #startFor: Uint8Array | null = null;
+  #startLength = 0;
 
-/** The value writeAnswerHead gives Content-Type: its own and every later header line, joined. */
-export function answerHeadLines(
-  snapshotLines: string,
-  requestId: string,
-  rateLimit: RateLimitHeaders | null,
-  extraName?: string,
-  extraValue?: string,
-): string {
-  let lines = `${snapshotLines}\r\nX-Request-Id: ${requestId}`;
-  if (rateLimit !== null) {
-    // The remaining count is new on every answer: see decimal.ts for why it is not written with `${}`.
-    // The limit and the reset time repeat from answer to answer, and the engine's cache suits them.
-    lines += `\r\nX-RateLimit-Limit: ${rateLimit.limit}\r\nX-RateLimit-Remaining: ${decimalText(rateLimit.remaining)}\r\nX-RateLimit-Reset: ${rateLimit.reset}`;
+  constructor(ids: RequestIds) {
+    this.#ids = ids;
   }
-  if (extraName !== undefined) lines += `\r\n${extraName}: ${extraValue}`;
-  return lines;
+
+  /**
+   * Write the status line (`statusLine`, e.g. "200 OK") and every header of
+   * one answer: the snapshot's lines, the id of request `requestNumber`,
+   * the rate-limit state when there is one, and one extra header
+   * (WWW-Authenticate, Retry-After) when given.
+   */
+  write(
+    res: HttpResponse,
+    statusLine: string,
+    snapshotLines: Uint8Array,
+    requestNumber: number,
+    rateLimit: RateLimitHeaders | null,
+    extraName?: string,
+    extraValue?: string,
+  ): void {
+    let line = this.#statusLines.get(statusLine);
+    if (line === undefined) {
+      line = ascii(statusLine);
+      this.#statusLines.set(statusLine, line);
+    }
+    res.writeStatus(line).writeHeader(CONTENT_TYPE, this.lines(snapshotLines, requestNumber, rateLimit, extraName, extraValue));
+  }
+
+  /** The value `write` gives Content-Type: its own and every later header line, joined. Valid until the next call. */
+  lines(snapshotLines: Uint8Array, requestNumber: number, rateLimit: RateLimitHeaders | null, extraName?: string, extraValue?: string): Uint8Array {
+    const out = this.#out;
+    // Everything up to the request id's number is the same from one answer to the next while the snapshot is.
+    if (snapshotLines === this.#startFor) {
+      out.truncate(this.#startLength);
+    } else {
+      out.clear().bytes(snapshotLines).bytes(REQUEST_ID);
+      this.#ids.writePrefix(out);
+      this.#startFor = snapshotLines;
+      this.#startLength = out.length;
+    }
+    out.base36(requestNumber);
+    if (rateLimit !== null) {
+      out.bytes(LIMIT).decimal(rateLimit.limit).bytes(REMAINING).decimal(rateLimit.remaining).bytes(RESET).decimal(rateLimit.reset);
+    }
+    if (extraName !== undefined) out.bytes(LINE_BREAK).text(extraName).bytes(COLON).text(extraValue ?? '');
+    return out.view();
+  }
 }

@@ -15,7 +15,8 @@ import type { KeyRecord } from '../access/key-store.js';
 import { hashApiKey, sameHash } from '../access/api-key.js';
 import type { Quota, QuotaDecision } from '../access/quota.js';
 import type { ServiceMetrics } from './metrics.js';
-import { snapshotHeaderLines, writeAnswerHead } from './answer-headers.js';
+import { AnswerHead, snapshotHeaderLines } from './answer-headers.js';
+import { ByteScratch } from '../common/byte-scratch.js';
 import { ROUTE, ROUTE_NAMES } from './request-stats.js';
 import { RequestIds } from './request-ids.js';
 import {
@@ -28,6 +29,9 @@ import {
   tooManyRequests,
   unauthorized,
 } from './http-error.js';
+
+/** Room for a CLEARED single answer: about 170 bytes around a VPA of at most MAX_VPA_LENGTH (escaped, were it not valid). */
+const SINGLE_BODY_CAPACITY = 4096;
 
 /** What the edge needs; the engine never imports the edge. */
 export interface ApiDependencies {
@@ -57,7 +61,8 @@ interface Exchange {
   readonly res: HttpResponse;
   /** Index in ROUTE_NAMES. */
   readonly route: number;
-  readonly requestId: string;
+  /** RequestIds number of this request: its X-Request-Id, made text only for a log line. */
+  readonly requestNumber: number;
   readonly intel: Intelligence;
   readonly started: number;
   /** Answered or aborted: nothing may be written any more. */
@@ -81,19 +86,22 @@ export function createApiApp(deps: ApiDependencies, app: TemplatedApp = uWS.App(
   const metricsTokenHash = deps.metricsToken === undefined ? undefined : hashApiKey(deps.metricsToken);
   const metrics = deps.metrics;
   const requestIds = new RequestIds();
+  const head = new AnswerHead(requestIds);
+  // The body of the answer being written, when it is written as bytes (CLEARED single lookups).
+  const bodyBytes = new ByteScratch(SINGLE_BODY_CAPACITY);
   let inFlight = 0;
   let draining = false;
   // Most answers come from the snapshot the one before came from. Known by
   // its id, not the object: holding a replaced snapshot here would keep its
   // memory until the next answer, which an idle thread may never give.
   let linesId: string | null = null;
-  let linesText = '';
-  const snapshotLines = (intel: Intelligence): string => {
+  let lines: Uint8Array = new Uint8Array(0);
+  const snapshotLines = (intel: Intelligence): Uint8Array => {
     if (intel.meta.id !== linesId) {
-      linesText = snapshotHeaderLines(intel.meta.id, intel.asOfIso);
+      lines = snapshotHeaderLines(intel.meta.id, intel.asOfIso);
       linesId = intel.meta.id;
     }
-    return linesText;
+    return lines;
   };
 
   const begin = (res: HttpResponse, route: number): Exchange => {
@@ -101,7 +109,7 @@ export function createApiApp(deps: ApiDependencies, app: TemplatedApp = uWS.App(
     return {
       res,
       route,
-      requestId: requestIds.next(),
+      requestNumber: requestIds.next(),
       intel: deps.intelligence.current,
       started: performance.now(),
       closed: false,
@@ -121,13 +129,14 @@ export function createApiApp(deps: ApiDependencies, app: TemplatedApp = uWS.App(
     });
   };
 
-  const send = (x: Exchange, status: number, body: string, extra?: readonly [string, string], closeConnection = false): void => {
+  /** `body` may be bytes another answer will write over: it is handed to uWS (which copies it) before this returns. */
+  const send = (x: Exchange, status: number, body: string | Uint8Array, extra?: readonly [string, string], closeConnection = false): void => {
     if (x.closed) return;
     x.closed = true;
     inFlight--;
     const lines = snapshotLines(x.intel);
     x.res.cork(() => {
-      writeAnswerHead(x.res, STATUS_LINES[status] ?? `${status}`, lines, x.requestId, x.quota, extra?.[0], extra?.[1]);
+      head.write(x.res, STATUS_LINES[status] ?? `${status}`, lines, x.requestNumber, x.quota, extra?.[0], extra?.[1]);
       x.res.end(body, closeConnection || draining);
     });
     metrics?.requests.record(x.route, status, (performance.now() - x.started) / 1000);
@@ -135,7 +144,7 @@ export function createApiApp(deps: ApiDependencies, app: TemplatedApp = uWS.App(
 
   const fail = (x: Exchange, error: unknown): void => {
     if (!(error instanceof HttpError)) {
-      deps.logger.error({ requestId: x.requestId, route: ROUTE_NAMES[x.route], err: String((error as Error)?.stack ?? error) }, 'request failed');
+      deps.logger.error({ requestId: requestIds.text(x.requestNumber), route: ROUTE_NAMES[x.route], err: String((error as Error)?.stack ?? error) }, 'request failed');
     }
     const e = error instanceof HttpError ? error : internalError();
     const body: Record<string, unknown> = { error: e.code, message: e.message };
@@ -211,7 +220,7 @@ export function createApiApp(deps: ApiDependencies, app: TemplatedApp = uWS.App(
     keyed(ROUTE.verify, (req) => req.getQuery('upi'), (x, upi) => {
       if (upi === undefined || upi === '') throw badRequest('missing query parameter "upi"');
       if (!isValidVpa(upi)) throw badRequest('"upi" is not a valid VPA (handle@provider)');
-      send(x, 200, answerSingle(x.intel, upi));
+      send(x, 200, answerSingle(x.intel, upi, bodyBytes));
     }),
   );
 
@@ -343,10 +352,19 @@ export function createApiApp(deps: ApiDependencies, app: TemplatedApp = uWS.App(
 function bearerToken(header: string): string | HttpError {
   if (header === '') return unauthorized('missing Authorization header; send "Authorization: Bearer <API key>"');
   const space = header.indexOf(' ');
-  const scheme = space < 0 ? header : header.slice(0, space);
-  if (scheme.toLowerCase() !== 'bearer') return unauthorized('the Authorization scheme must be Bearer');
+  if (!isBearerScheme(header, space < 0 ? header.length : space)) return unauthorized('the Authorization scheme must be Bearer');
   const token = header.slice(space + 1).trim();
   return token === '' || space < 0 ? unauthorized('missing API key after "Bearer"') : token;
+}
+
+const BEARER = 'bearer';
+
+/** Whether `header` up to `end` is "bearer" in any letter case, compared in place: every keyed request asks. */
+function isBearerScheme(header: string, end: number): boolean {
+  if (end !== BEARER.length) return false;
+  // Setting bit 0x20 lower-cases a letter; no other character becomes one of these lower-case letters by it.
+  for (let i = 0; i < end; i++) if ((header.charCodeAt(i) | 0x20) !== BEARER.charCodeAt(i)) return false;
+  return true;
 }
 
 function isJsonContentType(value: string): boolean {

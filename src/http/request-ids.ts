@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import type { ByteScratch } from '../common/byte-scratch.js';
 
 /**
  * X-Request-Id values: unique without a random draw per request. Each
@@ -8,12 +9,33 @@ import { randomBytes } from 'node:crypto';
  * 2^64 per pair). A UUID per request was a twentieth of a single lookup's
  * CPU time. Ids are for support and log correlation, not secrets: being
  * sequential within a thread is harmless.
+ *
+ * A request carries its number; the id's text is written straight into the
+ * answer's header bytes, and made as a string only for a log line.
  */
 export class RequestIds {
   readonly #prefix = `${randomBytes(8).toString('hex')}-`;
+  readonly #prefixBytes = Buffer.from(this.#prefix, 'latin1');
   #count = 0;
 
-  next(): string {
-    return this.#prefix + (this.#count++).toString(36);
+  /** The number of the next request. */
+  next(): number {
+    return this.#count++;
+  }
+
+  /** The id of request `n` as text. */
+  text(n: number): string {
+    return this.#prefix + n.toString(36);
+  }
+
+  /** Append the id of request `n` to `out`: the same characters as `text(n)`. */
+  write(out: ByteScratch, n: number): void {
+    this.writePrefix(out);
+    out.base36(n);
+  }
+
+  /** Append what every id of this thread starts with; `out.base36(n)` then completes the id of request `n`. */
+  writePrefix(out: ByteScratch): void {
+    out.bytes(this.#prefixBytes);
   }
 }
