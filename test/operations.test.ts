@@ -5,6 +5,7 @@ import net from 'node:net';
 import { networkInterfaces } from 'node:os';
 import { startServer, type RunningServer } from './server-process.js';
 import { createKey, edgeDataDir, eventually, request, writePlans, type EdgeDataDir } from './fixtures/edge-server.js';
+import { sample } from './helpers.js';
 
 // The operations surface: health and readiness, Prometheus metrics, JSON
 // logs and graceful shutdown, against real server processes.
@@ -109,22 +110,22 @@ describe('operations', { concurrency: true }, () => {
       assert.equal(response.status, 200, text);
       assert.match(response.headers.get('content-type') ?? '', /^text\/plain/);
       for (const name of METRIC_NAMES) assert.match(text, new RegExp(`^# TYPE ${name} `, 'm'), `${name} exported`);
-      assert.match(text, /^upi_risk_http_requests_total\{route="verify",status="200"\} 1$/m);
-      assert.match(text, /^upi_risk_http_requests_total\{route="verify",status="429"\} 1$/m);
-      assert.match(text, /^upi_risk_http_request_duration_seconds_count\{route="verify"\} 2$/m);
-      assert.match(text, /^upi_risk_rate_limit_rejections_total\{kind="key"\} 1$/m);
-      assert.match(text, /^upi_risk_snapshot_vpas 40$/m);
-      assert.match(text, new RegExp(`^upi_risk_snapshot_info\\{id="${ok.headers.get('x-data-version')!}"\\} 1$`, 'm'));
-      const age = /^upi_risk_snapshot_age_seconds (\S+)$/m.exec(text);
-      assert.ok(age !== null && Number(age[1]) >= 0, 'snapshot age is a number of seconds');
+      assert.equal(sample(text, 'upi_risk_http_requests_total{route="verify",status="200"}'), 1);
+      assert.equal(sample(text, 'upi_risk_http_requests_total{route="verify",status="429"}'), 1);
+      assert.equal(sample(text, 'upi_risk_http_request_duration_seconds_count{route="verify"}'), 2);
+      assert.equal(sample(text, 'upi_risk_rate_limit_rejections_total{kind="key"}'), 1);
+      assert.equal(sample(text, 'upi_risk_snapshot_vpas'), 40);
+      assert.equal(sample(text, `upi_risk_snapshot_info{id="${ok.headers.get('x-data-version')!}"}`), 1);
+      const age = sample(text, 'upi_risk_snapshot_age_seconds');
+      assert.ok(age !== undefined && age >= 0, 'snapshot age is a number of seconds');
       for (const thread of ['main', '0']) {
-        const stall = new RegExp(`^upi_risk_event_loop_delay_max_seconds\\{thread="${thread}"\\} (\\S+)$`, 'm').exec(text);
-        assert.ok(stall !== null && Number(stall[1]) >= 0 && Number(stall[1]) < 60, `longest event-loop delay of thread ${thread} is a number of seconds`);
-        const heap = new RegExp(`^upi_risk_heap_used_bytes\\{thread="${thread}"\\} (\\S+)$`, 'm').exec(text);
-        assert.ok(heap !== null && Number(heap[1]) > 0, `heap in use of thread ${thread}`);
+        const stall = sample(text, `upi_risk_event_loop_delay_max_seconds{thread="${thread}"}`);
+        assert.ok(stall !== undefined && stall >= 0 && stall < 60, `longest event-loop delay of thread ${thread} is a number of seconds`);
+        const heap = sample(text, `upi_risk_heap_used_bytes{thread="${thread}"}`);
+        assert.ok(heap !== undefined && heap > 0, `heap in use of thread ${thread}`);
       }
-      const swap = /^upi_risk_snapshot_swap_seconds\{thread="0"\} (\S+)$/m.exec(text);
-      assert.ok(swap !== null && Number(swap[1]) >= 0 && Number(swap[1]) < 1, 'the first snapshot was wrapped in well under a second');
+      const swap = sample(text, 'upi_risk_snapshot_swap_seconds{thread="0"}');
+      assert.ok(swap !== undefined && swap >= 0 && swap < 1, 'the first snapshot was wrapped in well under a second');
     } finally {
       assert.equal(await server.stop(), 0);
       await data.cleanup();

@@ -9,7 +9,7 @@ import { assembleSnapshot } from '../src/intel/build/assemble.js';
 import { SnapshotBuilder } from '../src/intel/build/builder.js';
 import { IntelligenceService } from '../src/service/intelligence-service.js';
 import { sameBuildDifferences, snapshotDifferences } from './fixtures/fake-snapshot.js';
-import { aggregateInProcess, assembleOptionsInProcess, evidence, ingest, tempDataDir, TEST_SCORED_AT, type EvidenceInput } from './helpers.js';
+import { aggregateInProcess, assembleOptionsInProcess, evidence, ingest, sample, tempDataDir, TEST_SCORED_AT, type EvidenceInput } from './helpers.js';
 import { lastLine, runCli, startServer } from './server-process.js';
 
 // A replaced snapshot that no thread reads any more lends its buffers to the
@@ -279,9 +279,9 @@ async function serveRounds(extraArgs: readonly string[]) {
   const headers = { authorization: `Bearer ${key}` };
   // Loopback clients read /metrics without a token.
   const gauge = async (name: string) => {
-    const match = new RegExp(`^${name} (\\S+)$`, 'm').exec(await (await fetch(`${server.base}/metrics`)).text());
-    assert.ok(match !== null, `no ${name}`);
-    return Number(match[1]);
+    const value = sample(await (await fetch(`${server.base}/metrics`)).text(), name);
+    assert.ok(value !== undefined, `no ${name}`);
+    return value;
   };
   const waitFor = async (what: string, done: () => Promise<boolean>) => {
     for (let i = 0; !(await done()); i++) {
