@@ -36,9 +36,9 @@ test('an answer head written in one call is the same header lines, each once', a
   let mode: 'limited' | 'extra' | 'bare' = 'limited';
   const app = uWS.App().get('/', (res) => {
     res.cork(() => {
-      if (mode === 'limited') head.write(res, '200 OK', lines, 1, { limit: 600, remaining: 599, reset: 1795420000 });
-      else if (mode === 'extra') head.write(res, '429 Too Many Requests', lines, 2, { limit: 600, remaining: 0, reset: 1795420000 }, 'Retry-After', '7');
-      else head.write(res, '200 OK', lines, 3, null);
+      if (mode === 'limited') head.write(res, '200 OK', head.lines(lines, 1, { limit: 600, remaining: 599, reset: 1795420000 }));
+      else if (mode === 'extra') head.write(res, '429 Too Many Requests', head.lines(lines, 2, { limit: 600, remaining: 0, reset: 1795420000 }, 'Retry-After', '7'));
+      else head.write(res, '200 OK', head.lines(lines, 3, null));
       res.end('{"ok":true}');
     });
   });

@@ -27,6 +27,7 @@ test('an unexpected failure answers 500 internal_error for that request only, an
     { id: 'key_000000000001', name: 't', plan: 'default', limits: null, created_at: '2026-01-01T00:00:00Z', rotated_at: null, revoked_at: null, hash: hashApiKey(key) },
   ]);
   const errors: string[] = [];
+  const loggedIds: unknown[] = [];
   const api = createApiApp(
     {
       intelligence: { current: broken },
@@ -34,7 +35,13 @@ test('an unexpected failure answers 500 internal_error for that request only, an
       quota: new QuotaService({
         plans: parsePlans({ version: 1, plans: { default: { burst: 1000, sustained: 1000, windowSeconds: 60 } }, authFailuresPerIp: { points: 10, windowSeconds: 60 } }),
       }),
-      logger: { ...silentLogger, error: (fields) => errors.push(String(fields.err)) },
+      logger: {
+        ...silentLogger,
+        error: (fields) => {
+          errors.push(String(fields.err));
+          loggedIds.push(fields.requestId);
+        },
+      },
       version: 'test',
     },
     uWS.App(),
@@ -48,8 +55,10 @@ test('an unexpected failure answers 500 internal_error for that request only, an
     const body = (await failed.json()) as { error: string; message: string };
     assert.equal(body.error, 'internal_error');
     assert.equal(body.message.includes('simulated'), false, 'internals are not leaked to callers');
-    assert.ok(failed.headers.get('x-request-id'));
+    assert.match(failed.headers.get('x-request-id') ?? '', /^[0-9a-f]{16}-[0-9a-z]+$/);
     assert.match(errors[0] ?? '', /simulated failure/, 'the failure is logged');
+    // The log line names the request as its answer did, so support can find one from the other.
+    assert.deepEqual(loggedIds, [failed.headers.get('x-request-id')]);
     const ok = await fetch(`${base}/v1/verify/upi?upi=ok@ybl`, { headers });
     assert.equal(ok.status, 200);
     assert.equal(((await ok.json()) as { status: string }).status, 'FLAGGED');

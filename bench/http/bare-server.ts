@@ -63,7 +63,7 @@ const answer = (res: uWS.HttpResponse) => {
     if (serviceHeaders) {
       // The same header bytes, written the same way, as the service's answers.
       const rateLimit = { limit: 1_000_000_000, remaining: 999_999_999, reset: Math.ceil(Date.now() / 1000) + 60 };
-      head.write(res, '200 OK', dataLines, requestIds.next(), rateLimit);
+      head.write(res, '200 OK', head.lines(dataLines, requestIds.next(), rateLimit));
     } else {
       res.writeStatus('200 OK').writeHeader('Content-Type', 'application/json');
     }

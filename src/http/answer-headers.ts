@@ -67,28 +67,24 @@ export class AnswerHead {
 
   /**
    * Write the status line (`statusLine`, e.g. "200 OK") and every header of
-   * one answer: the snapshot's lines, the id of request `requestNumber`,
-   * the rate-limit state when there is one, and one extra header
-   * (WWW-Authenticate, Retry-After) when given.
+   * one answer: `headLines`, from `lines`, go out as the value of
+   * Content-Type, whose own value they start with.
    */
-  write(
-    res: HttpResponse,
-    statusLine: string,
-    snapshotLines: Uint8Array,
-    requestNumber: number,
-    rateLimit: RateLimitHeaders | null,
-    extraName?: string,
-    extraValue?: string,
-  ): void {
+  write(res: HttpResponse, statusLine: string, headLines: Uint8Array): void {
     let line = this.#statusLines.get(statusLine);
     if (line === undefined) {
       line = ascii(statusLine);
       this.#statusLines.set(statusLine, line);
     }
-    res.writeStatus(line).writeHeader(CONTENT_TYPE, this.lines(snapshotLines, requestNumber, rateLimit, extraName, extraValue));
+    res.writeStatus(line).writeHeader(CONTENT_TYPE, headLines);
   }
 
-  /** The value `write` gives Content-Type: its own and every later header line, joined. Valid until the next call. */
+  /**
+   * The header lines of one answer, joined: Content-Type's value, then the
+   * snapshot's lines, the id of request `requestNumber`, the rate-limit
+   * state when there is one, and one extra header (WWW-Authenticate,
+   * Retry-After) when given. Valid until the next call.
+   */
   lines(snapshotLines: Uint8Array, requestNumber: number, rateLimit: RateLimitHeaders | null, extraName?: string, extraValue?: string): Uint8Array {
     const out = this.#out;
     // Everything up to the request id's number is the same from one answer to the next while the snapshot is.

@@ -132,11 +132,12 @@ export function createApiApp(deps: ApiDependencies, app: TemplatedApp = uWS.App(
   /** `body` may be bytes another answer will write over: it is handed to uWS (which copies it) before this returns. */
   const send = (x: Exchange, status: number, body: string | Uint8Array, extra?: readonly [string, string], closeConnection = false): void => {
     if (x.closed) return;
+    // Made before the exchange is closed: were it to throw, the caller's fail() could still answer.
+    const headLines = head.lines(snapshotLines(x.intel), x.requestNumber, x.quota, extra?.[0], extra?.[1]);
     x.closed = true;
     inFlight--;
-    const lines = snapshotLines(x.intel);
     x.res.cork(() => {
-      head.write(x.res, STATUS_LINES[status] ?? `${status}`, lines, x.requestNumber, x.quota, extra?.[0], extra?.[1]);
+      head.write(x.res, STATUS_LINES[status] ?? `${status}`, headLines);
       x.res.end(body, closeConnection || draining);
     });
     metrics?.requests.record(x.route, status, (performance.now() - x.started) / 1000);
