@@ -83,7 +83,9 @@ test('a request id written as bytes is its text', () => {
   const ids = new RequestIds();
   const out = new ByteScratch(64);
   for (const n of [0, 1, 35, 36, 1295, 1296, 123_456_789, Number.MAX_SAFE_INTEGER]) {
-    ids.write(out.clear(), n);
+    // As AnswerHead writes it: the prefix, then the number.
+    ids.writePrefix(out.clear());
+    out.base36(n);
     assert.equal(Buffer.from(out.view()).toString('latin1'), ids.text(n));
   }
 });

@@ -22,11 +22,6 @@ export function verdictJson(v: VpaVerdict): string {
   return `${out}],"evidence_count":${v.evidence_count}}`;
 }
 
-/** verdictJson of the CLEARED verdict for `upi`: the same text, without building the verdict. */
-export function clearedVerdictJson(upi: string): string {
-  return `{"upi":${jsonString(upi)},"status":"CLEARED","confidence":null,"risk_category":null,"cluster_id":null,"cluster_size":0,"first_seen":null,"last_seen":null,"sources":[],"evidence_count":0}`;
-}
-
 const CLEARED_START = Buffer.from('{"upi":', 'latin1');
 const CLEARED_END = Buffer.from(
   ',"status":"CLEARED","confidence":null,"risk_category":null,"cluster_id":null,"cluster_size":0,"first_seen":null,"last_seen":null,"sources":[],"evidence_count":0}',
@@ -35,8 +30,9 @@ const CLEARED_END = Buffer.from(
 const QUOTE = Buffer.from('"', 'latin1');
 
 /**
- * clearedVerdictJson's text as UTF-8, written into `out` (cleared first):
- * the answer to most single lookups, so it is written without a string
+ * verdictJson of the CLEARED verdict for `upi` as UTF-8, written into `out`
+ * (cleared first): the answer to most single lookups, a constant around the
+ * VPA, so it is written without building the verdict or a string
  * (byte-scratch.ts says why). The view is valid until `out` is written again.
  */
 export function clearedVerdictBytes(out: ByteScratch, upi: string): Uint8Array {

@@ -18,10 +18,6 @@
  * call; one view per length is made once and kept, so writing an answer
  * allocates nothing once the lengths seen have come up.
  */
-/** "00" to "99", two bytes each. */
-const DIGIT_PAIRS = Uint8Array.from({ length: 200 }, (_, i) => 0x30 + (i & 1 ? (i >> 1) % 10 : Math.floor((i >> 1) / 10)));
-/** 10^0 to 10^9: a number below 2^31 has as many digits as these it reaches. */
-const POWERS_OF_TEN = Array.from({ length: 10 }, (_, i) => 10 ** i);
 /** Digit characters by value, '0'..'9' then 'a'..'z'. */
 const DIGITS = Uint8Array.from('0123456789abcdefghijklmnopqrstuvwxyz', (c) => c.charCodeAt(0));
 
@@ -84,32 +80,10 @@ export class ByteScratch {
     return this;
   }
 
-  /** Append the decimal digits of `n`, as `String(n)` writes them; whole numbers are written two digits at a time. */
+  /** Append the decimal digits of `n`, as `String(n)` writes them; whole numbers are written digit by digit. */
   decimal(n: number): this {
-    if (!(n >= 0 && n <= 0x7fffffff) || !Number.isInteger(n)) {
-      return n >= 0 && n <= Number.MAX_SAFE_INTEGER && Number.isInteger(n) ? this.#digits(n, 10) : this.text(String(n));
-    }
-    let count = 1;
-    while (count < 10 && n >= POWERS_OF_TEN[count]!) count++;
-    this.#reserve(count);
-    const bytes = this.#bytes;
-    let at = this.#length + count;
-    this.#length = at;
-    let rest = n;
-    while (rest >= 100) {
-      const next = (rest / 100) | 0;
-      const pair = (rest - next * 100) << 1;
-      bytes[--at] = DIGIT_PAIRS[pair + 1]!;
-      bytes[--at] = DIGIT_PAIRS[pair]!;
-      rest = next;
-    }
-    if (rest >= 10) {
-      bytes[--at] = DIGIT_PAIRS[(rest << 1) + 1]!;
-      bytes[--at] = DIGIT_PAIRS[rest << 1]!;
-    } else {
-      bytes[--at] = 0x30 + rest;
-    }
-    return this;
+    if (!(n >= 0 && n <= Number.MAX_SAFE_INTEGER) || !Number.isInteger(n)) return this.text(String(n));
+    return this.#digits(n, 10);
   }
 
   /** Append the base-36 digits of a whole number `n` (`n.toString(36)`). */

@@ -28,13 +28,7 @@ export class RequestIds {
     return this.#prefix + n.toString(36);
   }
 
-  /** Append the id of request `n` to `out`: the same characters as `text(n)`. */
-  write(out: ByteScratch, n: number): void {
-    this.writePrefix(out);
-    out.base36(n);
-  }
-
-  /** Append what every id of this thread starts with; `out.base36(n)` then completes the id of request `n`. */
+  /** Append what every id of this thread starts with; `out.base36(n)` then completes the id of request `n`, the characters of `text(n)`. */
   writePrefix(out: ByteScratch): void {
     out.bytes(this.#prefixBytes);
   }
