@@ -234,6 +234,30 @@ describe('snapshot codec: bodies with a valid checksum but wrong content', () =>
     expectError(() => decodeSnapshot(tampered(editUint32('sourceOffsets', 0, 1))), 'ERR_SNAPSHOT_FORMAT', /sourceOffsets\[0\]/);
   });
 
+  it('refuses a VPA without sources: a flagged answer names at least one', () => {
+    const sourceless = (b: GenericBody) => {
+      const d = arrayData(b, 'sourceOffsets');
+      d.writeUInt32LE(d.readUInt32LE(3 * 4), 4 * 4);
+      b.arrays.sourceOffsets!.data = d;
+    };
+    // Only VPA 3 changes; VPA 4 takes its first source, so the offsets still ascend and end at the source count.
+    expectError(() => decodeSnapshot(tampered(sourceless)), 'ERR_SNAPSHOT_FORMAT', /VPA 3 has no sources/);
+  });
+
+  it('refuses timestamps that no answer could name: not a number, not whole ms, or past the dates Date can hold', () => {
+    const setFloat = (field: string, index: number, value: number) => (b: GenericBody) => {
+      const d = arrayData(b, field);
+      d.writeDoubleLE(value, index * 8);
+      b.arrays[field]!.data = d;
+    };
+    expectError(() => decodeSnapshot(tampered(setFloat('firstSeen', 2, Number.NaN))), 'ERR_SNAPSHOT_FORMAT', /firstSeen\[2\] is NaN/);
+    expectError(() => decodeSnapshot(tampered(setFloat('sourceCapturedAt', 5, 1.5))), 'ERR_SNAPSHOT_FORMAT', /sourceCapturedAt\[5\] is 1\.5/);
+    expectError(() => decodeSnapshot(tampered(setFloat('clusterCreatedAt', 0, 8.64e15 + 1))), 'ERR_SNAPSHOT_FORMAT', /clusterCreatedAt\[0\]/);
+    expectError(() => decodeSnapshot(tampered(setFloat('clusterLastUpdated', 1, -Infinity))), 'ERR_SNAPSHOT_FORMAT', /clusterLastUpdated\[1\]/);
+    // Before 1970 and at Date's very ends are dates all the same.
+    for (const edge of [-1, -8.64e15, 8.64e15]) assert.ok(decodeSnapshot(tampered(setFloat('firstSeen', 2, edge))));
+  });
+
   it('refuses ids and codes out of range', () => {
     const setUint = (field: string, index: number, value: number, width: 1 | 2 | 4) => (b: GenericBody) => {
       const d = arrayData(b, field);

@@ -761,6 +761,9 @@ function validateStructure(data: SnapshotData, context: string): void {
   const bad = (what: string): never => formatError(`${context}: ${what}`);
 
   checkOffsets(data.sourceOffsets, meta.sourceCount, 'sourceOffsets', 'meta.sourceCount', bad);
+  // A VPA is flagged on evidence: its answer names at least one source, the newest being its last_seen.
+  const sourceless = firstNotAscending(data.sourceOffsets, true);
+  if (sourceless >= 0) bad(`VPA ${sourceless - 1} has no sources (sourceOffsets[${sourceless}] is ${data.sourceOffsets[sourceless]})`);
   checkOffsets(data.urlOffsets, data.urlBytes.length, 'urlOffsets', 'urlBytes', bad);
   checkOffsets(data.urlMembersOffsets, data.urlMembersBlob.length, 'urlMembersOffsets', 'urlMembersBlob', bad);
   checkOffsets(data.clusterMembersOffsets, data.clusterMembersBlob.length, 'clusterMembersOffsets', 'clusterMembersBlob', bad);
@@ -778,6 +781,11 @@ function validateStructure(data: SnapshotData, context: string): void {
   below(data.urlCategory, max8(data.urlCategory), sources, 'urlCategory', 'the number of source categories');
   below(data.confidence, max16(data.confidence), CONFIDENCE_SCALE + 1, 'confidence', 'CONFIDENCE_SCALE + 1');
   below(data.clusterConfidence, max16(data.clusterConfidence), CONFIDENCE_SCALE + 1, 'clusterConfidence', 'CONFIDENCE_SCALE + 1');
+
+  for (const field of ['firstSeen', 'sourceCapturedAt', 'clusterCreatedAt', 'clusterLastUpdated'] as const) {
+    const i = firstNonTimestamp(data[field]);
+    if (i >= 0) bad(`${field}[${i}] is ${data[field][i]}, not a whole number of ms within the dates an answer can name`);
+  }
 
   const clusterCount = meta.clusterCount;
   const stray = firstClusterOutOfRange(data.vpaCluster, clusterCount);
@@ -820,6 +828,18 @@ function firstNotAscending(values: Uint32Array, strict: boolean): number {
       if (v < previous) return i;
       previous = v;
     }
+  }
+  return -1;
+}
+
+/** Date's range, ±10^8 days around 1970 (ECMA-262 time values): past it no ISO text exists for an answer. */
+const MAX_TIME_VALUE = 8.64e15;
+
+/** Index of the first value that is not a whole number of ms in Date's range (NaN included); -1 when there is none. */
+function firstNonTimestamp(values: Float64Array): number {
+  for (let i = 0; i < values.length; i++) {
+    const v = values[i]!;
+    if (!(v >= -MAX_TIME_VALUE && v <= MAX_TIME_VALUE) || Math.floor(v) !== v) return i;
   }
   return -1;
 }
