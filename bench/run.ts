@@ -142,7 +142,7 @@ async function main(): Promise<void> {
       micro.push({ file: `vpa-index (${keys / 1e6}M keys)`, report: await benchFile('vpa-index.bench.js', ['--keys', String(keys), '--no-reference']) });
     }
     // Every micro bench takes --vpas (microOptions); those that need no snapshot ignore it.
-    for (const file of ['answer-headers', 'answer-json', 'batch-answer', 'batch-request', 'cluster-answer-cache', 'intelligence', 'snapshot-codec']) {
+    for (const file of ['answer-headers', 'answer-json', 'batch-answer', 'batch-request', 'cluster-answer-cache', 'intelligence', 'single-answer', 'snapshot-codec']) {
       log(`micro: ${file}`);
       micro.push({ file, report: await benchFile(`${file}.bench.js`, ['--vpas', '1000000']) });
     }

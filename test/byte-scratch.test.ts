@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { ByteScratch } from '../src/common/byte-scratch.js';
+import { ByteScratch, putAscii, putBytes, putDigits } from '../src/common/byte-scratch.js';
 
 const textOf = (view: Uint8Array): string => Buffer.from(view).toString('utf8');
 
@@ -21,6 +21,37 @@ test('base36 writes every whole number as toString(36) does', () => {
     assert.equal(textOf(out.clear().base36(n).view()), n.toString(36), `n = ${n}`);
   }
   fc.assert(fc.property(fc.nat({ max: Number.MAX_SAFE_INTEGER }), (n) => textOf(out.clear().base36(n).view()) === n.toString(36)), { numRuns: 2000 });
+});
+
+test('putDigits writes whole numbers in a radix with leading zeros to the width, as toString and padStart do', () => {
+  const target = new Uint8Array(64);
+  const put = (n: number, radix: number, width: number): string => textOf(target.subarray(3, putDigits(target, 3, n, radix, width)));
+  for (const [n, width] of [[0, 1], [0, 4], [7, 2], [42, 2], [123, 2], [5, 3], [2026, 4], [0x80000000, 12]] as const) {
+    assert.equal(put(n, 10, width), String(n).padStart(width, '0'), `${n}, ${width}`);
+  }
+  fc.assert(
+    fc.property(fc.nat({ max: Number.MAX_SAFE_INTEGER }), fc.constantFrom(10, 36), fc.integer({ min: 1, max: 20 }), (n, radix, width) =>
+      assert.equal(put(n, radix, width), n.toString(radix).padStart(width, '0')),
+    ),
+    { numRuns: 3000 },
+  );
+});
+
+test('room and commit let a writer put pieces in place, checked once for the whole', () => {
+  const out = new ByteScratch(256);
+  out.text('head:');
+  const source = Buffer.from('0123456789'.repeat(10));
+  const b = out.room(100);
+  let at = putBytes(b, out.length, source, 3, 7);
+  at = putAscii(b, at, '|');
+  at = putBytes(b, at, source, 10, 90);
+  out.commit(at);
+  assert.equal(textOf(out.view()), `head:3456|${source.toString('latin1', 10, 90)}`);
+  // No room past the capacity, and no commit before what is written or past the end.
+  assert.throws(() => out.room(256 - out.length + 1), RangeError);
+  assert.throws(() => out.commit(out.length - 1), RangeError);
+  assert.throws(() => out.commit(257), RangeError);
+  assert.equal(textOf(out.view()), `head:3456|${source.toString('latin1', 10, 90)}`);
 });
 
 test('text is written as UTF-8, ASCII or not, after what came before', () => {

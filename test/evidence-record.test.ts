@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { isValidVpa, MAX_HANDLE_LENGTH } from '../src/vpa/vpa.js';
 import { parseEvidenceLine, validateEvidence } from '../src/evidence/record.js';
-import { parseIsoWithZone, formatIso } from '../src/common/time.js';
+import { parseIsoWithZone, formatIso, putIso, MAX_ISO_LENGTH } from '../src/common/time.js';
 
 // The grammar written as a regular expression: the reference the hand-written validator is checked against.
 const VPA_GRAMMAR = /^[A-Za-z0-9._-]{1,256}@[A-Za-z][A-Za-z0-9]{1,63}$/;
@@ -48,18 +48,25 @@ test('timestamps need a zone; impossible dates are refused; output is UTC', () =
   }
 });
 
-test('formatIso writes what Date#toISOString writes, without the fraction on whole seconds', () => {
+test('formatIso and putIso write what Date#toISOString writes, without the fraction on whole seconds', () => {
   const viaDate = (ms: number) => {
     const iso = new Date(ms).toISOString();
     return iso.endsWith('.000Z') ? `${iso.slice(0, -5)}Z` : iso;
   };
+  const target = new Uint8Array(3 + MAX_ISO_LENGTH);
+  // Put after other text, as in an answer, and never longer than MAX_ISO_LENGTH.
+  const viaBytes = (ms: number) => Buffer.from(target.subarray(3, putIso(target, 3, ms))).toString('latin1');
   const edges = [
     0, 999, 951_782_400_000 /* 2000-02-29 */, 4_107_542_400_000 /* 2100-03-01 */, 1_709_164_800_000 /* 2024-02-29 */,
     253_402_300_799_999 /* 9999-12-31T23:59:59.999 */, 253_402_300_800_000 /* year 10000 */, -1, -62_167_219_200_000 /* year 0 */,
+    0.5 /* not whole */, 8.64e15 /* Date's last day */, -8.64e15,
   ];
-  for (const ms of edges) assert.equal(formatIso(ms), viaDate(ms), String(ms));
+  for (const ms of edges) {
+    assert.equal(formatIso(ms), viaDate(ms), String(ms));
+    assert.equal(viaBytes(ms), viaDate(ms), String(ms));
+  }
   fc.assert(
-    fc.property(fc.integer({ min: -62_167_219_200_000, max: 300_000_000_000_000 }), (ms) => formatIso(ms) === viaDate(ms)),
+    fc.property(fc.integer({ min: -62_167_219_200_000, max: 300_000_000_000_000 }), (ms) => formatIso(ms) === viaDate(ms) && viaBytes(ms) === viaDate(ms)),
     { numRuns: 20_000 },
   );
 });

@@ -81,7 +81,7 @@ export function jsonString(text: string): string {
 }
 
 /** Whether JSON.stringify could write `text` as anything but itself in quotes. */
-function needsEscape(text: string): boolean {
+export function needsEscape(text: string): boolean {
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
     // Control chars, '"', '\\' and every non-ASCII char (lone surrogates must be escaped) go the long way.

@@ -21,6 +21,8 @@
 /** Digit characters by value, '0'..'9' then 'a'..'z'. */
 const DIGITS = Uint8Array.from('0123456789abcdefghijklmnopqrstuvwxyz', (c) => c.charCodeAt(0));
 
+const ZERO_DIGIT = DIGITS[0]!;
+
 export class ByteScratch {
   readonly #bytes: Uint8Array;
   /** `#bytes.subarray(0, n)` by `n`, made when first needed. */
@@ -52,16 +54,29 @@ export class ByteScratch {
     return this;
   }
 
+  /**
+   * The buffer itself, with room for `extra` bytes after `length`, for a
+   * writer that puts many small pieces with the `put*` functions below and
+   * then calls `commit` once: one bounds check for the whole answer, and no
+   * method call per piece (a long writer calls more methods than V8 will
+   * inline, and each call was most of the cost of its piece).
+   */
+  room(extra: number): Uint8Array {
+    this.#reserve(extra);
+    return this.#bytes;
+  }
+
+  /** After `room`: the bytes up to `end` are written. */
+  commit(end: number): this {
+    if (!(end >= this.#length && end <= this.#bytes.length)) throw new RangeError(`cannot commit ${end} of ${this.#bytes.length} bytes after ${this.#length}`);
+    this.#length = end;
+    return this;
+  }
+
   /** Append `source`'s bytes. */
   bytes(source: Uint8Array): this {
-    const n = source.length;
-    this.#reserve(n);
-    const bytes = this.#bytes;
-    const start = this.#length;
-    // TypedArray.prototype.set costs more to call than a short loop costs to run.
-    if (n > 64) bytes.set(source, start);
-    else for (let i = 0; i < n; i++) bytes[start + i] = source[i]!;
-    this.#length = start + n;
+    this.#reserve(source.length);
+    this.#length = putBytes(this.#bytes, this.#length, source, 0, source.length);
     return this;
   }
 
@@ -82,14 +97,18 @@ export class ByteScratch {
 
   /** Append the decimal digits of `n`, as `String(n)` writes them; whole numbers are written digit by digit. */
   decimal(n: number): this {
-    if (!(n >= 0 && n <= Number.MAX_SAFE_INTEGER) || !Number.isInteger(n)) return this.text(String(n));
-    return this.#digits(n, 10);
+    if (!isDigitable(n)) return this.text(String(n));
+    this.#reserve(MAX_DIGITS);
+    this.#length = putDigits(this.#bytes, this.#length, n, 10, 1);
+    return this;
   }
 
   /** Append the base-36 digits of a whole number `n` (`n.toString(36)`). */
   base36(n: number): this {
-    if (!(n >= 0 && n <= Number.MAX_SAFE_INTEGER) || !Number.isInteger(n)) return this.text(n.toString(36));
-    return this.#digits(n, 36);
+    if (!isDigitable(n)) return this.text(n.toString(36));
+    this.#reserve(MAX_DIGITS);
+    this.#length = putDigits(this.#bytes, this.#length, n, 36, 1);
+    return this;
   }
 
   /** What has been written since the last `clear`. Valid until the next write: hand it on at once. */
@@ -103,28 +122,6 @@ export class ByteScratch {
     return view;
   }
 
-  #digits(n: number, radix: number): this {
-    let count = 1;
-    for (let power = radix; power <= n; power *= radix) count++;
-    this.#reserve(count);
-    const bytes = this.#bytes;
-    let at = this.#length + count;
-    this.#length = at;
-    let rest = n;
-    // Past 2^31 the integer operations below would wrap: divide as doubles until then.
-    while (rest > 0x7fffffff) {
-      const next = Math.floor(rest / radix);
-      bytes[--at] = DIGITS[rest - next * radix]!;
-      rest = next;
-    }
-    do {
-      const next = (rest / radix) | 0;
-      bytes[--at] = DIGITS[rest - next * radix]!;
-      rest = next;
-    } while (rest > 0);
-    return this;
-  }
-
   #utf8(text: string): this {
     const encoded = Buffer.from(text, 'utf8');
     return this.bytes(encoded);
@@ -136,4 +133,60 @@ export class ByteScratch {
       throw new RangeError(`answer larger than its ${this.#bytes.length}-byte buffer`);
     }
   }
+}
+
+/** The most digits `putDigits` writes for a safe integer in any radix from 10 up, unpadded. */
+const MAX_DIGITS = 16;
+
+/** Whether `putDigits` can write `n`: a whole number from 0 to Number.MAX_SAFE_INTEGER. */
+export function isDigitable(n: number): boolean {
+  return n >= 0 && n <= Number.MAX_SAFE_INTEGER && Number.isInteger(n);
+}
+
+/**
+ * The `put*` functions write into a buffer from `ByteScratch.room` at `at`
+ * and return where they stopped; the caller has made room for what they
+ * write.
+ */
+
+/** `source[from..to)`. */
+export function putBytes(target: Uint8Array, at: number, source: Uint8Array, from: number, to: number): number {
+  const n = to - from;
+  // TypedArray.prototype.set costs more to call than a short loop costs to run.
+  if (n > 64) target.set(from === 0 && to === source.length ? source : source.subarray(from, to), at);
+  else for (let i = 0; i < n; i++) target[at + i] = source[from + i]!;
+  return at + n;
+}
+
+/** Text every char of which is known to be below 0x80 (digits, enum values, checked VPAs). */
+export function putAscii(target: Uint8Array, at: number, text: string): number {
+  const n = text.length;
+  for (let i = 0; i < n; i++) target[at + i] = text.charCodeAt(i);
+  return at + n;
+}
+
+/**
+ * The digits of a whole number `n` (isDigitable) in `radix`, with leading
+ * zeros up to `width` digits: `n.toString(radix).padStart(width, '0')`.
+ */
+export function putDigits(target: Uint8Array, at: number, n: number, radix: number, width: number): number {
+  let count = 1;
+  for (let power = radix; power <= n; power *= radix) count++;
+  if (count < width) count = width;
+  const end = at + count;
+  let to = end;
+  let rest = n;
+  // Past 2^31 the integer operations below would wrap: divide as doubles until then.
+  while (rest > 0x7fffffff) {
+    const next = Math.floor(rest / radix);
+    target[--to] = DIGITS[rest - next * radix]!;
+    rest = next;
+  }
+  do {
+    const next = (rest / radix) | 0;
+    target[--to] = DIGITS[rest - next * radix]!;
+    rest = next;
+  } while (rest > 0);
+  while (to > at) target[--to] = ZERO_DIGIT;
+  return end;
 }

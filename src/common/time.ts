@@ -1,3 +1,5 @@
+import { putAscii } from './byte-scratch.js';
+
 /**
  * Timestamps travel as ISO 8601 text with an explicit zone and live in the
  * engine as epoch milliseconds (UTC). Output is always UTC with a `Z`.
@@ -114,6 +116,8 @@ function daysFromCivil(year: number, month: number, day: number): number {
 const TWO_DIGITS = Array.from({ length: 100 }, (_, n) => String(n).padStart(2, '0'));
 const FRACTIONS = Array.from({ length: 1000 }, (_, n) => `.${String(n).padStart(3, '0')}`);
 const MS_PER_DAY = 86_400_000;
+/** Year, month, day, hours, minutes, seconds and ms of the last split: one array, so splitting allocates nothing. */
+const PARTS = new Int32Array(7);
 /** 10000-01-01T00:00:00Z: past it `toISOString` writes six-digit years. */
 const FOUR_DIGIT_YEARS_END = 253_402_300_800_000;
 
@@ -125,10 +129,98 @@ const FOUR_DIGIT_YEARS_END = 253_402_300_800_000;
  * text, a test compares them); anything else goes through Date.
  */
 export function formatIso(ms: number): string {
-  if (!(ms >= 0 && ms < FOUR_DIGIT_YEARS_END) || !Number.isInteger(ms)) {
-    const iso = new Date(ms).toISOString();
-    return iso.endsWith('.000Z') ? `${iso.slice(0, -5)}Z` : iso;
+  if (!isFourDigitYearMs(ms)) return isoViaDate(ms);
+  const intoDay = splitDate(ms);
+  return `${PARTS[0]!}-${TWO_DIGITS[PARTS[1]!]!}-${TWO_DIGITS[PARTS[2]!]!}T${formatClock(intoDay, intoDay % 1000 !== 0)}Z`;
+}
+
+/** `HH:MM:SS`, or `HH:MM:SS.mmm` with `withMillis`, of a whole number of ms into a day. */
+export function formatClock(intoDay: number, withMillis: boolean): string {
+  splitClock(intoDay);
+  const clock = `${TWO_DIGITS[PARTS[3]!]!}:${TWO_DIGITS[PARTS[4]!]!}:${TWO_DIGITS[PARTS[5]!]!}`;
+  return withMillis ? clock + FRACTIONS[PARTS[6]!]! : clock;
+}
+
+/** The longest text formatIso writes: `+275760-09-13T00:00:00.000Z`, Date's last day. */
+export const MAX_ISO_LENGTH = 27;
+
+/**
+ * `formatIso(ms)` as bytes, put into `target` at `at` (the `put*` way of
+ * byte-scratch.ts): the same text, written digit by digit with no string
+ * made for years 1970-9999. Returns where it stopped.
+ */
+export function putIso(target: Uint8Array, at: number, ms: number): number {
+  if (!isFourDigitYearMs(ms)) return putAscii(target, at, isoViaDate(ms));
+  const days = Math.floor(ms / MS_PER_DAY);
+  const slot = days & (DATE_SLOTS - 1);
+  const cached = slot * DATE_LENGTH;
+  if (slotDay[slot] !== days) {
+    splitDate(ms);
+    const year = PARTS[0]!;
+    const century = (year / 100) | 0;
+    put2(slotDate, cached, century);
+    put2(slotDate, cached + 2, year - century * 100);
+    slotDate[cached + 4] = DASH_BYTE;
+    put2(slotDate, cached + 5, PARTS[1]!);
+    slotDate[cached + 7] = DASH_BYTE;
+    put2(slotDate, cached + 8, PARTS[2]!);
+    slotDay[slot] = days;
   }
+  for (let i = 0; i < DATE_LENGTH; i++) target[at + i] = slotDate[cached + i]!;
+  target[at + 10] = T_BYTE;
+  splitClock(ms - days * MS_PER_DAY);
+  const millis = PARTS[6]!;
+  put2(target, at + 11, PARTS[3]!);
+  target[at + 13] = COLON_BYTE;
+  put2(target, at + 14, PARTS[4]!);
+  target[at + 16] = COLON_BYTE;
+  put2(target, at + 17, PARTS[5]!);
+  let end = at + 19;
+  if (millis !== 0) {
+    const hundreds = (millis / 100) | 0;
+    target[end] = DOT_BYTE;
+    target[end + 1] = ZERO + hundreds;
+    put2(target, end + 2, millis - hundreds * 100);
+    end += 4;
+  }
+  target[end] = Z_BYTE;
+  return end + 1;
+}
+
+/**
+ * `YYYY-MM-DD` of the days putIso wrote last, by day number modulo
+ * DATE_SLOTS: the timestamps of answers fall on a few hundred days, and a
+ * date copied from here costs a tenth of one worked out again.
+ */
+const DATE_SLOTS = 4096;
+const DATE_LENGTH = 10;
+const slotDay = new Int32Array(DATE_SLOTS).fill(-1);
+const slotDate = new Uint8Array(DATE_SLOTS * DATE_LENGTH);
+
+/** Two decimal digits of 0..99. */
+function put2(target: Uint8Array, at: number, n: number): void {
+  const tens = (n / 10) | 0;
+  target[at] = ZERO + tens;
+  target[at + 1] = ZERO + n - tens * 10;
+}
+
+const DASH_BYTE = 0x2d;
+const COLON_BYTE = 0x3a;
+const T_BYTE = 0x54;
+const Z_BYTE = 0x5a;
+const DOT_BYTE = 0x2e;
+
+function isFourDigitYearMs(ms: number): boolean {
+  return ms >= 0 && ms < FOUR_DIGIT_YEARS_END && Number.isInteger(ms);
+}
+
+function isoViaDate(ms: number): string {
+  const iso = new Date(ms).toISOString();
+  return iso.endsWith('.000Z') ? `${iso.slice(0, -5)}Z` : iso;
+}
+
+/** Fill PARTS' year, month and day with the UTC date of whole `ms` ≥ 0; returns the ms into that day. */
+function splitDate(ms: number): number {
   const days = Math.floor(ms / MS_PER_DAY);
   // H. Hinnant's civil_from_days, for days ≥ 0 (so the era is never negative).
   const z = days + 719_468;
@@ -137,21 +229,24 @@ export function formatIso(ms: number): string {
   const yoe = Math.floor((doe - Math.floor(doe / 1460) + Math.floor(doe / 36_524) - Math.floor(doe / 146_096)) / 365);
   const doy = doe - (365 * yoe + Math.floor(yoe / 4) - Math.floor(yoe / 100));
   const mp = Math.floor((5 * doy + 2) / 153);
-  const day = doy - Math.floor((153 * mp + 2) / 5) + 1;
   const month = mp < 10 ? mp + 3 : mp - 9;
-  const year = yoe + era * 400 + (month <= 2 ? 1 : 0);
-  const intoDay = ms - days * MS_PER_DAY;
-  return `${year}-${TWO_DIGITS[month]!}-${TWO_DIGITS[day]!}T${formatClock(intoDay, intoDay % 1000 !== 0)}Z`;
+  PARTS[0] = yoe + era * 400 + (month <= 2 ? 1 : 0);
+  PARTS[1] = month;
+  PARTS[2] = doy - Math.floor((153 * mp + 2) / 5) + 1;
+  return ms - days * MS_PER_DAY;
 }
 
-/** `HH:MM:SS`, or `HH:MM:SS.mmm` with `withMillis`, of a whole number of ms into a day. */
-export function formatClock(intoDay: number, withMillis: boolean): string {
-  let rest = intoDay;
-  const hours = Math.floor(rest / 3_600_000);
+/** Fill PARTS' hours, minutes, seconds and ms with a whole number of ms into a day. */
+function splitClock(intoDay: number): void {
+  // Under 86,400,000: integer arithmetic throughout.
+  let rest = intoDay | 0;
+  const hours = (rest / 3_600_000) | 0;
   rest -= hours * 3_600_000;
-  const minutes = Math.floor(rest / 60_000);
+  const minutes = (rest / 60_000) | 0;
   rest -= minutes * 60_000;
-  const seconds = Math.floor(rest / 1000);
-  const clock = `${TWO_DIGITS[hours]!}:${TWO_DIGITS[minutes]!}:${TWO_DIGITS[seconds]!}`;
-  return withMillis ? clock + FRACTIONS[rest - seconds * 1000]! : clock;
+  const seconds = (rest / 1000) | 0;
+  PARTS[3] = hours;
+  PARTS[4] = minutes;
+  PARTS[5] = seconds;
+  PARTS[6] = rest - seconds * 1000;
 }

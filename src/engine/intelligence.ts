@@ -69,7 +69,7 @@ export class Intelligence {
 
   /** Full verdict of the flagged VPA with id `id` (from `lookup`), echoing `upi`. */
   flaggedVerdict(id: number, upi: string): VpaVerdict {
-    this.#requireFlagged(id);
+    this.requireFlagged(id);
     const d = this.#data;
     const from = d.sourceOffsets[id]!;
     const to = d.sourceOffsets[id + 1]!;
@@ -90,7 +90,7 @@ export class Intelligence {
       confidence: d.confidence[id]! / CONFIDENCE_SCALE,
       risk_category: RISK_CATEGORIES[d.riskCategory[id]!]!,
       cluster_id: cluster === NO_CLUSTER ? null : formatClusterId(d.clusterNumber[cluster]!),
-      cluster_size: cluster === NO_CLUSTER ? 0 : this.#clusterSize(cluster),
+      cluster_size: cluster === NO_CLUSTER ? 0 : this.clusterSize(cluster),
       first_seen: formatIso(d.firstSeen[id]!),
       // Sources are newest first: the first one holds the latest capture.
       last_seen: sources[0]!.captured_at,
@@ -110,7 +110,7 @@ export class Intelligence {
 
   /** Batch item of the flagged VPA with id `id` (from `lookup`), echoing `upi`. */
   flaggedBatchItem(id: number, upi: string): BatchItem {
-    this.#requireFlagged(id);
+    this.requireFlagged(id);
     const d = this.#data;
     const cluster = d.vpaCluster[id]!;
     return {
@@ -119,7 +119,7 @@ export class Intelligence {
       confidence: d.confidence[id]! / CONFIDENCE_SCALE,
       risk_category: RISK_CATEGORIES[d.riskCategory[id]!]!,
       cluster_id: cluster === NO_CLUSTER ? null : formatClusterId(d.clusterNumber[cluster]!),
-      cluster_size: cluster === NO_CLUSTER ? 0 : this.#clusterSize(cluster),
+      cluster_size: cluster === NO_CLUSTER ? 0 : this.clusterSize(cluster),
       evidence_count: d.evidenceCount[id]!,
     };
   }
@@ -143,9 +143,9 @@ export class Intelligence {
     return this.#urlText.toString('utf8', d.urlOffsets[url]!, d.urlOffsets[url + 1]!);
   }
 
-  /** `id` must name a flagged VPA of this snapshot (an id from `lookup`). */
-  #requireFlagged(id: number): void {
-    if (!(id >= 0 && id < this.meta.vpaCount)) throw new RangeError(`no flagged VPA with id ${id}`);
+  /** Throws RangeError unless `id` names a flagged VPA of this snapshot (an id from `lookup`). */
+  requireFlagged(id: number): void {
+    if (!(Number.isInteger(id) && id >= 0 && id < this.meta.vpaCount)) throw new RangeError(`no flagged VPA with id ${id}`);
   }
 
   #clusterMemberBytes(ordinal: number): Uint8Array {
@@ -153,7 +153,8 @@ export class Intelligence {
     return d.clusterMembersBlob.subarray(d.clusterMembersOffsets[ordinal]!, d.clusterMembersOffsets[ordinal + 1]!);
   }
 
-  #clusterSize(ordinal: number): number {
+  /** Members of the cluster with ordinal `ordinal` (a `vpaCluster` entry other than NO_CLUSTER). */
+  clusterSize(ordinal: number): number {
     // Read on first use: a cluster has at least two members, so 0 means "not yet known".
     let size = this.#sizes[ordinal]!;
     if (size === 0) {
@@ -180,7 +181,7 @@ export class Intelligence {
   #assembleCluster(ordinal: number): Cluster {
     const d = this.#data;
     const memberBytes = this.#clusterMemberBytes(ordinal);
-    const size = this.#clusterSize(ordinal);
+    const size = this.clusterSize(ordinal);
     if (this.#members.length < size) this.#members = new Uint32Array(Math.max(size, 2 * this.#members.length));
     // A view of the reused buffer: valid until the next assembly, which cannot start before this one returns.
     const memberList = this.#members.subarray(0, portableDecode(memberBytes, this.#members));

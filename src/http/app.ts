@@ -30,8 +30,12 @@ import {
   unauthorized,
 } from './http-error.js';
 
-/** Room for a CLEARED single answer: about 170 bytes around a VPA of at most MAX_VPA_LENGTH (escaped, were it not valid). */
-const SINGLE_BODY_CAPACITY = 4096;
+/**
+ * Room for a single answer written as bytes: a CLEARED one is about 170
+ * bytes around the VPA, a FLAGGED one about 150 more per source; one whose
+ * upper bound is past this is written as text (flagged-verdict-bytes.ts).
+ */
+const SINGLE_BODY_CAPACITY = 16_384;
 
 /** What the edge needs; the engine never imports the edge. */
 export interface ApiDependencies {
@@ -87,7 +91,7 @@ export function createApiApp(deps: ApiDependencies, app: TemplatedApp = uWS.App(
   const metrics = deps.metrics;
   const requestIds = new RequestIds();
   const head = new AnswerHead(requestIds);
-  // The body of the answer being written, when it is written as bytes (CLEARED single lookups).
+  // The body of the answer being written, when it is written as bytes (single lookups).
   const bodyBytes = new ByteScratch(SINGLE_BODY_CAPACITY);
   let inFlight = 0;
   let draining = false;

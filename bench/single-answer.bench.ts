@@ -1,0 +1,82 @@
+/**
+ * A single lookup's answer below the HTTP layer (api/single-answer.ts):
+ * lookup plus JSON written as bytes into a reused buffer, as a serving
+ * thread answers, next to the text way it replaced (the verdict built as
+ * objects, then joined by verdictJson), for flagged and unknown VPAs.
+ *
+ *   node --expose-gc dist/bench/single-answer.bench.js [--vpas 1000000] [--time 2000] [--json FILE]
+ *
+ * Queries are fresh flat strings cycled through pools larger than the CPU
+ * caches, as in intelligence.bench.ts. Every answer is checked against the
+ * text answer before timing; "mean B" is the mean answer size.
+ */
+import { Bench } from 'tinybench';
+import { verdictJson } from '../src/api/answer-json.js';
+import { answerSingle } from '../src/api/single-answer.js';
+import { ByteScratch } from '../src/common/byte-scratch.js';
+import { Intelligence } from '../src/engine/intelligence.js';
+import { fakeSnapshot } from '../test/fixtures/fake-snapshot.js';
+import { microOptions, taskRows, writeBenchReport, type Row } from './support/report.js';
+import { knownVpas, unknownVpas } from './support/vpas.js';
+
+const QUERIES = 1 << 18;
+/** As the serving thread's buffer (http/app.ts). */
+const BODY_CAPACITY = 16_384;
+
+const { vpas: vpaCount, time: taskTime, json } = microOptions();
+
+const gc = (globalThis as { gc?: () => void }).gc;
+
+function main(): void {
+  const intel = new Intelligence(fakeSnapshot(vpaCount));
+  const flagged = knownVpas(intel.data, QUERIES, 1);
+  const unknown = unknownVpas(intel, QUERIES, 2);
+  const out = new ByteScratch(BODY_CAPACITY);
+  const asBytes = (q: string): number => {
+    const answer = answerSingle(intel, q, out);
+    return typeof answer === 'string' ? Buffer.byteLength(answer) : answer.length;
+  };
+  const asText = (q: string): number => verdictJson(intel.verdict(q)).length;
+
+  // Once, outside timing: the bytes are the text answer's, and no pool answer fell back to text.
+  let fellBack = 0;
+  for (const q of [...flagged.slice(0, 4096), ...unknown.slice(0, 4096)]) {
+    const answer = answerSingle(intel, q, out);
+    if (typeof answer === 'string') fellBack++;
+    const bytes = typeof answer === 'string' ? Buffer.from(answer) : Buffer.from(answer);
+    if (!bytes.equals(Buffer.from(verdictJson(intel.verdict(q))))) throw new Error(`answer for ${q} differs from its text answer`);
+  }
+  console.log(`node ${process.version}, ${vpaCount} VPAs, ${fellBack} of 8192 answers checked written as text, gc ${gc ? 'exposed' : 'not exposed'}`);
+
+  const bench = new Bench({ time: taskTime, warmupTime: 500, timestampProvider: 'hrtimeNow', subtractTimerOverhead: true });
+  const sinks: { name: string; calls: number; bytes: number; meanBytes: number }[] = [];
+  const add = (name: string, pool: readonly string[], answer: (q: string) => number): void => {
+    const sink = { name, calls: 0, bytes: 0, meanBytes: 0 };
+    for (let i = 0; i < 4096; i++) sink.meanBytes += answer(pool[i]!);
+    sink.meanBytes = Math.round(sink.meanBytes / 4096);
+    const n = pool.length;
+    let next = 0;
+    bench.add(
+      name,
+      () => {
+        sink.bytes += answer(pool[next]!);
+        next = next + 1 === n ? 0 : next + 1;
+        sink.calls++;
+      },
+      { beforeAll: () => gc?.() },
+    );
+    sinks.push(sink);
+  };
+  add('answerSingle as bytes, flagged', flagged, asBytes);
+  add('verdict object + verdictJson, flagged', flagged, asText);
+  add('answerSingle as bytes, unknown', unknown, asBytes);
+  add('verdict object + verdictJson, unknown', unknown, asText);
+  bench.runSync();
+
+  for (const s of sinks) if (s.calls === 0 || s.bytes === 0) throw new Error(`${s.name}: no output`);
+  const rows: (Row & { 'mean B': number })[] = taskRows(bench).map((row, i) => ({ ...row, 'mean B': sinks[i]!.meanBytes }));
+  console.table(rows);
+  if (json !== undefined) writeBenchReport(json, 'single-answer', vpaCount, { rows, queriesPerPool: QUERIES, bodyCapacity: BODY_CAPACITY });
+}
+
+main();

@@ -1,0 +1,168 @@
+import { putAscii, putBytes, putDigits, type ByteScratch } from '../common/byte-scratch.js';
+import { putIso } from '../common/time.js';
+import type { Intelligence } from '../engine/intelligence.js';
+import { CONFIDENCE_SCALE, NO_CLUSTER, SOURCE_FLAG_SCREENSHOT } from '../engine/snapshot-data.js';
+import { CLUSTER_ID_PREFIX } from '../engine/verdict.js';
+import { RISK_CATEGORIES, SOURCE_CATEGORIES } from '../vpa/categories.js';
+import { jsonString, needsEscape } from './answer-json.js';
+
+/**
+ * `verdictJson(intel.flaggedVerdict(id, upi))` as UTF-8, written into `out`
+ * straight from the snapshot's arrays: no verdict object, no source
+ * objects, no timestamp or url strings. A flagged answer built as objects
+ * and joined as text cost a serving thread about 3 KB of garbage; this is
+ * the flagged counterpart of `clearedVerdictBytes`, and a test holds the
+ * two ways to the same bytes.
+ *
+ * Returns null, having written nothing it keeps, when the answer might not
+ * fit in `out` (a VPA seen on very many urls): the caller then writes the
+ * text. The view is valid until `out` is written again.
+ */
+export function flaggedVerdictBytes(out: ByteScratch, intel: Intelligence, id: number, upi: string): Uint8Array | null {
+  intel.requireFlagged(id);
+  const d = intel.data;
+  // Read up front: at scale each is a cache miss of its own, and read
+  // together the CPU waits for them at once rather than one after another.
+  const confidence = d.confidence[id]!;
+  const risk = d.riskCategory[id]!;
+  const cluster = d.vpaCluster[id]!;
+  const firstSeen = d.firstSeen[id]!;
+  const evidence = d.evidenceCount[id]!;
+  const from = d.sourceOffsets[id]!;
+  const to = d.sourceOffsets[id + 1]!;
+  // Then what those name: the cluster, and the newest capture (sources are newest first).
+  const clustered = cluster !== NO_CLUSTER;
+  const clusterNumber = clustered ? d.clusterNumber[cluster]! : 0;
+  const clusterSize = clustered ? intel.clusterSize(cluster) : 0;
+  const lastSeen = d.sourceCapturedAt[from]!;
+  const urlOffsets = d.urlOffsets;
+  let bound = FIXED_BOUND + MAX_ESCAPED_PER_CHAR * upi.length;
+  for (let s = from; s < to; s++) {
+    const url = d.sourceUrl[s]!;
+    bound += SOURCE_BOUND + MAX_ESCAPED_PER_CHAR * (urlOffsets[url + 1]! - urlOffsets[url]!);
+  }
+  if (bound > out.capacity) return null;
+
+  // Room for the bound once; the pieces are then put without a check or a method call each (byte-scratch.ts).
+  const b = out.clear().room(bound);
+  let at = put(b, 0, UPI);
+  if (needsEscape(upi)) at = putText(b, at, JSON.stringify(upi));
+  else {
+    b[at] = QUOTE;
+    at = putAscii(b, at + 1, upi);
+    b[at++] = QUOTE;
+  }
+  at = putConfidence(b, put(b, at, STATUS_CONFIDENCE), confidence);
+  at = put(b, put(b, at, RISK_CATEGORY), RISK_CATEGORY_TEXT[risk]!);
+  if (!clustered) at = put(b, at, NO_CLUSTER_FIELDS);
+  else at = putDigits(b, put(b, putDigits(b, put(b, at, CLUSTER_ID), clusterNumber, 10, 1), CLUSTER_SIZE), clusterSize, 10, 1);
+  at = putIso(b, put(b, at, FIRST_SEEN), firstSeen);
+  // A loaded snapshot gives every VPA a source, so there is a newest capture.
+  at = put(b, putIso(b, put(b, at, LAST_SEEN), lastSeen), SOURCES);
+  for (let s = from; s < to; s++) {
+    if (s > from) b[at++] = COMMA;
+    const url = d.sourceUrl[s]!;
+    at = putUrl(b, put(b, at, URL), intel, url);
+    at = put(b, put(b, at, CATEGORY), SOURCE_CATEGORY_TEXT[d.urlCategory[url]!]!);
+    at = putIso(b, put(b, at, CAPTURED_AT), d.sourceCapturedAt[s]!);
+    at = put(b, at, (d.sourceFlags[s]! & SOURCE_FLAG_SCREENSHOT) !== 0 ? SCREENSHOT_TRUE : SCREENSHOT_FALSE);
+  }
+  at = putDigits(b, put(b, at, EVIDENCE_COUNT), evidence, 10, 1);
+  b[at++] = CLOSE_BRACE;
+  return out.commit(at).view();
+}
+
+/** A whole constant piece (all are short: a loop, small enough for V8 to inline at each call). */
+function put(target: Uint8Array, at: number, piece: Uint8Array): number {
+  const n = piece.length;
+  for (let i = 0; i < n; i++) target[at + i] = piece[i]!;
+  return at + n;
+}
+
+/** Text that may hold any character, as UTF-8 (the rare escaped VPA or url). */
+function putText(target: Uint8Array, at: number, text: string): number {
+  const encoded = Buffer.from(text, 'utf8');
+  return putBytes(target, at, encoded, 0, encoded.length);
+}
+
+/** Plain Uint8Arrays, not Buffers: `put` then sees one kind of array, as the snapshot's. */
+const latin1 = (text: string): Uint8Array => new Uint8Array(Buffer.from(text, 'latin1'));
+
+const UPI = latin1('{"upi":');
+const STATUS_CONFIDENCE = latin1(',"status":"FLAGGED","confidence":');
+const RISK_CATEGORY = latin1(',"risk_category":');
+const NO_CLUSTER_FIELDS = latin1(',"cluster_id":null,"cluster_size":0');
+const CLUSTER_ID = latin1(`,"cluster_id":"${CLUSTER_ID_PREFIX}`);
+const CLUSTER_SIZE = latin1('","cluster_size":');
+const FIRST_SEEN = latin1(',"first_seen":"');
+const LAST_SEEN = latin1('","last_seen":"');
+const SOURCES = latin1('","sources":[');
+const URL = latin1('{"url":');
+const CATEGORY = latin1(',"category":');
+const CAPTURED_AT = latin1(',"captured_at":"');
+const SCREENSHOT_TRUE = latin1('","screenshot_available":true}');
+const SCREENSHOT_FALSE = latin1('","screenshot_available":false}');
+const EVIDENCE_COUNT = latin1('],"evidence_count":');
+/** Enum values as JSON strings, quotes included, by code. */
+const RISK_CATEGORY_TEXT = RISK_CATEGORIES.map((name) => latin1(JSON.stringify(name)));
+const SOURCE_CATEGORY_TEXT = SOURCE_CATEGORIES.map((name) => latin1(JSON.stringify(name)));
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+const COMMA = 0x2c;
+const CLOSE_BRACE = 0x7d;
+const DOT = 0x2e;
+
+/**
+ * Upper bounds of an answer's length, for the check that it fits: the
+ * fixed text and numbers of a verdict (six-digit ISO years included), of
+ * each source, and the most bytes one UTF-16 unit or one UTF-8 byte of
+ * text can become (`\u001f` is six).
+ */
+const FIXED_BOUND = 512;
+const SOURCE_BOUND = 128;
+const MAX_ESCAPED_PER_CHAR = 6;
+
+/** Digits after the point of a fixed-point confidence: CONFIDENCE_SCALE is 10^this. */
+const SCALE_DIGITS = Math.round(Math.log10(CONFIDENCE_SCALE));
+if (10 ** SCALE_DIGITS !== CONFIDENCE_SCALE) throw new Error('CONFIDENCE_SCALE must be a power of ten');
+
+/**
+ * `String(fixed / CONFIDENCE_SCALE)`, put at `at`: the shortest text of the quotient is
+ * the fraction's digits without trailing zeros, since a decimal of at most
+ * SCALE_DIGITS places is the only one that short to round to its double
+ * (a test compares every value a snapshot can hold).
+ */
+function putConfidence(target: Uint8Array, at: number, fixed: number): number {
+  const whole = Math.floor(fixed / CONFIDENCE_SCALE);
+  let fraction = fixed - whole * CONFIDENCE_SCALE;
+  let end = putDigits(target, at, whole, 10, 1);
+  if (fraction === 0) return end;
+  let width = SCALE_DIGITS;
+  while (fraction % 10 === 0) {
+    fraction /= 10;
+    width--;
+  }
+  target[end++] = DOT;
+  return putDigits(target, end, fraction, 10, width);
+}
+
+/**
+ * A url as a JSON string. Its UTF-8 bytes are copied as they are when they
+ * are printable ASCII with no quote or backslash, as urls nearly always
+ * are; anything else goes through its text, the way the text answer does
+ * (which also decides what invalid UTF-8 in a snapshot becomes).
+ */
+function putUrl(target: Uint8Array, at: number, intel: Intelligence, url: number): number {
+  const d = intel.data;
+  const bytes = d.urlBytes;
+  const start = d.urlOffsets[url]!;
+  const end = d.urlOffsets[url + 1]!;
+  for (let i = start; i < end; i++) {
+    const c = bytes[i]!;
+    if (c < 0x20 || c === QUOTE || c === BACKSLASH || c > 0x7e) return putText(target, at, jsonString(intel.urlOf(url)));
+  }
+  target[at] = QUOTE;
+  const close = putBytes(target, at + 1, bytes, start, end);
+  target[close] = QUOTE;
+  return close + 1;
+}
