@@ -238,6 +238,7 @@ test('a build that fails once it has taken the held memory holds none of it afte
     const replaced = assembled.at(-1)!;
     await ingest(t.dir, t.root, evidenceSet(1, 300));
     assert.equal(builder.reuseMemoryOf(replaced), true);
+    assert.ok(builder.reusableBytes > 0);
     poison(sharedBuffers(replaced));
 
     // The snapshot cannot be written (its folder is a file now): the build fails after assembling.
@@ -245,9 +246,12 @@ test('a build that fails once it has taken the held memory holds none of it afte
     await rename(t.dir.snapshots, away);
     await writeFile(t.dir.snapshots, '');
     await assert.rejects(build());
-    assert.equal(assembled.length, 2, 'it had assembled');
-    assert.ok(fieldsIn(assembled[1]!, sharedBuffers(replaced)).length > 0, 'in the held memory');
     assert.equal(builder.reusableBytes, 0, 'what it took is not held again');
+    // The assembled snapshot reaches onAssembled only if its message comes in before the
+    // failed task settles (the builder drops one not yet delivered); when it does, it was
+    // laid out in the held memory.
+    assert.ok(assembled.length === 1 || assembled.length === 2);
+    if (assembled.length === 2) assert.ok(fieldsIn(assembled[1]!, sharedBuffers(replaced)).length > 0, 'in the held memory');
     await rm(t.dir.snapshots);
     await rename(away, t.dir.snapshots);
 

@@ -58,22 +58,25 @@ const dataLines = snapshotHeaderLines(dataVersion, dataAsOf);
 const requestIds = new RequestIds();
 const head = new AnswerHead(requestIds);
 
-const answer = (res: uWS.HttpResponse) => {
-  res.cork(() => {
-    if (serviceHeaders) {
-      // The same header bytes, written the same way, as the service's answers.
-      const rateLimit = { limit: 1_000_000_000, remaining: 999_999_999, reset: Math.ceil(Date.now() / 1000) + 60 };
-      head.write(res, '200 OK', head.lines(dataLines, requestIds.next(), rateLimit));
-    } else {
-      res.writeStatus('200 OK').writeHeader('Content-Type', 'application/json');
-    }
-    res.end(body);
-  });
+const write = (res: uWS.HttpResponse): void => {
+  if (serviceHeaders) {
+    // The same header bytes, written the same way, as the service's answers.
+    const rateLimit = { limit: 1_000_000_000, remaining: 999_999_999, reset: Math.ceil(Date.now() / 1000) + 60 };
+    head.write(res, '200 OK', head.lines(dataLines, requestIds.next(), rateLimit));
+  } else {
+    res.writeStatus('200 OK').writeHeader('Content-Type', 'application/json');
+  }
+  res.end(body);
+};
+
+/** As the service does: inside the request handler the socket is corked already; a body read to its end is answered corked. */
+const answerCorked = (res: uWS.HttpResponse): void => {
+  res.cork(() => write(res));
 };
 
 app.any('/*', (res, req) => {
   if (req.getMethod() !== 'post') {
-    answer(res);
+    write(res);
     return;
   }
   let aborted = false;
@@ -81,7 +84,7 @@ app.any('/*', (res, req) => {
     aborted = true;
   });
   res.onData((_chunk, isLast) => {
-    if (isLast && !aborted) answer(res);
+    if (isLast && !aborted) answerCorked(res);
   });
 });
 

@@ -71,6 +71,12 @@ interface Exchange {
   readonly started: number;
   /** Answered or aborted: nothing may be written any more. */
   closed: boolean;
+  /**
+   * Answered after the handler returned (answerLater): the writes must then
+   * be corked. Inside the handler uWebSockets.js has corked the socket
+   * already, and `cork` would only call back into JavaScript.
+   */
+  later: boolean;
   /** Rate-limit state to report in the X-RateLimit-* headers. */
   quota: QuotaDecision | null;
 }
@@ -117,6 +123,7 @@ export function createApiApp(deps: ApiDependencies, app: TemplatedApp = uWS.App(
       intel: deps.intelligence.current,
       started: performance.now(),
       closed: false,
+      later: false,
       quota: null,
     };
   };
@@ -127,6 +134,7 @@ export function createApiApp(deps: ApiDependencies, app: TemplatedApp = uWS.App(
    * Answers given within the handler skip this.
    */
   const answerLater = (x: Exchange): void => {
+    x.later = true;
     x.res.onAborted(() => {
       if (!x.closed) inFlight--;
       x.closed = true;
@@ -140,10 +148,17 @@ export function createApiApp(deps: ApiDependencies, app: TemplatedApp = uWS.App(
     const headLines = head.lines(snapshotLines(x.intel), x.requestNumber, x.quota, extra?.[0], extra?.[1]);
     x.closed = true;
     inFlight--;
-    x.res.cork(() => {
-      head.write(x.res, STATUS_LINES[status] ?? `${status}`, headLines);
-      x.res.end(body, closeConnection || draining);
-    });
+    const statusLine = STATUS_LINES[status] ?? `${status}`;
+    const close = closeConnection || draining;
+    if (x.later) {
+      x.res.cork(() => {
+        head.write(x.res, statusLine, headLines);
+        x.res.end(body, close);
+      });
+    } else {
+      head.write(x.res, statusLine, headLines);
+      x.res.end(body, close);
+    }
     metrics?.requests.record(x.route, status, (performance.now() - x.started) / 1000);
   };
 
