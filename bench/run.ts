@@ -46,46 +46,81 @@ import { wholeNumberOption } from './support/report.js';
 const SECTIONS = ['engine', 'micro', 'http', 'swap'] as const;
 type Section = (typeof SECTIONS)[number];
 
-const { values: args } = parseArgs({
-  options: {
-    vpas: { type: 'string', default: '1000000' },
-    only: { type: 'string', default: SECTIONS.join(',') },
-    modes: { type: 'string', default: 'plain,tls' },
-    seconds: { type: 'string', default: '10' },
-    // Peak runs of the service and the ceiling, one after the other, this many times (the median ratio is reported).
-    rounds: { type: 'string', default: '3' },
-    connections: { type: 'string', default: '64' },
-    'hit-ratio': { type: 'string', default: '0.1' },
-    // Like `serve --threads`: one serving thread per core.
-    'server-threads': { type: 'string', default: String(availableParallelism()) },
-    'wrk-threads': { type: 'string', default: '1' },
-    // Default: half the plain single-lookup peak of this run, or 10,000 without the http section.
-    'swap-rate': { type: 'string' },
-    // Passed to the swap section's server (serve --build-idle-seconds); its default when absent.
-    'build-idle-seconds': { type: 'string' },
-    quick: { type: 'boolean', default: false },
-    out: { type: 'string', default: 'bench/results' },
-  },
-  strict: true,
-});
+const USAGE = `usage: npm run bench -- [options]
 
-const vpas = wholeNumberOption('vpas', args.vpas, 1000);
-const seconds = wholeNumberOption('seconds', args.seconds, 1);
-const rounds = wholeNumberOption('rounds', args.rounds, 1);
-const connections = wholeNumberOption('connections', args.connections, 1);
-const serverThreads = wholeNumberOption('server-threads', args['server-threads'], 1);
-const wrkThreads = wholeNumberOption('wrk-threads', args['wrk-threads'], 1);
-const buildIdleSeconds = args['build-idle-seconds'] === undefined ? undefined : wholeNumberOption('build-idle-seconds', args['build-idle-seconds'], 0);
-// serve's own bound, checked here so that a bad value fails before the data set is built rather than at the swap.
-if (buildIdleSeconds !== undefined && buildIdleSeconds > MAX_BUILD_IDLE_SECONDS) {
-  throw new Error(`--build-idle-seconds must be at most ${MAX_BUILD_IDLE_SECONDS}, got ${buildIdleSeconds}`);
+  --vpas N                data set size (default 1000000)
+  --only LIST             sections, from engine,micro,http,swap (default all)
+  --modes LIST            HTTP modes, from plain,tls (default both)
+  --seconds S             length of each measurement (default 10)
+  --rounds N              peak rounds of the service and the ceiling per scenario (default 3)
+  --connections C         wrk connections (default 64)
+  --hit-ratio R           share of known VPAs among lookups (default 0.1)
+  --server-threads N      serving threads of the service and the ceiling (default one per core)
+  --wrk-threads N         wrk threads (default 1)
+  --swap-rate R           single lookups a second during the swap (default half
+                          the plain single-lookup peak of this run, or 10000)
+  --build-idle-seconds S  the swap section's server runs with serve --build-idle-seconds S
+  --quick                 index micro bench at 1M keys only
+  --out DIR               where the report goes (default bench/results)
+  --help                  this text`;
+
+const OPTIONS = {
+  vpas: { type: 'string', default: '1000000' },
+  only: { type: 'string', default: SECTIONS.join(',') },
+  modes: { type: 'string', default: 'plain,tls' },
+  seconds: { type: 'string', default: '10' },
+  // Peak runs of the service and the ceiling, one after the other, this many times (the median ratio is reported).
+  rounds: { type: 'string', default: '3' },
+  connections: { type: 'string', default: '64' },
+  'hit-ratio': { type: 'string', default: '0.1' },
+  // Like `serve --threads`: one serving thread per core.
+  'server-threads': { type: 'string', default: String(availableParallelism()) },
+  'wrk-threads': { type: 'string', default: '1' },
+  // Default: half the plain single-lookup peak of this run, or 10,000 without the http section.
+  'swap-rate': { type: 'string' },
+  // Passed to the swap section's server (serve --build-idle-seconds); its default when absent.
+  'build-idle-seconds': { type: 'string' },
+  quick: { type: 'boolean', default: false },
+  out: { type: 'string', default: 'bench/results' },
+  help: { type: 'boolean', default: false },
+} as const;
+
+const { values: args } = orUsage(() => parseArgs({ options: OPTIONS, strict: true }));
+if (args.help) {
+  console.log(USAGE);
+  process.exit(0);
 }
-const hitRatio = Number(args['hit-ratio']);
-if (!(hitRatio >= 0 && hitRatio <= 1)) throw new Error(`--hit-ratio must be within [0, 1], got ${args['hit-ratio']}`);
-const only = new Set(args.only.split(',').map((s) => s.trim()));
-for (const s of only) if (!SECTIONS.includes(s as Section)) throw new Error(`--only takes ${SECTIONS.join(', ')}; got ${s}`);
-const modes = args.modes.split(',').map((s) => s.trim());
-for (const m of modes) if (m !== 'plain' && m !== 'tls') throw new Error(`--modes takes plain and tls; got ${m}`);
+
+/** What `read` makes of the options, or its complaint and the usage on stderr, exit status 2. */
+function orUsage<T>(read: () => T): T {
+  try {
+    return read();
+  } catch (error) {
+    console.error(`${(error as Error).message}\n\n${USAGE}`);
+    process.exit(2);
+  }
+}
+
+const { vpas, seconds, rounds, connections, serverThreads, wrkThreads, buildIdleSeconds, hitRatio, only, modes } = orUsage(() => {
+  const vpas = wholeNumberOption('vpas', args.vpas, 1000);
+  const seconds = wholeNumberOption('seconds', args.seconds, 1);
+  const rounds = wholeNumberOption('rounds', args.rounds, 1);
+  const connections = wholeNumberOption('connections', args.connections, 1);
+  const serverThreads = wholeNumberOption('server-threads', args['server-threads'], 1);
+  const wrkThreads = wholeNumberOption('wrk-threads', args['wrk-threads'], 1);
+  const buildIdleSeconds = args['build-idle-seconds'] === undefined ? undefined : wholeNumberOption('build-idle-seconds', args['build-idle-seconds'], 0);
+  // serve's own bound, checked here so that a bad value fails before the data set is built rather than at the swap.
+  if (buildIdleSeconds !== undefined && buildIdleSeconds > MAX_BUILD_IDLE_SECONDS) {
+    throw new Error(`--build-idle-seconds must be at most ${MAX_BUILD_IDLE_SECONDS}, got ${buildIdleSeconds}`);
+  }
+  const hitRatio = Number(args['hit-ratio']);
+  if (!(hitRatio >= 0 && hitRatio <= 1)) throw new Error(`--hit-ratio must be within [0, 1], got ${args['hit-ratio']}`);
+  const only = new Set(args.only.split(',').map((s) => s.trim()));
+  for (const s of only) if (!SECTIONS.includes(s as Section)) throw new Error(`--only takes ${SECTIONS.join(', ')}; got ${s}`);
+  const modes = args.modes.split(',').map((s) => s.trim());
+  for (const m of modes) if (m !== 'plain' && m !== 'tls') throw new Error(`--modes takes plain and tls; got ${m}`);
+  return { vpas, seconds, rounds, connections, serverThreads, wrkThreads, buildIdleSeconds, hitRatio, only, modes };
+});
 
 const DIST_BENCH = fileURLToPath(new URL('.', import.meta.url));
 const root = join('var', 'bench', `vpas-${vpas}`);

@@ -91,6 +91,10 @@ test('writing past the capacity throws instead of truncating the answer', () => 
   out.text('12345678');
   assert.throws(() => out.text('9'), RangeError);
   assert.throws(() => out.clear().decimal(123_456_789), RangeError);
+  // A number that just fits is written whole.
+  assert.equal(textOf(out.clear().text('ab').decimal(123_456).view()), 'ab123456');
+  assert.throws(() => out.clear().text('abc').decimal(123_456), RangeError);
+  assert.equal(textOf(out.clear().text('abcdef').base36(1295).view()), 'abcdefzz');
   assert.throws(() => out.clear().bytes(new Uint8Array(9)), RangeError);
   assert.throws(() => out.clear().text('ééééé'), RangeError);
   // Nothing of a refused write is kept.

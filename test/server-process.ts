@@ -14,6 +14,11 @@ export interface ServerOptions {
   readonly args?: readonly string[];
   /** Environment variables to set for the server, over this process's. */
   readonly env?: Readonly<Record<string, string | undefined>>;
+  /**
+   * Start the server in a session of its own (setsid), as a service manager
+   * would, rather than in this process's: see bench/http/scenarios.ts.
+   */
+  readonly ownSession?: boolean;
 }
 
 export interface RunningServer {
@@ -31,6 +36,7 @@ export async function startServer(dataDirRoot: string, options: ServerOptions = 
   if (options.tls !== true) args.push('--plain-http');
   const child = spawn(process.execPath, [CLI, ...args, ...(options.args ?? [])], {
     stdio: ['ignore', 'pipe', 'pipe'],
+    detached: options.ownSession === true,
     ...(options.env === undefined ? {} : { env: { ...process.env, ...options.env } }),
   });
   let output = '';

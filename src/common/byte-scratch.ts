@@ -98,7 +98,7 @@ export class ByteScratch {
   /** Append the decimal digits of `n`, as `String(n)` writes them; whole numbers are written digit by digit. */
   decimal(n: number): this {
     if (!isDigitable(n)) return this.text(String(n));
-    this.#reserve(MAX_DIGITS);
+    this.#reserve(digitCount(n, 10));
     this.#length = putDigits(this.#bytes, this.#length, n, 10, 1);
     return this;
   }
@@ -106,7 +106,7 @@ export class ByteScratch {
   /** Append the base-36 digits of a whole number `n` (`n.toString(36)`). */
   base36(n: number): this {
     if (!isDigitable(n)) return this.text(n.toString(36));
-    this.#reserve(MAX_DIGITS);
+    this.#reserve(digitCount(n, 36));
     this.#length = putDigits(this.#bytes, this.#length, n, 36, 1);
     return this;
   }
@@ -134,9 +134,6 @@ export class ByteScratch {
     }
   }
 }
-
-/** The most digits `putDigits` writes for a safe integer in any radix from 10 up, unpadded. */
-const MAX_DIGITS = 16;
 
 /** Whether `putDigits` can write `n`: a whole number from 0 to Number.MAX_SAFE_INTEGER. */
 export function isDigitable(n: number): boolean {
@@ -170,10 +167,7 @@ export function putAscii(target: Uint8Array, at: number, text: string): number {
  * zeros up to `width` digits: `n.toString(radix).padStart(width, '0')`.
  */
 export function putDigits(target: Uint8Array, at: number, n: number, radix: number, width: number): number {
-  let count = 1;
-  for (let power = radix; power <= n; power *= radix) count++;
-  if (count < width) count = width;
-  const end = at + count;
+  const end = at + Math.max(digitCount(n, radix), width);
   let to = end;
   let rest = n;
   // Past 2^31 the integer operations below would wrap: divide as doubles until then.
@@ -189,4 +183,11 @@ export function putDigits(target: Uint8Array, at: number, n: number, radix: numb
   } while (rest > 0);
   while (to > at) target[--to] = ZERO_DIGIT;
   return end;
+}
+
+/** How many digits a whole number `n` ≥ 0 has in `radix`. */
+function digitCount(n: number, radix: number): number {
+  let count = 1;
+  for (let power = radix; power <= n; power *= radix) count++;
+  return count;
 }
