@@ -207,6 +207,7 @@ export function renderMarkdown(suite: SuiteResult): string {
           'requests',
           'failed',
           'p99 / p99.9 / max, ms',
+          'generator lag max, ms',
           'resident after each rebuild, MiB',
         ],
         [
@@ -219,6 +220,7 @@ export function renderMarkdown(suite: SuiteResult): string {
             fmt(s.load.sent),
             s.failed,
             `${s.load.p99} / ${s.load.p999} / ${s.load.max}`,
+            s.load.maxSendLag,
             s.residentMiB === undefined ? '' : s.residentMiB.map((mib) => fmt(mib)).join(', '),
           ],
         ],
@@ -234,6 +236,7 @@ export function renderMarkdown(suite: SuiteResult): string {
         'The window with the swap runs from before the ingest until the replaced snapshot has been given back, plus a second; ' +
         'the window without runs as long, under the same load, after it, with the bench watching the server at least as much as during the swap ' +
         '(a CLI process started, then a verdict asked every 20 ms and /metrics read every 100 ms throughout). ' +
+        'The open-loop generator times each request from when it was due, so time it fell behind its schedule (generator lag) counts as latency. ' +
         `Resident memory is read once each rebuild's file is written and the snapshot it replaced has been let go or handed to the next build, ${kept}; ` +
         'the third after the window without a rebuild.',
     );
