@@ -85,11 +85,12 @@ const OPTIONS = {
   help: { type: 'boolean', default: false },
 } as const;
 
-const { values: args } = orUsage(() => parseArgs({ options: OPTIONS, strict: true }));
-if (args.help) {
+// Asked for help, help is what comes, whatever else is on the line.
+if (process.argv.slice(2).includes('--help')) {
   console.log(USAGE);
   process.exit(0);
 }
+const { values: args } = orUsage(() => parseArgs({ options: OPTIONS, strict: true }));
 
 /** What `read` makes of the options, or its complaint and the usage on stderr, exit status 2. */
 function orUsage<T>(read: () => T): T {
@@ -101,7 +102,7 @@ function orUsage<T>(read: () => T): T {
   }
 }
 
-const { vpas, seconds, rounds, connections, serverThreads, wrkThreads, buildIdleSeconds, hitRatio, only, modes } = orUsage(() => {
+const { vpas, seconds, rounds, connections, serverThreads, wrkThreads, buildIdleSeconds, swapRate, hitRatio, only, modes } = orUsage(() => {
   const vpas = wholeNumberOption('vpas', args.vpas, 1000);
   const seconds = wholeNumberOption('seconds', args.seconds, 1);
   const rounds = wholeNumberOption('rounds', args.rounds, 1);
@@ -109,6 +110,7 @@ const { vpas, seconds, rounds, connections, serverThreads, wrkThreads, buildIdle
   const serverThreads = wholeNumberOption('server-threads', args['server-threads'], 1);
   const wrkThreads = wholeNumberOption('wrk-threads', args['wrk-threads'], 1);
   const buildIdleSeconds = args['build-idle-seconds'] === undefined ? undefined : wholeNumberOption('build-idle-seconds', args['build-idle-seconds'], 0);
+  const swapRate = args['swap-rate'] === undefined ? undefined : wholeNumberOption('swap-rate', args['swap-rate'], 1);
   // serve's own bound, checked here so that a bad value fails before the data set is built rather than at the swap.
   if (buildIdleSeconds !== undefined && buildIdleSeconds > MAX_BUILD_IDLE_SECONDS) {
     throw new Error(`--build-idle-seconds must be at most ${MAX_BUILD_IDLE_SECONDS}, got ${buildIdleSeconds}`);
@@ -119,7 +121,7 @@ const { vpas, seconds, rounds, connections, serverThreads, wrkThreads, buildIdle
   for (const s of only) if (!SECTIONS.includes(s as Section)) throw new Error(`--only takes ${SECTIONS.join(', ')}; got ${s}`);
   const modes = args.modes.split(',').map((s) => s.trim());
   for (const m of modes) if (m !== 'plain' && m !== 'tls') throw new Error(`--modes takes plain and tls; got ${m}`);
-  return { vpas, seconds, rounds, connections, serverThreads, wrkThreads, buildIdleSeconds, hitRatio, only, modes };
+  return { vpas, seconds, rounds, connections, serverThreads, wrkThreads, buildIdleSeconds, swapRate, hitRatio, only, modes };
 });
 
 const DIST_BENCH = fileURLToPath(new URL('.', import.meta.url));
@@ -203,12 +205,7 @@ async function main(): Promise<void> {
     suite.http = results;
     if (only.has('swap')) {
       const plainSingle = results.find((r) => !r.tls)?.scenarios.find((s) => s.scenario === 'single');
-      const rate =
-        args['swap-rate'] !== undefined
-          ? wholeNumberOption('swap-rate', args['swap-rate'], 1)
-          : plainSingle === undefined
-            ? 10_000
-            : Math.round(plainSingle.service.requestsPerSecond / 2);
+      const rate = swapRate ?? (plainSingle === undefined ? 10_000 : Math.round(plainSingle.service.requestsPerSecond / 2));
       const buildS = Number((suite.engine as { buildS?: number } | null)?.buildS ?? vpas / 100_000);
       log(`swap: new evidence under ${rate} req/s`);
       // The load covers the rebuild (slower under it), the swap and the replaced snapshot's release, up to 15 s after.

@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { verdictJson } from '../src/api/answer-json.js';
-import { flaggedVerdictBytes } from '../src/api/flagged-verdict-bytes.js';
+import { flaggedVerdictBound, flaggedVerdictBytes } from '../src/api/flagged-verdict-bytes.js';
 import { answerSingle } from '../src/api/single-answer.js';
 import { ByteScratch } from '../src/common/byte-scratch.js';
 import { Intelligence } from '../src/engine/intelligence.js';
@@ -24,15 +24,21 @@ const anyText = fc.oneof(
   fc.string({ maxLength: 60 }),
   fc.constantFrom('https://t.me/x"y\\z', 'https://पे.in/\u2028', 'https://x.in/\ud800', 'https://a.in/\u0000\u001f\u007f'),
 );
-// Whole ms from year 0 to past year 9999, with and without a fraction of a second.
+// Whole ms anywhere in Date's range (six-digit and negative years too), and whole seconds of the years answers name.
 const timestamp = fc.oneof(
+  fc.integer({ min: -8.64e15, max: 8.64e15 }),
   fc.integer({ min: -62_167_219_200_000, max: 300_000_000_000_000 }),
   fc.integer({ min: 0, max: 4_102_444_800 }).map((s) => s * 1000),
+  fc.constantFrom(-8.64e15, 8.64e15, 253_402_300_799_999, 253_402_300_800_000, -1, 0),
+);
+// A url as a snapshot stores it: the UTF-8 of any text, or bytes that are not UTF-8 at all.
+const urlBytes = fc.oneof(
+  anyText.map((text) => new Uint8Array(Buffer.from(text, 'utf8'))),
+  fc.uint8Array({ maxLength: 40 }),
 );
 
 /** The base snapshot with these urls, timestamps and fields in place of its own (same counts, so the index still holds). */
-function variant(urls: readonly string[], times: readonly number[], seed: number): SnapshotData {
-  const encoded = urls.map((u) => Buffer.from(u, 'utf8'));
+function variant(encoded: readonly Uint8Array[], times: readonly number[], seed: number): SnapshotData {
   const urlOffsets = new Uint32Array(encoded.length + 1);
   encoded.forEach((b, i) => (urlOffsets[i + 1] = urlOffsets[i]! + b.length));
   const urlBytes = new Uint8Array(Buffer.concat(encoded));
@@ -48,10 +54,12 @@ function variant(urls: readonly string[], times: readonly number[], seed: number
 
 test('a flagged verdict written as bytes is its text answer in UTF-8, for any urls, VPAs and timestamps (property)', () => {
   const out = new ByteScratch(16_384);
+  // Writes past a buffer's end would be dropped without a word: each answer is written once more
+  // into a buffer of exactly its bound, which must hold all of it.
   const urlCount = base.meta.urlCount;
   fc.assert(
     fc.property(
-      fc.array(anyText, { minLength: urlCount, maxLength: urlCount }),
+      fc.array(urlBytes, { minLength: urlCount, maxLength: urlCount }),
       fc.array(timestamp, { minLength: 1, maxLength: 20 }),
       fc.array(anyText, { minLength: 1, maxLength: 5 }),
       fc.nat(),
@@ -62,7 +70,11 @@ test('a flagged verdict written as bytes is its text answer in UTF-8, for any ur
           const upi = upis[id % upis.length]!;
           const bytes = flaggedVerdictBytes(out, intel, id, upi);
           assert.ok(bytes !== null, 'fits');
-          assert.deepEqual(Buffer.from(bytes), textBytes(intel, id, upi));
+          const expected = textBytes(intel, id, upi);
+          assert.deepEqual(Buffer.from(bytes), expected);
+          const tight = flaggedVerdictBytes(new ByteScratch(flaggedVerdictBound(intel, id, upi)), intel, id, upi);
+          assert.ok(tight !== null);
+          assert.deepEqual(Buffer.from(tight), expected);
         }
       },
     ),

@@ -19,6 +19,8 @@ export interface ServerOptions {
    * would, rather than in this process's: see bench/http/scenarios.ts.
    */
   readonly ownSession?: boolean;
+  /** Called with the process as soon as it is spawned, before it listens. */
+  readonly onSpawn?: (child: ChildProcess) => void;
 }
 
 export interface RunningServer {
@@ -39,6 +41,7 @@ export async function startServer(dataDirRoot: string, options: ServerOptions = 
     detached: options.ownSession === true,
     ...(options.env === undefined ? {} : { env: { ...process.env, ...options.env } }),
   });
+  options.onSpawn?.(child);
   let output = '';
   let stderr = '';
   child.stderr!.on('data', (chunk: Buffer) => {

@@ -108,14 +108,13 @@ export async function createBenchKey(dataDir: string): Promise<string> {
  * request, against 88-94k at 10.6-11.3 µs in a session of its own).
  */
 export async function startService(dataDir: string, tls: boolean, threads: number, extra: readonly string[] = []): Promise<RunningServer> {
-  const server = await startServer(dataDir, { tls, ownSession: true, args: ['--threads', String(threads), '--log-level', 'warn', ...extra] });
-  stopWithThisProcess(server.child);
-  return server;
+  return startServer(dataDir, { tls, ownSession: true, onSpawn: stopWithThisProcess, args: ['--threads', String(threads), '--log-level', 'warn', ...extra] });
 }
 
 /**
- * A server in a session of its own misses the Ctrl-C its terminal sends to
- * the bench: the bench stops it on SIGINT and SIGTERM itself, then exits.
+ * A server in a session of its own misses the Ctrl-C and the hang-up its
+ * terminal sends to the bench: the bench stops it on SIGINT, SIGTERM and
+ * SIGHUP itself, from the moment it is spawned, then exits.
  */
 const ownSessionServers = new Set<ChildProcess>();
 let stoppingOnSignals = false;
@@ -123,10 +122,10 @@ let stoppingOnSignals = false;
 function stopWithThisProcess(child: ChildProcess): void {
   if (!stoppingOnSignals) {
     stoppingOnSignals = true;
-    for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    for (const [signal, status] of [['SIGINT', 130], ['SIGTERM', 143], ['SIGHUP', 129]] as const) {
       process.once(signal, () => {
         for (const server of ownSessionServers) server.kill('SIGKILL');
-        process.exit(signal === 'SIGINT' ? 130 : 143);
+        process.exit(status);
       });
     }
   }

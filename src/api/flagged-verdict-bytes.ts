@@ -35,12 +35,7 @@ export function flaggedVerdictBytes(out: ByteScratch, intel: Intelligence, id: n
   const clusterNumber = clustered ? d.clusterNumber[cluster]! : 0;
   const clusterSize = clustered ? intel.clusterSize(cluster) : 0;
   const lastSeen = d.sourceCapturedAt[from]!;
-  const urlOffsets = d.urlOffsets;
-  let bound = FIXED_BOUND + MAX_ESCAPED_PER_CHAR * upi.length;
-  for (let s = from; s < to; s++) {
-    const url = d.sourceUrl[s]!;
-    bound += SOURCE_BOUND + MAX_ESCAPED_PER_CHAR * (urlOffsets[url + 1]! - urlOffsets[url]!);
-  }
+  const bound = flaggedVerdictBound(intel, id, upi);
   if (bound > out.capacity) return null;
 
   // Room for the bound once; the pieces are then put without a check or a method call each (byte-scratch.ts).
@@ -70,6 +65,22 @@ export function flaggedVerdictBytes(out: ByteScratch, intel: Intelligence, id: n
   at = putDigits(b, put(b, at, EVIDENCE_COUNT), evidence, 10, 1);
   b[at++] = CLOSE_BRACE;
   return out.commit(at).view();
+}
+
+/**
+ * The most bytes `flaggedVerdictBytes` can write for this VPA (`id`
+ * checked by the caller): the fixed text and numbers, 6 bytes per char of
+ * `upi` and per byte of each source's url, SOURCE_BOUND per source.
+ */
+export function flaggedVerdictBound(intel: Intelligence, id: number, upi: string): number {
+  const d = intel.data;
+  const urlOffsets = d.urlOffsets;
+  let bound = FIXED_BOUND + MAX_ESCAPED_PER_CHAR * upi.length;
+  for (let s = d.sourceOffsets[id]!; s < d.sourceOffsets[id + 1]!; s++) {
+    const url = d.sourceUrl[s]!;
+    bound += SOURCE_BOUND + MAX_ESCAPED_PER_CHAR * (urlOffsets[url + 1]! - urlOffsets[url]!);
+  }
+  return bound;
 }
 
 /** A whole constant piece (all are short: a loop, small enough for V8 to inline at each call). */

@@ -141,7 +141,7 @@ export function formatClock(intoDay: number, withMillis: boolean): string {
   return withMillis ? clock + FRACTIONS[PARTS[6]!]! : clock;
 }
 
-/** The longest text formatIso writes: `+275760-09-13T00:00:00.000Z`, Date's last day. */
+/** The longest text formatIso writes: a six-digit year with its sign and a fraction, `+275760-09-12T23:59:59.999Z`. */
 export const MAX_ISO_LENGTH = 27;
 
 /**

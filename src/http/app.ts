@@ -34,6 +34,8 @@ import {
  * Room for a single answer written as bytes: a CLEARED one is about 170
  * bytes around the VPA, a FLAGGED one about 150 more per source; one whose
  * upper bound is past this is written as text (flagged-verdict-bytes.ts).
+ * The buffer keeps a view per answer length it has written (byte-scratch.ts),
+ * at most one per byte of this: a megabyte or two per serving thread.
  */
 const SINGLE_BODY_CAPACITY = 16_384;
 
