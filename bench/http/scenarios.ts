@@ -105,7 +105,7 @@ export async function createBenchKey(dataDir: string): Promise<string> {
  * holding the server's threads and wrk shares it thread by thread instead,
  * and on this 2-core machine that cost the service a fifth of its rate
  * (single lookups at 1M: 70-77k req/s at 12.6-14.0 µs of server CPU per
- * request, against 88-94k at 10.6-11.3 µs in a session of its own).
+ * request, against 88-97k at 10.4-11.5 µs in a session of its own).
  */
 export async function startService(dataDir: string, tls: boolean, threads: number, extra: readonly string[] = []): Promise<RunningServer> {
   return startServer(dataDir, { tls, ownSession: true, onSpawn: stopWithThisProcess, args: ['--threads', String(threads), '--log-level', 'warn', ...extra] });
