@@ -1,4 +1,4 @@
-import type { ByteScratch } from '../common/byte-scratch.js';
+import { asciiBytes, putAscii, putBytes, type ByteScratch } from '../common/byte-scratch.js';
 import type { BatchItem, BatchResponse, Source, VpaVerdict } from '../engine/verdict.js';
 
 /**
@@ -22,12 +22,10 @@ export function verdictJson(v: VpaVerdict): string {
   return `${out}],"evidence_count":${v.evidence_count}}`;
 }
 
-const CLEARED_START = Buffer.from('{"upi":', 'latin1');
-const CLEARED_END = Buffer.from(
+const CLEARED_START = asciiBytes('{"upi":');
+const CLEARED_END = asciiBytes(
   ',"status":"CLEARED","confidence":null,"risk_category":null,"cluster_id":null,"cluster_size":0,"first_seen":null,"last_seen":null,"sources":[],"evidence_count":0}',
-  'latin1',
 );
-const QUOTE = Buffer.from('"', 'latin1');
 
 /**
  * verdictJson of the CLEARED verdict for `upi` as UTF-8, written into `out`
@@ -36,10 +34,9 @@ const QUOTE = Buffer.from('"', 'latin1');
  * (byte-scratch.ts says why). The view is valid until `out` is written again.
  */
 export function clearedVerdictBytes(out: ByteScratch, upi: string): Uint8Array {
-  out.clear().bytes(CLEARED_START);
-  if (needsEscape(upi)) out.text(JSON.stringify(upi));
-  else out.bytes(QUOTE).text(upi).bytes(QUOTE);
-  return out.bytes(CLEARED_END).view();
+  const b = out.clear().room(CLEARED_START.length + jsonStringBound(upi) + CLEARED_END.length);
+  const at = putJsonString(b, putBytes(b, 0, CLEARED_START, 0, CLEARED_START.length), upi);
+  return out.commit(putBytes(b, at, CLEARED_END, 0, CLEARED_END.length)).view();
 }
 
 export function batchItemJson(item: BatchItem): string {
@@ -79,6 +76,32 @@ function nullableText(value: string | null): string {
 export function jsonString(text: string): string {
   return needsEscape(text) ? JSON.stringify(text) : `"${text}"`;
 }
+
+/** The most bytes one UTF-16 unit of text, or one byte of UTF-8, can take in a JSON string: `\u001f` is six. */
+export const MAX_JSON_BYTES_PER_CHAR = 6;
+
+/** The most bytes `putJsonString` writes for `text`. */
+export function jsonStringBound(text: string): number {
+  return MAX_JSON_BYTES_PER_CHAR * text.length + 2;
+}
+
+/**
+ * `jsonString(text)` as UTF-8, put at `at` into a buffer from
+ * `ByteScratch.room` with jsonStringBound(text) bytes free; returns where
+ * it stopped. Text that needs no escape is copied char by char.
+ */
+export function putJsonString(target: Uint8Array, at: number, text: string): number {
+  if (needsEscape(text)) {
+    const encoded = Buffer.from(JSON.stringify(text), 'utf8');
+    return putBytes(target, at, encoded, 0, encoded.length);
+  }
+  target[at] = QUOTE;
+  const end = putAscii(target, at + 1, text);
+  target[end] = QUOTE;
+  return end + 1;
+}
+
+const QUOTE = 0x22;
 
 /** Whether JSON.stringify could write `text` as anything but itself in quotes. */
 export function needsEscape(text: string): boolean {

@@ -1,10 +1,10 @@
-import { putAscii, putBytes, putDigits, type ByteScratch } from '../common/byte-scratch.js';
+import { asciiBytes, putBytes, putDigits, type ByteScratch } from '../common/byte-scratch.js';
 import { putIso } from '../common/time.js';
 import type { Intelligence } from '../engine/intelligence.js';
 import { CONFIDENCE_SCALE, NO_CLUSTER, SOURCE_FLAG_SCREENSHOT } from '../engine/snapshot-data.js';
 import { CLUSTER_ID_PREFIX } from '../engine/verdict.js';
 import { RISK_CATEGORIES, SOURCE_CATEGORIES } from '../vpa/categories.js';
-import { jsonString, needsEscape } from './answer-json.js';
+import { MAX_JSON_BYTES_PER_CHAR, jsonStringBound, putJsonString } from './answer-json.js';
 
 /**
  * `verdictJson(intel.flaggedVerdict(id, upi))` as UTF-8, written into `out`
@@ -40,13 +40,7 @@ export function flaggedVerdictBytes(out: ByteScratch, intel: Intelligence, id: n
 
   // Room for the bound once; the pieces are then put without a check or a method call each (byte-scratch.ts).
   const b = out.clear().room(bound);
-  let at = put(b, 0, UPI);
-  if (needsEscape(upi)) at = putText(b, at, JSON.stringify(upi));
-  else {
-    b[at] = QUOTE;
-    at = putAscii(b, at + 1, upi);
-    b[at++] = QUOTE;
-  }
+  let at = putJsonString(b, put(b, 0, UPI), upi);
   at = putConfidence(b, put(b, at, STATUS_CONFIDENCE), confidence);
   at = put(b, put(b, at, RISK_CATEGORY), RISK_CATEGORY_TEXT[risk]!);
   if (!clustered) at = put(b, at, NO_CLUSTER_FIELDS);
@@ -69,16 +63,16 @@ export function flaggedVerdictBytes(out: ByteScratch, intel: Intelligence, id: n
 
 /**
  * The most bytes `flaggedVerdictBytes` can write for this VPA (`id`
- * checked by the caller): the fixed text and numbers, 6 bytes per char of
- * `upi` and per byte of each source's url, SOURCE_BOUND per source.
+ * checked by the caller): the fixed text and numbers, the VPA's JSON
+ * string, and per source SOURCE_BOUND and 6 bytes per byte of its url.
  */
 export function flaggedVerdictBound(intel: Intelligence, id: number, upi: string): number {
   const d = intel.data;
   const urlOffsets = d.urlOffsets;
-  let bound = FIXED_BOUND + MAX_ESCAPED_PER_CHAR * upi.length;
+  let bound = FIXED_BOUND + jsonStringBound(upi);
   for (let s = d.sourceOffsets[id]!; s < d.sourceOffsets[id + 1]!; s++) {
     const url = d.sourceUrl[s]!;
-    bound += SOURCE_BOUND + MAX_ESCAPED_PER_CHAR * (urlOffsets[url + 1]! - urlOffsets[url]!);
+    bound += SOURCE_BOUND + MAX_JSON_BYTES_PER_CHAR * (urlOffsets[url + 1]! - urlOffsets[url]!);
   }
   return bound;
 }
@@ -90,33 +84,25 @@ function put(target: Uint8Array, at: number, piece: Uint8Array): number {
   return at + n;
 }
 
-/** Text that may hold any character, as UTF-8 (the rare escaped VPA or url). */
-function putText(target: Uint8Array, at: number, text: string): number {
-  const encoded = Buffer.from(text, 'utf8');
-  return putBytes(target, at, encoded, 0, encoded.length);
-}
 
-/** Plain Uint8Arrays, not Buffers: `put` then sees one kind of array, as the snapshot's. */
-const latin1 = (text: string): Uint8Array => new Uint8Array(Buffer.from(text, 'latin1'));
-
-const UPI = latin1('{"upi":');
-const STATUS_CONFIDENCE = latin1(',"status":"FLAGGED","confidence":');
-const RISK_CATEGORY = latin1(',"risk_category":');
-const NO_CLUSTER_FIELDS = latin1(',"cluster_id":null,"cluster_size":0');
-const CLUSTER_ID = latin1(`,"cluster_id":"${CLUSTER_ID_PREFIX}`);
-const CLUSTER_SIZE = latin1('","cluster_size":');
-const FIRST_SEEN = latin1(',"first_seen":"');
-const LAST_SEEN = latin1('","last_seen":"');
-const SOURCES = latin1('","sources":[');
-const URL = latin1('{"url":');
-const CATEGORY = latin1(',"category":');
-const CAPTURED_AT = latin1(',"captured_at":"');
-const SCREENSHOT_TRUE = latin1('","screenshot_available":true}');
-const SCREENSHOT_FALSE = latin1('","screenshot_available":false}');
-const EVIDENCE_COUNT = latin1('],"evidence_count":');
+const UPI = asciiBytes('{"upi":');
+const STATUS_CONFIDENCE = asciiBytes(',"status":"FLAGGED","confidence":');
+const RISK_CATEGORY = asciiBytes(',"risk_category":');
+const NO_CLUSTER_FIELDS = asciiBytes(',"cluster_id":null,"cluster_size":0');
+const CLUSTER_ID = asciiBytes(`,"cluster_id":"${CLUSTER_ID_PREFIX}`);
+const CLUSTER_SIZE = asciiBytes('","cluster_size":');
+const FIRST_SEEN = asciiBytes(',"first_seen":"');
+const LAST_SEEN = asciiBytes('","last_seen":"');
+const SOURCES = asciiBytes('","sources":[');
+const URL = asciiBytes('{"url":');
+const CATEGORY = asciiBytes(',"category":');
+const CAPTURED_AT = asciiBytes(',"captured_at":"');
+const SCREENSHOT_TRUE = asciiBytes('","screenshot_available":true}');
+const SCREENSHOT_FALSE = asciiBytes('","screenshot_available":false}');
+const EVIDENCE_COUNT = asciiBytes('],"evidence_count":');
 /** Enum values as JSON strings, quotes included, by code. */
-const RISK_CATEGORY_TEXT = RISK_CATEGORIES.map((name) => latin1(JSON.stringify(name)));
-const SOURCE_CATEGORY_TEXT = SOURCE_CATEGORIES.map((name) => latin1(JSON.stringify(name)));
+const RISK_CATEGORY_TEXT = RISK_CATEGORIES.map((name) => asciiBytes(JSON.stringify(name)));
+const SOURCE_CATEGORY_TEXT = SOURCE_CATEGORIES.map((name) => asciiBytes(JSON.stringify(name)));
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
 const COMMA = 0x2c;
@@ -125,13 +111,11 @@ const DOT = 0x2e;
 
 /**
  * Upper bounds of an answer's length, for the check that it fits: the
- * fixed text and numbers of a verdict (six-digit ISO years included), of
- * each source, and the most bytes one UTF-16 unit or one UTF-8 byte of
- * text can become (`\u001f` is six).
+ * fixed text and numbers of a verdict (six-digit ISO years included) and
+ * of each source; the VPA and the urls add MAX_JSON_BYTES_PER_CHAR a char.
  */
 const FIXED_BOUND = 512;
 const SOURCE_BOUND = 128;
-const MAX_ESCAPED_PER_CHAR = 6;
 
 /** Digits after the point of a fixed-point confidence: CONFIDENCE_SCALE is 10^this. */
 const SCALE_DIGITS = Math.round(Math.log10(CONFIDENCE_SCALE));
@@ -170,7 +154,7 @@ function putUrl(target: Uint8Array, at: number, intel: Intelligence, url: number
   const end = d.urlOffsets[url + 1]!;
   for (let i = start; i < end; i++) {
     const c = bytes[i]!;
-    if (c < 0x20 || c === QUOTE || c === BACKSLASH || c > 0x7e) return putText(target, at, jsonString(intel.urlOf(url)));
+    if (c < 0x20 || c === QUOTE || c === BACKSLASH || c > 0x7e) return putJsonString(target, at, intel.urlOf(url));
   }
   target[at] = QUOTE;
   const close = putBytes(target, at + 1, bytes, start, end);

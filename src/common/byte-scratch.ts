@@ -135,6 +135,17 @@ export class ByteScratch {
   }
 }
 
+/**
+ * The bytes of text every char of which is below 0x80 (the constant pieces
+ * of answers), as a plain Uint8Array: the put functions and the snapshot's
+ * arrays then all see one kind of array.
+ */
+export function asciiBytes(text: string): Uint8Array {
+  const bytes = new Uint8Array(text.length);
+  putAscii(bytes, 0, text);
+  return bytes;
+}
+
 /** Whether `putDigits` can write `n`: a whole number from 0 to Number.MAX_SAFE_INTEGER. */
 export function isDigitable(n: number): boolean {
   return n >= 0 && n <= Number.MAX_SAFE_INTEGER && Number.isInteger(n);

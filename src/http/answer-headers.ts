@@ -17,7 +17,7 @@
  * (snapshot-codec.ts). Nothing a client sends can put a line break in.
  */
 import type { HttpResponse } from 'uWebSockets.js';
-import { ByteScratch } from '../common/byte-scratch.js';
+import { ByteScratch, asciiBytes } from '../common/byte-scratch.js';
 import type { RequestIds } from './request-ids.js';
 
 /** Rate-limit state for the X-RateLimit-* headers. */
@@ -30,21 +30,20 @@ export interface RateLimitHeaders {
 /** Room for an answer's header lines: about 250 bytes in practice. */
 const HEAD_CAPACITY = 4096;
 
-const ascii = (text: string): Uint8Array => Buffer.from(text, 'latin1');
-const CONTENT_TYPE = ascii('Content-Type');
-const REQUEST_ID = ascii('\r\nX-Request-Id: ');
-const LIMIT = ascii('\r\nX-RateLimit-Limit: ');
-const REMAINING = ascii('\r\nX-RateLimit-Remaining: ');
-const RESET = ascii('\r\nX-RateLimit-Reset: ');
-const LINE_BREAK = ascii('\r\n');
-const COLON = ascii(': ');
+const CONTENT_TYPE = asciiBytes('Content-Type');
+const REQUEST_ID = asciiBytes('\r\nX-Request-Id: ');
+const LIMIT = asciiBytes('\r\nX-RateLimit-Limit: ');
+const REMAINING = asciiBytes('\r\nX-RateLimit-Remaining: ');
+const RESET = asciiBytes('\r\nX-RateLimit-Reset: ');
+const LINE_BREAK = asciiBytes('\r\n');
+const COLON = asciiBytes(': ');
 
 /**
  * The lines that are the same for every JSON answer from one snapshot:
  * Content-Type's value, X-Data-Version, X-Data-As-Of. Made once per snapshot.
  */
 export function snapshotHeaderLines(dataVersion: string, dataAsOf: string): Uint8Array {
-  return ascii(`application/json\r\nX-Data-Version: ${dataVersion}\r\nX-Data-As-Of: ${dataAsOf}`);
+  return asciiBytes(`application/json\r\nX-Data-Version: ${dataVersion}\r\nX-Data-As-Of: ${dataAsOf}`);
 }
 
 /**
@@ -73,7 +72,7 @@ export class AnswerHead {
   write(res: HttpResponse, statusLine: string, headLines: Uint8Array): void {
     let line = this.#statusLines.get(statusLine);
     if (line === undefined) {
-      line = ascii(statusLine);
+      line = asciiBytes(statusLine);
       this.#statusLines.set(statusLine, line);
     }
     res.writeStatus(line).writeHeader(CONTENT_TYPE, headLines);
