@@ -230,8 +230,10 @@ export function renderMarkdown(suite: SuiteResult): string {
       s.buildIdleSeconds === 0
         ? 'with --build-idle-seconds 0, once the build threads had exited too'
         : `with --build-idle-seconds ${s.buildIdleSeconds ?? 'at its default'}`;
+    const builtOn = s.buildThreads === undefined ? '' : `The server builds on ${s.buildThreads} background thread${s.buildThreads === 1 ? '' : 's'} (serve --build-threads). `;
     parts.push(
       `Measured once the server had read its stored evidence ahead of rebuilds (${s.readAheadS} s after it started serving). ` +
+        builtOn +
         'Two ingests with no load come first (the first rebuild of the process, then a second); the swap under load is the third. ' +
         'The window with the swap runs from before the ingest until the replaced snapshot has been given back, plus a second; ' +
         'the window without runs as long, under the same load, after it, with the bench watching the server at least as much as during the swap ' +
@@ -253,6 +255,18 @@ export function renderMarkdown(suite: SuiteResult): string {
         [[`${m.idleStallMs} ms`, `${m.touchingStallMs} ms`, `${m.rounds} × ${m.gibPerRound} GiB`, m.roundSeconds.join(' ')]],
       ),
     );
+    if (m.busyStallMs !== undefined) {
+      parts.push(
+        `The same idle process while the other keeps cores computing without pause (as build threads do) beside ${m.wakers} threads ` +
+          `waking every millisecond (as the event-loop monitors of serve's main and serving threads do), ${m.busySeconds} s each:`,
+      );
+      parts.push(
+        table(
+          ['longest stall, every core computing', 'every core but one computing (serve\'s default build threads)'],
+          [[`${m.busyStallMs.everyCore} ms`, `${m.busyStallMs.everyCoreButOne} ms`]],
+        ),
+      );
+    }
   }
 
   if (suite.engine !== null) {

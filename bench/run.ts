@@ -5,7 +5,7 @@
  *
  *   npm run bench -- [--vpas 1000000] [--only engine,micro,http,swap] [--modes plain,tls]
  *                    [--seconds 10] [--rounds 3] [--connections 64] [--hit-ratio 0.1] [--server-threads N] [--quick]
- *                    [--swap-rate R] [--build-idle-seconds S]
+ *                    [--swap-rate R] [--build-idle-seconds S] [--build-threads N]
  *
  * Sections:
  * - engine: demo evidence generated, ingested and built (kept in
@@ -35,6 +35,7 @@ import { dataDir as openDataDir } from '../src/common/data-dir.js';
 import { missingGlibcTunables } from '../src/common/malloc-tuning.js';
 import { Intelligence } from '../src/engine/intelligence.js';
 import { listSnapshots, loadNewestValidSnapshot } from '../src/engine/snapshot-files.js';
+import { MAX_BUILD_THREADS } from '../src/intel/build/builder.js';
 import { MAX_BUILD_IDLE_SECONDS } from '../src/service/intelligence-service.js';
 import { requireWrk } from './http/load-tools.js';
 import { createBenchKey, runHttp, runSwap, type HttpOptions, type HttpResult } from './http/scenarios.js';
@@ -60,6 +61,8 @@ const USAGE = `usage: npm run bench -- [options]
   --swap-rate R           single lookups a second during the swap (default half
                           the plain single-lookup peak of this run, or 10000)
   --build-idle-seconds S  the swap section's server runs with serve --build-idle-seconds S
+  --build-threads N       the swap section's server runs with serve --build-threads N
+                          (default: serve's, every core but one)
   --quick                 index micro bench at 1M keys only
   --out DIR               where the report goes (default bench/results)
   --help                  this text`;
@@ -80,6 +83,8 @@ const OPTIONS = {
   'swap-rate': { type: 'string' },
   // Passed to the swap section's server (serve --build-idle-seconds); its default when absent.
   'build-idle-seconds': { type: 'string' },
+  // Passed to the swap section's server (serve --build-threads); its default when absent.
+  'build-threads': { type: 'string' },
   quick: { type: 'boolean', default: false },
   out: { type: 'string', default: 'bench/results' },
   help: { type: 'boolean', default: false },
@@ -102,7 +107,7 @@ function orUsage<T>(read: () => T): T {
   }
 }
 
-const { vpas, seconds, rounds, connections, serverThreads, wrkThreads, buildIdleSeconds, swapRate, hitRatio, only, modes } = orUsage(() => {
+const { vpas, seconds, rounds, connections, serverThreads, wrkThreads, buildIdleSeconds, buildThreads, swapRate, hitRatio, only, modes } = orUsage(() => {
   const vpas = wholeNumberOption('vpas', args.vpas, 1000);
   const seconds = wholeNumberOption('seconds', args.seconds, 1);
   const rounds = wholeNumberOption('rounds', args.rounds, 1);
@@ -110,10 +115,14 @@ const { vpas, seconds, rounds, connections, serverThreads, wrkThreads, buildIdle
   const serverThreads = wholeNumberOption('server-threads', args['server-threads'], 1);
   const wrkThreads = wholeNumberOption('wrk-threads', args['wrk-threads'], 1);
   const buildIdleSeconds = args['build-idle-seconds'] === undefined ? undefined : wholeNumberOption('build-idle-seconds', args['build-idle-seconds'], 0);
+  const buildThreads = args['build-threads'] === undefined ? undefined : wholeNumberOption('build-threads', args['build-threads'], 1);
   const swapRate = args['swap-rate'] === undefined ? undefined : wholeNumberOption('swap-rate', args['swap-rate'], 1);
   // serve's own bound, checked here so that a bad value fails before the data set is built rather than at the swap.
   if (buildIdleSeconds !== undefined && buildIdleSeconds > MAX_BUILD_IDLE_SECONDS) {
     throw new Error(`--build-idle-seconds must be at most ${MAX_BUILD_IDLE_SECONDS}, got ${buildIdleSeconds}`);
+  }
+  if (buildThreads !== undefined && buildThreads > MAX_BUILD_THREADS) {
+    throw new Error(`--build-threads must be at most ${MAX_BUILD_THREADS}, got ${buildThreads}`);
   }
   const hitRatio = Number(args['hit-ratio']);
   if (!(hitRatio >= 0 && hitRatio <= 1)) throw new Error(`--hit-ratio must be within [0, 1], got ${args['hit-ratio']}`);
@@ -121,7 +130,7 @@ const { vpas, seconds, rounds, connections, serverThreads, wrkThreads, buildIdle
   for (const s of only) if (!SECTIONS.includes(s as Section)) throw new Error(`--only takes ${SECTIONS.join(', ')}; got ${s}`);
   const modes = args.modes.split(',').map((s) => s.trim());
   for (const m of modes) if (m !== 'plain' && m !== 'tls') throw new Error(`--modes takes plain and tls; got ${m}`);
-  return { vpas, seconds, rounds, connections, serverThreads, wrkThreads, buildIdleSeconds, swapRate, hitRatio, only, modes };
+  return { vpas, seconds, rounds, connections, serverThreads, wrkThreads, buildIdleSeconds, buildThreads, swapRate, hitRatio, only, modes };
 });
 
 const DIST_BENCH = fileURLToPath(new URL('.', import.meta.url));
@@ -209,7 +218,7 @@ async function main(): Promise<void> {
       const buildS = Number((suite.engine as { buildS?: number } | null)?.buildS ?? vpas / 100_000);
       log(`swap: new evidence under ${rate} req/s`);
       // The load covers the rebuild (slower under it), the swap and the replaced snapshot's release, up to 15 s after.
-      suite.swap = await runSwap({ ...base, tls: false }, token, rate, work, Math.ceil(buildS * 2 + 40), buildIdleSeconds);
+      suite.swap = await runSwap({ ...base, tls: false }, token, rate, work, Math.ceil(buildS * 2 + 40), { buildIdleSeconds, buildThreads });
       log('swap: the machine\'s own stalls');
       suite.machineStall = (await benchFile('machine-stall.bench.js', [])) as unknown as MachineStallResult;
     }

@@ -72,6 +72,9 @@ test('usage errors exit 2 with a message; --help exits 0', async () => {
   const longIdle = await run(['serve', '--build-idle-seconds', '86401']);
   assert.equal(longIdle.code, 2);
   assert.match(longIdle.stderr, /--build-idle-seconds must be between 0 and 86400/);
+  const manyBuildThreads = await run(['serve', '--build-threads', '257']);
+  assert.equal(manyBuildThreads.code, 2);
+  assert.match(manyBuildThreads.stderr, /--build-threads must be between 1 and 256/);
   const help = await run(['build', '--help']);
   assert.equal(help.code, 0);
   assert.match(help.stdout, /Usage: upi-risk build/);

@@ -11,6 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { performance } from 'node:perf_hooks';
 import { dataDir as openDataDir } from '../../src/common/data-dir.js';
 import { SNAPSHOT_EXTENSION, listSnapshots } from '../../src/engine/snapshot-files.js';
+import { defaultBuildThreads } from '../../src/service/intelligence-service.js';
 import { runCli, startServer, type RunningServer } from '../../test/server-process.js';
 import { runOpenLoop, runWrk, type OpenLoopResult, type Target, type WrkResult } from './load-tools.js';
 import type { Workload } from './workload.js';
@@ -317,6 +318,8 @@ export interface SwapResult {
   readonly residentMiB?: readonly [first: number, next: number, underLoad: number];
   /** The server's `--build-idle-seconds`; absent: its default. */
   readonly buildIdleSeconds?: number;
+  /** The server's background build threads: its `--build-threads`, or the default on this machine (absent in reports from before it was recorded). */
+  readonly buildThreads?: number;
   /** Open-loop load running through the swap. */
   readonly load: OpenLoopResult;
   /** Requests that failed or answered other than 2xx during it. */
@@ -334,10 +337,13 @@ export async function runSwap(
   rate: number,
   workDir: string,
   loadSeconds: number,
-  buildIdleSeconds?: number,
+  serve: { readonly buildIdleSeconds?: number; readonly buildThreads?: number } = {},
 ): Promise<SwapResult> {
-  const idleArgs = buildIdleSeconds === undefined ? [] : ['--build-idle-seconds', String(buildIdleSeconds)];
-  const server = await startService(options.dataDir, false, options.serverThreads, ['--poll-ms', '1000', '--metrics-token', 'bench-metrics', ...idleArgs]);
+  const { buildIdleSeconds } = serve;
+  const buildThreads = serve.buildThreads ?? defaultBuildThreads();
+  const serveArgs = ['--poll-ms', '1000', '--metrics-token', 'bench-metrics', '--build-threads', String(buildThreads)];
+  if (buildIdleSeconds !== undefined) serveArgs.push('--build-idle-seconds', String(buildIdleSeconds));
+  const server = await startService(options.dataDir, false, options.serverThreads, serveArgs);
   try {
     const target = targetFor('single', options.workload, portOf(server), false, token);
     // Every scrape restarts each thread's longest-stall figure (metrics.ts), polls included: each one
@@ -430,6 +436,7 @@ export async function runSwap(
       reusedMiB: [firstReusedMiB, nextReusedMiB, underLoadReusedMiB],
       residentMiB: [firstResidentMiB, nextResidentMiB, underLoadResidentMiB],
       ...(buildIdleSeconds === undefined ? {} : { buildIdleSeconds }),
+      buildThreads,
       load,
       failed: load.errors + load.non2xx,
     };

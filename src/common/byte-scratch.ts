@@ -9,7 +9,7 @@
  * next scavenge. A typed array is read in place. Under single-lookup load
  * the string path was about 1 KB of the 2.3 KB a serving thread allocated
  * per request; its conversions were 4.8 % of the server's `perf` samples,
- * though the CPU per request measured the same either way (README,
+ * though the CPU per request measured the same either way (bench/MEASUREMENTS.md,
  * "Allocation per single lookup"): the bytes halve the garbage at no cost.
  *
  * uWebSockets.js copies what it is given before the call returns (into

@@ -69,7 +69,7 @@ export class ServiceMetrics {
    * The longest garbage-collection pause since the previous scrape, per
    * thread and kind: under load, collections (a thread's own, and another's
    * taking the cores) are a large part of a serving thread's longest
-   * stalls (see the README, "What a swap under load is made of"), and a
+   * stalls (bench/MEASUREMENTS.md, "What a swap under load is made of"), and a
    * growing heap shows here before it shows in the latency. Counted from
    * V8's collection events, which cost nothing between collections. An
    * `incremental` entry times the start of incremental marking, not its

@@ -1,4 +1,5 @@
 import { watch, type FSWatcher } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { basename } from 'node:path';
 import type { DataDir } from '../common/data-dir.js';
 import { silentLogger, type Logger } from '../common/logger.js';
@@ -16,6 +17,7 @@ export interface IntelligenceServiceOptions {
   readonly logger?: Logger;
   /** How often to look for new evidence and new snapshots, ms. 0 disables the watch. */
   readonly pollMs?: number;
+  /** Threads for background builds (default: defaultBuildThreads()). */
   readonly buildThreads?: number;
   /**
    * Keep each background build's deduplicated records, so the next one
@@ -85,7 +87,7 @@ export class IntelligenceService {
       incremental: options.incrementalBuilds ?? true,
       // Looked up when needed: a server enables the collector after the service starts (EdgePool.start).
       collect: () => threadCollector()?.(),
-      ...(options.buildThreads === undefined ? {} : { threads: options.buildThreads }),
+      threads: options.buildThreads ?? defaultBuildThreads(),
     });
     try {
       let first = await loadNewest(options.dataDir, logger, new Set());
@@ -305,13 +307,30 @@ export class IntelligenceService {
 }
 
 /**
- * Nice increment of background builds and loads: a build uses every core,
- * and at equal priority its threads would take turns with the serving
- * threads for them. At +10 the kernel gives a serving thread about ten
- * times the share of a build thread wanting the same core.
+ * Nice increment of background builds and loads: at equal priority their
+ * threads would take turns with the serving threads for a core. At +10 the
+ * kernel gives a serving thread about ten times the share of a build thread
+ * wanting the same core.
  */
 const BACKGROUND_NICE = 10;
 const background = { niceIncrement: BACKGROUND_NICE };
+
+/**
+ * Background build threads of a serving process: every core but one, and at
+ * least one. The nice value alone does not keep a core for the serving
+ * threads: with a thread computing on every core, the kernel lets threads
+ * that wake often (the serving threads' 1 ms event-loop monitors, a load
+ * balancer's, a client's on the same host) wait for a CPU. On the 2-core host
+ * measured (bench/MEASUREMENTS.md, "A core kept for serving"), a 1 ms timer
+ * in an idle process fired 31-43 ms late beside two computing threads and
+ * 5-13 ms late beside one, and the swap bench's load generator fell 319-770
+ * ms behind its schedule during a 1M rebuild on two build threads and 35-40
+ * ms on one. The cost is build time: freshness under load 4.2-5.4 s instead
+ * of 3.1-3.3 s at 1M.
+ */
+export function defaultBuildThreads(cores: number = availableParallelism()): number {
+  return Math.max(1, cores - 1);
+}
 
 /**
  * How long a serving process keeps its build threads and the memory they

@@ -9,6 +9,7 @@ import { chooseKeyBackend, REDIS_OPTIONS } from '../key-backend-options.js';
 import { loadPlans, DEFAULT_PLANS_FILE } from '../../access/plans.js';
 import { QuotaService } from '../../access/quota.js';
 import { DEFAULT_BUILD_IDLE_MS, IntelligenceService, MAX_BUILD_IDLE_SECONDS } from '../../service/intelligence-service.js';
+import { MAX_BUILD_THREADS } from '../../intel/build/builder.js';
 import { ServiceMetrics } from '../../http/metrics.js';
 import { checkTlsFiles, createTlsApp, ensureSelfSignedCertificate, type TlsFiles } from '../../http/tls.js';
 import { intOption, parseCommandArgs, type Command } from '../command.js';
@@ -42,7 +43,8 @@ Options:
   --poll-ms MS          how often to look for new evidence and snapshots (default: 1000)
   --threads N           serving threads on the shared port (default: every core);
                         all read one shared copy of the index, quotas stay per key
-  --build-threads N     threads for background builds (default: every core)
+  --build-threads N     threads for background builds (default: every core but
+                        one, at least one: a core stays with the serving threads)
   --full-rebuilds       read every evidence file on every background build,
                         instead of keeping the last build's deduplicated
                         records in memory so the next reads only new files
@@ -91,7 +93,7 @@ export const serveCommand: Command = {
     const host = values.host ?? '127.0.0.1';
     const port = intOption('port', values.port, plain ? 8080 : 8443, 0, 65535);
     const pollMs = intOption('poll-ms', values['poll-ms'], 1000, 50, 3_600_000);
-    const buildThreads = values['build-threads'] === undefined ? undefined : intOption('build-threads', values['build-threads'], 1, 1, 256);
+    const buildThreads = values['build-threads'] === undefined ? undefined : intOption('build-threads', values['build-threads'], 1, 1, MAX_BUILD_THREADS);
     const threads = intOption('threads', values.threads, availableParallelism(), 1, 256);
     const buildIdleSeconds = intOption('build-idle-seconds', values['build-idle-seconds'], DEFAULT_BUILD_IDLE_MS / 1000, 0, MAX_BUILD_IDLE_SECONDS);
     const level = values['log-level'] ?? 'info';

@@ -114,6 +114,8 @@ export interface BuilderOptions {
 }
 
 const DEFAULT_CHUNK_BYTES = 32 * 1024 * 1024;
+/** Most pool threads a builder takes. */
+export const MAX_BUILD_THREADS = 256;
 /**
  * Pool threads live at least this long after a task, ms, whatever
  * idleTimeoutMs says: between the phases of one build the main thread
@@ -151,8 +153,8 @@ export class SnapshotBuilder {
 
   constructor(options: BuilderOptions = {}) {
     const threads = options.threads ?? availableParallelism();
-    if (!Number.isInteger(threads) || threads < 1 || threads > 256) {
-      throw new RangeError(`threads must be an integer from 1 to 256, got ${threads}`);
+    if (!Number.isInteger(threads) || threads < 1 || threads > MAX_BUILD_THREADS) {
+      throw new RangeError(`threads must be an integer from 1 to ${MAX_BUILD_THREADS}, got ${threads}`);
     }
     const chunkBytes = options.chunkBytes ?? DEFAULT_CHUNK_BYTES;
     if (!Number.isInteger(chunkBytes) || chunkBytes < 1024) {
