@@ -279,7 +279,8 @@ async function serveRounds(extraArgs: readonly string[]) {
   const t = await tempDataDir();
   await ingest(t.dir, t.root, evidenceSet(0, 300));
   const key = lastLine((await runCli(['keys', 'create', '--data-dir', t.dir.root])).stdout);
-  const server = await startServer(t.dir.root, { args: ['--threads', '2', ...extraArgs] });
+  // Two build threads whatever the host's default: the index is then built on a pool thread of its own, with its own buffers.
+  const server = await startServer(t.dir.root, { args: ['--threads', '2', '--build-threads', '2', ...extraArgs] });
   const headers = { authorization: `Bearer ${key}` };
   // Loopback clients read /metrics without a token.
   const gauge = async (name: string) => {

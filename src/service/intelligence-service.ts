@@ -312,21 +312,20 @@ export class IntelligenceService {
  * kernel gives a serving thread about ten times the share of a build thread
  * wanting the same core.
  */
-const BACKGROUND_NICE = 10;
+export const BACKGROUND_NICE = 10;
 const background = { niceIncrement: BACKGROUND_NICE };
 
 /**
  * Background build threads of a serving process: every core but one, and at
  * least one. The nice value alone does not keep a core for the serving
- * threads: with a thread computing on every core, the kernel lets threads
- * that wake often (the serving threads' 1 ms event-loop monitors, a load
- * balancer's, a client's on the same host) wait for a CPU. On the 2-core host
- * measured (bench/MEASUREMENTS.md, "A core kept for serving"), a 1 ms timer
- * in an idle process fired 31-43 ms late beside two computing threads and
- * 5-13 ms late beside one, and the swap bench's load generator fell 319-770
- * ms behind its schedule during a 1M rebuild on two build threads and 35-40
- * ms on one. The cost is build time: freshness under load 4.2-5.4 s instead
- * of 3.1-3.3 s at 1M.
+ * threads: with a build thread computing on every core, threads that wake
+ * often (the serving threads, a load balancer or a client on the same host)
+ * wait for a CPU. On the 2-core host measured (bench/MEASUREMENTS.md, "A
+ * core kept for serving"), a serving thread stalled 3.1 s during a 10M
+ * rebuild on two build threads and 36-42 ms on one, and the swap bench's
+ * load generator fell 319-770 ms behind its schedule during a 1M rebuild on
+ * two and 35-40 ms on one. The cost is build time on an idle machine: 5-7 s
+ * more per 10M rebuild, 0.2-0.8 s at 1M.
  */
 export function defaultBuildThreads(cores: number = availableParallelism()): number {
   return Math.max(1, cores - 1);

@@ -1,5 +1,5 @@
 import { dataDir } from '../../common/data-dir.js';
-import { SnapshotBuilder, type BuildProgress } from '../../intel/build/builder.js';
+import { MAX_BUILD_THREADS, SnapshotBuilder, type BuildProgress } from '../../intel/build/builder.js';
 import { DEFAULT_URL_MEMBER_CAP } from '../../intel/clustering.js';
 import { parseCommandArgs, intOption, type Command } from '../command.js';
 import { progressReporter } from '../progress.js';
@@ -12,7 +12,9 @@ new evidence lands; this command is for first builds and operators.
 
 Options:
   --data-dir DIR   data directory (default: $UPI_RISK_DATA_DIR or var/data)
-  --threads N      worker threads (default: every core)
+  --threads N      worker threads (default: every core, at normal priority;
+                   beside a live server, give it fewer: a running server
+                   builds on every core but one, at nice +10)
   --url-cap N      a url seen with more than N distinct VPAs does not link
                    them into a cluster (default: ${DEFAULT_URL_MEMBER_CAP})`;
 
@@ -27,7 +29,7 @@ export const buildCommand: Command = {
       'url-cap': { type: 'string' },
     });
     const dir = dataDir(values['data-dir']);
-    const threads = values.threads === undefined ? undefined : intOption('threads', values.threads, 1, 1, 256);
+    const threads = values.threads === undefined ? undefined : intOption('threads', values.threads, 1, 1, MAX_BUILD_THREADS);
     const urlMemberCap = intOption('url-cap', values['url-cap'], DEFAULT_URL_MEMBER_CAP, 2, 1_000_000);
     const builder = new SnapshotBuilder(threads === undefined ? {} : { threads });
     const progress = progressReporter<BuildProgress>((p) => ({ label: p.phase, done: p.done, total: p.total }));
