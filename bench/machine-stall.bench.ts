@@ -155,8 +155,8 @@ async function main(): Promise<void> {
 
 /**
  * `computing` threads computing without pause at nice +10 and `wakers`
- * threads whose event loop wakes every millisecond (a 1 ms event-loop delay monitor, as
- * metrics.ts keeps on serve's threads), for `ms`.
+ * threads whose event loop wakes every millisecond (a 1 ms event-loop
+ * delay monitor, as metrics.ts keeps on serve's threads), for `ms`.
  */
 async function keepBusy(computing: number, wakers: number, ms: number): Promise<void> {
   // At the build threads' nice increment, as Piscina sets it for serve's build pool (BACKGROUND_NICE).

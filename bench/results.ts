@@ -257,7 +257,7 @@ export function renderMarkdown(suite: SuiteResult): string {
     );
     if (m.busyStallMs !== undefined) {
       parts.push(
-        `The same idle process while the other keeps cores computing without pause (as build threads do) beside ${m.wakers} threads ` +
+        `The same idle process while the other keeps cores computing without pause at nice +10 (as build threads do) beside ${m.wakers} threads ` +
           `waking every millisecond (as the event-loop monitors of serve's main and serving threads do), ${m.busySeconds} s each:`,
       );
       parts.push(
