@@ -15,9 +15,9 @@
  *
  * Then, twice, this process runs what a serving process runs during a
  * rebuild, without the service: threads computing without pause at nice +10
- * (the build threads) beside threads waking every millisecond (the event-loop monitors
- * of `serve`'s main and serving threads), first on every core, then on every
- * core but one (serve's default build threads). On the 2-core host measured,
+ * (the build threads) beside threads waking every millisecond (the
+ * event-loop monitors of `serve`'s main and serving threads), first on every
+ * core, then on every core but one (serve's default build threads). On the 2-core host measured,
  * the observer's timer fired about 21 ms late in the first and 7-12 ms late
  * in the second; with the computing threads at nice 0, 31-83 and 5-13 ms
  * (bench/MEASUREMENTS.md, "A core kept for serving").
@@ -30,7 +30,7 @@ import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-import { BACKGROUND_NICE } from '../src/service/intelligence-service.js';
+import { BACKGROUND_NICE, defaultBuildThreads } from '../src/service/intelligence-service.js';
 import { round1, wholeNumberOption, writeBenchReport } from './support/report.js';
 
 /** Loaded by the computing threads, which are evaluated code with no module path of their own to resolve it from. */
@@ -128,7 +128,7 @@ async function main(): Promise<void> {
     await sleep(1100);
     const cores = availableParallelism();
     const wakers = cores + 1;
-    for (const [busyPhase, computing] of [['everyCore', cores], ['everyCoreButOne', Math.max(1, cores - 1)]] as const) {
+    for (const [busyPhase, computing] of [['everyCore', cores], ['everyCoreButOne', defaultBuildThreads(cores)]] as const) {
       phase = 'between';
       await sleep(1100);
       phase = busyPhase;

@@ -310,7 +310,9 @@ export class IntelligenceService {
  * Nice increment of background builds and loads: at equal priority their
  * threads would take turns with the serving threads for a core. At +10 the
  * kernel gives a serving thread about ten times the share of a build thread
- * wanting the same core.
+ * wanting the same core, among the threads of one session (autogroup
+ * scheduling shares the CPU between sessions first): not enough on its own,
+ * see defaultBuildThreads.
  */
 export const BACKGROUND_NICE = 10;
 const background = { niceIncrement: BACKGROUND_NICE };
