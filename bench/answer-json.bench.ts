@@ -14,7 +14,7 @@
  */
 import { Bench } from 'tinybench';
 import { batchResponseJson, verdictJson } from '../src/api/answer-json.js';
-import { Intelligence } from '../src/engine/intelligence.js';
+import { SnapshotView } from '../src/engine/snapshot-view.js';
 import { type BatchItem, type BatchResponse, type Cluster, type VpaVerdict } from '../src/engine/verdict.js';
 import { fakeSnapshot } from '../test/fixtures/fake-snapshot.js';
 import { microOptions, taskRows, writeBenchReport, type Row } from './support/report.js';
@@ -34,12 +34,12 @@ const gc = (globalThis as { gc?: () => void }).gc;
 // Answers
 
 /** Batch `at` of BATCH items from the query pools, every `flaggedEvery`-th one known. */
-function batchResponse(intel: Intelligence, known: readonly string[], unknown: readonly string[], at: number, flaggedEvery: number): BatchResponse {
+function batchResponse(view: SnapshotView, known: readonly string[], unknown: readonly string[], at: number, flaggedEvery: number): BatchResponse {
   const results: BatchItem[] = [];
   let flagged = 0;
   for (let j = 0; j < BATCH; j++) {
     const k = at * BATCH + j;
-    const item = intel.batchItem(j % flaggedEvery === 0 ? known[k % known.length]! : unknown[k % unknown.length]!);
+    const item = view.batchItem(j % flaggedEvery === 0 ? known[k % known.length]! : unknown[k % unknown.length]!);
     if (item.status === 'FLAGGED') flagged++;
     results.push(item);
   }
@@ -47,8 +47,8 @@ function batchResponse(intel: Intelligence, known: readonly string[], unknown: r
 }
 
 /** Clusters in a shuffled order, so consecutive encodings read unrelated memory. */
-function clusters(intel: Intelligence, count: number, seed: number): Cluster[] {
-  return shuffledClusterIds(intel.data, count, seed).map((id) => intel.cluster(id)!);
+function clusters(view: SnapshotView, count: number, seed: number): Cluster[] {
+  return shuffledClusterIds(view.data, count, seed).map((id) => view.cluster(id)!);
 }
 
 // ---------------------------------------------------------------------------
@@ -80,20 +80,20 @@ function meanBytes<T>(pool: readonly T[], encode: (answer: T) => string): number
 
 function main(): void {
   const t0 = performance.now();
-  const intel = new Intelligence(fakeSnapshot(vpaCount));
+  const view = new SnapshotView(fakeSnapshot(vpaCount));
   const t1 = performance.now();
   // Enough queries for OBJECTS / 4 all-flagged batches, the largest use.
-  const known = knownVpas(intel.data, (OBJECTS / 4) * BATCH, 1);
-  const unknown = unknownVpas(intel, (OBJECTS / 4) * BATCH, 2);
-  const flaggedVerdicts: VpaVerdict[] = known.slice(0, OBJECTS).map((q) => intel.verdict(q));
-  const clearedVerdicts: VpaVerdict[] = unknown.slice(0, OBJECTS).map((q) => intel.verdict(q));
+  const known = knownVpas(view.data, (OBJECTS / 4) * BATCH, 1);
+  const unknown = unknownVpas(view, (OBJECTS / 4) * BATCH, 2);
+  const flaggedVerdicts: VpaVerdict[] = known.slice(0, OBJECTS).map((q) => view.verdict(q));
+  const clearedVerdicts: VpaVerdict[] = unknown.slice(0, OBJECTS).map((q) => view.verdict(q));
   const mixedBatches: BatchResponse[] = [];
   const flaggedBatches: BatchResponse[] = [];
   for (let b = 0; b < OBJECTS / 4; b++) {
-    mixedBatches.push(batchResponse(intel, known, unknown, b, MIXED_FLAGGED_EVERY));
-    flaggedBatches.push(batchResponse(intel, known, unknown, b, 1));
+    mixedBatches.push(batchResponse(view, known, unknown, b, MIXED_FLAGGED_EVERY));
+    flaggedBatches.push(batchResponse(view, known, unknown, b, 1));
   }
-  const clusterPool = clusters(intel, OBJECTS, 3);
+  const clusterPool = clusters(view, OBJECTS, 3);
   if (clusterPool.length === 0) throw new Error(`no clusters at ${vpaCount} VPAs; use --vpas 100 or more`);
   const t2 = performance.now();
   console.log(

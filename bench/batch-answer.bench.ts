@@ -14,7 +14,7 @@
  */
 import { Bench } from 'tinybench';
 import { answerBatchBody } from '../src/api/batch-answer.js';
-import { Intelligence } from '../src/engine/intelligence.js';
+import { SnapshotView } from '../src/engine/snapshot-view.js';
 import type { BatchResponse } from '../src/engine/verdict.js';
 import { fakeSnapshot } from '../test/fixtures/fake-snapshot.js';
 import { microOptions, round1, taskRows, writeBenchReport, type Row } from './support/report.js';
@@ -32,11 +32,11 @@ const gc = (globalThis as { gc?: () => void }).gc;
 // ---------------------------------------------------------------------------
 // Bodies
 
-/** BODIES request bodies of BATCH VPAs, `flaggedPerBody` of them known to `intel`, at positions varying by body. */
-function bodyPool(intel: Intelligence, flaggedPerBody: number, seed: number): Buffer[] {
+/** BODIES request bodies of BATCH VPAs, `flaggedPerBody` of them known to `view`, at positions varying by body. */
+function bodyPool(view: SnapshotView, flaggedPerBody: number, seed: number): Buffer[] {
   const stride = BATCH / flaggedPerBody;
-  const known = knownVpas(intel.data, BODIES * flaggedPerBody, seed);
-  const unknown = unknownVpas(intel, BODIES * (BATCH - flaggedPerBody), seed);
+  const known = knownVpas(view.data, BODIES * flaggedPerBody, seed);
+  const unknown = unknownVpas(view, BODIES * (BATCH - flaggedPerBody), seed);
   let k = 0;
   let u = 0;
   const bodies: Buffer[] = [];
@@ -59,8 +59,8 @@ interface Counters {
 }
 
 /** Once, outside timing: the answer is JSON of a full batch with the expected flagged count. */
-function check(label: string, intel: Intelligence, body: Buffer, flagged: number): void {
-  const answer = answerBatchBody(intel, body);
+function check(label: string, view: SnapshotView, body: Buffer, flagged: number): void {
+  const answer = answerBatchBody(view, body);
   if (typeof answer !== 'string') throw new Error(`${label}: answered ${answer.status} ${answer.message}`);
   const response = JSON.parse(answer) as BatchResponse;
   if (response.total !== BATCH || response.results.length !== BATCH || response.flagged_count !== flagged) {
@@ -68,13 +68,13 @@ function check(label: string, intel: Intelligence, body: Buffer, flagged: number
   }
 }
 
-function addTask(bench: Bench, label: string, intel: Intelligence, pool: readonly Buffer[], counters: Counters): void {
+function addTask(bench: Bench, label: string, view: SnapshotView, pool: readonly Buffer[], counters: Counters): void {
   const n = pool.length;
   let next = 0;
   bench.add(
     label,
     () => {
-      const answer = answerBatchBody(intel, pool[next]!);
+      const answer = answerBatchBody(view, pool[next]!);
       next = next + 1 === n ? 0 : next + 1;
       counters.calls++;
       if (typeof answer === 'string') counters.bytes += answer.length;
@@ -95,10 +95,10 @@ function meanBytes(pool: readonly Buffer[]): number {
 
 function main(): void {
   const t0 = performance.now();
-  const intel = new Intelligence(fakeSnapshot(vpaCount));
+  const view = new SnapshotView(fakeSnapshot(vpaCount));
   const t1 = performance.now();
-  const mixed = bodyPool(intel, FLAGGED_PER_MIXED_BODY, 1);
-  const flagged = bodyPool(intel, BATCH, 2);
+  const mixed = bodyPool(view, FLAGGED_PER_MIXED_BODY, 1);
+  const flagged = bodyPool(view, BATCH, 2);
   const t2 = performance.now();
   console.log(
     `node ${process.version}, ${vpaCount} VPAs (snapshot ${Math.round(t1 - t0)} ms), ${BODIES} bodies of ${BATCH} per case (${Math.round(t2 - t1)} ms), gc ${gc ? 'exposed' : 'not exposed'}`,
@@ -108,17 +108,17 @@ function main(): void {
     { label: `mixed, ${FLAGGED_PER_MIXED_BODY}% flagged`, pool: mixed, flagged: FLAGGED_PER_MIXED_BODY },
     { label: 'all flagged', pool: flagged, flagged: BATCH },
   ];
-  for (const c of cases) check(c.label, intel, c.pool[0]!, c.flagged);
+  for (const c of cases) check(c.label, view, c.pool[0]!, c.flagged);
   // A pass over each pool first: cluster sizes are decoded on first use and
   // then kept for the snapshot's life, so a serving process has them all.
   let warm = 0;
-  for (const c of cases) for (const body of c.pool) warm += (answerBatchBody(intel, body) as string).length;
+  for (const c of cases) for (const body of c.pool) warm += (answerBatchBody(view, body) as string).length;
 
   gc?.();
   const bench = new Bench({ time: taskTime, warmupTime: 500, timestampProvider: 'hrtimeNow', subtractTimerOverhead: true });
   const counters = cases.map((c) => {
     const counter: Counters = { calls: 0, errors: 0, bytes: 0 };
-    addTask(bench, `answerBatchBody ${BATCH}, ${c.label}`, intel, c.pool, counter);
+    addTask(bench, `answerBatchBody ${BATCH}, ${c.label}`, view, c.pool, counter);
     return counter;
   });
   bench.runSync();
@@ -141,7 +141,7 @@ function main(): void {
       rows,
       batch: BATCH,
       bodiesPerCase: BODIES,
-      clusters: intel.meta.clusterCount,
+      clusters: view.meta.clusterCount,
     });
   }
   // The byte counts make every answer observable, so none is dead code.

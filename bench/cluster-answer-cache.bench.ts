@@ -13,7 +13,7 @@
  */
 import { Bench } from 'tinybench';
 import { CLUSTER_ANSWERS_KEPT, ClusterAnswerCache } from '../src/api/cluster-answer-cache.js';
-import { Intelligence } from '../src/engine/intelligence.js';
+import { SnapshotView } from '../src/engine/snapshot-view.js';
 import { fakeSnapshot } from '../test/fixtures/fake-snapshot.js';
 import { microOptions, taskRows, writeBenchReport } from './support/report.js';
 import { shuffledClusterIds } from './support/vpas.js';
@@ -27,15 +27,15 @@ const { vpas: vpaCount, time: taskTime, json } = microOptions();
 const gc = (globalThis as { gc?: () => void }).gc;
 
 function main(): void {
-  const intel = new Intelligence(fakeSnapshot(vpaCount));
-  const firstAskIds = shuffledClusterIds(intel.data, FIRST_ASK_IDS, 3);
-  const keptIds = shuffledClusterIds(intel.data, KEPT_IDS, 4);
+  const view = new SnapshotView(fakeSnapshot(vpaCount));
+  const firstAskIds = shuffledClusterIds(view.data, FIRST_ASK_IDS, 3);
+  const keptIds = shuffledClusterIds(view.data, KEPT_IDS, 4);
   if (firstAskIds.length < 16 * CLUSTER_ANSWERS_KEPT) {
     throw new Error(`${firstAskIds.length} clusters; first asks need ${16 * CLUSTER_ANSWERS_KEPT} or more (--vpas 400000 or more)`);
   }
-  console.log(`node ${process.version}, ${vpaCount} VPAs, ${intel.meta.clusterCount} clusters, gc ${gc ? 'exposed' : 'not exposed'}`);
+  console.log(`node ${process.version}, ${vpaCount} VPAs, ${view.meta.clusterCount} clusters, gc ${gc ? 'exposed' : 'not exposed'}`);
 
-  const cache = new ClusterAnswerCache(intel);
+  const cache = new ClusterAnswerCache(view);
   let bytes = 0;
   const cycling = (ids: readonly string[]) => {
     let next = 0;

@@ -17,8 +17,8 @@ import { parseArgs } from 'node:util';
 import { performance } from 'node:perf_hooks';
 import v8 from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { findClusters, type Components, type UrlMembership } from '../src/intel/clustering.js';
-import { assignClusterNumbers, emptyClusterIdState, readClusterIdState, writeClusterIdState } from '../src/intel/cluster-ids.js';
+import { findClusters, type Components, type UrlMembership } from '../src/builder/clustering.js';
+import { assignClusterNumbers, emptyClusterIdState, readClusterIdState, writeClusterIdState } from '../src/builder/cluster-ids.js';
 import { mulberry32 } from '../test/fixtures/random.js';
 
 const { values } = parseArgs({

@@ -1,7 +1,7 @@
 /**
  * The engine end to end at scale: generate N flagged VPAs of demo evidence,
  * ingest, build on the pool, load the snapshot off-thread, then measure
- * memory per VPA and lookup latency through Intelligence with fresh query
+ * memory per VPA and lookup latency through SnapshotView with fresh query
  * strings.
  *
  *   node --expose-gc --max-old-space-size=20000 dist/bench/engine-scale.bench.js [--vpas 1000000] [--threads N] [--keep DIR] [--json FILE]
@@ -30,10 +30,10 @@ import { performance } from 'node:perf_hooks';
 import { dataDir } from '../src/common/data-dir.js';
 import { writeDemoData } from '../src/demo/generator.js';
 import { ingestFile, listEvidenceFiles } from '../src/evidence/store.js';
-import { SnapshotBuilder, type BuildReport } from '../src/intel/build/builder.js';
-import { parseCacheDir } from '../src/intel/build/parse-cache.js';
+import { SnapshotBuilder, type BuildReport } from '../src/builder/snapshot-builder.js';
+import { parseCacheDir } from '../src/builder/parse-cache.js';
 import { loadSnapshotOffThread } from '../src/engine/snapshot-loader.js';
-import { Intelligence } from '../src/engine/intelligence.js';
+import { SnapshotView } from '../src/engine/snapshot-view.js';
 import { VpaIndex } from '../src/engine/vpa-index.js';
 import { INDEX_FIELDS, type SnapshotData } from '../src/engine/snapshot-data.js';
 import { NOT_FOUND } from '../src/common/brand.js';
@@ -144,7 +144,7 @@ try {
   t = performance.now();
   const data = await loadSnapshotOffThread(report.path);
   results.loadS = seconds(t);
-  const intel = new Intelligence(data);
+  const view = new SnapshotView(data);
   gc?.();
   results.rssGrowthMiB = round((process.memoryUsage().rss - rssBefore) / 2 ** 20, 1);
   const n = data.meta.vpaCount;
@@ -168,12 +168,12 @@ try {
     hits.push(Buffer.from(key.toUpperCase(), 'latin1').toString('latin1'));
     misses.push(Buffer.from(`x${key}`, 'latin1').toString('latin1'));
   }
-  const single = singleLookupMediansNs(intel, hits, misses);
+  const single = singleLookupMediansNs(view, hits, misses);
   results.lookupHitMedianNs = single.hit;
   results.lookupMissMedianNs = single.miss;
-  results.lookupHitRunMedianNs = medianNs(intel, hits, true);
-  results.lookupMissRunMedianNs = medianNs(intel, misses, false);
-  results.verdictHitMedianNs = medianVerdictNs(intel, hits);
+  results.lookupHitRunMedianNs = medianNs(view, hits, true);
+  results.lookupMissRunMedianNs = medianNs(view, misses, false);
+  results.verdictHitMedianNs = medianVerdictNs(view, hits);
 } finally {
   if (args.keep === undefined) await rm(root, { recursive: true, force: true });
 }
@@ -191,19 +191,19 @@ if (args.json !== undefined) {
  * timer's own cost subtracted): the latency of one lookup, what a request
  * waits for.
  */
-function singleLookupMediansNs(intel: Intelligence, hits: readonly string[], misses: readonly string[]): { hit: number; miss: number } {
+function singleLookupMediansNs(view: SnapshotView, hits: readonly string[], misses: readonly string[]): { hit: number; miss: number } {
   const bench = new Bench({ time: 2000, warmupTime: 300, timestampProvider: 'hrtimeNow', subtractTimerOverhead: true });
   let found = 0;
   let calls = 0;
   let nextHit = 0;
   let nextMiss = 0;
   bench.add('hit', () => {
-    if (intel.lookup(hits[nextHit]!) !== NOT_FOUND) found++;
+    if (view.lookup(hits[nextHit]!) !== NOT_FOUND) found++;
     calls++;
     nextHit = nextHit + 1 === hits.length ? 0 : nextHit + 1;
   });
   bench.add('miss', () => {
-    if (intel.lookup(misses[nextMiss]!) !== NOT_FOUND) found -= 1e9;
+    if (view.lookup(misses[nextMiss]!) !== NOT_FOUND) found -= 1e9;
     nextMiss = nextMiss + 1 === misses.length ? 0 : nextMiss + 1;
   });
   bench.runSync();
@@ -217,7 +217,7 @@ function singleLookupMediansNs(intel: Intelligence, hits: readonly string[], mis
  * a batch sees, where one lookup's memory reads may overlap the next's, or
  * one's mispredicted branch cost the next its head start.
  */
-function medianNs(intel: Intelligence, queries: string[], expectHit: boolean): number {
+function medianNs(view: SnapshotView, queries: string[], expectHit: boolean): number {
   const RUN = 100;
   const samples: number[] = [];
   let sink = 0;
@@ -225,7 +225,7 @@ function medianNs(intel: Intelligence, queries: string[], expectHit: boolean): n
     samples.length = 0;
     for (let i = 0; i + RUN <= queries.length; i += RUN) {
       const start = process.hrtime.bigint();
-      for (let j = i; j < i + RUN; j++) sink += intel.lookup(queries[j]!);
+      for (let j = i; j < i + RUN; j++) sink += view.lookup(queries[j]!);
       samples.push(Number(process.hrtime.bigint() - start) / RUN);
     }
   }
@@ -235,13 +235,13 @@ function medianNs(intel: Intelligence, queries: string[], expectHit: boolean): n
   return round(samples[samples.length >> 1]!, 0);
 }
 
-function medianVerdictNs(intel: Intelligence, queries: string[]): number {
+function medianVerdictNs(view: SnapshotView, queries: string[]): number {
   const samples: number[] = [];
   let sink = 0;
   const count = Math.min(queries.length, 200_000);
   for (let i = 0; i + 10 <= count; i += 10) {
     const start = process.hrtime.bigint();
-    for (let j = i; j < i + 10; j++) sink += intel.verdict(queries[j]!).evidence_count;
+    for (let j = i; j < i + 10; j++) sink += view.verdict(queries[j]!).evidence_count;
     samples.push(Number(process.hrtime.bigint() - start) / 10);
   }
   if (sink === 0) throw new Error('no verdicts');

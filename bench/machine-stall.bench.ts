@@ -30,7 +30,7 @@ import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-import { BACKGROUND_NICE, defaultBuildThreads } from '../src/service/intelligence-service.js';
+import { BACKGROUND_NICE, defaultBuildThreads } from '../src/service/snapshot-service.js';
 import { round1, wholeNumberOption, writeBenchReport } from './support/report.js';
 
 /** Loaded by the computing threads, which are evaluated code with no module path of their own to resolve it from. */

@@ -33,10 +33,10 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { dataDir as openDataDir } from '../src/common/data-dir.js';
 import { missingGlibcTunables } from '../src/common/malloc-tuning.js';
-import { Intelligence } from '../src/engine/intelligence.js';
+import { SnapshotView } from '../src/engine/snapshot-view.js';
 import { listSnapshots, loadNewestValidSnapshot } from '../src/engine/snapshot-files.js';
-import { MAX_BUILD_THREADS } from '../src/intel/build/builder.js';
-import { MAX_BUILD_IDLE_SECONDS } from '../src/service/intelligence-service.js';
+import { MAX_BUILD_THREADS } from '../src/builder/snapshot-builder.js';
+import { MAX_BUILD_IDLE_SECONDS } from '../src/service/snapshot-service.js';
 import { requireWrk } from './http/load-tools.js';
 import { createBenchKey, runHttp, runSwap, type HttpOptions, type HttpResult } from './http/scenarios.js';
 import { writeWorkload, type Workload } from './http/workload.js';
@@ -188,7 +188,7 @@ async function main(): Promise<void> {
       micro.push({ file: `vpa-index (${keys / 1e6}M keys)`, report: await benchFile('vpa-index.bench.js', ['--keys', String(keys), '--no-reference']) });
     }
     // Every micro bench takes --vpas (microOptions); those that need no snapshot ignore it.
-    for (const file of ['answer-headers', 'answer-json', 'batch-answer', 'batch-request', 'cluster-answer-cache', 'intelligence', 'single-answer', 'snapshot-codec']) {
+    for (const file of ['answer-headers', 'answer-json', 'batch-answer', 'batch-request', 'cluster-answer-cache', 'single-answer', 'snapshot-view', 'snapshot-codec']) {
       log(`micro: ${file}`);
       micro.push({ file, report: await benchFile(`${file}.bench.js`, ['--vpas', '1000000']) });
     }
@@ -200,7 +200,7 @@ async function main(): Promise<void> {
     if (found === null) throw new Error(`no snapshot in ${dataDirPath}; run with --only engine first`);
     const work = join(root, 'workload');
     await mkdir(work, { recursive: true });
-    const workload = await writeWorkload(new Intelligence(found.data), work, { hitRatio });
+    const workload = await writeWorkload(new SnapshotView(found.data), work, { hitRatio });
     logWorkload(workload);
     const token = await createBenchKey(dataDirPath);
     const base: Omit<HttpOptions, 'tls'> = { dataDir: dataDirPath, workload, seconds, rounds, connections, wrkThreads, serverThreads, log };

@@ -7,14 +7,14 @@
  *   node --expose-gc dist/bench/single-answer.bench.js [--vpas 1000000] [--time 2000] [--json FILE]
  *
  * Queries are fresh flat strings cycled through pools larger than the CPU
- * caches, as in intelligence.bench.ts. Every answer is checked against the
+ * caches, as in snapshot-view.bench.ts. Every answer is checked against the
  * text answer before timing; "mean B" is the mean answer size.
  */
 import { Bench } from 'tinybench';
 import { verdictJson } from '../src/api/answer-json.js';
 import { answerSingle } from '../src/api/single-answer.js';
 import { ByteScratch } from '../src/common/byte-scratch.js';
-import { Intelligence } from '../src/engine/intelligence.js';
+import { SnapshotView } from '../src/engine/snapshot-view.js';
 import { fakeSnapshot } from '../test/fixtures/fake-snapshot.js';
 import { microOptions, taskRows, writeBenchReport, type Row } from './support/report.js';
 import { knownVpas, unknownVpas } from './support/vpas.js';
@@ -28,23 +28,23 @@ const { vpas: vpaCount, time: taskTime, json } = microOptions();
 const gc = (globalThis as { gc?: () => void }).gc;
 
 function main(): void {
-  const intel = new Intelligence(fakeSnapshot(vpaCount));
-  const flagged = knownVpas(intel.data, QUERIES, 1);
-  const unknown = unknownVpas(intel, QUERIES, 2);
+  const view = new SnapshotView(fakeSnapshot(vpaCount));
+  const flagged = knownVpas(view.data, QUERIES, 1);
+  const unknown = unknownVpas(view, QUERIES, 2);
   const out = new ByteScratch(BODY_CAPACITY);
   const asBytes = (q: string): number => {
-    const answer = answerSingle(intel, q, out);
+    const answer = answerSingle(view, q, out);
     return typeof answer === 'string' ? Buffer.byteLength(answer) : answer.length;
   };
-  const asText = (q: string): number => verdictJson(intel.verdict(q)).length;
+  const asText = (q: string): number => verdictJson(view.verdict(q)).length;
 
   // Once, outside timing: the bytes are the text answer's, and no pool answer fell back to text.
   let fellBack = 0;
   for (const q of [...flagged.slice(0, 4096), ...unknown.slice(0, 4096)]) {
-    const answer = answerSingle(intel, q, out);
+    const answer = answerSingle(view, q, out);
     if (typeof answer === 'string') fellBack++;
     const bytes = typeof answer === 'string' ? Buffer.from(answer) : Buffer.from(answer);
-    if (!bytes.equals(Buffer.from(verdictJson(intel.verdict(q))))) throw new Error(`answer for ${q} differs from its text answer`);
+    if (!bytes.equals(Buffer.from(verdictJson(view.verdict(q))))) throw new Error(`answer for ${q} differs from its text answer`);
   }
   console.log(`node ${process.version}, ${vpaCount} VPAs, ${fellBack} of 8192 answers checked written as text, gc ${gc ? 'exposed' : 'not exposed'}`);
 

@@ -28,7 +28,7 @@ import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { Bench } from 'tinybench';
 import { NOT_FOUND } from '../src/common/brand.js';
-import { ReferenceIndex } from '../src/engine/reference-index.js';
+import { ReferenceIndex } from '../test/reference-index.js';
 import { buildIndexArrays, VpaIndex } from '../src/engine/vpa-index.js';
 import type { KeyIndex } from '../src/engine/key-index.js';
 import { round1, taskRows as rows, wholeNumberOption as wholeNumber, writeReport, type Row } from './support/report.js';

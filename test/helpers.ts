@@ -5,8 +5,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { dataDir, type DataDir } from '../src/common/data-dir.js';
 import { ingestFile } from '../src/evidence/store.js';
-import { SnapshotBuilder } from '../src/intel/build/builder.js';
-import { Intelligence } from '../src/engine/intelligence.js';
+import { SnapshotBuilder } from '../src/builder/snapshot-builder.js';
+import { SnapshotView } from '../src/engine/snapshot-view.js';
 import { readSnapshotFile } from '../src/engine/snapshot-files.js';
 
 export interface EvidenceInput {
@@ -41,7 +41,7 @@ export async function ingest(dir: DataDir, root: string, items: readonly Evidenc
 }
 
 /** Build with a real pool and load the result. */
-export async function buildAndLoad(dir: DataDir, options: { urlMemberCap?: number; threads?: number } = {}): Promise<Intelligence> {
+export async function buildAndLoad(dir: DataDir, options: { urlMemberCap?: number; threads?: number } = {}): Promise<SnapshotView> {
   const builder = new SnapshotBuilder({ threads: options.threads ?? 2 });
   try {
     const report = await builder.build({
@@ -49,7 +49,7 @@ export async function buildAndLoad(dir: DataDir, options: { urlMemberCap?: numbe
       scoredAt: TEST_SCORED_AT,
       ...(options.urlMemberCap === undefined ? {} : { urlMemberCap: options.urlMemberCap }),
     });
-    return new Intelligence(await readSnapshotFile(report.path));
+    return new SnapshotView(await readSnapshotFile(report.path));
   } finally {
     await builder.close();
   }
@@ -71,20 +71,20 @@ export function evidence(upi: string, url: string, overrides: Partial<EvidenceIn
 
 import { validateEvidence } from '../src/evidence/record.js';
 import type { ArrayAllocator } from '../src/common/scratch-arrays.js';
-import { RecordWriter, packFlags } from '../src/intel/build/record-codec.js';
-import { aggregatePartition, dedupPartition, type AggregateResult } from '../src/intel/build/phases.js';
-import { assembleSnapshot, type AssembleOptions } from '../src/intel/build/assemble.js';
-import { emptyClusterIdState } from '../src/intel/cluster-ids.js';
-import { DEFAULT_URL_MEMBER_CAP } from '../src/intel/clustering.js';
+import { RecordWriter, packFlags } from '../src/builder/record-codec.js';
+import { aggregatePartition, dedupPartition, type AggregateResult } from '../src/builder/phases.js';
+import { assembleSnapshot, type AssembleOptions } from '../src/builder/assemble.js';
+import { emptyClusterIdState } from '../src/builder/cluster-ids.js';
+import { DEFAULT_URL_MEMBER_CAP } from '../src/builder/clustering.js';
 
 /**
  * The build phases called in-process on one partition: the same code the
  * pool runs, without threads or files, for property tests that build
  * hundreds of small snapshots.
  */
-export function buildInProcess(items: readonly EvidenceInput[], scoredAt = TEST_SCORED_AT, urlMemberCap = DEFAULT_URL_MEMBER_CAP): Intelligence {
+export function buildInProcess(items: readonly EvidenceInput[], scoredAt = TEST_SCORED_AT, urlMemberCap = DEFAULT_URL_MEMBER_CAP): SnapshotView {
   const { data } = assembleSnapshot([aggregateInProcess(items, scoredAt)], assembleOptionsInProcess(scoredAt, urlMemberCap));
-  return new Intelligence(data);
+  return new SnapshotView(data);
 }
 
 /** Phases A to C on one partition: what assembly takes. */

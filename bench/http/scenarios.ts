@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { performance } from 'node:perf_hooks';
 import { dataDir as openDataDir } from '../../src/common/data-dir.js';
 import { SNAPSHOT_EXTENSION, listSnapshots } from '../../src/engine/snapshot-files.js';
-import { defaultBuildThreads } from '../../src/service/intelligence-service.js';
+import { defaultBuildThreads } from '../../src/service/snapshot-service.js';
 import { runCli, startServer, type RunningServer } from '../../test/server-process.js';
 import { runOpenLoop, runWrk, type OpenLoopResult, type Target, type WrkResult } from './load-tools.js';
 import type { Workload } from './workload.js';

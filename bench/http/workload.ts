@@ -9,7 +9,7 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { NOT_FOUND } from '../../src/common/brand.js';
 import { answerBatchBody } from '../../src/api/batch-answer.js';
-import { Intelligence } from '../../src/engine/intelligence.js';
+import { SnapshotView } from '../../src/engine/snapshot-view.js';
 import { formatClusterId } from '../../src/engine/verdict.js';
 import { VpaIndex } from '../../src/engine/vpa-index.js';
 import { mulberry32 } from '../../test/fixtures/random.js';
@@ -37,10 +37,10 @@ export interface WorkloadOptions {
 const PROVIDERS = ['ybl', 'okaxis', 'okhdfcbank', 'okicici', 'oksbi', 'paytm', 'ibl', 'axl', 'apl', 'upi', 'ptyes', 'pthdfc'];
 const NAMES = ['anil', 'bhavna', 'chetan', 'deepika', 'farhan', 'gita', 'harsh', 'isha', 'jatin', 'kiran', 'lata', 'mohit'];
 
-export async function writeWorkload(intel: Intelligence, dir: string, options: WorkloadOptions): Promise<Workload> {
+export async function writeWorkload(view: SnapshotView, dir: string, options: WorkloadOptions): Promise<Workload> {
   // Seeded, so every run sends the same requests.
   const next = mulberry32(options.seed ?? 7);
-  const data = intel.data;
+  const data = view.data;
   const vpaCount = data.meta.vpaCount;
   const index = new VpaIndex(data, data.maxKeyLength);
 
@@ -58,7 +58,7 @@ export async function writeWorkload(intel: Intelligence, dir: string, options: W
           ? String(6_000_000_000 + Math.floor(next() * 3_999_999_999))
           : `${NAMES[Math.floor(next() * NAMES.length)]!}.${Math.floor(next() * 1e6)}`;
       const vpa = `${handle}@${provider}`;
-      if (intel.lookup(vpa) === NOT_FOUND) return vpa;
+      if (view.lookup(vpa) === NOT_FOUND) return vpa;
     }
   };
   const vpa = () => (next() < options.hitRatio ? known() : unknown());
@@ -68,7 +68,7 @@ export async function writeWorkload(intel: Intelligence, dir: string, options: W
   for (let i = 0; i < (options.singles ?? 20_000); i++) {
     const upi = vpa();
     singles.push(`/v1/verify/upi?upi=${encodeURIComponent(upi)}`);
-    singleBytes += Buffer.byteLength(JSON.stringify(intel.verdict(upi)));
+    singleBytes += Buffer.byteLength(JSON.stringify(view.verdict(upi)));
   }
 
   const bodies: string[] = [];
@@ -78,7 +78,7 @@ export async function writeWorkload(intel: Intelligence, dir: string, options: W
     for (let k = 0; k < 100; k++) upis.push(vpa());
     const body = JSON.stringify({ upis });
     bodies.push(body);
-    const answer = answerBatchBody(intel, Buffer.from(body));
+    const answer = answerBatchBody(view, Buffer.from(body));
     if (typeof answer !== 'string') throw new Error(`workload batch refused: ${answer.message}`);
     batchBytes += Buffer.byteLength(answer);
   }
@@ -89,7 +89,7 @@ export async function writeWorkload(intel: Intelligence, dir: string, options: W
   for (let i = 0; clusterCount > 0 && i < (options.clusters ?? 20_000); i++) {
     const id = formatClusterId(data.clusterNumber[Math.floor(next() * clusterCount)]!);
     clusters.push(`/v1/verify/upi/cluster/${id}`);
-    clusterBytes += Buffer.byteLength(JSON.stringify(intel.cluster(id)));
+    clusterBytes += Buffer.byteLength(JSON.stringify(view.cluster(id)));
   }
 
   const workload: Workload = {

@@ -1,5 +1,5 @@
 import { hashApiKey, sameHash } from './api-key.js';
-import type { KeyRecord } from './key-store.js';
+import type { KeyRecord } from './key-record.js';
 
 /** Verified keys remembered at most; past this the memory is dropped and rebuilt (only by real keys). */
 const MAX_REMEMBERED = 10_000;

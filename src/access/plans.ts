@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { ConfigError } from '../common/errors.js';
-import type { KeyLimits } from './key-store.js';
+import type { KeyLimits } from './key-record.js';
 
 /**
  * Rate-limit plans. Each API key names a plan (or carries its own limits):

@@ -1,6 +1,6 @@
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import type { Redis } from 'ioredis';
-import type { KeyLimits, KeyRecord } from './key-store.js';
+import type { KeyLimits, KeyRecord } from './key-record.js';
 import type { PlansConfig } from './plans.js';
 import { FixedWindows, type Windows, type WindowState } from './fixed-windows.js';
 import { SharedFixedWindows, type SharedWindowTable } from './shared-windows.js';

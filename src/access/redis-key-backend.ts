@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
-import { UpiRiskError } from '../common/errors.js';
-import { KeyFileError, validateKeyRecords, type KeyBackend, type KeyRecord } from './key-store.js';
+import { KeyFileError, KeyStoreError } from '../common/errors.js';
+import { validateKeyRecords, type KeyBackend, type KeyRecord } from './key-record.js';
 
 /**
  * Key records in Redis, shared by every replica: a hash `<prefix>:keys`
@@ -48,7 +48,7 @@ export class RedisKeyBackend implements KeyBackend {
       const done = await multi.set(this.#versionKey, randomBytes(8).toString('hex')).exec();
       if (done !== null) return outcome.result;
     }
-    throw new UpiRiskError('ERR_KEY_STORE', 'keys changed concurrently too often; try again');
+    throw new KeyStoreError('keys changed concurrently too often; try again');
   }
 
   async version(): Promise<string> {

@@ -1,5 +1,5 @@
 import type { MessagePort } from 'node:worker_threads';
-import type { KeyRecord } from './key-store.js';
+import type { KeyRecord } from './key-record.js';
 import type { Quota, QuotaDecision } from './quota.js';
 
 /**

@@ -1,6 +1,6 @@
 import { NOT_FOUND } from '../common/brand.js';
-import type { Intelligence } from '../engine/intelligence.js';
-import { badRequest, type HttpError } from '../http/http-error.js';
+import type { SnapshotView } from '../engine/snapshot-view.js';
+import { badRequest, type HttpError } from './http-error.js';
 import { parseBatchRequest } from './batch-request.js';
 import { batchEnvelopeJson, batchItemJson, clearedBatchItemJson } from './answer-json.js';
 
@@ -12,7 +12,7 @@ import { batchEnvelopeJson, batchItemJson, clearedBatchItemJson } from './answer
  * The answer is written as it is looked up, without an object per item:
  * most payees are unknown, and a CLEARED item is a constant around the VPA.
  */
-export function answerBatchBody(intel: Intelligence, body: Buffer): string | HttpError {
+export function answerBatchBody(view: SnapshotView, body: Buffer): string | HttpError {
   if (body.length === 0) return badRequest('request body missing; send {"upis": ["handle@provider", ...]}');
   // V8's JSON.parse: a hand-written byte scanner for the plain body shape measured slower (100 vs 75 µs a batch).
   let parsed: unknown;
@@ -28,12 +28,12 @@ export function answerBatchBody(intel: Intelligence, body: Buffer): string | Htt
   for (let i = 0; i < upis.length; i++) {
     if (i > 0) items += ',';
     const upi = upis[i]!;
-    const id = intel.lookup(upi);
+    const id = view.lookup(upi);
     if (id === NOT_FOUND) {
       items += clearedBatchItemJson(upi);
     } else {
       flagged++;
-      items += batchItemJson(intel.flaggedBatchItem(id, upi));
+      items += batchItemJson(view.flaggedBatchItem(id, upi));
     }
   }
   return batchEnvelopeJson(items, upis.length, flagged);

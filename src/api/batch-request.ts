@@ -1,6 +1,6 @@
 import { isValidVpa } from '../vpa/vpa.js';
 import { MAX_BATCH_ITEMS } from './schemas.js';
-import { badRequest, validationError, type HttpError } from '../http/http-error.js';
+import { badRequest, validationError, type HttpError } from './http-error.js';
 
 /**
  * Validate a parsed batch body and return its VPAs, or the error to answer.

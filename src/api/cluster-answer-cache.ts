@@ -1,4 +1,4 @@
-import type { Intelligence } from '../engine/intelligence.js';
+import type { SnapshotView } from '../engine/snapshot-view.js';
 import { parseClusterId } from '../engine/verdict.js';
 
 /** Cluster answers kept per snapshot and thread. */
@@ -27,14 +27,14 @@ const ASKED_WINDOW = CLUSTER_ANSWERS_KEPT;
  * collector copies in one go, not the object graph it was made from.
  */
 export class ClusterAnswerCache {
-  readonly #intel: Intelligence;
+  readonly #view: SnapshotView;
   /** Cluster number → JSON text; evicted first in, first out. */
   readonly #kept = new Map<number, string>();
   readonly #asked = new Uint32Array(ASKED_BITS / 32);
   #marked = 0;
 
-  constructor(intel: Intelligence) {
-    this.#intel = intel;
+  constructor(view: SnapshotView) {
+    this.#view = view;
   }
 
   /** How many answers are kept. */
@@ -53,7 +53,7 @@ export class ClusterAnswerCache {
     if (number < 0) return null;
     const kept = this.#kept.get(number);
     if (kept !== undefined) return kept;
-    const cluster = this.#intel.cluster(clusterId);
+    const cluster = this.#view.cluster(clusterId);
     if (cluster === null) return null;
     // JSON.stringify handles a cluster, mostly member objects, as fast as a hand-written encoder.
     const text = JSON.stringify(cluster);
@@ -87,17 +87,17 @@ export class ClusterAnswerCache {
   }
 }
 
-const answersBySnapshot = new WeakMap<Intelligence, ClusterAnswerCache>();
+const answersBySnapshot = new WeakMap<SnapshotView, ClusterAnswerCache>();
 
 /**
- * JSON text of a cluster answer from `intel`, or null when it has no such
+ * JSON text of a cluster answer from `view`, or null when it has no such
  * cluster. Answers are kept with their snapshot and go when it goes.
  */
-export function clusterAnswerJson(intel: Intelligence, clusterId: string): string | null {
-  let answers = answersBySnapshot.get(intel);
+export function clusterAnswerJson(view: SnapshotView, clusterId: string): string | null {
+  let answers = answersBySnapshot.get(view);
   if (answers === undefined) {
-    answers = new ClusterAnswerCache(intel);
-    answersBySnapshot.set(intel, answers);
+    answers = new ClusterAnswerCache(view);
+    answersBySnapshot.set(view, answers);
   }
   return answers.json(clusterId);
 }

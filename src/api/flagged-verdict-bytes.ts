@@ -1,13 +1,13 @@
 import { asciiBytes, putBytes, putDigits, type ByteScratch } from '../common/byte-scratch.js';
 import { putIso } from '../common/time.js';
-import type { Intelligence } from '../engine/intelligence.js';
+import type { SnapshotView } from '../engine/snapshot-view.js';
 import { CONFIDENCE_SCALE, NO_CLUSTER, SOURCE_FLAG_SCREENSHOT } from '../engine/snapshot-data.js';
 import { CLUSTER_ID_PREFIX } from '../engine/verdict.js';
 import { RISK_CATEGORIES, SOURCE_CATEGORIES } from '../vpa/categories.js';
 import { MAX_JSON_BYTES_PER_CHAR, jsonStringBound, putJsonString } from './answer-json.js';
 
 /**
- * `verdictJson(intel.flaggedVerdict(id, upi))` as UTF-8, written into `out`
+ * `verdictJson(view.flaggedVerdict(id, upi))` as UTF-8, written into `out`
  * straight from the snapshot's arrays: no verdict object, no source
  * objects, no timestamp or url strings. A flagged answer built as objects
  * and joined as text cost a serving thread about 3 KB of garbage; this is
@@ -18,9 +18,9 @@ import { MAX_JSON_BYTES_PER_CHAR, jsonStringBound, putJsonString } from './answe
  * fit in `out` (a VPA seen on very many urls): the caller then writes the
  * text. The view is valid until `out` is written again.
  */
-export function flaggedVerdictBytes(out: ByteScratch, intel: Intelligence, id: number, upi: string): Uint8Array | null {
-  intel.requireFlagged(id);
-  const d = intel.data;
+export function flaggedVerdictBytes(out: ByteScratch, view: SnapshotView, id: number, upi: string): Uint8Array | null {
+  view.requireFlagged(id);
+  const d = view.data;
   // Read up front: at scale each is a cache miss of its own, and read
   // together the CPU waits for them at once rather than one after another.
   const confidence = d.confidence[id]!;
@@ -33,9 +33,9 @@ export function flaggedVerdictBytes(out: ByteScratch, intel: Intelligence, id: n
   // Then what those name: the cluster, and the newest capture (sources are newest first).
   const clustered = cluster !== NO_CLUSTER;
   const clusterNumber = clustered ? d.clusterNumber[cluster]! : 0;
-  const clusterSize = clustered ? intel.clusterSize(cluster) : 0;
+  const clusterSize = clustered ? view.clusterSize(cluster) : 0;
   const lastSeen = d.sourceCapturedAt[from]!;
-  const bound = flaggedVerdictBound(intel, id, upi);
+  const bound = flaggedVerdictBound(view, id, upi);
   if (bound > out.capacity) return null;
 
   // Room for the bound once; the pieces are then put without a check or a method call each (byte-scratch.ts).
@@ -51,7 +51,7 @@ export function flaggedVerdictBytes(out: ByteScratch, intel: Intelligence, id: n
   for (let s = from; s < to; s++) {
     if (s > from) b[at++] = COMMA;
     const url = d.sourceUrl[s]!;
-    at = putUrl(b, put(b, at, URL), intel, url);
+    at = putUrl(b, put(b, at, URL), view, url);
     at = put(b, put(b, at, CATEGORY), SOURCE_CATEGORY_TEXT[d.urlCategory[url]!]!);
     at = putIso(b, put(b, at, CAPTURED_AT), d.sourceCapturedAt[s]!);
     at = put(b, at, (d.sourceFlags[s]! & SOURCE_FLAG_SCREENSHOT) !== 0 ? SCREENSHOT_TRUE : SCREENSHOT_FALSE);
@@ -66,8 +66,8 @@ export function flaggedVerdictBytes(out: ByteScratch, intel: Intelligence, id: n
  * checked by the caller): the fixed text and numbers, the VPA's JSON
  * string, and per source SOURCE_BOUND and 6 bytes per byte of its url.
  */
-export function flaggedVerdictBound(intel: Intelligence, id: number, upi: string): number {
-  const d = intel.data;
+export function flaggedVerdictBound(view: SnapshotView, id: number, upi: string): number {
+  const d = view.data;
   const urlOffsets = d.urlOffsets;
   let bound = FIXED_BOUND + jsonStringBound(upi);
   for (let s = d.sourceOffsets[id]!; s < d.sourceOffsets[id + 1]!; s++) {
@@ -147,14 +147,14 @@ function putConfidence(target: Uint8Array, at: number, fixed: number): number {
  * are; anything else goes through its text, the way the text answer does
  * (which also decides what invalid UTF-8 in a snapshot becomes).
  */
-function putUrl(target: Uint8Array, at: number, intel: Intelligence, url: number): number {
-  const d = intel.data;
+function putUrl(target: Uint8Array, at: number, view: SnapshotView, url: number): number {
+  const d = view.data;
   const bytes = d.urlBytes;
   const start = d.urlOffsets[url]!;
   const end = d.urlOffsets[url + 1]!;
   for (let i = start; i < end; i++) {
     const c = bytes[i]!;
-    if (c < 0x20 || c === QUOTE || c === BACKSLASH || c > 0x7e) return putJsonString(target, at, intel.urlOf(url));
+    if (c < 0x20 || c === QUOTE || c === BACKSLASH || c > 0x7e) return putJsonString(target, at, view.urlOf(url));
   }
   target[at] = QUOTE;
   const close = putBytes(target, at + 1, bytes, start, end);

@@ -1,18 +1,18 @@
 import { NOT_FOUND } from '../common/brand.js';
 import type { ByteScratch } from '../common/byte-scratch.js';
-import type { Intelligence } from '../engine/intelligence.js';
+import type { SnapshotView } from '../engine/snapshot-view.js';
 import { clearedVerdictBytes, verdictJson } from './answer-json.js';
 import { flaggedVerdictBytes } from './flagged-verdict-bytes.js';
 
 /**
- * The JSON of the verdict for one syntactically valid VPA, from `intel`,
+ * The JSON of the verdict for one syntactically valid VPA, from `view`,
  * written as bytes into `out` (valid until `out` is written again) without
  * building the verdict object or a string: a CLEARED verdict is a constant
  * around the VPA, a FLAGGED one is read off the snapshot's arrays. Only a
  * flagged answer too long for `out` is built and written as text.
  */
-export function answerSingle(intel: Intelligence, upi: string, out: ByteScratch): string | Uint8Array {
-  const id = intel.lookup(upi);
+export function answerSingle(view: SnapshotView, upi: string, out: ByteScratch): string | Uint8Array {
+  const id = view.lookup(upi);
   if (id === NOT_FOUND) return clearedVerdictBytes(out, upi);
-  return flaggedVerdictBytes(out, intel, id, upi) ?? verdictJson(intel.flaggedVerdict(id, upi));
+  return flaggedVerdictBytes(out, view, id, upi) ?? verdictJson(view.flaggedVerdict(id, upi));
 }

@@ -1,7 +1,8 @@
 import type { DataDir } from '../common/data-dir.js';
 import { silentLogger, type Logger } from '../common/logger.js';
 import { createRedisClient, redact, redisReady } from '../common/redis.js';
-import { FileKeyBackend, keyFilePath, type KeyBackend } from '../access/key-store.js';
+import { FileKeyBackend, keyFilePath } from '../access/key-file.js';
+import type { KeyBackend } from '../access/key-record.js';
 import { RedisKeyBackend } from '../access/redis-key-backend.js';
 import type { Redis } from 'ioredis';
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-import { UpiRiskError } from '../common/errors.js';
+import { ConfigError, UpiRiskError } from '../common/errors.js';
 import type { Command } from './command.js';
 import { ingestCommand } from './commands/ingest.js';
 import { buildCommand } from './commands/build.js';
@@ -41,7 +41,7 @@ export async function main(argv: readonly string[]): Promise<number> {
   } catch (error) {
     if (error instanceof UpiRiskError) {
       process.stderr.write(`upi-risk ${command.name}: ${error.message} [${error.code}]\n`);
-      return error.code === 'ERR_CONFIG' ? 2 : 1;
+      return error instanceof ConfigError ? 2 : 1;
     }
     throw error;
   }

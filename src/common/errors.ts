@@ -1,36 +1,93 @@
 /**
- * Every error the service raises on purpose carries a stable `code` (what
- * callers and tests key on) and a `name`; the message is for people and may
- * change. The HTTP edge maps codes to the spec's error responses in one place.
+ * Every error the service raises on purpose, in one list. Each carries a
+ * stable `code` (what operators, scripts and tests key on) and a `name`; the
+ * message is for people and may change. docs/operations.md documents each
+ * code; the spec's HTTP error codes (`bad_request`, ...) are a separate list
+ * in src/api/, since they are the API's, not the operator's.
+ *
+ * No code is written as a string literal anywhere else: raise the class, or
+ * compare `error.code` with `ErrorCode.X`.
  */
-export class UpiRiskError extends Error {
-  readonly code: string;
+export const ErrorCode = {
+  /** Bad command-line arguments or configuration values. */
+  CONFIG: 'ERR_CONFIG',
+  /** A snapshot file ends before its header or body does. */
+  SNAPSHOT_TRUNCATED: 'ERR_SNAPSHOT_TRUNCATED',
+  /** A snapshot body does not match its CRC-32. */
+  SNAPSHOT_CHECKSUM: 'ERR_SNAPSHOT_CHECKSUM',
+  /** A snapshot of a format version this build does not read. */
+  SNAPSHOT_VERSION: 'ERR_SNAPSHOT_VERSION',
+  /** A snapshot that is not one, or whose content is inconsistent. */
+  SNAPSHOT_FORMAT: 'ERR_SNAPSHOT_FORMAT',
+  /** No snapshot file where one was expected. */
+  SNAPSHOT_NOT_FOUND: 'ERR_SNAPSHOT_NOT_FOUND',
+  /** An evidence line or file that breaks the ingestion contract. */
+  EVIDENCE_INVALID: 'ERR_EVIDENCE_INVALID',
+  /** An evidence file that cannot be read or stored. */
+  EVIDENCE_FILE: 'ERR_EVIDENCE_FILE',
+  /** The key file cannot be read, or its content is invalid. */
+  KEY_FILE: 'ERR_KEY_FILE',
+  /** The key store (Redis) refused or kept changing under an update. */
+  KEY_STORE: 'ERR_KEY_STORE',
+  /** Redis cannot be reached for a command that needs it. */
+  REDIS: 'ERR_REDIS',
+  /** The cluster id state file is unusable. */
+  CLUSTER_STATE: 'ERR_CLUSTER_STATE',
+  /** Another live process holds the data directory's build lock. */
+  BUILD_LOCKED: 'ERR_BUILD_LOCKED',
+  /** The server cannot listen on its address. */
+  LISTEN: 'ERR_LISTEN',
+  /** A serving thread exited while asked something. */
+  THREAD: 'ERR_THREAD',
+  /** Serving threads kept failing at start, so the server gave up. */
+  THREADS_FAILING: 'ERR_THREADS_FAILING',
+  /** Demo data cannot be written where asked. */
+  DEMO_DATA_WRITE: 'ERR_DEMO_DATA_WRITE',
+} as const;
 
-  constructor(code: string, message: string, options?: { cause?: unknown }) {
+export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
+
+/** The base of every error below; `code` is one of ErrorCode. */
+export class UpiRiskError extends Error {
+  readonly code: ErrorCode;
+
+  constructor(code: ErrorCode, message: string, options?: { cause?: unknown }) {
     super(message, options);
     this.name = 'UpiRiskError';
     this.code = code;
   }
 }
 
+export type SnapshotErrorCode =
+  | typeof ErrorCode.SNAPSHOT_TRUNCATED
+  | typeof ErrorCode.SNAPSHOT_CHECKSUM
+  | typeof ErrorCode.SNAPSHOT_VERSION
+  | typeof ErrorCode.SNAPSHOT_FORMAT
+  | typeof ErrorCode.SNAPSHOT_NOT_FOUND;
+
 /** A snapshot file that is truncated, corrupt, of an unknown version or inconsistent. */
 export class SnapshotError extends UpiRiskError {
+  declare readonly code: SnapshotErrorCode;
+
   constructor(code: SnapshotErrorCode, message: string, options?: { cause?: unknown }) {
     super(code, message, options);
     this.name = 'SnapshotError';
   }
 }
 
-export type SnapshotErrorCode =
-  | 'ERR_SNAPSHOT_TRUNCATED'
-  | 'ERR_SNAPSHOT_CHECKSUM'
-  | 'ERR_SNAPSHOT_VERSION'
-  | 'ERR_SNAPSHOT_FORMAT'
-  | 'ERR_SNAPSHOT_NOT_FOUND';
+export function isSnapshotErrorCode(code: unknown): code is SnapshotErrorCode {
+  return (
+    code === ErrorCode.SNAPSHOT_TRUNCATED ||
+    code === ErrorCode.SNAPSHOT_CHECKSUM ||
+    code === ErrorCode.SNAPSHOT_VERSION ||
+    code === ErrorCode.SNAPSHOT_FORMAT ||
+    code === ErrorCode.SNAPSHOT_NOT_FOUND
+  );
+}
 
 /** Evidence that cannot be accepted (a bad NDJSON line or file). */
 export class EvidenceError extends UpiRiskError {
-  constructor(code: 'ERR_EVIDENCE_INVALID' | 'ERR_EVIDENCE_FILE', message: string, options?: { cause?: unknown }) {
+  constructor(code: typeof ErrorCode.EVIDENCE_INVALID | typeof ErrorCode.EVIDENCE_FILE, message: string, options?: { cause?: unknown }) {
     super(code, message, options);
     this.name = 'EvidenceError';
   }
@@ -39,7 +96,55 @@ export class EvidenceError extends UpiRiskError {
 /** Bad command-line arguments or configuration values. */
 export class ConfigError extends UpiRiskError {
   constructor(message: string, options?: { cause?: unknown }) {
-    super('ERR_CONFIG', message, options);
+    super(ErrorCode.CONFIG, message, options);
     this.name = 'ConfigError';
+  }
+}
+
+/** A key file, or a key record in Redis, that cannot be read or is invalid. */
+export class KeyFileError extends UpiRiskError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(ErrorCode.KEY_FILE, message, options);
+    this.name = 'KeyFileError';
+  }
+}
+
+/** A key store that could not apply an update. */
+export class KeyStoreError extends UpiRiskError {
+  constructor(message: string) {
+    super(ErrorCode.KEY_STORE, message);
+    this.name = 'KeyStoreError';
+  }
+}
+
+/** An unusable cluster id state file. */
+export class ClusterStateError extends UpiRiskError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(ErrorCode.CLUSTER_STATE, message, options);
+    this.name = 'ClusterStateError';
+  }
+}
+
+/** Another live process holds the build lock. */
+export class BuildLockedError extends UpiRiskError {
+  constructor(message: string) {
+    super(ErrorCode.BUILD_LOCKED, message);
+    this.name = 'BuildLockedError';
+  }
+}
+
+/** Serving threads that exited, failed to listen or kept failing. */
+export class ServingError extends UpiRiskError {
+  constructor(code: typeof ErrorCode.LISTEN | typeof ErrorCode.THREAD | typeof ErrorCode.THREADS_FAILING, message: string) {
+    super(code, message);
+    this.name = 'ServingError';
+  }
+}
+
+/** An outside service (Redis) or file target the command needs is not there. */
+export class UnavailableError extends UpiRiskError {
+  constructor(code: typeof ErrorCode.REDIS | typeof ErrorCode.DEMO_DATA_WRITE, message: string, options?: { cause?: unknown }) {
+    super(code, message, options);
+    this.name = 'UnavailableError';
   }
 }

@@ -44,7 +44,7 @@
  */
 import { crc32 } from 'node:zlib';
 import { Packr, Unpackr } from 'msgpackr';
-import { SnapshotError, type SnapshotErrorCode } from '../common/errors.js';
+import { ErrorCode, SnapshotError, type SnapshotErrorCode } from '../common/errors.js';
 import { RISK_CATEGORIES, SOURCE_CATEGORIES } from '../vpa/categories.js';
 import {
   ARRAY_FIELDS,
@@ -326,11 +326,11 @@ export interface SnapshotHeader {
 export function readSnapshotHeader(bytes: Uint8Array): SnapshotHeader {
   const prefix = Math.min(bytes.length, MAGIC_BYTES.length);
   for (let i = 0; i < prefix; i++) {
-    if (bytes[i] !== MAGIC_BYTES[i]) fail('ERR_SNAPSHOT_FORMAT', 'not a upi-risk snapshot (bad magic bytes)');
+    if (bytes[i] !== MAGIC_BYTES[i]) fail(ErrorCode.SNAPSHOT_FORMAT, 'not a upi-risk snapshot (bad magic bytes)');
   }
   if (bytes.length < SNAPSHOT_HEADER_LENGTH) {
     fail(
-      'ERR_SNAPSHOT_TRUNCATED',
+      ErrorCode.SNAPSHOT_TRUNCATED,
       `snapshot is truncated: ${bytes.length} bytes, shorter than the ${SNAPSHOT_HEADER_LENGTH}-byte header`,
     );
   }
@@ -338,7 +338,7 @@ export function readSnapshotHeader(bytes: Uint8Array): SnapshotHeader {
   const version = view.getUint32(8, true);
   if (version !== SNAPSHOT_FORMAT_VERSION) {
     fail(
-      'ERR_SNAPSHOT_VERSION',
+      ErrorCode.SNAPSHOT_VERSION,
       `snapshot format version ${version} is not supported: this build reads version ${SNAPSHOT_FORMAT_VERSION}`,
     );
   }
@@ -348,14 +348,14 @@ export function readSnapshotHeader(bytes: Uint8Array): SnapshotHeader {
   const available = bytes.length - SNAPSHOT_HEADER_LENGTH;
   if (available < bodyLength) {
     fail(
-      'ERR_SNAPSHOT_TRUNCATED',
+      ErrorCode.SNAPSHOT_TRUNCATED,
       `snapshot is truncated: the header announces a ${bodyLength}-byte body, ${available} bytes follow it`,
     );
   }
   if (available > bodyLength) {
-    fail('ERR_SNAPSHOT_FORMAT', `snapshot has ${available - bodyLength} unexpected bytes after its ${bodyLength}-byte body`);
+    fail(ErrorCode.SNAPSHOT_FORMAT, `snapshot has ${available - bodyLength} unexpected bytes after its ${bodyLength}-byte body`);
   }
-  if (flags !== 0) fail('ERR_SNAPSHOT_FORMAT', `snapshot header has unknown flags 0x${flags.toString(16)}`);
+  if (flags !== 0) fail(ErrorCode.SNAPSHOT_FORMAT, `snapshot header has unknown flags 0x${flags.toString(16)}`);
   return { version, flags, bodyLength, crc };
 }
 
@@ -372,7 +372,7 @@ export function decodeSnapshot(bytes: Uint8Array, options: DecodeOptions = {}): 
   const actual = (options.bodyCrc ?? crc32(body)) >>> 0;
   if (actual !== header.crc) {
     fail(
-      'ERR_SNAPSHOT_CHECKSUM',
+      ErrorCode.SNAPSHOT_CHECKSUM,
       `snapshot checksum mismatch: the header records CRC-32 ${hex32(header.crc)}, the body has ${hex32(actual)}`,
     );
   }
@@ -414,7 +414,7 @@ function decodeBody(bytes: Uint8Array, bodyStart: number, shared: boolean): Snap
     // A private copy: msgpackr keeps a reference to its source, and the meta bytes are tiny.
     rawMeta = metaUnpackr.unpack(Buffer.from(bytes.subarray(metaRange[0], metaRange[1])));
   } catch (error) {
-    throw new SnapshotError('ERR_SNAPSHOT_FORMAT', `snapshot meta is not valid msgpack: ${messageOf(error)}`, { cause: error });
+    throw new SnapshotError(ErrorCode.SNAPSHOT_FORMAT, `snapshot meta is not valid msgpack: ${messageOf(error)}`, { cause: error });
   }
   const meta = readMeta(rawMeta);
 
@@ -546,7 +546,7 @@ class Reader {
   }
 
   fail(what: string): never {
-    throw new SnapshotError('ERR_SNAPSHOT_FORMAT', `snapshot body is malformed: ${what}`);
+    throw new SnapshotError(ErrorCode.SNAPSHOT_FORMAT, `snapshot body is malformed: ${what}`);
   }
 
   private need(n: number): void {
@@ -877,7 +877,7 @@ function fail(code: SnapshotErrorCode, message: string): never {
 }
 
 function formatError(message: string): never {
-  throw new SnapshotError('ERR_SNAPSHOT_FORMAT', message);
+  throw new SnapshotError(ErrorCode.SNAPSHOT_FORMAT, message);
 }
 
 function assertLittleEndian(): void {

@@ -10,7 +10,7 @@ import { crc32 } from 'node:zlib';
 import { join } from 'node:path';
 import { writeFileAtomic } from '../common/atomic-file.js';
 import type { DataDir } from '../common/data-dir.js';
-import { SnapshotError, type SnapshotErrorCode } from '../common/errors.js';
+import { ErrorCode, SnapshotError } from '../common/errors.js';
 import { SNAPSHOT_HEADER_LENGTH, decodeSnapshot, encodeSnapshot } from './snapshot-codec.js';
 import type { SnapshotData } from './snapshot-data.js';
 
@@ -107,7 +107,7 @@ export async function readSnapshotFile(path: string, options: { readonly shared?
     return decodeSnapshot(bytes, { shared, bodyCrc });
   } catch (error) {
     if (error instanceof SnapshotError) {
-      throw new SnapshotError(error.code as SnapshotErrorCode, `${path}: ${error.message}`, { cause: error });
+      throw new SnapshotError(error.code, `${path}: ${error.message}`, { cause: error });
     }
     throw error;
   }
@@ -125,7 +125,7 @@ async function readWholeFile(path: string, shared: boolean): Promise<{ bytes: Ui
     handle = await open(path, 'r');
   } catch (error) {
     if (errorCode(error) === 'ENOENT') {
-      throw new SnapshotError('ERR_SNAPSHOT_NOT_FOUND', `${path}: snapshot file not found`, { cause: error });
+      throw new SnapshotError(ErrorCode.SNAPSHOT_NOT_FOUND, `${path}: snapshot file not found`, { cause: error });
     }
     throw error;
   }

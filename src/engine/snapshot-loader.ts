@@ -1,6 +1,6 @@
 import { Worker } from 'node:worker_threads';
 import { resolve } from 'node:path';
-import { SnapshotError, type SnapshotErrorCode } from '../common/errors.js';
+import { SnapshotError, isSnapshotErrorCode } from '../common/errors.js';
 import type { SnapshotData } from './snapshot-data.js';
 
 /** What the loader worker posts back. */
@@ -48,8 +48,8 @@ export function loadSnapshotOffThread(path: string, options: { readonly niceIncr
 }
 
 function reviveError(error: LoaderFailure): Error {
-  if (error.name === 'SnapshotError' && error.code !== undefined) {
-    return new SnapshotError(error.code as SnapshotErrorCode, error.message);
+  if (error.name === 'SnapshotError' && isSnapshotErrorCode(error.code)) {
+    return new SnapshotError(error.code, error.message);
   }
   const revived = new Error(error.message) as Error & { code?: string };
   revived.name = error.name;

@@ -5,7 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { createInterface } from 'node:readline';
 import { TEMP_PREFIX, syncDirectory } from '../common/atomic-file.js';
 import type { DataDir } from '../common/data-dir.js';
-import { EvidenceError } from '../common/errors.js';
+import { ErrorCode, EvidenceError } from '../common/errors.js';
 import { parseEvidenceLine } from './record.js';
 
 /**
@@ -69,7 +69,7 @@ export async function ingestFile(dir: DataDir, file: string, now: () => number =
         input!.once('error', reject);
       });
     } catch (error) {
-      throw new EvidenceError('ERR_EVIDENCE_FILE', `cannot read ${file}: ${(error as Error).message}`, { cause: error });
+      throw new EvidenceError(ErrorCode.EVIDENCE_FILE, `cannot read ${file}: ${(error as Error).message}`, { cause: error });
     }
     const lines = createInterface({ input, crlfDelay: Infinity });
     for await (const rawLine of lines) {

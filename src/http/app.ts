@@ -3,7 +3,7 @@ import { performance } from 'node:perf_hooks';
 import uWS from 'uWebSockets.js';
 import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js';
 import type { Logger } from '../common/logger.js';
-import type { Intelligence } from '../engine/intelligence.js';
+import type { SnapshotView } from '../engine/snapshot-view.js';
 import { isClusterIdShape } from '../engine/verdict.js';
 import { isValidVpa } from '../vpa/vpa.js';
 import { MAX_BODY_BYTES } from '../api/schemas.js';
@@ -11,7 +11,7 @@ import { answerBatchBody } from '../api/batch-answer.js';
 import { answerSingle } from '../api/single-answer.js';
 import { clusterAnswerJson } from '../api/cluster-answer-cache.js';
 import { openApiDocument } from '../api/openapi.js';
-import type { KeyRecord } from '../access/key-store.js';
+import type { KeyRecord } from '../access/key-record.js';
 import { hashApiKey, sameHash } from '../access/api-key.js';
 import type { Quota, QuotaDecision } from '../access/quota.js';
 import type { ServiceMetrics } from './metrics.js';
@@ -28,7 +28,7 @@ import {
   serviceUnavailable,
   tooManyRequests,
   unauthorized,
-} from './http-error.js';
+} from '../api/http-error.js';
 
 /**
  * Room for a single answer written as bytes: a CLEARED one is about 170
@@ -41,7 +41,7 @@ const SINGLE_BODY_CAPACITY = 16_384;
 
 /** What the edge needs; the engine never imports the edge. */
 export interface ApiDependencies {
-  readonly intelligence: { readonly current: Intelligence };
+  readonly snapshots: { readonly current: SnapshotView };
   readonly keys: { verify(presentedKey: string): KeyRecord | null };
   readonly quota: Quota;
   readonly logger: Logger;
@@ -69,7 +69,7 @@ interface Exchange {
   readonly route: number;
   /** RequestIds number of this request: its X-Request-Id, made text only for a log line. */
   readonly requestNumber: number;
-  readonly intel: Intelligence;
+  readonly view: SnapshotView;
   readonly started: number;
   /** Answered or aborted: nothing may be written any more. */
   closed: boolean;
@@ -108,10 +108,10 @@ export function createApiApp(deps: ApiDependencies, app: TemplatedApp = uWS.App(
   // memory until the next answer, which an idle thread may never give.
   let linesId: string | null = null;
   let lines: Uint8Array = new Uint8Array(0);
-  const snapshotLines = (intel: Intelligence): Uint8Array => {
-    if (intel.meta.id !== linesId) {
-      lines = snapshotHeaderLines(intel.meta.id, intel.asOfIso);
-      linesId = intel.meta.id;
+  const snapshotLines = (view: SnapshotView): Uint8Array => {
+    if (view.meta.id !== linesId) {
+      lines = snapshotHeaderLines(view.meta.id, view.asOfIso);
+      linesId = view.meta.id;
     }
     return lines;
   };
@@ -122,7 +122,7 @@ export function createApiApp(deps: ApiDependencies, app: TemplatedApp = uWS.App(
       res,
       route,
       requestNumber: requestIds.next(),
-      intel: deps.intelligence.current,
+      view: deps.snapshots.current,
       started: performance.now(),
       closed: false,
       later: false,
@@ -147,7 +147,7 @@ export function createApiApp(deps: ApiDependencies, app: TemplatedApp = uWS.App(
   const send = (x: Exchange, status: number, body: string | Uint8Array, extra?: readonly [string, string], closeConnection = false): void => {
     if (x.closed) return;
     // Made before the exchange is closed: were it to throw, the caller's fail() could still answer.
-    const headLines = head.lines(snapshotLines(x.intel), x.requestNumber, x.quota, extra?.[0], extra?.[1]);
+    const headLines = head.lines(snapshotLines(x.view), x.requestNumber, x.quota, extra?.[0], extra?.[1]);
     x.closed = true;
     inFlight--;
     const statusLine = STATUS_LINES[status] ?? `${status}`;
@@ -242,7 +242,7 @@ export function createApiApp(deps: ApiDependencies, app: TemplatedApp = uWS.App(
     keyed(ROUTE.verify, (req) => req.getQuery('upi'), (x, upi) => {
       if (upi === undefined || upi === '') throw badRequest('missing query parameter "upi"');
       if (!isValidVpa(upi)) throw badRequest('"upi" is not a valid VPA (handle@provider)');
-      send(x, 200, answerSingle(x.intel, upi, bodyBytes));
+      send(x, 200, answerSingle(x.view, upi, bodyBytes));
     }),
   );
 
@@ -270,7 +270,7 @@ export function createApiApp(deps: ApiDependencies, app: TemplatedApp = uWS.App(
   });
 
   const answerBatch = (x: Exchange, body: Buffer): void => {
-    const answer = answerBatchBody(x.intel, body);
+    const answer = answerBatchBody(x.view, body);
     if (answer instanceof HttpError) throw answer;
     send(x, 200, answer);
   };
@@ -278,7 +278,7 @@ export function createApiApp(deps: ApiDependencies, app: TemplatedApp = uWS.App(
   const clusterRoute = keyed(ROUTE.cluster, (req) => req.getParameter(0) ?? '', (x, id) => {
     if (id === '') throw badRequest('missing cluster id');
     if (!isClusterIdShape(id)) throw badRequest('cluster id must have the form MC-<number>');
-    const answer = clusterAnswerJson(x.intel, id);
+    const answer = clusterAnswerJson(x.view, id);
     if (answer === null) throw notFound(`no cluster ${id}`);
     send(x, 200, answer);
   });
@@ -322,7 +322,7 @@ export function createApiApp(deps: ApiDependencies, app: TemplatedApp = uWS.App(
   });
   app.get('/readyz', (res) => {
     const x = begin(res, ROUTE.readyz);
-    const meta = x.intel.meta;
+    const meta = x.view.meta;
     send(x, 200, JSON.stringify({ status: 'ready', snapshot: meta.id, vpas: meta.vpaCount, ...(deps.thread === undefined ? {} : { thread: deps.thread }) }));
   });
   app.get('/metrics', (res, req) => {
@@ -342,7 +342,7 @@ export function createApiApp(deps: ApiDependencies, app: TemplatedApp = uWS.App(
     const scrape =
       deps.scrape ??
       (() => {
-        metrics.observeSnapshot(x.intel);
+        metrics.observeSnapshot(x.view);
         return metrics.text();
       });
     scrape().then(

@@ -1,13 +1,13 @@
 import { MessageChannel, Worker } from 'node:worker_threads';
 import { createServer, type AddressInfo } from 'node:net';
 import type { Logger } from '../common/logger.js';
-import { UpiRiskError } from '../common/errors.js';
+import { ErrorCode, ServingError } from '../common/errors.js';
 import { askThread } from './thread-ask.js';
-import type { KeyRegistry } from '../access/key-store.js';
+import type { KeyRegistry } from '../access/key-registry.js';
 import type { Quota } from '../access/quota.js';
 import { serveQuota } from '../access/remote-quota.js';
 import { SharedWindowTable } from '../access/shared-windows.js';
-import type { IntelligenceService } from '../service/intelligence-service.js';
+import type { SnapshotService } from '../service/snapshot-service.js';
 import type { ServiceMetrics } from './metrics.js';
 import type { MetricJson } from './request-stats.js';
 import { RetiredSnapshots } from './snapshot-release.js';
@@ -16,7 +16,7 @@ import type { EdgeWorkerData, FromEdge, ToEdge } from './edge-worker.js';
 
 /** What every serving thread is configured with (EdgeWorkerData), plus what the main thread keeps. */
 export interface EdgePoolOptions extends Omit<EdgeWorkerData, 'index' | 'quotaPort' | 'sharedWindows'> {
-  readonly service: IntelligenceService;
+  readonly service: SnapshotService;
   readonly keys: KeyRegistry;
   /** The main thread's quota: failed authentications per IP, asked by threads when there is no Redis. */
   readonly quota: Quota;
@@ -30,7 +30,7 @@ export interface EdgePoolOptions extends Omit<EdgeWorkerData, 'index' | 'quotaPo
    * the pool stops replacing them: the process should stop, so that what
    * supervises it starts it afresh (serve exits with status 1).
    */
-  readonly onGiveUp?: (error: UpiRiskError) => void;
+  readonly onGiveUp?: (error: ServingError) => void;
 }
 
 /**
@@ -162,7 +162,7 @@ export class EdgePool {
         gaveUp = true;
         const message = `a serving thread failed again after ${maxRestarts} replacements within ${policy.windowMs / 1000} s; no more are started`;
         options.logger.error({ thread: index }, message);
-        options.onGiveUp?.(new UpiRiskError('ERR_THREADS_FAILING', message));
+        options.onGiveUp?.(new ServingError(ErrorCode.THREADS_FAILING, message));
         return;
       }
       const delay = Math.min(policy.maxDelayMs, policy.firstDelayMs * 2 ** recentRestarts.length);
@@ -259,6 +259,6 @@ export async function freePort(host: string): Promise<number> {
 
 async function listenOn(worker: Worker, port: number): Promise<number> {
   const reply = await askThread(worker, { type: 'listen', port }, 'listening', 'listen-failed');
-  if (reply.type === 'listen-failed') throw new UpiRiskError('ERR_LISTEN', reply.message);
+  if (reply.type === 'listen-failed') throw new ServingError(ErrorCode.LISTEN, reply.message);
   return (reply as Extract<FromEdge, { type: 'listening' }>).port;
 }

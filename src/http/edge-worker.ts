@@ -2,9 +2,9 @@ import { performance } from 'node:perf_hooks';
 import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
 import { pino } from 'pino';
 import uWS from 'uWebSockets.js';
-import { Intelligence } from '../engine/intelligence.js';
+import { SnapshotView } from '../engine/snapshot-view.js';
 import type { SnapshotData } from '../engine/snapshot-data.js';
-import type { KeyRecord } from '../access/key-store.js';
+import type { KeyRecord } from '../access/key-record.js';
 import { ActiveKeys } from '../access/active-keys.js';
 import { QuotaService, type Quota } from '../access/quota.js';
 import { RemoteQuota } from '../access/remote-quota.js';
@@ -18,7 +18,7 @@ import { listen, type Listening } from './server.js';
 import { createTlsApp, type TlsFiles } from './tls.js';
 import { ReleaseWatch } from './snapshot-release.js';
 import { startIncrementalMarking, threadCollector } from '../common/collector.js';
-import { serviceUnavailable } from './http-error.js';
+import { serviceUnavailable } from '../api/http-error.js';
 
 /**
  * One serving thread of `serve --threads N`: a uWebSockets.js app on the
@@ -85,7 +85,7 @@ const post = (message: FromEdge) => port.postMessage(message);
 // fails must have its last line out before it exits (an asynchronous write may be dropped).
 const logger = pino({ level: config.logLevel, base: { service: 'upi-risk', thread: config.index } }, pino.destination({ dest: 2, sync: true }));
 const keys = new ActiveKeys();
-const holder: { current: Intelligence } = { current: null as unknown as Intelligence };
+const holder: { current: SnapshotView } = { current: null as unknown as SnapshotView };
 const metrics = new ServiceMetrics(String(config.index));
 const collect = threadCollector();
 /** When this thread last replaced its snapshot (performance.now): the collection log says how long after it each step came. */
@@ -134,7 +134,7 @@ const scrapes = new Map<number, { resolve: (text: string) => void; reject: (erro
 let nextScrape = 0;
 const api = createApiApp(
   {
-    intelligence: holder,
+    snapshots: holder,
     keys,
     quota,
     logger,
@@ -195,8 +195,8 @@ port.on('message', (message: ToEdge) => {
     case 'snapshot': {
       // The arrays are views of shared memory: nothing is copied here.
       const started = performance.now();
-      const previous = holder.current as Intelligence | null;
-      holder.current = new Intelligence(message.data);
+      const previous = holder.current as SnapshotView | null;
+      holder.current = new SnapshotView(message.data);
       swappedAt = performance.now();
       metrics.observeSwap((swappedAt - started) / 1000);
       if (previous !== null) releases.watch(previous.data);

@@ -1,8 +1,8 @@
 import { constants as perfConstants, monitorEventLoopDelay, PerformanceObserver, type NodeGCPerformanceDetail, type PerformanceEntry } from 'node:perf_hooks';
 import { getHeapStatistics } from 'node:v8';
 import { AggregatorRegistry, Counter, Gauge, Registry, type GaugeConfiguration, type MetricObjectWithValues, type MetricValue } from 'prom-client';
-import type { BuildReport } from '../intel/build/builder.js';
-import type { Intelligence } from '../engine/intelligence.js';
+import type { BuildReport } from '../builder/snapshot-builder.js';
+import type { SnapshotView } from '../engine/snapshot-view.js';
 import { RequestStats, type MetricJson } from './request-stats.js';
 
 /** Names of V8's collection kinds in the gc performance entries, for the `kind` label. */
@@ -189,10 +189,10 @@ export class ServiceMetrics {
   }
 
   /** Refresh the snapshot gauges; called on every swap and before each scrape. */
-  observeSnapshot(intel: Intelligence, now = Date.now()): void {
-    const meta = intel.meta;
+  observeSnapshot(view: SnapshotView, now = Date.now()): void {
+    const meta = view.meta;
     this.snapshotVpas.set(meta.vpaCount);
-    this.snapshotAge.set(Math.max(0, (now - intel.asOf) / 1000));
+    this.snapshotAge.set(Math.max(0, (now - view.asOf) / 1000));
     this.snapshotInfo.reset();
     this.snapshotInfo.set({ id: meta.id }, 1);
   }

@@ -1,6 +1,6 @@
 import uWS from 'uWebSockets.js';
 import type { TemplatedApp, us_listen_socket } from 'uWebSockets.js';
-import { UpiRiskError } from '../common/errors.js';
+import { ErrorCode, ServingError } from '../common/errors.js';
 
 export interface Listening {
   readonly host: string;
@@ -14,7 +14,7 @@ export function listen(app: TemplatedApp, host: string, port: number): Promise<L
   return new Promise((resolve, reject) => {
     app.listen(host, port, (socket: us_listen_socket | false) => {
       if (socket === false) {
-        reject(new UpiRiskError('ERR_LISTEN', `cannot listen on ${host}:${port} (address in use or not available)`));
+        reject(new ServingError(ErrorCode.LISTEN, `cannot listen on ${host}:${port} (address in use or not available)`));
         return;
       }
       let open = true;

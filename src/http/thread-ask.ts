@@ -1,5 +1,5 @@
 import type { Worker } from 'node:worker_threads';
-import { UpiRiskError } from '../common/errors.js';
+import { ErrorCode, ServingError } from '../common/errors.js';
 import type { FromEdge, ToEdge } from './edge-worker.js';
 
 /**
@@ -14,7 +14,7 @@ export function askThread(worker: Worker, message: ToEdge, ...types: FromEdge['t
   return new Promise((resolve, reject) => {
     // Node sets threadId to -1 once the thread has stopped running.
     if (worker.threadId === -1) {
-      reject(new UpiRiskError('ERR_THREAD', 'serving thread has exited'));
+      reject(new ServingError(ErrorCode.THREAD, 'serving thread has exited'));
       return;
     }
     const id = 'id' in message ? message.id : undefined;
@@ -27,7 +27,7 @@ export function askThread(worker: Worker, message: ToEdge, ...types: FromEdge['t
     };
     const onExit = (code: number) => {
       worker.off('message', onMessage);
-      reject(new UpiRiskError('ERR_THREAD', `serving thread exited with ${code}`));
+      reject(new ServingError(ErrorCode.THREAD, `serving thread exited with ${code}`));
     };
     worker.on('message', onMessage);
     worker.once('exit', onExit);

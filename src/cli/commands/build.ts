@@ -1,6 +1,6 @@
 import { dataDir } from '../../common/data-dir.js';
-import { MAX_BUILD_THREADS, SnapshotBuilder, type BuildProgress } from '../../intel/build/builder.js';
-import { DEFAULT_URL_MEMBER_CAP } from '../../intel/clustering.js';
+import { MAX_BUILD_THREADS, SnapshotBuilder, type BuildProgress } from '../../builder/snapshot-builder.js';
+import { DEFAULT_URL_MEMBER_CAP } from '../../builder/clustering.js';
 import { parseCommandArgs, intOption, type Command } from '../command.js';
 import { progressReporter } from '../progress.js';
 

@@ -1,4 +1,4 @@
-import { ConfigError, UpiRiskError } from '../../common/errors.js';
+import { ConfigError, ErrorCode, UnavailableError } from '../../common/errors.js';
 import { parseIsoWithZone } from '../../common/time.js';
 import {
   DEFAULT_END,
@@ -86,8 +86,8 @@ export const demoDataCommand: Command = {
   },
 };
 
-function writeFailed(target: string, error: unknown): UpiRiskError {
-  return new UpiRiskError('ERR_DEMO_DATA_WRITE', `cannot write demo data to ${target}: ${(error as Error).message}`, { cause: error });
+function writeFailed(target: string, error: unknown): UnavailableError {
+  return new UnavailableError(ErrorCode.DEMO_DATA_WRITE, `cannot write demo data to ${target}: ${(error as Error).message}`, { cause: error });
 }
 
 function parseEnd(text: string): number {

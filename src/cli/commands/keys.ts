@@ -1,7 +1,8 @@
 import { dataDir } from '../../common/data-dir.js';
-import { ConfigError, UpiRiskError } from '../../common/errors.js';
+import { ConfigError, ErrorCode, UnavailableError } from '../../common/errors.js';
 import { redact } from '../../common/redis.js';
-import { KeyAdmin, type KeyLimits, type PublicKeyRecord } from '../../access/key-store.js';
+import { KeyAdmin } from '../../access/key-admin.js';
+import type { KeyLimits, PublicKeyRecord } from '../../access/key-record.js';
 import { chooseKeyBackend, REDIS_OPTIONS } from '../key-backend-options.js';
 import type { DataDir } from '../../common/data-dir.js';
 import { intOption, parseCommandArgs, type Command } from '../command.js';
@@ -49,7 +50,7 @@ async function withAdmin<T>(dir: DataDir, values: { redis?: string | undefined; 
   const store = await chooseKeyBackend(dir, values);
   if (store.redis !== null && store.redis.status !== 'ready') {
     await store.close();
-    throw new UpiRiskError('ERR_REDIS', `cannot reach Redis at ${redact(values.redis ?? process.env.REDIS_URL ?? '')}`);
+    throw new UnavailableError(ErrorCode.REDIS, `cannot reach Redis at ${redact(values.redis ?? process.env.REDIS_URL ?? '')}`);
   }
   try {
     return await work(new KeyAdmin(store.backend));

@@ -4,12 +4,12 @@ import { dataDir } from '../../common/data-dir.js';
 import { ConfigError } from '../../common/errors.js';
 import type { Logger } from '../../common/logger.js';
 import { missingGlibcTunables, runsOnGlibc } from '../../common/malloc-tuning.js';
-import { KeyRegistry } from '../../access/key-store.js';
+import { KeyRegistry } from '../../access/key-registry.js';
 import { chooseKeyBackend, REDIS_OPTIONS } from '../key-backend-options.js';
 import { loadPlans, DEFAULT_PLANS_FILE } from '../../access/plans.js';
 import { QuotaService } from '../../access/quota.js';
-import { DEFAULT_BUILD_IDLE_MS, IntelligenceService, MAX_BUILD_IDLE_SECONDS } from '../../service/intelligence-service.js';
-import { MAX_BUILD_THREADS } from '../../intel/build/builder.js';
+import { DEFAULT_BUILD_IDLE_MS, SnapshotService, MAX_BUILD_IDLE_SECONDS } from '../../service/snapshot-service.js';
+import { MAX_BUILD_THREADS } from '../../builder/snapshot-builder.js';
 import { ServiceMetrics } from '../../http/metrics.js';
 import { checkTlsFiles, createTlsApp, ensureSelfSignedCertificate, type TlsFiles } from '../../http/tls.js';
 import { intOption, parseCommandArgs, type Command } from '../command.js';
@@ -142,7 +142,7 @@ export const serveCommand: Command = {
     keys.onChange((records) => logger.info({ activeKeys: records.length, store: store.backend.description }, 'API keys reloaded'));
     keys.watch();
     const metrics = new ServiceMetrics();
-    const service = await IntelligenceService.start({
+    const service = await SnapshotService.start({
       dataDir: dir,
       logger,
       pollMs,

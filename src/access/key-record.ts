@@ -1,0 +1,68 @@
+/**
+ * API key records, wherever they are kept (the key file, Redis), and the
+ * interface of a place that keeps them. Records hold hashes, never keys.
+ */
+export interface KeyLimits {
+  /** Requests allowed in a short burst window (per second). */
+  readonly burst: number;
+  /** Requests allowed per sustained window. */
+  readonly sustained: number;
+  /** Sustained window length, seconds. */
+  readonly windowSeconds: number;
+}
+
+export interface KeyRecord {
+  readonly id: string;
+  readonly name: string;
+  readonly plan: string;
+  readonly limits: KeyLimits | null;
+  readonly created_at: string;
+  readonly rotated_at: string | null;
+  readonly revoked_at: string | null;
+  readonly hash: string;
+}
+
+/** What `keys list --json` prints per key: no hash. */
+export type PublicKeyRecord = Omit<KeyRecord, 'hash'>;
+
+/** Check stored key records wherever they come from (file or Redis); throws what `fail` makes. */
+export function validateKeyRecords(records: readonly unknown[], fail: (why: string) => Error): asserts records is KeyRecord[] {
+  const ids = new Set<string>();
+  for (const [i, k] of records.entries()) {
+    const r = k as Record<string, unknown>;
+    const where = `keys[${i}]`;
+    if (typeof r !== 'object' || r === null) throw fail(`${where} is not an object`);
+    if (typeof r.id !== 'string' || !/^key_[0-9a-f]{12}$/.test(r.id)) throw fail(`${where}.id is not a key id`);
+    if (ids.has(r.id)) throw fail(`${where}.id ${r.id} is repeated`);
+    ids.add(r.id);
+    if (typeof r.hash !== 'string' || !/^[0-9a-f]{64}$/.test(r.hash)) throw fail(`${where}.hash is not a SHA-256 hex digest`);
+    if (typeof r.name !== 'string' || typeof r.plan !== 'string') throw fail(`${where} needs string name and plan`);
+    if (typeof r.created_at !== 'string') throw fail(`${where}.created_at is missing`);
+    for (const field of ['rotated_at', 'revoked_at'] as const) {
+      if (r[field] !== null && typeof r[field] !== 'string') throw fail(`${where}.${field} must be a string or null`);
+    }
+    if (r.limits !== null) {
+      const l = r.limits as Record<string, unknown>;
+      if (typeof l !== 'object' || l === null || !isPositiveInt(l.burst) || !isPositiveInt(l.sustained) || !isPositiveInt(l.windowSeconds)) {
+        throw fail(`${where}.limits must be null or {burst, sustained, windowSeconds} positive integers`);
+      }
+    }
+  }
+}
+
+function isPositiveInt(value: unknown): boolean {
+  return typeof value === 'number' && Number.isInteger(value) && value > 0;
+}
+
+/**
+ * Where key records live: the key file (one process or host) or Redis
+ * (several replicas). The registry polls `version` and reloads on change.
+ */
+export interface KeyBackend {
+  readonly description: string;
+  read(): Promise<KeyRecord[]>;
+  /** Read, change and write back as one step with respect to other writers. */
+  update<T>(change: (keys: KeyRecord[]) => { keys: KeyRecord[]; result: T }): Promise<T>;
+  /** A token that changes whenever the keys change; cheap to ask. */
+  version(): Promise<string>;
+}

@@ -1,0 +1,43 @@
+import type { ErrorCode } from './schemas.js';
+
+/**
+ * An error that maps to one of the spec's error responses. Handlers throw
+ * these; the edge turns them into `{error, message}` JSON in one place.
+ */
+export class HttpError extends Error {
+  readonly status: number;
+  readonly code: ErrorCode;
+  readonly retryAfter: number | undefined;
+  /** Close the connection after answering (the client may still be sending a body we will not read). */
+  readonly closeConnection: boolean;
+
+  constructor(status: number, code: ErrorCode, message: string, options: { retryAfter?: number; closeConnection?: boolean } = {}) {
+    super(message);
+    this.name = 'HttpError';
+    this.status = status;
+    this.code = code;
+    this.retryAfter = options.retryAfter;
+    this.closeConnection = options.closeConnection ?? false;
+  }
+}
+
+export const badRequest = (message: string, closeConnection = false) => new HttpError(400, 'bad_request', message, { closeConnection });
+export const validationError = (message: string) => new HttpError(422, 'validation_error', message);
+export const unauthorized = (message: string) => new HttpError(401, 'unauthorized', message);
+export const notFound = (message: string) => new HttpError(404, 'not_found', message);
+export const tooManyRequests = (retryAfter: number) =>
+  new HttpError(429, 'rate_limit_exceeded', `request limit exceeded; retry after ${retryAfter} s`, { retryAfter });
+export const serviceUnavailable = (message: string) => new HttpError(503, 'service_unavailable', message);
+export const internalError = () => new HttpError(500, 'internal_error', 'unexpected server error; the request can be retried');
+
+/** HTTP status lines, built once. */
+export const STATUS_LINES: Readonly<Record<number, string>> = {
+  200: '200 OK',
+  400: '400 Bad Request',
+  401: '401 Unauthorized',
+  404: '404 Not Found',
+  422: '422 Unprocessable Entity',
+  429: '429 Too Many Requests',
+  500: '500 Internal Server Error',
+  503: '503 Service Unavailable',
+};

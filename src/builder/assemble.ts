@@ -1,0 +1,507 @@
+import { SOURCE_CATEGORIES, SOURCE_RANK, RISK_CATEGORIES, RISK_RANK } from '../vpa/categories.js';
+import {
+  NO_CLUSTER,
+  SOURCE_FLAG_SCREENSHOT,
+  type SnapshotData,
+  type SnapshotMeta,
+} from '../engine/snapshot-data.js';
+import { buildIndexArrays, renumberIndex, type IndexArrays } from '../engine/vpa-index.js';
+import { rangeSize, sortedIdsSize, writeRange, writeSortedIds } from '../engine/roaring-portable.js';
+import { findClusters, type Components, type UrlMembership } from './clustering.js';
+import { assignClusterNumbers, type ClusterIdState } from './cluster-ids.js';
+import { clusterConfidence, vpaConfidence } from './scoring.js';
+import { dominant, type AggregateResult } from './phases.js';
+import { ByteInterner, compareByteRanges } from './byte-interner.js';
+import { freshSharedArrays } from '../engine/shared-arrays.js';
+import { freshArrays, type ArrayAllocator } from '../common/scratch-arrays.js';
+
+const SOURCE_COUNT = SOURCE_CATEGORIES.length;
+const RISK_COUNT = RISK_CATEGORIES.length;
+
+export interface AssembleOptions {
+  readonly urlMemberCap: number;
+  readonly scoredAt: number;
+  readonly previousClusterIds: ClusterIdState;
+  /**
+   * Where the working arrays (the concatenated rows, url membership, the
+   * union-find, the orderings) come from; none of the snapshot's arrays do.
+   */
+  readonly scratch?: ArrayAllocator;
+  /**
+   * Working arrays in shared memory, for what another thread reads while
+   * this one works (the keys the index is built from); default
+   * freshSharedArrays.
+   */
+  readonly sharedScratch?: ArrayAllocator;
+  /**
+   * Where the snapshot's own arrays come from: shared memory, one buffer
+   * per array (freshSharedArrays, the default, or ReusedSharedArrays over
+   * a replaced snapshot's buffers). The index's too, when it is built here.
+   */
+  readonly snapshotArrays?: ArrayAllocator;
+  readonly meta: Omit<
+    SnapshotMeta,
+    'vpaCount' | 'urlCount' | 'clusterCount' | 'sourceCount' | 'evidenceCount' | 'urlMemberCap' | 'scoredAt'
+  >;
+}
+
+export interface AssembleResult {
+  readonly data: SnapshotData;
+  readonly clusterIds: ClusterIdState;
+}
+
+/**
+ * Final build phase: join the per-partition VPA rows into one snapshot.
+ * Interns urls, forms clusters, assigns stable cluster numbers, orders VPAs
+ * so each cluster is a contiguous id range, scores, and lays everything out
+ * in the snapshot's typed arrays. Single-threaded by nature (clusters span
+ * partitions); runs on a pool thread so a serving thread never waits on it.
+ *
+ * Every array of the snapshot is allocated in shared memory (each in a
+ * SharedArrayBuffer of its own), so a server serves it as assembled: at 10M
+ * VPAs, copying it there took another 1.5 GiB of fresh memory and 2.7-3.5 s
+ * (four copies of the 10M bench snapshot).
+ */
+export function assembleSnapshot(partials: readonly AggregateResult[], options: AssembleOptions): AssembleResult {
+  const t = concatenate(partials, options);
+  const index = buildIndexArrays(t.keyBytes, t.keyOffsets, t.vpaCount, { arrays: options.snapshotArrays ?? freshSharedArrays });
+  const plan = planSnapshot(t, options);
+  return finishSnapshot(plan, snapshotColumns(plan), renumberIndex(index, plan.order.tempToFinal), options);
+}
+
+/**
+ * assembleSnapshot with the index built by `buildIndex` on another thread
+ * meanwhile. It is handed the keys as soon as they are gathered, in shared
+ * memory (to read, not to change), and builds while this thread forms the
+ * clusters, orders the VPAs and lays out the other columns; the index is
+ * then renumbered to the final order, one pass over its slots. At 1M VPAs
+ * filling the index takes about 0.65 s; assembly took 2.2-2.7 s with the
+ * index built in line, and in nine alternating builds 2.36 s (mean) with it
+ * built beside the columns once the final order was known, 2.04 s so.
+ */
+export async function assembleSnapshotIndexedElsewhere(
+  partials: readonly AggregateResult[],
+  options: AssembleOptions,
+  buildIndex: (keyBytes: Uint8Array, keyOffsets: Uint32Array, count: number) => Promise<IndexArrays>,
+): Promise<AssembleResult> {
+  const t = concatenate(partials, options);
+  const index = buildIndex(t.keyBytes, t.keyOffsets, t.vpaCount);
+  let plan: SnapshotPlan;
+  let columns: SnapshotColumns;
+  try {
+    plan = planSnapshot(t, options);
+    columns = snapshotColumns(plan);
+  } catch (error) {
+    // The other thread reads the keys until it is done: they must outlive its task (scratch-arrays.ts, shared).
+    await index.catch(() => {});
+    throw error;
+  }
+  return finishSnapshot(plan, columns, renumberIndex(await index, plan.order.tempToFinal), options);
+}
+
+/** What the columns are laid out from: VPAs with their clusters and their final order. */
+interface SnapshotPlan {
+  readonly t: Concatenated;
+  readonly membership: UrlMembership;
+  readonly components: Components;
+  readonly assigned: ReturnType<typeof assignClusterNumbers>;
+  readonly order: FinalOrder;
+  readonly scratch: ArrayAllocator;
+  readonly snapshotArrays: ArrayAllocator;
+}
+
+function planSnapshot(t: Concatenated, options: AssembleOptions): SnapshotPlan {
+  // Each pass is its own function: V8 optimises a long function with many
+  // loops one loop at a time (on-stack replacement) and deoptimises at the
+  // next, which in one function holding every pass cost more than the work.
+  const scratch = options.scratch ?? freshArrays;
+  const membership = membersByUrl(t, scratch);
+  const components = findClusters(t.vpaCount, membership, options.urlMemberCap, scratch);
+  const keyOf = (v: number) => t.keyText.toString('latin1', t.keyOffsets[v]!, t.keyOffsets[v + 1]!);
+  const assigned = assignClusterNumbers(components, keyOf, options.previousClusterIds);
+  const order = finalOrder(t, components, assigned.numbers, scratch);
+  return { t, membership, components, assigned, order, scratch, snapshotArrays: options.snapshotArrays ?? freshSharedArrays };
+}
+
+interface SnapshotColumns {
+  readonly vpas: VpaColumns;
+  readonly urls: ReturnType<typeof urlColumns>;
+  readonly clusters: ReturnType<typeof clusterColumns>;
+}
+
+function snapshotColumns(plan: SnapshotPlan): SnapshotColumns {
+  const { t, order, components, membership, assigned, scratch, snapshotArrays } = plan;
+  const vpas = vpaColumns(t, order, components.of, membership.offsets, snapshotArrays);
+  const urls = urlColumns(t, membership, order.tempToFinal, scratch, snapshotArrays);
+  const clusters = clusterColumns(order, vpas, assigned.numbers, t.urlCount, scratch, snapshotArrays);
+  return { vpas, urls, clusters };
+}
+
+function finishSnapshot(plan: SnapshotPlan, columns: SnapshotColumns, index: IndexArrays, options: AssembleOptions): AssembleResult {
+  const { t, order, assigned } = plan;
+  const { vpas, urls, clusters } = columns;
+  const n = t.vpaCount;
+  const data: SnapshotData = {
+    meta: {
+      ...options.meta,
+      scoredAt: options.scoredAt,
+      urlMemberCap: options.urlMemberCap,
+      vpaCount: n,
+      urlCount: t.urlCount,
+      clusterCount: order.clusterCount,
+      sourceCount: t.sourceCount,
+      evidenceCount: vpas.totalEvidence,
+    },
+    ...index,
+    firstSeen: vpas.firstSeen,
+    confidence: vpas.confidence,
+    riskCategory: vpas.riskCategory,
+    evidenceCount: vpas.evidenceCount,
+    vpaCluster: vpas.vpaCluster,
+    sourceOffsets: vpas.sourceOffsets,
+    sourceUrl: vpas.sourceUrl,
+    sourceCapturedAt: vpas.sourceCapturedAt,
+    sourceFlags: vpas.sourceFlags,
+    urlBytes: t.urlBytes.bytes,
+    urlOffsets: t.urlBytes.offsets,
+    urlCategory: urls.urlCategory,
+    urlMembersBlob: urls.urlMembersBlob,
+    urlMembersOffsets: urls.urlMembersOffsets,
+    ...clusters,
+  };
+  return { data, clusterIds: assigned.state };
+}
+
+/** url → VPAs (temporary ids), by counting sort on url. */
+function membersByUrl(t: Concatenated, scratch: ArrayAllocator): UrlMembership {
+  const urlCount = t.urlCount;
+  const sourceUrl = t.sourceUrl;
+  const sourceOffsets = t.sourceOffsets;
+  const offsets = scratch.zeroed(Uint32Array, urlCount + 1);
+  for (let s = 0; s < t.sourceCount; s++) offsets[sourceUrl[s]! + 1]!++;
+  for (let u = 0; u < urlCount; u++) offsets[u + 1]! += offsets[u]!;
+  const vpas = scratch.zeroed(Uint32Array, t.sourceCount);
+  const fill = scratch.zeroed(Uint32Array, urlCount);
+  fill.set(offsets.subarray(0, urlCount));
+  for (let v = 0; v < t.vpaCount; v++) {
+    for (let s = sourceOffsets[v]!; s < sourceOffsets[v + 1]!; s++) vpas[fill[sourceUrl[s]!]!++] = v;
+  }
+  return { offsets, vpas };
+}
+
+interface FinalOrder {
+  readonly clusterCount: number;
+  /** Component of each cluster ordinal; ordinals ascend with the public number, so lookups by number are a binary search. */
+  readonly componentsByNumber: Uint32Array;
+  readonly ordinalOfComponent: Uint32Array;
+  /** Cluster k's members are final ids [clusterStart[k], clusterStart[k+1]). */
+  readonly clusterStart: Uint32Array;
+  readonly finalToTemp: Uint32Array;
+  readonly tempToFinal: Uint32Array;
+}
+
+/** Final VPA order: clustered VPAs by (cluster ordinal, key), then the rest in partition order. */
+function finalOrder(t: Concatenated, components: Components, numbers: Uint32Array, scratch: ArrayAllocator): FinalOrder {
+  const n = t.vpaCount;
+  const of = components.of;
+  const clusterCount = components.count;
+  const componentsByNumber = scratch.zeroed(Uint32Array, clusterCount);
+  for (let c = 0; c < clusterCount; c++) componentsByNumber[c] = c;
+  componentsByNumber.sort((a, b) => numbers[a]! - numbers[b]!);
+  const ordinalOfComponent = scratch.zeroed(Uint32Array, clusterCount);
+  for (let k = 0; k < clusterCount; k++) ordinalOfComponent[componentsByNumber[k]!] = k;
+
+  const clusterStart = scratch.zeroed(Uint32Array, clusterCount + 1);
+  for (let v = 0; v < n; v++) {
+    const c = of[v]!;
+    if (c >= 0) clusterStart[ordinalOfComponent[c]! + 1]!++;
+  }
+  for (let k = 0; k < clusterCount; k++) clusterStart[k + 1]! += clusterStart[k]!;
+  const finalToTemp = scratch.zeroed(Uint32Array, n);
+  const next = scratch.zeroed(Uint32Array, clusterCount);
+  next.set(clusterStart.subarray(0, clusterCount));
+  let loose = clusterStart[clusterCount]!;
+  for (let v = 0; v < n; v++) {
+    const c = of[v]!;
+    if (c >= 0) finalToTemp[next[ordinalOfComponent[c]!]!++] = v;
+    else finalToTemp[loose++] = v;
+  }
+  const keyBytes = t.keyBytes;
+  const keyOffsets = t.keyOffsets;
+  const byKey = (a: number, b: number) =>
+    compareByteRanges(keyBytes, keyOffsets[a]!, keyOffsets[a + 1]!, keyBytes, keyOffsets[b]!, keyOffsets[b + 1]!);
+  for (let k = 0; k < clusterCount; k++) {
+    if (clusterStart[k + 1]! - clusterStart[k]! > 1) finalToTemp.subarray(clusterStart[k]!, clusterStart[k + 1]!).sort(byKey);
+  }
+  const tempToFinal = scratch.zeroed(Uint32Array, n);
+  for (let f = 0; f < n; f++) tempToFinal[finalToTemp[f]!] = f;
+  return { clusterCount, componentsByNumber, ordinalOfComponent, clusterStart, finalToTemp, tempToFinal };
+}
+
+type VpaColumns = Pick<
+  SnapshotData,
+  | 'firstSeen'
+  | 'confidence'
+  | 'riskCategory'
+  | 'evidenceCount'
+  | 'vpaCluster'
+  | 'sourceOffsets'
+  | 'sourceUrl'
+  | 'sourceCapturedAt'
+  | 'sourceFlags'
+> & { readonly totalEvidence: number };
+
+/** Per-VPA fields and sources in final order, with each VPA's confidence. */
+function vpaColumns(t: Concatenated, order: FinalOrder, componentOf: Int32Array, urlMemberOffsets: Uint32Array, snapshotArrays: ArrayAllocator): VpaColumns {
+  const n = t.vpaCount;
+  const { finalToTemp, ordinalOfComponent } = order;
+  const firstSeen = snapshotArrays.zeroed(Float64Array, n);
+  const riskCategory = snapshotArrays.zeroed(Uint8Array, n);
+  const evidenceCount = snapshotArrays.zeroed(Uint32Array, n);
+  const vpaCluster = snapshotArrays.zeroed(Uint32Array, n).fill(NO_CLUSTER);
+  let totalEvidence = 0;
+  for (let f = 0; f < n; f++) {
+    const v = finalToTemp[f]!;
+    firstSeen[f] = t.firstSeen[v]!;
+    riskCategory[f] = t.riskCategory[v]!;
+    evidenceCount[f] = t.evidenceCount[v]!;
+    totalEvidence += t.evidenceCount[v]!;
+    const c = componentOf[v]!;
+    if (c >= 0) vpaCluster[f] = ordinalOfComponent[c]!;
+  }
+  const sources = vpaSources(t, finalToTemp, urlMemberOffsets, snapshotArrays);
+  return { firstSeen, riskCategory, evidenceCount, vpaCluster, totalEvidence, ...sources };
+}
+
+function vpaSources(t: Concatenated, finalToTemp: Uint32Array, urlMemberOffsets: Uint32Array, snapshotArrays: ArrayAllocator) {
+  const n = t.vpaCount;
+  const fromOffsets = t.sourceOffsets;
+  const fromUrl = t.sourceUrl;
+  const fromCaptured = t.sourceCapturedAt;
+  const fromScreenshot = t.sourceScreenshot;
+  const confidence = snapshotArrays.zeroed(Uint16Array, n);
+  const sourceOffsets = snapshotArrays.zeroed(Uint32Array, n + 1);
+  const sourceUrl = snapshotArrays.zeroed(Uint32Array, t.sourceCount);
+  const sourceCapturedAt = snapshotArrays.zeroed(Float64Array, t.sourceCount);
+  const sourceFlags = snapshotArrays.zeroed(Uint8Array, t.sourceCount);
+  let out = 0;
+  for (let f = 0; f < n; f++) {
+    const v = finalToTemp[f]!;
+    let peers = 0;
+    const from = fromOffsets[v]!;
+    const to = fromOffsets[v + 1]!;
+    for (let s = from; s < to; s++, out++) {
+      const u = fromUrl[s]!;
+      sourceUrl[out] = u;
+      sourceCapturedAt[out] = fromCaptured[s]!;
+      sourceFlags[out] = fromScreenshot[s]! === 1 ? SOURCE_FLAG_SCREENSHOT : 0;
+      peers = Math.max(peers, urlMemberOffsets[u + 1]! - urlMemberOffsets[u]! - 1);
+    }
+    sourceOffsets[f + 1] = out;
+    confidence[f] = vpaConfidence({
+      evidenceWeight: t.evidenceWeight[v]!,
+      distinctUrls: to - from,
+      distinctSourceCategories: popcount(t.categoryMask[v]!),
+      peers,
+    });
+  }
+  return { confidence, sourceOffsets, sourceUrl, sourceCapturedAt, sourceFlags };
+}
+
+/** Per-url dominant category, and each url's members (final ids) as a portable roaring bitmap in one blob. */
+function urlColumns(t: Concatenated, membership: UrlMembership, tempToFinal: Uint32Array, scratch: ArrayAllocator, snapshotArrays: ArrayAllocator) {
+  const urlCount = t.urlCount;
+  const counts = t.urlCategoryCounts;
+  const urlCategory = snapshotArrays.zeroed(Uint8Array, urlCount);
+  for (let u = 0; u < urlCount; u++) urlCategory[u] = dominant(counts, u * SOURCE_COUNT, SOURCE_COUNT, SOURCE_RANK);
+  const { offsets, vpas } = membership;
+  const urlFinal = scratch.zeroed(Uint32Array, vpas.length);
+  for (let i = 0; i < vpas.length; i++) urlFinal[i] = tempToFinal[vpas[i]!]!;
+  for (let u = 0; u < urlCount; u++) {
+    if (offsets[u + 1]! - offsets[u]! > 1) urlFinal.subarray(offsets[u]!, offsets[u + 1]!).sort();
+  }
+  const urlMembersOffsets = snapshotArrays.zeroed(Uint32Array, urlCount + 1);
+  for (let u = 0; u < urlCount; u++) {
+    urlMembersOffsets[u + 1] = urlMembersOffsets[u]! + sortedIdsSize(urlFinal, offsets[u]!, offsets[u + 1]!);
+  }
+  const urlMembersBlob = snapshotArrays.zeroed(Uint8Array, urlMembersOffsets[urlCount]!);
+  for (let u = 0; u < urlCount; u++) writeSortedIds(urlFinal, offsets[u]!, offsets[u + 1]!, urlMembersBlob, urlMembersOffsets[u]!);
+  return { urlCategory, urlMembersBlob, urlMembersOffsets };
+}
+
+/** Per-cluster figures, by ordinal. */
+function clusterColumns(order: FinalOrder, vpas: VpaColumns, numbers: Uint32Array, urlCount: number, scratch: ArrayAllocator, snapshotArrays: ArrayAllocator) {
+  const { clusterCount, clusterStart, componentsByNumber } = order;
+  const { firstSeen, confidence, evidenceCount, riskCategory, sourceOffsets, sourceUrl, sourceCapturedAt } = vpas;
+  const clusterNumber = snapshotArrays.zeroed(Uint32Array, clusterCount);
+  const clusterCreatedAt = snapshotArrays.zeroed(Float64Array, clusterCount);
+  const clusterLastUpdated = snapshotArrays.zeroed(Float64Array, clusterCount);
+  const clusterRiskCategory = snapshotArrays.zeroed(Uint8Array, clusterCount);
+  const clusterConfidenceArray = snapshotArrays.zeroed(Uint16Array, clusterCount);
+  const clusterEvidenceCount = snapshotArrays.zeroed(Uint32Array, clusterCount);
+  const clusterMembersOffsets = snapshotArrays.zeroed(Uint32Array, clusterCount + 1);
+  for (let k = 0; k < clusterCount; k++) {
+    clusterMembersOffsets[k + 1] = clusterMembersOffsets[k]! + rangeSize(clusterStart[k]!, clusterStart[k + 1]!);
+  }
+  const clusterMembersBlob = snapshotArrays.zeroed(Uint8Array, clusterMembersOffsets[clusterCount]!);
+  const urlStamp = scratch.zeroed(Int32Array, urlCount).fill(-1);
+  const riskTally = new Uint32Array(RISK_COUNT);
+  for (let k = 0; k < clusterCount; k++) {
+    clusterNumber[k] = numbers[componentsByNumber[k]!]!;
+    const start = clusterStart[k]!;
+    const end = clusterStart[k + 1]!;
+    let created = Number.POSITIVE_INFINITY;
+    let updated = Number.NEGATIVE_INFINITY;
+    let best = 0;
+    let evidence = 0;
+    let distinctUrls = 0;
+    riskTally.fill(0);
+    for (let f = start; f < end; f++) {
+      created = Math.min(created, firstSeen[f]!);
+      // Sources are newest first, so the first one is the VPA's last capture.
+      updated = Math.max(updated, sourceCapturedAt[sourceOffsets[f]!]!);
+      best = Math.max(best, confidence[f]!);
+      evidence += evidenceCount[f]!;
+      riskTally[riskCategory[f]!]!++;
+      for (let s = sourceOffsets[f]!; s < sourceOffsets[f + 1]!; s++) {
+        const u = sourceUrl[s]!;
+        if (urlStamp[u] !== k) {
+          urlStamp[u] = k;
+          distinctUrls++;
+        }
+      }
+    }
+    clusterCreatedAt[k] = created;
+    clusterLastUpdated[k] = updated;
+    clusterRiskCategory[k] = dominant(riskTally, 0, RISK_COUNT, RISK_RANK);
+    clusterConfidenceArray[k] = clusterConfidence(best, end - start, distinctUrls);
+    clusterEvidenceCount[k] = evidence;
+    // Members are one contiguous id run: a single run container.
+    writeRange(start, end, clusterMembersBlob, clusterMembersOffsets[k]!);
+  }
+  return {
+    clusterNumber,
+    clusterCreatedAt,
+    clusterLastUpdated,
+    clusterRiskCategory,
+    clusterConfidence: clusterConfidenceArray,
+    clusterEvidenceCount,
+    clusterMembersBlob,
+    clusterMembersOffsets,
+  };
+}
+
+interface Concatenated {
+  vpaCount: number;
+  sourceCount: number;
+  /** Keys in temporary order, as bytes: strings are made only for the few uses that need them. */
+  keyBytes: Uint8Array;
+  keyOffsets: Uint32Array;
+  keyText: Buffer;
+  firstSeen: Float64Array;
+  evidenceCount: Uint32Array;
+  riskCategory: Uint8Array;
+  evidenceWeight: Float64Array;
+  categoryMask: Uint8Array;
+  sourceOffsets: Uint32Array;
+  /** Global url id per source. */
+  sourceUrl: Uint32Array;
+  sourceCapturedAt: Float64Array;
+  sourceScreenshot: Uint8Array;
+  urlCount: number;
+  urlCategoryCounts: Uint32Array;
+  urlBytes: { bytes: Uint8Array; offsets: Uint32Array };
+}
+
+/** Join partitions into temporary VPA ids (partition order) and intern urls across partitions. */
+function concatenate(partials: readonly AggregateResult[], options: AssembleOptions): Concatenated {
+  const scratch = options.scratch ?? freshArrays;
+  const sharedScratch = options.sharedScratch ?? freshSharedArrays;
+  let n = 0;
+  let sourceCount = 0;
+  let keyLength = 0;
+  let localUrls = 0;
+  let urlByteTotal = 0;
+  for (const p of partials) {
+    n += p.vpaCount;
+    sourceCount += p.sourceOffsets[p.vpaCount]!;
+    keyLength += p.keyBytes.byteLength;
+    localUrls += p.urlOffsets.length - 1;
+    urlByteTotal += p.urlBytes.byteLength;
+  }
+  // In shared memory: the index is built from them on another thread while this one goes on reading them.
+  // They die with the task, so they are working arrays, not the snapshot's.
+  const keyBytes = sharedScratch.zeroed(Uint8Array, keyLength);
+  const keyOffsets = sharedScratch.zeroed(Uint32Array, n + 1);
+  const firstSeen = scratch.zeroed(Float64Array, n);
+  const evidenceCount = scratch.zeroed(Uint32Array, n);
+  const riskCategory = scratch.zeroed(Uint8Array, n);
+  const evidenceWeight = scratch.zeroed(Float64Array, n);
+  const categoryMask = scratch.zeroed(Uint8Array, n);
+  const sourceOffsets = scratch.zeroed(Uint32Array, n + 1);
+  const sourceUrl = scratch.zeroed(Uint32Array, sourceCount);
+  const sourceCapturedAt = scratch.zeroed(Float64Array, sourceCount);
+  const sourceScreenshot = scratch.zeroed(Uint8Array, sourceCount);
+  // A url seen in several partitions is interned once per partition, not once per source.
+  const urls = new ByteInterner(localUrls, urlByteTotal, scratch);
+  let urlCounts = scratch.zeroed(Uint32Array, Math.max(1, localUrls) * SOURCE_COUNT);
+
+  let v = 0;
+  let s = 0;
+  let keyAt = 0;
+  for (const p of partials) {
+    keyBytes.set(p.keyBytes, keyAt);
+    for (let i = 0; i < p.vpaCount; i++) {
+      keyOffsets[v + i] = keyAt + p.keyOffsets[i]!;
+      sourceOffsets[v + i] = s + p.sourceOffsets[i]!;
+    }
+    keyAt += p.keyBytes.byteLength;
+    firstSeen.set(p.firstSeen, v);
+    evidenceCount.set(p.evidenceCount, v);
+    riskCategory.set(p.riskCategory, v);
+    evidenceWeight.set(p.evidenceWeight, v);
+    categoryMask.set(p.categoryMask, v);
+    sourceCapturedAt.set(p.sourceCapturedAt, s);
+    sourceScreenshot.set(p.sourceScreenshot, s);
+    const local = p.urlOffsets.length - 1;
+    const globalOf = scratch.zeroed(Uint32Array, local);
+    for (let u = 0; u < local; u++) globalOf[u] = urls.intern(p.urlBytes, p.urlOffsets[u]!, p.urlOffsets[u + 1]!);
+    const partialSources = p.sourceOffsets[p.vpaCount]!;
+    for (let k = 0; k < partialSources; k++, s++) {
+      const id = globalOf[p.sourceUrl[k]!]!;
+      sourceUrl[s] = id;
+      for (let c = 0; c < SOURCE_COUNT; c++) urlCounts[id * SOURCE_COUNT + c]! += p.sourceCategoryCounts[k * SOURCE_COUNT + c]!;
+    }
+    v += p.vpaCount;
+  }
+  keyOffsets[n] = keyAt;
+  sourceOffsets[n] = s;
+  const urlTable = urls.finish({ arrays: options.snapshotArrays ?? freshSharedArrays });
+  if (urlCounts.length > urls.size * SOURCE_COUNT) urlCounts = urlCounts.subarray(0, urls.size * SOURCE_COUNT);
+
+  return {
+    vpaCount: n,
+    sourceCount,
+    keyBytes,
+    keyOffsets,
+    keyText: Buffer.from(keyBytes.buffer, keyBytes.byteOffset, keyBytes.byteLength),
+    firstSeen,
+    evidenceCount,
+    riskCategory,
+    evidenceWeight,
+    categoryMask,
+    sourceOffsets,
+    sourceUrl,
+    sourceCapturedAt,
+    sourceScreenshot,
+    urlCount: urls.size,
+    urlCategoryCounts: urlCounts,
+    urlBytes: urlTable,
+  };
+}
+
+function popcount(mask: number): number {
+  let count = 0;
+  for (let m = mask; m !== 0; m &= m - 1) count++;
+  return count;
+}

@@ -1,0 +1,148 @@
+import { Piscina } from 'piscina';
+import { performance } from 'node:perf_hooks';
+import { aggregateBuffers, aggregatePartition, dedupPartition, indexBuffers, internerBuffers, parseChunk } from './phases.js';
+import { assembleSnapshot, assembleSnapshotIndexedElsewhere } from './assemble.js';
+import { readParsedChunk, writeParsedChunk } from './parse-cache.js';
+import { readClusterIdState, writeClusterIdState } from './cluster-ids.js';
+import { newSnapshotId, writeSnapshot } from '../engine/snapshot-files.js';
+import { toSharedMemory } from '../engine/snapshot-codec.js';
+import { buildIndexArrays, longestKey, type IndexArrays } from '../engine/vpa-index.js';
+import type { MessagePort } from 'node:worker_threads';
+import { dataDir } from '../common/data-dir.js';
+import { ScratchArrays } from '../common/scratch-arrays.js';
+import { threadCollector } from '../common/collector.js';
+import { ReusedSharedArrays } from '../engine/shared-arrays.js';
+import type { AssembleOutcome, AssembleTask, BuildTask, IndexReply, IndexResult, IndexTask } from './tasks.js';
+
+/**
+ * This thread's working memory for aggregation, assembly and indexing,
+ * kept from one task to the next: a build on a pool thread that has built
+ * before touches pages it touched then instead of mapping new ones (see
+ * scratch-arrays.ts). A pool thread runs one task at a time, so each of
+ * those tasks starts by taking all of it back. It goes when the thread
+ * does, after the builder's idle timeout.
+ */
+const scratch = new ScratchArrays();
+/** The same for working arrays another pool thread reads during the task (the keys an index is built from). */
+const sharedScratch = new ScratchArrays({ shared: true });
+
+/** Pool thread entry: runs one build phase. Outputs are moved, never cloned. */
+export default async function runBuildTask(task: BuildTask): Promise<unknown> {
+  switch (task.kind) {
+    case 'parse': {
+      const cached = task.cacheDir === undefined ? null : readParsedChunk(task.cacheDir, task);
+      if (cached !== null) return movable({ ...cached, fromCache: true }, cached.parts);
+      const result = parseChunk(task);
+      if (task.cacheDir !== undefined) writeParsedChunk(task.cacheDir, task, result);
+      return movable(result, result.parts);
+    }
+    case 'dedup': {
+      const result = dedupPartition(task);
+      // The records are shared memory; only the id table moves.
+      return movable(result, internerBuffers(result.seen));
+    }
+    case 'aggregate': {
+      scratch.reset();
+      // Reset on every task, not only where it is used: chunks age only by resets (scratch-arrays.ts).
+      sharedScratch.reset();
+      const result = aggregatePartition(task, scratch);
+      return movable(result, aggregateBuffers(result));
+    }
+    case 'assemble':
+      scratch.reset();
+      sharedScratch.reset();
+      return assemble(task);
+    case 'index': {
+      scratch.reset();
+      sharedScratch.reset();
+      // Shared: the assembled snapshot is served from these arrays as they are.
+      const own = new ReusedSharedArrays(task.reuse ?? []);
+      try {
+        const arrays = buildIndexArrays(task.keyBytes, task.keyOffsets, task.count, { arrays: own, scratch });
+        return movable({ arrays, reusedBytes: own.reusedBytes } satisfies IndexResult, indexBuffers(arrays));
+      } finally {
+        letGoOfUnused(own, task.reuse);
+      }
+    }
+  }
+}
+
+async function assemble(task: AssembleTask): Promise<AssembleOutcome> {
+  const snapshotArrays = new ReusedSharedArrays(task.reuse ?? []);
+  try {
+    return await assembleInto(task, snapshotArrays);
+  } finally {
+    letGoOfUnused(snapshotArrays, task.reuse);
+  }
+}
+
+/**
+ * A replaced snapshot's buffers that no array took are freed with this
+ * thread's next collection, which a pool thread, allocating little between
+ * builds, may not have for a long while: so it runs one, once the task is
+ * done with them, where it can (collector.ts).
+ */
+function letGoOfUnused(arrays: ReusedSharedArrays, given: readonly SharedArrayBuffer[] | undefined): void {
+  if (arrays.releaseUnused() === 0) return;
+  if (given !== undefined) (given as SharedArrayBuffer[]).length = 0;
+  const collect = threadCollector();
+  if (collect !== undefined) setImmediate(collect);
+}
+
+async function assembleInto(task: AssembleTask, snapshotArrays: ReusedSharedArrays): Promise<AssembleOutcome> {
+  const dir = dataDir(task.dataDirRoot);
+  const started = performance.now();
+  const previous = await readClusterIdState(dir.clusterIds);
+  const createdAt = Date.now();
+  const options = {
+    urlMemberCap: task.urlMemberCap,
+    scoredAt: task.scoredAt,
+    previousClusterIds: previous,
+    scratch,
+    sharedScratch,
+    snapshotArrays,
+    meta: {
+      id: newSnapshotId(createdAt),
+      createdAt,
+      dataAsOf: task.dataAsOf,
+      evidenceFiles: task.evidenceFiles,
+      skippedLines: task.skippedLines,
+    },
+  };
+  const port = task.index;
+  const { data, clusterIds } =
+    port === undefined
+      ? assembleSnapshot(task.partials, options)
+      : await assembleSnapshotIndexedElsewhere(task.partials, options, (keyBytes, keyOffsets, count) => indexElsewhere(port, { keyBytes, keyOffsets, count }));
+  const assembled = performance.now();
+  // Cluster ids first: a crash between the two writes then only skips numbers, never hands one out twice.
+  await writeClusterIdState(dir.clusterIds, clusterIds);
+  if (task.assembled !== undefined) {
+    // The ids it names are persisted by now; the snapshot file follows.
+    // Assembled in shared memory, so posted without a copy.
+    task.assembled.postMessage({ ...toSharedMemory(data), maxKeyLength: longestKey(data) });
+    task.assembled.close();
+  }
+  const path = await writeSnapshot(dir, data);
+  return { path, meta: data.meta, assembleMs: assembled - started, writeMs: performance.now() - assembled, reusedBytes: snapshotArrays.reusedBytes };
+}
+
+/** Ask for the index of these keys (in shared memory: they are not copied) and wait for the arrays. */
+function indexElsewhere(port: MessagePort, task: IndexTask): Promise<IndexArrays> {
+  return new Promise((resolve, reject) => {
+    port.once('message', (reply: IndexReply) => {
+      port.close();
+      if ('arrays' in reply) resolve(reply.arrays);
+      else reject(new Error(`building the index failed: ${reply.error}`));
+    });
+    port.postMessage(task);
+  });
+}
+
+function movable<T extends object>(value: T, transfer: ArrayBuffer[]): T {
+  const wrapped = {
+    [Piscina.transferableSymbol]: transfer,
+    [Piscina.valueSymbol]: value,
+  };
+  return Piscina.move(wrapped as never) as unknown as T;
+}

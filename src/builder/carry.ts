@@ -1,0 +1,83 @@
+import type { StoredFile } from '../evidence/store.js';
+import type { ByteInternerState } from './byte-interner.js';
+
+/**
+ * What one build leaves to the next so that, after an ingest, only the new
+ * evidence is parsed and deduplicated.
+ *
+ * Evidence files never change once stored and new ones sort after the old
+ * (their names start with the time they were stored), so the deduplicated
+ * records of a build are a prefix of the next build's: the next build reads
+ * only the chunks after them, checks their ids against the ids kept so far,
+ * and appends what it keeps. Each VPA partition then receives its records
+ * in the same order as a build that read every file, and aggregation, which
+ * runs whole on every build (recency depends on the scoring time), turns
+ * them into the same rows: the snapshot is the same either way.
+ *
+ * The records live in shared memory, so aggregation tasks read them where
+ * they are; the id tables move to the dedup tasks and back by transfer.
+ */
+export interface BuildCarry {
+  /** The files read, in order, as they were when read. */
+  readonly files: readonly CarriedFile[];
+  /** Chunks those files were cut into; the next build numbers its chunks from here. */
+  readonly chunks: number;
+  readonly partitions: number;
+  /** Per id partition: every evidence id kept so far. */
+  readonly seen: readonly ByteInternerState[];
+  /** records[idPartition][vpaPartition]: the kept records, in segments, oldest first. */
+  readonly records: readonly (readonly Segments[])[];
+  readonly invalidLines: number;
+  readonly duplicateEvidence: number;
+  readonly invalidSamples: readonly string[];
+}
+
+/** One (id partition, VPA partition) pair's records, in segments: concatenated, they are in ingestion order. */
+export type Segments = readonly SharedArrayBuffer[];
+
+export type CarriedFile = Pick<StoredFile, 'name' | 'size' | 'mtimeMs'>;
+
+/** Whether `files` are the carried files, unchanged, followed by new ones only. */
+export function extendsCarriedFiles(carry: BuildCarry, files: readonly StoredFile[]): boolean {
+  if (files.length < carry.files.length) return false;
+  return carry.files.every((known, i) => {
+    const now = files[i]!;
+    return now.name === known.name && now.size === known.size && now.mtimeMs === known.mtimeMs;
+  });
+}
+
+/** Bytes a carry holds: its records and its id tables, slack included. */
+export function carryBytes(carry: BuildCarry): number {
+  let bytes = 0;
+  for (const state of carry.seen) bytes += state.table.byteLength + state.offsets.byteLength + state.bytes.byteLength;
+  for (const pairs of carry.records) for (const segments of pairs) for (const segment of segments) bytes += segment.byteLength;
+  return bytes;
+}
+
+/**
+ * Segments a (id partition, VPA partition) pair may hold before the next
+ * dedup task merges them: each build adds one, and an aggregation task reads
+ * each through its own cursor.
+ */
+export const MAX_SEGMENTS = 8;
+
+/**
+ * How many of one pair's newest carried segments the next dedup task should
+ * copy ahead of its new records, so the list stays short: none below
+ * MAX_SEGMENTS; then the newest two, and each older one no larger than twice
+ * those after it together. As with the levels of a log-structured merge,
+ * segments merge only with others of like size, so a record is copied a
+ * logarithmic number of times rather than once every few builds.
+ */
+export function segmentsToMerge(segments: Segments): number {
+  if (segments.length + 1 < MAX_SEGMENTS) return 0;
+  let newer = 0;
+  let from = segments.length;
+  while (from > 0) {
+    const size = segments[from - 1]!.byteLength;
+    if (segments.length - from >= 2 && size > 2 * newer) break;
+    newer += size;
+    from--;
+  }
+  return segments.length - from;
+}

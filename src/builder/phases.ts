@@ -1,0 +1,436 @@
+import { openSync, readSync, closeSync, fstatSync } from 'node:fs';
+import { parseEvidenceLine, MAX_LINE_LENGTH } from '../evidence/record.js';
+import { RISK_RANK, RISK_CATEGORIES, SOURCE_CATEGORIES } from '../vpa/categories.js';
+import { RecordReader, RecordWriter, packFlags, partitionOf, partitionOfBytes, FLAG_SCREENSHOT } from './record-codec.js';
+import { ByteInterner, compareByteRanges, type ByteInternerState } from './byte-interner.js';
+import { recencyWeight } from './scoring.js';
+import { compareCodeUnits } from '../engine/verdict.js';
+import type { IndexArrays } from '../engine/vpa-index.js';
+import type { Segments } from './carry.js';
+import { freshArrays, type ArrayAllocator } from '../common/scratch-arrays.js';
+
+/**
+ * The parallel phases of a build. Each is a plain function of transferable
+ * inputs to transferable outputs, so the pool runs them on worker threads
+ * and tests can call them directly.
+ *
+ *   A  parse      one byte range of one evidence file → records partitioned by evidence_id
+ *   B  dedup      one evidence_id partition → first occurrence of each id, partitioned by VPA
+ *                 (the id itself dropped: the partition's table of ids seen keeps it)
+ *   C  aggregate  one VPA partition → one row per VPA with its sources
+ *
+ * Deduplicating by evidence_id before grouping by VPA keeps "the same id
+ * again changes nothing" exact even when a reused id names a different VPA.
+ */
+
+export interface ParseTask {
+  readonly path: string;
+  /**
+   * The file's size and modification time when the build listed it: a
+   * cached parse of any other version of the file is not used.
+   */
+  readonly fileSize: number;
+  readonly fileMtimeMs: number;
+  /** Byte range: the chunk owns every line whose first byte lies in [start, end). */
+  readonly start: number;
+  readonly end: number;
+  /** Position of this chunk in ingestion order. */
+  readonly chunk: number;
+  readonly partitions: number;
+  /** Where parsed chunks are kept between builds (parse-cache.ts); none when absent. */
+  readonly cacheDir?: string | undefined;
+}
+
+export interface ParseResult {
+  readonly parts: ArrayBuffer[];
+  readonly validLines: number;
+  readonly invalidLines: number;
+  /** A few invalid lines, for the build log. */
+  readonly invalidSamples: string[];
+  readonly bytes: number;
+  /** Read back from the parse cache rather than parsed. */
+  readonly fromCache?: boolean;
+}
+
+const NEWLINE = 0x0a;
+// A line may hold up to MAX_LINE_LENGTH UTF-16 units, which is at most 3 bytes each in UTF-8.
+const MAX_LINE_BYTES = MAX_LINE_LENGTH * 3 + 2;
+
+export function parseChunk(task: ParseTask): ParseResult {
+  const fd = openSync(task.path, 'r');
+  let buffer: Buffer;
+  let ownedEnd: number;
+  try {
+    const size = fstatSync(fd).size;
+    const readStart = Math.max(0, task.start - 1);
+    const readEnd = Math.min(size, task.end + MAX_LINE_BYTES);
+    buffer = Buffer.allocUnsafeSlow(readEnd - readStart);
+    let filled = 0;
+    while (filled < buffer.length) {
+      const n = readSync(fd, buffer, filled, buffer.length - filled, readStart + filled);
+      if (n === 0) break;
+      filled += n;
+    }
+    buffer = buffer.subarray(0, filled);
+    ownedEnd = task.end - readStart;
+    // Skip the tail of a line that began in the previous chunk.
+    let at = 0;
+    if (task.start > 0) {
+      at = buffer[0] === NEWLINE ? 1 : buffer.indexOf(NEWLINE) + 1;
+      if (at === 0) at = buffer.length;
+    }
+    return parseLines(buffer, at, ownedEnd, task);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+function parseLines(buffer: Buffer, from: number, ownedEnd: number, task: ParseTask): ParseResult {
+  // Binary records are smaller than their JSON, so an even share of the input rarely needs to grow.
+  const share = Math.max(64 * 1024, Math.ceil((ownedEnd - from) / task.partitions));
+  const writers = Array.from({ length: task.partitions }, () => new RecordWriter(share));
+  let validLines = 0;
+  let invalidLines = 0;
+  const invalidSamples: string[] = [];
+  let line = 0;
+  let at = from;
+  while (at < ownedEnd && at < buffer.length) {
+    let end = buffer.indexOf(NEWLINE, at);
+    if (end < 0) end = buffer.length;
+    const text = buffer.toString('utf8', at, end).trim();
+    at = end + 1;
+    if (text.length === 0) continue;
+    line++;
+    const parsed = parseEvidenceLine(text);
+    if (!parsed.ok) {
+      invalidLines++;
+      if (invalidSamples.length < 5) invalidSamples.push(`${task.path} chunk ${task.chunk} line ${line}: ${parsed.reason}`);
+      continue;
+    }
+    validLines++;
+    const r = parsed.record;
+    writers[partitionOf(r.evidenceId, task.partitions)]!.append(
+      task.chunk,
+      line,
+      r.capturedAt,
+      packFlags(r.sourceCategory, r.riskCategory, r.screenshot),
+      r.upi,
+      r.url,
+      r.evidenceId,
+    );
+  }
+  return {
+    parts: writers.map((w) => w.finish()),
+    validLines,
+    invalidLines,
+    invalidSamples,
+    bytes: Math.min(ownedEnd, buffer.length) - from,
+  };
+}
+
+export interface DedupTask {
+  /** This id partition's records from every chunk, in chunk order. */
+  readonly inputs: ArrayBuffer[];
+  readonly partitions: number;
+  /**
+   * The evidence ids this partition kept in earlier builds, when `inputs`
+   * are only the chunks that came after them: an id seen there is a
+   * duplicate here, as it would be were every chunk read again.
+   */
+  readonly seen?: ByteInternerState | undefined;
+  /**
+   * Per VPA partition, earlier builds' records to copy ahead of this task's
+   * own (carry.ts merges a partition's segments this way); absent or empty,
+   * the part holds only this task's records.
+   */
+  readonly leading?: readonly Segments[] | undefined;
+}
+
+export interface DedupResult {
+  /**
+   * The kept records by VPA partition, in input order. Shared, not
+   * transferred: a builder may keep them for the next build's aggregation.
+   */
+  readonly parts: SharedArrayBuffer[];
+  readonly kept: number;
+  readonly duplicates: number;
+  /** Every id kept so far, `seen` included: the next build's `seen`. */
+  readonly seen: ByteInternerState;
+}
+
+export function dedupPartition(task: DedupTask): DedupResult {
+  const total = task.inputs.reduce((sum, input) => sum + input.byteLength, 0);
+  const share = Math.max(64 * 1024, Math.ceil((total / task.partitions) * 1.1));
+  const writers = Array.from({ length: task.partitions }, (_, q) => {
+    const leading = task.leading?.[q] ?? [];
+    const writer = new RecordWriter(share + leading.reduce((sum, records) => sum + records.byteLength, 0));
+    for (const records of leading) writer.appendRaw(new Uint8Array(records), 0, records.byteLength);
+    return writer;
+  });
+  // Ids are compared as bytes: no string per record.
+  const seen = task.seen === undefined ? new ByteInterner(Math.ceil(total / 100), Math.ceil(total / 4)) : ByteInterner.fromState(task.seen);
+  let kept = 0;
+  let duplicates = 0;
+  for (const input of task.inputs) {
+    const reader = new RecordReader(input);
+    const raw = reader.raw;
+    while (reader.next()) {
+      seen.intern(raw, reader.idStart, reader.rawEnd);
+      if (!seen.added) {
+        duplicates++;
+        continue;
+      }
+      kept++;
+      writers[partitionOfBytes(raw, reader.upiStart, reader.urlStart, task.partitions)]!.appendWithoutId(raw, reader.rawStart, reader.idStart);
+    }
+  }
+  return { parts: writers.map((w) => w.finishShared()), kept, duplicates, seen: seen.compactState() };
+}
+
+/** The buffers of an interner state, for moving it between threads. */
+export function internerBuffers(state: ByteInternerState): ArrayBuffer[] {
+  return distinctBuffers([state.table, state.offsets, state.bytes]);
+}
+
+export interface AggregateTask {
+  /** This VPA partition's deduplicated records, from every dedup task in id-partition order. */
+  readonly inputs: ArrayBufferLike[];
+  /** Reference time for recency weights. */
+  readonly scoredAt: number;
+}
+
+/**
+ * One row per VPA of a partition, columnar. Sources of VPA i are
+ * [sourceOffsets[i], sourceOffsets[i+1]), newest first.
+ */
+export interface AggregateResult {
+  readonly vpaCount: number;
+  /** Lower-cased keys, latin1/ASCII. */
+  readonly keyBytes: Uint8Array;
+  readonly keyOffsets: Uint32Array;
+  readonly firstSeen: Float64Array;
+  readonly evidenceCount: Uint32Array;
+  readonly riskCategory: Uint8Array;
+  /** Σ recency weights of the VPA's evidence items. */
+  readonly evidenceWeight: Float64Array;
+  /** Bit i set when evidence from source category i names the VPA. */
+  readonly categoryMask: Uint8Array;
+  readonly sourceOffsets: Uint32Array;
+  /** Partition-local url id of each source, into urlBytes/urlOffsets. */
+  readonly sourceUrl: Uint32Array;
+  /** This partition's distinct urls (UTF-8). */
+  readonly urlBytes: Uint8Array;
+  readonly urlOffsets: Uint32Array;
+  readonly sourceCapturedAt: Float64Array;
+  readonly sourceScreenshot: Uint8Array;
+  /** Evidence items per source category for each source: 4 counters per source. */
+  readonly sourceCategoryCounts: Uint32Array;
+}
+
+const RISK_COUNT = RISK_CATEGORIES.length;
+const SOURCE_COUNT = SOURCE_CATEGORIES.length;
+
+/**
+ * `scratch` supplies the working rows (about 80 bytes per record, and the
+ * key and url tables), which die with the call; the result is in arrays of
+ * its own, to be moved to the assembling thread.
+ */
+export function aggregatePartition(task: AggregateTask, scratch: ArrayAllocator = freshArrays): AggregateResult {
+  // One function per pass, as in assemble.ts: V8 optimises a function with
+  // several long loops one loop at a time and deoptimises at the next.
+  const rows = gatherRows(task, scratch);
+  const n = rows.vpas.size;
+  const keys = rows.vpas.finish();
+  const urlTable = rows.urls.finish();
+  const riskCategory = dominantRisks(rows.riskCounts, n);
+  const sources = orderSources(rows, n, urlTable, scratch);
+  return {
+    vpaCount: n,
+    keyBytes: keys.bytes,
+    keyOffsets: keys.offsets,
+    firstSeen: rows.firstSeen.slice(0, n),
+    evidenceCount: rows.evidenceCount.slice(0, n),
+    riskCategory,
+    evidenceWeight: rows.evidenceWeight.slice(0, n),
+    categoryMask: rows.categoryMask.slice(0, n),
+    urlBytes: urlTable.bytes,
+    urlOffsets: urlTable.offsets,
+    ...sources,
+  };
+}
+
+/** Per-VPA and per-source state of a partition, each array sized by its record count. */
+interface Rows {
+  readonly vpas: ByteInterner;
+  readonly urls: ByteInterner;
+  readonly firstSeen: Float64Array;
+  readonly evidenceCount: Uint32Array;
+  readonly evidenceWeight: Float64Array;
+  readonly categoryMask: Uint8Array;
+  readonly riskCounts: Uint32Array;
+  /** Sources as a linked list per VPA: most VPAs have one to three, so a scan of url ids beats a composite key. */
+  readonly sourceHead: Int32Array;
+  readonly sourceNext: Int32Array;
+  readonly sourceUrl: Uint32Array;
+  readonly sourceCaptured: Float64Array;
+  readonly sourceShot: Uint8Array;
+  readonly sourceCounts: Uint32Array;
+  readonly sources: number;
+}
+
+function countRecords(inputs: readonly ArrayBufferLike[]): number {
+  let records = 0;
+  for (const input of inputs) {
+    const reader = new RecordReader(input);
+    while (reader.next()) records++;
+  }
+  return records;
+}
+
+/** One pass over the records: keys and urls interned as bytes, each VPA's figures and sources. */
+function gatherRows(task: AggregateTask, scratch: ArrayAllocator): Rows {
+  const records = countRecords(task.inputs);
+  const bytes = task.inputs.reduce((sum, input) => sum + input.byteLength, 0);
+  const vpas = new ByteInterner(records, Math.ceil(bytes / 4), scratch);
+  const urls = new ByteInterner(records, Math.ceil(bytes / 2), scratch);
+  const firstSeen = scratch.zeroed(Float64Array, records);
+  const evidenceCount = scratch.zeroed(Uint32Array, records);
+  const evidenceWeight = scratch.zeroed(Float64Array, records);
+  const categoryMask = scratch.zeroed(Uint8Array, records);
+  const riskCounts = scratch.zeroed(Uint32Array, records * RISK_COUNT);
+  const sourceHead = scratch.zeroed(Int32Array, records);
+  const sourceNext = scratch.zeroed(Int32Array, records);
+  const sourceUrl = scratch.zeroed(Uint32Array, records);
+  const sourceCaptured = scratch.zeroed(Float64Array, records);
+  const sourceShot = scratch.zeroed(Uint8Array, records);
+  const sourceCounts = scratch.zeroed(Uint32Array, records * SOURCE_COUNT);
+  let sources = 0;
+
+  for (const input of task.inputs) {
+    const reader = new RecordReader(input);
+    const raw = reader.raw;
+    while (reader.next()) {
+      const vpa = vpas.intern(raw, reader.upiStart, reader.urlStart);
+      if (vpas.added) {
+        firstSeen[vpa] = Number.POSITIVE_INFINITY;
+        sourceHead[vpa] = -1;
+      }
+      const captured = reader.capturedAt;
+      const flags = reader.flags;
+      const sourceCategory = flags & 3;
+      const riskCategory = (flags >> 2) & 7;
+      if (captured < firstSeen[vpa]!) firstSeen[vpa] = captured;
+      evidenceCount[vpa]!++;
+      evidenceWeight[vpa]! += recencyWeight(captured, task.scoredAt);
+      categoryMask[vpa]! |= 1 << sourceCategory;
+      riskCounts[vpa * RISK_COUNT + riskCategory]!++;
+
+      const url = urls.intern(raw, reader.urlStart, reader.idStart);
+      let source = sourceHead[vpa]!;
+      while (source >= 0 && sourceUrl[source] !== url) source = sourceNext[source]!;
+      if (source < 0) {
+        source = sources++;
+        sourceUrl[source] = url;
+        sourceCaptured[source] = captured;
+        sourceNext[source] = sourceHead[vpa]!;
+        sourceHead[vpa] = source;
+      } else if (captured > sourceCaptured[source]!) {
+        sourceCaptured[source] = captured;
+      }
+      if ((flags & FLAG_SCREENSHOT) !== 0) sourceShot[source] = 1;
+      sourceCounts[source * SOURCE_COUNT + sourceCategory]!++;
+    }
+  }
+  return {
+    vpas, urls, firstSeen, evidenceCount, evidenceWeight, categoryMask, riskCounts,
+    sourceHead, sourceNext, sourceUrl, sourceCaptured, sourceShot, sourceCounts, sources,
+  };
+}
+
+function dominantRisks(riskCounts: Uint32Array, n: number): Uint8Array {
+  const riskCategory = new Uint8Array(n);
+  for (let i = 0; i < n; i++) riskCategory[i] = dominant(riskCounts, i * RISK_COUNT, RISK_COUNT, RISK_RANK);
+  return riskCategory;
+}
+
+/** Sources of each VPA, newest first; equal captures by url bytes so the order never depends on arrival. */
+function orderSources(rows: Rows, n: number, urlTable: { bytes: Uint8Array; offsets: Uint32Array }, scratch: ArrayAllocator) {
+  const { sourceHead, sourceNext, sourceUrl, sourceCaptured, sourceShot, sourceCounts, sources } = rows;
+  const urlBytes = urlTable.bytes;
+  const urlOffsets = urlTable.offsets;
+  const newestFirst = (a: number, b: number) =>
+    sourceCaptured[b]! - sourceCaptured[a]! ||
+    compareByteRanges(
+      urlBytes, urlOffsets[sourceUrl[a]!]!, urlOffsets[sourceUrl[a]! + 1]!,
+      urlBytes, urlOffsets[sourceUrl[b]!]!, urlOffsets[sourceUrl[b]! + 1]!,
+    );
+  const sourceOffsets = new Uint32Array(n + 1);
+  const order = scratch.zeroed(Uint32Array, sources);
+  let filled = 0;
+  for (let i = 0; i < n; i++) {
+    sourceOffsets[i] = filled;
+    const from = filled;
+    for (let s = sourceHead[i]!; s >= 0; s = sourceNext[s]!) order[filled++] = s;
+    if (filled - from > 1) order.subarray(from, filled).sort(newestFirst);
+  }
+  sourceOffsets[n] = filled;
+
+  const outUrl = new Uint32Array(sources);
+  const outCaptured = new Float64Array(sources);
+  const outShot = new Uint8Array(sources);
+  const outCounts = new Uint32Array(sources * SOURCE_COUNT);
+  for (let k = 0; k < sources; k++) {
+    const s = order[k]!;
+    outUrl[k] = sourceUrl[s]!;
+    outCaptured[k] = sourceCaptured[s]!;
+    outShot[k] = sourceShot[s]!;
+    for (let c = 0; c < SOURCE_COUNT; c++) outCounts[k * SOURCE_COUNT + c] = sourceCounts[s * SOURCE_COUNT + c]!;
+  }
+  return { sourceOffsets, sourceUrl: outUrl, sourceCapturedAt: outCaptured, sourceScreenshot: outShot, sourceCategoryCounts: outCounts };
+}
+
+/** The category with the highest count; ties go to the lower rank. */
+export function dominant(counts: ArrayLike<number>, offset: number, length: number, rank: Uint8Array): number {
+  let best = 0;
+  for (let c = 1; c < length; c++) {
+    const count = counts[offset + c]!;
+    const bestCount = counts[offset + best]!;
+    if (count > bestCount || (count === bestCount && rank[c]! < rank[best]!)) best = c;
+  }
+  return best;
+}
+
+
+/** Every transferable buffer of an aggregate result, for moving it between threads. */
+export function aggregateBuffers(result: AggregateResult): ArrayBuffer[] {
+  return distinctBuffers([
+    result.keyBytes,
+    result.keyOffsets,
+    result.firstSeen,
+    result.evidenceCount,
+    result.riskCategory,
+    result.evidenceWeight,
+    result.categoryMask,
+    result.sourceOffsets,
+    result.sourceUrl,
+    result.urlBytes,
+    result.urlOffsets,
+    result.sourceCapturedAt,
+    result.sourceScreenshot,
+    result.sourceCategoryCounts,
+  ]);
+}
+
+/** Every buffer of an index, for moving it between threads. */
+export function indexBuffers(arrays: IndexArrays): ArrayBuffer[] {
+  return distinctBuffers([arrays.slotTags, arrays.slotEntries, arrays.keyTails, arrays.vpaSlots]);
+}
+
+/**
+ * The buffers under `arrays` to transfer, each once (a transfer list may not
+ * name one twice). Shared memory is left out: it is passed by reference, and
+ * a transfer list may not name it at all.
+ */
+function distinctBuffers(arrays: readonly ArrayBufferView[]): ArrayBuffer[] {
+  return [...new Set(arrays.map((array) => array.buffer))].filter((buffer): buffer is ArrayBuffer => buffer instanceof ArrayBuffer);
+}

@@ -1,0 +1,585 @@
+import { availableParallelism } from 'node:os';
+import { performance } from 'node:perf_hooks';
+import { open, readFile, unlink, mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { MessageChannel, type MessagePort } from 'node:worker_threads';
+import { Piscina } from 'piscina';
+import { parseCacheDir, removeOtherVersions } from './parse-cache.js';
+import type { DataDir } from '../common/data-dir.js';
+import { BuildLockedError } from '../common/errors.js';
+import { statEvidenceFiles, evidenceFileTime, type StoredFile } from '../evidence/store.js';
+import { DEFAULT_URL_MEMBER_CAP } from './clustering.js';
+import { ARRAY_FIELDS, INDEX_FIELDS, type ArrayField, type SnapshotData, type SnapshotMeta } from '../engine/snapshot-data.js';
+import { aggregateBuffers, indexBuffers, internerBuffers, type AggregateResult, type DedupResult, type ParseResult } from './phases.js';
+import { carryBytes, extendsCarriedFiles, segmentsToMerge, type BuildCarry, type Segments } from './carry.js';
+import type { ByteInternerState } from './byte-interner.js';
+import type { AssembleOutcome, BuildTask, IndexReply, IndexResult, IndexTask } from './tasks.js';
+
+export interface BuildOptions {
+  readonly dataDir: DataDir;
+  /** Cap on distinct VPAs per url for linking; see clustering. */
+  readonly urlMemberCap?: number;
+  /** Reference time for recency in scoring; defaults to now. */
+  readonly scoredAt?: number;
+  readonly onProgress?: (progress: BuildProgress) => void;
+  /**
+   * Keep parsed chunks in DIR/state/parsed/ and reuse them (parse-cache.ts);
+   * default true. Off, every chunk is parsed from its JSON.
+   */
+  readonly parseCache?: boolean;
+  /**
+   * Called with the new snapshot as soon as it is assembled, its arrays in
+   * shared memory, while its file is still being written: a server swaps it
+   * in then, without waiting for the write and a load. Not called when the
+   * build fails first, or (rarely) when the snapshot arrives only after the
+   * build finished; the written file then is the way in.
+   */
+  readonly onAssembled?: (data: SnapshotData) => void;
+}
+
+export type BuildPhase = 'parse' | 'dedup' | 'aggregate' | 'assemble';
+
+export interface BuildProgress {
+  readonly phase: BuildPhase;
+  readonly done: number;
+  readonly total: number;
+}
+
+export interface BuildReport {
+  readonly path: string;
+  readonly meta: SnapshotMeta;
+  readonly durationMs: number;
+  readonly phaseMs: Readonly<Record<BuildPhase | 'write', number>>;
+  readonly invalidLines: number;
+  readonly duplicateEvidence: number;
+  /** A few of the invalid lines met, for the log. */
+  readonly invalidSamples: readonly string[];
+  /** Evidence chunks read back from the parse cache, and all chunks. */
+  readonly cachedChunks: number;
+  readonly chunks: number;
+  /**
+   * Chunks whose deduplicated records came from the build before, in this
+   * process (carry.ts): neither parsed nor read back. 0 for a build that
+   * read every file.
+   */
+  readonly reusedChunks: number;
+  /** Memory the builder keeps for the next build (its deduplicated records and id tables); 0 when not incremental. */
+  readonly carriedBytes: number;
+  /**
+   * Bytes of the snapshot's arrays laid out in the memory of a replaced
+   * snapshot (SnapshotBuilder.reuseMemoryOf) instead of new memory.
+   */
+  readonly reusedBytes: number;
+}
+
+export interface BuilderOptions {
+  /** Pool threads; defaults to every core. */
+  readonly threads?: number;
+  /** Bytes of evidence per parse task. */
+  readonly chunkBytes?: number;
+  /**
+   * Raise the pool threads' nice value by this much (Linux nice values are
+   * per thread): a serving process builds in the background at low
+   * priority, so its request thread keeps its core. 0, the default, for
+   * builds that have the machine to themselves.
+   */
+  readonly niceIncrement?: number;
+  /**
+   * How long pool threads, with the working memory they keep, outlive a
+   * build, and how long a replaced snapshot's memory is held for the next
+   * build (reuseMemoryOf), ms (default 5 s). A serving process keeps them
+   * longer, so builds that follow each other (an ingest every few seconds)
+   * run on started threads with compiled code in memory already mapped.
+   * Whatever the value, threads live at least a second after their last
+   * task, so that one build's phases share them (MIN_THREAD_IDLE_MS). 0
+   * holds no replaced snapshot's memory: every build then starts from
+   * nothing, slower, and leaves nothing behind a second after it ends.
+   */
+  readonly idleTimeoutMs?: number;
+  /**
+   * Keep each build's deduplicated records and evidence ids in memory, so
+   * that when the next build finds the same files plus new ones, it parses
+   * and deduplicates only the new ones (carry.ts); default true. They take
+   * about as much memory as the parse cache does disk, for as long as the
+   * builder lives: turn this off where memory is tighter than build time.
+   */
+  readonly incremental?: boolean;
+  /**
+   * Run after the builder lets go of a replaced snapshot's memory it held
+   * for the next build (reuseMemoryOf): unused, or after the build that
+   * took it. A full collection of this thread's heap (collector.ts), so
+   * what no build uses goes back now.
+   */
+  readonly collect?: () => void;
+}
+
+const DEFAULT_CHUNK_BYTES = 32 * 1024 * 1024;
+/** Most pool threads a builder takes. */
+export const MAX_BUILD_THREADS = 256;
+/**
+ * Pool threads live at least this long after a task, ms, whatever
+ * idleTimeoutMs says: between the phases of one build the main thread
+ * reads and writes files, and a thread that exited meanwhile would be
+ * started again, with its code compiled again, for the next phase.
+ */
+const MIN_THREAD_IDLE_MS = 1000;
+
+/**
+ * Builds snapshots from the evidence folder on a Piscina pool. One builder
+ * runs one build at a time; a data-directory lock keeps a CLI build and a
+ * server's background build from racing on the cluster id state.
+ */
+export class SnapshotBuilder {
+  readonly #pool: Piscina;
+  readonly #threads: number;
+  readonly #chunkBytes: number;
+  readonly #incremental: boolean;
+  #running: Promise<unknown> = Promise.resolve();
+  /** What the last build left for the next; taken by each build, so a failed one leaves none. */
+  #carry: BuildCarry | undefined;
+  /** Whether this builder has cleared the parse cache of other format versions. */
+  #cacheVersionsChecked = false;
+  /** Bytes of the carry this builder holds, also while a build has taken it; 0 once a build or prime that took it fails. */
+  #carriedBytes = 0;
+  readonly #idleTimeoutMs: number;
+  readonly #collect: () => void;
+  /** A replaced snapshot's buffers for the next build's arrays (reuseMemoryOf), split as the tasks lay them out. */
+  #reusable: { readonly index: SharedArrayBuffer[]; readonly columns: SharedArrayBuffer[] } | undefined;
+  #reusableTimer: NodeJS.Timeout | undefined;
+  /** When what is reusable is let go unless a build is running then (Date.now()). */
+  #reusableUntil = 0;
+  /** A build holds the lock and runs: it takes what is reusable when it assembles, so nothing is dropped meanwhile. */
+  #building = false;
+
+  constructor(options: BuilderOptions = {}) {
+    const threads = options.threads ?? availableParallelism();
+    if (!Number.isInteger(threads) || threads < 1 || threads > MAX_BUILD_THREADS) {
+      throw new RangeError(`threads must be an integer from 1 to ${MAX_BUILD_THREADS}, got ${threads}`);
+    }
+    const chunkBytes = options.chunkBytes ?? DEFAULT_CHUNK_BYTES;
+    if (!Number.isInteger(chunkBytes) || chunkBytes < 1024) {
+      throw new RangeError(`chunkBytes must be an integer of at least 1024, got ${chunkBytes}`);
+    }
+    this.#threads = threads;
+    this.#chunkBytes = chunkBytes;
+    this.#incremental = options.incremental ?? true;
+    const idleTimeoutMs = options.idleTimeoutMs ?? 5_000;
+    if (!Number.isSafeInteger(idleTimeoutMs) || idleTimeoutMs < 0) {
+      throw new RangeError(`idleTimeoutMs must be a whole number of ms, at least 0, got ${idleTimeoutMs}`);
+    }
+    this.#idleTimeoutMs = idleTimeoutMs;
+    this.#collect = options.collect ?? (() => {});
+    this.#pool = new Piscina({
+      filename: new URL('./build-worker.js', import.meta.url).href,
+      minThreads: 0,
+      maxThreads: threads,
+      niceIncrement: options.niceIncrement ?? 0,
+      // Threads exist while builds run and a while after (idleTimeoutMs), never before the first.
+      idleTimeout: Math.max(idleTimeoutMs, MIN_THREAD_IDLE_MS),
+      // The assemble phase holds the whole data set; the default worker heap is too small at 10M VPAs.
+      resourceLimits: { maxOldGenerationSizeMb: 16 * 1024 },
+    });
+  }
+
+  /**
+   * Parse and deduplicate the stored evidence ahead of the next build, which
+   * then reads only files stored after this (BuilderOptions.incremental): a
+   * server started from a snapshot on disk does this in the background, so
+   * its first rebuild after an ingest is as quick as the ones after. Builds
+   * nothing and takes no build lock (it writes only the parse cache). Does
+   * nothing for a builder that is not incremental.
+   */
+  prime(dir: DataDir): Promise<void> {
+    if (!this.#incremental) return Promise.resolve();
+    return this.#serially(async () => {
+      const { gathered } = await this.#gather(dir, true, { parse: 0, dedup: 0 }, () => {});
+      this.#carry = gathered;
+    });
+  }
+
+  /**
+   * Memory kept for the next build (BuilderOptions.incremental): the carried
+   * records and evidence-id tables, from the last build or prime.
+   */
+  get carriedBytes(): number {
+    return this.#carriedBytes;
+  }
+
+  /**
+   * Let the next build lay out its snapshot's arrays in the memory of
+   * `data`, a replaced snapshot that no thread reads any more and never
+   * will: the caller vouches for that (in a server, RetiredSnapshots does,
+   * once every serving thread's collector has dropped it). A build maps and
+   * touches a snapshot's worth of new pages otherwise (1.5 GiB at 10M VPAs),
+   * which this kind of VM makes slow (scratch-arrays.ts) while the one just
+   * let go is unmapped. Only arrays with a buffer of their own are taken (a
+   * snapshot read from its file has one buffer for all, and keeps it). Held
+   * until the next build takes it, a later snapshot's replaces it, or the
+   * pool threads' idle timeout passes (a build running then keeps it until
+   * it ends); the memory is given back then. Returns whether anything of it
+   * is held: nothing is, and what was held before stays, when no array of
+   * `data` has a buffer of its own. With an idle timeout of 0, nothing is
+   * ever held.
+   */
+  reuseMemoryOf(data: SnapshotData): boolean {
+    if (this.#idleTimeoutMs === 0) return false;
+    const fieldsIn = new Map<SharedArrayBuffer, ArrayField[]>();
+    for (const field of ARRAY_FIELDS) {
+      const buffer = data[field].buffer;
+      if (buffer instanceof SharedArrayBuffer) fieldsIn.set(buffer, [...(fieldsIn.get(buffer) ?? []), field]);
+    }
+    // The index task lays out the index's arrays, the assemble task the others.
+    const index: SharedArrayBuffer[] = [];
+    const columns: SharedArrayBuffer[] = [];
+    for (const [buffer, fields] of fieldsIn) {
+      if (fields.length !== 1) continue;
+      ((INDEX_FIELDS as readonly ArrayField[]).includes(fields[0]!) ? index : columns).push(buffer);
+    }
+    // Nothing to keep: whatever is held for the next build stays held.
+    if (index.length + columns.length === 0) return false;
+    this.#dropReusable();
+    this.#reusable = { index, columns };
+    this.#reusableUntil = Date.now() + this.#idleTimeoutMs;
+    if (!this.#building) this.#dropReusableWhenDue();
+    return true;
+  }
+
+  /**
+   * Drop what is reusable at its deadline (reuseMemoryOf), at once if that
+   * has passed. A build running at the deadline keeps it until it ends: it
+   * may be about to assemble (over a minute in at 10M under load). A build
+   * that fails before assembling takes nothing and does not move the
+   * deadline, so builds that keep failing cannot keep the memory.
+   */
+  #dropReusableWhenDue(): void {
+    clearTimeout(this.#reusableTimer);
+    const wait = this.#reusableUntil - Date.now();
+    if (wait <= 0) {
+      this.#dropReusable();
+      return;
+    }
+    this.#reusableTimer = setTimeout(() => this.#dropReusable(), wait);
+    this.#reusableTimer.unref();
+  }
+
+  /** Pool threads alive: while a build runs and for the idle timeout after (BuilderOptions.idleTimeoutMs). */
+  get liveThreads(): number {
+    return this.#pool.threads.length;
+  }
+
+  /** Bytes of replaced snapshots' buffers held for the next build (reuseMemoryOf). */
+  get reusableBytes(): number {
+    const buffers = this.#reusable === undefined ? [] : [...this.#reusable.index, ...this.#reusable.columns];
+    return buffers.reduce((sum, buffer) => sum + buffer.byteLength, 0);
+  }
+
+  #takeReusable(): { readonly index: SharedArrayBuffer[]; readonly columns: SharedArrayBuffer[] } {
+    const taken = this.#reusable ?? { index: [], columns: [] };
+    this.#reusable = undefined;
+    clearTimeout(this.#reusableTimer);
+    this.#reusableTimer = undefined;
+    return taken;
+  }
+
+  #dropReusable(): void {
+    if (this.#reusable === undefined) return;
+    this.#takeReusable();
+    this.#collect();
+  }
+
+  /** Build a snapshot from all stored evidence and write it to the data directory. */
+  build(options: BuildOptions): Promise<BuildReport> {
+    return this.#serially(() => this.#buildLocked(options));
+  }
+
+  /**
+   * Run `work` once whatever this builder is doing has finished. When it
+   * settles, the carried bytes are counted again from the carry now held: a
+   * build or prime that succeeded left one, one that failed after taking it
+   * left none, and one that failed before (the lock refused, the files not
+   * listed) kept the last.
+   */
+  #serially<T>(work: () => Promise<T>): Promise<T> {
+    const result = this.#running.then(work).finally(() => {
+      this.#carriedBytes = this.#carry === undefined ? 0 : carryBytes(this.#carry);
+    });
+    this.#running = result.catch(() => {});
+    return result;
+  }
+
+  async close(): Promise<void> {
+    await this.#running;
+    this.#dropReusable();
+    await this.#pool.destroy();
+  }
+
+  async #buildLocked(options: BuildOptions): Promise<BuildReport> {
+    const release = await acquireBuildLock(options.dataDir);
+    this.#building = true;
+    clearTimeout(this.#reusableTimer);
+    try {
+      return await this.#build(options);
+    } finally {
+      this.#building = false;
+      if (this.#reusable !== undefined) this.#dropReusableWhenDue();
+      await release();
+    }
+  }
+
+  async #build(options: BuildOptions): Promise<BuildReport> {
+    const started = performance.now();
+    const progress = options.onProgress ?? (() => {});
+    const urlMemberCap = options.urlMemberCap ?? DEFAULT_URL_MEMBER_CAP;
+    if (!Number.isInteger(urlMemberCap) || urlMemberCap < 2) {
+      throw new RangeError(`urlMemberCap must be an integer of at least 2, got ${urlMemberCap}`);
+    }
+    const scoredAt = options.scoredAt ?? Date.now();
+    const phaseMs = { parse: 0, dedup: 0, aggregate: 0, assemble: 0, write: 0 };
+    const { files, gathered, cachedChunks, reusedChunks } = await this.#gather(options.dataDir, options.parseCache !== false, phaseMs, progress);
+    const { partitions, invalidLines, duplicateEvidence, invalidSamples } = gathered;
+
+    const mark = performance.now();
+    let done = 0;
+    const partials = await Promise.all(
+      Array.from({ length: partitions }, async (_, q) => {
+        // Id partition by id partition, oldest segment first: the order a build reading every file makes.
+        const inputs = gathered.records.flatMap((segments) => segments[q]!);
+        const result = (await this.#pool.run({ kind: 'aggregate', inputs, scoredAt } satisfies BuildTask)) as AggregateResult;
+        progress({ phase: 'aggregate', done: ++done, total: partitions });
+        return result;
+      }),
+    );
+    phaseMs.aggregate = performance.now() - mark;
+
+    progress({ phase: 'assemble', done: 0, total: 1 });
+    const transferList: (ArrayBuffer | MessagePort)[] = [...new Set(partials.flatMap(aggregateBuffers))];
+    const assembled = options.onAssembled === undefined ? undefined : new MessageChannel();
+    if (assembled !== undefined) {
+      assembled.port1.once('message', (data: SnapshotData) => options.onAssembled!(data));
+      transferList.push(assembled.port2);
+    }
+    // Taken now, not when the build began: a snapshot replaced meanwhile may have been let go since.
+    const reuse = this.#takeReusable();
+    const indexed = { reusedBytes: 0 };
+    const index = this.#threads > 1 ? this.#indexOnRequest(reuse.index, indexed) : undefined;
+    if (index !== undefined) transferList.push(index.port2);
+    const assembleReuse = index === undefined ? [...reuse.index, ...reuse.columns] : reuse.columns;
+    const task = {
+      kind: 'assemble',
+      partials,
+      dataDirRoot: options.dataDir.root,
+      urlMemberCap,
+      scoredAt,
+      evidenceFiles: files.map((f) => f.name),
+      dataAsOf: files.reduce((newest, f) => Math.max(newest, evidenceFileTime(f.name)), 0),
+      skippedLines: invalidLines + duplicateEvidence,
+      ...(assembled === undefined ? {} : { assembled: assembled.port2 }),
+      ...(index === undefined ? {} : { index: index.port2 }),
+      reuse: assembleReuse,
+    } satisfies BuildTask;
+    // Once the task settles, a snapshot not yet delivered is dropped: the caller loads the file instead.
+    const outcome = (await this.#pool.run(task, { transferList }).finally(() => {
+      assembled?.port1.close();
+      index?.port1.close();
+      // What of it the build left unused goes now, rather than at some later collection (collector.ts):
+      // emptied in place, since the task and the index channel still hold these lists, and collected
+      // once this frame is gone. (The pool threads collect their own references: worker.ts.)
+      if (assembleReuse.length + reuse.index.length > 0) {
+        assembleReuse.length = 0;
+        reuse.index.length = 0;
+        reuse.columns.length = 0;
+        setImmediate(() => this.#collect());
+      }
+    })) as AssembleOutcome;
+    progress({ phase: 'assemble', done: 1, total: 1 });
+    phaseMs.assemble = outcome.assembleMs;
+    phaseMs.write = outcome.writeMs;
+
+    if (this.#incremental) this.#carry = gathered;
+    return {
+      path: outcome.path,
+      meta: outcome.meta,
+      durationMs: performance.now() - started,
+      phaseMs,
+      invalidLines,
+      duplicateEvidence,
+      invalidSamples,
+      cachedChunks,
+      chunks: gathered.chunks,
+      reusedChunks,
+      carriedBytes: this.#incremental ? carryBytes(gathered) : 0,
+      reusedBytes: outcome.reusedBytes + indexed.reusedBytes,
+    };
+  }
+
+  /**
+   * A channel on which the assemble task asks for its index: the keys come
+   * in (in shared memory), the index is built on another pool thread, and
+   * its arrays (moved, not copied) or the error go back. The index is laid
+   * out in `reuse` where it fits; `indexed` learns how many bytes did.
+   */
+  #indexOnRequest(reuse: readonly SharedArrayBuffer[], indexed: { reusedBytes: number }): MessageChannel {
+    const channel = new MessageChannel();
+    channel.port1.once('message', (request: IndexTask) => {
+      this.#pool
+        .run({ kind: 'index', ...request, reuse } satisfies BuildTask)
+        .then(
+          ({ arrays, reusedBytes }: IndexResult) => {
+            indexed.reusedBytes = reusedBytes;
+            channel.port1.postMessage({ arrays } satisfies IndexReply, indexBuffers(arrays));
+          },
+          (error: unknown) => channel.port1.postMessage({ error: String(error) } satisfies IndexReply),
+        );
+    });
+    return channel;
+  }
+
+  /**
+   * Phases A and B: every evidence id and deduplicated record, as a carry.
+   * Starts from the last build's when the files only grew since, and then
+   * parses and deduplicates only the chunks after it.
+   */
+  async #gather(
+    dir: DataDir,
+    parseCache: boolean,
+    phaseMs: { parse: number; dedup: number },
+    progress: (progress: BuildProgress) => void,
+  ): Promise<{ files: StoredFile[]; gathered: BuildCarry; cachedChunks: number; reusedChunks: number }> {
+    const cacheDir = parseCache ? parseCacheDir(dir.state) : undefined;
+    if (cacheDir !== undefined && !this.#cacheVersionsChecked) {
+      // Once per builder: a cache left by an earlier release of the record format only takes disk space.
+      this.#cacheVersionsChecked = true;
+      await removeOtherVersions(cacheDir);
+    }
+    const files = await statEvidenceFiles(dir);
+    // Enough partitions to keep every thread busy while the slowest finishes.
+    const partitions = this.#threads === 1 ? 1 : this.#threads * 2;
+    // The carry's id tables move into this build's tasks: whatever happens next, it is not the next build's.
+    const previous = this.#carry;
+    this.#carry = undefined;
+    const carry = previous !== undefined && previous.partitions === partitions && extendsCarriedFiles(previous, files) ? previous : undefined;
+
+    const chunks = files.flatMap((file) => {
+      const count = Math.max(1, Math.ceil(file.size / this.#chunkBytes));
+      return Array.from({ length: count }, (_, i) => ({
+        path: file.path,
+        fileSize: file.size,
+        fileMtimeMs: file.mtimeMs,
+        start: i * this.#chunkBytes,
+        end: Math.min(file.size, (i + 1) * this.#chunkBytes),
+      }));
+    });
+    // Chunks keep their place in the whole sequence: records carry it as their ingestion order.
+    const firstNew = carry?.chunks ?? 0;
+    const newChunks = chunks.slice(firstNew);
+    const totalBytes = newChunks.reduce((sum, c) => sum + c.end - c.start, 0);
+
+    let mark = performance.now();
+    let parsedBytes = 0;
+    progress({ phase: 'parse', done: 0, total: totalBytes });
+    const parsed = await Promise.all(
+      newChunks.map(async (chunk, index) => {
+        const task = { kind: 'parse', ...chunk, chunk: firstNew + index, partitions, cacheDir } satisfies BuildTask;
+        const result = (await this.#pool.run(task)) as ParseResult;
+        parsedBytes += chunk.end - chunk.start;
+        progress({ phase: 'parse', done: parsedBytes, total: totalBytes });
+        return result;
+      }),
+    );
+    phaseMs.parse = performance.now() - mark;
+
+    mark = performance.now();
+    const deduped = await this.#dedup(parsed, partitions, carry, progress);
+    phaseMs.dedup = performance.now() - mark;
+
+    const gathered: BuildCarry = {
+      files: files.map(({ name, size, mtimeMs }) => ({ name, size, mtimeMs })),
+      chunks: chunks.length,
+      partitions,
+      seen: deduped.seen,
+      records: deduped.records,
+      invalidLines: (carry?.invalidLines ?? 0) + parsed.reduce((sum, r) => sum + r.invalidLines, 0),
+      duplicateEvidence: deduped.duplicates,
+      invalidSamples: [...(carry?.invalidSamples ?? []), ...parsed.flatMap((r) => r.invalidSamples)].slice(0, 10),
+    };
+    return { files, gathered, cachedChunks: parsed.filter((r) => r.fromCache === true).length, reusedChunks: firstNew };
+  }
+
+  /**
+   * Phase B over the new chunks: each id partition's new records against the
+   * ids kept so far, appended to the carried records. With nothing new, the
+   * carried records stand as they are.
+   */
+  async #dedup(
+    parsed: readonly ParseResult[],
+    partitions: number,
+    carry: BuildCarry | undefined,
+    progress: (progress: BuildProgress) => void,
+  ): Promise<{ seen: ByteInternerState[]; records: Segments[][]; duplicates: number }> {
+    if (carry !== undefined && parsed.length === 0) {
+      progress({ phase: 'dedup', done: partitions, total: partitions });
+      return { seen: [...carry.seen], records: carry.records.map((pairs) => [...pairs]), duplicates: carry.duplicateEvidence };
+    }
+    let done = 0;
+    const results = await Promise.all(
+      Array.from({ length: partitions }, async (_, p) => {
+        const inputs = parsed.map((r) => r.parts[p]!);
+        const carried = carry?.records[p];
+        const merge = carried?.map(segmentsToMerge);
+        const seen = carry?.seen[p];
+        const leading = carried?.map((segments, q) => segments.slice(segments.length - merge![q]!));
+        const result = (await this.#pool.run({ kind: 'dedup', inputs, partitions, seen, leading } satisfies BuildTask, {
+          transferList: [...inputs, ...(seen === undefined ? [] : internerBuffers(seen))],
+        })) as DedupResult;
+        progress({ phase: 'dedup', done: ++done, total: partitions });
+        const records = result.parts.map((part, q) => {
+          const kept = carried === undefined ? [] : carried[q]!.slice(0, carried[q]!.length - merge![q]!);
+          // A small ingest leaves most pairs nothing new: no empty segment for aggregation to open.
+          return part.byteLength === 0 && kept.length > 0 ? kept : [...kept, part];
+        });
+        return { seen: result.seen, records, duplicates: result.duplicates };
+      }),
+    );
+    return {
+      seen: results.map((r) => r.seen),
+      records: results.map((r) => r.records),
+      duplicates: (carry?.duplicateEvidence ?? 0) + results.reduce((sum, r) => sum + r.duplicates, 0),
+    };
+  }
+}
+
+/**
+ * Exclusive build lock: `state/build.lock` holding the owner's pid. A lock
+ * left by a process that no longer exists is taken over.
+ */
+export async function acquireBuildLock(dir: DataDir): Promise<() => Promise<void>> {
+  await mkdir(dir.state, { recursive: true });
+  const path = join(dir.state, 'build.lock');
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      const handle = await open(path, 'wx', 0o644);
+      await handle.writeFile(String(process.pid));
+      await handle.close();
+      return async () => {
+        await unlink(path).catch(() => {});
+      };
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+      const owner = Number((await readFile(path, 'utf8').catch(() => '')).trim());
+      if (Number.isInteger(owner) && owner > 0 && owner !== process.pid && isAlive(owner)) {
+        throw new BuildLockedError(`another build (pid ${owner}) is running on ${dir.root}`);
+      }
+      await unlink(path).catch(() => {});
+    }
+  }
+  throw new BuildLockedError(`could not take the build lock in ${dir.state}`);
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}

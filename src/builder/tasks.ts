@@ -1,0 +1,70 @@
+import type { AggregateResult, AggregateTask, DedupTask, ParseTask } from './phases.js';
+import type { MessagePort } from 'node:worker_threads';
+import type { SnapshotMeta } from '../engine/snapshot-data.js';
+import type { IndexArrays } from '../engine/vpa-index.js';
+
+/** Messages from the build orchestrator to pool threads. */
+export type BuildTask =
+  | ({ readonly kind: 'parse' } & ParseTask)
+  | ({ readonly kind: 'dedup' } & DedupTask)
+  | ({ readonly kind: 'aggregate' } & AggregateTask)
+  | ({ readonly kind: 'assemble' } & AssembleTask)
+  | ({ readonly kind: 'index' } & IndexTask & { readonly reuse?: readonly SharedArrayBuffer[] });
+
+/**
+ * Build the index of the keys an assemble task has gathered (in shared
+ * memory; see AssembleTask.index). The orchestrator adds the buffers of a
+ * replaced snapshot's index for the new one's arrays, when it has them.
+ */
+export interface IndexTask {
+  readonly keyBytes: Uint8Array;
+  readonly keyOffsets: Uint32Array;
+  readonly count: number;
+}
+
+/** What an index task returns: the arrays, and how many of their bytes are in reused buffers. */
+export interface IndexResult {
+  readonly arrays: IndexArrays;
+  readonly reusedBytes: number;
+}
+
+/**
+ * Messages on AssembleTask.index: the assemble thread sends an IndexTask,
+ * the orchestrator runs it on another pool thread and answers with the
+ * arrays or the error.
+ */
+export type IndexReply = { readonly arrays: IndexArrays } | { readonly error: string };
+
+export interface AssembleTask {
+  readonly partials: AggregateResult[];
+  readonly dataDirRoot: string;
+  readonly urlMemberCap: number;
+  readonly scoredAt: number;
+  readonly evidenceFiles: readonly string[];
+  readonly dataAsOf: number;
+  readonly skippedLines: number;
+  /** Where to post the assembled snapshot, in shared memory, before it is written (BuildOptions.onAssembled). */
+  readonly assembled?: MessagePort;
+  /**
+   * Where to send the keys for the index to be built on another pool thread
+   * while this one lays out the columns (IndexReply comes back). Absent, the
+   * assemble thread builds the index itself; always so on a one-thread pool,
+   * where the index task would wait for the very thread waiting for it.
+   */
+  readonly index?: MessagePort;
+  /**
+   * Buffers of a replaced snapshot that nothing reads any more, for the new
+   * snapshot's arrays (ReusedSharedArrays); those of its index too when
+   * this thread builds the index.
+   */
+  readonly reuse?: readonly SharedArrayBuffer[];
+}
+
+export interface AssembleOutcome {
+  readonly path: string;
+  readonly meta: SnapshotMeta;
+  readonly assembleMs: number;
+  readonly writeMs: number;
+  /** Bytes of the snapshot's arrays this thread laid out in reused buffers. */
+  readonly reusedBytes: number;
+}

@@ -1,0 +1,330 @@
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { Packr, Unpackr } from 'msgpackr';
+import roaring from 'roaring';
+import { SnapshotError, type SnapshotErrorCode } from '../../src/common/errors.js';
+import {
+  SNAPSHOT_FORMAT_VERSION,
+  SNAPSHOT_HEADER_LENGTH,
+  decodeSnapshot,
+  encodeSnapshot,
+  frameSnapshotBody,
+} from '../../src/engine/snapshot-codec.js';
+import { ARRAY_FIELDS, NO_CLUSTER, type SnapshotData } from '../../src/engine/snapshot-data.js';
+import { fakeSnapshot, snapshotDifferences } from '../fixtures/fake-snapshot.js';
+
+const { RoaringBitmap32 } = roaring;
+
+const VPAS = 5000;
+const data = fakeSnapshot(VPAS, { seed: 7 });
+const file = Buffer.concat(encodeSnapshot(data));
+
+function expectError(fn: () => unknown, code: SnapshotErrorCode, message?: RegExp): void {
+  assert.throws(fn, (error: unknown) => {
+    assert.ok(error instanceof SnapshotError, `expected a SnapshotError, got ${String(error)}`);
+    assert.equal(error.code, code, error.message);
+    if (message) assert.match(error.message, message);
+    return true;
+  });
+}
+
+/** The body as any msgpack decoder sees it. */
+type GenericBody = {
+  meta: Record<string, unknown>;
+  arrays: Record<string, { type: unknown; pad?: unknown; data: unknown }>;
+};
+
+const genericUnpackr = new Unpackr({ useRecords: false });
+const genericPackr = new Packr({ useRecords: false });
+
+/** Decode the body generically, let `edit` change it, re-encode it with msgpackr and frame it with a correct CRC. */
+function tampered(edit: (body: GenericBody) => void): Buffer {
+  const body = genericUnpackr.unpack(file.subarray(SNAPSHOT_HEADER_LENGTH)) as GenericBody;
+  edit(body);
+  return Buffer.concat(frameSnapshotBody(Buffer.from(genericPackr.pack(body))));
+}
+
+function arrayData(body: GenericBody, field: string): Buffer {
+  return Buffer.from(body.arrays[field]!.data as Uint8Array); // a copy that can be edited
+}
+
+function allShared(snapshot: SnapshotData): boolean {
+  return ARRAY_FIELDS.every((field) => snapshot[field].buffer instanceof SharedArrayBuffer);
+}
+
+describe('snapshot codec: round trip', () => {
+  it('decodes exactly what was encoded, every array and meta field', () => {
+    const decoded = decodeSnapshot(file);
+    assert.deepEqual(snapshotDifferences(decoded, data), []);
+    assert.deepStrictEqual(decoded.meta, data.meta);
+    for (const field of ARRAY_FIELDS) assert.equal(decoded[field].constructor, data[field].constructor, field);
+  });
+
+  it('writes the header fields as documented', () => {
+    assert.equal(file.subarray(0, 8).toString('latin1'), 'UPIRSNAP');
+    assert.equal(file.readUInt32LE(8), SNAPSHOT_FORMAT_VERSION);
+    assert.equal(file.readUInt32LE(12), 0);
+    assert.equal(Number(file.readBigUInt64LE(16)), file.length - SNAPSHOT_HEADER_LENGTH);
+    assert.equal(file.readUInt32LE(28), 0);
+  });
+
+  it('takes views of the file bytes instead of copying when they are aligned', () => {
+    const decoded = decodeSnapshot(file);
+    for (const field of ARRAY_FIELDS) assert.equal(decoded[field].buffer, file.buffer, field);
+  });
+
+  it('round-trips an empty snapshot', () => {
+    const empty = fakeSnapshot(0);
+    const decoded = decodeSnapshot(Buffer.concat(encodeSnapshot(empty)));
+    assert.deepEqual(snapshotDifferences(decoded, empty), []);
+  });
+
+  it('encodes a decoded snapshot to the same bytes', () => {
+    const again = Buffer.concat(encodeSnapshot(decodeSnapshot(file, { shared: true })));
+    assert.ok(again.equals(file));
+  });
+
+  it('puts every array in a SharedArrayBuffer with shared: true', () => {
+    const decoded = decodeSnapshot(file, { shared: true });
+    assert.ok(allShared(decoded));
+    assert.deepEqual(snapshotDifferences(decoded, data), []);
+  });
+
+  it('shares the source memory when the bytes already live in a SharedArrayBuffer', () => {
+    const sab = new SharedArrayBuffer(file.length);
+    const bytes = new Uint8Array(sab);
+    bytes.set(file);
+    const decoded = decodeSnapshot(bytes, { shared: true });
+    for (const field of ARRAY_FIELDS) assert.equal(decoded[field].buffer, sab, field);
+    assert.deepEqual(snapshotDifferences(decoded, data), []);
+  });
+
+  it('has a body any msgpack decoder reads', () => {
+    const body = genericUnpackr.unpack(file.subarray(SNAPSHOT_HEADER_LENGTH)) as GenericBody;
+    assert.deepStrictEqual(body.meta, { ...data.meta });
+    assert.deepEqual(Object.keys(body.arrays), [...ARRAY_FIELDS]);
+    assert.equal(body.arrays.confidence!.type, 'Uint16Array');
+    const entries = body.arrays.slotEntries!.data as Uint8Array;
+    assert.ok(Buffer.from(entries).equals(Buffer.from(data.slotEntries.buffer, data.slotEntries.byteOffset, data.slotEntries.byteLength)));
+  });
+
+  it('decodes a body re-encoded by another msgpack writer (unaligned arrays are copied)', () => {
+    const bytes = tampered(() => {});
+    assert.notEqual(bytes.length, file.length); // no padding to alignment any more
+    assert.deepEqual(snapshotDifferences(decodeSnapshot(bytes), data), []);
+    assert.ok(allShared(decodeSnapshot(bytes, { shared: true })));
+  });
+
+  it('decodes input held at an odd offset', () => {
+    const holder = Buffer.alloc(file.length + 3);
+    file.copy(holder, 3);
+    assert.deepEqual(snapshotDifferences(decodeSnapshot(holder.subarray(3)), data), []);
+  });
+});
+
+describe('snapshot codec: damaged files', () => {
+  it('reports truncation at any cut point', () => {
+    for (const cut of [0, 1, 7, 8, 20, 31, 32, 33, 100, file.length >> 1, file.length - 1]) {
+      expectError(() => decodeSnapshot(file.subarray(0, cut)), 'ERR_SNAPSHOT_TRUNCATED');
+    }
+    expectError(() => decodeSnapshot(file.subarray(0, 10)), 'ERR_SNAPSHOT_TRUNCATED', /shorter than the 32-byte header/);
+    expectError(() => decodeSnapshot(file.subarray(0, 1000)), 'ERR_SNAPSHOT_TRUNCATED', /announces a \d+-byte body, 968 bytes follow/);
+  });
+
+  it('reports a flipped byte anywhere in the body as a checksum mismatch', () => {
+    for (const at of [SNAPSHOT_HEADER_LENGTH, 100, file.length >> 1, file.length - 1]) {
+      const bytes = Buffer.from(file);
+      bytes[at]! ^= 0x10;
+      expectError(() => decodeSnapshot(bytes), 'ERR_SNAPSHOT_CHECKSUM', /checksum mismatch/);
+    }
+    const header = Buffer.from(file);
+    header[24]! ^= 1;
+    expectError(() => decodeSnapshot(header), 'ERR_SNAPSHOT_CHECKSUM');
+  });
+
+  it('refuses a file that is not a snapshot', () => {
+    const bytes = Buffer.from(file);
+    bytes.write('NOTSNAP!', 0, 'latin1');
+    expectError(() => decodeSnapshot(bytes), 'ERR_SNAPSHOT_FORMAT', /not a upi-risk snapshot/);
+    expectError(() => decodeSnapshot(Buffer.from('{"vpa":"a@b"}\n')), 'ERR_SNAPSHOT_FORMAT', /not a upi-risk snapshot/);
+    expectError(() => decodeSnapshot(Buffer.from('UPx')), 'ERR_SNAPSHOT_FORMAT', /not a upi-risk snapshot/);
+  });
+
+  it('refuses another format version, naming both versions', () => {
+    const bytes = Buffer.from(file);
+    // Version 2, the format before keys moved into their slots: an upgraded server refuses its old files.
+    bytes.writeUInt32LE(2, 8);
+    expectError(() => decodeSnapshot(bytes), 'ERR_SNAPSHOT_VERSION', /version 2 .*reads version 3/);
+    const framed = Buffer.concat(frameSnapshotBody(file.subarray(SNAPSHOT_HEADER_LENGTH), 1));
+    expectError(() => decodeSnapshot(framed), 'ERR_SNAPSHOT_VERSION');
+  });
+
+  it('refuses unknown flags and bytes after the body', () => {
+    const flagged = Buffer.from(file);
+    flagged.writeUInt32LE(1, 12);
+    expectError(() => decodeSnapshot(flagged), 'ERR_SNAPSHOT_FORMAT', /flags/);
+    expectError(() => decodeSnapshot(Buffer.concat([file, Buffer.from([0])])), 'ERR_SNAPSHOT_FORMAT', /1 unexpected bytes after/);
+  });
+});
+
+describe('snapshot codec: bodies with a valid checksum but wrong content', () => {
+  it('refuses a body that is not msgpack or not a map', () => {
+    expectError(() => decodeSnapshot(Buffer.concat(frameSnapshotBody(Buffer.from([0xc1, 1, 2])))), 'ERR_SNAPSHOT_FORMAT');
+    expectError(() => decodeSnapshot(Buffer.concat(frameSnapshotBody(genericPackr.pack([1, 2])))), 'ERR_SNAPSHOT_FORMAT', /not a map/);
+    expectError(() => decodeSnapshot(Buffer.concat(frameSnapshotBody(Buffer.alloc(0)))), 'ERR_SNAPSHOT_FORMAT');
+    // A map cut short inside the body.
+    const cut = file.subarray(SNAPSHOT_HEADER_LENGTH, file.length - 10);
+    expectError(() => decodeSnapshot(Buffer.concat(frameSnapshotBody(cut))), 'ERR_SNAPSHOT_FORMAT', /ends inside a value/);
+  });
+
+  it('refuses a missing meta, arrays entry or array', () => {
+    expectError(() => decodeSnapshot(tampered((b) => delete (b as Partial<GenericBody>).meta)), 'ERR_SNAPSHOT_FORMAT', /no "meta"/);
+    expectError(() => decodeSnapshot(tampered((b) => delete (b as Partial<GenericBody>).arrays)), 'ERR_SNAPSHOT_FORMAT', /no "arrays"/);
+    expectError(() => decodeSnapshot(tampered((b) => delete b.arrays.vpaCluster)), 'ERR_SNAPSHOT_FORMAT', /arrays\.vpaCluster is missing/);
+    expectError(() => decodeSnapshot(tampered((b) => delete b.arrays.slotEntries!.type)), 'ERR_SNAPSHOT_FORMAT', /arrays\.slotEntries has no "type"/);
+  });
+
+  it('refuses missing or mistyped meta fields', () => {
+    expectError(() => decodeSnapshot(tampered((b) => delete b.meta.id)), 'ERR_SNAPSHOT_FORMAT', /meta\.id/);
+    // The id becomes a header line: a line break in it would let a snapshot file write headers.
+    expectError(() => decodeSnapshot(tampered((b) => (b.meta.id = 'v1\r\nSet-Cookie: a=b'))), 'ERR_SNAPSHOT_FORMAT', /meta\.id is not 1 to 64 visible ASCII/);
+    expectError(() => decodeSnapshot(tampered((b) => (b.meta.id = 'x'.repeat(65)))), 'ERR_SNAPSHOT_FORMAT', /meta\.id/);
+    expectError(() => decodeSnapshot(tampered((b) => (b.meta.createdAt = 'yesterday'))), 'ERR_SNAPSHOT_FORMAT', /meta\.createdAt/);
+    expectError(() => decodeSnapshot(tampered((b) => (b.meta.vpaCount = -1))), 'ERR_SNAPSHOT_FORMAT', /meta\.vpaCount/);
+    expectError(() => decodeSnapshot(tampered((b) => (b.meta.evidenceFiles = [1]))), 'ERR_SNAPSHOT_FORMAT', /evidenceFiles/);
+    expectError(() => decodeSnapshot(tampered((b) => (b.meta = [] as never))), 'ERR_SNAPSHOT_FORMAT', /meta is not a map/);
+  });
+
+  it('refuses an array of the wrong class', () => {
+    expectError(
+      () => decodeSnapshot(tampered((b) => (b.arrays.confidence!.type = 'Uint32Array'))),
+      'ERR_SNAPSHOT_FORMAT',
+      /arrays\.confidence has type Uint32Array, expected Uint16Array/,
+    );
+    expectError(() => decodeSnapshot(tampered((b) => (b.arrays.slotEntries!.data = 'text'))), 'ERR_SNAPSHOT_FORMAT', /slotEntries\.data is not binary/);
+    expectError(
+      () => decodeSnapshot(tampered((b) => (b.arrays.firstSeen!.data = arrayData(b, 'firstSeen').subarray(3)))),
+      'ERR_SNAPSHOT_FORMAT',
+      /not a whole number of Float64Array elements/,
+    );
+  });
+
+  it('refuses lengths that disagree with the meta counts', () => {
+    const shorter = (field: string, bytes: number) => (b: GenericBody) => {
+      const d = arrayData(b, field);
+      b.arrays[field]!.data = d.subarray(0, d.length - bytes);
+    };
+    expectError(() => decodeSnapshot(tampered(shorter('firstSeen', 8))), 'ERR_SNAPSHOT_FORMAT', /firstSeen has 4999 entries, expected 5000/);
+    expectError(() => decodeSnapshot(tampered(shorter('vpaSlots', 4))), 'ERR_SNAPSHOT_FORMAT', /vpaSlots has 4999 entries, expected 5000/);
+    expectError(() => decodeSnapshot(tampered(shorter('sourceFlags', 1))), 'ERR_SNAPSHOT_FORMAT', /sourceFlags .*meta\.sourceCount/);
+    expectError(() => decodeSnapshot(tampered(shorter('clusterNumber', 4))), 'ERR_SNAPSHOT_FORMAT', /clusterNumber .*meta\.clusterCount/);
+    expectError(() => decodeSnapshot(tampered(shorter('urlMembersOffsets', 4))), 'ERR_SNAPSHOT_FORMAT', /urlMembersOffsets/);
+    expectError(() => decodeSnapshot(tampered(shorter('slotEntries', 8))), 'ERR_SNAPSHOT_FORMAT', /slotEntries has \d+ entries, expected \d+ \(8 words for each of the \d+ slots\)/);
+    expectError(() => decodeSnapshot(tampered(shorter('slotTags', 2))), 'ERR_SNAPSHOT_FORMAT', /slotEntries has \d+ entries, expected/);
+    expectError(() => decodeSnapshot(tampered((b) => (b.meta.vpaCount = VPAS + 1))), 'ERR_SNAPSHOT_FORMAT', /expected 5001 \(meta\.vpaCount\)/);
+  });
+
+  it('refuses offsets that do not end at their blob, or go backwards', () => {
+    const editUint32 = (field: string, index: number, value: number) => (b: GenericBody) => {
+      const d = arrayData(b, field);
+      d.writeUInt32LE(value, index * 4);
+      b.arrays[field]!.data = d;
+    };
+    expectError(() => decodeSnapshot(tampered(editUint32('urlOffsets', 2, 0))), 'ERR_SNAPSHOT_FORMAT', /urlOffsets decreases at 2/);
+    expectError(() => decodeSnapshot(tampered(editUint32('sourceOffsets', 0, 1))), 'ERR_SNAPSHOT_FORMAT', /sourceOffsets\[0\]/);
+  });
+
+  it('refuses a VPA without sources: a flagged answer names at least one', () => {
+    const sourceless = (b: GenericBody) => {
+      const d = arrayData(b, 'sourceOffsets');
+      d.writeUInt32LE(d.readUInt32LE(3 * 4), 4 * 4);
+      b.arrays.sourceOffsets!.data = d;
+    };
+    // Only VPA 3 changes; VPA 4 takes its first source, so the offsets still ascend and end at the source count.
+    expectError(() => decodeSnapshot(tampered(sourceless)), 'ERR_SNAPSHOT_FORMAT', /VPA 3 has no sources/);
+  });
+
+  it('refuses timestamps that no answer could name: not a number, not whole ms, or past the dates Date can hold', () => {
+    const setFloat = (field: string, index: number, value: number) => (b: GenericBody) => {
+      const d = arrayData(b, field);
+      d.writeDoubleLE(value, index * 8);
+      b.arrays[field]!.data = d;
+    };
+    expectError(() => decodeSnapshot(tampered(setFloat('firstSeen', 2, Number.NaN))), 'ERR_SNAPSHOT_FORMAT', /firstSeen\[2\] is NaN/);
+    expectError(() => decodeSnapshot(tampered(setFloat('sourceCapturedAt', 5, 1.5))), 'ERR_SNAPSHOT_FORMAT', /sourceCapturedAt\[5\] is 1\.5/);
+    expectError(() => decodeSnapshot(tampered(setFloat('clusterCreatedAt', 0, 8.64e15 + 1))), 'ERR_SNAPSHOT_FORMAT', /clusterCreatedAt\[0\]/);
+    expectError(() => decodeSnapshot(tampered(setFloat('clusterLastUpdated', 1, -Infinity))), 'ERR_SNAPSHOT_FORMAT', /clusterLastUpdated\[1\]/);
+    // Before 1970 and at Date's very ends are dates all the same.
+    for (const edge of [-1, -8.64e15, 8.64e15]) assert.ok(decodeSnapshot(tampered(setFloat('firstSeen', 2, edge))));
+  });
+
+  it('refuses ids and codes out of range', () => {
+    const setUint = (field: string, index: number, value: number, width: 1 | 2 | 4) => (b: GenericBody) => {
+      const d = arrayData(b, field);
+      d.writeUIntLE(value, index * width, width);
+      b.arrays[field]!.data = d;
+    };
+    expectError(() => decodeSnapshot(tampered(setUint('sourceUrl', 3, data.meta.urlCount, 4))), 'ERR_SNAPSHOT_FORMAT', /sourceUrl\[3\]/);
+    expectError(() => decodeSnapshot(tampered(setUint('vpaCluster', 1, data.meta.clusterCount, 4))), 'ERR_SNAPSHOT_FORMAT', /vpaCluster\[1\]/);
+    expectError(() => decodeSnapshot(tampered(setUint('riskCategory', 0, 200, 1))), 'ERR_SNAPSHOT_FORMAT', /riskCategory\[0\]/);
+    // A zero tag is an empty slot.
+    const emptySlot = data.slotTags.indexOf(0);
+    expectError(() => decodeSnapshot(tampered(setUint('slotTags', emptySlot, 1, 2))), 'ERR_SNAPSHOT_FORMAT', /slot \d+ is occupied but names no VPA/);
+    expectError(
+      () => decodeSnapshot(tampered(setUint('vpaSlots', 3, data.vpaSlots[4]!, 4))),
+      'ERR_SNAPSHOT_FORMAT',
+      /VPA [34] is in slot \d+, but vpaSlots says \d+/,
+    );
+    // Every ninth fake key is long enough for a tail record; point one past keyTails.
+    const longSlot = data.vpaSlots[4]!;
+    expectError(
+      () => decodeSnapshot(tampered(setUint('slotEntries', longSlot * 8 + 7, data.keyTails.length, 4))),
+      'ERR_SNAPSHOT_FORMAT',
+      /VPA 4\): its tail record at \d+ lies past keyTails/,
+    );
+  });
+});
+
+describe('snapshot codec: encoding checks its input', () => {
+  it('refuses arrays of the wrong class or inconsistent lengths', () => {
+    const wrongClass = { ...data, confidence: new Uint32Array(VPAS) } as unknown as SnapshotData;
+    expectError(() => encodeSnapshot(wrongClass), 'ERR_SNAPSHOT_FORMAT', /cannot encode snapshot: confidence is Uint32Array, expected Uint16Array/);
+    const short = { ...data, firstSeen: data.firstSeen.subarray(1) };
+    expectError(() => encodeSnapshot(short), 'ERR_SNAPSHOT_FORMAT', /cannot encode snapshot: firstSeen has 4999 entries/);
+    const badMeta = { ...data, meta: { ...data.meta, id: '' } };
+    expectError(() => encodeSnapshot(badMeta), 'ERR_SNAPSHOT_FORMAT', /meta\.id/);
+  });
+
+  it('writes only the meta fields the format defines', () => {
+    const extra = { ...data, meta: { ...data.meta, note: 'not part of the format' } };
+    assert.deepStrictEqual(decodeSnapshot(Buffer.concat(encodeSnapshot(extra))).meta, data.meta);
+  });
+});
+
+describe('fake snapshot fixture', () => {
+  it('holds portable roaring bitmaps that match its clusters and sources', () => {
+    const big = fakeSnapshot(200_000, { seed: 3 }); // ids span several 2^16 chunks
+    const bitmap = (blob: Uint8Array, offsets: Uint32Array, i: number) =>
+      RoaringBitmap32.deserialize(Buffer.from(blob.subarray(offsets[i]!, offsets[i + 1]!)), 'portable').toArray();
+
+    const clusterMembers = new Map<number, number[]>();
+    big.vpaCluster.forEach((c, id) => {
+      if (c !== NO_CLUSTER) clusterMembers.set(c, [...(clusterMembers.get(c) ?? []), id]);
+    });
+    assert.equal(clusterMembers.size, big.meta.clusterCount);
+    for (const [c, ids] of clusterMembers) assert.deepEqual(bitmap(big.clusterMembersBlob, big.clusterMembersOffsets, c), ids);
+
+    const urlMembers = new Map<number, number[]>();
+    for (let id = 0; id < big.meta.vpaCount; id++) {
+      for (let s = big.sourceOffsets[id]!; s < big.sourceOffsets[id + 1]!; s++) {
+        const url = big.sourceUrl[s]!;
+        const list = urlMembers.get(url) ?? [];
+        list.push(id);
+        urlMembers.set(url, list);
+      }
+    }
+    for (let url = 0; url < big.meta.urlCount; url += 97) {
+      assert.deepEqual(bitmap(big.urlMembersBlob, big.urlMembersOffsets, url), urlMembers.get(url) ?? []);
+    }
+  });
+});

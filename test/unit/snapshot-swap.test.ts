@@ -1,0 +1,108 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { silentLogger } from '../../src/common/logger.js';
+import { SnapshotService } from '../../src/service/snapshot-service.js';
+import { listSnapshots } from '../../src/engine/snapshot-files.js';
+import { tempDataDir, ingest, evidence, TEST_SCORED_AT } from '../helpers.js';
+
+test('new evidence is built, loaded and swapped in; a request holding the old snapshot finishes on it', async () => {
+  const t = await tempDataDir();
+  const swaps: string[] = [];
+  await ingest(t.dir, t.root, [evidence('old@ybl', 'https://u.example')]);
+  const service = await SnapshotService.start({ dataDir: t.dir, pollMs: 0, buildThreads: 2, scoredAt: () => TEST_SCORED_AT });
+  try {
+    service.onSwap((e) => swaps.push(e.reason));
+    const inFlight = service.current;
+    assert.equal(inFlight.verdict('new@ybl').status, 'CLEARED');
+
+    await ingest(t.dir, t.root, [evidence('new@ybl', 'https://v.example')]);
+    await service.refresh();
+    assert.deepEqual(swaps, ['rebuild']);
+    assert.equal(service.current.verdict('new@ybl').status, 'FLAGGED');
+    assert.equal(service.current.verdict('old@ybl').status, 'FLAGGED');
+    assert.notEqual(service.current.meta.id, inFlight.meta.id);
+    // The reference taken before the swap still answers from its own snapshot.
+    assert.equal(inFlight.verdict('new@ybl').status, 'CLEARED');
+
+    // Nothing new: no rebuild, no swap.
+    await service.refresh();
+    assert.deepEqual(swaps, ['rebuild']);
+  } finally {
+    await service.close();
+    await t.cleanup();
+  }
+});
+
+test('the service starts from the newest valid snapshot without rebuilding, skipping corrupt and truncated ones', async () => {
+  const t = await tempDataDir();
+  await ingest(t.dir, t.root, [evidence('kept@ybl', 'https://u.example')]);
+  const first = await SnapshotService.start({ dataDir: t.dir, pollMs: 0, buildThreads: 1 });
+  const goodId = first.current.meta.id;
+  await first.close();
+  const [good] = await listSnapshots(t.dir);
+  // Newer-named files that are not valid snapshots: corrupt body, truncated copy, garbage.
+  const { readFile } = await import('node:fs/promises');
+  const bytes = await readFile(good!);
+  const corrupt = Buffer.from(bytes);
+  corrupt[corrupt.length - 10]! ^= 0xff;
+  await writeFile(join(t.dir.snapshots, 'snapshot-29991231T000000000Z-aaaaaa.upisnap'), corrupt);
+  await writeFile(join(t.dir.snapshots, 'snapshot-29991231T000000001Z-bbbbbb.upisnap'), bytes.subarray(0, bytes.length >> 1));
+  await writeFile(join(t.dir.snapshots, 'snapshot-29991231T000000002Z-cccccc.upisnap'), 'not a snapshot');
+  const refused: string[] = [];
+  const service = await SnapshotService.start({
+    dataDir: t.dir,
+    pollMs: 0,
+    buildThreads: 1,
+    logger: { ...silentLogger, error: (fields) => refused.push(String(fields.code)) },
+  });
+  try {
+    assert.equal(service.current.meta.id, goodId, 'the valid snapshot is served, not rebuilt');
+    assert.equal(service.lastBuild, null);
+    assert.deepEqual(refused.sort(), ['ERR_SNAPSHOT_CHECKSUM', 'ERR_SNAPSHOT_FORMAT', 'ERR_SNAPSHOT_TRUNCATED']);
+    assert.equal(service.current.verdict('kept@ybl').status, 'FLAGGED');
+
+    // A corrupt snapshot appearing later is refused and the current one keeps serving.
+    await writeFile(join(t.dir.snapshots, 'snapshot-29991231T000000003Z-dddddd.upisnap'), corrupt);
+    await service.refresh();
+    assert.equal(service.current.meta.id, goodId);
+    assert.equal(service.current.verdict('kept@ybl').status, 'FLAGGED');
+  } finally {
+    await service.close();
+    await t.cleanup();
+  }
+});
+
+test('an empty data directory starts with an empty snapshot that clears everything', async () => {
+  const t = await tempDataDir();
+  const service = await SnapshotService.start({ dataDir: t.dir, pollMs: 0, buildThreads: 1 });
+  try {
+    assert.equal(service.current.meta.vpaCount, 0);
+    assert.equal(service.current.verdict('any@ybl').status, 'CLEARED');
+    assert.equal(service.current.cluster('MC-1'), null);
+  } finally {
+    await service.close();
+    await t.cleanup();
+  }
+});
+
+test('the watch picks up ingested evidence by itself', { timeout: 60_000 }, async () => {
+  const t = await tempDataDir();
+  const service = await SnapshotService.start({ dataDir: t.dir, pollMs: 50, buildThreads: 1 });
+  try {
+    const swapped = new Promise<void>((resolve) => service.onSwap(() => resolve()));
+    // The poll timer is unref'd (it must not keep a process alive); hold the loop open while waiting.
+    const keepAlive = setInterval(() => {}, 1000);
+    try {
+      await ingest(t.dir, t.root, [evidence('watched@ybl', 'https://u.example')]);
+      await swapped;
+    } finally {
+      clearInterval(keepAlive);
+    }
+    assert.equal(service.current.verdict('watched@ybl').status, 'FLAGGED');
+  } finally {
+    await service.close();
+    await t.cleanup();
+  }
+});
