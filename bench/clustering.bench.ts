@@ -18,7 +18,9 @@ import { performance } from 'node:perf_hooks';
 import v8 from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { findClusters, type Components, type UrlMembership } from '../src/builder/clustering.js';
-import { assignClusterNumbers, emptyClusterIdState, readClusterIdState, writeClusterIdState } from '../src/builder/cluster-ids.js';
+import { assignClusterNumbers } from '../src/builder/cluster-ids/numbering.js';
+import { emptyClusterIdState } from '../src/builder/cluster-ids/state.js';
+import { readClusterIdState, writeClusterIdState } from '../src/builder/cluster-ids/state-file.js';
 import { mulberry32 } from '../test/fixtures/random.js';
 
 const { values } = parseArgs({

@@ -74,7 +74,7 @@ import type { ArrayAllocator } from '../src/common/scratch-arrays.js';
 import { RecordWriter, packFlags } from '../src/builder/record-codec.js';
 import { aggregatePartition, dedupPartition, type AggregateResult } from '../src/builder/phases.js';
 import { assembleSnapshot, type AssembleOptions } from '../src/builder/assemble.js';
-import { emptyClusterIdState } from '../src/builder/cluster-ids.js';
+import { emptyClusterIdState } from '../src/builder/cluster-ids/state.js';
 import { DEFAULT_URL_MEMBER_CAP } from '../src/builder/clustering.js';
 
 /**

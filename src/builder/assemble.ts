@@ -8,7 +8,8 @@ import {
 import { buildIndexArrays, renumberIndex, type IndexArrays } from '../engine/vpa-index.js';
 import { rangeSize, sortedIdsSize, writeRange, writeSortedIds } from '../engine/roaring-portable.js';
 import { findClusters, type Components, type UrlMembership } from './clustering.js';
-import { assignClusterNumbers, type ClusterIdState } from './cluster-ids.js';
+import { assignClusterNumbers } from './cluster-ids/numbering.js';
+import type { ClusterIdState } from './cluster-ids/state.js';
 import { clusterConfidence, vpaConfidence } from './scoring.js';
 import { dominant, type AggregateResult } from './phases.js';
 import { ByteInterner, compareByteRanges } from './byte-interner.js';

@@ -11,7 +11,9 @@ import { join } from 'node:path';
 import { writeFileAtomic } from '../common/atomic-file.js';
 import type { DataDir } from '../common/data-dir.js';
 import { ErrorCode, SnapshotError } from '../common/errors.js';
-import { SNAPSHOT_HEADER_LENGTH, decodeSnapshot, encodeSnapshot } from './snapshot-codec.js';
+import { SNAPSHOT_HEADER_LENGTH } from './snapshot-format/format.js';
+import { decodeSnapshot } from './snapshot-format/decode.js';
+import { encodeSnapshot } from './snapshot-format/encode.js';
 import type { SnapshotData } from './snapshot-data.js';
 
 /** How many snapshots survive a write (the one just written among them). */

@@ -5,13 +5,9 @@ import { mkdtemp, rm, readFile, writeFile, mkdir } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { findClusters, type Components } from '../../src/builder/clustering.js';
-import {
-  assignClusterNumbers,
-  emptyClusterIdState,
-  readClusterIdState,
-  writeClusterIdState,
-  type ClusterIdState,
-} from '../../src/builder/cluster-ids.js';
+import { assignClusterNumbers } from '../../src/builder/cluster-ids/numbering.js';
+import { emptyClusterIdState, type ClusterIdState } from '../../src/builder/cluster-ids/state.js';
+import { readClusterIdState, writeClusterIdState } from '../../src/builder/cluster-ids/state-file.js';
 import { UpiRiskError } from '../../src/common/errors.js';
 import { dataDir } from '../../src/common/data-dir.js';
 
@@ -405,13 +401,45 @@ describe('cluster id state persistence', () => {
     const flipped = Buffer.from(good);
     flipped[flipped.length - 3]! ^= 0xff;
     await refuses(flipped, /checksum/);
-    await refuses(good.subarray(0, good.length - 1), /header says/);
+    await refuses(good.subarray(0, good.length - 1), /truncated: the header announces/);
     await refuses(good.subarray(0, 7), /truncated/);
     await refuses(Buffer.from('{"nextNumber": 3}\n'), /magic/);
 
     const future = Buffer.from(good);
-    future.writeUInt32LE(2, 4);
-    await refuses(future, /version 2/);
+    future.writeUInt32LE(3, 8);
+    await refuses(future, /version 3/);
+  });
+
+  it('reads a version 1 file (its own 16-byte header) and refuses a damaged one', async () => {
+    const { Packr } = await import('msgpackr');
+    const { crc32 } = await import('node:zlib');
+    const body = new Packr({ useRecords: false }).pack({
+      nextNumber: 3,
+      keyBytes: Buffer.from('a@x'),
+      keyOffsets: new Uint8Array(Uint32Array.from([0, 3]).buffer),
+      numbers: new Uint8Array(Uint32Array.from([2]).buffer),
+    });
+    const header = Buffer.alloc(16);
+    header.write('UPCI', 0, 'latin1');
+    header.writeUInt32LE(1, 4);
+    header.writeUInt32LE(body.length, 8);
+    header.writeUInt32LE(crc32(body), 12);
+    const path = join(root, 'version-1.bin');
+    await writeFile(path, Buffer.concat([header, body]));
+    const state = await readClusterIdState(path);
+    assert.equal(state.nextNumber, 3);
+    assert.equal(state.numberOf('a@x'), 2);
+    // Written back in the current framing, and read again the same.
+    await writeClusterIdState(path, state);
+    assert.equal((await readFile(path)).subarray(0, 8).toString('latin1'), 'UPIRCIDS');
+    assert.equal((await readClusterIdState(path)).numberOf('a@x'), 2);
+
+    await writeFile(path, Buffer.concat([header, body.subarray(0, body.length - 1)]));
+    await assert.rejects(readClusterIdState(path), { code: 'ERR_CLUSTER_STATE', message: /header says/ });
+    const later = Buffer.concat([header, body]);
+    later.writeUInt32LE(2, 4);
+    await writeFile(path, later);
+    await assert.rejects(readClusterIdState(path), { code: 'ERR_CLUSTER_STATE', message: /version 2/ });
   });
 
   it('refuses a well-formed file whose content is inconsistent', async () => {

@@ -1,7 +1,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ARRAY_FIELDS } from '../../src/engine/snapshot-data.js';
-import { decodeSnapshot, encodeSnapshot, toSharedMemory } from '../../src/engine/snapshot-codec.js';
+import { decodeSnapshot } from '../../src/engine/snapshot-format/decode.js';
+import { encodeSnapshot } from '../../src/engine/snapshot-format/encode.js';
+import { toSharedMemory } from '../../src/engine/snapshot-format/shared-memory.js';
 import { buildInProcess, evidence } from '../helpers.js';
 
 // A build assembles every array of its snapshot in shared memory, so the

@@ -2,7 +2,7 @@ import { test, mock } from 'node:test';
 import assert from 'node:assert/strict';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { copyToSharedMemory } from '../../src/engine/snapshot-codec.js';
+import { copyToSharedMemory } from '../../src/engine/snapshot-format/shared-memory.js';
 import type { SnapshotData } from '../../src/engine/snapshot-data.js';
 import { ReleaseWatch, RetiredSnapshots } from '../../src/http/snapshot-release.js';
 import { startIncrementalMarking } from '../../src/common/collector.js';

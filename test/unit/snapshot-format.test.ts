@@ -3,13 +3,9 @@ import assert from 'node:assert/strict';
 import { Packr, Unpackr } from 'msgpackr';
 import roaring from 'roaring';
 import { SnapshotError, type SnapshotErrorCode } from '../../src/common/errors.js';
-import {
-  SNAPSHOT_FORMAT_VERSION,
-  SNAPSHOT_HEADER_LENGTH,
-  decodeSnapshot,
-  encodeSnapshot,
-  frameSnapshotBody,
-} from '../../src/engine/snapshot-codec.js';
+import { SNAPSHOT_FORMAT_VERSION, SNAPSHOT_HEADER_LENGTH } from '../../src/engine/snapshot-format/format.js';
+import { decodeSnapshot } from '../../src/engine/snapshot-format/decode.js';
+import { encodeSnapshot, frameSnapshotBody } from '../../src/engine/snapshot-format/encode.js';
 import { ARRAY_FIELDS, NO_CLUSTER, type SnapshotData } from '../../src/engine/snapshot-data.js';
 import { fakeSnapshot, snapshotDifferences } from '../fixtures/fake-snapshot.js';
 
