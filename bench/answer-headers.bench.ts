@@ -131,7 +131,7 @@ async function main(): Promise<void> {
   const rows = taskRows(bench);
   console.table(rows);
 
-  // Whichever writer runs first after the timing pays a one-off 15–25 ms scavenge: a run not reported takes it.
+  // Whichever writer runs first after the timing pays a one-off scavenge: a run not reported takes it.
   await collections(byteHeadLines);
   const young = {
     bytes: await collections(byteHeadLines),

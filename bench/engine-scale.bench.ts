@@ -18,7 +18,7 @@
  * between builds (it reads every file from the parse cache), as
  * `serve --full-rebuilds` does.
  *
- * Targets at 10M VPAs (README, "Benchmarks"): lookup median ≤ 300 ns (each
+ * Targets at 10M VPAs (bench/README.md, "Results against the targets"): lookup median ≤ 300 ns (each
  * lookup timed on its own; runs of 100 back-to-back are reported too), index +
  * verdict fields ≤ 100 bytes per VPA, load ≤ 3 s, build ≤ 120 s.
  */

@@ -17,10 +17,9 @@
  * rebuild, without the service: threads computing without pause at nice +10
  * (the build threads) beside threads waking every millisecond (the
  * event-loop monitors of `serve`'s main and serving threads), first on every
- * core, then on every core but one (serve's default build threads). On the 2-core host measured,
- * the observer's timer fired about 21 ms late in the first and 7-12 ms late
- * in the second; with the computing threads at nice 0, 31-83 and 5-13 ms
- * (bench/MEASUREMENTS.md, "A core kept for serving").
+ * core, then on every core but one (serve's default build threads). What
+ * it showed: bench/MEASUREMENTS.md, "A core kept for serving" and "Where
+ * the misses come from".
  */
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';

@@ -1,6 +1,6 @@
 /**
  * The suite's report: every figure next to its target first, then the
- * detail tables. Markdown for people (README, bench/results/*.md), the same
+ * detail tables. Markdown for people (bench/README.md, bench/results/*.md), the same
  * data as JSON for tools.
  */
 import type { HttpResult, ScenarioResult, SwapResult } from './http/scenarios.js';

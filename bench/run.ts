@@ -157,7 +157,7 @@ async function benchFile(file: string, fileArgs: readonly string[], nodeArgs: re
 }
 
 async function main(): Promise<void> {
-  // The allocator settings the service is run with (README, Memory), for every process started from here,
+  // The allocator settings the service is run with (docs/operations.md, Memory), for every process started from here,
   // added to whatever the caller set.
   const missingTunables = missingGlibcTunables(process.env.GLIBC_TUNABLES, true);
   if (missingTunables.length > 0) process.env.GLIBC_TUNABLES = [process.env.GLIBC_TUNABLES, ...missingTunables].filter(Boolean).join(':');

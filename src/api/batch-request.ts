@@ -5,7 +5,7 @@ import { badRequest, validationError, type HttpError } from './http-error.js';
 /**
  * Validate a parsed batch body and return its VPAs, or the error to answer.
  *
- * The 400/422 split (README, "Errors"): 422 `validation_error` when the JSON
+ * The 400/422 split (docs/api.md, "Errors"): 422 `validation_error` when the JSON
  * has the wrong shape — not an object, both `upis` and `vpas`, the array not
  * an array, an item not a string; 400 `bad_request` when the shape is right
  * but the content is not — no array at all, 0 or more than 100 items, an item

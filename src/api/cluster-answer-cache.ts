@@ -16,8 +16,8 @@ const ASKED_WINDOW = CLUSTER_ANSWERS_KEPT;
  * cluster is looked up over and over, so answers are worth keeping. But most
  * lookups spread over many clusters, and an answer kept for every lookup
  * lives just long enough to be copied into the old generation and dropped
- * there: serving threads paid for that in collections of 10–25 ms (seen with
- * --trace-gc under cluster lookups at half the peak). So an answer is kept
+ * there: serving threads paid for that in longer collections (see
+ * bench/MEASUREMENTS.md, 'The request path: allocation and native calls'). So an answer is kept
  * only when its cluster was asked for shortly before, TinyLFU's doorkeeper:
  * a Bloom filter (two bits per cluster) marks clusters as they are asked
  * for, and is cleared after every ASKED_WINDOW marks, so "shortly" means

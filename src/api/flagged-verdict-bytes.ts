@@ -10,7 +10,8 @@ import { MAX_JSON_BYTES_PER_CHAR, jsonStringBound, putJsonString } from './answe
  * `verdictJson(view.flaggedVerdict(id, upi))` as UTF-8, written into `out`
  * straight from the snapshot's arrays: no verdict object, no source
  * objects, no timestamp or url strings. A flagged answer built as objects
- * and joined as text cost a serving thread about 3 KB of garbage; this is
+ * and joined as text left kilobytes of garbage per answer (see
+ * bench/MEASUREMENTS.md, 'The request path: allocation and native calls'); this is
  * the flagged counterpart of `clearedVerdictBytes`, and a test holds the
  * two ways to the same bytes.
  *

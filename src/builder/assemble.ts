@@ -59,9 +59,9 @@ export interface AssembleResult {
  * partitions); runs on a pool thread so a serving thread never waits on it.
  *
  * Every array of the snapshot is allocated in shared memory (each in a
- * SharedArrayBuffer of its own), so a server serves it as assembled: at 10M
- * VPAs, copying it there took another 1.5 GiB of fresh memory and 2.7-3.5 s
- * (four copies of the 10M bench snapshot).
+ * SharedArrayBuffer of its own), so a server serves it as assembled:
+ * copying it there took a second snapshot's worth of fresh memory and
+ * seconds (bench/MEASUREMENTS.md, 'Assembling the snapshot in shared memory').
  */
 export function assembleSnapshot(partials: readonly AggregateResult[], options: AssembleOptions): AssembleResult {
   const t = concatenate(partials, options);
@@ -75,10 +75,10 @@ export function assembleSnapshot(partials: readonly AggregateResult[], options: 
  * meanwhile. It is handed the keys as soon as they are gathered, in shared
  * memory (to read, not to change), and builds while this thread forms the
  * clusters, orders the VPAs and lays out the other columns; the index is
- * then renumbered to the final order, one pass over its slots. At 1M VPAs
- * filling the index takes about 0.65 s; assembly took 2.2-2.7 s with the
- * index built in line, and in nine alternating builds 2.36 s (mean) with it
- * built beside the columns once the final order was known, 2.04 s so.
+ * then renumbered to the final order, one pass over its slots: quicker
+ * than building the index in line, or beside the columns once the final
+ * order is known (bench/MEASUREMENTS.md, 'Assembling the snapshot in shared
+ * memory').
  */
 export async function assembleSnapshotIndexedElsewhere(
   partials: readonly AggregateResult[],

@@ -80,8 +80,8 @@ export class ByteInterner {
    * like `state()`, but when more than a quarter of the offsets or bytes is
    * spare, they are copied to the size in use plus an eighth. The first build
    * sizes them from its input, in which ids are a small part, and growth
-   * doubles them: without this, about 6 % of the carried memory at 1M VPAs
-   * was never used. The eighth left over takes the next builds' new ids
+   * doubles them: without this, a part of the carried memory was never
+   * used (bench/MEASUREMENTS.md, 'Memory kept for incremental builds'). The eighth left over takes the next builds' new ids
    * without a copy; trimming to the exact size made every build that added
    * one id double the arrays and trim them again. The table keeps its
    * size: it must stay a power of two at most half full.

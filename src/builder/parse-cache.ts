@@ -9,7 +9,7 @@ import type { ParseResult, ParseTask } from './phases.js';
  *
  * Evidence files never change once ingested, so a chunk's binary records
  * are the same at every build. Parsing JSON is the largest phase of a build
- * (38 of 104 s at 10M VPAs); with this cache a rebuild after an ingest
+ * (bench/MEASUREMENTS.md, 'Memory kept for incremental builds'); with this cache a rebuild after an ingest
  * parses only the new file and reads every other chunk back.
  *
  * The cache is derived data and never trusted: a chunk file that is

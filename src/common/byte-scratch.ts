@@ -7,10 +7,10 @@
  * on each call (`String::Utf8Length`, `String::WriteUtf8`); the joined
  * pieces, the flat copy and the text of every number are garbage for the
  * next scavenge. A typed array is read in place. Under single-lookup load
- * the string path was about 1 KB of the 2.3 KB a serving thread allocated
- * per request; its conversions were 4.8 % of the server's `perf` samples,
- * though the CPU per request measured the same either way (bench/MEASUREMENTS.md,
- * "Allocation per single lookup"): the bytes halve the garbage at no cost.
+ * the string path was a large share of what a serving thread allocated per
+ * request, though the CPU per request was the same either way
+ * (bench/MEASUREMENTS.md, "Allocation per single lookup" and "The request
+ * path: allocation and native calls"): the bytes cut the garbage at no cost.
  *
  * uWebSockets.js copies what it is given before the call returns (into
  * the socket, or into its own buffer when the socket is full), so the same

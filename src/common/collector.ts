@@ -8,12 +8,13 @@ import { performance } from 'node:perf_hooks';
  *
  * Snapshots live in SharedArrayBuffers, and V8 does not count a shared
  * buffer as external memory of the threads holding it (it would be counted
- * once per thread). Dropping a snapshot of 1.5 GiB therefore puts no
+ * once per thread). Dropping a snapshot of gigabytes therefore puts no
  * pressure on any collector: a thread that allocates little (a serving
  * thread with few requests, the main thread between builds) keeps every
  * replaced snapshot until its next full collection, which may not come for
- * a long time. Measured on an idle server at 10M VPAs: resident memory grew
- * by a snapshot per rebuild, from 6.2 to 14.3 GiB over four.
+ * a long time: an idle server's resident memory grew by a snapshot with
+ * every rebuild (bench/MEASUREMENTS.md, "Giving a replaced snapshot's
+ * memory back").
  */
 
 /**
@@ -22,7 +23,8 @@ import { performance } from 'node:perf_hooks';
  * enables it at run time the same way). The flag adds that function to
  * contexts made from then on. It also changes V8's flag hash, so code
  * caches made before it no longer match; worker threads took as long to
- * start with it as without (medians of 22–29 ms either way, measured here).
+ * start with it as without (bench/MEASUREMENTS.md, "Giving a replaced
+ * snapshot's memory back").
  */
 export function enableCollector(): void {
   setFlagsFromString('--expose-gc');
@@ -60,8 +62,9 @@ const MARKING_NUDGE_MIN_BYTES = 96 * 1024 * 1024;
  * Start incremental marking of this thread's heap, for a collection that
  * then runs in steps between tasks instead of holding the thread for the
  * whole of it: a full collection (`threadCollector`) of a serving thread's
- * heap held it 9-35 ms on the bench machine, and under load every request
- * that arrives meanwhile waits.
+ * heap holds it for milliseconds (bench/MEASUREMENTS.md, "Giving a replaced
+ * snapshot's memory back"), and under load every request that arrives
+ * meanwhile waits.
  *
  * Node offers no call for it. V8 starts marking by itself when a thread's
  * external memory (its ArrayBuffers, not its SharedArrayBuffers) grows

@@ -9,10 +9,10 @@
  * into that table on every answer, and the table keeps it alive: every
  * scavenge then finds thousands of such strings still reachable, copies
  * them and promotes them to the old generation, where they wait for a full
- * collection. Under single-lookup load that was about 185 KB surviving each
- * scavenge of a serving thread and a 2–5 ms pause each time; with the
- * header written through `decimalText`, 5 KB and 0.6 ms (`--trace-gc-nvp`,
- * same load, same run). Strings built here are joined from a fixed table
+ * collection. Under single-lookup load that made every scavenge of a
+ * serving thread copy far more, and pause far longer, than with the header
+ * written through `decimalText` (bench/MEASUREMENTS.md, 'The request path:
+ * allocation and native calls'). Strings built here are joined from a fixed table
  * and never enter the cache, so they die young like the rest of an answer.
  * (The header lines are now written as bytes, numbers digit by digit,
  * byte-scratch.ts; cluster ids in answers still come from here.)

@@ -1,5 +1,6 @@
 /**
- * glibc allocator settings the service is measured with (README, Memory).
+ * glibc allocator settings the service is measured with (docs/operations.md,
+ * Memory).
  * They can only be given in the environment before the process starts
  * (GLIBC_TUNABLES is read by the dynamic loader), so `serve` checks for them
  * and says what is missing rather than setting anything.
@@ -10,8 +11,9 @@
  * - `mmap_threshold=131072`: fixes the size above which an allocation gets
  *   pages of its own. glibc raises that threshold each time such a block is
  *   freed, up to 32 MiB, after which the build threads' growing buffers come
- *   from arena heaps that freeing never returns to the system: at 1M VPAs a
- *   serving process stayed 240 MiB larger after its build threads exited.
+ *   from arena heaps that freeing never returns to the system, and a
+ *   serving process stays larger after its build threads exit (see
+ *   bench/MEASUREMENTS.md, 'glibc allocator settings').
  */
 export const RECOMMENDED_GLIBC_TUNABLES = ['glibc.malloc.hugetlb=1', 'glibc.malloc.mmap_threshold=131072'] as const;
 

@@ -7,9 +7,10 @@
  * `new Float64Array(n)` is a fresh mapping from the C allocator, unmapped
  * again when collected, so every build touches every page of it anew. On a
  * VM that hands freed memory back to its host (free page reporting), the
- * first touch of a page measured 310 MiB/s against 25 GiB/s for a page
- * already touched: without huge pages a 10M rebuild faulted in 6.1 GiB,
- * some 20 s of its 54. Arrays taken from a ScratchArrays reuse the pages
+ * first touch of a page costs many times a touch of a page already touched,
+ * and a large rebuild spends a good part of its time faulting pages in (see
+ * bench/MEASUREMENTS.md, 'First touch of a page'). Arrays taken from a
+ * ScratchArrays reuse the pages
  * the thread's earlier tasks touched.
  *
  * Only for arrays that die with the task: an array handed out is valid

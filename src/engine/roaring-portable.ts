@@ -4,8 +4,9 @@
  * and the counting reads a cluster answer needs.
  *
  * The build writes one bitmap per url — hundreds of thousands to millions —
- * and a call through the native binding per bitmap measured 7.5 µs (6.4 s of
- * a 1M-VPA build). Writing the bytes here costs a fraction of that. Likewise
+ * and a call through the native binding per bitmap added seconds to a build
+ * (see bench/MEASUREMENTS.md, 'The request path: allocation and native
+ * calls'). Writing the bytes here costs a fraction of that. Likewise
  * a cluster answer counts its members on each of their urls, a dozen or more
  * bitmaps, and deserialising each through the binding to count one range of
  * it cost most of the answer; the counts are read off the bytes here instead.

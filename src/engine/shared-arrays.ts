@@ -7,8 +7,9 @@
  * replaced and no thread can read it any more, its buffers can carry the
  * arrays of a later snapshot (ReusedSharedArrays) instead of being unmapped
  * while the build maps as many new ones. A page touched for the first time
- * is what costs on this kind of VM (scratch-arrays.ts): at 10M VPAs a
- * snapshot is 1.5 GiB of them.
+ * is what costs on this kind of VM (scratch-arrays.ts), and a large
+ * snapshot is a great many of them (see bench/MEASUREMENTS.md, 'First
+ * touch of a page').
  */
 
 import type { ArrayAllocator, TypedArrayType } from '../common/scratch-arrays.js';

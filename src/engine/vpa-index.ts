@@ -22,19 +22,18 @@ import { freshArrays, type ArrayAllocator } from '../common/scratch-arrays.js';
  * `vpaSlots[id]` is the slot of VpaId id, for keyOf.
  *
  * Why this layout: at 10M keys the arrays far exceed the CPU caches, so a
- * lookup costs what its random memory reads cost (130 to 160 ns each on the
- * machine the benchmarks ran on). A miss reads tags only, 32 to a 64-byte
- * line: one random line. A hit must also compare the key bytes. Where they
- * lay in a separate array, found through the slot, the hit waited for two
- * reads in sequence (364 ns median against 177 for a miss, vpa-index.bench
- * at 10M). Here the entry's address depends only on the slot number, so
+ * lookup costs what its random memory reads cost. A miss reads tags only,
+ * 32 to a 64-byte line: one random line. A hit must also compare the key
+ * bytes. Where they lay in a separate array, found through the slot, the
+ * hit waited for two reads in sequence, and cost about twice a miss. Here
+ * the entry's address depends only on the slot number, so
  * while the tag line is on its way the CPU already fetches the entry the
  * probe is likely to compare, and the two reads overlap. Keys longer than
  * INLINE_KEY_BYTES (about one VPA in fifteen) still wait for their tail
  * after the entry. The price is memory: 34 bytes a slot, 48.6 per key at
- * load 0.7, and with the tails and vpaSlots 53.5 per key at 10M demo VPAs,
- * where the layout before (tags, [id, key start] pairs, key bytes and
- * offsets) took 43.8.
+ * load 0.7, plus the tails and vpaSlots: more than the layout before (tags,
+ * [id, key start] pairs, key bytes and offsets). Figures: see
+ * bench/MEASUREMENTS.md, 'Index layout'.
  */
 
 /** Words of a slot's entry: id + 1, then INLINE_KEY_BYTES of key: 32 bytes, half a cache line. */
@@ -358,8 +357,8 @@ function idsByHashRegion(hashes: Uint32Array, scratch: ArrayAllocator): Uint32Ar
  * key matched), so a snapshot loader runs it once. Returns what is wrong, or
  * undefined.
  *
- * Reading vpaSlots[id] for every slot would be a random read per key (0.5 to
- * 2.5 s at 10M keys), so it compares two 32-bit sums of hashes of (id, slot)
+ * Reading vpaSlots[id] for every slot would be a random read per key
+ * (seconds at 10M keys; see bench/MEASUREMENTS.md, 'Index layout'), so it compares two 32-bit sums of hashes of (id, slot)
  * instead, over the slots and over vpaSlots, each in one sequential pass.
  * Only when they differ does it look for the slot at fault, to say which.
  */
@@ -597,7 +596,7 @@ export class VpaIndex implements KeyIndex {
         while (w < inline && entries[e + 1 + w] === words[w]) w++;
         if (w === inline) {
           const v = entries[e]!;
-          // The rare tail compare stays out of line: inlined into this loop, it cost misses 25 ns.
+          // The rare tail compare stays out of line: inlined into this loop, it slowed misses (bench/MEASUREMENTS.md, 'Index layout').
           if (v > 0 && v <= this.size && (length <= INLINE_KEY_BYTES || this.tailMatches(e, length))) return v - 1;
         }
       } else if (t === 0) {

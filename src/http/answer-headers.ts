@@ -5,9 +5,10 @@
  * uWebSockets.js writes each `writeHeader(name, value)` as `name: value\r\n`
  * straight into the response buffer, and every call crosses from JS into C++
  * and copies its two strings on the way. Seven such calls cost a bare
- * server 5–10 % of its peak for single lookups (wrk, same run); the same
- * lines written by one call, its value holding the other lines pre-joined,
- * cost it too little to tell from the noise. The bytes on the wire are the
+ * server a visible share of its peak for single lookups; the same lines
+ * written by one call, its value holding the other lines pre-joined, cost
+ * it too little to tell from the noise (see bench/MEASUREMENTS.md, 'The
+ * request path: allocation and native calls'). The bytes on the wire are the
  * same. The value is written into a reused byte buffer (byte-scratch.ts
  * says why), numbers digit by digit: no string is made per answer.
  *

@@ -66,15 +66,16 @@ export type FromEdge =
  * Under constant load, how long a serving thread leaves incremental marking
  * (and idle moments) to free a replaced snapshot before it pauses for a full
  * collection, ms: marking frees it within a second unless a request still
- * holds it, and a 10M-VPA snapshot (1.5 GiB) is not to be kept for long.
+ * holds it, and a large snapshot is not to be kept for long.
  */
 const FORCED_COLLECTION_MS = 10_000;
 /**
  * How much later each serving thread (by index) may start marking for a
  * replaced snapshot than the one before it, ms. Threads look every quarter
  * second (snapshot-release.ts), so the first marks 250 ms after the swap
- * and the second at 500 ms: marking and its closing pause took under 50 ms
- * per thread under 20k requests a second at 1M VPAs, so they do not overlap.
+ * and the second at 500 ms: long enough for one thread's marking and its
+ * closing pause to end before the next starts (see bench/MEASUREMENTS.md,
+ * 'Giving a replaced snapshot's memory back').
  */
 const MARKING_TURN_MS = 500;
 

@@ -6,8 +6,9 @@ import type { ByteScratch } from '../common/byte-scratch.js';
  * serving thread draws a random 64-bit prefix when it starts and counts
  * from there (`3f9c0a7e5d21b846-1a`), so ids from two threads, or from two
  * runs of the service, collide only if their prefixes do (odds of 1 in
- * 2^64 per pair). A UUID per request was a twentieth of a single lookup's
- * CPU time. Ids are for support and log correlation, not secrets: being
+ * 2^64 per pair). A UUID per request was a noticeable part of a single
+ * lookup's CPU time (bench/MEASUREMENTS.md, 'The request path: allocation
+ * and native calls'). Ids are for support and log correlation, not secrets: being
  * sequential within a thread is harmless.
  *
  * A request carries its number; the id's text is written straight into the

@@ -6,8 +6,9 @@ import { ARRAY_FIELDS, type SnapshotData } from '../engine/snapshot-data.js';
  * A snapshot's arrays live in SharedArrayBuffers shared by every thread, and
  * the memory is returned to the system by whichever thread lets go of it
  * last, inside that thread's garbage collection. Unmapping a large
- * snapshot takes a while (134 ms for 1.5 GiB in 4 KiB pages, measured here),
- * and a serving thread must not spend that between two requests. So the
+ * snapshot takes a while (see bench/MEASUREMENTS.md, 'Giving a replaced
+ * snapshot's memory back'), and a serving thread must not spend that
+ * between two requests. So the
  * main thread, which serves no request, keeps each replaced snapshot until
  * every serving thread reports that its collector has dropped its own
  * references (ReleaseWatch), and is then the one to let go, or hands the
@@ -153,8 +154,8 @@ const MAX_COLLECTION_GAP_MS = 60_000;
  *
  * With `idle`, it also makes that collection happen: a full collection at
  * the first check interval in which the thread answered no request and has
- * none in flight. A full collection of a serving thread's heap held it
- * 9–35 ms on the bench machine; idle, nobody waits for it. A thread under
+ * none in flight. A full collection holds a serving thread for
+ * milliseconds; idle, nobody waits for it. A thread under
  * load instead starts incremental marking (`startMarking`) at the first
  * check, and again at doubling intervals while the snapshot is outstanding
  * (a request that was in flight when marking began may have kept it alive);

@@ -322,12 +322,10 @@ const background = { niceIncrement: BACKGROUND_NICE };
  * least one. The nice value alone does not keep a core for the serving
  * threads: with a build thread computing on every core, threads that wake
  * often (the serving threads, a load balancer or a client on the same host)
- * wait for a CPU. On the 2-core host measured (bench/MEASUREMENTS.md, "A
- * core kept for serving"), a serving thread stalled 3.1 s during a 10M
- * rebuild on two build threads and 36-42 ms on one, and the swap bench's
- * load generator fell 319-770 ms behind its schedule during a 1M rebuild on
- * two and 35-40 ms on one. The cost is build time on an idle machine: 5-7 s
- * more per 10M rebuild, 0.2-0.8 s at 1M.
+ * wait for a CPU: a serving thread stalled for seconds during a large
+ * rebuild with a build thread on every core, and for tens of milliseconds
+ * with one core kept. The cost is build time on an idle machine (see
+ * bench/MEASUREMENTS.md, "A core kept for serving").
  */
 export function defaultBuildThreads(cores: number = availableParallelism()): number {
   return Math.max(1, cores - 1);

@@ -48,7 +48,7 @@ Options:
   --full-rebuilds       read every evidence file on every background build,
                         instead of keeping the last build's deduplicated
                         records in memory so the next reads only new files
-                        (those take about 150 bytes per evidence item)
+                        (memory shown as upi_risk_build_carried_bytes)
   --build-idle-seconds S
                         how long the build threads, with the working memory
                         they keep and the memory of the snapshot last
@@ -123,7 +123,7 @@ export const serveCommand: Command = {
     if (missingTunables.length > 0) {
       logger.info(
         { missing: missingTunables.join(':') },
-        'GLIBC_TUNABLES lacks allocator settings the service is measured with: expect more resident memory after builds (README, Memory)',
+        'GLIBC_TUNABLES lacks allocator settings the service is measured with: expect more resident memory after builds (docs/operations.md, Memory)',
       );
     }
     // Before loading or building a snapshot, so a TLS set-up that cannot work fails at once
@@ -159,8 +159,8 @@ export const serveCommand: Command = {
     const quota = new QuotaService({ plans, ...(store.redis === null ? {} : { redis: store.redis, redisPrefix: store.prefix }) });
     const version = packageVersion();
     // Serving runs on worker threads even when there is one: builds and snapshot loads
-    // hand large buffers to this thread, and the collections those cause (Mark-Compact
-    // pauses of 15 ms at 1M VPAs) then stall no request.
+    // hand large buffers to this thread, and the full collections those cause then
+    // stall no request (see bench/MEASUREMENTS.md, 'Giving a replaced snapshot's memory back').
     const redisUrl = values.redis ?? process.env.REDIS_URL;
     /** Stops serving: by a signal (status 0), or when serving threads keep failing (status 1). */
     let stop: (why: { signal: string } | { reason: string }, status: number) => void = () => {};
