@@ -3,6 +3,7 @@ import { readdir, unlink } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { crc32 } from 'node:zlib';
 import type { ParseResult, ParseTask } from './phases.js';
+import { TEMP_PREFIX, tempFileName } from '../common/atomic-file.js';
 
 /**
  * Parsed evidence chunks, kept on disk between builds (DIR/state/parsed/).
@@ -56,7 +57,7 @@ export async function removeOtherVersions(dir: string): Promise<number> {
     return 0;
   }
   const current = `.v${CACHE_VERSION}`;
-  const stale = names.filter((name) => !name.startsWith('.tmp-') && /\.v\d+$/.test(name) && !name.endsWith(current));
+  const stale = names.filter((name) => !name.startsWith(TEMP_PREFIX) && /\.v\d+$/.test(name) && !name.endsWith(current));
   await Promise.all(stale.map((name) => unlink(join(dir, name)).catch(() => {})));
   return stale.length;
 }
@@ -124,7 +125,7 @@ export function writeParsedChunk(dir: string, task: ParseTask, result: ParseResu
   header.writeDoubleLE(task.fileSize, 32);
   header.writeDoubleLE(task.fileMtimeMs, 40);
   const path = cachePath(dir, task);
-  const temp = join(dir, `.tmp-${basename(path)}.${process.pid}.${task.chunk}`);
+  const temp = join(dir, tempFileName(basename(path)));
   try {
     mkdirSync(dir, { recursive: true });
     const fd = openSync(temp, 'w');

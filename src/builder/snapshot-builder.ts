@@ -1,12 +1,12 @@
 import { availableParallelism } from 'node:os';
 import { performance } from 'node:perf_hooks';
-import { open, readFile, unlink, mkdir } from 'node:fs/promises';
-import { join } from 'node:path';
 import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import { Piscina } from 'piscina';
 import { parseCacheDir, removeOtherVersions } from './parse-cache.js';
+import { acquireBuildLock } from './build-lock.js';
 import type { DataDir } from '../common/data-dir.js';
-import { BuildLockedError } from '../common/errors.js';
+import { silentLogger, type Logger } from '../common/logger.js';
+import { removeStaleTempFiles } from '../common/temp-cleanup.js';
 import { statEvidenceFiles, evidenceFileTime, type StoredFile } from '../evidence/store.js';
 import { DEFAULT_URL_MEMBER_CAP } from './clustering.js';
 import { ARRAY_FIELDS, INDEX_FIELDS, type ArrayField, type SnapshotData, type SnapshotMeta } from '../engine/snapshot-data.js';
@@ -35,6 +35,8 @@ export interface BuildOptions {
    * build finished; the written file then is the way in.
    */
   readonly onAssembled?: (data: SnapshotData) => void;
+  /** Told what the build did besides building (temporary files of ended writers removed); silent by default. */
+  readonly logger?: Logger;
 }
 
 export type BuildPhase = 'parse' | 'dedup' | 'aggregate' | 'assemble';
@@ -318,6 +320,11 @@ export class SnapshotBuilder {
     this.#building = true;
     clearTimeout(this.#reusableTimer);
     try {
+      // The folders builds write, swept while no other build can write them: cheap (a listing of
+      // each), and a server that runs for months would otherwise keep what each killed build left.
+      // Only files of ended writers go (temp-cleanup.ts), so a live server's parse cache writes are safe.
+      const dir = options.dataDir;
+      await removeStaleTempFiles([dir.snapshots, dir.state, parseCacheDir(dir.state)], options.logger ?? silentLogger);
       return await this.#build(options);
     } finally {
       this.#building = false;
@@ -545,41 +552,5 @@ export class SnapshotBuilder {
       records: results.map((r) => r.records),
       duplicates: (carry?.duplicateEvidence ?? 0) + results.reduce((sum, r) => sum + r.duplicates, 0),
     };
-  }
-}
-
-/**
- * Exclusive build lock: `state/build.lock` holding the owner's pid. A lock
- * left by a process that no longer exists is taken over.
- */
-export async function acquireBuildLock(dir: DataDir): Promise<() => Promise<void>> {
-  await mkdir(dir.state, { recursive: true });
-  const path = join(dir.state, 'build.lock');
-  for (let attempt = 0; attempt < 2; attempt++) {
-    try {
-      const handle = await open(path, 'wx', 0o644);
-      await handle.writeFile(String(process.pid));
-      await handle.close();
-      return async () => {
-        await unlink(path).catch(() => {});
-      };
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-      const owner = Number((await readFile(path, 'utf8').catch(() => '')).trim());
-      if (Number.isInteger(owner) && owner > 0 && owner !== process.pid && isAlive(owner)) {
-        throw new BuildLockedError(`another build (pid ${owner}) is running on ${dir.root}`);
-      }
-      await unlink(path).catch(() => {});
-    }
-  }
-  throw new BuildLockedError(`could not take the build lock in ${dir.state}`);
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
   }
 }

@@ -127,8 +127,8 @@ export class ClusterStateError extends UpiRiskError {
 
 /** Another live process holds the build lock. */
 export class BuildLockedError extends UpiRiskError {
-  constructor(message: string) {
-    super(ErrorCode.BUILD_LOCKED, message);
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(ErrorCode.BUILD_LOCKED, message, options);
     this.name = 'BuildLockedError';
   }
 }

@@ -25,10 +25,9 @@
 import { createWriteStream } from 'node:fs';
 import { mkdir, rename, unlink } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
-import { randomBytes } from 'node:crypto';
 import type { Writable } from 'node:stream';
 import { finished } from 'node:stream/promises';
-import { TEMP_PREFIX } from '../common/atomic-file.js';
+import { tempFileName } from '../common/atomic-file.js';
 import { formatClock } from '../common/time.js';
 import type { RiskCategory, SourceCategory } from '../vpa/categories.js';
 import { Random, Weighted } from './random.js';
@@ -141,7 +140,7 @@ export async function writeDemoData(options: DemoDataOptions, out: Writable | st
 
   const dir = dirname(out);
   await mkdir(dir, { recursive: true });
-  const temp = join(dir, `${TEMP_PREFIX}${basename(out)}.${process.pid}.${randomBytes(4).toString('hex')}`);
+  const temp = join(dir, tempFileName(basename(out)));
   // Room for several chunks, so the next one is generated while the disk takes the last.
   const stream = createWriteStream(temp, { highWaterMark: 8 * DEFAULT_CHUNK_BYTES });
   try {

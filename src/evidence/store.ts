@@ -3,7 +3,7 @@ import { mkdir, open, readdir, rename, unlink, stat } from 'node:fs/promises';
 import { join, basename } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { createInterface } from 'node:readline';
-import { TEMP_PREFIX, syncDirectory } from '../common/atomic-file.js';
+import { syncDirectory, tempFileName } from '../common/atomic-file.js';
 import type { DataDir } from '../common/data-dir.js';
 import { ErrorCode, EvidenceError } from '../common/errors.js';
 import { parseEvidenceLine } from './record.js';
@@ -45,7 +45,7 @@ export interface FileIngestResult {
 /** Ingest one NDJSON file into the store. Never applies a file partially. */
 export async function ingestFile(dir: DataDir, file: string, now: () => number = Date.now): Promise<FileIngestResult> {
   await mkdir(dir.evidence, { recursive: true });
-  const temp = join(dir.evidence, `${TEMP_PREFIX}ingest-${process.pid}-${randomBytes(4).toString('hex')}`);
+  const temp = join(dir.evidence, tempFileName('ingest'));
   const output = await open(temp, 'w', 0o644);
   const errors: LineError[] = [];
   let validLines = 0;

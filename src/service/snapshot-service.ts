@@ -11,6 +11,8 @@ import { listSnapshots, loadNewestValidSnapshot } from '../engine/snapshot-files
 import { loadSnapshotOffThread } from '../engine/snapshot-loader.js';
 import { listEvidenceFiles } from '../evidence/store.js';
 import { SnapshotBuilder, type BuildReport } from '../builder/snapshot-builder.js';
+import { parseCacheDir } from '../builder/parse-cache.js';
+import { removeStaleTempFiles } from '../common/temp-cleanup.js';
 
 export interface SnapshotServiceOptions {
   readonly dataDir: DataDir;
@@ -90,6 +92,11 @@ export class SnapshotService {
       threads: options.buildThreads ?? defaultBuildThreads(),
     });
     try {
+      // Before this process writes anything: temporary files left in the data directory by writers
+      // that were killed (ingests, builds, earlier servers) are removed once, whoever left them.
+      // Files of writers still running stay (temp-cleanup.ts). Each build sweeps its own folders again.
+      const dir = options.dataDir;
+      await removeStaleTempFiles([dir.evidence, dir.snapshots, dir.state, parseCacheDir(dir.state)], logger);
       let first = await loadNewest(options.dataDir, logger, new Set());
       let lastBuild: BuildReport | null = null;
       if (first === null) {
@@ -343,6 +350,7 @@ export const MAX_BUILD_IDLE_SECONDS = 86_400;
 function buildOptions(options: SnapshotServiceOptions) {
   return {
     dataDir: options.dataDir,
+    ...(options.logger === undefined ? {} : { logger: options.logger }),
     ...(options.urlMemberCap === undefined ? {} : { urlMemberCap: options.urlMemberCap }),
     ...(options.scoredAt === undefined ? {} : { scoredAt: options.scoredAt() }),
   };

@@ -3,6 +3,7 @@ import { MAX_BUILD_THREADS, SnapshotBuilder, type BuildProgress } from '../../bu
 import { DEFAULT_URL_MEMBER_CAP } from '../../builder/clustering.js';
 import { parseCommandArgs, intOption, type Command } from '../command.js';
 import { progressReporter } from '../progress.js';
+import { commandLogger } from '../cli-logger.js';
 
 const usage = `Usage: upi-risk build [--data-dir DIR] [--threads N] [--url-cap N]
 
@@ -34,7 +35,7 @@ export const buildCommand: Command = {
     const builder = new SnapshotBuilder(threads === undefined ? {} : { threads });
     const progress = progressReporter<BuildProgress>((p) => ({ label: p.phase, done: p.done, total: p.total }));
     try {
-      const report = await builder.build({ dataDir: dir, urlMemberCap, onProgress: progress.update });
+      const report = await builder.build({ dataDir: dir, urlMemberCap, onProgress: progress.update, logger: commandLogger('build') });
       progress.stop();
       const m = report.meta;
       process.stdout.write(

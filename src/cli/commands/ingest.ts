@@ -2,6 +2,8 @@ import { dataDir } from '../../common/data-dir.js';
 import { ConfigError } from '../../common/errors.js';
 import { ingestFile, MAX_REPORTED_ERRORS } from '../../evidence/store.js';
 import { parseCommandArgs, type Command } from '../command.js';
+import { commandLogger } from '../cli-logger.js';
+import { removeStaleTempFiles } from '../../common/temp-cleanup.js';
 
 const usage = `Usage: upi-risk ingest [--data-dir DIR] FILE...
 
@@ -27,6 +29,9 @@ export const ingestCommand: Command = {
     const { values, positionals } = parseCommandArgs(argv, { 'data-dir': { type: 'string' } }, true);
     if (positionals.length === 0) throw new ConfigError('no evidence files given (upi-risk ingest --help)');
     const dir = dataDir(values['data-dir']);
+    // The evidence folder is where ingests write; each ingest removes what killed ones left
+    // there, so no server restart is needed for that. Other live ingests' files stay (temp-cleanup.ts).
+    await removeStaleTempFiles([dir.evidence], commandLogger('ingest'));
     let refused = 0;
     let storedLines = 0;
     for (const file of positionals) {
