@@ -67,3 +67,21 @@ describe('batch POST with an empty body', () => {
     assert.equal(result.answers[0]?.status, 401);
   });
 });
+
+describe('batch POST with an empty body, over TLS', () => {
+  let edge: EdgeServer;
+  before(async () => {
+    edge = await startEdgeServer({ tls: true, args: ['--threads', '1'] });
+  });
+  after(async () => {
+    await edge.stop();
+  });
+
+  test('Content-Length: 0 with the head in two TLS records is answered 400, and the lookup behind it 200', async () => {
+    const head = `POST /v1/verify/upi/batch HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${edge.key}\r\nContent-Type: application/json\r\n`;
+    const lookup = get(`/v1/verify/upi?upi=${edge.flagged}`, edge.key);
+    const result = await rawRequest(edge.port, [head, `Content-Length: 0\r\n\r\n${lookup}`], { expect: 2, gapMs: 30, tls: true });
+    assert.deepEqual(result.answers.map((a) => a.status), [400, 200]);
+    assert.equal((JSON.parse(result.answers[0]!.body) as { error: string }).error, 'bad_request');
+  });
+});

@@ -82,3 +82,19 @@ describe('HEAD', () => {
     }
   });
 });
+
+describe('HEAD over TLS', () => {
+  let edge: EdgeServer;
+  before(async () => {
+    edge = await startEdgeServer({ tls: true, args: ['--threads', '1'] });
+  });
+  after(async () => {
+    await edge.stop();
+  });
+
+  test('HEAD over TLS is bodiless and the next answer parses', async () => {
+    const result = await rawRequest(edge.port, [`HEAD /healthz HTTP/1.1\r\nHost: x\r\n\r\n${get(`/v1/verify/upi?upi=${edge.flagged}`, edge.key)}`], { expect: 2, heads: [0], tls: true });
+    assert.deepEqual(result.answers.map((a) => a.status), [200, 200]);
+    assert.equal(result.rest.length, 0);
+  });
+});
