@@ -70,7 +70,7 @@ export async function acquireBuildLock(dir: DataDir): Promise<() => Promise<void
     if (owner !== null && !ownerHasEnded(owner, found.mtimeMs)) {
       throw new BuildLockedError(`another build (pid ${owner.pid}) is running on ${dir.root}`);
     }
-    await removeStaleLock(path, dir.state, found.ino);
+    await removeStaleLock(path, dir.state, found);
   }
   throw new BuildLockedError(`could not take the build lock in ${dir.state}`);
 }
@@ -156,13 +156,14 @@ function unreadable(path: string, cause: unknown): BuildLockedError {
 }
 
 /**
- * Remove the stale lock with inode `ino`, and only that one: another
+ * Remove the stale lock that was `found`, and only that one: another
  * process may have judged it stale too and already put its own lock in its
  * place. The lock is renamed aside first, then checked: if what was moved
  * is not the stale lock, it goes back (link: never over a lock taken in
- * that moment).
+ * that moment). Inode and content are both compared, since a file system
+ * may hand the freed inode of the stale lock straight to the new one.
  */
-async function removeStaleLock(path: string, stateDir: string, ino: bigint): Promise<void> {
+async function removeStaleLock(path: string, stateDir: string, found: { readonly text: string; readonly ino: bigint }): Promise<void> {
   const aside = join(stateDir, tempFileName(`${BUILD_LOCK_FILE}.stale`));
   try {
     await rename(path, aside);
@@ -171,7 +172,8 @@ async function removeStaleLock(path: string, stateDir: string, ino: bigint): Pro
     throw error;
   }
   try {
-    if ((await lstat(aside, { bigint: true })).ino !== ino) {
+    const moved = await readLock(aside);
+    if (moved !== null && (moved.ino !== found.ino || moved.text !== found.text)) {
       await link(aside, path).catch(async (error: unknown) => {
         if (NO_HARD_LINKS.has(errorCode(error))) await rename(aside, path);
       });

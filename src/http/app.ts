@@ -19,6 +19,7 @@ import { AnswerHead, snapshotHeaderLines } from './answer-headers.js';
 import { ByteScratch } from '../common/byte-scratch.js';
 import { ROUTE, ROUTE_NAMES } from './request-stats.js';
 import { RequestIds } from './request-ids.js';
+import { MALFORMED_QUERY, strictQueryValue } from './strict-query.js';
 import {
   HttpError,
   STATUS_LINES,
@@ -38,6 +39,14 @@ import {
  * at most one per byte of this: a megabyte or two per serving thread.
  */
 const SINGLE_BODY_CAPACITY = 16_384;
+
+/**
+ * How much of a batch body past MAX_BODY_BYTES is read and dropped so that
+ * the client can read its 400: a client that sends its whole body before
+ * reading (fetch does) is otherwise cut off by a reset that discards the
+ * answer unread. A body larger than this has its connection closed.
+ */
+export const MAX_DISCARDED_BODY_BYTES = 8 * 1024 * 1024;
 
 /** What the edge needs; the engine never imports the edge. */
 export interface ApiDependencies {
@@ -164,7 +173,8 @@ export function createApiApp(deps: ApiDependencies, app: TemplatedApp = uWS.App(
     metrics?.requests.record(x.route, status, (performance.now() - x.started) / 1000);
   };
 
-  const fail = (x: Exchange, error: unknown): void => {
+  /** `forceClose`: close the connection whatever the error (a body is still streaming in and will not be read). */
+  const fail = (x: Exchange, error: unknown, forceClose = false): void => {
     if (!(error instanceof HttpError)) {
       deps.logger.error({ requestId: requestIds.text(x.requestNumber), route: ROUTE_NAMES[x.route], err: String((error as Error)?.stack ?? error) }, 'request failed');
     }
@@ -174,7 +184,26 @@ export function createApiApp(deps: ApiDependencies, app: TemplatedApp = uWS.App(
     const extra: readonly [string, string] | undefined =
       e.status === 401 ? ['WWW-Authenticate', 'Bearer'] : e.retryAfter !== undefined ? ['Retry-After', String(e.retryAfter)] : undefined;
     // A refused upload may still be streaming in; closing the connection stops reading it.
-    send(x, e.status, JSON.stringify(body), extra, e.closeConnection);
+    send(x, e.status, JSON.stringify(body), extra, e.closeConnection || forceClose);
+  };
+
+  /**
+   * Answer a HEAD request: the status and headers of the GET answer, whose
+   * body (`getBody`) gives Content-Length, and no body. Within the handler,
+   * so a request pipelined behind it is answered too.
+   */
+  const sendHead = (x: Exchange, status: number, getBody: string): void => {
+    const headLines = head.lines(snapshotLines(x.view), x.requestNumber, x.quota);
+    x.closed = true;
+    inFlight--;
+    head.write(x.res, STATUS_LINES[status] ?? `${status}`, headLines);
+    // Written here: endWithoutBody(length) aborts the process in this build,
+    // and without a length Node's client does not keep the connection.
+    x.res.writeHeader('Content-Length', String(Buffer.byteLength(getBody)));
+    // endWithoutBody(length, close) likewise; a draining server asks the client to close instead.
+    if (draining) x.res.writeHeader('Connection', 'close');
+    x.res.endWithoutBody();
+    metrics?.requests.record(x.route, status, (performance.now() - x.started) / 1000);
   };
 
   /**
@@ -239,7 +268,8 @@ export function createApiApp(deps: ApiDependencies, app: TemplatedApp = uWS.App(
 
   app.get(
     '/v1/verify/upi',
-    keyed(ROUTE.verify, (req) => req.getQuery('upi'), (x, upi) => {
+    keyed(ROUTE.verify, readUpi, (x, upi) => {
+      if (upi === MALFORMED_QUERY) throw badRequest('the query string has a malformed percent-encoding (a "%" not followed by two hex digits, or bytes that are not UTF-8)');
       if (upi === undefined || upi === '') throw badRequest('missing query parameter "upi"');
       if (!isValidVpa(upi)) throw badRequest('"upi" is not a valid VPA (handle@provider)');
       send(x, 200, answerSingle(x.view, upi, bodyBytes));
@@ -253,20 +283,31 @@ export function createApiApp(deps: ApiDependencies, app: TemplatedApp = uWS.App(
     const contentType = req.getHeader('content-type');
     const declared = req.getHeader('content-length');
     // The body must be consumed from now on; authentication runs while it arrives.
-    const body = readBody(res, MAX_BODY_BYTES, declared);
+    const body = readBody(res, MAX_BODY_BYTES, MAX_DISCARDED_BODY_BYTES, declared);
     let admitted: KeyRecord | Promise<KeyRecord>;
     try {
       admitted = authorize(x, authorization);
     } catch (error) {
       admitted = Promise.reject(error);
     }
-    Promise.all([admitted, body])
-      .then(([, payload]) => {
+    // Settled at once, so a refusal waits for the body without being an unhandled rejection meanwhile.
+    const refusal = Promise.resolve(admitted).then(
+      () => null,
+      (error: unknown) => error,
+    );
+    // A refused key is answered once the body is read too (within its bounds):
+    // after an answer uWS reads and drops the rest of a body itself, without
+    // a bound for a chunked one.
+    let cutOff = false;
+    Promise.all([refusal, body])
+      .then(([refused, payload]) => {
+        cutOff = payload instanceof HttpError && payload.closeConnection;
+        if (refused !== null) throw refused;
         if (!isJsonContentType(contentType)) throw badRequest('Content-Type must be application/json');
         if (payload instanceof HttpError) throw payload;
         answerBatch(x, payload);
       })
-      .catch((error: unknown) => fail(x, error));
+      .catch((error: unknown) => fail(x, error, cutOff));
   });
 
   const answerBatch = (x: Exchange, body: Buffer): void => {
@@ -316,14 +357,18 @@ export function createApiApp(deps: ApiDependencies, app: TemplatedApp = uWS.App(
   app.get('/v1/openapi.json', open(ROUTE.openapi, (x) => send(x, 200, openApiBody)));
 
   // Operations endpoints: no key, outside the quotas.
+  const HEALTHY = '{"status":"ok"}';
+  const readyBody = (view: SnapshotView): string => {
+    const meta = view.meta;
+    return JSON.stringify({ status: 'ready', snapshot: meta.id, vpas: meta.vpaCount, ...(deps.thread === undefined ? {} : { thread: deps.thread }) });
+  };
   app.get('/healthz', (res) => {
     const x = begin(res, ROUTE.healthz);
-    send(x, 200, '{"status":"ok"}');
+    send(x, 200, HEALTHY);
   });
   app.get('/readyz', (res) => {
     const x = begin(res, ROUTE.readyz);
-    const meta = x.view.meta;
-    send(x, 200, JSON.stringify({ status: 'ready', snapshot: meta.id, vpas: meta.vpaCount, ...(deps.thread === undefined ? {} : { thread: deps.thread }) }));
+    send(x, 200, readyBody(x.view));
   });
   app.get('/metrics', (res, req) => {
     const x = begin(res, ROUTE.metrics);
@@ -356,6 +401,20 @@ export function createApiApp(deps: ApiDependencies, app: TemplatedApp = uWS.App(
     );
   });
 
+  // HEAD on any path, answered without a body (uWS routes HEAD to no GET
+  // route): a body would be read by a keep-alive client as the next answer.
+  app.head('/*', (res, req) => {
+    const url = req.getUrl();
+    const route = url === '/healthz' ? ROUTE.healthz : url === '/readyz' ? ROUTE.readyz : ROUTE.unknown;
+    const x = begin(res, route);
+    if (route === ROUTE.healthz) sendHead(x, 200, HEALTHY);
+    else if (route === ROUTE.readyz) sendHead(x, 200, readyBody(x.view));
+    else sendHead(x, 404, JSON.stringify({ error: 'not_found', message: `no such endpoint: HEAD ${url}` }));
+  });
+
+  // Every other method the HTTP library parses (PUT, DELETE, PATCH, OPTIONS,
+  // TRACE, and GET/POST on unknown paths). Methods it does not know never
+  // reach the app: uWebSockets.js closes their connection unanswered.
   app.any(
     '/*',
     open(ROUTE.unknown, (x, method, url) => fail(x, notFound(`no such endpoint: ${method} ${url}`))),
@@ -373,6 +432,7 @@ export function createApiApp(deps: ApiDependencies, app: TemplatedApp = uWS.App(
 /** The token of a `Bearer` Authorization header (scheme case-insensitive, RFC 7235), or the 401 to answer. */
 function bearerToken(header: string): string | HttpError {
   if (header === '') return unauthorized('missing Authorization header; send "Authorization: Bearer <API key>"');
+  if (!isHeaderText(header)) return unauthorized('the Authorization header must be visible ASCII: "Bearer <API key>"');
   const space = header.indexOf(' ');
   if (!isBearerScheme(header, space < 0 ? header.length : space)) return unauthorized('the Authorization scheme must be Bearer');
   const token = header.slice(space + 1).trim();
@@ -389,7 +449,23 @@ function isBearerScheme(header: string, end: number): boolean {
   return true;
 }
 
+/**
+ * Whether a header value is visible ASCII with spaces or tabs between
+ * (RFC 9110 field-value, without obs-text). uWS hands values over as latin1
+ * text, so a byte of 0x80 or more is one character of 0x80 or more here.
+ * uWS strips such bytes, as whitespace, from both ends of a value before the
+ * service sees it; the ones in between are refused.
+ */
+export function isHeaderText(value: string): boolean {
+  for (let i = 0; i < value.length; i++) {
+    const c = value.charCodeAt(i);
+    if ((c < 0x21 || c > 0x7e) && c !== 0x20 && c !== 0x09) return false;
+  }
+  return true;
+}
+
 function isJsonContentType(value: string): boolean {
+  if (!isHeaderText(value)) return false;
   const semicolon = value.indexOf(';');
   const type = (semicolon < 0 ? value : value.slice(0, semicolon)).trim().toLowerCase();
   return type === 'application/json';
@@ -409,24 +485,52 @@ LOOPBACK.addSubnet('127.0.0.0', 8, 'ipv4');
 LOOPBACK.addAddress('::1', 'ipv6');
 LOOPBACK.addSubnet('::ffff:127.0.0.0', 104, 'ipv6');
 
+/**
+ * The `upi` query parameter: undefined when absent, MALFORMED_QUERY when the
+ * query's percent-encoding is malformed. Read from the raw query, not with
+ * uWS's `getQuery(key)`, whose decoding is lenient: one call into uWS as
+ * before, and decoding work only when the query holds a `%`.
+ */
+function readUpi(req: HttpRequest): string | undefined | null {
+  const query = req.getQuery();
+  return query === undefined ? undefined : strictQueryValue(query, 'upi');
+}
+
 function isLoopback(ip: string): boolean {
   const family = isIP(ip);
   return family !== 0 && LOOPBACK.check(ip, family === 6 ? 'ipv6' : 'ipv4');
 }
 
 /**
- * Collect the body, refusing as soon as it passes `limit` (nothing past the
- * cap is kept; a declared Content-Length over the cap is refused at once).
- * uWS reuses the chunk memory after the callback, so each chunk is copied
- * once, and the whole body concatenated once at the end.
+ * Collect the body, refusing it once it passes `limit` (nothing past the cap
+ * is kept). A refused body is still read and dropped up to `discardLimit`,
+ * so that the client, which may be sending it all before it reads, gets the
+ * answer (a declared Content-Length over the cap is refused at once, and uWS
+ * drops the declared rest itself); past `discardLimit` the refusal closes the
+ * connection. uWS reuses the chunk memory after the callback, so each chunk
+ * is copied once, and the whole body concatenated once at the end.
  */
-function readBody(res: HttpResponse, limit: number, declaredLength: string): Promise<Buffer | HttpError> {
+function readBody(res: HttpResponse, limit: number, discardLimit: number, declaredLength: string): Promise<Buffer | HttpError> {
   return new Promise((resolve) => {
-    const tooLarge = () => badRequest(`request body larger than ${limit} bytes`, true);
-    if (declaredLength !== '' && Number(declaredLength) > limit) {
-      res.onData(() => {});
-      resolve(tooLarge());
-      return;
+    const tooLarge = (close: boolean) => badRequest(`request body larger than ${limit} bytes`, close);
+    if (declaredLength !== '') {
+      if (!isDigits(declaredLength)) {
+        res.onData(() => {});
+        resolve(badRequest('Content-Length must be a decimal number of bytes', true));
+        return;
+      }
+      const declared = Number(declaredLength);
+      if (declared === 0) {
+        // uWS never calls onData for an empty body whose head came in more
+        // than one read: nothing is to come, so waiting would hang the request.
+        resolve(EMPTY_BODY);
+        return;
+      }
+      if (declared > limit) {
+        res.onData(() => {});
+        resolve(tooLarge(declared > discardLimit));
+        return;
+      }
     }
     const chunks: Buffer[] = [];
     let size = 0;
@@ -435,8 +539,12 @@ function readBody(res: HttpResponse, limit: number, declaredLength: string): Pro
       if (finished) return;
       size += chunk.byteLength;
       if (size > limit) {
-        finished = true;
-        resolve(tooLarge());
+        // Past the cap (a chunked body): dropped from here on, and refused at its end or at the discard limit.
+        chunks.length = 0;
+        if (size > discardLimit || isLast) {
+          finished = true;
+          resolve(tooLarge(!isLast));
+        }
         return;
       }
       chunks.push(Buffer.from(new Uint8Array(chunk).slice()));
@@ -446,4 +554,14 @@ function readBody(res: HttpResponse, limit: number, declaredLength: string): Pro
       }
     });
   });
+}
+
+const EMPTY_BODY = Buffer.alloc(0);
+
+function isDigits(text: string): boolean {
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c < 0x30 || c > 0x39) return false;
+  }
+  return text.length > 0;
 }
