@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { tempFileName } from '../common/atomic-file.js';
 import type { DataDir } from '../common/data-dir.js';
 import { BuildLockedError } from '../common/errors.js';
-import { hasEnded, hasEndedSince, isValidBootId, isValidPid, ownIdentity, type ProcessIdentity } from '../common/process-identity.js';
+import { writerHasEnded, isValidBootId, isValidPid, ownIdentity, type ProcessIdentity } from '../common/process-identity.js';
 
 /**
  * One build at a time per data directory: `state/build.lock` names the
@@ -83,7 +83,7 @@ export async function acquireBuildLock(dir: DataDir): Promise<() => Promise<void
  */
 function ownerHasEnded(owner: LockOwner, mtimeMs: number): boolean {
   if (owner.pid === process.pid) return true;
-  return owner.identity === null ? hasEndedSince(owner.pid, mtimeMs) : hasEnded(owner.identity);
+  return writerHasEnded(owner.identity ?? owner, mtimeMs);
 }
 
 /**

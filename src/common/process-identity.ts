@@ -128,6 +128,19 @@ export function hasEndedSince(pid: number, mtimeMs: number): boolean {
   return started !== null && started > mtimeMs + START_MARGIN_MS;
 }
 
+/**
+ * Whether the writer a file names (a lock, a temporary file) has certainly
+ * ended: exactly, by start time and boot, where the file names them (hasEnded);
+ * by a pid alone otherwise, against the file's last modification (hasEndedSince).
+ */
+export function writerHasEnded(
+  writer: { readonly pid: number; readonly startTicks?: number | undefined; readonly bootId?: string | undefined },
+  writtenAtMs: number,
+): boolean {
+  const { pid, startTicks, bootId } = writer;
+  return startTicks === undefined || bootId === undefined ? hasEndedSince(pid, writtenAtMs) : hasEnded({ pid, startTicks, bootId });
+}
+
 /** When a process started, epoch ms, or null when /proc does not say. */
 export function processStartMs(pid: number): number | null {
   const startTicks = processStartTicks(pid);

@@ -2,7 +2,7 @@ import { lstat, readdir, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { TEMP_PREFIX, tempFileWriter } from './atomic-file.js';
 import type { Logger } from './logger.js';
-import { hasEnded, hasEndedSince } from './process-identity.js';
+import { writerHasEnded } from './process-identity.js';
 
 export interface TempCleanupResult {
   readonly files: number;
@@ -43,8 +43,7 @@ export async function removeStaleTempFiles(folders: readonly string[], logger: L
       try {
         const stats = await lstat(path);
         if (!stats.isFile()) continue;
-        const ended = writer.startTicks === undefined ? hasEndedSince(writer.pid, stats.mtimeMs) : hasEnded(writer);
-        if (!ended) continue;
+        if (!writerHasEnded(writer, stats.mtimeMs)) continue;
         await unlink(path);
         files++;
         bytes += stats.size;

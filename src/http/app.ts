@@ -179,12 +179,10 @@ export function createApiApp(deps: ApiDependencies, app: TemplatedApp = uWS.App(
       deps.logger.error({ requestId: requestIds.text(x.requestNumber), route: ROUTE_NAMES[x.route], err: String((error as Error)?.stack ?? error) }, 'request failed');
     }
     const e = error instanceof HttpError ? error : internalError();
-    const body: Record<string, unknown> = { error: e.code, message: e.message };
-    if (e.retryAfter !== undefined) body.retry_after = e.retryAfter;
     const extra: readonly [string, string] | undefined =
       e.status === 401 ? ['WWW-Authenticate', 'Bearer'] : e.retryAfter !== undefined ? ['Retry-After', String(e.retryAfter)] : undefined;
     // A refused upload may still be streaming in; closing the connection stops reading it.
-    send(x, e.status, JSON.stringify(body), extra, e.closeConnection || forceClose);
+    send(x, e.status, errorBody(e), extra, e.closeConnection || forceClose);
   };
 
   /**
@@ -409,7 +407,7 @@ export function createApiApp(deps: ApiDependencies, app: TemplatedApp = uWS.App(
     const x = begin(res, route);
     if (route === ROUTE.healthz) sendHead(x, 200, HEALTHY);
     else if (route === ROUTE.readyz) sendHead(x, 200, readyBody(x.view));
-    else sendHead(x, 404, JSON.stringify({ error: 'not_found', message: `no such endpoint: HEAD ${url}` }));
+    else sendHead(x, 404, errorBody(notFound(`no such endpoint: HEAD ${url}`)));
   });
 
   // Every other method the HTTP library parses (PUT, DELETE, PATCH, OPTIONS,
@@ -427,6 +425,13 @@ export function createApiApp(deps: ApiDependencies, app: TemplatedApp = uWS.App(
       draining = true;
     },
   };
+}
+
+/** The spec's error body: `{error, message}`, and `retry_after` with a 429. */
+function errorBody(e: HttpError): string {
+  const body: Record<string, unknown> = { error: e.code, message: e.message };
+  if (e.retryAfter !== undefined) body.retry_after = e.retryAfter;
+  return JSON.stringify(body);
 }
 
 /** The token of a `Bearer` Authorization header (scheme case-insensitive, RFC 7235), or the 401 to answer. */

@@ -36,16 +36,24 @@ export function strictDecode(text: string): string | null {
  * when any escape of the whole query is malformed, even outside that pair.
  */
 export function strictQueryValue(query: string, key: string): string | undefined | null {
-  if (query.indexOf('%') >= 0 && strictDecode(query) === null) return MALFORMED_QUERY;
-  let start = 0;
-  while (start <= query.length) {
+  let from = -1;
+  let to = -1;
+  for (let start = 0; start <= query.length; ) {
     let end = query.indexOf('&', start);
     if (end < 0) end = query.length;
     if (end - start > key.length && query.charCodeAt(start + key.length) === 0x3d /* = */ && query.startsWith(key, start)) {
-      const value = query.slice(start + key.length + 1, end);
-      return strictDecode(value.indexOf('+') < 0 ? value : value.replace(PLUS, ' '));
+      from = start + key.length + 1;
+      to = end;
+      break;
     }
     start = end + 1;
   }
-  return undefined;
+  // Escapes outside the value must be well formed too; those inside it are
+  // checked by decoding it, so a query that is just the pair (the usual
+  // lookup) is decoded once.
+  const elsewhere = from < 0 ? query.indexOf('%') >= 0 : query.lastIndexOf('%', from - 1) >= 0 || query.indexOf('%', to) >= 0;
+  if (elsewhere && strictDecode(query) === null) return MALFORMED_QUERY;
+  if (from < 0) return undefined;
+  const value = query.slice(from, to);
+  return strictDecode(value.indexOf('+') < 0 ? value : value.replace(PLUS, ' '));
 }
