@@ -29,7 +29,8 @@ export interface RunningServer {
   readonly output: () => string;
   /** Standard error alone (the JSON log lines). */
   readonly stderr: () => string;
-  stop(): Promise<number | null>;
+  /** SIGTERM, then the exit status, or the signal that ended the process instead. */
+  stop(): Promise<number | NodeJS.Signals | null>;
 }
 
 /** Start `upi-risk serve` as a real process on a free port and wait until it listens. */
@@ -73,11 +74,12 @@ export async function startServer(dataDirRoot: string, options: ServerOptions = 
     output: () => output,
     stderr: () => stderr,
     async stop() {
-      if (child.exitCode !== null) return child.exitCode;
+      if (child.exitCode !== null || child.signalCode !== null) return child.exitCode ?? child.signalCode;
       child.kill('SIGTERM');
       // 'close', not 'exit': every line the server wrote has been read by then.
-      const [code] = (await once(child, 'close')) as [number | null];
-      return code;
+      const [code, signal] = (await once(child, 'close')) as [number | null, NodeJS.Signals | null];
+      // The signal, when one ended it, so a failing assertion says which.
+      return code ?? signal;
     },
   };
 }
