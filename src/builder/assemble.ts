@@ -1,4 +1,4 @@
-import { SOURCE_CATEGORIES, SOURCE_RANK, RISK_CATEGORIES, RISK_RANK } from '../vpa/categories.js';
+import { SOURCE_CATEGORIES, SOURCE_RANK, RISK_CATEGORIES, RISK_RANK, dominant } from '../vpa/categories.js';
 import {
   NO_CLUSTER,
   SOURCE_FLAG_SCREENSHOT,
@@ -10,10 +10,11 @@ import { rangeSize, sortedIdsSize, writeRange, writeSortedIds } from '../engine/
 import { findClusters, type Components, type UrlMembership } from './clustering.js';
 import { assignClusterNumbers } from './cluster-ids/numbering.js';
 import type { ClusterIdState } from './cluster-ids/state.js';
-import { clusterConfidence, vpaConfidence } from './scoring.js';
-import { dominant, type AggregateResult } from './phases.js';
+import { clusterConfidence, vpaConfidence, WEIGHT_UNITS } from './scoring.js';
+import type { AggregateResult } from './phases.js';
 import { ByteInterner, compareByteRanges } from './byte-interner.js';
 import { freshSharedArrays } from '../engine/shared-arrays.js';
+import { buildUrlSlots } from '../engine/url-lookup.js';
 import { freshArrays, type ArrayAllocator } from '../common/scratch-arrays.js';
 
 const SOURCE_COUNT = SOURCE_CATEGORIES.length;
@@ -126,6 +127,7 @@ function planSnapshot(t: Concatenated, options: AssembleOptions): SnapshotPlan {
 
 interface SnapshotColumns {
   readonly vpas: VpaColumns;
+  readonly mixedRisks: ReturnType<typeof mixedRiskColumns>;
   readonly urls: ReturnType<typeof urlColumns>;
   readonly clusters: ReturnType<typeof clusterColumns>;
 }
@@ -133,14 +135,15 @@ interface SnapshotColumns {
 function snapshotColumns(plan: SnapshotPlan): SnapshotColumns {
   const { t, order, components, membership, assigned, scratch, snapshotArrays } = plan;
   const vpas = vpaColumns(t, order, components.of, membership.offsets, snapshotArrays);
+  const mixedRisks = mixedRiskColumns(t, order.tempToFinal, scratch, snapshotArrays);
   const urls = urlColumns(t, membership, order.tempToFinal, scratch, snapshotArrays);
   const clusters = clusterColumns(order, vpas, assigned.numbers, t.urlCount, scratch, snapshotArrays);
-  return { vpas, urls, clusters };
+  return { vpas, mixedRisks, urls, clusters };
 }
 
 function finishSnapshot(plan: SnapshotPlan, columns: SnapshotColumns, index: IndexArrays, options: AssembleOptions): AssembleResult {
   const { t, order, assigned } = plan;
-  const { vpas, urls, clusters } = columns;
+  const { vpas, mixedRisks, urls, clusters } = columns;
   const n = t.vpaCount;
   const data: SnapshotData = {
     meta: {
@@ -160,6 +163,10 @@ function finishSnapshot(plan: SnapshotPlan, columns: SnapshotColumns, index: Ind
     evidenceCount: vpas.evidenceCount,
     vpaCluster: vpas.vpaCluster,
     sourceOffsets: vpas.sourceOffsets,
+    evidenceWeight: vpas.evidenceWeight,
+    sourceCategoryMask: vpas.sourceCategoryMask,
+    mixedRiskVpas: mixedRisks.mixedRiskVpas,
+    mixedRiskCounts: mixedRisks.mixedRiskCounts,
     sourceUrl: vpas.sourceUrl,
     sourceCapturedAt: vpas.sourceCapturedAt,
     sourceFlags: vpas.sourceFlags,
@@ -168,6 +175,7 @@ function finishSnapshot(plan: SnapshotPlan, columns: SnapshotColumns, index: Ind
     urlCategory: urls.urlCategory,
     urlMembersBlob: urls.urlMembersBlob,
     urlMembersOffsets: urls.urlMembersOffsets,
+    urlSlots: urls.urlSlots,
     ...clusters,
   };
   return { data, clusterIds: assigned.state };
@@ -247,6 +255,8 @@ type VpaColumns = Pick<
   | 'evidenceCount'
   | 'vpaCluster'
   | 'sourceOffsets'
+  | 'evidenceWeight'
+  | 'sourceCategoryMask'
   | 'sourceUrl'
   | 'sourceCapturedAt'
   | 'sourceFlags'
@@ -260,6 +270,8 @@ function vpaColumns(t: Concatenated, order: FinalOrder, componentOf: Int32Array,
   const riskCategory = snapshotArrays.zeroed(Uint8Array, n);
   const evidenceCount = snapshotArrays.zeroed(Uint32Array, n);
   const vpaCluster = snapshotArrays.zeroed(Uint32Array, n).fill(NO_CLUSTER);
+  const evidenceWeight = snapshotArrays.zeroed(Float64Array, n);
+  const sourceCategoryMask = snapshotArrays.zeroed(Uint8Array, n);
   let totalEvidence = 0;
   for (let f = 0; f < n; f++) {
     const v = finalToTemp[f]!;
@@ -267,11 +279,13 @@ function vpaColumns(t: Concatenated, order: FinalOrder, componentOf: Int32Array,
     riskCategory[f] = t.riskCategory[v]!;
     evidenceCount[f] = t.evidenceCount[v]!;
     totalEvidence += t.evidenceCount[v]!;
+    evidenceWeight[f] = t.evidenceWeight[v]!;
+    sourceCategoryMask[f] = t.categoryMask[v]!;
     const c = componentOf[v]!;
     if (c >= 0) vpaCluster[f] = ordinalOfComponent[c]!;
   }
   const sources = vpaSources(t, finalToTemp, urlMemberOffsets, snapshotArrays);
-  return { firstSeen, riskCategory, evidenceCount, vpaCluster, totalEvidence, ...sources };
+  return { firstSeen, riskCategory, evidenceCount, vpaCluster, evidenceWeight, sourceCategoryMask, totalEvidence, ...sources };
 }
 
 function vpaSources(t: Concatenated, finalToTemp: Uint32Array, urlMemberOffsets: Uint32Array, snapshotArrays: ArrayAllocator) {
@@ -300,13 +314,39 @@ function vpaSources(t: Concatenated, finalToTemp: Uint32Array, urlMemberOffsets:
     }
     sourceOffsets[f + 1] = out;
     confidence[f] = vpaConfidence({
-      evidenceWeight: t.evidenceWeight[v]!,
+      // Dividing by a power of two is exact: the same real Σ w whatever order the units were summed in.
+      evidenceWeight: t.evidenceWeight[v]! / WEIGHT_UNITS,
       distinctUrls: to - from,
       distinctSourceCategories: popcount(t.categoryMask[v]!),
       peers,
     });
   }
   return { confidence, sourceOffsets, sourceUrl, sourceCapturedAt, sourceFlags };
+}
+
+/**
+ * The risk counts of the VPAs with more than one risk category, by final
+ * id: the partitions' lists (temporary ids ascending) renumbered and sorted.
+ */
+function mixedRiskColumns(t: Concatenated, tempToFinal: Uint32Array, scratch: ArrayAllocator, snapshotArrays: ArrayAllocator) {
+  const m = t.mixedRisk.length;
+  const finalIds = scratch.zeroed(Uint32Array, m);
+  const rows = scratch.zeroed(Uint32Array, m);
+  for (let k = 0; k < m; k++) {
+    finalIds[k] = tempToFinal[t.mixedRisk[k]!]!;
+    rows[k] = k;
+  }
+  // Final ids are distinct, so the order is the same however the sort runs.
+  rows.sort((a, b) => finalIds[a]! - finalIds[b]!);
+  const mixedRiskVpas = snapshotArrays.zeroed(Uint32Array, m);
+  const mixedRiskCounts = snapshotArrays.zeroed(Uint32Array, m * RISK_COUNT);
+  const from = t.mixedRiskCounts;
+  for (let k = 0; k < m; k++) {
+    const row = rows[k]!;
+    mixedRiskVpas[k] = finalIds[row]!;
+    for (let c = 0; c < RISK_COUNT; c++) mixedRiskCounts[k * RISK_COUNT + c] = from[row * RISK_COUNT + c]!;
+  }
+  return { mixedRiskVpas, mixedRiskCounts };
 }
 
 /** Per-url dominant category, and each url's members (final ids) as a portable roaring bitmap in one blob. */
@@ -327,7 +367,8 @@ function urlColumns(t: Concatenated, membership: UrlMembership, tempToFinal: Uin
   }
   const urlMembersBlob = snapshotArrays.zeroed(Uint8Array, urlMembersOffsets[urlCount]!);
   for (let u = 0; u < urlCount; u++) writeSortedIds(urlFinal, offsets[u]!, offsets[u + 1]!, urlMembersBlob, urlMembersOffsets[u]!);
-  return { urlCategory, urlMembersBlob, urlMembersOffsets };
+  const urlSlots = buildUrlSlots(t.urlBytes.bytes, t.urlBytes.offsets, snapshotArrays);
+  return { urlCategory, urlMembersBlob, urlMembersOffsets, urlSlots };
 }
 
 /** Per-cluster figures, by ordinal. */
@@ -402,8 +443,13 @@ interface Concatenated {
   firstSeen: Float64Array;
   evidenceCount: Uint32Array;
   riskCategory: Uint8Array;
+  /** Σ recencyWeightUnits per VPA. */
   evidenceWeight: Float64Array;
   categoryMask: Uint8Array;
+  /** Temporary ids (ascending) of the VPAs with more than one risk category. */
+  mixedRisk: Uint32Array;
+  /** RISK_COUNT counters per mixedRisk entry. */
+  mixedRiskCounts: Uint32Array;
   sourceOffsets: Uint32Array;
   /** Global url id per source. */
   sourceUrl: Uint32Array;
@@ -423,8 +469,10 @@ function concatenate(partials: readonly AggregateResult[], options: AssembleOpti
   let keyLength = 0;
   let localUrls = 0;
   let urlByteTotal = 0;
+  let mixedTotal = 0;
   for (const p of partials) {
     n += p.vpaCount;
+    mixedTotal += p.mixedRisk.length;
     sourceCount += p.sourceOffsets[p.vpaCount]!;
     keyLength += p.keyBytes.byteLength;
     localUrls += p.urlOffsets.length - 1;
@@ -439,6 +487,8 @@ function concatenate(partials: readonly AggregateResult[], options: AssembleOpti
   const riskCategory = scratch.zeroed(Uint8Array, n);
   const evidenceWeight = scratch.zeroed(Float64Array, n);
   const categoryMask = scratch.zeroed(Uint8Array, n);
+  const mixedRisk = scratch.zeroed(Uint32Array, mixedTotal);
+  const mixedRiskCounts = scratch.zeroed(Uint32Array, mixedTotal * RISK_COUNT);
   const sourceOffsets = scratch.zeroed(Uint32Array, n + 1);
   const sourceUrl = scratch.zeroed(Uint32Array, sourceCount);
   const sourceCapturedAt = scratch.zeroed(Float64Array, sourceCount);
@@ -450,6 +500,7 @@ function concatenate(partials: readonly AggregateResult[], options: AssembleOpti
   let v = 0;
   let s = 0;
   let keyAt = 0;
+  let mixed = 0;
   for (const p of partials) {
     keyBytes.set(p.keyBytes, keyAt);
     for (let i = 0; i < p.vpaCount; i++) {
@@ -462,6 +513,9 @@ function concatenate(partials: readonly AggregateResult[], options: AssembleOpti
     riskCategory.set(p.riskCategory, v);
     evidenceWeight.set(p.evidenceWeight, v);
     categoryMask.set(p.categoryMask, v);
+    for (let k = 0; k < p.mixedRisk.length; k++) mixedRisk[mixed + k] = v + p.mixedRisk[k]!;
+    mixedRiskCounts.set(p.mixedRiskCounts, mixed * RISK_COUNT);
+    mixed += p.mixedRisk.length;
     sourceCapturedAt.set(p.sourceCapturedAt, s);
     sourceScreenshot.set(p.sourceScreenshot, s);
     const local = p.urlOffsets.length - 1;
@@ -491,6 +545,8 @@ function concatenate(partials: readonly AggregateResult[], options: AssembleOpti
     riskCategory,
     evidenceWeight,
     categoryMask,
+    mixedRisk,
+    mixedRiskCounts,
     sourceOffsets,
     sourceUrl,
     sourceCapturedAt,

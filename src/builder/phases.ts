@@ -1,9 +1,9 @@
 import { openSync, readSync, closeSync, fstatSync } from 'node:fs';
 import { parseEvidenceLine, MAX_LINE_LENGTH } from '../evidence/record.js';
-import { RISK_RANK, RISK_CATEGORIES, SOURCE_CATEGORIES } from '../vpa/categories.js';
+import { RISK_RANK, RISK_CATEGORIES, SOURCE_CATEGORIES, dominant } from '../vpa/categories.js';
 import { RecordReader, RecordWriter, packFlags, partitionOf, partitionOfBytes, FLAG_SCREENSHOT } from './record-codec.js';
 import { ByteInterner, compareByteRanges, type ByteInternerState } from './byte-interner.js';
-import { recencyWeight } from './scoring.js';
+import { recencyWeightUnits } from './scoring.js';
 import { compareCodeUnits } from '../engine/verdict.js';
 import type { IndexArrays } from '../engine/vpa-index.js';
 import type { Segments } from './carry.js';
@@ -211,10 +211,20 @@ export interface AggregateResult {
   readonly firstSeen: Float64Array;
   readonly evidenceCount: Uint32Array;
   readonly riskCategory: Uint8Array;
-  /** Σ recency weights of the VPA's evidence items. */
+  /**
+   * Σ recencyWeightUnits of the VPA's evidence items: a whole number, the
+   * same whatever order the items were read in (scoring.ts, WEIGHT_UNITS).
+   */
   readonly evidenceWeight: Float64Array;
   /** Bit i set when evidence from source category i names the VPA. */
   readonly categoryMask: Uint8Array;
+  /**
+   * The rows (ascending) of the VPAs whose evidence names two or more risk
+   * categories; every other VPA's evidence is all of its `riskCategory`.
+   */
+  readonly mixedRisk: Uint32Array;
+  /** Evidence items per risk category of each `mixedRisk` row: RISK_CATEGORIES.length counters per row. */
+  readonly mixedRiskCounts: Uint32Array;
   readonly sourceOffsets: Uint32Array;
   /** Partition-local url id of each source, into urlBytes/urlOffsets. */
   readonly sourceUrl: Uint32Array;
@@ -243,6 +253,7 @@ export function aggregatePartition(task: AggregateTask, scratch: ArrayAllocator 
   const keys = rows.vpas.finish();
   const urlTable = rows.urls.finish();
   const riskCategory = dominantRisks(rows.riskCounts, n);
+  const mixed = mixedRisks(rows.riskCounts, n);
   const sources = orderSources(rows, n, urlTable, scratch);
   return {
     vpaCount: n,
@@ -253,6 +264,8 @@ export function aggregatePartition(task: AggregateTask, scratch: ArrayAllocator 
     riskCategory,
     evidenceWeight: rows.evidenceWeight.slice(0, n),
     categoryMask: rows.categoryMask.slice(0, n),
+    mixedRisk: mixed.rows,
+    mixedRiskCounts: mixed.counts,
     urlBytes: urlTable.bytes,
     urlOffsets: urlTable.offsets,
     ...sources,
@@ -321,7 +334,7 @@ function gatherRows(task: AggregateTask, scratch: ArrayAllocator): Rows {
       const riskCategory = (flags >> 2) & 7;
       if (captured < firstSeen[vpa]!) firstSeen[vpa] = captured;
       evidenceCount[vpa]!++;
-      evidenceWeight[vpa]! += recencyWeight(captured, task.scoredAt);
+      evidenceWeight[vpa]! += recencyWeightUnits(captured, task.scoredAt);
       categoryMask[vpa]! |= 1 << sourceCategory;
       riskCounts[vpa * RISK_COUNT + riskCategory]!++;
 
@@ -351,6 +364,29 @@ function dominantRisks(riskCounts: Uint32Array, n: number): Uint8Array {
   const riskCategory = new Uint8Array(n);
   for (let i = 0; i < n; i++) riskCategory[i] = dominant(riskCounts, i * RISK_COUNT, RISK_COUNT, RISK_RANK);
   return riskCategory;
+}
+
+/** The VPAs whose evidence names more than one risk category, with their counts; two passes, so the result is exact in size. */
+function mixedRisks(riskCounts: Uint32Array, n: number): { rows: Uint32Array; counts: Uint32Array } {
+  let mixed = 0;
+  for (let i = 0; i < n; i++) if (isMixed(riskCounts, i * RISK_COUNT)) mixed++;
+  const rows = new Uint32Array(mixed);
+  const counts = new Uint32Array(mixed * RISK_COUNT);
+  let k = 0;
+  for (let i = 0; i < n && k < mixed; i++) {
+    if (!isMixed(riskCounts, i * RISK_COUNT)) continue;
+    rows[k] = i;
+    counts.set(riskCounts.subarray(i * RISK_COUNT, (i + 1) * RISK_COUNT), k * RISK_COUNT);
+    k++;
+  }
+  return { rows, counts };
+}
+
+/** Whether more than one of the RISK_COUNT counters from `offset` is non-zero. */
+function isMixed(riskCounts: Uint32Array, offset: number): boolean {
+  let nonZero = 0;
+  for (let c = 0; c < RISK_COUNT; c++) if (riskCounts[offset + c] !== 0) nonZero++;
+  return nonZero > 1;
 }
 
 /** Sources of each VPA, newest first; equal captures by url bytes so the order never depends on arrival. */
@@ -389,18 +425,6 @@ function orderSources(rows: Rows, n: number, urlTable: { bytes: Uint8Array; offs
   return { sourceOffsets, sourceUrl: outUrl, sourceCapturedAt: outCaptured, sourceScreenshot: outShot, sourceCategoryCounts: outCounts };
 }
 
-/** The category with the highest count; ties go to the lower rank. */
-export function dominant(counts: ArrayLike<number>, offset: number, length: number, rank: Uint8Array): number {
-  let best = 0;
-  for (let c = 1; c < length; c++) {
-    const count = counts[offset + c]!;
-    const bestCount = counts[offset + best]!;
-    if (count > bestCount || (count === bestCount && rank[c]! < rank[best]!)) best = c;
-  }
-  return best;
-}
-
-
 /** Every transferable buffer of an aggregate result, for moving it between threads. */
 export function aggregateBuffers(result: AggregateResult): ArrayBuffer[] {
   return distinctBuffers([
@@ -411,6 +435,8 @@ export function aggregateBuffers(result: AggregateResult): ArrayBuffer[] {
     result.riskCategory,
     result.evidenceWeight,
     result.categoryMask,
+    result.mixedRisk,
+    result.mixedRiskCounts,
     result.sourceOffsets,
     result.sourceUrl,
     result.urlBytes,

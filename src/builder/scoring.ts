@@ -32,14 +32,34 @@ export const PEER_SATURATION = 50;
 export const RECENCY_FLOOR = 0.25;
 export const RECENCY_HALF_LIFE_MS = 365 * 24 * 3600 * 1000;
 
-/** Weight of one evidence item captured at `capturedAt`, scored at `scoredAt`. In (0.25, 1]. */
+/** Weight of one evidence item captured at `capturedAt`, scored at `scoredAt`. In [0.25, 1]. */
 export function recencyWeight(capturedAt: number, scoredAt: number): number {
   const age = Math.max(0, scoredAt - capturedAt);
   return RECENCY_FLOOR + (1 - RECENCY_FLOOR) * Math.pow(2, -age / RECENCY_HALF_LIFE_MS);
 }
 
+/**
+ * Weights are summed in fixed point, in units of 2^-32: each item's weight
+ * is rounded to a whole number of units (recencyWeightUnits, at most 2^32)
+ * and a VPA's Σ w is the sum of those integers in a double. A sum of
+ * integers below 2^53 is exact, so it is the same in any order the items
+ * are read: a build that reads a VPA's evidence partition by partition, and
+ * one that adds new evidence to the sum a snapshot kept, get the same bits.
+ * Exact up to 2^21 items per VPA; past that Σ w saturates confidence anyway.
+ * The rounding moves a weight by at most 2^-33.
+ */
+export const WEIGHT_UNITS = 2 ** 32;
+
+/** recencyWeight as a whole number of units of 1 / WEIGHT_UNITS: in [2^30, 2^32]. */
+export function recencyWeightUnits(capturedAt: number, scoredAt: number): number {
+  return Math.round(recencyWeight(capturedAt, scoredAt) * WEIGHT_UNITS);
+}
+
 export interface VpaSignals {
-  /** Σ recencyWeight over the VPA's distinct evidence items. */
+  /**
+   * Σ recencyWeight over the VPA's distinct evidence items, as a real
+   * number: the sum of their recencyWeightUnits divided by WEIGHT_UNITS.
+   */
   readonly evidenceWeight: number;
   readonly distinctUrls: number;
   readonly distinctSourceCategories: number;

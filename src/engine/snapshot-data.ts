@@ -1,3 +1,5 @@
+import { RISK_CATEGORIES } from '../vpa/categories.js';
+
 /**
  * The in-memory shape of one snapshot: plain typed arrays, so it encodes to
  * msgpack without per-record objects, can live in SharedArrayBuffers, and is
@@ -10,6 +12,10 @@
  * - `*Offsets` arrays have length count+1: item i spans [offsets[i], offsets[i+1]).
  * - Timestamps are epoch milliseconds (UTC) in Float64Arrays.
  * - Confidences are fixed point: value / CONFIDENCE_SCALE, in [0, 1].
+ * - A few columns are kept only so that new evidence can be merged into a
+ *   VPA's answer exactly as a rebuild would compute it, without the VPA's
+ *   earlier evidence (`evidenceWeight`, `sourceCategoryMask`, the mixed risk
+ *   counts and `urlSlots`); answers do not read them.
  * - Roaring bitmaps are stored in roaring's portable serialisation,
  *   concatenated into one blob with an offsets array, and deserialised on
  *   demand, so loading a snapshot does no per-bitmap work.
@@ -75,6 +81,22 @@ export interface SnapshotData {
   readonly vpaCluster: Uint32Array;
   /** Length vpaCount+1; VPA i's sources are [sourceOffsets[i], sourceOffsets[i+1]), newest first. */
   readonly sourceOffsets: Uint32Array;
+  /**
+   * Σ recencyWeightUnits (builder/scoring.ts) of the VPA's evidence items at
+   * meta.scoredAt: a whole number of units of 2^-32, exact in any order of
+   * summation. Confidence was computed from it / 2^32.
+   */
+  readonly evidenceWeight: Float64Array;
+  /** Bit i set when evidence of source category i names the VPA; never 0. */
+  readonly sourceCategoryMask: Uint8Array;
+  /**
+   * Ascending ids of the VPAs whose evidence names two or more risk
+   * categories (any length up to vpaCount). Every other VPA's evidence is all
+   * of category `riskCategory[id]`: see riskCountsOf.
+   */
+  readonly mixedRiskVpas: Uint32Array;
+  /** Evidence items per risk category (RISK_CATEGORIES order) of each mixedRiskVpas entry: MIXED_RISK_STRIDE per entry. */
+  readonly mixedRiskCounts: Uint32Array;
 
   // Per source (one per distinct (VPA, url) pair).
   readonly sourceUrl: Uint32Array;
@@ -90,6 +112,12 @@ export interface SnapshotData {
   /** Roaring bitmap of the VpaIds observed on each url. */
   readonly urlMembersBlob: Uint8Array;
   readonly urlMembersOffsets: Uint32Array;
+  /**
+   * Url bytes to url id (engine/url-lookup.ts): open addressing with linear
+   * probing over a power-of-two number of slots, each holding url id + 1, or
+   * 0 when empty.
+   */
+  readonly urlSlots: Uint32Array;
 
   // Per cluster, ordered by ascending cluster number.
   readonly clusterNumber: Uint32Array;
@@ -115,6 +143,10 @@ export const ARRAY_FIELDS = [
   'evidenceCount',
   'vpaCluster',
   'sourceOffsets',
+  'evidenceWeight',
+  'sourceCategoryMask',
+  'mixedRiskVpas',
+  'mixedRiskCounts',
   'sourceUrl',
   'sourceCapturedAt',
   'sourceFlags',
@@ -123,6 +155,7 @@ export const ARRAY_FIELDS = [
   'urlCategory',
   'urlMembersBlob',
   'urlMembersOffsets',
+  'urlSlots',
   'clusterNumber',
   'clusterCreatedAt',
   'clusterLastUpdated',
@@ -137,3 +170,35 @@ export type ArrayField = (typeof ARRAY_FIELDS)[number];
 
 /** The hashed index's fields (vpa-index.ts, IndexArrays); the rest are the verdict, url and cluster columns. */
 export const INDEX_FIELDS = ['slotTags', 'slotEntries', 'keyTails', 'vpaSlots'] as const satisfies readonly ArrayField[];
+
+/** Counters per entry of `mixedRiskCounts`: one per risk category. */
+export const MIXED_RISK_STRIDE = RISK_CATEGORIES.length;
+
+/**
+ * The evidence items per risk category (RISK_CATEGORIES order) of VPA `id`,
+ * into `out` (at least MIXED_RISK_STRIDE long): its mixedRiskCounts when it
+ * is listed in mixedRiskVpas (a binary search), else all of its evidence in
+ * its riskCategory. Allocation-free.
+ */
+export function riskCountsOf(
+  data: Pick<SnapshotData, 'mixedRiskVpas' | 'mixedRiskCounts' | 'riskCategory' | 'evidenceCount'>,
+  id: number,
+  out: Uint32Array,
+): void {
+  const vpas = data.mixedRiskVpas;
+  let low = 0;
+  let high = vpas.length - 1;
+  while (low <= high) {
+    const mid = (low + high) >>> 1;
+    const v = vpas[mid]!;
+    if (v < id) low = mid + 1;
+    else if (v > id) high = mid - 1;
+    else {
+      const at = mid * MIXED_RISK_STRIDE;
+      for (let c = 0; c < MIXED_RISK_STRIDE; c++) out[c] = data.mixedRiskCounts[at + c]!;
+      return;
+    }
+  }
+  for (let c = 0; c < MIXED_RISK_STRIDE; c++) out[c] = 0;
+  out[data.riskCategory[id]!] = data.evidenceCount[id]!;
+}

@@ -47,3 +47,19 @@ export function rankTable(order: readonly number[]): Uint8Array {
 
 export const RISK_RANK = rankTable(RISK_TIE_ORDER);
 export const SOURCE_RANK = rankTable(SOURCE_TIE_ORDER);
+
+/**
+ * The category with the highest of `length` counts from `offset`; ties go
+ * to the lower rank (RISK_RANK, SOURCE_RANK). The build picks each
+ * "category with most evidence" with it, and a snapshot loader checks
+ * stored counts against stored categories with it.
+ */
+export function dominant(counts: ArrayLike<number>, offset: number, length: number, rank: Uint8Array): number {
+  let best = 0;
+  for (let c = 1; c < length; c++) {
+    const count = counts[offset + c]!;
+    const bestCount = counts[offset + best]!;
+    if (count > bestCount || (count === bestCount && rank[c]! < rank[best]!)) best = c;
+  }
+  return best;
+}

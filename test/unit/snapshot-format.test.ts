@@ -147,10 +147,13 @@ describe('snapshot codec: damaged files', () => {
   });
 
   it('refuses another format version, naming both versions', () => {
+    assert.equal(SNAPSHOT_FORMAT_VERSION, 4);
+    // Version 3, the format before the columns kept for merging new evidence: an upgraded server refuses its old files.
     const bytes = Buffer.from(file);
-    // Version 2, the format before keys moved into their slots: an upgraded server refuses its old files.
+    bytes.writeUInt32LE(3, 8);
+    expectError(() => decodeSnapshot(bytes), 'ERR_SNAPSHOT_VERSION', /version 3 .*reads version 4/);
     bytes.writeUInt32LE(2, 8);
-    expectError(() => decodeSnapshot(bytes), 'ERR_SNAPSHOT_VERSION', /version 2 .*reads version 3/);
+    expectError(() => decodeSnapshot(bytes), 'ERR_SNAPSHOT_VERSION', /version 2 .*reads version 4/);
     const framed = Buffer.concat(frameSnapshotBody(file.subarray(SNAPSHOT_HEADER_LENGTH), 1));
     expectError(() => decodeSnapshot(framed), 'ERR_SNAPSHOT_VERSION');
   });
@@ -278,6 +281,97 @@ describe('snapshot codec: bodies with a valid checksum but wrong content', () =>
       'ERR_SNAPSHOT_FORMAT',
       /VPA 4\): its tail record at \d+ lies past keyTails/,
     );
+  });
+});
+
+describe('snapshot codec: the columns kept for merging new evidence, and the url table', () => {
+  const setUint = (field: string, index: number, value: number, width: 1 | 2 | 4) => (b: GenericBody) => {
+    const d = arrayData(b, field);
+    d.writeUIntLE(value, index * width, width);
+    b.arrays[field]!.data = d;
+  };
+  const setFloat = (field: string, index: number, value: number) => (b: GenericBody) => {
+    const d = arrayData(b, field);
+    d.writeDoubleLE(value, index * 8);
+    b.arrays[field]!.data = d;
+  };
+  const shorter = (field: string, bytes: number) => (b: GenericBody) => {
+    const d = arrayData(b, field);
+    b.arrays[field]!.data = d.subarray(0, d.length - bytes);
+  };
+  const refused = (edit: (b: GenericBody) => void, message: RegExp) => expectError(() => decodeSnapshot(tampered(edit)), 'ERR_SNAPSHOT_FORMAT', message);
+  const mixed = data.mixedRiskVpas;
+  const urlCapacity = data.urlSlots.length;
+
+  it('the fixture has them: mixed risk VPAs, and a url table with room to spare', () => {
+    assert.ok(mixed.length > 10);
+    assert.ok(urlCapacity >= 2 * data.meta.urlCount && (urlCapacity & (urlCapacity - 1)) === 0);
+  });
+
+  it('refuses per-VPA columns of the wrong length', () => {
+    refused(shorter('evidenceWeight', 8), /evidenceWeight has 4999 entries, expected 5000 \(meta\.vpaCount\)/);
+    refused(shorter('sourceCategoryMask', 1), /sourceCategoryMask has 4999 entries, expected 5000/);
+    refused(shorter('mixedRiskCounts', 4), /mixedRiskCounts has \d+ entries, expected \d+ \(5 for each of the \d+ mixedRiskVpas\)/);
+    refused(shorter('mixedRiskVpas', 4), /mixedRiskCounts has \d+ entries, expected/);
+  });
+
+  it('refuses an evidence weight that is not a whole number of units its evidence items can weigh', () => {
+    const id = 7;
+    const items = data.evidenceCount[id]!;
+    for (const value of [Number.NaN, Infinity, -(2 ** 30), 0, 2 ** 31 + 0.5, items * 2 ** 30 - 2 ** 20, items * 2 ** 32 + 2 ** 20]) {
+      refused(setFloat('evidenceWeight', id, value), new RegExp(`evidenceWeight\\[${id}\\] is .*not a whole number of units for ${items} evidence items`));
+    }
+    // At the bounds, a quarter or all of 2^32 per item, the weight is fine.
+    for (const value of [items * 2 ** 30, items * 2 ** 32]) assert.ok(decodeSnapshot(tampered(setFloat('evidenceWeight', id, value))));
+  });
+
+  it('refuses an empty set of source categories, or a bit past the last', () => {
+    refused(setUint('sourceCategoryMask', 3, 0, 1), /sourceCategoryMask\[3\] is 0/);
+    refused(setUint('sourceCategoryMask', 3, 16, 1), /sourceCategoryMask\[3\] is 16/);
+  });
+
+  it('refuses mixed risk VPAs out of order or out of range', () => {
+    refused(setUint('mixedRiskVpas', 2, mixed[1]!, 4), /mixedRiskVpas is not strictly ascending at 2/);
+    refused(setUint('mixedRiskVpas', mixed.length - 1, VPAS, 4), /mixedRiskVpas\[\d+\] is 5000, not below meta\.vpaCount/);
+  });
+
+  it('refuses risk counts that do not add up to the evidence count, name one category, or make another risk category', () => {
+    const id = mixed[0]!;
+    const counts = data.mixedRiskCounts.subarray(0, 5);
+    const nonZero = [...counts.keys()].filter((c) => counts[c]! > 0);
+    refused(setUint('mixedRiskCounts', nonZero[0]!, counts[nonZero[0]!]! + 1, 4), new RegExp(`mixedRiskCounts of VPA ${id} add up to ${data.evidenceCount[id]! + 1}`));
+    // All of its evidence moved to one category: the sum holds, but it is not mixed.
+    const single = (b: GenericBody) => {
+      const d = arrayData(b, 'mixedRiskCounts');
+      for (let c = 0; c < 5; c++) d.writeUInt32LE(c === nonZero[0] ? data.evidenceCount[id]! : 0, c * 4);
+      b.arrays.mixedRiskCounts!.data = d;
+    };
+    refused(single, new RegExp(`mixedRiskCounts of VPA ${id} name fewer than two risk categories`));
+    const other = nonZero.find((c) => c !== data.riskCategory[id])!;
+    refused(setUint('riskCategory', id, other, 1), new RegExp(`mixedRiskCounts of VPA ${id} make ${data.riskCategory[id]} its risk category, but riskCategory is ${other}`));
+  });
+
+  it('refuses a url table of the wrong size', () => {
+    refused(shorter('urlSlots', 4), /urlSlots has \d+ slots, expected a power of two of at least 16 and twice meta\.urlCount/);
+    refused(shorter('urlSlots', (urlCapacity / 2) * 4), /urlSlots has \d+ slots/);
+  });
+
+  it('refuses a url table that names no url, loses a url, or hides one from its lookup', () => {
+    const occupied = data.urlSlots.findIndex((entry) => entry !== 0);
+    const empty = data.urlSlots.findIndex((entry, slot) => entry === 0 && slot > 0 && data.urlSlots[slot - 1] === 0);
+    refused(setUint('urlSlots', empty, data.meta.urlCount + 1, 4), new RegExp(`urlSlots\\[${empty}\\] names url ${data.meta.urlCount}, but there are ${data.meta.urlCount}`));
+    refused(setUint('urlSlots', occupied, 0, 4), new RegExp(`urlSlots holds ${data.meta.urlCount - 1} urls, expected ${data.meta.urlCount}`));
+    // One url in two slots, another in none.
+    const twice = data.urlSlots[occupied]!;
+    refused(setUint('urlSlots', data.urlSlots.indexOf(twice === 1 ? 2 : 1), twice, 4), /urlSlots does not lead to url \d+/);
+    // A url moved out of its probe run: every url is still in one slot, but a lookup cannot reach it.
+    const moved = (b: GenericBody) => {
+      const d = arrayData(b, 'urlSlots');
+      d.writeUInt32LE(0, occupied * 4);
+      d.writeUInt32LE(data.urlSlots[occupied]!, empty * 4);
+      b.arrays.urlSlots!.data = d;
+    };
+    refused(moved, /urlSlots does not lead to url \d+/);
   });
 });
 

@@ -1,10 +1,12 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { writeFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { silentLogger } from '../../src/common/logger.js';
 import { SnapshotService } from '../../src/service/snapshot-service.js';
 import { listSnapshots } from '../../src/engine/snapshot-files.js';
+import { frameSnapshotBody } from '../../src/engine/snapshot-format/encode.js';
+import { SNAPSHOT_FORMAT_VERSION, SNAPSHOT_HEADER_LENGTH } from '../../src/engine/snapshot-format/format.js';
 import { tempDataDir, ingest, evidence, TEST_SCORED_AT } from '../helpers.js';
 
 test('new evidence is built, loaded and swapped in; a request holding the old snapshot finishes on it', async () => {
@@ -43,7 +45,6 @@ test('the service starts from the newest valid snapshot without rebuilding, skip
   await first.close();
   const [good] = await listSnapshots(t.dir);
   // Newer-named files that are not valid snapshots: corrupt body, truncated copy, garbage.
-  const { readFile } = await import('node:fs/promises');
   const bytes = await readFile(good!);
   const corrupt = Buffer.from(bytes);
   corrupt[corrupt.length - 10]! ^= 0xff;
@@ -68,6 +69,36 @@ test('the service starts from the newest valid snapshot without rebuilding, skip
     await service.refresh();
     assert.equal(service.current.meta.id, goodId);
     assert.equal(service.current.verdict('kept@ybl').status, 'FLAGGED');
+  } finally {
+    await service.close();
+    await t.cleanup();
+  }
+});
+
+test('a service that finds only snapshots of an older format refuses them and rebuilds from the evidence', async () => {
+  const t = await tempDataDir();
+  await ingest(t.dir, t.root, [evidence('kept@ybl', 'https://u.example')]);
+  const first = await SnapshotService.start({ dataDir: t.dir, pollMs: 0, buildThreads: 1 });
+  const oldId = first.current.meta.id;
+  await first.close();
+  const [path] = await listSnapshots(t.dir);
+  // The snapshot as a file of the format before this one (version 3, without the columns for merging evidence).
+  const bytes = await readFile(path!);
+  await writeFile(path!, Buffer.concat(frameSnapshotBody(bytes.subarray(SNAPSHOT_HEADER_LENGTH), SNAPSHOT_FORMAT_VERSION - 1)));
+  const refused: string[] = [];
+  const service = await SnapshotService.start({
+    dataDir: t.dir,
+    pollMs: 0,
+    buildThreads: 1,
+    logger: { ...silentLogger, error: (fields) => refused.push(String(fields.code)) },
+  });
+  try {
+    assert.deepEqual(refused, ['ERR_SNAPSHOT_VERSION']);
+    assert.notEqual(service.lastBuild, null, 'rebuilt from the evidence');
+    assert.notEqual(service.current.meta.id, oldId);
+    assert.equal(service.current.verdict('kept@ybl').status, 'FLAGGED');
+    const rebuilt = await readFile(service.lastBuild!.path);
+    assert.equal(rebuilt.readUInt32LE(8), SNAPSHOT_FORMAT_VERSION);
   } finally {
     await service.close();
     await t.cleanup();

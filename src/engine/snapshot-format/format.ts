@@ -5,7 +5,7 @@
  * holds the format's definitions; encode.ts writes it, decode.ts reads it,
  * validate.ts checks what either direction sees.
  *
- * Body, format version 3: a MessagePack map that any MessagePack decoder reads
+ * Body, format version 4: a MessagePack map that any MessagePack decoder reads
  *
  *   {
  *     "meta":   { ...SnapshotMeta },
@@ -27,7 +27,11 @@
  * no per-array allocation. A body re-encoded by another tool (unaligned
  * `data`) still decodes; those arrays are copied.
  *
- * Version history: 3 keeps each key's bytes in its slot: `slots` became
+ * Version history: 4 adds per-VPA `evidenceWeight` (Σ recency weight in
+ * units of 2^-32), `sourceCategoryMask` and the risk counts of VPAs with
+ * more than one risk category (`mixedRiskVpas`, `mixedRiskCounts`), and
+ * `urlSlots`, a table from url bytes to url id: what merging new evidence
+ * into a VPA's answer exactly needs. 3 keeps each key's bytes in its slot: `slots` became
  * `slotTags` (16 bits a slot) and `slotEntries` ([id + 1, packed key] per
  * slot), over any number of slots, and `keyTails` and `vpaSlots` replace
  * `keyBytes` and `keyOffsets` (see vpa-index.ts). 2 had a tag per slot
@@ -38,7 +42,7 @@ import { ErrorCode, SnapshotError } from '../../common/errors.js';
 import type { FrameKind, FrameProblem } from '../../common/file-framing.js';
 import type { ArrayField } from '../snapshot-data.js';
 
-export const SNAPSHOT_FORMAT_VERSION = 3;
+export const SNAPSHOT_FORMAT_VERSION = 4;
 export const SNAPSHOT_MAGIC = 'UPIRSNAP';
 export { FRAME_HEADER_LENGTH as SNAPSHOT_HEADER_LENGTH } from '../../common/file-framing.js';
 
@@ -71,6 +75,10 @@ export const ARRAY_FIELD_TYPES = {
   evidenceCount: Uint32Array,
   vpaCluster: Uint32Array,
   sourceOffsets: Uint32Array,
+  evidenceWeight: Float64Array,
+  sourceCategoryMask: Uint8Array,
+  mixedRiskVpas: Uint32Array,
+  mixedRiskCounts: Uint32Array,
   sourceUrl: Uint32Array,
   sourceCapturedAt: Float64Array,
   sourceFlags: Uint8Array,
@@ -79,6 +87,7 @@ export const ARRAY_FIELD_TYPES = {
   urlCategory: Uint8Array,
   urlMembersBlob: Uint8Array,
   urlMembersOffsets: Uint32Array,
+  urlSlots: Uint32Array,
   clusterNumber: Uint32Array,
   clusterCreatedAt: Float64Array,
   clusterLastUpdated: Float64Array,

@@ -3,9 +3,18 @@
  * be a snapshot every lookup can answer from. Constant-time checks (classes,
  * lengths against the meta counts) come before linear ones (offsets, ranges).
  */
-import { RISK_CATEGORIES, SOURCE_CATEGORIES } from '../../vpa/categories.js';
-import { ARRAY_FIELDS, CONFIDENCE_SCALE, NO_CLUSTER, type ArrayField, type SnapshotData, type SnapshotMeta } from '../snapshot-data.js';
+import { RISK_CATEGORIES, RISK_RANK, SOURCE_CATEGORIES, dominant } from '../../vpa/categories.js';
+import {
+  ARRAY_FIELDS,
+  CONFIDENCE_SCALE,
+  MIXED_RISK_STRIDE,
+  NO_CLUSTER,
+  type ArrayField,
+  type SnapshotData,
+  type SnapshotMeta,
+} from '../snapshot-data.js';
 import { checkIndexArrays, ENTRY_WORDS } from '../vpa-index.js';
+import { checkUrlSlots, isUrlSlotCapacity, URL_SLOTS_MIN_CAPACITY } from '../url-lookup.js';
 import { ARRAY_FIELD_TYPES, formatError } from './format.js';
 
 export function readMeta(value: unknown): SnapshotMeta {
@@ -75,14 +84,32 @@ export function validateLengths(meta: SnapshotMeta, lengthOf: (field: ArrayField
     const actual = lengthOf(field);
     if (actual !== length) formatError(`${context}: ${field} has ${actual} entries, expected ${length} (${why})`);
   };
-  for (const field of ['vpaSlots', 'firstSeen', 'confidence', 'riskCategory', 'evidenceCount', 'vpaCluster'] as const) {
+  for (const field of [
+    'vpaSlots',
+    'firstSeen',
+    'confidence',
+    'riskCategory',
+    'evidenceCount',
+    'vpaCluster',
+    'evidenceWeight',
+    'sourceCategoryMask',
+  ] as const) {
     expect(field, vpaCount, 'meta.vpaCount');
   }
+  const mixed = lengthOf('mixedRiskVpas');
+  if (mixed > vpaCount) formatError(`${context}: mixedRiskVpas has ${mixed} entries, more than meta.vpaCount (${vpaCount})`);
+  expect('mixedRiskCounts', mixed * MIXED_RISK_STRIDE, `${MIXED_RISK_STRIDE} for each of the ${mixed} mixedRiskVpas`);
   expect('sourceOffsets', vpaCount + 1, 'meta.vpaCount + 1');
   for (const field of ['sourceUrl', 'sourceCapturedAt', 'sourceFlags'] as const) expect(field, sourceCount, 'meta.sourceCount');
   expect('urlCategory', urlCount, 'meta.urlCount');
   expect('urlOffsets', urlCount + 1, 'meta.urlCount + 1');
   expect('urlMembersOffsets', urlCount + 1, 'meta.urlCount + 1');
+  const urlSlots = lengthOf('urlSlots');
+  if (!isUrlSlotCapacity(urlSlots, urlCount)) {
+    formatError(
+      `${context}: urlSlots has ${urlSlots} slots, expected a power of two of at least ${URL_SLOTS_MIN_CAPACITY} and twice meta.urlCount (${urlCount})`,
+    );
+  }
   for (const field of [
     'clusterNumber',
     'clusterCreatedAt',
@@ -150,6 +177,81 @@ export function validateStructure(data: SnapshotData, context: string): void {
 
   const slotProblem = checkIndexArrays(data);
   if (slotProblem !== undefined) bad(slotProblem);
+
+  validateMergeColumns(data, bad);
+  const urlProblem = checkUrlSlots(data);
+  if (urlProblem !== undefined) bad(urlProblem);
+}
+
+/**
+ * What merging new evidence into a VPA's answer reads: each VPA's Σ weight
+ * units (a whole number between 2^30 and 2^32 per evidence item, since every
+ * item weighs between a quarter and one), its source categories, and the
+ * risk counts of VPAs with several risk categories, which must add up to
+ * their evidence count and agree with their risk category.
+ */
+function validateMergeColumns(data: SnapshotData, bad: (what: string) => never): void {
+  const weight = firstBadWeight(data.evidenceWeight, data.evidenceCount);
+  if (weight >= 0) {
+    bad(`evidenceWeight[${weight}] is ${data.evidenceWeight[weight]}, not a whole number of units for ${data.evidenceCount[weight]} evidence items`);
+  }
+  const mask = firstBadMask(data.sourceCategoryMask, 1 << SOURCE_CATEGORIES.length);
+  if (mask >= 0) bad(`sourceCategoryMask[${mask}] is ${data.sourceCategoryMask[mask]}, not a non-empty set of source categories`);
+
+  const vpas = data.mixedRiskVpas;
+  const unordered = firstNotAscending(vpas, true);
+  if (unordered >= 0) bad(`mixedRiskVpas is not strictly ascending at ${unordered}`);
+  const vpaCount = data.meta.vpaCount;
+  if (vpas.length > 0 && vpas[vpas.length - 1]! >= vpaCount) {
+    bad(`mixedRiskVpas[${vpas.length - 1}] is ${vpas[vpas.length - 1]}, not below meta.vpaCount (${vpaCount})`);
+  }
+  const counts = data.mixedRiskCounts;
+  for (let k = 0; k < vpas.length; k++) {
+    const id = vpas[k]!;
+    const at = k * MIXED_RISK_STRIDE;
+    let sum = 0;
+    let nonZero = 0;
+    for (let c = 0; c < MIXED_RISK_STRIDE; c++) {
+      const count = counts[at + c]!;
+      sum += count;
+      if (count !== 0) nonZero++;
+    }
+    if (sum !== data.evidenceCount[id]) bad(`mixedRiskCounts of VPA ${id} add up to ${sum}, but its evidenceCount is ${data.evidenceCount[id]}`);
+    if (nonZero < 2) bad(`mixedRiskCounts of VPA ${id} name fewer than two risk categories, but it is listed as having several`);
+    const best = dominant(counts, at, MIXED_RISK_STRIDE, RISK_RANK);
+    if (best !== data.riskCategory[id]) bad(`mixedRiskCounts of VPA ${id} make ${best} its risk category, but riskCategory is ${data.riskCategory[id]}`);
+  }
+}
+
+/** Weight units of one evidence item: a quarter to all of 2^32 (builder/scoring.ts, recencyWeightUnits). */
+const MIN_ITEM_UNITS = 2 ** 30;
+const MAX_ITEM_UNITS = 2 ** 32;
+/**
+ * Slack on those bounds for a VPA whose sum passed 2^53 (over 2^21 items),
+ * where a double no longer adds every integer exactly.
+ */
+const SUM_SLACK = 1e-6;
+
+/** Index of the first weight that is not a whole, positive number within its items' bounds; -1 when there is none. */
+function firstBadWeight(weights: Float64Array, counts: Uint32Array): number {
+  for (let i = 0; i < weights.length; i++) {
+    const w = weights[i]!;
+    const n = counts[i]!;
+    // NaN fails every comparison; an infinity is caught by the upper bound.
+    if (!(w > 0) || Math.floor(w) !== w || !(w >= n * MIN_ITEM_UNITS * (1 - SUM_SLACK)) || !(w <= n * MAX_ITEM_UNITS * (1 + SUM_SLACK))) {
+      return i;
+    }
+  }
+  return -1;
+}
+
+/** Index of the first mask that is 0 or has a bit past `limit`; -1 when there is none. */
+function firstBadMask(masks: Uint8Array, limit: number): number {
+  for (let i = 0; i < masks.length; i++) {
+    const m = masks[i]!;
+    if (m === 0 || m >= limit) return i;
+  }
+  return -1;
 }
 
 function checkOffsets(
