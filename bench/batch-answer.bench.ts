@@ -15,6 +15,7 @@
 import { Bench } from 'tinybench';
 import { answerBatchBody } from '../src/api/batch-answer.js';
 import { SnapshotView } from '../src/engine/snapshot-view.js';
+import { ServingView } from '../src/engine/serving-view.js';
 import type { BatchResponse } from '../src/engine/verdict.js';
 import { fakeSnapshot } from '../test/fixtures/fake-snapshot.js';
 import { microOptions, round1, taskRows, writeBenchReport, type Row } from './support/report.js';
@@ -60,7 +61,7 @@ interface Counters {
 
 /** Once, outside timing: the answer is JSON of a full batch with the expected flagged count. */
 function check(label: string, view: SnapshotView, body: Buffer, flagged: number): void {
-  const answer = answerBatchBody(view, body);
+  const answer = answerBatchBody(new ServingView(view), body);
   if (typeof answer !== 'string') throw new Error(`${label}: answered ${answer.status} ${answer.message}`);
   const response = JSON.parse(answer) as BatchResponse;
   if (response.total !== BATCH || response.results.length !== BATCH || response.flagged_count !== flagged) {
@@ -69,12 +70,13 @@ function check(label: string, view: SnapshotView, body: Buffer, flagged: number)
 }
 
 function addTask(bench: Bench, label: string, view: SnapshotView, pool: readonly Buffer[], counters: Counters): void {
+  const serving = new ServingView(view);
   const n = pool.length;
   let next = 0;
   bench.add(
     label,
     () => {
-      const answer = answerBatchBody(view, pool[next]!);
+      const answer = answerBatchBody(serving, pool[next]!);
       next = next + 1 === n ? 0 : next + 1;
       counters.calls++;
       if (typeof answer === 'string') counters.bytes += answer.length;
@@ -112,7 +114,8 @@ function main(): void {
   // A pass over each pool first: cluster sizes are decoded on first use and
   // then kept for the snapshot's life, so a serving process has them all.
   let warm = 0;
-  for (const c of cases) for (const body of c.pool) warm += (answerBatchBody(view, body) as string).length;
+  const serving = new ServingView(view);
+  for (const c of cases) for (const body of c.pool) warm += (answerBatchBody(serving, body) as string).length;
 
   gc?.();
   const bench = new Bench({ time: taskTime, warmupTime: 500, timestampProvider: 'hrtimeNow', subtractTimerOverhead: true });

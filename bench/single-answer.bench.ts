@@ -15,6 +15,7 @@ import { verdictJson } from '../src/api/answer-json.js';
 import { answerSingle } from '../src/api/single-answer.js';
 import { ByteScratch } from '../src/common/byte-scratch.js';
 import { SnapshotView } from '../src/engine/snapshot-view.js';
+import { ServingView } from '../src/engine/serving-view.js';
 import { fakeSnapshot } from '../test/fixtures/fake-snapshot.js';
 import { microOptions, taskRows, writeBenchReport, type Row } from './support/report.js';
 import { knownVpas, unknownVpas } from './support/vpas.js';
@@ -29,11 +30,12 @@ const gc = (globalThis as { gc?: () => void }).gc;
 
 function main(): void {
   const view = new SnapshotView(fakeSnapshot(vpaCount));
+  const serving = new ServingView(view);
   const flagged = knownVpas(view.data, QUERIES, 1);
   const unknown = unknownVpas(view, QUERIES, 2);
   const out = new ByteScratch(BODY_CAPACITY);
   const asBytes = (q: string): number => {
-    const answer = answerSingle(view, q, out);
+    const answer = answerSingle(serving, q, out);
     return typeof answer === 'string' ? Buffer.byteLength(answer) : answer.length;
   };
   const asText = (q: string): number => verdictJson(view.verdict(q)).length;
@@ -41,7 +43,7 @@ function main(): void {
   // Once, outside timing: the bytes are the text answer's, and no pool answer fell back to text.
   let fellBack = 0;
   for (const q of [...flagged.slice(0, 4096), ...unknown.slice(0, 4096)]) {
-    const answer = answerSingle(view, q, out);
+    const answer = answerSingle(serving, q, out);
     if (typeof answer === 'string') fellBack++;
     const bytes = typeof answer === 'string' ? Buffer.from(answer) : Buffer.from(answer);
     if (!bytes.equals(Buffer.from(verdictJson(view.verdict(q))))) throw new Error(`answer for ${q} differs from its text answer`);

@@ -112,15 +112,27 @@ export function assembleOptionsInProcess(scoredAt = TEST_SCORED_AT, urlMemberCap
 /** What /readyz answers with several serving threads. */
 export interface Ready {
   snapshot: string;
+  /** The snapshot and the live delta's position: what X-Data-Version names. */
+  data_version: string;
+  delta_vpas: number;
   thread: number;
 }
 
 /** Ask /readyz over fresh connections until every serving thread has answered; the snapshot each one serves. */
 export async function snapshotsByThread(base: string, threads: number): Promise<Map<number, string>> {
+  return readyByThread(base, threads, (ready) => ready.snapshot);
+}
+
+/** The data version (snapshot and delta) each serving thread serves, asked as snapshotsByThread asks. */
+export async function versionsByThread(base: string, threads: number): Promise<Map<number, string>> {
+  return readyByThread(base, threads, (ready) => ready.data_version);
+}
+
+async function readyByThread(base: string, threads: number, field: (ready: Ready) => string): Promise<Map<number, string>> {
   const seen = new Map<number, string>();
   for (let attempt = 0; attempt < 400 && seen.size < threads; attempt++) {
     const body = await readyOverNewConnection(`${base}/readyz`);
-    seen.set(body.thread, body.snapshot);
+    seen.set(body.thread, field(body));
   }
   assert.equal(seen.size, threads, `reached ${seen.size} of ${threads} threads`);
   return seen;

@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { NOT_FOUND } from '../../src/common/brand.js';
 import { answerBatchBody } from '../../src/api/batch-answer.js';
 import { SnapshotView } from '../../src/engine/snapshot-view.js';
+import { ServingView } from '../../src/engine/serving-view.js';
 import { formatClusterId } from '../../src/engine/verdict.js';
 import { VpaIndex } from '../../src/engine/vpa-index.js';
 import { mulberry32 } from '../../test/fixtures/random.js';
@@ -78,7 +79,7 @@ export async function writeWorkload(view: SnapshotView, dir: string, options: Wo
     for (let k = 0; k < 100; k++) upis.push(vpa());
     const body = JSON.stringify({ upis });
     bodies.push(body);
-    const answer = answerBatchBody(view, Buffer.from(body));
+    const answer = answerBatchBody(new ServingView(view), Buffer.from(body));
     if (typeof answer !== 'string') throw new Error(`workload batch refused: ${answer.message}`);
     batchBytes += Buffer.byteLength(answer);
   }

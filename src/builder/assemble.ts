@@ -10,7 +10,7 @@ import { rangeSize, sortedIdsSize, writeRange, writeSortedIds } from '../engine/
 import { findClusters, type Components, type UrlMembership } from './clustering.js';
 import { assignClusterNumbers } from './cluster-ids/numbering.js';
 import type { ClusterIdState } from './cluster-ids/state.js';
-import { clusterConfidence, vpaConfidence, WEIGHT_UNITS } from './scoring.js';
+import { categoriesIn, clusterConfidence, vpaConfidence, WEIGHT_UNITS } from './scoring.js';
 import type { AggregateResult } from './phases.js';
 import { ByteInterner, compareByteRanges } from './byte-interner.js';
 import { freshSharedArrays } from '../engine/shared-arrays.js';
@@ -317,7 +317,7 @@ function vpaSources(t: Concatenated, finalToTemp: Uint32Array, urlMemberOffsets:
       // Dividing by a power of two is exact: the same real Σ w whatever order the units were summed in.
       evidenceWeight: t.evidenceWeight[v]! / WEIGHT_UNITS,
       distinctUrls: to - from,
-      distinctSourceCategories: popcount(t.categoryMask[v]!),
+      distinctSourceCategories: categoriesIn(t.categoryMask[v]!),
       peers,
     });
   }
@@ -555,10 +555,4 @@ function concatenate(partials: readonly AggregateResult[], options: AssembleOpti
     urlCategoryCounts: urlCounts,
     urlBytes: urlTable,
   };
-}
-
-function popcount(mask: number): number {
-  let count = 0;
-  for (let m = mask; m !== 0; m &= m - 1) count++;
-  return count;
 }

@@ -2,6 +2,7 @@ import { Piscina } from 'piscina';
 import { performance } from 'node:perf_hooks';
 import { aggregateBuffers, aggregatePartition, dedupPartition, indexBuffers, internerBuffers, parseChunk } from './phases.js';
 import { assembleSnapshot, assembleSnapshotIndexedElsewhere } from './assemble.js';
+import { mergeDelta } from './delta-merge.js';
 import { readParsedChunk, writeParsedChunk } from './parse-cache.js';
 import { readClusterIdState, writeClusterIdState } from './cluster-ids/state-file.js';
 import { newSnapshotId, writeSnapshot } from '../engine/snapshot-files.js';
@@ -52,6 +53,11 @@ export default async function runBuildTask(task: BuildTask): Promise<unknown> {
       scratch.reset();
       sharedScratch.reset();
       return assemble(task);
+    case 'delta': {
+      // The delta's arrays are shared memory; the records applied, kept for a later merge, move.
+      const result = mergeDelta(task);
+      return movable(result, result.applied.map((a) => a.records));
+    }
     case 'index': {
       scratch.reset();
       sharedScratch.reset();

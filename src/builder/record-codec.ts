@@ -171,6 +171,11 @@ export class RecordReader {
     return true;
   }
 
+  /** The chunk the record was read from: its place in ingestion order, with the line. */
+  get chunk(): number {
+    return this.#view.getUint32(this.#start, true);
+  }
+
   get capturedAt(): number {
     return this.#view.getFloat64(this.#start + OFFSET_CAPTURED, true);
   }

@@ -55,6 +55,13 @@ export function recencyWeightUnits(capturedAt: number, scoredAt: number): number
   return Math.round(recencyWeight(capturedAt, scoredAt) * WEIGHT_UNITS);
 }
 
+/** The number of source categories in a mask of them (bit i: category i), for `VpaSignals.distinctSourceCategories`. */
+export function categoriesIn(mask: number): number {
+  let count = 0;
+  for (let m = mask; m !== 0; m &= m - 1) count++;
+  return count;
+}
+
 export interface VpaSignals {
   /**
    * Σ recencyWeight over the VPA's distinct evidence items, as a real

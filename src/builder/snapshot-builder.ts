@@ -14,6 +14,7 @@ import { aggregateBuffers, indexBuffers, internerBuffers, type AggregateResult, 
 import { carryBytes, extendsCarriedFiles, segmentsToMerge, type BuildCarry, type Segments } from './carry.js';
 import type { ByteInternerState } from './byte-interner.js';
 import type { AssembleOutcome, BuildTask, IndexReply, IndexResult, IndexTask } from './tasks.js';
+import type { DeltaFile, DeltaMergeResult, DeltaMergeTask } from './delta-merge.js';
 
 export interface BuildOptions {
   readonly dataDir: DataDir;
@@ -113,6 +114,22 @@ export interface BuilderOptions {
    * what no build uses goes back now.
    */
   readonly collect?: () => void;
+  /**
+   * Told of the evidence each build, prime or absorb read and kept that no
+   * earlier one had: a server merges it into its live delta (delta-merge.ts).
+   * Called in the order the evidence was read.
+   */
+  readonly onEvidence?: (evidence: GatheredEvidence) => void;
+}
+
+/**
+ * Deduplicated records newly read: the records of `files`, found among
+ * `inputs` by their chunk numbers (inputs may also hold records read
+ * before, copied along when segments merge; carry.ts).
+ */
+export interface GatheredEvidence {
+  readonly files: readonly DeltaFile[];
+  readonly inputs: readonly SharedArrayBuffer[];
 }
 
 const DEFAULT_CHUNK_BYTES = 32 * 1024 * 1024;
@@ -133,10 +150,19 @@ const MIN_THREAD_IDLE_MS = 1000;
  */
 export class SnapshotBuilder {
   readonly #pool: Piscina;
+  /**
+   * One thread for the small, urgent work of the live delta (absorb,
+   * mergeDelta), so that it never waits behind a long build on #pool.
+   */
+  readonly #quickPool: Piscina;
   readonly #threads: number;
   readonly #chunkBytes: number;
   readonly #incremental: boolean;
-  #running: Promise<unknown> = Promise.resolve();
+  /** Phases A and B (prime, absorb, each build's first half): one at a time, since each takes the carry. */
+  #gathering: Promise<unknown> = Promise.resolve();
+  /** Whole builds, one at a time; a build's gathering also queues on #gathering. */
+  #building: Promise<unknown> = Promise.resolve();
+  readonly #onEvidence: (evidence: GatheredEvidence) => void;
   /** What the last build left for the next; taken by each build, so a failed one leaves none. */
   #carry: BuildCarry | undefined;
   /** Whether this builder has cleared the parse cache of other format versions. */
@@ -151,7 +177,7 @@ export class SnapshotBuilder {
   /** When what is reusable is let go unless a build is running then (Date.now()). */
   #reusableUntil = 0;
   /** A build holds the lock and runs: it takes what is reusable when it assembles, so nothing is dropped meanwhile. */
-  #building = false;
+  #buildRunning = false;
 
   constructor(options: BuilderOptions = {}) {
     const threads = options.threads ?? availableParallelism();
@@ -171,6 +197,13 @@ export class SnapshotBuilder {
     }
     this.#idleTimeoutMs = idleTimeoutMs;
     this.#collect = options.collect ?? (() => {});
+    this.#onEvidence = options.onEvidence ?? (() => {});
+    this.#quickPool = new Piscina({
+      filename: new URL('./build-worker.js', import.meta.url).href,
+      minThreads: 0,
+      maxThreads: 1,
+      idleTimeout: Math.max(idleTimeoutMs, MIN_THREAD_IDLE_MS),
+    });
     this.#pool = new Piscina({
       filename: new URL('./build-worker.js', import.meta.url).href,
       minThreads: 0,
@@ -193,10 +226,29 @@ export class SnapshotBuilder {
    */
   prime(dir: DataDir): Promise<void> {
     if (!this.#incremental) return Promise.resolve();
-    return this.#serially(async () => {
-      const { gathered } = await this.#gather(dir, true, { parse: 0, dedup: 0 }, () => {});
-      this.#carry = gathered;
+    return this.#gatherSerially(async () => {
+      await this.#gather(dir, true, { parse: 0, dedup: 0 }, () => {}, this.#pool);
     });
+  }
+
+  /**
+   * Read and deduplicate the evidence files stored since the last build,
+   * prime or absorb, and hand what is kept to `onEvidence`, without
+   * building: on the builder's quick thread, so it never waits for a build
+   * to finish (a build waits for it, briefly, and a build's own gathering
+   * takes only what came after). Takes no build lock. The first absorb of a
+   * builder that has no carry reads every file, as a prime does.
+   */
+  absorb(dir: DataDir): Promise<void> {
+    if (!this.#incremental) return Promise.reject(new RangeError('absorb needs an incremental builder'));
+    return this.#gatherSerially(async () => {
+      await this.#gather(dir, true, { parse: 0, dedup: 0 }, () => {}, this.#quickPool);
+    });
+  }
+
+  /** Merge records into a live delta (delta-merge.ts) on the quick thread. */
+  mergeDelta(task: DeltaMergeTask): Promise<DeltaMergeResult> {
+    return this.#quickPool.run({ kind: 'delta', ...task } satisfies BuildTask) as Promise<DeltaMergeResult>;
   }
 
   /**
@@ -242,7 +294,7 @@ export class SnapshotBuilder {
     this.#dropReusable();
     this.#reusable = { index, columns };
     this.#reusableUntil = Date.now() + this.#idleTimeoutMs;
-    if (!this.#building) this.#dropReusableWhenDue();
+    if (!this.#buildRunning) this.#dropReusableWhenDue();
     return true;
   }
 
@@ -291,33 +343,35 @@ export class SnapshotBuilder {
 
   /** Build a snapshot from all stored evidence and write it to the data directory. */
   build(options: BuildOptions): Promise<BuildReport> {
-    return this.#serially(() => this.#buildLocked(options));
+    const result = this.#building.then(() => this.#buildLocked(options));
+    this.#building = result.catch(() => {});
+    return result;
   }
 
   /**
-   * Run `work` once whatever this builder is doing has finished. When it
+   * Run `work`, a gathering, once the one before has finished. When it
    * settles, the carried bytes are counted again from the carry now held: a
-   * build or prime that succeeded left one, one that failed after taking it
-   * left none, and one that failed before (the lock refused, the files not
-   * listed) kept the last.
+   * gathering that succeeded left one, one that failed after taking it left
+   * none, and one that failed before (the files not listed) kept the last.
    */
-  #serially<T>(work: () => Promise<T>): Promise<T> {
-    const result = this.#running.then(work).finally(() => {
+  #gatherSerially<T>(work: () => Promise<T>): Promise<T> {
+    const result = this.#gathering.then(work).finally(() => {
       this.#carriedBytes = this.#carry === undefined ? 0 : carryBytes(this.#carry);
     });
-    this.#running = result.catch(() => {});
+    this.#gathering = result.catch(() => {});
     return result;
   }
 
   async close(): Promise<void> {
-    await this.#running;
+    await this.#building;
+    await this.#gathering;
     this.#dropReusable();
-    await this.#pool.destroy();
+    await Promise.all([this.#pool.destroy(), this.#quickPool.destroy()]);
   }
 
   async #buildLocked(options: BuildOptions): Promise<BuildReport> {
     const release = await acquireBuildLock(options.dataDir);
-    this.#building = true;
+    this.#buildRunning = true;
     clearTimeout(this.#reusableTimer);
     try {
       // The folders builds write, swept while no other build can write them: cheap (a listing of
@@ -327,7 +381,7 @@ export class SnapshotBuilder {
       await removeStaleTempFiles([dir.snapshots, dir.state, parseCacheDir(dir.state)], options.logger ?? silentLogger);
       return await this.#build(options);
     } finally {
-      this.#building = false;
+      this.#buildRunning = false;
       if (this.#reusable !== undefined) this.#dropReusableWhenDue();
       await release();
     }
@@ -342,7 +396,9 @@ export class SnapshotBuilder {
     }
     const scoredAt = options.scoredAt ?? Date.now();
     const phaseMs = { parse: 0, dedup: 0, aggregate: 0, assemble: 0, write: 0 };
-    const { files, gathered, cachedChunks, reusedChunks } = await this.#gather(options.dataDir, options.parseCache !== false, phaseMs, progress);
+    const { files, gathered, cachedChunks, reusedChunks } = await this.#gatherSerially(() =>
+      this.#gather(options.dataDir, options.parseCache !== false, phaseMs, progress, this.#pool),
+    );
     const { partitions, invalidLines, duplicateEvidence, invalidSamples } = gathered;
 
     const mark = performance.now();
@@ -402,7 +458,6 @@ export class SnapshotBuilder {
     phaseMs.assemble = outcome.assembleMs;
     phaseMs.write = outcome.writeMs;
 
-    if (this.#incremental) this.#carry = gathered;
     return {
       path: outcome.path,
       meta: outcome.meta,
@@ -451,6 +506,7 @@ export class SnapshotBuilder {
     parseCache: boolean,
     phaseMs: { parse: number; dedup: number },
     progress: (progress: BuildProgress) => void,
+    pool: Piscina,
   ): Promise<{ files: StoredFile[]; gathered: BuildCarry; cachedChunks: number; reusedChunks: number }> {
     const cacheDir = parseCache ? parseCacheDir(dir.state) : undefined;
     if (cacheDir !== undefined && !this.#cacheVersionsChecked) {
@@ -466,8 +522,11 @@ export class SnapshotBuilder {
     this.#carry = undefined;
     const carry = previous !== undefined && previous.partitions === partitions && extendsCarriedFiles(previous, files) ? previous : undefined;
 
+    const fileChunks: DeltaFile[] = [];
     const chunks = files.flatMap((file) => {
       const count = Math.max(1, Math.ceil(file.size / this.#chunkBytes));
+      const firstChunk = fileChunks.length === 0 ? 0 : fileChunks[fileChunks.length - 1]!.endChunk;
+      fileChunks.push({ name: file.name, firstChunk, endChunk: firstChunk + count, storedAt: evidenceFileTime(file.name) });
       return Array.from({ length: count }, (_, i) => ({
         path: file.path,
         fileSize: file.size,
@@ -487,7 +546,7 @@ export class SnapshotBuilder {
     const parsed = await Promise.all(
       newChunks.map(async (chunk, index) => {
         const task = { kind: 'parse', ...chunk, chunk: firstNew + index, partitions, cacheDir } satisfies BuildTask;
-        const result = (await this.#pool.run(task)) as ParseResult;
+        const result = (await pool.run(task)) as ParseResult;
         parsedBytes += chunk.end - chunk.start;
         progress({ phase: 'parse', done: parsedBytes, total: totalBytes });
         return result;
@@ -496,7 +555,7 @@ export class SnapshotBuilder {
     phaseMs.parse = performance.now() - mark;
 
     mark = performance.now();
-    const deduped = await this.#dedup(parsed, partitions, carry, progress);
+    const deduped = await this.#dedup(parsed, partitions, carry, progress, pool);
     phaseMs.dedup = performance.now() - mark;
 
     const gathered: BuildCarry = {
@@ -509,6 +568,10 @@ export class SnapshotBuilder {
       duplicateEvidence: deduped.duplicates,
       invalidSamples: [...(carry?.invalidSamples ?? []), ...parsed.flatMap((r) => r.invalidSamples)].slice(0, 10),
     };
+    if (this.#incremental) this.#carry = gathered;
+    if (deduped.fresh.length > 0) {
+      this.#onEvidence({ files: fileChunks.filter((f) => f.firstChunk >= firstNew), inputs: deduped.fresh });
+    }
     return { files, gathered, cachedChunks: parsed.filter((r) => r.fromCache === true).length, reusedChunks: firstNew };
   }
 
@@ -522,10 +585,11 @@ export class SnapshotBuilder {
     partitions: number,
     carry: BuildCarry | undefined,
     progress: (progress: BuildProgress) => void,
-  ): Promise<{ seen: ByteInternerState[]; records: Segments[][]; duplicates: number }> {
+    pool: Piscina,
+  ): Promise<{ seen: ByteInternerState[]; records: Segments[][]; duplicates: number; fresh: SharedArrayBuffer[] }> {
     if (carry !== undefined && parsed.length === 0) {
       progress({ phase: 'dedup', done: partitions, total: partitions });
-      return { seen: [...carry.seen], records: carry.records.map((pairs) => [...pairs]), duplicates: carry.duplicateEvidence };
+      return { seen: [...carry.seen], records: carry.records.map((pairs) => [...pairs]), duplicates: carry.duplicateEvidence, fresh: [] };
     }
     let done = 0;
     const results = await Promise.all(
@@ -535,7 +599,7 @@ export class SnapshotBuilder {
         const merge = carried?.map(segmentsToMerge);
         const seen = carry?.seen[p];
         const leading = carried?.map((segments, q) => segments.slice(segments.length - merge![q]!));
-        const result = (await this.#pool.run({ kind: 'dedup', inputs, partitions, seen, leading } satisfies BuildTask, {
+        const result = (await pool.run({ kind: 'dedup', inputs, partitions, seen, leading } satisfies BuildTask, {
           transferList: [...inputs, ...(seen === undefined ? [] : internerBuffers(seen))],
         })) as DedupResult;
         progress({ phase: 'dedup', done: ++done, total: partitions });
@@ -544,13 +608,14 @@ export class SnapshotBuilder {
           // A small ingest leaves most pairs nothing new: no empty segment for aggregation to open.
           return part.byteLength === 0 && kept.length > 0 ? kept : [...kept, part];
         });
-        return { seen: result.seen, records, duplicates: result.duplicates };
+        return { seen: result.seen, records, duplicates: result.duplicates, fresh: result.parts.filter((part) => part.byteLength > 0) };
       }),
     );
     return {
       seen: results.map((r) => r.seen),
       records: results.map((r) => r.records),
       duplicates: (carry?.duplicateEvidence ?? 0) + results.reduce((sum, r) => sum + r.duplicates, 0),
+      fresh: results.flatMap((r) => r.fresh),
     };
   }
 }

@@ -1,4 +1,5 @@
 import type { AggregateResult, AggregateTask, DedupTask, ParseTask } from './phases.js';
+import type { DeltaMergeTask } from './delta-merge.js';
 import type { MessagePort } from 'node:worker_threads';
 import type { SnapshotMeta } from '../engine/snapshot-data.js';
 import type { IndexArrays } from '../engine/vpa-index.js';
@@ -9,7 +10,8 @@ export type BuildTask =
   | ({ readonly kind: 'dedup' } & DedupTask)
   | ({ readonly kind: 'aggregate' } & AggregateTask)
   | ({ readonly kind: 'assemble' } & AssembleTask)
-  | ({ readonly kind: 'index' } & IndexTask & { readonly reuse?: readonly SharedArrayBuffer[] });
+  | ({ readonly kind: 'index' } & IndexTask & { readonly reuse?: readonly SharedArrayBuffer[] })
+  | ({ readonly kind: 'delta' } & DeltaMergeTask);
 
 /**
  * Build the index of the keys an assemble task has gathered (in shared

@@ -7,6 +7,7 @@ import { portableCardinality, portableDecode, portableIntersectionCardinality } 
 import {
   NO_SOURCES,
   TOP_SOURCES_LIMIT,
+  clearedBatchItem,
   compareCodeUnits,
   formatClusterId,
   parseClusterId,
@@ -42,13 +43,21 @@ export class SnapshotView {
   /** Members of the cluster being assembled; grown to the largest cluster asked for. */
   #members = new Uint32Array(256);
 
-  constructor(data: SnapshotData) {
+  /**
+   * `clustersOf`: a view whose cluster arrays `data` shares (a live delta's
+   * overlay shares its snapshot's): its cluster sizes, read on first use,
+   * are then read once for both.
+   */
+  constructor(data: SnapshotData, clustersOf?: SnapshotView) {
     this.meta = data.meta;
     this.asOf = data.meta.dataAsOf > 0 ? data.meta.dataAsOf : data.meta.createdAt;
     this.asOfIso = formatIso(this.asOf);
     this.#data = data;
     this.#index = new VpaIndex(data, data.maxKeyLength);
-    this.#sizes = new Uint32Array(data.meta.clusterCount);
+    if (clustersOf !== undefined && clustersOf.meta.clusterCount !== data.meta.clusterCount) {
+      throw new RangeError(`a view with ${data.meta.clusterCount} clusters cannot share the ${clustersOf.meta.clusterCount} of another`);
+    }
+    this.#sizes = clustersOf === undefined ? new Uint32Array(data.meta.clusterCount) : clustersOf.#sizes;
     this.#urlText = Buffer.from(data.urlBytes.buffer, data.urlBytes.byteOffset, data.urlBytes.byteLength);
   }
 
@@ -102,10 +111,7 @@ export class SnapshotView {
   /** Batch item for a syntactically valid VPA. */
   batchItem(upi: string): BatchItem {
     const id = this.#index.lookup(upi);
-    if (id === NOT_FOUND) {
-      return { upi, status: 'CLEARED', confidence: null, risk_category: null, cluster_id: null, cluster_size: 0, evidence_count: 0 };
-    }
-    return this.flaggedBatchItem(id, upi);
+    return id === NOT_FOUND ? clearedBatchItem(upi) : this.flaggedBatchItem(id, upi);
   }
 
   /** Batch item of the flagged VPA with id `id` (from `lookup`), echoing `upi`. */

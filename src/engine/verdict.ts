@@ -99,3 +99,8 @@ export function isClusterIdShape(text: string): boolean {
 export function compareCodeUnits(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
 }
+
+/** The batch item of a VPA no evidence names. */
+export function clearedBatchItem(upi: string): BatchItem {
+  return { upi, status: 'CLEARED', confidence: null, risk_category: null, cluster_id: null, cluster_size: 0, evidence_count: 0 };
+}

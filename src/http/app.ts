@@ -3,7 +3,7 @@ import { performance } from 'node:perf_hooks';
 import uWS from 'uWebSockets.js';
 import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js';
 import type { Logger } from '../common/logger.js';
-import type { SnapshotView } from '../engine/snapshot-view.js';
+import type { ServingView } from '../engine/serving-view.js';
 import { isClusterIdShape } from '../engine/verdict.js';
 import { isValidVpa } from '../vpa/vpa.js';
 import { MAX_BODY_BYTES } from '../api/schemas.js';
@@ -50,7 +50,8 @@ export const MAX_DISCARDED_BODY_BYTES = 8 * 1024 * 1024;
 
 /** What the edge needs; the engine never imports the edge. */
 export interface ApiDependencies {
-  readonly snapshots: { readonly current: SnapshotView };
+  /** What answers: a snapshot and the live delta over it, replaced whole (ServingView). */
+  readonly served: { readonly current: ServingView };
   readonly keys: { verify(presentedKey: string): KeyRecord | null };
   readonly quota: Quota;
   readonly logger: Logger;
@@ -68,9 +69,9 @@ export interface ApiDependencies {
 }
 
 /**
- * Per-request context. The snapshot is taken once, at the start, so a
- * request — every item of a batch included — is answered from one snapshot
- * even if a swap happens meanwhile.
+ * Per-request context. The view is taken once, at the start, so a request
+ * (every item of a batch included) is answered from one snapshot and one
+ * state of its delta even if either changes meanwhile.
  */
 interface Exchange {
   readonly res: HttpResponse;
@@ -78,7 +79,7 @@ interface Exchange {
   readonly route: number;
   /** RequestIds number of this request: its X-Request-Id, made text only for a log line. */
   readonly requestNumber: number;
-  readonly view: SnapshotView;
+  readonly view: ServingView;
   readonly started: number;
   /** Answered or aborted: nothing may be written any more. */
   closed: boolean;
@@ -112,15 +113,15 @@ export function createApiApp(deps: ApiDependencies, app: TemplatedApp = uWS.App(
   const bodyBytes = new ByteScratch(SINGLE_BODY_CAPACITY);
   let inFlight = 0;
   let draining = false;
-  // Most answers come from the snapshot the one before came from. Known by
-  // its id, not the object: holding a replaced snapshot here would keep its
+  // Most answers come from the view the one before came from. Known by its
+  // version, not the object: holding a replaced snapshot here would keep its
   // memory until the next answer, which an idle thread may never give.
-  let linesId: string | null = null;
+  let linesVersion: string | null = null;
   let lines: Uint8Array = new Uint8Array(0);
-  const snapshotLines = (view: SnapshotView): Uint8Array => {
-    if (view.meta.id !== linesId) {
-      lines = snapshotHeaderLines(view.meta.id, view.asOfIso);
-      linesId = view.meta.id;
+  const snapshotLines = (view: ServingView): Uint8Array => {
+    if (view.version !== linesVersion) {
+      lines = snapshotHeaderLines(view.version, view.asOfIso);
+      linesVersion = view.version;
     }
     return lines;
   };
@@ -131,7 +132,7 @@ export function createApiApp(deps: ApiDependencies, app: TemplatedApp = uWS.App(
       res,
       route,
       requestNumber: requestIds.next(),
-      view: deps.snapshots.current,
+      view: deps.served.current,
       started: performance.now(),
       closed: false,
       later: false,
@@ -317,7 +318,7 @@ export function createApiApp(deps: ApiDependencies, app: TemplatedApp = uWS.App(
   const clusterRoute = keyed(ROUTE.cluster, (req) => req.getParameter(0) ?? '', (x, id) => {
     if (id === '') throw badRequest('missing cluster id');
     if (!isClusterIdShape(id)) throw badRequest('cluster id must have the form MC-<number>');
-    const answer = clusterAnswerJson(x.view, id);
+    const answer = clusterAnswerJson(x.view.base, id);
     if (answer === null) throw notFound(`no cluster ${id}`);
     send(x, 200, answer);
   });
@@ -356,9 +357,16 @@ export function createApiApp(deps: ApiDependencies, app: TemplatedApp = uWS.App(
 
   // Operations endpoints: no key, outside the quotas.
   const HEALTHY = '{"status":"ok"}';
-  const readyBody = (view: SnapshotView): string => {
-    const meta = view.meta;
-    return JSON.stringify({ status: 'ready', snapshot: meta.id, vpas: meta.vpaCount, ...(deps.thread === undefined ? {} : { thread: deps.thread }) });
+  const readyBody = (view: ServingView): string => {
+    const meta = view.base.meta;
+    return JSON.stringify({
+      status: 'ready',
+      snapshot: meta.id,
+      vpas: meta.vpaCount,
+      data_version: view.version,
+      delta_vpas: view.deltaMeta?.vpaCount ?? 0,
+      ...(deps.thread === undefined ? {} : { thread: deps.thread }),
+    });
   };
   app.get('/healthz', (res) => {
     const x = begin(res, ROUTE.healthz);
@@ -385,7 +393,7 @@ export function createApiApp(deps: ApiDependencies, app: TemplatedApp = uWS.App(
     const scrape =
       deps.scrape ??
       (() => {
-        metrics.observeSnapshot(x.view);
+        metrics.observeSnapshot(x.view.base);
         return metrics.text();
       });
     scrape().then(

@@ -173,7 +173,7 @@ export class EdgePool {
         const worker = startThread(index);
         workers[index] = worker;
         retired.started(index);
-        worker.postMessage({ type: 'snapshot', data: options.service.current.data } satisfies ToEdge);
+        worker.postMessage({ type: 'snapshot', data: options.service.current.data, delta: options.service.delta } satisfies ToEdge);
         worker.postMessage({ type: 'keys', records: options.keys.records() } satisfies ToEdge);
         listenOn(worker, port).then(
           () => options.logger.warn({ thread: index, afterMs: delay }, 'serving thread replaced'),
@@ -193,10 +193,11 @@ export class EdgePool {
     const send = (message: ToEdge) => {
       for (const worker of workers) worker.postMessage(message);
     };
-    send({ type: 'snapshot', data: options.service.current.data });
+    send({ type: 'snapshot', data: options.service.current.data, delta: options.service.delta });
+    options.service.onDelta((delta) => send({ type: 'delta', delta }));
     send({ type: 'keys', records: options.keys.records() });
     options.service.onSwap((event) => {
-      send({ type: 'snapshot', data: event.next.data });
+      send({ type: 'snapshot', data: event.next.data, delta: event.delta });
       // The old snapshot's memory is let go on this thread, not a serving one (snapshot-release.ts).
       if (event.previous !== null) retired.retire(event.previous.data);
     });

@@ -3,7 +3,9 @@ import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
 import { pino } from 'pino';
 import uWS from 'uWebSockets.js';
 import { SnapshotView } from '../engine/snapshot-view.js';
+import { ServingView } from '../engine/serving-view.js';
 import type { SnapshotData } from '../engine/snapshot-data.js';
+import type { DeltaData } from '../engine/delta-data.js';
 import type { KeyRecord } from '../access/key-record.js';
 import { ActiveKeys } from '../access/active-keys.js';
 import { QuotaService, type Quota } from '../access/quota.js';
@@ -46,7 +48,10 @@ export interface EdgeWorkerData {
 }
 
 export type ToEdge =
-  | { readonly type: 'snapshot'; readonly data: SnapshotData }
+  /** A snapshot and the delta over it, served together from now on. */
+  | { readonly type: 'snapshot'; readonly data: SnapshotData; readonly delta: DeltaData }
+  /** A new state of the delta over the snapshot served. */
+  | { readonly type: 'delta'; readonly delta: DeltaData }
   | { readonly type: 'keys'; readonly records: readonly KeyRecord[] }
   | { readonly type: 'listen'; readonly port: number }
   | { readonly type: 'drain' }
@@ -86,7 +91,7 @@ const post = (message: FromEdge) => port.postMessage(message);
 // fails must have its last line out before it exits (an asynchronous write may be dropped).
 const logger = pino({ level: config.logLevel, base: { service: 'upi-risk', thread: config.index } }, pino.destination({ dest: 2, sync: true }));
 const keys = new ActiveKeys();
-const holder: { current: SnapshotView } = { current: null as unknown as SnapshotView };
+const holder: { current: ServingView } = { current: null as unknown as ServingView };
 const metrics = new ServiceMetrics(String(config.index));
 const collect = threadCollector();
 /** When this thread last replaced its snapshot (performance.now): the collection log says how long after it each step came. */
@@ -135,7 +140,7 @@ const scrapes = new Map<number, { resolve: (text: string) => void; reject: (erro
 let nextScrape = 0;
 const api = createApiApp(
   {
-    snapshots: holder,
+    served: holder,
     keys,
     quota,
     logger,
@@ -196,11 +201,18 @@ port.on('message', (message: ToEdge) => {
     case 'snapshot': {
       // The arrays are views of shared memory: nothing is copied here.
       const started = performance.now();
-      const previous = holder.current as SnapshotView | null;
-      holder.current = new SnapshotView(message.data);
+      const previous = holder.current as ServingView | null;
+      holder.current = new ServingView(new SnapshotView(message.data), message.delta);
       swappedAt = performance.now();
       metrics.observeSwap((swappedAt - started) / 1000);
-      if (previous !== null) releases.watch(previous.data);
+      if (previous !== null) releases.watch(previous.base.data);
+      break;
+    }
+    case 'delta': {
+      // The same snapshot beside a new delta; one sent for a snapshot replaced since is dropped.
+      const current = holder.current as ServingView | null;
+      if (current === null || message.delta.meta.baseId !== current.base.meta.id) break;
+      holder.current = new ServingView(current.base, message.delta);
       break;
     }
     case 'keys':

@@ -14,7 +14,7 @@ const GC_KINDS = new Map<number, string>([
 ]);
 
 /** The main thread's gauges whose values are read at each scrape from a function set later. */
-type ScrapeReader = 'carriedBytes' | 'reusableBytes' | 'replacedSnapshots' | 'buildThreads';
+type ScrapeReader = 'carriedBytes' | 'reusableBytes' | 'replacedSnapshots' | 'buildThreads' | 'deltaVpas' | 'deltaItems' | 'deltaBytes' | 'deltaAge' | 'sinceCompaction';
 
 /**
  * Prometheus metrics of one thread: request counts and latency
@@ -22,6 +22,15 @@ type ScrapeReader = 'carriedBytes' | 'reusableBytes' | 'replacedSnapshots' | 'bu
  * prom-client's registry for the rest. `json()` is what a serving thread
  * hands the main thread, which aggregates every thread's into one scrape.
  */
+/** The live delta as the metrics show it (ServiceMetrics.watchDelta). */
+export interface DeltaFigures {
+  readonly vpas: number;
+  readonly evidenceItems: number;
+  readonly bytes: number;
+  readonly ageSeconds: number;
+  readonly secondsSinceCompaction: number;
+}
+
 export class ServiceMetrics {
   readonly registry = new Registry();
   readonly requests = new RequestStats();
@@ -124,6 +133,26 @@ export class ServiceMetrics {
     name: 'upi_risk_replaced_snapshots_held',
     help: 'Replaced snapshots whose memory is not yet given back: kept until every serving thread has dropped them',
   });
+  readonly deltaVpas = this.#readAtScrape('deltaVpas', {
+    name: 'upi_risk_delta_vpas',
+    help: 'VPAs answered from the live delta beside the snapshot: new ones, and known ones with new evidence',
+  });
+  readonly deltaItems = this.#readAtScrape('deltaItems', {
+    name: 'upi_risk_delta_evidence_items',
+    help: 'Evidence items in the live delta (after deduplication), waiting for the next compaction',
+  });
+  readonly deltaBytes = this.#readAtScrape('deltaBytes', {
+    name: 'upi_risk_delta_bytes',
+    help: 'Memory the live delta holds: its arrays, and its records kept to merge again over the next snapshot',
+  });
+  readonly deltaAge = this.#readAtScrape('deltaAge', {
+    name: 'upi_risk_delta_age_seconds',
+    help: 'How long ago the oldest evidence in the live delta was applied (0 when it is empty); compaction starts past --compact-minutes',
+  });
+  readonly sinceCompaction = this.#readAtScrape('sinceCompaction', {
+    name: 'upi_risk_seconds_since_compaction',
+    help: 'Seconds since the snapshot served was built or adopted (the last compaction)',
+  });
   /** Where the main thread's read-at-scrape gauges get their values (set with the watch methods); unset elsewhere. */
   readonly #readers: Partial<Record<ScrapeReader, () => number>> = {};
 
@@ -216,6 +245,15 @@ export class ServiceMetrics {
   /** Read the number of build threads alive at every scrape (main thread only). */
   watchBuildThreads(read: () => number): void {
     this.#readers.buildThreads = read;
+  }
+
+  /** Read the live delta's figures at every scrape (main thread only). */
+  watchDelta(read: () => DeltaFigures): void {
+    this.#readers.deltaVpas = () => read().vpas;
+    this.#readers.deltaItems = () => read().evidenceItems;
+    this.#readers.deltaBytes = () => read().bytes;
+    this.#readers.deltaAge = () => read().ageSeconds;
+    this.#readers.sinceCompaction = () => read().secondsSinceCompaction;
   }
 
   /** Read the number of replaced snapshots still held at every scrape (main thread only). */

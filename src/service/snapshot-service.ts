@@ -10,9 +10,12 @@ import type { SnapshotData } from '../engine/snapshot-data.js';
 import { listSnapshots, loadNewestValidSnapshot } from '../engine/snapshot-files.js';
 import { loadSnapshotOffThread } from '../engine/snapshot-loader.js';
 import { listEvidenceFiles } from '../evidence/store.js';
-import { SnapshotBuilder, type BuildReport } from '../builder/snapshot-builder.js';
+import { SnapshotBuilder, type BuildReport, type GatheredEvidence } from '../builder/snapshot-builder.js';
 import { parseCacheDir } from '../builder/parse-cache.js';
 import { removeStaleTempFiles } from '../common/temp-cleanup.js';
+import { ServingView } from '../engine/serving-view.js';
+import type { DeltaData } from '../engine/delta-data.js';
+import { emptyDelta, type AppliedFile } from '../builder/delta-merge.js';
 
 export interface SnapshotServiceOptions {
   readonly dataDir: DataDir;
@@ -36,60 +39,109 @@ export interface SnapshotServiceOptions {
   readonly urlMemberCap?: number;
   /** Scoring reference time for background builds; defaults to the build's own clock. */
   readonly scoredAt?: () => number;
+  /**
+   * When the live delta is folded into a new snapshot (a compaction): once
+   * it holds more than `vpas` VPAs, or its oldest evidence was applied more
+   * than `afterMs` ago (defaults: DEFAULT_COMPACTION). Only with
+   * incremental builds: without them every ingest rebuilds the snapshot.
+   */
+  readonly compaction?: Partial<CompactionPolicy>;
 }
+
+export interface CompactionPolicy {
+  readonly vpas: number;
+  readonly afterMs: number;
+}
+
+/** 100,000 VPAs or ten minutes (docs/design.md, "The live delta"). */
+export const DEFAULT_COMPACTION: CompactionPolicy = { vpas: 100_000, afterMs: 10 * 60_000 };
 
 export interface SwapEvent {
   readonly previous: SnapshotView | null;
   readonly next: SnapshotView;
+  /** The delta served with `next` from the same moment: what of the old delta the new snapshot does not hold. */
+  readonly delta: DeltaData;
   readonly reason: 'start' | 'rebuild' | 'new-snapshot';
 }
 
 /**
- * Keeps the current SnapshotView and replaces it, whole, when new evidence
- * lands. Readers take `current` once per request: the swap is one
- * reference assignment, so a request in flight finishes on the snapshot it
- * started with and none ever sees a half-built index. Decoding happens on
- * a loader thread and building on the pool, never on the serving thread; a
- * snapshot built here is swapped in from the pool's shared memory as soon
- * as it is assembled, before its file is written.
+ * Keeps what is served, a snapshot and the live delta over it, and replaces
+ * them. Readers take `view` once per request: every change is one reference
+ * assignment, so a request in flight finishes on the view it started with
+ * and none ever sees a half-built index.
+ *
+ * New evidence is merged into the delta within moments of its ingest,
+ * whatever the size of the snapshot (builder/delta-merge.ts); a full build
+ * (a compaction) folds the delta into a new snapshot in the background when
+ * the delta grows past the policy (CompactionPolicy), on `compact()`, or
+ * when another process writes a newer snapshot. The new snapshot and the
+ * rest of the delta, what arrived while it was built, are swapped in
+ * together. Decoding happens on a loader thread, building and merging on
+ * the builder's threads, never on a serving thread. Without incremental
+ * builds there is no delta: every ingest rebuilds the snapshot.
  */
 export class SnapshotService {
   #current: SnapshotView;
+  #delta: DeltaData;
+  #view: ServingView;
+  /** The records the delta holds, by file, to merge again over the next snapshot. */
+  #applied: AppliedFile[] = [];
   readonly #options: SnapshotServiceOptions;
+  readonly #policy: CompactionPolicy;
   readonly #logger: Logger;
   readonly #builder: SnapshotBuilder;
   readonly #listeners: ((event: SwapEvent) => void)[] = [];
+  readonly #deltaListeners: ((delta: DeltaData) => void)[] = [];
   readonly #buildListeners: ((report: BuildReport) => void)[] = [];
   readonly #badSnapshots = new Set<string>();
+  /** Changes of what is served (delta merges, swaps), one at a time, in order. */
+  #changes: Promise<void> = Promise.resolve();
   #timer: NodeJS.Timeout | null = null;
   #watcher: FSWatcher | null = null;
   #refreshing: Promise<void> | null = null;
   #again = false;
-  /** Why the last pass could not build (another process holds the lock); logged once, not at every poll. */
+  #compacting: Promise<void> | null = null;
+  /** Why the last build could not run (another process holds the lock); logged once, not at every poll. */
   #skippedBecause: string | null = null;
   #closed = false;
   #lastBuild: BuildReport | null = null;
+  /** When the snapshot served was built or adopted here (Date.now()). */
+  #lastCompaction = Date.now();
 
   private constructor(options: SnapshotServiceOptions, builder: SnapshotBuilder, first: SnapshotView) {
     this.#options = options;
+    this.#policy = { ...DEFAULT_COMPACTION, ...options.compaction };
     this.#logger = options.logger ?? silentLogger;
     this.#builder = builder;
     this.#current = first;
+    this.#delta = emptyDelta(first.data, Date.now());
+    this.#view = new ServingView(first, this.#delta);
   }
 
   /**
-   * Start from the newest valid snapshot without rebuilding; build one first
-   * when the data directory has none that loads.
+   * Start from the newest valid snapshot without rebuilding (building one
+   * first when the data directory has none that loads), with every evidence
+   * file stored after it merged into the delta.
    */
   static async start(options: SnapshotServiceOptions): Promise<SnapshotService> {
     const logger = options.logger ?? silentLogger;
+    const incremental = options.incrementalBuilds ?? true;
+    let service: SnapshotService | null = null;
     const builder = new SnapshotBuilder({
       niceIncrement: BACKGROUND_NICE,
       idleTimeoutMs: options.buildIdleMs ?? DEFAULT_BUILD_IDLE_MS,
-      incremental: options.incrementalBuilds ?? true,
+      incremental,
       // Looked up when needed: a server enables the collector after the service starts (EdgePool.start).
       collect: () => threadCollector()?.(),
       threads: options.buildThreads ?? defaultBuildThreads(),
+      // Without incremental builds there is no delta: what a build reads, it builds.
+      ...(incremental
+        ? {
+            onEvidence: (evidence: GatheredEvidence) => {
+              if (service !== null) service.#merge(evidence);
+            },
+          }
+        : {}),
     });
     try {
       // Before this process writes anything: temporary files left in the data directory by writers
@@ -104,20 +156,27 @@ export class SnapshotService {
         lastBuild = await builder.build(buildOptions(options));
         first = new SnapshotView(await loadSnapshotOffThread(lastBuild.path, background));
       }
-      const service = new SnapshotService(options, builder, first);
+      service = new SnapshotService(options, builder, first);
       service.#lastBuild = lastBuild;
       logger.info(snapshotFields(first), 'serving snapshot');
-      if (lastBuild === null) {
-        // Read the evidence now, in the background, so the first rebuild after an ingest reads only the new file.
-        const started = performance.now();
-        builder.prime(options.dataDir).then(
-          () => {
-            if (builder.carriedBytes > 0) {
-              logger.info({ ms: Math.round(performance.now() - started), carriedBytes: builder.carriedBytes }, 'stored evidence read ahead of rebuilds');
-            }
-          },
-          (error: unknown) => logger.error({ err: String(error) }, 'reading stored evidence ahead of rebuilds failed; the next rebuild reads every file'),
-        );
+      if (incremental) {
+        const stored = await listEvidenceFiles(dir);
+        if (stored.length > first.meta.evidenceFiles.length) {
+          // Evidence the snapshot does not hold is served from the start: read it all now (the
+          // deduplication needs every id), and merge what is new into the delta.
+          await service.#absorb();
+        } else if (lastBuild === null) {
+          // Read the evidence now, in the background, so the first ingest reads only the new file.
+          const started = performance.now();
+          builder.prime(options.dataDir).then(
+            () => {
+              if (builder.carriedBytes > 0) {
+                logger.info({ ms: Math.round(performance.now() - started), carriedBytes: builder.carriedBytes }, 'stored evidence read ahead of ingests');
+              }
+            },
+            (error: unknown) => logger.error({ err: String(error) }, 'reading stored evidence ahead of ingests failed; the next ingest reads every file'),
+          );
+        }
       }
       const pollMs = options.pollMs ?? 1000;
       if (pollMs > 0) {
@@ -131,9 +190,33 @@ export class SnapshotService {
     }
   }
 
-  /** The snapshot answering now. Take it once per request and use that reference throughout. */
+  /** The snapshot answering now, beside the delta (`view` has both). */
   get current(): SnapshotView {
     return this.#current;
+  }
+
+  /** What answers now: the snapshot and the delta. Take it once per request and use that reference throughout. */
+  get view(): ServingView {
+    return this.#view;
+  }
+
+  /** The live delta over `current`. */
+  get delta(): DeltaData {
+    return this.#delta;
+  }
+
+  /** Bytes the delta holds: its arrays, and its records kept to merge again over the next snapshot. */
+  get deltaBytes(): number {
+    return this.#delta.meta.bytes + this.#applied.reduce((sum, a) => sum + a.records.byteLength, 0);
+  }
+
+  /** When the snapshot served was built or adopted here, epoch ms. */
+  get lastCompaction(): number {
+    return this.#lastCompaction;
+  }
+
+  get policy(): CompactionPolicy {
+    return this.#policy;
   }
 
   /**
@@ -158,7 +241,7 @@ export class SnapshotService {
     return this.#builder.reusableBytes;
   }
 
-  /** Memory kept so the next rebuild reads only new evidence files (0 with incrementalBuilds off). */
+  /** Memory kept so the next build and ingest read only new evidence files (0 with incrementalBuilds off). */
   get carriedBytes(): number {
     return this.#builder.carriedBytes;
   }
@@ -171,16 +254,23 @@ export class SnapshotService {
     this.#listeners.push(listener);
   }
 
+  /** Called with every new state of the delta over the same snapshot (a swap brings its own, in SwapEvent). */
+  onDelta(listener: (delta: DeltaData) => void): void {
+    this.#deltaListeners.push(listener);
+  }
+
   /** Called after every background build (for metrics). */
   onBuild(listener: (report: BuildReport) => void): void {
     this.#buildListeners.push(listener);
   }
 
   /**
-   * Bring the served snapshot up to date: rebuild when the evidence folder
-   * holds files the current snapshot was not built from, or adopt a newer
-   * snapshot written by another process. Concurrent calls share one run,
-   * and a call during a run makes it run once more afterwards.
+   * Bring what is served up to date: adopt a newer snapshot written by
+   * another process, merge evidence stored since into the delta (or, without
+   * incremental builds, rebuild), and start a compaction when the policy
+   * says so. Resolves once the evidence found is served; a compaction it
+   * starts runs on. Concurrent calls share one run, and a call during a run
+   * makes it run once more afterwards.
    */
   refresh(): Promise<void> {
     if (this.#refreshing !== null) {
@@ -198,11 +288,26 @@ export class SnapshotService {
     return this.#refreshing;
   }
 
+  /**
+   * Fold the delta into a new snapshot now (`upi-risk build`, a signal, an
+   * operator): resolves when the new snapshot is served, or at once with
+   * the running compaction's end when one runs.
+   */
+  compact(): Promise<void> {
+    if (this.#compacting !== null) return this.#compacting;
+    this.#compacting = this.#build('compaction requested').finally(() => {
+      this.#compacting = null;
+    });
+    return this.#compacting;
+  }
+
   async close(): Promise<void> {
     this.#closed = true;
     if (this.#timer !== null) clearTimeout(this.#timer);
     this.#watcher?.close();
     await this.#refreshing?.catch(() => {});
+    await this.#compacting?.catch(() => {});
+    await this.#changes;
     await this.#builder.close();
   }
 
@@ -211,26 +316,118 @@ export class SnapshotService {
     const newest = (await listSnapshots(dir))[0];
     if (newest !== undefined && !this.#badSnapshots.has(newest) && snapshotIdOf(newest) > this.#current.meta.id) {
       const adopted = await loadNewest(dir, this.#logger, this.#badSnapshots, this.#current.meta.id);
-      if (adopted !== null) this.#swap(adopted, 'new-snapshot');
+      if (adopted !== null) await this.#swap(adopted, 'new-snapshot');
     }
     const files = await listEvidenceFiles(dir);
-    if (sameFiles(files, this.#current.meta.evidenceFiles)) {
-      this.#skippedBecause = null;
+    const served = new Set([...this.#current.meta.evidenceFiles, ...this.#delta.meta.files]);
+    const unserved = files.some((name) => !served.has(name));
+    if (this.#options.incrementalBuilds === false) {
+      if (unserved) await this.#build('new evidence');
       return;
     }
-    // Cleared for this attempt: only another refusal of the lock, for the same reason, keeps the log quiet.
+    if (unserved) await this.#absorb();
+    if (this.#compactionDue()) void this.compact().catch(() => {});
+  }
+
+  /** Read the evidence stored since the last read and wait until it is served. */
+  async #absorb(): Promise<void> {
+    await this.#builder.absorb(this.#options.dataDir);
+    // The builder has handed the evidence to #merge by now: wait for the merge.
+    await this.#changes;
+  }
+
+  #compactionDue(): boolean {
+    const meta = this.#delta.meta;
+    if (meta.vpaCount === 0) return false;
+    return meta.vpaCount > this.#policy.vpas || Date.now() - meta.since >= this.#policy.afterMs;
+  }
+
+  /** One change of what is served after the others; a failed one is logged and changes nothing. */
+  #queueChange(change: () => Promise<void>, what: string): Promise<void> {
+    const run = this.#changes.then(change).catch((error: unknown) => {
+      this.#logger.error({ err: String(error) }, `${what} failed; serving what was served before`);
+    });
+    this.#changes = run;
+    return run;
+  }
+
+  /** Merge evidence the builder has read into the delta (SnapshotBuilder's onEvidence). */
+  #merge(evidence: GatheredEvidence): void {
+    void this.#queueChange(async () => {
+      if (this.#closed) return;
+      const base = this.#current;
+      const served = new Set([...base.meta.evidenceFiles, ...this.#delta.meta.files]);
+      const files = evidence.files.filter((f) => !served.has(f.name));
+      if (files.length === 0) return;
+      const started = performance.now();
+      const merged = await this.#builder
+        .mergeDelta({ base: base.data, previous: this.#delta, inputs: evidence.inputs, files, now: Date.now() })
+        .catch((error: unknown) => {
+          // Read already, the evidence would not be read again: a compaction serves it instead.
+          this.#logger.error({ err: String(error), files: files.length }, 'merging evidence into the delta failed; compacting to serve it');
+          if (!this.#closed) void this.compact().catch(() => {});
+          return null;
+        });
+      if (merged === null) return;
+      const { delta, applied } = merged;
+      this.#applied = [...this.#applied, ...applied];
+      this.#delta = delta;
+      this.#view = new ServingView(base, delta);
+      this.#logger.info(
+        { ...deltaFields(delta), files: files.length, items: applied.reduce((sum, a) => sum + a.count, 0), ms: Math.round(performance.now() - started) },
+        'evidence merged into the delta',
+      );
+      for (const listener of this.#deltaListeners) listener(delta);
+    }, 'merging evidence into the delta');
+  }
+
+  /**
+   * Serve `next` in place of the snapshot, with the delta merged again over
+   * it: whatever of the delta `next` does not hold stays in the delta, so
+   * nothing served before is lost in the swap.
+   */
+  #swap(next: SnapshotView, reason: SwapEvent['reason']): Promise<void> {
+    return this.#queueChange(async () => {
+      if (this.#closed || next.meta.id <= this.#current.meta.id) return;
+      const covered = new Set(next.meta.evidenceFiles);
+      const kept = this.#applied.filter((a) => !covered.has(a.file.name));
+      let delta = emptyDelta(next.data, Date.now());
+      let applied: AppliedFile[] = [];
+      if (kept.length > 0) {
+        const merged = await this.#builder.mergeDelta({
+          base: next.data,
+          previous: null,
+          inputs: kept.map((a) => a.records),
+          files: kept.map((a) => a.file),
+          now: this.#delta.meta.since,
+        });
+        delta = merged.delta;
+        applied = [...merged.applied];
+      }
+      const previous = this.#current;
+      this.#current = next;
+      this.#delta = delta;
+      this.#applied = applied;
+      this.#view = new ServingView(next, delta);
+      this.#lastCompaction = Date.now();
+      this.#logger.info({ ...snapshotFields(next), previous: previous.meta.id, reason, ...deltaFields(delta) }, 'snapshot swapped');
+      for (const listener of this.#listeners) listener({ previous, next, delta, reason });
+    }, 'swapping in a new snapshot');
+  }
+
+  /** A full build of every stored evidence file, served once assembled; a refusal of the build lock is logged once. */
+  async #build(why: string): Promise<void> {
     const skippedBefore = this.#skippedBecause;
     this.#skippedBecause = null;
     if (skippedBefore === null) {
-      this.#logger.info({ files: files.length, known: this.#current.meta.evidenceFiles.length }, 'new evidence; rebuilding');
+      this.#logger.info({ reason: why, ...deltaFields(this.#delta) }, 'building a snapshot');
     }
     let report: BuildReport;
     // The new snapshot is served as soon as it is assembled, while its file is written.
-    let servedEarly: string | null = null;
+    let servedEarly: Promise<void> | null = null;
     const onAssembled = (data: SnapshotData) => {
       if (this.#closed || data.meta.id <= this.#current.meta.id) return;
-      servedEarly = data.meta.id;
-      this.#swap(new SnapshotView(data), 'rebuild');
+      servedEarly = this.#swap(new SnapshotView(data), 'rebuild');
     };
     try {
       report = await this.#builder.build({ ...buildOptions(this.#options), onAssembled });
@@ -245,7 +442,7 @@ export class SnapshotService {
       }
       if (servedEarly !== null) {
         // Evidence stays durable in its files: a restart rebuilds what was not written.
-        this.#logger.error({ snapshot: servedEarly, err: String(error) }, 'snapshot served but its file was not written; a restart rebuilds it');
+        this.#logger.error({ err: String(error) }, 'snapshot served but its file was not written; a restart rebuilds it');
         return;
       }
       throw error;
@@ -265,20 +462,16 @@ export class SnapshotService {
       },
       'build finished',
     );
-    if (servedEarly === report.meta.id) return;
+    if (servedEarly !== null) {
+      await servedEarly;
+      return;
+    }
     const next = new SnapshotView(await loadSnapshotOffThread(report.path, background));
-    if (!this.#closed) this.#swap(next, 'rebuild');
-  }
-
-  #swap(next: SnapshotView, reason: SwapEvent['reason']): void {
-    const previous = this.#current;
-    this.#current = next;
-    this.#logger.info({ ...snapshotFields(next), previous: previous.meta.id, reason }, 'snapshot swapped');
-    for (const listener of this.#listeners) listener({ previous, next, reason });
+    await this.#swap(next, 'rebuild');
   }
 
   /**
-   * Start a rebuild as soon as an ingest renames a file into the evidence
+   * Read new evidence as soon as an ingest renames a file into the evidence
    * folder, instead of at the next poll (which stays, for file systems
    * without change events). A burst of events shares one refresh.
    */
@@ -298,7 +491,7 @@ export class SnapshotService {
     }
   }
 
-  /** A refresh nobody waits for: a failure is logged, and the current snapshot stays. */
+  /** A refresh nobody waits for: a failure is logged, and what is served stays. */
   #refreshInBackground(): Promise<void> {
     return this.refresh().catch((error: unknown) => this.#logger.error({ err: String(error) }, 'refresh failed; still serving the previous snapshot'));
   }
@@ -379,6 +572,11 @@ function sameFiles(a: readonly string[], b: readonly string[]): boolean {
 
 function roundedPhases(phaseMs: BuildReport['phaseMs']): Record<string, number> {
   return Object.fromEntries(Object.entries(phaseMs).map(([phase, ms]) => [phase, Math.round(ms)]));
+}
+
+function deltaFields(delta: DeltaData): Record<string, unknown> {
+  const m = delta.meta;
+  return { deltaPosition: m.position, deltaVpas: m.vpaCount, deltaItems: m.evidenceItems };
 }
 
 function snapshotFields(view: SnapshotView): Record<string, unknown> {

@@ -78,7 +78,7 @@ test('a lock file that holds no pid (torn by a crash while it was written) is ta
   }
 });
 
-test('a service whose rebuild finds the lock taken logs it once, keeps serving, and builds when the lock is free', async () => {
+test('a service whose compaction finds the lock taken logs it once, keeps serving, and builds when the lock is free', async () => {
   const t = await tempDataDir();
   await ingest(t.dir, t.root, [evidence('first.seen@ybl', 'https://t.me/lockchannel')]);
   const lines: string[] = [];
@@ -89,14 +89,19 @@ test('a service whose rebuild finds the lock taken logs it once, keeps serving, 
     await ingest(t.dir, t.root, [evidence('second.seen@ybl', 'https://t.me/lockchannel')]);
     await writeFile(join(t.dir.state, 'build.lock'), String(owner.pid));
     const served = service.current.meta.id;
-    for (let pass = 0; pass < 3; pass++) await service.refresh();
+    await service.refresh();
+    // The delta serves the new evidence whoever holds the lock: only compaction needs it.
+    assert.equal(service.view.verdict('second.seen@ybl').status, 'FLAGGED');
+    for (let pass = 0; pass < 3; pass++) await service.compact();
     assert.equal(service.current.meta.id, served, 'the snapshot in service stays');
     assert.equal(service.current.verdict('second.seen@ybl').status, 'CLEARED');
+    assert.equal(service.view.verdict('second.seen@ybl').status, 'FLAGGED');
     assert.equal(lines.filter((line) => line.startsWith('build skipped')).length, 1, lines.join('\n'));
-    assert.equal(lines.filter((line) => line.startsWith('new evidence')).length, 1, 'nor is the new evidence announced at every pass');
+    assert.equal(lines.filter((line) => line.startsWith('building a snapshot')).length, 1, 'nor is the build announced at every pass');
 
     await owner.stop();
-    await service.refresh();
+    await service.compact();
+    assert.notEqual(service.current.meta.id, served);
     assert.equal(service.current.verdict('second.seen@ybl').status, 'FLAGGED');
     assert.equal(lines.filter((line) => line === 'build finished').length, 1, lines.join('\n'));
   } finally {
@@ -263,6 +268,7 @@ test('a service keeps building when the lock it finds names a live pid with anot
     const id = otherIdentity(owner);
     await writeFile(join(t.dir.state, 'build.lock'), lockLine({ ...id, startTicks: id.startTicks + 7 }));
     await service.refresh();
+    await service.compact();
     assert.equal(service.current.verdict('stale.lock.second@ybl').status, 'FLAGGED');
     assert.equal(await exists(join(t.dir.state, 'build.lock')), false, 'the stale lock was taken over and released');
   } finally {

@@ -10,6 +10,7 @@ import { hashApiKey } from '../../src/access/api-key.js';
 import { silentLogger } from '../../src/common/logger.js';
 import { buildInProcess, evidence } from '../helpers.js';
 import { SnapshotView } from '../../src/engine/snapshot-view.js';
+import { ServingView } from '../../src/engine/serving-view.js';
 
 test('an unexpected failure answers 500 internal_error for that request only, and the server keeps serving', async () => {
   const real = buildInProcess([evidence('ok@ybl', 'https://u.example')]);
@@ -30,7 +31,7 @@ test('an unexpected failure answers 500 internal_error for that request only, an
   const loggedIds: unknown[] = [];
   const api = createApiApp(
     {
-      snapshots: { current: broken },
+      served: { current: new ServingView(broken) },
       keys,
       quota: new QuotaService({
         plans: parsePlans({ version: 1, plans: { default: { burst: 1000, sustained: 1000, windowSeconds: 60 } }, authFailuresPerIp: { points: 10, windowSeconds: 60 } }),

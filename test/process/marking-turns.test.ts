@@ -28,7 +28,8 @@ test('under load, the second serving thread starts marking for a replaced snapsh
   const t = await tempDataDir();
   await ingest(t.dir, t.root, Array.from({ length: 200 }, (_, i) => evidence(`payee.${i}@ybl`, `https://t.me/channel${i % 13}`)));
   const key = lastLine((await runCli(['keys', 'create', '--data-dir', t.dir.root])).stdout);
-  const server = await startServer(t.dir.root, { args: ['--threads', '2', '--log-level', 'debug'] });
+  // Every ingest compacted: the test is about the snapshot a swap replaces.
+  const server = await startServer(t.dir.root, { args: ['--threads', '2', '--log-level', 'debug', '--compact-vpas', '0'] });
   const agents: Agent[] = [];
   let loading = true;
   let loads: Promise<void>[] = [];

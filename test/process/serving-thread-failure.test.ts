@@ -3,6 +3,8 @@ import assert from 'node:assert/strict';
 import { Agent, get } from 'node:http';
 import { createServer } from 'node:net';
 import type { SnapshotView } from '../../src/engine/snapshot-view.js';
+import type { DeltaData } from '../../src/engine/delta-data.js';
+import { emptyDelta } from '../../src/builder/delta-merge.js';
 import type { SnapshotData } from '../../src/engine/snapshot-data.js';
 import type { SnapshotService, SwapEvent } from '../../src/service/snapshot-service.js';
 import type { KeyRegistry } from '../../src/access/key-registry.js';
@@ -36,13 +38,25 @@ class SnapshotSource {
     this.#listeners.push(listener);
   }
 
+  /** No delta here: every change is a swap. */
+  get delta(): DeltaData {
+    return deltaOver(this.current.data);
+  }
+
+  onDelta(): void {}
+
   /**
    * Swap every serving thread to `data` without making it the current
    * snapshot; with `previous`, that one is retired, to be handed on once no
    * thread holds it.
    */
   push(data: SnapshotData, previous?: SnapshotData): void {
-    const event: SwapEvent = { previous: previous === undefined ? null : ({ data: previous } as SnapshotView), next: { data } as SnapshotView, reason: 'rebuild' };
+    const event: SwapEvent = {
+      previous: previous === undefined ? null : ({ data: previous } as SnapshotView),
+      next: { data } as SnapshotView,
+      delta: deltaOver(data),
+      reason: 'rebuild',
+    };
     for (const listener of this.#listeners) listener(event);
   }
 
@@ -52,6 +66,11 @@ class SnapshotSource {
     this.reused.push(data.meta.id);
     return true;
   }
+}
+
+/** An empty delta over `data`; over nothing for unservable data, whose thread fails on the snapshot first. */
+function deltaOver(data: SnapshotData): DeltaData {
+  return data.meta === null ? ({ meta: { baseId: '', vpaCount: 0 } } as DeltaData) : emptyDelta(data, 0);
 }
 
 interface LogLine {

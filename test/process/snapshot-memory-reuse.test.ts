@@ -280,7 +280,8 @@ async function serveRounds(extraArgs: readonly string[]) {
   await ingest(t.dir, t.root, evidenceSet(0, 300));
   const key = lastLine((await runCli(['keys', 'create', '--data-dir', t.dir.root])).stdout);
   // Two build threads whatever the host's default: the index is then built on a pool thread of its own, with its own buffers.
-  const server = await startServer(t.dir.root, { args: ['--threads', '2', '--build-threads', '2', ...extraArgs] });
+  // Every ingest compacted: the tests are about the memory of the snapshots swaps replace.
+  const server = await startServer(t.dir.root, { args: ['--threads', '2', '--build-threads', '2', '--compact-vpas', '0', ...extraArgs] });
   const headers = { authorization: `Bearer ${key}` };
   // Loopback clients read /metrics without a token.
   const gauge = async (name: string) => {
@@ -385,6 +386,7 @@ test('the service never hands on the memory of the snapshot it serves', { timeou
   try {
     await ingest(t.dir, t.root, evidenceSet(1, 100));
     await service.refresh();
+    await service.compact();
     // Served as assembled: each array in a buffer of its own, which the builder would take from any other snapshot.
     const served = service.current.data;
     assert.equal(sharedBuffers(served).length, ARRAY_FIELDS.filter((field) => served[field].buffer instanceof SharedArrayBuffer).length);

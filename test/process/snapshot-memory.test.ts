@@ -15,7 +15,8 @@ test('an idle server gives back a replaced snapshot: the serving threads collect
   const t = await tempDataDir();
   await ingest(t.dir, t.root, [evidence('before@ybl', 'https://u.example')]);
   const key = lastLine((await runCli(['keys', 'create', '--data-dir', t.dir.root])).stdout);
-  const server = await startServer(t.dir.root, { args: ['--threads', '2', '--log-level', 'debug'] });
+  // Every ingest compacted: the test is about the snapshot a swap replaces.
+  const server = await startServer(t.dir.root, { args: ['--threads', '2', '--log-level', 'debug', '--compact-vpas', '0'] });
   try {
     // Requests on connections of their own, which the kernel spreads over both threads: each answers from the first snapshot.
     const headers = { authorization: `Bearer ${key}` };

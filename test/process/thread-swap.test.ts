@@ -13,6 +13,8 @@ test('a snapshot swap reaches every serving thread', { timeout: 120_000 }, async
     assert.equal(initial.size, 1, 'both threads start on the same snapshot');
 
     await ingest(t.dir, t.root, [evidence('second@ybl', 'https://v.example')]);
+    // Served from the delta at once; the snapshot swap is the compaction's.
+    server.child.kill('SIGUSR2');
     let after = new Map<number, string>();
     const deadline = Date.now() + 60_000;
     do {

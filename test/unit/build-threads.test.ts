@@ -18,6 +18,7 @@ test('without buildThreads, a background rebuild runs on exactly the default num
     try {
       await ingest(t.dir, t.root, [evidence('second@ybl', 'https://v.example'), evidence('third@ybl', 'https://w.example')]);
       await service.refresh();
+      await service.compact();
       assert.equal(service.current.verdict('second@ybl').status, 'FLAGGED');
       // Aggregation queues twice as many tasks as the pool may have threads, all at once, so the pool
       // starts every thread it is allowed; they live on after the build (buildIdleMs), so the count

@@ -2,6 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { SnapshotBuilder } from '../../src/builder/snapshot-builder.js';
 import { SnapshotView } from '../../src/engine/snapshot-view.js';
+import { ServingView } from '../../src/engine/serving-view.js';
 import { ARRAY_FIELDS, type SnapshotData } from '../../src/engine/snapshot-data.js';
 import { listSnapshots, readSnapshotFile } from '../../src/engine/snapshot-files.js';
 import { SnapshotService } from '../../src/service/snapshot-service.js';
@@ -47,7 +48,7 @@ test('onAssembled gets the snapshot in shared memory, the same one its file hold
     const loaded = new SnapshotView(fromFile);
     const out = new ByteScratch(1024);
     const answer = (view: SnapshotView, upi: string): string => {
-      const json = answerSingle(view, upi, out);
+      const json = answerSingle(new ServingView(view), upi, out);
       return typeof json === 'string' ? json : Buffer.from(json).toString();
     };
     for (const upi of ['gang.one@ybl', 'GANG.TWO@okaxis', 'solo@paytm', 'nobody@ybl']) assert.equal(answer(served, upi), answer(loaded, upi), upi);
@@ -68,6 +69,7 @@ test('a rebuild in the service swaps once, to the snapshot it wrote', async () =
     service.onSwap((event) => swaps.push(`${event.reason} ${event.next.meta.id}`));
     await ingest(t.dir, t.root, ITEMS.slice(2));
     await service.refresh();
+    await service.compact();
     const newest = (await listSnapshots(t.dir))[0]!;
     assert.deepEqual(swaps, [`rebuild ${service.current.meta.id}`]);
     assert.ok(newest.endsWith(`snapshot-${service.current.meta.id}.upisnap`), 'the served snapshot is the one written');

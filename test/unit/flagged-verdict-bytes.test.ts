@@ -6,6 +6,7 @@ import { flaggedVerdictBound, flaggedVerdictBytes } from '../../src/api/flagged-
 import { answerSingle } from '../../src/api/single-answer.js';
 import { ByteScratch } from '../../src/common/byte-scratch.js';
 import { SnapshotView } from '../../src/engine/snapshot-view.js';
+import { ServingView } from '../../src/engine/serving-view.js';
 import { CONFIDENCE_SCALE, NO_CLUSTER, SOURCE_FLAG_SCREENSHOT, type SnapshotData } from '../../src/engine/snapshot-data.js';
 import { VpaIndex } from '../../src/engine/vpa-index.js';
 import { fakeSnapshot } from '../fixtures/fake-snapshot.js';
@@ -117,11 +118,11 @@ test('an answer that might not fit is left to the text path, and the single answ
   // Nothing half-written was kept.
   assert.equal(small.length, 4);
   const upi = keyOf(0);
-  const answer = answerSingle(view, upi, small);
+  const answer = answerSingle(new ServingView(view), upi, small);
   assert.equal(typeof answer, 'string');
   assert.deepEqual(Buffer.from(answer as string, 'utf8'), textBytes(view, 0, upi));
   // With room, the same lookup is answered as bytes, the same text.
-  const roomy = answerSingle(view, upi, new ByteScratch(16_384));
+  const roomy = answerSingle(new ServingView(view), upi, new ByteScratch(16_384));
   assert.ok(roomy instanceof Uint8Array);
   assert.deepEqual(Buffer.from(roomy), textBytes(view, 0, upi));
 });

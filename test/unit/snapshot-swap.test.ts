@@ -9,26 +9,31 @@ import { frameSnapshotBody } from '../../src/engine/snapshot-format/encode.js';
 import { SNAPSHOT_FORMAT_VERSION, SNAPSHOT_HEADER_LENGTH } from '../../src/engine/snapshot-format/format.js';
 import { tempDataDir, ingest, evidence, TEST_SCORED_AT } from '../helpers.js';
 
-test('new evidence is built, loaded and swapped in; a request holding the old snapshot finishes on it', async () => {
+test('a compaction builds, loads and swaps in a snapshot; a request holding the old view finishes on it', async () => {
   const t = await tempDataDir();
   const swaps: string[] = [];
   await ingest(t.dir, t.root, [evidence('old@ybl', 'https://u.example')]);
   const service = await SnapshotService.start({ dataDir: t.dir, pollMs: 0, buildThreads: 2, scoredAt: () => TEST_SCORED_AT });
   try {
     service.onSwap((e) => swaps.push(e.reason));
-    const inFlight = service.current;
+    const inFlight = service.view;
     assert.equal(inFlight.verdict('new@ybl').status, 'CLEARED');
 
     await ingest(t.dir, t.root, [evidence('new@ybl', 'https://v.example')]);
     await service.refresh();
+    // Served from the delta: no build, no swap.
+    assert.deepEqual(swaps, []);
+    assert.equal(service.view.verdict('new@ybl').status, 'FLAGGED');
+    assert.equal(inFlight.verdict('new@ybl').status, 'CLEARED');
+    await service.compact();
     assert.deepEqual(swaps, ['rebuild']);
     assert.equal(service.current.verdict('new@ybl').status, 'FLAGGED');
     assert.equal(service.current.verdict('old@ybl').status, 'FLAGGED');
-    assert.notEqual(service.current.meta.id, inFlight.meta.id);
+    assert.notEqual(service.current.meta.id, inFlight.base.meta.id);
     // The reference taken before the swap still answers from its own snapshot.
     assert.equal(inFlight.verdict('new@ybl').status, 'CLEARED');
 
-    // Nothing new: no rebuild, no swap.
+    // Nothing new: no build, no swap.
     await service.refresh();
     assert.deepEqual(swaps, ['rebuild']);
   } finally {
@@ -122,7 +127,7 @@ test('the watch picks up ingested evidence by itself', { timeout: 60_000 }, asyn
   const t = await tempDataDir();
   const service = await SnapshotService.start({ dataDir: t.dir, pollMs: 50, buildThreads: 1 });
   try {
-    const swapped = new Promise<void>((resolve) => service.onSwap(() => resolve()));
+    const swapped = new Promise<void>((resolve) => service.onDelta(() => resolve()));
     // The poll timer is unref'd (it must not keep a process alive); hold the loop open while waiting.
     const keepAlive = setInterval(() => {}, 1000);
     try {
@@ -131,7 +136,7 @@ test('the watch picks up ingested evidence by itself', { timeout: 60_000 }, asyn
     } finally {
       clearInterval(keepAlive);
     }
-    assert.equal(service.current.verdict('watched@ybl').status, 'FLAGGED');
+    assert.equal(service.view.verdict('watched@ybl').status, 'FLAGGED');
   } finally {
     await service.close();
     await t.cleanup();

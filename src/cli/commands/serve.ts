@@ -8,7 +8,7 @@ import { KeyRegistry } from '../../access/key-registry.js';
 import { chooseKeyBackend, REDIS_OPTIONS } from '../key-backend-options.js';
 import { loadPlans, DEFAULT_PLANS_FILE } from '../../access/plans.js';
 import { QuotaService } from '../../access/quota.js';
-import { DEFAULT_BUILD_IDLE_MS, SnapshotService, MAX_BUILD_IDLE_SECONDS } from '../../service/snapshot-service.js';
+import { DEFAULT_BUILD_IDLE_MS, DEFAULT_COMPACTION, SnapshotService, MAX_BUILD_IDLE_SECONDS } from '../../service/snapshot-service.js';
 import { MAX_BUILD_THREADS } from '../../builder/snapshot-builder.js';
 import { ServiceMetrics } from '../../http/metrics.js';
 import { checkTlsFiles, createTlsApp, ensureSelfSignedCertificate, type TlsFiles } from '../../http/tls.js';
@@ -20,8 +20,11 @@ const usage = `Usage: upi-risk serve [options]
 
 Serve the v1 API over HTTPS (TLS 1.3 only) from the newest valid snapshot in
 DIR, building one first if there is none. New evidence ingested into DIR is
-built in the background and swapped in without a restart; API keys created,
-rotated or revoked with \`upi-risk keys\` take effect within a second.
+served within a second from a live delta beside the snapshot; the delta is
+folded into a new snapshot in the background (a compaction) when it grows
+past --compact-vpas or --compact-minutes, on SIGUSR2, or when
+\`upi-risk build\` writes one. API keys created, rotated or revoked with
+\`upi-risk keys\` take effect within a second.
 
 Options:
   --data-dir DIR        data directory (default: $UPI_RISK_DATA_DIR or var/data)
@@ -45,10 +48,15 @@ Options:
                         all read one shared copy of the index, quotas stay per key
   --build-threads N     threads for background builds (default: every core but
                         one, at least one: a core stays with the serving threads)
-  --full-rebuilds       read every evidence file on every background build,
-                        instead of keeping the last build's deduplicated
-                        records in memory so the next reads only new files
-                        (memory shown as upi_risk_build_carried_bytes)
+  --compact-vpas N      compact once the live delta holds more than N VPAs
+                        (default: 100000; 0 compacts after every ingest)
+  --compact-minutes M   compact once the oldest evidence in the live delta
+                        is M minutes old (default: 10)
+  --full-rebuilds       no live delta: rebuild the snapshot from every
+                        evidence file on every ingest, instead of keeping
+                        the deduplicated records and evidence ids in memory
+                        (upi_risk_build_carried_bytes) so that an ingest
+                        reads only the new file
   --build-idle-seconds S
                         how long the build threads, with the working memory
                         they keep and the memory of the snapshot last
@@ -62,7 +70,7 @@ Options:
 
 Operations endpoints (no key, outside the quotas): GET /healthz, GET /readyz,
 GET /metrics (Prometheus). Stops on SIGTERM or SIGINT after answering the
-requests in flight. A serving thread that fails is replaced by a new one;
+requests in flight; compacts on SIGUSR2. A serving thread that fails is replaced by a new one;
 after 10 replacements per serving thread within a minute, the next failure
 stops serve with exit status 1.`;
 
@@ -83,6 +91,8 @@ export const serveCommand: Command = {
       'poll-ms': { type: 'string' },
       'build-threads': { type: 'string' },
       'full-rebuilds': { type: 'boolean' },
+      'compact-vpas': { type: 'string' },
+      'compact-minutes': { type: 'string' },
       'build-idle-seconds': { type: 'string' },
       threads: { type: 'string' },
       'log-level': { type: 'string' },
@@ -96,6 +106,10 @@ export const serveCommand: Command = {
     const buildThreads = values['build-threads'] === undefined ? undefined : intOption('build-threads', values['build-threads'], 1, 1, MAX_BUILD_THREADS);
     const threads = intOption('threads', values.threads, availableParallelism(), 1, 256);
     const buildIdleSeconds = intOption('build-idle-seconds', values['build-idle-seconds'], DEFAULT_BUILD_IDLE_MS / 1000, 0, MAX_BUILD_IDLE_SECONDS);
+    const compaction = {
+      vpas: intOption('compact-vpas', values['compact-vpas'], DEFAULT_COMPACTION.vpas, 0, 100_000_000),
+      afterMs: intOption('compact-minutes', values['compact-minutes'], DEFAULT_COMPACTION.afterMs / 60_000, 1, 7 * 24 * 60) * 60_000,
+    };
     const level = values['log-level'] ?? 'info';
     if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace'].includes(level)) throw new ConfigError(`--log-level must be fatal, error, warn, info, debug or trace`);
     if ((values['tls-cert'] === undefined) !== (values['tls-key'] === undefined)) throw new ConfigError('--tls-cert and --tls-key go together');
@@ -148,6 +162,7 @@ export const serveCommand: Command = {
       pollMs,
       incrementalBuilds: values['full-rebuilds'] !== true,
       buildIdleMs: buildIdleSeconds * 1000,
+      compaction,
       ...(buildThreads === undefined ? {} : { buildThreads }),
     });
     metrics.observeSnapshot(service.current);
@@ -156,6 +171,17 @@ export const serveCommand: Command = {
     metrics.watchCarriedBytes(() => service.carriedBytes);
     metrics.watchReusableBytes(() => service.reusableBytes);
     metrics.watchBuildThreads(() => service.buildThreads);
+    metrics.watchDelta(() => {
+      const meta = service.delta.meta;
+      const now = Date.now();
+      return {
+        vpas: meta.vpaCount,
+        evidenceItems: meta.evidenceItems,
+        bytes: service.deltaBytes,
+        ageSeconds: meta.vpaCount === 0 ? 0 : Math.max(0, (now - meta.since) / 1000),
+        secondsSinceCompaction: Math.max(0, (now - service.lastCompaction) / 1000),
+      };
+    });
     const quota = new QuotaService({ plans, ...(store.redis === null ? {} : { redis: store.redis, redisPrefix: store.prefix }) });
     const version = packageVersion();
     // Serving runs on worker threads even when there is one: builds and snapshot loads
@@ -201,6 +227,10 @@ export const serveCommand: Command = {
 
     process.once('SIGTERM', () => stop({ signal: 'SIGTERM' }, 0));
     process.once('SIGINT', () => stop({ signal: 'SIGINT' }, 0));
+    process.on('SIGUSR2', () => {
+      logger.info({ signal: 'SIGUSR2' }, 'compaction requested');
+      service.compact().catch((error: unknown) => logger.error({ err: String(error) }, 'compaction failed; still serving the snapshot and delta before it'));
+    });
     const status = await stopped;
     await stopServing();
     await service.close();

@@ -1,0 +1,69 @@
+import { NOT_FOUND } from '../common/brand.js';
+import { formatIso } from '../common/time.js';
+import { dataVersion, type DeltaData, type DeltaMeta } from './delta-data.js';
+import { SnapshotView } from './snapshot-view.js';
+import type { BatchItem, Cluster, VpaVerdict } from './verdict.js';
+import { clearedBatchItem } from './verdict.js';
+
+/**
+ * What a serving thread answers from: one snapshot and the live delta over
+ * it (delta-data.ts), replaced together, whole. A request takes one
+ * ServingView when it begins, so it (and every item of a batch) is answered
+ * from one snapshot and one state of the delta, the view `version` names.
+ *
+ * A VPA in the delta is answered from the delta alone (its fields there
+ * are merged with the snapshot's); any other from the snapshot. With an
+ * empty delta, `delta` is null and a lookup costs one test more than the
+ * snapshot's own.
+ */
+export class ServingView {
+  readonly base: SnapshotView;
+  /** The delta's VPAs as a view, or null when the delta holds none. */
+  readonly delta: SnapshotView | null;
+  readonly deltaMeta: DeltaMeta | null;
+  /** X-Data-Version: the snapshot id, and the delta's position when it has one ("<id>+<position>"). */
+  readonly version: string;
+  /** X-Data-As-Of: when the newest evidence in the view was ingested, epoch ms and ISO text. */
+  readonly asOf: number;
+  readonly asOfIso: string;
+
+  constructor(base: SnapshotView, delta: DeltaData | null = null) {
+    if (delta !== null && delta.meta.baseId !== base.meta.id) {
+      throw new RangeError(`delta over snapshot ${delta.meta.baseId} served beside snapshot ${base.meta.id}`);
+    }
+    this.base = base;
+    const held = delta !== null && delta.meta.vpaCount > 0 ? delta : null;
+    this.delta = held === null ? null : new SnapshotView(held.overlay, base);
+    this.deltaMeta = delta?.meta ?? null;
+    const position = held === null ? 0 : held.meta.position;
+    this.version = dataVersion(base.meta.id, position);
+    this.asOf = held === null ? base.asOf : Math.max(base.asOf, held.meta.dataAsOf);
+    this.asOfIso = this.asOf === base.asOf ? base.asOfIso : formatIso(this.asOf);
+  }
+
+  /** Full verdict for a syntactically valid VPA; `upi` is echoed as given. */
+  verdict(upi: string): VpaVerdict {
+    const delta = this.delta;
+    if (delta !== null) {
+      const id = delta.lookup(upi);
+      if (id !== NOT_FOUND) return delta.flaggedVerdict(id, upi);
+    }
+    return this.base.verdict(upi);
+  }
+
+  /** Batch item for a syntactically valid VPA. */
+  batchItem(upi: string): BatchItem {
+    const delta = this.delta;
+    if (delta !== null) {
+      const id = delta.lookup(upi);
+      if (id !== NOT_FOUND) return delta.flaggedBatchItem(id, upi);
+    }
+    const id = this.base.lookup(upi);
+    return id === NOT_FOUND ? clearedBatchItem(upi) : this.base.flaggedBatchItem(id, upi);
+  }
+
+  /** The cluster with this id: clusters are the snapshot's until compaction. */
+  cluster(clusterId: string): Cluster | null {
+    return this.base.cluster(clusterId);
+  }
+}
