@@ -27,9 +27,9 @@ import { WEIGHT_UNITS, categoriesIn, recencyWeightUnits, vpaConfidence } from '.
  * - the category of a url the snapshot knew (the snapshot's majority; a url
  *   new in the delta takes the majority of the delta's evidence, which is
  *   all of its evidence);
- * - the peers term of confidence of VPAs the delta did not touch (a touched
- *   VPA counts the VPAs known on each of its urls, the snapshot's and the
- *   delta's).
+ * - the peers term of confidence of VPAs the delta does not hold (a VPA in
+ *   the delta counts the VPAs known on each of its urls, the snapshot's and
+ *   the delta's, and is scored again when one of its urls gains a VPA).
  * Confidence is scored at the snapshot's scoring time, so every term only
  * grows as evidence arrives: a VPA's confidence never drops below what the
  * snapshot or an earlier delta gave it.
@@ -73,39 +73,13 @@ export interface AppliedFile {
 const RISK_COUNT = RISK_CATEGORIES.length;
 const SOURCE_COUNT = SOURCE_CATEGORIES.length;
 
-interface UrlRow {
-  id: number;
-  readonly bytes: Uint8Array;
-  readonly base: number;
-  readonly evidence: Uint32Array;
-  members: number;
-}
-
-interface SourceRow {
-  readonly url: UrlRow;
-  capturedAt: number;
-  screenshot: boolean;
-}
-
-interface VpaRow {
-  readonly key: string;
-  readonly base: number;
-  firstSeen: number;
-  evidenceCount: number;
-  weightUnits: number;
-  categoryMask: number;
-  readonly risk: Uint32Array;
-  readonly sources: Map<UrlRow, SourceRow>;
-}
-
 /** Merge `task.inputs` into the delta; see the module comment. */
 export function mergeDelta(task: DeltaMergeTask): DeltaMergeResult {
   const { base, previous } = task;
   if (previous !== null && previous.meta.baseId !== base.meta.id) {
     throw new RangeError(`delta over snapshot ${previous.meta.baseId} cannot be merged over snapshot ${base.meta.id}`);
   }
-  const state = new MergeState(base);
-  if (previous !== null) state.load(previous);
+  const state = new MergeState(base, previous);
   const applied = state.apply(task.inputs, task.files);
   const files = [...new Set([...(previous?.meta.files ?? []), ...task.files.map((f) => f.name)])];
   const dataAsOf = task.files.reduce((newest, f) => Math.max(newest, f.storedAt), previous?.meta.dataAsOf ?? 0);
@@ -119,59 +93,67 @@ export function mergeDelta(task: DeltaMergeTask): DeltaMergeResult {
 
 /** An empty delta over `base`: what a server serves beside a snapshot until evidence arrives. */
 export function emptyDelta(base: SnapshotData, now: number): DeltaData {
-  return new MergeState(base).finish({ baseId: base.meta.id, position: 0, files: [], dataAsOf: 0, since: now, evidenceItems: 0 });
+  return new MergeState(base, null).finish({ baseId: base.meta.id, position: 0, files: [], dataAsOf: 0, since: now, evidenceItems: 0 });
 }
 
+/** A url the merge changes or adds; `id` is its id in the delta (its earlier one when it had one). */
+interface UrlRow {
+  readonly id: number;
+  readonly bytes: Uint8Array;
+  readonly base: number;
+  readonly evidence: Uint32Array;
+  members: number;
+}
+
+interface SourceRow {
+  readonly url: UrlRow;
+  capturedAt: number;
+  screenshot: boolean;
+}
+
+/** A VPA the merge changes or adds, its figures merged so far; `id` is its id in the delta (its earlier one when it had one). */
+interface VpaRow {
+  readonly key: string;
+  readonly id: number;
+  readonly base: number;
+  firstSeen: number;
+  evidenceCount: number;
+  weightUnits: number;
+  categoryMask: number;
+  readonly risk: Uint32Array;
+  readonly sources: Map<UrlRow, SourceRow>;
+}
+
+/**
+ * The merge of one batch of records. Only the VPAs and urls the records
+ * name are read (from the delta so far, else from the snapshot) and
+ * changed; the rest of the delta is copied array by array, VPAs and urls
+ * keeping their ids and new ones appended, so a merge costs the records it
+ * applies and a copy of the delta, not a pass over the delta's rows in
+ * JavaScript objects (bench/MEASUREMENTS.md, "The live delta").
+ */
 class MergeState {
   readonly #base: SnapshotData;
   readonly #baseIndex: VpaIndex;
   readonly #scoredAt: number;
+  readonly #previous: DeltaData | null;
+  readonly #previousIndex: VpaIndex | null;
   readonly #vpas = new Map<string, VpaRow>();
   readonly #urls = new Map<string, UrlRow>();
-  readonly #baseRisk = new Uint32Array(RISK_COUNT);
+  /** The delta's VPAs and urls so far: the ones kept, and the next ids given out. */
+  readonly #keptVpas: number;
+  readonly #keptUrls: number;
+  #vpaCount: number;
+  #urlCount: number;
 
-  constructor(base: SnapshotData) {
+  constructor(base: SnapshotData, previous: DeltaData | null) {
     this.#base = base;
     this.#baseIndex = new VpaIndex(base, base.maxKeyLength);
     this.#scoredAt = base.meta.scoredAt;
-  }
-
-  /** Take in a delta built over the same snapshot, row by row. */
-  load(previous: DeltaData): void {
-    const o = previous.overlay;
-    const index = new VpaIndex(o, o.maxKeyLength);
-    const urls: UrlRow[] = [];
-    for (let u = 0; u < o.meta.urlCount; u++) {
-      const bytes = o.urlBytes.slice(o.urlOffsets[u]!, o.urlOffsets[u + 1]!);
-      const row: UrlRow = {
-        id: -1,
-        bytes,
-        base: fromStored(previous.urlBase[u]!),
-        evidence: previous.urlEvidence.slice(u * SOURCE_COUNT, (u + 1) * SOURCE_COUNT),
-        members: previous.urlMembers[u]!,
-      };
-      urls.push(row);
-      this.#urls.set(latin1(bytes), row);
-    }
-    for (let v = 0; v < o.meta.vpaCount; v++) {
-      const risk = new Uint32Array(RISK_COUNT);
-      riskCountsOf(o, v, risk);
-      const row: VpaRow = {
-        key: index.keyOf(v),
-        base: fromStored(previous.baseVpa[v]!),
-        firstSeen: o.firstSeen[v]!,
-        evidenceCount: o.evidenceCount[v]!,
-        weightUnits: o.evidenceWeight[v]!,
-        categoryMask: o.sourceCategoryMask[v]!,
-        risk,
-        sources: new Map(),
-      };
-      for (let s = o.sourceOffsets[v]!; s < o.sourceOffsets[v + 1]!; s++) {
-        const url = urls[o.sourceUrl[s]!]!;
-        row.sources.set(url, { url, capturedAt: o.sourceCapturedAt[s]!, screenshot: (o.sourceFlags[s]! & SOURCE_FLAG_SCREENSHOT) !== 0 });
-      }
-      this.#vpas.set(row.key, row);
-    }
+    this.#previous = previous;
+    this.#previousIndex = previous === null ? null : new VpaIndex(previous.overlay, previous.overlay.maxKeyLength);
+    this.#keptVpas = this.#vpaCount = previous?.overlay.meta.vpaCount ?? 0;
+    this.#keptUrls = this.#urlCount = previous?.overlay.meta.urlCount ?? 0;
   }
 
   /** Apply the records of `files` found in `inputs`; returns them per file. */
@@ -215,134 +197,110 @@ class MergeState {
     }
   }
 
-  /** The row of a VPA: from the delta so far, else from the snapshot, else a new one. */
+  /** The row of a VPA: as merged so far, else from the delta, else from the snapshot, else a new one. */
   #vpaRow(key: string): VpaRow {
     let row = this.#vpas.get(key);
     if (row !== undefined) return row;
-    const b = this.#base;
-    const id = this.#baseIndex.lookup(key);
-    if (id === NOT_FOUND) {
-      row = { key, base: NOT_FOUND, firstSeen: Number.POSITIVE_INFINITY, evidenceCount: 0, weightUnits: 0, categoryMask: 0, risk: new Uint32Array(RISK_COUNT), sources: new Map() };
+    const inDelta = this.#previousIndex === null ? NOT_FOUND : this.#previousIndex.lookup(key);
+    if (inDelta !== NOT_FOUND) {
+      const p = this.#previous!;
+      row = this.#loadRow(key, inDelta, fromStored(p.baseVpa[inDelta]!), p.overlay, inDelta, (u) => this.#deltaUrlRow(u));
     } else {
-      const risk = new Uint32Array(RISK_COUNT);
-      riskCountsOf(b, id, this.#baseRisk);
-      risk.set(this.#baseRisk);
-      row = {
-        key,
-        base: id,
-        firstSeen: b.firstSeen[id]!,
-        evidenceCount: b.evidenceCount[id]!,
-        weightUnits: b.evidenceWeight[id]!,
-        categoryMask: b.sourceCategoryMask[id]!,
-        risk,
-        sources: new Map(),
-      };
-      for (let s = b.sourceOffsets[id]!; s < b.sourceOffsets[id + 1]!; s++) {
-        const u = b.sourceUrl[s]!;
-        const url = this.#urlRow(b.urlBytes, b.urlOffsets[u]!, b.urlOffsets[u + 1]!, u);
-        row.sources.set(url, { url, capturedAt: b.sourceCapturedAt[s]!, screenshot: (b.sourceFlags[s]! & SOURCE_FLAG_SCREENSHOT) !== 0 });
-      }
+      const id = this.#baseIndex.lookup(key);
+      const b = this.#base;
+      row =
+        id === NOT_FOUND
+          ? { key, id: this.#vpaCount++, base: NOT_FOUND, firstSeen: Number.POSITIVE_INFINITY, evidenceCount: 0, weightUnits: 0, categoryMask: 0, risk: new Uint32Array(RISK_COUNT), sources: new Map() }
+          : this.#loadRow(key, this.#vpaCount++, id, b, id, (u) => this.#urlRow(b.urlBytes, b.urlOffsets[u]!, b.urlOffsets[u + 1]!, u));
     }
     this.#vpas.set(key, row);
     return row;
   }
 
-  /** The row of a url: from the delta so far, else a new one, knowing its snapshot id and members when the snapshot has it. */
-  #urlRow(bytes: Uint8Array, start: number, end: number, baseId = -1): UrlRow {
+  /** A row read from `from` (the snapshot or the delta's overlay) at `at`, its sources' urls by `urlOf`. */
+  #loadRow(key: string, id: number, base: number, from: SnapshotData, at: number, urlOf: (url: number) => UrlRow): VpaRow {
+    const risk = new Uint32Array(RISK_COUNT);
+    riskCountsOf(from, at, risk);
+    const row: VpaRow = {
+      key,
+      id,
+      base,
+      firstSeen: from.firstSeen[at]!,
+      evidenceCount: from.evidenceCount[at]!,
+      weightUnits: from.evidenceWeight[at]!,
+      categoryMask: from.sourceCategoryMask[at]!,
+      risk,
+      sources: new Map(),
+    };
+    for (let s = from.sourceOffsets[at]!; s < from.sourceOffsets[at + 1]!; s++) {
+      const url = urlOf(from.sourceUrl[s]!);
+      row.sources.set(url, { url, capturedAt: from.sourceCapturedAt[s]!, screenshot: (from.sourceFlags[s]! & SOURCE_FLAG_SCREENSHOT) !== 0 });
+    }
+    return row;
+  }
+
+  /** The row of the delta's url `u`. */
+  #deltaUrlRow(u: number): UrlRow {
+    const o = this.#previous!.overlay;
+    return this.#urlRow(o.urlBytes, o.urlOffsets[u]!, o.urlOffsets[u + 1]!);
+  }
+
+  /**
+   * The row of a url: as merged so far, else from the delta, else a new one
+   * (knowing its snapshot id and members when the snapshot has it; `baseId`
+   * when the caller knows it).
+   */
+  #urlRow(bytes: Uint8Array, start: number, end: number, baseId = NOT_FOUND): UrlRow {
     const key = latin1(bytes.subarray(start, end));
     let row = this.#urls.get(key);
     if (row !== undefined) return row;
-    const b = this.#base;
-    const base = baseId >= 0 ? baseId : findUrl(b, bytes, start, end);
-    const members = base === NOT_FOUND ? 0 : portableCardinality(b.urlMembersBlob.subarray(b.urlMembersOffsets[base]!, b.urlMembersOffsets[base + 1]!));
-    row = { id: -1, bytes: bytes.slice(start, end), base, evidence: new Uint32Array(SOURCE_COUNT), members };
+    const p = this.#previous;
+    const inDelta = p === null ? NOT_FOUND : findUrl(p.overlay, bytes, start, end);
+    if (inDelta !== NOT_FOUND) {
+      row = {
+        id: inDelta,
+        bytes: bytes.slice(start, end),
+        base: fromStored(p!.urlBase[inDelta]!),
+        evidence: p!.urlEvidence.slice(inDelta * SOURCE_COUNT, (inDelta + 1) * SOURCE_COUNT),
+        members: p!.urlMembers[inDelta]!,
+      };
+    } else {
+      const b = this.#base;
+      const base = baseId !== NOT_FOUND ? baseId : findUrl(b, bytes, start, end);
+      const members = base === NOT_FOUND ? 0 : portableCardinality(b.urlMembersBlob.subarray(b.urlMembersOffsets[base]!, b.urlMembersOffsets[base + 1]!));
+      row = { id: this.#urlCount++, bytes: bytes.slice(start, end), base, evidence: new Uint32Array(SOURCE_COUNT), members };
+    }
     this.#urls.set(key, row);
     return row;
   }
 
-  /** Lay the rows out as a DeltaData, in shared memory. */
+  /** Lay the delta out again, in shared memory: the kept rows copied, the merged ones written, the new ones appended. */
   finish(fields: Omit<DeltaMeta, 'vpaCount' | 'bytes'>): DeltaData {
     const b = this.#base;
+    const p = this.#previous;
+    const o = p?.overlay ?? null;
     const arrays: ArrayAllocator = freshSharedArrays;
-    // VPAs in key order and urls in byte order: the same evidence always lays out the same delta.
-    const rows = [...this.#vpas.values()].sort((x, y) => (x.key < y.key ? -1 : x.key > y.key ? 1 : 0));
-    // Every url row belongs to a source: rows are made only for one.
-    const urlRows = [...this.#urls.values()];
-    urlRows.sort((x, y) => Buffer.compare(x.bytes, y.bytes));
-    urlRows.forEach((u, i) => (u.id = i));
-    const n = rows.length;
+    const n = this.#vpaCount;
+    const kept = this.#keptVpas;
+    const rows = [...this.#vpas.values()].sort((x, y) => x.id - y.id);
+    const added = rows.filter((r) => r.id >= kept);
 
-    const { keyBytes, keyOffsets } = encodeKeys(rows.map((r) => r.key));
+    // Keys: the delta's, then the new ones.
+    const addedKeys = encodeKeys(added.map((r) => r.key));
+    const keptKeyBytes = p === null ? 0 : p.keyOffsets[kept]!;
+    const keyBytes = arrays.zeroed(Uint8Array, keptKeyBytes + addedKeys.keyBytes.length);
+    const keyOffsets = arrays.zeroed(Uint32Array, n + 1);
+    if (p !== null) {
+      keyBytes.set(p.keyBytes.subarray(0, keptKeyBytes));
+      keyOffsets.set(p.keyOffsets.subarray(0, kept + 1));
+    }
+    keyBytes.set(addedKeys.keyBytes, keptKeyBytes);
+    for (let i = 0; i < added.length; i++) keyOffsets[kept + i + 1] = keptKeyBytes + addedKeys.keyOffsets[i + 1]!;
     const index = buildIndexArrays(keyBytes, keyOffsets, n, { arrays });
-    const urlOffsets = arrays.zeroed(Uint32Array, urlRows.length + 1);
-    let urlByteTotal = 0;
-    for (const u of urlRows) urlByteTotal += u.bytes.length;
-    const urlBytes = arrays.zeroed(Uint8Array, urlByteTotal);
-    const urlCategory = arrays.zeroed(Uint8Array, urlRows.length);
-    const urlBase = arrays.zeroed(Uint32Array, urlRows.length);
-    const urlEvidence = arrays.zeroed(Uint32Array, urlRows.length * SOURCE_COUNT);
-    const urlMembers = arrays.zeroed(Uint32Array, urlRows.length);
-    let at = 0;
-    urlRows.forEach((u, i) => {
-      urlBytes.set(u.bytes, at);
-      at += u.bytes.length;
-      urlOffsets[i + 1] = at;
-      // A url the snapshot knew keeps its category until compaction; a new one's evidence is all in the delta.
-      urlCategory[i] = u.base !== NOT_FOUND ? b.urlCategory[u.base]! : dominant(u.evidence, 0, SOURCE_COUNT, SOURCE_RANK);
-      urlBase[i] = u.base === NOT_FOUND ? NOT_IN_SNAPSHOT : u.base;
-      urlEvidence.set(u.evidence, i * SOURCE_COUNT);
-      urlMembers[i] = u.members;
-    });
 
-    const sourceCount = rows.reduce((sum, r) => sum + r.sources.size, 0);
-    const firstSeen = arrays.zeroed(Float64Array, n);
-    const confidence = arrays.zeroed(Uint16Array, n);
-    const riskCategory = arrays.zeroed(Uint8Array, n);
-    const evidenceCount = arrays.zeroed(Uint32Array, n);
-    const vpaCluster = arrays.zeroed(Uint32Array, n);
-    const sourceOffsets = arrays.zeroed(Uint32Array, n + 1);
-    const evidenceWeight = arrays.zeroed(Float64Array, n);
-    const sourceCategoryMask = arrays.zeroed(Uint8Array, n);
-    const baseVpa = arrays.zeroed(Uint32Array, n);
-    const sourceUrl = arrays.zeroed(Uint32Array, sourceCount);
-    const sourceCapturedAt = arrays.zeroed(Float64Array, sourceCount);
-    const sourceFlags = arrays.zeroed(Uint8Array, sourceCount);
-    const mixed = rows.flatMap((r, v) => (r.risk.filter((c) => c > 0).length > 1 ? [v] : []));
-    const mixedRiskVpas = arrays.zeroed(Uint32Array, mixed.length);
-    const mixedRiskCounts = arrays.zeroed(Uint32Array, mixed.length * RISK_COUNT);
-    mixed.forEach((v, i) => {
-      mixedRiskVpas[i] = v;
-      mixedRiskCounts.set(rows[v]!.risk, i * RISK_COUNT);
-    });
-    let evidenceTotal = 0;
-    let s = 0;
-    rows.forEach((r, v) => {
-      firstSeen[v] = r.firstSeen;
-      riskCategory[v] = dominant(r.risk, 0, RISK_COUNT, RISK_RANK);
-      evidenceCount[v] = r.evidenceCount;
-      evidenceTotal += r.evidenceCount;
-      vpaCluster[v] = r.base === NOT_FOUND ? NO_CLUSTER : b.vpaCluster[r.base]!;
-      evidenceWeight[v] = r.weightUnits;
-      sourceCategoryMask[v] = r.categoryMask;
-      baseVpa[v] = r.base === NOT_FOUND ? NOT_IN_SNAPSHOT : r.base;
-      // Newest first; equal captures by url bytes, as a build orders them.
-      const sources = [...r.sources.values()].sort((x, y) => y.capturedAt - x.capturedAt || Buffer.compare(x.url.bytes, y.url.bytes));
-      let peers = 0;
-      for (const source of sources) {
-        sourceUrl[s] = source.url.id;
-        sourceCapturedAt[s] = source.capturedAt;
-        sourceFlags[s] = source.screenshot ? SOURCE_FLAG_SCREENSHOT : 0;
-        peers = Math.max(peers, source.url.members - 1);
-        s++;
-      }
-      sourceOffsets[v + 1] = s;
-      confidence[v] = vpaConfidence({
-        evidenceWeight: r.weightUnits / WEIGHT_UNITS,
-        distinctUrls: sources.length,
-        distinctSourceCategories: categoriesIn(r.categoryMask),
-        peers,
-      });
-    });
+    const urls = this.#urlColumns(arrays);
+    const vpas = this.#vpaColumns(rows, urls.urlMembers, arrays);
+    const sources = this.#sourceColumns(rows, vpas.sourceCounts, arrays);
 
     const meta = {
       id: dataVersion(fields.baseId, fields.position),
@@ -352,37 +310,36 @@ class MergeState {
       evidenceFiles: fields.files,
       urlMemberCap: b.meta.urlMemberCap,
       vpaCount: n,
-      urlCount: urlRows.length,
+      urlCount: this.#urlCount,
       clusterCount: b.meta.clusterCount,
-      sourceCount,
-      evidenceCount: evidenceTotal,
+      sourceCount: sources.sourceUrl.length,
+      evidenceCount: vpas.evidenceTotal,
       skippedLines: 0,
     };
-    const emptyMembers = arrays.zeroed(Uint32Array, urlRows.length + 1);
     const overlay: SnapshotData = {
       meta,
-      maxKeyLength: longestKey(index),
+      maxKeyLength: Math.max(o?.maxKeyLength ?? 0, longestKey(index)),
       ...index,
-      firstSeen,
-      confidence,
-      riskCategory,
-      evidenceCount,
-      vpaCluster,
-      sourceOffsets,
-      sourceUrl,
-      sourceCapturedAt,
-      sourceFlags,
-      urlBytes,
-      urlOffsets,
-      urlCategory,
+      firstSeen: vpas.firstSeen,
+      confidence: vpas.confidence,
+      riskCategory: vpas.riskCategory,
+      evidenceCount: vpas.evidenceCount,
+      vpaCluster: vpas.vpaCluster,
+      sourceOffsets: sources.sourceOffsets,
+      sourceUrl: sources.sourceUrl,
+      sourceCapturedAt: sources.sourceCapturedAt,
+      sourceFlags: sources.sourceFlags,
+      urlBytes: urls.urlBytes,
+      urlOffsets: urls.urlOffsets,
+      urlCategory: urls.urlCategory,
       // Url membership is the snapshot's business (cluster answers); the delta's urls list none.
       urlMembersBlob: arrays.zeroed(Uint8Array, 0),
-      urlMembersOffsets: emptyMembers,
-      urlSlots: buildUrlSlots(urlBytes, urlOffsets, arrays),
-      evidenceWeight,
-      sourceCategoryMask,
-      mixedRiskVpas,
-      mixedRiskCounts,
+      urlMembersOffsets: arrays.zeroed(Uint32Array, this.#urlCount + 1),
+      urlSlots: buildUrlSlots(urls.urlBytes, urls.urlOffsets, arrays),
+      evidenceWeight: vpas.evidenceWeight,
+      sourceCategoryMask: vpas.sourceCategoryMask,
+      mixedRiskVpas: vpas.mixedRiskVpas,
+      mixedRiskCounts: vpas.mixedRiskCounts,
       // The snapshot's clusters, shared, not copied.
       clusterNumber: b.clusterNumber,
       clusterCreatedAt: b.clusterCreatedAt,
@@ -393,9 +350,202 @@ class MergeState {
       clusterMembersBlob: b.clusterMembersBlob,
       clusterMembersOffsets: b.clusterMembersOffsets,
     };
-    const own = [baseVpa, urlBase, urlEvidence, urlMembers, ...OWN_FIELDS.map((field) => overlay[field])];
+    const delta = { overlay, keyBytes, keyOffsets, baseVpa: vpas.baseVpa, urlBase: urls.urlBase, urlEvidence: urls.urlEvidence, urlMembers: urls.urlMembers };
+    const own = [keyBytes, keyOffsets, vpas.baseVpa, urls.urlBase, urls.urlEvidence, urls.urlMembers, ...OWN_FIELDS.map((field) => overlay[field])];
     const bytes = own.reduce((sum, array) => sum + array.byteLength, 0);
-    return { meta: { ...fields, vpaCount: n, bytes }, overlay, baseVpa, urlBase, urlEvidence, urlMembers };
+    return { meta: { ...fields, vpaCount: n, bytes }, ...delta };
+  }
+
+  /** Per-url columns: the delta's copied, the merged urls written, the new ones appended. */
+  #urlColumns(arrays: ArrayAllocator) {
+    const b = this.#base;
+    const p = this.#previous;
+    const count = this.#urlCount;
+    const kept = this.#keptUrls;
+    const rows = [...this.#urls.values()];
+    const keptBytes = p === null ? 0 : p.overlay.urlOffsets[kept]!;
+    let addedBytes = 0;
+    for (const u of rows) if (u.id >= kept) addedBytes += u.bytes.length;
+    const urlBytes = arrays.zeroed(Uint8Array, keptBytes + addedBytes);
+    const urlOffsets = arrays.zeroed(Uint32Array, count + 1);
+    const urlCategory = arrays.zeroed(Uint8Array, count);
+    const urlBase = arrays.zeroed(Uint32Array, count);
+    const urlEvidence = arrays.zeroed(Uint32Array, count * SOURCE_COUNT);
+    const urlMembers = arrays.zeroed(Uint32Array, count);
+    if (p !== null) {
+      const o = p.overlay;
+      urlBytes.set(o.urlBytes.subarray(0, keptBytes));
+      urlOffsets.set(o.urlOffsets.subarray(0, kept + 1));
+      urlCategory.set(o.urlCategory.subarray(0, kept));
+      urlBase.set(p.urlBase.subarray(0, kept));
+      urlEvidence.set(p.urlEvidence.subarray(0, kept * SOURCE_COUNT));
+      urlMembers.set(p.urlMembers.subarray(0, kept));
+    }
+    // New urls in the order they were given ids, so their bytes follow each other.
+    rows.sort((x, y) => x.id - y.id);
+    let at = keptBytes;
+    for (const u of rows) {
+      if (u.id >= kept) {
+        urlBytes.set(u.bytes, at);
+        at += u.bytes.length;
+        urlOffsets[u.id + 1] = at;
+      }
+      // A url the snapshot knew keeps its category until compaction; a new one's evidence is all in the delta.
+      urlCategory[u.id] = u.base !== NOT_FOUND ? b.urlCategory[u.base]! : dominant(u.evidence, 0, SOURCE_COUNT, SOURCE_RANK);
+      urlBase[u.id] = u.base === NOT_FOUND ? NOT_IN_SNAPSHOT : u.base;
+      urlEvidence.set(u.evidence, u.id * SOURCE_COUNT);
+      urlMembers[u.id] = u.members;
+    }
+    return { urlBytes, urlOffsets, urlCategory, urlBase, urlEvidence, urlMembers };
+  }
+
+  /**
+   * Per-VPA columns, `rows` (ascending ids) written over a copy of the
+   * delta's; each VPA's number of sources. A kept VPA on a url that gained
+   * VPAs (`urlMembers`, the new counts) is scored again: its peers term
+   * grew, and the delta's answer equals a build's for every VPA it holds.
+   */
+  #vpaColumns(rows: readonly VpaRow[], urlMembers: Uint32Array, arrays: ArrayAllocator) {
+    const b = this.#base;
+    const p = this.#previous;
+    const o = p?.overlay ?? null;
+    const n = this.#vpaCount;
+    const kept = this.#keptVpas;
+    const firstSeen = arrays.zeroed(Float64Array, n);
+    const confidence = arrays.zeroed(Uint16Array, n);
+    const riskCategory = arrays.zeroed(Uint8Array, n);
+    const evidenceCount = arrays.zeroed(Uint32Array, n);
+    const vpaCluster = arrays.zeroed(Uint32Array, n);
+    const evidenceWeight = arrays.zeroed(Float64Array, n);
+    const sourceCategoryMask = arrays.zeroed(Uint8Array, n);
+    const baseVpa = arrays.zeroed(Uint32Array, n);
+    const sourceCounts = new Uint32Array(n);
+    if (o !== null) {
+      firstSeen.set(o.firstSeen.subarray(0, kept));
+      confidence.set(o.confidence.subarray(0, kept));
+      riskCategory.set(o.riskCategory.subarray(0, kept));
+      evidenceCount.set(o.evidenceCount.subarray(0, kept));
+      vpaCluster.set(o.vpaCluster.subarray(0, kept));
+      evidenceWeight.set(o.evidenceWeight.subarray(0, kept));
+      sourceCategoryMask.set(o.sourceCategoryMask.subarray(0, kept));
+      baseVpa.set(p!.baseVpa.subarray(0, kept));
+      for (let v = 0; v < kept; v++) sourceCounts[v] = o.sourceOffsets[v + 1]! - o.sourceOffsets[v]!;
+    }
+    for (const r of rows) {
+      const v = r.id;
+      firstSeen[v] = r.firstSeen;
+      riskCategory[v] = dominant(r.risk, 0, RISK_COUNT, RISK_RANK);
+      evidenceCount[v] = r.evidenceCount;
+      vpaCluster[v] = r.base === NOT_FOUND ? NO_CLUSTER : b.vpaCluster[r.base]!;
+      evidenceWeight[v] = r.weightUnits;
+      sourceCategoryMask[v] = r.categoryMask;
+      baseVpa[v] = r.base === NOT_FOUND ? NOT_IN_SNAPSHOT : r.base;
+      sourceCounts[v] = r.sources.size;
+      let peers = 0;
+      for (const source of r.sources.values()) peers = Math.max(peers, source.url.members - 1);
+      confidence[v] = vpaConfidence({
+        evidenceWeight: r.weightUnits / WEIGHT_UNITS,
+        distinctUrls: r.sources.size,
+        distinctSourceCategories: categoriesIn(r.categoryMask),
+        peers,
+      });
+    }
+    if (o !== null) this.#rescoreKept(rows, urlMembers, confidence);
+    let evidenceTotal = 0;
+    for (let v = 0; v < n; v++) evidenceTotal += evidenceCount[v]!;
+
+    // Mixed risk counts: the delta's entries for VPAs not merged now, and the merged ones, by id.
+    const mixed: { id: number; risk: ArrayLike<number> }[] = [];
+    if (o !== null) {
+      const merged = new Set(rows.map((r) => r.id));
+      for (let i = 0; i < o.mixedRiskVpas.length; i++) {
+        const id = o.mixedRiskVpas[i]!;
+        if (!merged.has(id)) mixed.push({ id, risk: o.mixedRiskCounts.subarray(i * RISK_COUNT, (i + 1) * RISK_COUNT) });
+      }
+    }
+    for (const r of rows) if (r.risk.filter((c) => c > 0).length > 1) mixed.push({ id: r.id, risk: r.risk });
+    mixed.sort((x, y) => x.id - y.id);
+    const mixedRiskVpas = arrays.zeroed(Uint32Array, mixed.length);
+    const mixedRiskCounts = arrays.zeroed(Uint32Array, mixed.length * RISK_COUNT);
+    mixed.forEach((m, i) => {
+      mixedRiskVpas[i] = m.id;
+      mixedRiskCounts.set(m.risk, i * RISK_COUNT);
+    });
+    return { firstSeen, confidence, riskCategory, evidenceCount, vpaCluster, evidenceWeight, sourceCategoryMask, baseVpa, sourceCounts, evidenceTotal, mixedRiskVpas, mixedRiskCounts };
+  }
+
+  /** Score again the kept VPAs not in `rows` that have a source on a url whose VPAs grew in number. */
+  #rescoreKept(rows: readonly VpaRow[], urlMembers: Uint32Array, confidence: Uint16Array): void {
+    const p = this.#previous!;
+    const o = p.overlay;
+    const grown = new Uint8Array(this.#keptUrls);
+    let any = false;
+    for (const u of this.#urls.values()) {
+      if (u.id < this.#keptUrls && u.members !== p.urlMembers[u.id]) {
+        grown[u.id] = 1;
+        any = true;
+      }
+    }
+    if (!any) return;
+    const merged = new Uint8Array(this.#keptVpas);
+    for (const r of rows) if (r.id < this.#keptVpas) merged[r.id] = 1;
+    for (let v = 0; v < this.#keptVpas; v++) {
+      if (merged[v] === 1) continue;
+      const from = o.sourceOffsets[v]!;
+      const to = o.sourceOffsets[v + 1]!;
+      let touches = false;
+      let peers = 0;
+      for (let s = from; s < to; s++) {
+        const url = o.sourceUrl[s]!;
+        if (grown[url] === 1) touches = true;
+        peers = Math.max(peers, urlMembers[url]! - 1);
+      }
+      if (!touches) continue;
+      confidence[v] = vpaConfidence({
+        evidenceWeight: o.evidenceWeight[v]! / WEIGHT_UNITS,
+        distinctUrls: to - from,
+        distinctSourceCategories: categoriesIn(o.sourceCategoryMask[v]!),
+        peers,
+      });
+    }
+  }
+
+  /** Sources: runs of kept VPAs copied from the delta, each merged VPA's written newest first. */
+  #sourceColumns(rows: readonly VpaRow[], sourceCounts: Uint32Array, arrays: ArrayAllocator) {
+    const o = this.#previous?.overlay ?? null;
+    const n = this.#vpaCount;
+    const sourceOffsets = arrays.zeroed(Uint32Array, n + 1);
+    for (let v = 0; v < n; v++) sourceOffsets[v + 1] = sourceOffsets[v]! + sourceCounts[v]!;
+    const total = sourceOffsets[n]!;
+    const sourceUrl = arrays.zeroed(Uint32Array, total);
+    const sourceCapturedAt = arrays.zeroed(Float64Array, total);
+    const sourceFlags = arrays.zeroed(Uint8Array, total);
+    /** Copy the delta's sources of VPAs [from, to), all kept as they were. */
+    const copyRun = (from: number, to: number) => {
+      if (o === null || from >= to) return;
+      const start = o.sourceOffsets[from]!;
+      const end = o.sourceOffsets[to]!;
+      const at = sourceOffsets[from]!;
+      sourceUrl.set(o.sourceUrl.subarray(start, end), at);
+      sourceCapturedAt.set(o.sourceCapturedAt.subarray(start, end), at);
+      sourceFlags.set(o.sourceFlags.subarray(start, end), at);
+    };
+    let next = 0;
+    for (const r of rows) {
+      copyRun(next, Math.min(r.id, this.#keptVpas));
+      // Newest first; equal captures by url bytes, as a build orders them.
+      const sources = [...r.sources.values()].sort((x, y) => y.capturedAt - x.capturedAt || Buffer.compare(x.url.bytes, y.url.bytes));
+      let s = sourceOffsets[r.id]!;
+      for (const source of sources) {
+        sourceUrl[s] = source.url.id;
+        sourceCapturedAt[s] = source.capturedAt;
+        sourceFlags[s] = source.screenshot ? SOURCE_FLAG_SCREENSHOT : 0;
+        s++;
+      }
+      next = r.id + 1;
+    }
+    copyRun(next, this.#keptVpas);
+    return { sourceOffsets, sourceUrl, sourceCapturedAt, sourceFlags };
   }
 }
 

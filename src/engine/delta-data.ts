@@ -16,6 +16,9 @@ import type { SnapshotData } from './snapshot-data.js';
 export interface DeltaData {
   readonly meta: DeltaMeta;
   readonly overlay: SnapshotData;
+  /** The overlay's keys (lower-cased VPAs) by id, as buildIndexArrays takes them: a merge appends to them and indexes them again. */
+  readonly keyBytes: Uint8Array;
+  readonly keyOffsets: Uint32Array;
   /** Per overlay VPA: its id in the snapshot, or NOT_IN_SNAPSHOT for a VPA the snapshot does not know. */
   readonly baseVpa: Uint32Array;
   /** Per overlay url: its id in the snapshot, or NOT_IN_SNAPSHOT. */
