@@ -32,8 +32,11 @@ export function openApiDocument(version: string): Record<string, unknown> {
   };
   const headers = {
     'X-Request-Id': { description: 'Unique request identifier; log it with the screening record', schema: { type: 'string' } },
-    'X-Data-Version': { description: 'Id of the intelligence snapshot that answered', schema: { type: 'string' } },
-    'X-Data-As-Of': { description: 'When the newest evidence in that snapshot was ingested (ISO 8601)', schema: { type: 'string' } },
+    'X-Data-Version': {
+      description: 'The intelligence that answered: the snapshot id, followed by "+<position>" when the live delta beside it holds new evidence',
+      schema: { type: 'string' },
+    },
+    'X-Data-As-Of': { description: 'When the newest evidence in that intelligence (snapshot and delta) was ingested (ISO 8601)', schema: { type: 'string' } },
   };
   const ok = (description: string, schema: unknown) => ({ '200': { description, headers, content: json(schema) } });
   const planned = (summary: string) => ({

@@ -160,8 +160,8 @@ export class SnapshotService {
       service.#lastBuild = lastBuild;
       logger.info(snapshotFields(first), 'serving snapshot');
       if (incremental) {
-        const stored = await listEvidenceFiles(dir);
-        if (stored.length > first.meta.evidenceFiles.length) {
+        const inSnapshot = new Set(first.meta.evidenceFiles);
+        if ((await listEvidenceFiles(dir)).some((name) => !inSnapshot.has(name))) {
           // Evidence the snapshot does not hold is served from the start: read it all now (the
           // deduplication needs every id), and merge what is new into the delta.
           await service.#absorb();
@@ -289,15 +289,22 @@ export class SnapshotService {
   }
 
   /**
-   * Fold the delta into a new snapshot now (`upi-risk build`, a signal, an
-   * operator): resolves when the new snapshot is served, or at once with
-   * the running compaction's end when one runs.
+   * Fold the delta into a new snapshot now (the policy, a signal, an
+   * operator): resolves when the new snapshot is served, or with the
+   * running compaction when one runs. A failure is logged here, and
+   * rejects; what was served stays.
    */
-  compact(): Promise<void> {
+  compact(why = 'compaction requested'): Promise<void> {
     if (this.#compacting !== null) return this.#compacting;
-    this.#compacting = this.#build('compaction requested').finally(() => {
-      this.#compacting = null;
-    });
+    if (this.#closed) return Promise.resolve();
+    this.#compacting = this.#build(why)
+      .catch((error: unknown) => {
+        this.#logger.error({ err: String(error) }, 'compaction failed; still serving the snapshot and delta before it');
+        throw error;
+      })
+      .finally(() => {
+        this.#compacting = null;
+      });
     return this.#compacting;
   }
 
@@ -326,7 +333,8 @@ export class SnapshotService {
       return;
     }
     if (unserved) await this.#absorb();
-    if (this.#compactionDue()) void this.compact().catch(() => {});
+    // Logged by compact(); the next pass tries again while the policy says so.
+    if (this.#compactionDue()) void this.compact('the delta is due for compaction').catch(() => {});
   }
 
   /** Read the evidence stored since the last read and wait until it is served. */
@@ -365,7 +373,7 @@ export class SnapshotService {
         .catch((error: unknown) => {
           // Read already, the evidence would not be read again: a compaction serves it instead.
           this.#logger.error({ err: String(error), files: files.length }, 'merging evidence into the delta failed; compacting to serve it');
-          if (!this.#closed) void this.compact().catch(() => {});
+          if (!this.#closed) void this.compact('a merge failed').catch(() => {});
           return null;
         });
       if (merged === null) return;
@@ -399,7 +407,8 @@ export class SnapshotService {
           previous: null,
           inputs: kept.map((a) => a.records),
           files: kept.map((a) => a.file),
-          now: this.#delta.meta.since,
+          // Its age starts now: counted from the old delta's, it would be due again at once.
+          now: Date.now(),
         });
         delta = merged.delta;
         applied = [...merged.applied];

@@ -32,21 +32,27 @@ async function waitForVersions(server: RunningServer, threads: number, accept: (
   }
 }
 
-test('an ingest is served by every serving thread from the delta, and a compaction on SIGUSR2 folds it in without a failed or backward answer', { timeout: 180_000 }, async () => {
+for (const threads of [1, 2]) {
+  test(`with ${threads} serving thread(s), an ingest is served by every one from the delta, and a compaction on SIGUSR2 folds it in without a failed or backward answer`, { timeout: 180_000 }, () =>
+    deltaAndCompaction(threads),
+  );
+}
+
+async function deltaAndCompaction(threads: number): Promise<void> {
   const t = await tempDataDir();
   await ingest(t.dir, t.root, [evidence('known@ybl', 'https://a.example', { evidence_id: 'k1' })]);
   const key = lastLine((await runCli(['keys', 'create', '--data-dir', t.dir.root])).stdout);
-  const server = await startServer(t.dir.root, { args: ['--threads', '2'] });
+  const server = await startServer(t.dir.root, { args: ['--threads', String(threads)] });
   const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
   try {
-    const [first] = [...(await versionsByThread(server.base, 2)).values()];
+    const [first] = [...(await versionsByThread(server.base, threads)).values()];
     assert.ok(first !== undefined && !first.includes('+'), 'an empty delta names the snapshot alone');
 
     await ingestWithCli(t.root, t.dir.root, 'one.ndjson', [
       evidence('mule@ybl', 'https://b.example', { evidence_id: 'm1' }),
       evidence('known@ybl', 'https://c.example', { evidence_id: 'k2' }),
     ]);
-    await waitForVersions(server, 2, (v) => v === `${first}+1`, 'the delta reaches both threads');
+    await waitForVersions(server, threads, (v) => v === `${first}+1`, 'the delta reaches every thread');
 
     // A batch is answered from one view, which its headers name.
     const batch = await fetch(`${server.base}/v1/verify/upi/batch`, { method: 'POST', headers, body: JSON.stringify({ upis: ['mule@ybl', 'known@ybl', 'nobody@ybl'] }) });
@@ -85,11 +91,11 @@ test('an ingest is served by every serving thread from the delta, and a compacti
       }
     })();
     server.child.kill('SIGUSR2');
-    const compacted = await waitForVersions(server, 2, (v) => v !== first && !v.includes('+'), 'the compacted snapshot reaches both threads');
+    const compacted = await waitForVersions(server, threads, (v) => v !== first && !v.includes('+'), 'the compacted snapshot reaches every thread');
     // New evidence after the compaction goes to the new snapshot's delta.
     await ingestWithCli(t.root, t.dir.root, 'two.ndjson', [evidence('late@ybl', 'https://d.example', { evidence_id: 'l1' })]);
     const [next] = [...compacted.values()];
-    await waitForVersions(server, 2, (v) => v === `${next}+1`, 'the next delta reaches both threads');
+    await waitForVersions(server, threads, (v) => v === `${next}+1`, 'the next delta reaches every thread');
     stop = true;
     await load;
     assert.equal(failures, 0, `${failures} of ${requests} requests failed`);
@@ -102,7 +108,7 @@ test('an ingest is served by every serving thread from the delta, and a compacti
     assert.equal(await server.stop(), 0);
     await t.cleanup();
   }
-});
+}
 
 test('serve refuses a compaction policy out of range', async () => {
   const t = await tempDataDir();
