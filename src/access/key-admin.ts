@@ -1,11 +1,13 @@
 import { ConfigError } from '../common/errors.js';
 import { generateApiKey, generateKeyId, hashApiKey } from './api-key.js';
-import type { KeyBackend, KeyLimits, KeyRecord, PublicKeyRecord } from './key-record.js';
+import { DEFAULT_SCOPES, type KeyBackend, type KeyLimits, type KeyRecord, type KeyScope, type PublicKeyRecord } from './key-record.js';
 
 export interface CreateKeyOptions {
   readonly name?: string;
   readonly plan?: string;
   readonly limits?: KeyLimits | null;
+  /** What the key may do (default DEFAULT_SCOPES). */
+  readonly scopes?: readonly KeyScope[];
   readonly now?: Date;
 }
 
@@ -28,6 +30,7 @@ export class KeyAdmin {
       id: generateKeyId(),
       name: options.name ?? '',
       plan: options.plan ?? 'default',
+      scopes: options.scopes ?? DEFAULT_SCOPES,
       limits: options.limits ?? null,
       created_at: (options.now ?? new Date()).toISOString(),
       rotated_at: null,

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { writeFileAtomic } from '../common/atomic-file.js';
 import type { DataDir } from '../common/data-dir.js';
 import { KeyFileError } from '../common/errors.js';
-import { validateKeyRecords, type KeyBackend, type KeyRecord } from './key-record.js';
+import { readKeyRecords, type KeyBackend, type KeyRecord } from './key-record.js';
 
 /**
  * The key file (`<data-dir>/keys.json`, mode 0600) holds hashes, never keys.
@@ -46,8 +46,7 @@ function validateKeyFile(value: unknown, path: string): KeyFile {
   const file = value as Record<string, unknown>;
   if (file.version !== KEY_FILE_VERSION) throw fail(`unsupported version ${JSON.stringify(file.version)} (this build reads ${KEY_FILE_VERSION})`);
   if (!Array.isArray(file.keys)) throw fail('"keys" is not an array');
-  validateKeyRecords(file.keys, fail);
-  return file as unknown as KeyFile;
+  return { version: KEY_FILE_VERSION, keys: readKeyRecords(file.keys, fail) };
 }
 
 async function writeKeyFile(path: string, keys: readonly KeyRecord[]): Promise<void> {

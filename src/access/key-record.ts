@@ -11,10 +11,31 @@ export interface KeyLimits {
   readonly windowSeconds: number;
 }
 
+/**
+ * What a key may do: `screen` the spec's lookups (single, batch, cluster),
+ * `ingest` send evidence, `admin` manage keys and read the figures.
+ */
+export const KEY_SCOPES = ['screen', 'ingest', 'admin'] as const;
+export type KeyScope = (typeof KEY_SCOPES)[number];
+/** A key created without scopes, or stored before keys had them, screens. */
+export const DEFAULT_SCOPES: readonly KeyScope[] = ['screen'];
+
+/** Scopes from a comma-separated list (`keys create --scopes`), each once, in KEY_SCOPES order; throws what `fail` makes. */
+export function parseScopes(text: string, fail: (why: string) => Error): KeyScope[] {
+  const named = text.split(',').map((s) => s.trim());
+  const unknown = named.filter((s) => !(KEY_SCOPES as readonly string[]).includes(s));
+  if (unknown.length > 0 || named.length === 0) {
+    throw fail(`unknown scope ${JSON.stringify(unknown[0] ?? text)}: scopes are ${KEY_SCOPES.join(', ')}, comma-separated`);
+  }
+  return KEY_SCOPES.filter((s) => named.includes(s));
+}
+
 export interface KeyRecord {
   readonly id: string;
   readonly name: string;
   readonly plan: string;
+  /** What the key may do (at least one scope; records stored without scopes read as DEFAULT_SCOPES). */
+  readonly scopes: readonly KeyScope[];
   readonly limits: KeyLimits | null;
   readonly created_at: string;
   readonly rotated_at: string | null;
@@ -25,8 +46,12 @@ export interface KeyRecord {
 /** What `keys list --json` prints per key: no hash. */
 export type PublicKeyRecord = Omit<KeyRecord, 'hash'>;
 
-/** Check stored key records wherever they come from (file or Redis); throws what `fail` makes. */
-export function validateKeyRecords(records: readonly unknown[], fail: (why: string) => Error): asserts records is KeyRecord[] {
+/**
+ * Check stored key records wherever they come from (file or Redis), and
+ * give records stored before keys had scopes the default ones; throws what
+ * `fail` makes.
+ */
+export function readKeyRecords(records: readonly unknown[], fail: (why: string) => Error): KeyRecord[] {
   const ids = new Set<string>();
   for (const [i, k] of records.entries()) {
     const r = k as Record<string, unknown>;
@@ -47,7 +72,14 @@ export function validateKeyRecords(records: readonly unknown[], fail: (why: stri
         throw fail(`${where}.limits must be null or {burst, sustained, windowSeconds} positive integers`);
       }
     }
+    if (r.scopes !== undefined) {
+      const scopes = r.scopes;
+      if (!Array.isArray(scopes) || scopes.length === 0 || scopes.some((s) => !(KEY_SCOPES as readonly unknown[]).includes(s)) || new Set(scopes).size !== scopes.length) {
+        throw fail(`${where}.scopes must be a list of distinct scopes from ${KEY_SCOPES.join(', ')}`);
+      }
+    }
   }
+  return (records as (Omit<KeyRecord, 'scopes'> & { scopes?: readonly KeyScope[] })[]).map((r) => (r.scopes === undefined ? { ...r, scopes: DEFAULT_SCOPES } : (r as KeyRecord)));
 }
 
 function isPositiveInt(value: unknown): boolean {

@@ -24,6 +24,7 @@ export class HttpError extends Error {
 export const badRequest = (message: string, closeConnection = false) => new HttpError(400, 'bad_request', message, { closeConnection });
 export const validationError = (message: string) => new HttpError(422, 'validation_error', message);
 export const unauthorized = (message: string) => new HttpError(401, 'unauthorized', message);
+export const forbidden = (message: string) => new HttpError(403, 'forbidden', message);
 export const notFound = (message: string) => new HttpError(404, 'not_found', message);
 export const tooManyRequests = (retryAfter: number) =>
   new HttpError(429, 'rate_limit_exceeded', `request limit exceeded; retry after ${retryAfter} s`, { retryAfter });
@@ -35,6 +36,7 @@ export const STATUS_LINES: Readonly<Record<number, string>> = {
   200: '200 OK',
   400: '400 Bad Request',
   401: '401 Unauthorized',
+  403: '403 Forbidden',
   404: '404 Not Found',
   422: '422 Unprocessable Entity',
   429: '429 Too Many Requests',

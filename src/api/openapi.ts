@@ -7,7 +7,10 @@ import {
   ClusterSchema,
   EntityExposureReportSchema,
   ErrorSchema,
+  EvidenceReceiptSchema,
+  EvidenceRefusalSchema,
   MAX_BODY_BYTES,
+  MAX_EVIDENCE_BODY_BYTES,
   RiskCategorySchema,
   SourceCategorySchema,
   SourceSchema,
@@ -27,6 +30,7 @@ export function openApiDocument(version: string): Record<string, unknown> {
   const common = {
     '400': error('bad_request: missing or invalid parameters'),
     '401': error('unauthorized: API key missing, of another scheme, unknown, rotated or revoked'),
+    '403': error('forbidden: the API key lacks the scope this endpoint needs'),
     '429': error('rate_limit_exceeded: wait Retry-After seconds'),
     '500': error('internal_error'),
   };
@@ -64,6 +68,8 @@ export function openApiDocument(version: string): Record<string, unknown> {
         EntityExposureReport: EntityExposureReportSchema,
         AppAuditRequest: AppAuditRequestSchema,
         AppAuditReport: AppAuditReportSchema,
+        EvidenceReceipt: EvidenceReceiptSchema,
+        EvidenceRefusal: EvidenceRefusalSchema,
       }),
     },
     paths: {
@@ -87,6 +93,19 @@ export function openApiDocument(version: string): Record<string, unknown> {
           summary: 'Cluster lookup',
           parameters: [{ name: 'cluster_id', in: 'path', required: true, schema: { type: 'string', pattern: '^MC-[0-9]+$' } }],
           responses: { ...ok('Cluster', ref('Cluster')), ...common, '404': error('not_found: no such cluster') },
+        },
+      },
+      '/v1/admin/evidence': {
+        post: {
+          summary: 'Send evidence (an API key with the ingest scope)',
+          description: `NDJSON in the ingestion contract, one evidence item per line (Content-Type: application/x-ndjson), at most ${MAX_EVIDENCE_BODY_BYTES} bytes. All or nothing: a body with any invalid line is refused whole with every bad line. Answered once the evidence is stored durably and served.`,
+          requestBody: { required: true, content: { 'application/x-ndjson': { schema: { type: 'string' } } } },
+          responses: {
+            ...ok('Stored and served', ref('EvidenceReceipt')),
+            ...common,
+            '422': { description: 'validation_error: a line breaks the ingestion contract; nothing was stored', content: json(ref('EvidenceRefusal')) },
+            '503': error('service_unavailable: the evidence could not be stored; nothing was acknowledged'),
+          },
         },
       },
       '/v1/cyber/check': { get: { ...planned('Entity dark-web exposure check'), parameters: [{ name: 'entity', in: 'query', required: true, schema: { type: 'string' } }] } },

@@ -14,6 +14,8 @@ export const VPA_PATTERN = '^[A-Za-z0-9._-]{1,256}@[A-Za-z][A-Za-z0-9]{1,63}$';
 export const MAX_BATCH_ITEMS = 100;
 /** Largest accepted batch body: 100 VPAs of the longest legal form with JSON overhead fit well inside. */
 export const MAX_BODY_BYTES = 64 * 1024;
+/** Largest body of POST /v1/admin/evidence: about 40,000 evidence items; larger files go through `upi-risk ingest`. */
+export const MAX_EVIDENCE_BODY_BYTES = 16 * 1024 * 1024;
 
 // JSON Schema formats TypeBox checks only once registered: RFC 3339 timestamps and dates.
 const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:Z|[+-]\d{2}:\d{2})$/;
@@ -108,6 +110,7 @@ export const ClusterSchema = Type.Object(
 export const ERROR_CODES = [
   'bad_request',
   'unauthorized',
+  'forbidden',
   'not_found',
   'validation_error',
   'rate_limit_exceeded',
@@ -197,3 +200,27 @@ export type ClusterJson = Static<typeof ClusterSchema>;
 export type ErrorJson = Static<typeof ErrorSchema>;
 export type EntityExposureReport = Static<typeof EntityExposureReportSchema>;
 export type AppAuditReport = Static<typeof AppAuditReportSchema>;
+
+/** The answer to POST /v1/admin/evidence: the evidence is stored (durably) and served. */
+export const EvidenceReceiptSchema = Type.Object(
+  {
+    items: Type.Integer({ minimum: 1, description: 'valid evidence items in the body, all stored' }),
+    added: Nullable(Type.Integer({ minimum: 0, description: 'items with an evidence id not seen before, served from now on; null when not known (a server with --full-rebuilds)' })),
+    duplicates: Nullable(Type.Integer({ minimum: 0, description: 'items whose evidence id was seen before, which change nothing' })),
+    data_version: Type.String({ description: 'the data version that serves them (X-Data-Version)' }),
+  },
+  { $id: 'EvidenceReceipt' },
+);
+
+/** 422 to POST /v1/admin/evidence: a line broke the ingestion contract, and nothing was stored. */
+export const EvidenceRefusalSchema = Type.Object(
+  {
+    error: Type.Literal('validation_error'),
+    message: Type.String(),
+    invalid_lines: Type.Integer({ minimum: 1 }),
+    errors: Type.Array(Type.Object({ line: Type.Integer({ minimum: 1 }), reason: Type.String() }), {
+      description: 'the first invalid lines (up to 50), by line number',
+    }),
+  },
+  { $id: 'EvidenceRefusal' },
+);

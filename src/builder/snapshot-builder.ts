@@ -569,9 +569,9 @@ export class SnapshotBuilder {
       invalidSamples: [...(carry?.invalidSamples ?? []), ...parsed.flatMap((r) => r.invalidSamples)].slice(0, 10),
     };
     if (this.#incremental) this.#carry = gathered;
-    if (deduped.fresh.length > 0) {
-      this.#onEvidence({ files: fileChunks.filter((f) => f.firstChunk >= firstNew), inputs: deduped.fresh });
-    }
+    // Told of every new file, even one whose every item was a duplicate: it is read, and served as it is (unchanged).
+    const newFiles = fileChunks.filter((f) => f.firstChunk >= firstNew);
+    if (newFiles.length > 0) this.#onEvidence({ files: newFiles, inputs: deduped.fresh });
     return { files, gathered, cachedChunks: parsed.filter((r) => r.fromCache === true).length, reusedChunks: firstNew };
   }
 

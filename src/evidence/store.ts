@@ -3,6 +3,7 @@ import { mkdir, open, readdir, rename, unlink, stat } from 'node:fs/promises';
 import { join, basename } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { createInterface } from 'node:readline';
+import { Readable } from 'node:stream';
 import { syncDirectory, tempFileName } from '../common/atomic-file.js';
 import type { DataDir } from '../common/data-dir.js';
 import { ErrorCode, EvidenceError } from '../common/errors.js';
@@ -44,6 +45,26 @@ export interface FileIngestResult {
 
 /** Ingest one NDJSON file into the store. Never applies a file partially. */
 export async function ingestFile(dir: DataDir, file: string, now: () => number = Date.now): Promise<FileIngestResult> {
+  return ingestFrom(dir, file, async () => {
+    try {
+      const input = createReadStream(file, { encoding: 'utf8' });
+      await new Promise<void>((resolve, reject) => {
+        input.once('open', () => resolve());
+        input.once('error', reject);
+      });
+      return input;
+    } catch (error) {
+      throw new EvidenceError(ErrorCode.EVIDENCE_FILE, `cannot read ${file}: ${(error as Error).message}`, { cause: error });
+    }
+  }, now);
+}
+
+/** Ingest NDJSON held in memory (an HTTP request's body) as ingestFile ingests a file; `label` names it in errors. */
+export function ingestBytes(dir: DataDir, bytes: Uint8Array, label: string, now: () => number = Date.now): Promise<FileIngestResult> {
+  return ingestFrom(dir, label, async () => Readable.from([Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8')]), now);
+}
+
+async function ingestFrom(dir: DataDir, file: string, openInput: () => Promise<Readable>, now: () => number): Promise<FileIngestResult> {
   await mkdir(dir.evidence, { recursive: true });
   const temp = join(dir.evidence, tempFileName('ingest'));
   const output = await open(temp, 'w', 0o644);
@@ -61,16 +82,7 @@ export async function ingestFile(dir: DataDir, file: string, now: () => number =
       pendingLength = 0;
     };
     let lineNumber = 0;
-    let input;
-    try {
-      input = createReadStream(file, { encoding: 'utf8' });
-      await new Promise<void>((resolve, reject) => {
-        input!.once('open', () => resolve());
-        input!.once('error', reject);
-      });
-    } catch (error) {
-      throw new EvidenceError(ErrorCode.EVIDENCE_FILE, `cannot read ${file}: ${(error as Error).message}`, { cause: error });
-    }
+    const input = await openInput();
     const lines = createInterface({ input, crlfDelay: Infinity });
     for await (const rawLine of lines) {
       lineNumber++;

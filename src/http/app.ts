@@ -4,14 +4,15 @@ import uWS from 'uWebSockets.js';
 import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js';
 import type { Logger } from '../common/logger.js';
 import type { ServingView } from '../engine/serving-view.js';
+import type { IntakeResult } from '../service/evidence-intake.js';
 import { isClusterIdShape } from '../engine/verdict.js';
 import { isValidVpa } from '../vpa/vpa.js';
-import { MAX_BODY_BYTES } from '../api/schemas.js';
+import { MAX_BODY_BYTES, MAX_EVIDENCE_BODY_BYTES } from '../api/schemas.js';
 import { answerBatchBody } from '../api/batch-answer.js';
 import { answerSingle } from '../api/single-answer.js';
 import { clusterAnswerJson } from '../api/cluster-answer-cache.js';
 import { openApiDocument } from '../api/openapi.js';
-import type { KeyRecord } from '../access/key-record.js';
+import type { KeyRecord, KeyScope } from '../access/key-record.js';
 import { hashApiKey, sameHash } from '../access/api-key.js';
 import type { Quota, QuotaDecision } from '../access/quota.js';
 import type { ServiceMetrics } from './metrics.js';
@@ -25,6 +26,7 @@ import {
   STATUS_LINES,
   badRequest,
   internalError,
+  forbidden,
   notFound,
   serviceUnavailable,
   tooManyRequests,
@@ -64,6 +66,8 @@ export interface ApiDependencies {
   readonly metricsToken?: string;
   /** Produce the /metrics text; defaults to this thread's registry (serving threads ask the main thread for all of them). */
   readonly scrape?: () => Promise<string>;
+  /** Store evidence sent to POST /v1/admin/evidence and wait until it is served; absent, that route answers 503. */
+  readonly ingest?: (body: Uint8Array) => Promise<IntakeResult>;
   /** Which serving thread this is, reported by /readyz (absent with one thread). */
   readonly thread?: number;
 }
@@ -212,20 +216,22 @@ export function createApiApp(deps: ApiDependencies, app: TemplatedApp = uWS.App(
    * authentication is charged to the client IP instead, so keys cannot be
    * guessed at line rate.
    */
-  const authorize = (x: Exchange, authorization: string): KeyRecord | Promise<KeyRecord> => {
+  const authorize = (x: Exchange, authorization: string, scope: KeyScope): KeyRecord | Promise<KeyRecord> => {
     const presented = bearerToken(authorization);
     const record = typeof presented === 'string' ? deps.keys.verify(presented) : null;
     if (record === null) return refuseKey(x, presented, remoteAddress(x.res));
     const decision = deps.quota.consume(record);
-    return decision instanceof Promise ? decision.then((d) => charge(x, d, record)) : charge(x, decision, record);
+    return decision instanceof Promise ? decision.then((d) => charge(x, d, record, scope)) : charge(x, decision, record, scope);
   };
 
-  const charge = (x: Exchange, decision: QuotaDecision, record: KeyRecord): KeyRecord => {
+  /** Admit a known key within its quota to a route of `scope`; the request counts against the quota either way. */
+  const charge = (x: Exchange, decision: QuotaDecision, record: KeyRecord, scope: KeyScope): KeyRecord => {
     x.quota = decision;
     if (!decision.allowed) {
       metrics?.rateLimited.inc({ kind: 'key' });
       throw tooManyRequests(decision.retryAfter);
     }
+    if (!record.scopes.includes(scope)) throw forbidden(`this API key does not have the "${scope}" scope this endpoint needs`);
     return record;
   };
 
@@ -245,13 +251,13 @@ export function createApiApp(deps: ApiDependencies, app: TemplatedApp = uWS.App(
    * then the answer runs once the caller is admitted: within the handler
    * when the quota answers at once, which is the common case.
    */
-  const keyed = <T>(route: number, read: (req: HttpRequest) => T, answer: (x: Exchange, input: T) => void) => {
+  const keyed = <T>(route: number, scope: KeyScope, read: (req: HttpRequest) => T, answer: (x: Exchange, input: T) => void) => {
     return (res: HttpResponse, req: HttpRequest) => {
       const x = begin(res, route);
       try {
         const authorization = req.getHeader('authorization');
         const input = read(req);
-        const admitted = authorize(x, authorization);
+        const admitted = authorize(x, authorization, scope);
         if (admitted instanceof Promise) {
           answerLater(x);
           // One catch covers both a refused admission and an answer that throws.
@@ -267,7 +273,7 @@ export function createApiApp(deps: ApiDependencies, app: TemplatedApp = uWS.App(
 
   app.get(
     '/v1/verify/upi',
-    keyed(ROUTE.verify, readUpi, (x, upi) => {
+    keyed(ROUTE.verify, 'screen', readUpi, (x, upi) => {
       if (upi === MALFORMED_QUERY) throw badRequest('the query string has a malformed percent-encoding (a "%" not followed by two hex digits, or bytes that are not UTF-8)');
       if (upi === undefined || upi === '') throw badRequest('missing query parameter "upi"');
       if (!isValidVpa(upi)) throw badRequest('"upi" is not a valid VPA (handle@provider)');
@@ -275,17 +281,23 @@ export function createApiApp(deps: ApiDependencies, app: TemplatedApp = uWS.App(
     }),
   );
 
-  app.post('/v1/verify/upi/batch', (res, req) => {
-    const x = begin(res, ROUTE.batch);
+  /**
+   * A keyed POST route with a body of at most `limit` bytes of the media
+   * type `mediaType`: `answer` runs once the caller is admitted and the
+   * whole body is in, and may answer later (it returns a promise then).
+   */
+  const keyedBody = (route: number, scope: KeyScope, limit: number, mediaType: string, answer: (x: Exchange, body: Buffer) => void | Promise<void>) => (res: HttpResponse, req: HttpRequest) => {
+    const x = begin(res, route);
     answerLater(x);
     const authorization = req.getHeader('authorization');
     const contentType = req.getHeader('content-type');
     const declared = req.getHeader('content-length');
     // The body must be consumed from now on; authentication runs while it arrives.
-    const body = readBody(res, MAX_BODY_BYTES, MAX_DISCARDED_BODY_BYTES, declared);
+    // A body somewhat over the cap is read and dropped so that the client gets its 400 (MAX_DISCARDED_BODY_BYTES).
+    const body = readBody(res, limit, Math.max(MAX_DISCARDED_BODY_BYTES, 2 * limit), declared);
     let admitted: KeyRecord | Promise<KeyRecord>;
     try {
-      admitted = authorize(x, authorization);
+      admitted = authorize(x, authorization, scope);
     } catch (error) {
       admitted = Promise.reject(error);
     }
@@ -302,20 +314,32 @@ export function createApiApp(deps: ApiDependencies, app: TemplatedApp = uWS.App(
       .then(([refused, payload]) => {
         cutOff = payload instanceof HttpError && payload.closeConnection;
         if (refused !== null) throw refused;
-        if (!isJsonContentType(contentType)) throw badRequest('Content-Type must be application/json');
+        if (!isContentType(contentType, mediaType)) throw badRequest(`Content-Type must be ${mediaType}`);
         if (payload instanceof HttpError) throw payload;
-        answerBatch(x, payload);
+        return answer(x, payload);
       })
       .catch((error: unknown) => fail(x, error, cutOff));
-  });
-
-  const answerBatch = (x: Exchange, body: Buffer): void => {
-    const answer = answerBatchBody(x.view, body);
-    if (answer instanceof HttpError) throw answer;
-    send(x, 200, answer);
   };
 
-  const clusterRoute = keyed(ROUTE.cluster, (req) => req.getParameter(0) ?? '', (x, id) => {
+  app.post(
+    '/v1/verify/upi/batch',
+    keyedBody(ROUTE.batch, 'screen', MAX_BODY_BYTES, 'application/json', (x, body) => {
+      const answer = answerBatchBody(x.view, body);
+      if (answer instanceof HttpError) throw answer;
+      send(x, 200, answer);
+    }),
+  );
+
+  app.post(
+    '/v1/admin/evidence',
+    keyedBody(ROUTE.evidence, 'ingest', MAX_EVIDENCE_BODY_BYTES, 'application/x-ndjson', async (x, body) => {
+      if (deps.ingest === undefined) throw serviceUnavailable('this server does not take evidence over HTTP');
+      if (body.length === 0) throw badRequest('request body missing; send NDJSON evidence, one item per line');
+      send(x, ...evidenceAnswer(await deps.ingest(body)));
+    }),
+  );
+
+  const clusterRoute = keyed(ROUTE.cluster, 'screen', (req) => req.getParameter(0) ?? '', (x, id) => {
     if (id === '') throw badRequest('missing cluster id');
     if (!isClusterIdShape(id)) throw badRequest('cluster id must have the form MC-<number>');
     const answer = clusterAnswerJson(x.view.base, id);
@@ -327,13 +351,13 @@ export function createApiApp(deps: ApiDependencies, app: TemplatedApp = uWS.App(
 
   app.get(
     '/v1/cyber/check',
-    keyed(ROUTE.cyber_check, () => null, () => {
+    keyed(ROUTE.cyber_check, 'screen', () => null, () => {
       throw serviceUnavailable('the entity exposure check is planned and not yet available');
     }),
   );
   app.post(
     '/v1/audit/app',
-    keyed(ROUTE.audit_app, () => null, () => {
+    keyed(ROUTE.audit_app, 'screen', () => null, () => {
       throw serviceUnavailable('the mobile app audit is planned and not yet available');
     }),
   );
@@ -477,11 +501,28 @@ export function isHeaderText(value: string): boolean {
   return true;
 }
 
-function isJsonContentType(value: string): boolean {
+/** Whether a Content-Type header names `mediaType` (parameters such as charset allowed). */
+function isContentType(value: string, mediaType: string): boolean {
   if (!isHeaderText(value)) return false;
   const semicolon = value.indexOf(';');
   const type = (semicolon < 0 ? value : value.slice(0, semicolon)).trim().toLowerCase();
-  return type === 'application/json';
+  return type === mediaType;
+}
+
+/** The status and JSON of the answer to POST /v1/admin/evidence. */
+function evidenceAnswer(result: IntakeResult): [number, string] {
+  switch (result.kind) {
+    case 'stored':
+      return [200, JSON.stringify({ items: result.items, added: result.added, duplicates: result.duplicates, data_version: result.dataVersion })];
+    case 'empty':
+      throw badRequest('the body holds no evidence item');
+    case 'refused': {
+      // The error body, with every bad line (up to MAX_REPORTED_ERRORS) beside the message.
+      const first = result.errors[0]!;
+      const message = `${result.invalidLines} invalid line(s), nothing stored; line ${first.line}: ${first.reason}`;
+      return [422, JSON.stringify({ error: 'validation_error', message, invalid_lines: result.invalidLines, errors: result.errors })];
+    }
+  }
 }
 
 function remoteAddress(res: HttpResponse): string {

@@ -8,6 +8,7 @@ import type { Quota } from '../access/quota.js';
 import { serveQuota } from '../access/remote-quota.js';
 import { SharedWindowTable } from '../access/shared-windows.js';
 import type { SnapshotService } from '../service/snapshot-service.js';
+import type { IntakeResult } from '../service/evidence-intake.js';
 import type { ServiceMetrics } from './metrics.js';
 import type { MetricJson } from './request-stats.js';
 import { RetiredSnapshots } from './snapshot-release.js';
@@ -31,6 +32,8 @@ export interface EdgePoolOptions extends Omit<EdgeWorkerData, 'index' | 'quotaPo
    * supervises it starts it afresh (serve exits with status 1).
    */
   readonly onGiveUp?: (error: ServingError) => void;
+  /** Store and serve evidence a serving thread received over HTTP (POST /v1/admin/evidence). */
+  readonly ingest: (body: Uint8Array) => Promise<IntakeResult>;
 }
 
 /**
@@ -100,6 +103,7 @@ export class EdgePool {
       logger: _logger,
       restarts: _restarts,
       onGiveUp: _onGiveUp,
+      ingest: _ingest,
       ...shared
     } = options;
     // Threads share the port through SO_REUSEPORT, which uWS sets only for a concrete port.
@@ -148,6 +152,14 @@ export class EdgePool {
           );
         } else if (message.type === 'released') {
           retired.released(message.snapshot, index);
+        } else if (message.type === 'ingest') {
+          options.ingest(message.body).then(
+            (result) => worker.postMessage({ type: 'ingested', id: message.id, result } satisfies ToEdge),
+            (error: Error) => {
+              options.logger.error({ thread: index, err: error.message }, 'evidence sent over HTTP was not stored');
+              worker.postMessage({ type: 'ingest-failed', id: message.id, message: error.message } satisfies ToEdge);
+            },
+          );
         }
       });
       return worker;

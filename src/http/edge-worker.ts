@@ -21,6 +21,7 @@ import { createTlsApp, type TlsFiles } from './tls.js';
 import { ReleaseWatch } from './snapshot-release.js';
 import { startIncrementalMarking, threadCollector } from '../common/collector.js';
 import { serviceUnavailable } from '../api/http-error.js';
+import type { IntakeResult } from '../service/evidence-intake.js';
 
 /**
  * One serving thread of `serve --threads N`: a uWebSockets.js app on the
@@ -57,7 +58,9 @@ export type ToEdge =
   | { readonly type: 'drain' }
   | { readonly type: 'metrics'; readonly id: number }
   | { readonly type: 'scraped'; readonly id: number; readonly text: string }
-  | { readonly type: 'scrape-failed'; readonly id: number; readonly message: string };
+  | { readonly type: 'scrape-failed'; readonly id: number; readonly message: string }
+  | { readonly type: 'ingested'; readonly id: number; readonly result: IntakeResult }
+  | { readonly type: 'ingest-failed'; readonly id: number; readonly message: string };
 
 export type FromEdge =
   | { readonly type: 'listening'; readonly port: number }
@@ -65,7 +68,9 @@ export type FromEdge =
   | { readonly type: 'drained' }
   | { readonly type: 'metrics'; readonly id: number; readonly json: unknown }
   | { readonly type: 'scrape'; readonly id: number }
-  | { readonly type: 'released'; readonly snapshot: string };
+  | { readonly type: 'released'; readonly snapshot: string }
+  /** Evidence sent to POST /v1/admin/evidence, for the main thread to store and serve. */
+  | { readonly type: 'ingest'; readonly id: number; readonly body: Uint8Array };
 
 /**
  * Under constant load, how long a serving thread leaves incremental marking
@@ -138,6 +143,9 @@ if (config.redis === null && config.threads === 1) {
 /** Scrapes waiting for the main thread's text, by id; each is settled by 'scraped' or 'scrape-failed'. */
 const scrapes = new Map<number, { resolve: (text: string) => void; reject: (error: Error) => void }>();
 let nextScrape = 0;
+/** Evidence bodies waiting for the main thread, by id; each is settled by 'ingested' or 'ingest-failed'. */
+const intakes = new Map<number, { resolve: (result: IntakeResult) => void; reject: (error: Error) => void }>();
+let nextIntake = 0;
 const api = createApiApp(
   {
     served: holder,
@@ -148,6 +156,12 @@ const api = createApiApp(
     version: config.version,
     ...(config.threads > 1 ? { thread: config.index } : {}),
     ...(config.metricsToken === undefined ? {} : { metricsToken: config.metricsToken }),
+    ingest: (body) =>
+      new Promise<IntakeResult>((resolve, reject) => {
+        const id = nextIntake++;
+        intakes.set(id, { resolve, reject });
+        post({ type: 'ingest', id, body });
+      }),
     scrape: () =>
       new Promise<string>((resolve, reject) => {
         const id = nextScrape++;
@@ -246,6 +260,14 @@ port.on('message', (message: ToEdge) => {
     case 'scrape-failed':
       scrapes.get(message.id)?.reject(serviceUnavailable(`metrics are unavailable: ${message.message}`));
       scrapes.delete(message.id);
+      break;
+    case 'ingested':
+      intakes.get(message.id)?.resolve(message.result);
+      intakes.delete(message.id);
+      break;
+    case 'ingest-failed':
+      intakes.get(message.id)?.reject(serviceUnavailable(`the evidence was not stored: ${message.message}`));
+      intakes.delete(message.id);
       break;
   }
 });

@@ -337,6 +337,24 @@ export class SnapshotService {
     if (this.#compactionDue()) void this.compact('the delta is due for compaction').catch(() => {});
   }
 
+  /**
+   * Wait until the stored evidence file `name` is served (read into the
+   * delta, or into the snapshot), looking for it as refresh() does; then how
+   * many of its items the delta took, the rest being duplicates of evidence
+   * seen before. Null when that is not known: without incremental builds, or
+   * when a compaction took the file first.
+   */
+  async served(name: string): Promise<number | null> {
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const applied = this.#applied.find((a) => a.file.name === name);
+      if (applied !== undefined) return applied.count;
+      if (this.#current.meta.evidenceFiles.includes(name)) return null;
+      // A refresh already running may have listed the folder before the file came: the next one finds it.
+      await this.refresh();
+    }
+    return this.#applied.find((a) => a.file.name === name)?.count ?? null;
+  }
+
   /** Read the evidence stored since the last read and wait until it is served. */
   async #absorb(): Promise<void> {
     await this.#builder.absorb(this.#options.dataDir);

@@ -223,6 +223,7 @@ test('the OpenAPI document is served and names every live and planned path', asy
   assert.equal(r.status, 200);
   assert.equal(r.body.openapi, '3.1.0');
   assert.deepEqual(Object.keys(r.body.paths as object).sort(), [
+    '/v1/admin/evidence',
     '/v1/audit/app',
     '/v1/cyber/check',
     '/v1/verify/upi',

@@ -33,9 +33,10 @@ test('keys created, rotated and revoked through the CLI take effect on a running
     assert.match(server.output(), /"msg":"API keys reloaded"/, 'key changes are logged');
 
     const listed = await runCli(['keys', 'list', '--data-dir', t.dir.root, '--json']);
-    const rows = JSON.parse(listed.stdout) as { id: string; name: string; plan: string; created_at: string; revoked_at: null }[];
+    const rows = JSON.parse(listed.stdout) as { id: string; name: string; plan: string; scopes: string[]; created_at: string; revoked_at: null }[];
     assert.equal(rows.length, 1);
-    assert.deepEqual(Object.keys(rows[0]!).sort(), ['created_at', 'id', 'name', 'plan', 'revoked_at']);
+    assert.deepEqual(Object.keys(rows[0]!).sort(), ['created_at', 'id', 'name', 'plan', 'revoked_at', 'scopes']);
+    assert.deepEqual(rows[0]!.scopes, ['screen']);
     assert.equal(rows[0]!.name, 'payments team');
     assert.equal(rows[0]!.plan, 'gold');
     const id = rows[0]!.id;

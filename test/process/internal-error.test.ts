@@ -25,7 +25,7 @@ test('an unexpected failure answers 500 internal_error for that request only, an
   const key = 'upirisk_test-key-for-the-internal-error-test-0000';
   const keys = new ActiveKeys();
   keys.replace([
-    { id: 'key_000000000001', name: 't', plan: 'default', limits: null, created_at: '2026-01-01T00:00:00Z', rotated_at: null, revoked_at: null, hash: hashApiKey(key) },
+    { id: 'key_000000000001', name: 't', plan: 'default', scopes: ['screen'], limits: null, created_at: '2026-01-01T00:00:00Z', rotated_at: null, revoked_at: null, hash: hashApiKey(key) },
   ]);
   const errors: string[] = [];
   const loggedIds: unknown[] = [];

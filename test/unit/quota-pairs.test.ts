@@ -22,6 +22,7 @@ const record = (id: string, overrides: Partial<KeyRecord> = {}): KeyRecord => ({
   id,
   name: id,
   plan: 'default',
+  scopes: ['screen'],
   limits: null,
   created_at: '2026-11-25T00:00:00Z',
   rotated_at: null,

@@ -2,7 +2,7 @@ import { dataDir } from '../../common/data-dir.js';
 import { ConfigError, ErrorCode, UnavailableError } from '../../common/errors.js';
 import { redact } from '../../common/redis.js';
 import { KeyAdmin } from '../../access/key-admin.js';
-import type { KeyLimits, PublicKeyRecord } from '../../access/key-record.js';
+import { DEFAULT_SCOPES, parseScopes, type KeyLimits, type PublicKeyRecord } from '../../access/key-record.js';
 import { chooseKeyBackend, REDIS_OPTIONS } from '../key-backend-options.js';
 import type { DataDir } from '../../common/data-dir.js';
 import { intOption, parseCommandArgs, type Command } from '../command.js';
@@ -13,8 +13,11 @@ Manage API keys. Only a SHA-256 hash of each key is stored (DIR/keys.json,
 mode 0600); a new key is printed once, as the last line of standard output.
 A running server sees every change within a second.
 
-  keys create [--name TEXT] [--plan NAME] [--burst N --sustained N --window SECONDS]
-  keys list [--json]            table of keys; --json prints [{id, name, plan, created_at, revoked_at}]
+  keys create [--name TEXT] [--plan NAME] [--scopes LIST] [--burst N --sustained N --window SECONDS]
+                                --scopes: what the key may do, comma-separated from
+                                screen (the lookups), ingest (POST /v1/admin/evidence)
+                                and admin (default: screen)
+  keys list [--json]            table of keys; --json prints [{id, name, plan, scopes, created_at, revoked_at}]
   keys rotate ID                new secret for key ID; the old one stops working at once
   keys revoke ID                key ID stops working at once
 
@@ -64,6 +67,7 @@ async function create(argv: readonly string[]): Promise<number> {
     ...dirOption,
     name: { type: 'string' },
     plan: { type: 'string' },
+    scopes: { type: 'string' },
     burst: { type: 'string' },
     sustained: { type: 'string' },
     window: { type: 'string' },
@@ -82,8 +86,9 @@ async function create(argv: readonly string[]): Promise<number> {
   if (!/^[A-Za-z0-9_.-]{1,64}$/.test(plan)) throw new ConfigError('--plan must be 1 to 64 letters, digits, ".", "_" or "-"');
   const name = values.name ?? '';
   if (name.length > 200) throw new ConfigError('--name must be at most 200 characters');
-  const { key, record } = await withAdmin(dataDir(values['data-dir']), values, (admin) => admin.create({ name, plan, limits }));
-  process.stdout.write(`created key ${record.id} (plan ${record.plan}); store it now, it is not shown again:\n${key}\n`);
+  const scopes = values.scopes === undefined ? DEFAULT_SCOPES : parseScopes(values.scopes, (why) => new ConfigError(`--scopes: ${why}`));
+  const { key, record } = await withAdmin(dataDir(values['data-dir']), values, (admin) => admin.create({ name, plan, limits, scopes }));
+  process.stdout.write(`created key ${record.id} (plan ${record.plan}, scopes ${record.scopes.join(',')}); store it now, it is not shown again:\n${key}\n`);
   return 0;
 }
 
@@ -91,7 +96,7 @@ async function list(argv: readonly string[]): Promise<number> {
   const { values } = parseCommandArgs(argv, { ...dirOption, json: { type: 'boolean' } });
   const keys = await withAdmin(dataDir(values['data-dir']), values, (admin) => admin.list());
   if (values.json === true) {
-    const rows = keys.map((k) => ({ id: k.id, name: k.name, plan: k.plan, created_at: k.created_at, revoked_at: k.revoked_at }));
+    const rows = keys.map((k) => ({ id: k.id, name: k.name, plan: k.plan, scopes: k.scopes, created_at: k.created_at, revoked_at: k.revoked_at }));
     process.stdout.write(`${JSON.stringify(rows, null, 2)}\n`);
     return 0;
   }
@@ -121,11 +126,12 @@ function singleId(positionals: readonly string[]): string {
 }
 
 function table(keys: readonly PublicKeyRecord[]): string {
-  const header = ['ID', 'NAME', 'PLAN', 'LIMITS', 'CREATED', 'STATUS'];
+  const header = ['ID', 'NAME', 'PLAN', 'SCOPES', 'LIMITS', 'CREATED', 'STATUS'];
   const rows = keys.map((k) => [
     k.id,
     k.name,
     k.plan,
+    k.scopes.join(','),
     k.limits === null ? '(plan)' : `${k.limits.burst}/s, ${k.limits.sustained}/${k.limits.windowSeconds}s`,
     k.created_at,
     k.revoked_at === null ? (k.rotated_at === null ? 'active' : `active, rotated ${k.rotated_at}`) : `revoked ${k.revoked_at}`,

@@ -15,6 +15,7 @@ import { checkTlsFiles, createTlsApp, ensureSelfSignedCertificate, type TlsFiles
 import { intOption, parseCommandArgs, type Command } from '../command.js';
 import { availableParallelism } from 'node:os';
 import { EdgePool } from '../../http/edge-pool.js';
+import { takeEvidence } from '../../service/evidence-intake.js';
 
 const usage = `Usage: upi-risk serve [options]
 
@@ -217,6 +218,7 @@ export const serveCommand: Command = {
       logger,
       // A process whose serving threads fail over and over is best started afresh by whatever runs it.
       onGiveUp: (error) => stop({ reason: error.message }, 1),
+      ingest: (body) => takeEvidence(service, dir, body),
     });
     const boundPort = pool.port;
     const stopServing = () => pool.drain();
