@@ -6,8 +6,9 @@ import { buildCommand } from './commands/build.js';
 import { demoDataCommand } from './commands/demo-data.js';
 import { serveCommand } from './commands/serve.js';
 import { keysCommand } from './commands/keys.js';
+import { migrateCommand } from './commands/migrate.js';
 
-const COMMANDS: readonly Command[] = [serveCommand, ingestCommand, buildCommand, keysCommand, demoDataCommand];
+const COMMANDS: readonly Command[] = [serveCommand, ingestCommand, buildCommand, keysCommand, migrateCommand, demoDataCommand];
 
 function overview(): string {
   const width = Math.max(...COMMANDS.map((c) => c.name.length));

@@ -43,6 +43,10 @@ export const ErrorCode = {
   THREADS_FAILING: 'ERR_THREADS_FAILING',
   /** Demo data cannot be written where asked. */
   DEMO_DATA_WRITE: 'ERR_DEMO_DATA_WRITE',
+  /** The PostgreSQL store cannot be reached, or refused a statement. */
+  STORE: 'ERR_STORE',
+  /** The store's schema is missing, or newer than this release knows: run (or upgrade) `upi-risk migrate`. */
+  STORE_SCHEMA: 'ERR_STORE_SCHEMA',
 } as const;
 
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
@@ -146,5 +150,13 @@ export class UnavailableError extends UpiRiskError {
   constructor(code: typeof ErrorCode.REDIS | typeof ErrorCode.DEMO_DATA_WRITE, message: string, options?: { cause?: unknown }) {
     super(code, message, options);
     this.name = 'UnavailableError';
+  }
+}
+
+/** The PostgreSQL store (fleet mode) is unreachable, refused a statement, or holds a schema this release cannot use. */
+export class StoreError extends UpiRiskError {
+  constructor(code: typeof ErrorCode.STORE | typeof ErrorCode.STORE_SCHEMA, message: string, options?: { cause?: unknown }) {
+    super(code, message, options);
+    this.name = 'StoreError';
   }
 }

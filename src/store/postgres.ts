@@ -1,0 +1,70 @@
+import pg from 'pg';
+import { ConfigError, ErrorCode, StoreError } from '../common/errors.js';
+
+/**
+ * Where the fleet keeps its shared state: a PostgreSQL database (`--store
+ * URL`) and a schema in it (`--store-schema NAME`), so that deployments and
+ * tests can share one database.
+ */
+export interface StoreLocation {
+  readonly url: string;
+  readonly schema: string;
+}
+
+export const DEFAULT_STORE_SCHEMA = 'upi_risk';
+
+/** A schema name the store accepts: lower-case letters, digits and `_`, not starting with a digit, at most 63 characters. */
+export function checkSchemaName(name: string): string {
+  if (!/^[a-z_][a-z0-9_]{0,62}$/.test(name)) {
+    throw new ConfigError(`--store-schema must be 1 to 63 lower-case letters, digits or "_", not starting with a digit; got ${JSON.stringify(name)}`);
+  }
+  return name;
+}
+
+/** A URL the store accepts: postgres:// or postgresql://. */
+export function checkStoreUrl(url: string): string {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw new ConfigError(`--store must be a URL such as postgres://user@host:5432/db; got ${JSON.stringify(redactStoreUrl(url))}`);
+  }
+  if (parsed.protocol !== 'postgres:' && parsed.protocol !== 'postgresql:') {
+    throw new ConfigError(`--store must be a postgres:// URL; got ${JSON.stringify(parsed.protocol)}`);
+  }
+  return url;
+}
+
+/** The URL without its password, for logs and messages. */
+export function redactStoreUrl(url: string): string {
+  return url.replace(/\/\/([^:/@]*):[^@/]*@/, '//$1:***@');
+}
+
+/** The schema's name quoted as an identifier (it is checked, so quoting is all it needs). */
+export function schemaIdentifier(location: StoreLocation): string {
+  return `"${checkSchemaName(location.schema)}"`;
+}
+
+/**
+ * A client connected to the store with the location's schema first on its
+ * search path, so statements name tables without a schema. Fails with
+ * ERR_STORE when the database cannot be reached.
+ */
+export async function connectStore(location: StoreLocation): Promise<pg.Client> {
+  const client = new pg.Client({ connectionString: location.url, connectionTimeoutMillis: 5_000, application_name: 'upi-risk' });
+  try {
+    await client.connect();
+    await client.query(`SET search_path TO ${schemaIdentifier(location)}`);
+    return client;
+  } catch (error) {
+    await client.end().catch(() => {});
+    throw storeError(location, error);
+  }
+}
+
+/** An error of the store as an ERR_STORE, naming where (without the password). */
+export function storeError(location: StoreLocation, error: unknown): StoreError {
+  if (error instanceof StoreError) return error;
+  const message = error instanceof Error ? error.message : String(error);
+  return new StoreError(ErrorCode.STORE, `store ${redactStoreUrl(location.url)} (schema ${location.schema}): ${message}`, { cause: error });
+}

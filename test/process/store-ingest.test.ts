@@ -1,0 +1,98 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { runCli } from '../server-process.js';
+import { testClient, withTestSchema } from '../store-fixtures.js';
+import { tempDataDir, ndjson, evidence } from '../helpers.js';
+import { migrate } from '../../src/store/migrations.js';
+import { connectStore } from '../../src/store/postgres.js';
+import { appendEvidenceBytes } from '../../src/store/evidence-log.js';
+
+test('ingest --store appends each file in one transaction, skipping evidence ids seen before however old', { timeout: 60_000 }, async () => {
+  await withTestSchema(async (location) => {
+    const t = await tempDataDir();
+    const store = ['--store', location.url, '--store-schema', location.schema];
+    assert.equal((await runCli(['migrate', ...store])).code, 0);
+    const write = async (name: string, items: readonly object[] | string) => {
+      const path = join(t.root, name);
+      await writeFile(path, typeof items === 'string' ? items : ndjson(items));
+      return path;
+    };
+    const first = await write('first.ndjson', [
+      evidence('Mule@YBL', 'https://a.example', { evidence_id: 'e1' }),
+      evidence('other@ybl', 'https://b.example/?q="quoted",x', { evidence_id: 'e2' }),
+      evidence('mule@ybl', 'https://c.example', { evidence_id: 'e1' }),
+    ]);
+    const bad = await write('bad.ndjson', `${JSON.stringify(evidence('x@ybl', 'https://x.example', { evidence_id: 'e9' }))}\n{"evidence_id": 1}\nnot json\n`);
+    const second = await write('second.ndjson', [evidence('late@ybl', 'https://d.example', { evidence_id: 'e3' }), evidence('again@ybl', 'https://e.example', { evidence_id: 'e2' })]);
+    const run = await runCli(['ingest', ...store, first, bad, second]);
+    assert.equal(run.code, 1, 'one file refused');
+    assert.match(run.stdout, /stored .*first\.ndjson: 3 evidence lines, 2 new, 1 duplicates; log at position 2/);
+    assert.match(run.stdout, /refused .*bad\.ndjson: 2 invalid of 3 lines/);
+    assert.match(run.stdout, /stored .*second\.ndjson: 2 evidence lines, 1 new, 1 duplicates; log at position 3/);
+    assert.match(run.stderr, /bad\.ndjson:2: /);
+    assert.match(run.stderr, /bad\.ndjson:3: /);
+
+    const client = await testClient(location);
+    try {
+      const rows = (await client.query('SELECT position, evidence_id, upi, url FROM evidence ORDER BY position')).rows;
+      assert.deepEqual(rows, [
+        { position: '1', evidence_id: 'e1', upi: 'mule@ybl', url: 'https://a.example' },
+        { position: '2', evidence_id: 'e2', upi: 'other@ybl', url: 'https://b.example/?q="quoted",x' },
+        { position: '3', evidence_id: 'e3', upi: 'late@ybl', url: 'https://d.example' },
+      ]);
+      assert.deepEqual((await client.query('SELECT items, duplicates, first_position, last_position FROM ingests ORDER BY id')).rows, [
+        { items: 2 + 1, duplicates: 1, first_position: '1', last_position: '2' },
+        { items: 2, duplicates: 1, first_position: '3', last_position: '3' },
+      ]);
+    } finally {
+      await client.end();
+    }
+    await t.cleanup();
+  });
+});
+
+test('concurrent ingests commit in position order: a reader following the log never finds a position behind it later', { timeout: 120_000 }, async () => {
+  await withTestSchema(async (location) => {
+    await migrate(location);
+    const writers = 6;
+    const batches = 8;
+    const perBatch = 150;
+    let stop = false;
+    const reader = await connectStore(location);
+    const seen: number[] = [];
+    const follow = (async () => {
+      let last = 0;
+      while (!stop || last < writers * batches * perBatch) {
+        const rows = (await reader.query<{ position: string }>('SELECT position FROM evidence WHERE position > $1 ORDER BY position LIMIT 1000', [last])).rows;
+        for (const row of rows) {
+          const position = Number(row.position);
+          // Read in commit order, the next position is always the one after the last: none appears behind the reader later.
+          assert.equal(position, last + 1, `after ${last} the reader found ${position}`);
+          last = position;
+          seen.push(position);
+        }
+        if (rows.length === 0) await new Promise((r) => setTimeout(r, 2));
+      }
+    })();
+    await Promise.all(
+      Array.from({ length: writers }, async (_, w) => {
+        const client = await connectStore(location);
+        try {
+          for (let b = 0; b < batches; b++) {
+            const items = Array.from({ length: perBatch }, (_, i) => evidence(`w${w}b${b}i${i}@ybl`, 'https://shared.example', { evidence_id: `w${w}-b${b}-i${i}` }));
+            const result = await appendEvidenceBytes(client, location, Buffer.from(ndjson(items)), `writer ${w} batch ${b}`);
+            assert.equal(result.added, perBatch);
+          }
+        } finally {
+          await client.end();
+        }
+      }),
+    );
+    stop = true;
+    await follow;
+    await reader.end();
+    assert.equal(seen.length, writers * batches * perBatch);
+  });
+});

@@ -1,0 +1,30 @@
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import type { StoreLocation } from '../src/store/postgres.js';
+
+/** The PostgreSQL the tests use (trust authentication, database `test`); each test works in a schema of its own. */
+export const TEST_STORE_URL = process.env.UPI_RISK_TEST_STORE ?? 'postgres://postgres@127.0.0.1:5432/test';
+
+/** Run `work` with a fresh schema name in the test database, and drop that schema afterwards. */
+export async function withTestSchema<T>(work: (location: StoreLocation) => Promise<T>): Promise<T> {
+  const location = { url: TEST_STORE_URL, schema: `t_${randomBytes(6).toString('hex')}` };
+  try {
+    return await work(location);
+  } finally {
+    const client = new pg.Client({ connectionString: TEST_STORE_URL });
+    await client.connect();
+    try {
+      await client.query(`DROP SCHEMA IF EXISTS "${location.schema}" CASCADE`);
+    } finally {
+      await client.end();
+    }
+  }
+}
+
+/** A plain client in the location's schema, for a test to look at what the service stored. */
+export async function testClient(location: StoreLocation): Promise<pg.Client> {
+  const client = new pg.Client({ connectionString: location.url });
+  await client.connect();
+  await client.query(`SET search_path TO "${location.schema}"`);
+  return client;
+}
