@@ -82,6 +82,11 @@ export function readKeyRecords(records: readonly unknown[], fail: (why: string) 
   return (records as (Omit<KeyRecord, 'scopes'> & { scopes?: readonly KeyScope[] })[]).map((r) => (r.scopes === undefined ? { ...r, scopes: DEFAULT_SCOPES } : (r as KeyRecord)));
 }
 
+/** Creation order, then id: how a store without an order of its own lists keys, so listings are stable. */
+export function byCreation(a: KeyRecord, b: KeyRecord): number {
+  return a.created_at < b.created_at ? -1 : a.created_at > b.created_at ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
+}
+
 function isPositiveInt(value: unknown): boolean {
   return typeof value === 'number' && Number.isInteger(value) && value > 0;
 }

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { KeyFileError, KeyStoreError } from '../common/errors.js';
-import { readKeyRecords, type KeyBackend, type KeyRecord } from './key-record.js';
+import { byCreation, readKeyRecords, type KeyBackend, type KeyRecord } from './key-record.js';
 
 /**
  * Key records in Redis, shared by every replica: a hash `<prefix>:keys`
@@ -65,6 +65,5 @@ function parseRecords(fields: Record<string, string>, where: string): KeyRecord[
       throw new KeyFileError(`${where}: record ${id} is not valid JSON`, { cause: error });
     }
   }
-  // Creation order, so listings are stable.
-  return readKeyRecords(records, (why) => new KeyFileError(`${where}: ${why}`)).sort((a, b) => (a.created_at < b.created_at ? -1 : a.created_at > b.created_at ? 1 : a.id < b.id ? -1 : 1));
+  return readKeyRecords(records, (why) => new KeyFileError(`${where}: ${why}`)).sort(byCreation);
 }

@@ -6,6 +6,7 @@ import { DEFAULT_SCOPES, parseScopes, type KeyLimits, type PublicKeyRecord } fro
 import { chooseKeyBackend, REDIS_OPTIONS } from '../key-backend-options.js';
 import type { DataDir } from '../../common/data-dir.js';
 import { intOption, parseCommandArgs, type Command } from '../command.js';
+import { STORE_OPTIONS, chooseStore } from '../store-options.js';
 
 const usage = `Usage: upi-risk keys <create|list|rotate|revoke> [options]
 
@@ -23,7 +24,9 @@ A running server sees every change within a second.
 
 Every sub-command takes --data-dir DIR (default: $UPI_RISK_DATA_DIR or var/data),
 or --redis URL (default: $REDIS_URL) to keep keys in Redis for several
-replicas, with --redis-prefix PREFIX (default: upi-risk).`;
+replicas, with --redis-prefix PREFIX (default: upi-risk), or --store URL
+(default: $UPI_RISK_STORE) and --store-schema NAME to keep them in the
+fleet's PostgreSQL store (see upi-risk migrate).`;
 
 export const keysCommand: Command = {
   name: 'keys',
@@ -46,11 +49,15 @@ export const keysCommand: Command = {
   },
 };
 
-const dirOption = { 'data-dir': { type: 'string' }, ...REDIS_OPTIONS } as const;
+const dirOption = { 'data-dir': { type: 'string' }, ...REDIS_OPTIONS, ...STORE_OPTIONS } as const;
 
 /** Run `work` against the chosen key store and close it afterwards. */
-async function withAdmin<T>(dir: DataDir, values: { redis?: string | undefined; 'redis-prefix'?: string | undefined }, work: (admin: KeyAdmin) => Promise<T>): Promise<T> {
-  const store = await chooseKeyBackend(dir, values);
+async function withAdmin<T>(
+  dir: DataDir,
+  values: { redis?: string | undefined; 'redis-prefix'?: string | undefined; store?: string | undefined; 'store-schema'?: string | undefined },
+  work: (admin: KeyAdmin) => Promise<T>,
+): Promise<T> {
+  const store = await chooseKeyBackend(dir, values, undefined, undefined, chooseStore(values));
   if (store.redis !== null && store.redis.status !== 'ready') {
     await store.close();
     throw new UnavailableError(ErrorCode.REDIS, `cannot reach Redis at ${redact(values.redis ?? process.env.REDIS_URL ?? '')}`);
