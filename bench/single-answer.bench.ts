@@ -2,7 +2,10 @@
  * A single lookup's answer below the HTTP layer (api/single-answer.ts):
  * lookup plus JSON written as bytes into a reused buffer, as a serving
  * thread answers, next to the text way it replaced (the verdict built as
- * objects, then joined by verdictJson), for flagged and unknown VPAs.
+ * objects, then joined by verdictJson), for flagged and unknown VPAs; and
+ * the same lookups with a live delta of 100,000 VPAs beside the snapshot
+ * (half of them VPAs the snapshot knows, half new), against an empty delta,
+ * which the serving threads probe first (engine/serving-view.ts).
  *
  *   node --expose-gc dist/bench/single-answer.bench.js [--vpas 1000000] [--time 2000] [--json FILE]
  *
@@ -19,8 +22,14 @@ import { ServingView } from '../src/engine/serving-view.js';
 import { fakeSnapshot } from '../test/fixtures/fake-snapshot.js';
 import { microOptions, taskRows, writeBenchReport, type Row } from './support/report.js';
 import { knownVpas, unknownVpas } from './support/vpas.js';
+import { mergeDelta } from '../src/builder/delta-merge.js';
+import { RecordWriter, packFlags } from '../src/builder/record-codec.js';
+import type { SnapshotData } from '../src/engine/snapshot-data.js';
+import type { DeltaData } from '../src/engine/delta-data.js';
 
 const QUERIES = 1 << 18;
+/** VPAs of the live delta measured beside the snapshot: the compaction policy's default bound. */
+const DELTA_VPAS = 100_000;
 /** As the serving thread's buffer (http/app.ts). */
 const BODY_CAPACITY = 16_384;
 
@@ -69,9 +78,16 @@ function main(): void {
     );
     sinks.push(sink);
   };
+  const withDelta = new ServingView(view, deltaOver(view.data, flagged));
+  const asBytesWithDelta = (q: string): number => {
+    const answer = answerSingle(withDelta, q, out);
+    return typeof answer === 'string' ? Buffer.byteLength(answer) : answer.length;
+  };
   add('answerSingle as bytes, flagged', flagged, asBytes);
+  add(`answerSingle as bytes, flagged, ${DELTA_VPAS} VPAs in the delta`, flagged, asBytesWithDelta);
   add('verdict object + verdictJson, flagged', flagged, asText);
   add('answerSingle as bytes, unknown', unknown, asBytes);
+  add(`answerSingle as bytes, unknown, ${DELTA_VPAS} VPAs in the delta`, unknown, asBytesWithDelta);
   add('verdict object + verdictJson, unknown', unknown, asText);
   bench.runSync();
 
@@ -79,6 +95,25 @@ function main(): void {
   const rows: (Row & { 'mean B': number })[] = taskRows(bench).map((row, i) => ({ ...row, 'mean B': sinks[i]!.meanBytes }));
   console.table(rows);
   if (json !== undefined) writeBenchReport(json, 'single-answer', vpaCount, { rows, queriesPerPool: QUERIES, bodyCapacity: BODY_CAPACITY });
+}
+
+/**
+ * A delta of DELTA_VPAS VPAs over `base`: one new item for each of the
+ * first half of `known` (VPAs the snapshot holds, which the flagged pool
+ * then partly finds in the delta), and one for as many new VPAs.
+ */
+function deltaOver(base: SnapshotData, known: readonly string[]): DeltaData {
+  const writer = new RecordWriter();
+  const capturedAt = base.meta.scoredAt - 86_400_000;
+  const knownKeys = [...new Set(known.map((q) => q.toLowerCase()))].slice(0, DELTA_VPAS / 2);
+  for (let i = 0; i < DELTA_VPAS; i++) {
+    const upi = i < knownKeys.length ? knownKeys[i]! : `delta.${i}@ybl`;
+    writer.append(0, i, capturedAt, packFlags(i % 4, i % 5, i % 3 === 0), upi, `https://delta.example/${i % 20_000}`, `delta-${i}`);
+  }
+  const files = [{ name: 'delta.ndjson', firstChunk: 0, endChunk: 1, storedAt: capturedAt }];
+  const { delta } = mergeDelta({ base, previous: null, inputs: [writer.finish()], files, now: Date.now() });
+  if (delta.meta.vpaCount !== DELTA_VPAS) throw new Error(`the delta holds ${delta.meta.vpaCount} VPAs, not ${DELTA_VPAS}`);
+  return delta;
 }
 
 main();
