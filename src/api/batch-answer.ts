@@ -25,25 +25,17 @@ export function answerBatchBody(view: ServingView, body: Buffer): string | HttpE
   }
   const upis = parseBatchRequest(parsed);
   if (!Array.isArray(upis)) return upis;
-  const base = view.base;
-  const delta = view.delta;
   let items = '';
   let flagged = 0;
   for (let i = 0; i < upis.length; i++) {
     if (i > 0) items += ',';
     const upi = upis[i]!;
-    const inDelta = delta === null ? NOT_FOUND : delta.lookup(upi);
-    if (inDelta !== NOT_FOUND) {
-      flagged++;
-      items += batchItemJson(delta!.flaggedBatchItem(inDelta, upi));
-      continue;
-    }
-    const id = base.lookup(upi);
+    const id = view.locate(upi);
     if (id === NOT_FOUND) {
       items += clearedBatchItemJson(upi);
     } else {
       flagged++;
-      items += batchItemJson(base.flaggedBatchItem(id, upi));
+      items += batchItemJson(view.located.flaggedBatchItem(id, upi));
     }
   }
   return batchEnvelopeJson(items, upis.length, flagged);

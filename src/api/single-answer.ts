@@ -1,7 +1,6 @@
 import { NOT_FOUND } from '../common/brand.js';
 import type { ByteScratch } from '../common/byte-scratch.js';
 import type { ServingView } from '../engine/serving-view.js';
-import type { SnapshotView } from '../engine/snapshot-view.js';
 import { clearedVerdictBytes, verdictJson } from './answer-json.js';
 import { flaggedVerdictBytes } from './flagged-verdict-bytes.js';
 
@@ -14,16 +13,8 @@ import { flaggedVerdictBytes } from './flagged-verdict-bytes.js';
  * for `out` is built and written as text.
  */
 export function answerSingle(view: ServingView, upi: string, out: ByteScratch): string | Uint8Array {
-  const delta = view.delta;
-  if (delta !== null) {
-    const id = delta.lookup(upi);
-    if (id !== NOT_FOUND) return flaggedAnswer(delta, id, upi, out);
-  }
-  const id = view.base.lookup(upi);
+  const id = view.locate(upi);
   if (id === NOT_FOUND) return clearedVerdictBytes(out, upi);
-  return flaggedAnswer(view.base, id, upi, out);
-}
-
-function flaggedAnswer(view: SnapshotView, id: number, upi: string, out: ByteScratch): string | Uint8Array {
-  return flaggedVerdictBytes(out, view, id, upi) ?? verdictJson(view.flaggedVerdict(id, upi));
+  const found = view.located;
+  return flaggedVerdictBytes(out, found, id, upi) ?? verdictJson(found.flaggedVerdict(id, upi));
 }

@@ -1,7 +1,8 @@
 import { NOT_FOUND } from '../common/brand.js';
 import { formatIso } from '../common/time.js';
 import { dataVersion, type DeltaData, type DeltaMeta } from './delta-data.js';
-import { SnapshotView } from './snapshot-view.js';
+import { SnapshotView, clearedVerdict } from './snapshot-view.js';
+import { PackedQuery } from './vpa-index.js';
 import type { BatchItem, Cluster, VpaVerdict } from './verdict.js';
 import { clearedBatchItem } from './verdict.js';
 
@@ -26,6 +27,10 @@ export class ServingView {
   /** X-Data-As-Of: when the newest evidence in the view was ingested, epoch ms and ISO text. */
   readonly asOf: number;
   readonly asOfIso: string;
+  /** Where the last `locate` found its VPA: the delta's view or the snapshot's. */
+  located: SnapshotView;
+  /** The query being located, packed once for both indexes. */
+  readonly #query: PackedQuery;
 
   constructor(base: SnapshotView, delta: DeltaData | null = null) {
     if (delta !== null && delta.meta.baseId !== base.meta.id) {
@@ -39,27 +44,40 @@ export class ServingView {
     this.version = dataVersion(base.meta.id, position);
     this.asOf = held === null ? base.asOf : Math.max(base.asOf, held.meta.dataAsOf);
     this.asOfIso = this.asOf === base.asOf ? base.asOfIso : formatIso(this.asOf);
+    this.located = base;
+    this.#query = new PackedQuery(Math.max(base.maxKeyLength, this.delta?.maxKeyLength ?? 0));
+  }
+
+  /**
+   * The id of a VPA (any letter case) in `located`, the delta's view when
+   * the delta holds it, else the snapshot's; NOT_FOUND when neither does.
+   * The query is hashed once for both. Allocation-free; `located` is valid
+   * until the next call.
+   */
+  locate(upi: string): number {
+    const query = this.#query.pack(upi);
+    const delta = this.delta;
+    if (delta !== null) {
+      const id = delta.lookupPacked(query);
+      if (id !== NOT_FOUND) {
+        this.located = delta;
+        return id;
+      }
+    }
+    this.located = this.base;
+    return this.base.lookupPacked(query);
   }
 
   /** Full verdict for a syntactically valid VPA; `upi` is echoed as given. */
   verdict(upi: string): VpaVerdict {
-    const delta = this.delta;
-    if (delta !== null) {
-      const id = delta.lookup(upi);
-      if (id !== NOT_FOUND) return delta.flaggedVerdict(id, upi);
-    }
-    return this.base.verdict(upi);
+    const id = this.locate(upi);
+    return id === NOT_FOUND ? clearedVerdict(upi) : this.located.flaggedVerdict(id, upi);
   }
 
   /** Batch item for a syntactically valid VPA. */
   batchItem(upi: string): BatchItem {
-    const delta = this.delta;
-    if (delta !== null) {
-      const id = delta.lookup(upi);
-      if (id !== NOT_FOUND) return delta.flaggedBatchItem(id, upi);
-    }
-    const id = this.base.lookup(upi);
-    return id === NOT_FOUND ? clearedBatchItem(upi) : this.base.flaggedBatchItem(id, upi);
+    const id = this.locate(upi);
+    return id === NOT_FOUND ? clearedBatchItem(upi) : this.located.flaggedBatchItem(id, upi);
   }
 
   /** The cluster with this id: clusters are the snapshot's until compaction. */

@@ -2,7 +2,7 @@ import { NOT_FOUND } from '../common/brand.js';
 import { formatIso } from '../common/time.js';
 import { RISK_CATEGORIES, SOURCE_CATEGORIES } from '../vpa/categories.js';
 import { CONFIDENCE_SCALE, NO_CLUSTER, SOURCE_FLAG_SCREENSHOT, type SnapshotData, type SnapshotMeta } from './snapshot-data.js';
-import { VpaIndex } from './vpa-index.js';
+import { VpaIndex, type PackedQuery } from './vpa-index.js';
 import { portableCardinality, portableDecode, portableIntersectionCardinality } from './roaring-portable.js';
 import {
   NO_SOURCES,
@@ -68,6 +68,16 @@ export class SnapshotView {
   /** VpaId of a VPA (any letter case), or NOT_FOUND. Allocation-free. */
   lookup(upi: string): number {
     return this.#index.lookup(upi);
+  }
+
+  /** As lookup, for a query already packed (ServingView packs it once for the delta and the snapshot). */
+  lookupPacked(query: PackedQuery): number {
+    return this.#index.lookupPacked(query);
+  }
+
+  /** The length of the longest VPA this snapshot holds. */
+  get maxKeyLength(): number {
+    return this.#index.maxKeyLength;
   }
 
   /** Full verdict for a syntactically valid VPA; `upi` is echoed as given. */

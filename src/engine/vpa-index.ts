@@ -561,12 +561,21 @@ export class VpaIndex implements KeyIndex {
     const words = this.words;
     const hash = hashQueryWords(query, words);
     if (hash < 0) return NOT_FOUND; // non-ASCII: no key can match
-    return this.find(hash, length);
+    return this.find(hash, length, words);
   }
 
-  /** Whether the tail of the long key in the entry at `e` matches the query's, its prefix having matched. */
-  private tailMatches(e: number, length: number): boolean {
-    return entryMatches(this.entries, this.tails, e, this.words, length);
+  /**
+   * As lookup, for a query packed once for several indexes (a snapshot's
+   * and its live delta's): the hash is not computed again.
+   */
+  lookupPacked(query: PackedQuery): number {
+    if (query.hash < 0 || query.length > this.maxKeyLength) return NOT_FOUND;
+    return this.find(query.hash, query.length, query.words);
+  }
+
+  /** Whether the tail of the long key in the entry at `e` matches the query's in `words`, its prefix having matched. */
+  private tailMatches(e: number, length: number, words: Int32Array): boolean {
+    return entryMatches(this.entries, this.tails, e, words, length);
   }
 
   /** The VpaId of the lower-cased key bytes `bytes[start..end)` (compared exactly), or NOT_FOUND. */
@@ -574,15 +583,14 @@ export class VpaIndex implements KeyIndex {
     const length = end - start;
     if (length > this.maxKeyLength) return NOT_FOUND;
     packWords(bytes, start, length, this.words);
-    return this.find(hashKeyBytes(bytes, start, end), length);
+    return this.find(hashKeyBytes(bytes, start, end), length, this.words);
   }
 
-  /** The probe for a key of `length` bytes with hash `hash`, packed in `words`. */
-  private find(hash: number, length: number): number {
+  /** The probe for a key of `length` bytes (at most maxKeyLength) with hash `hash`, packed in `words`. */
+  private find(hash: number, length: number, words: Int32Array): number {
     const tag = slotTag(hash, length);
     const tags = this.tags;
     const entries = this.entries;
-    const words = this.words;
     const capacity = this.capacity;
     // Words compared in the entry: the whole key, or the prefix of a long one.
     const inline = length <= INLINE_KEY_BYTES ? wordCount(length) : INLINE_PREFIX_WORDS;
@@ -597,7 +605,7 @@ export class VpaIndex implements KeyIndex {
         if (w === inline) {
           const v = entries[e]!;
           // The rare tail compare stays out of line: inlined into this loop, it slowed misses (bench/MEASUREMENTS.md, 'Index layout').
-          if (v > 0 && v <= this.size && (length <= INLINE_KEY_BYTES || this.tailMatches(e, length))) return v - 1;
+          if (v > 0 && v <= this.size && (length <= INLINE_KEY_BYTES || this.tailMatches(e, length, words))) return v - 1;
         }
       } else if (t === 0) {
         return NOT_FOUND;
@@ -619,6 +627,30 @@ export class VpaIndex implements KeyIndex {
     const length = this.tails[at]!;
     const prefix = INLINE_PREFIX_WORDS * 4;
     return unpackWords(this.entries, e, prefix) + unpackWords(this.tails, at + 1, length - prefix);
+  }
+}
+
+/**
+ * A query lower-cased, packed and hashed once (VpaIndex.lookupPacked), for
+ * indexes whose keys are up to `maxKeyLength` bytes long. Reused from one
+ * query to the next: no allocation per lookup.
+ */
+export class PackedQuery {
+  readonly words: Int32Array;
+  readonly maxKeyLength: number;
+  /** The hash of the query packed last; negative when no key can match it (longer than maxKeyLength, or not ASCII). */
+  hash = -1;
+  length = 0;
+
+  constructor(maxKeyLength: number) {
+    this.maxKeyLength = maxKeyLength;
+    this.words = new Int32Array(Math.max(ENTRY_WORDS, wordCount(maxKeyLength)));
+  }
+
+  pack(query: string): this {
+    this.length = query.length;
+    this.hash = query.length > this.maxKeyLength ? -1 : hashQueryWords(query, this.words);
+    return this;
   }
 }
 

@@ -16,6 +16,7 @@ import {
   MAX_KEYS,
   MAX_LOAD_FACTOR,
   MIN_CAPACITY,
+  PackedQuery,
   slotCapacity,
   slotTag,
   TAG_LONG_KEY,
@@ -285,6 +286,13 @@ function runConformance(name: string, factory: Factory): void {
 
 runConformance('VpaIndex', (keys) => VpaIndex.fromKeys(keys));
 runConformance('ReferenceIndex', (keys) => new ReferenceIndex(keys));
+// The lookup of a serving view, which packs a query once for the delta's index and the snapshot's.
+runConformance('VpaIndex.lookupPacked', (keys) => {
+  const index = VpaIndex.fromKeys(keys);
+  // Room for queries longer than any key: such queries must miss, not overrun.
+  const query = new PackedQuery(index.maxKeyLength + 64);
+  return { size: index.size, lookup: (q: string) => index.lookupPacked(query.pack(q)), keyOf: (id: number) => index.keyOf(id) };
+});
 
 describe('VpaIndex and ReferenceIndex', () => {
   it('agree on random VPA-like keys and queries', () => {
