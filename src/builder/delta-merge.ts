@@ -4,6 +4,7 @@ import { freshSharedArrays } from '../engine/shared-arrays.js';
 import { NOT_IN_SNAPSHOT, dataVersion, type DeltaData, type DeltaMeta } from '../engine/delta-data.js';
 import { NO_CLUSTER, SOURCE_FLAG_SCREENSHOT, riskCountsOf, type SnapshotData } from '../engine/snapshot-data.js';
 import { buildUrlSlots, findUrl } from '../engine/url-lookup.js';
+import { buildKeyFilter } from '../engine/key-filter.js';
 import { VpaIndex, buildIndexArrays, encodeKeys, longestKey } from '../engine/vpa-index.js';
 import { portableCardinality } from '../engine/roaring-portable.js';
 import { RISK_CATEGORIES, RISK_RANK, SOURCE_CATEGORIES, SOURCE_RANK, dominant } from '../vpa/categories.js';
@@ -297,6 +298,7 @@ class MergeState {
     keyBytes.set(addedKeys.keyBytes, keptKeyBytes);
     for (let i = 0; i < added.length; i++) keyOffsets[kept + i + 1] = keptKeyBytes + addedKeys.keyOffsets[i + 1]!;
     const index = buildIndexArrays(keyBytes, keyOffsets, n, { arrays });
+    const keyFilter = buildKeyFilter(keyBytes, keyOffsets, n, arrays);
 
     const urls = this.#urlColumns(arrays);
     const vpas = this.#vpaColumns(rows, urls.urlMembers, arrays);
@@ -350,8 +352,8 @@ class MergeState {
       clusterMembersBlob: b.clusterMembersBlob,
       clusterMembersOffsets: b.clusterMembersOffsets,
     };
-    const delta = { overlay, keyBytes, keyOffsets, baseVpa: vpas.baseVpa, urlBase: urls.urlBase, urlEvidence: urls.urlEvidence, urlMembers: urls.urlMembers };
-    const own = [keyBytes, keyOffsets, vpas.baseVpa, urls.urlBase, urls.urlEvidence, urls.urlMembers, ...OWN_FIELDS.map((field) => overlay[field])];
+    const delta = { overlay, keyBytes, keyOffsets, keyFilter, baseVpa: vpas.baseVpa, urlBase: urls.urlBase, urlEvidence: urls.urlEvidence, urlMembers: urls.urlMembers };
+    const own = [keyBytes, keyOffsets, keyFilter, vpas.baseVpa, urls.urlBase, urls.urlEvidence, urls.urlMembers, ...OWN_FIELDS.map((field) => overlay[field])];
     const bytes = own.reduce((sum, array) => sum + array.byteLength, 0);
     return { meta: { ...fields, vpaCount: n, bytes }, ...delta };
   }

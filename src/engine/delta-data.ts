@@ -19,6 +19,8 @@ export interface DeltaData {
   /** The overlay's keys (lower-cased VPAs) by id, as buildIndexArrays takes them: a merge appends to them and indexes them again. */
   readonly keyBytes: Uint8Array;
   readonly keyOffsets: Uint32Array;
+  /** A Bloom filter of those keys (key-filter.ts): a lookup probes the overlay only when it passes. */
+  readonly keyFilter: Uint32Array;
   /** Per overlay VPA: its id in the snapshot, or NOT_IN_SNAPSHOT for a VPA the snapshot does not know. */
   readonly baseVpa: Uint32Array;
   /** Per overlay url: its id in the snapshot, or NOT_IN_SNAPSHOT. */

@@ -3,6 +3,7 @@ import { formatIso } from '../common/time.js';
 import { dataVersion, type DeltaData, type DeltaMeta } from './delta-data.js';
 import { SnapshotView, clearedVerdict } from './snapshot-view.js';
 import { PackedQuery } from './vpa-index.js';
+import { mayHold } from './key-filter.js';
 import type { BatchItem, Cluster, VpaVerdict } from './verdict.js';
 import { clearedBatchItem } from './verdict.js';
 
@@ -31,6 +32,8 @@ export class ServingView {
   located: SnapshotView;
   /** The query being located, packed once for both indexes. */
   readonly #query: PackedQuery;
+  /** The delta's key filter: most queries name no VPA of the delta, and are told so here. */
+  readonly #deltaKeys: Uint32Array | null;
 
   constructor(base: SnapshotView, delta: DeltaData | null = null) {
     if (delta !== null && delta.meta.baseId !== base.meta.id) {
@@ -46,6 +49,7 @@ export class ServingView {
     this.asOfIso = this.asOf === base.asOf ? base.asOfIso : formatIso(this.asOf);
     this.located = base;
     this.#query = new PackedQuery(Math.max(base.maxKeyLength, this.delta?.maxKeyLength ?? 0));
+    this.#deltaKeys = held === null ? null : held.keyFilter;
   }
 
   /**
@@ -57,7 +61,7 @@ export class ServingView {
   locate(upi: string): number {
     const query = this.#query.pack(upi);
     const delta = this.delta;
-    if (delta !== null) {
+    if (delta !== null && query.hash >= 0 && mayHold(this.#deltaKeys!, query.hash)) {
       const id = delta.lookupPacked(query);
       if (id !== NOT_FOUND) {
         this.located = delta;
