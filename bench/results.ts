@@ -5,6 +5,7 @@
  */
 import type { HttpResult, ScenarioResult, SwapResult } from './http/scenarios.js';
 import type { MachineStallResult } from './machine-stall.bench.js';
+import type { DeltaResult, Freshness, HotPathScenario } from './http/delta.js';
 import { medianBy, type Row } from './support/report.js';
 
 export interface MicroResult {
@@ -23,6 +24,8 @@ export interface SuiteResult {
   swap: SwapResult | null;
   /** With the swap section: the machine's own stalls, from an idle process beside one touching fresh memory. */
   machineStall: MachineStallResult | null;
+  /** The live delta (http/delta.ts); absent in reports from before it. */
+  delta?: DeltaResult | null;
 }
 
 type Check = readonly [figure: string, target: string, measured: string, met: boolean | null];
@@ -114,7 +117,147 @@ function checks(suite: SuiteResult): Check[] {
       atMillion ? slowest >= 0 && slowest <= 5 : null,
     ]);
   }
+  if (suite.delta !== undefined && suite.delta !== null) out.push(...deltaChecks(suite.delta));
   return out;
+}
+
+function freshnessText(f: Freshness): string {
+  const merge = f.mergeP50 === null ? '' : `; the server's merge p50 ${f.mergeP50} ms, max ${f.mergeMax} ms`;
+  return `p99 ${fmt(f.p99)} ms (p50 ${fmt(f.p50)}, max ${fmt(f.max)} ms over ${f.count} ingests${merge})`;
+}
+
+function hotPathText(h: HotPathScenario): string {
+  const cpu = h.cpuUs.empty === null || h.cpuUs.delta === null ? '' : `; server CPU per request ${fmt(h.cpuUs.delta, 1)} / ${fmt(h.cpuUs.empty, 1)} µs (${fmt((h.cpuRatio ?? 0) * 100, 1)}%), ceiling ${fmt(h.cpuUs.ceiling ?? 0, 1)} µs`;
+  const median = medianBy(h.rounds, (r) => r.ratio);
+  return (
+    `${fmt(h.ratio * 100, 1)}% (${fmt(median.delta.requestsPerSecond)} / ${fmt(median.empty.requestsPerSecond)} req/s; ${fmt(h.ratioRange[0] * 100, 1)}–${fmt(h.ratioRange[1] * 100, 1)}% over ${h.rounds.length} rounds` +
+    `; to the ceiling ${fmt(h.deltaToCeiling * 100, 1)}% and ${fmt(h.emptyToCeiling * 100, 1)}%${cpu})`
+  );
+}
+
+function deltaChecks(d: DeltaResult): Check[] {
+  const out: Check[] = [];
+  out.push(['freshness, idle: ingest CLI exits → FLAGGED on every serving thread', '≤ 1,000 ms (p99)', freshnessText(d.idle), d.idle.p99 <= 1000]);
+  out.push([
+    `freshness under load (${fmt(d.rate)} single lookups/s, ${d.rateFrom})`,
+    '≤ 1,000 ms (p99)',
+    `${freshnessText(d.underLoad)}; load p99 ${d.underLoadLoad.p99} ms`,
+    d.underLoad.p99 <= 1000,
+  ]);
+  const c = d.compactions;
+  out.push([
+    `failed requests over ${c.records.length} compactions under load`,
+    '0',
+    `${fmt(c.failed)}: load ${c.load.errors + c.load.non2xx} of ${fmt(c.load.sent)}, checker ${c.checker.failed} of ${fmt(c.checker.requests)}, freshness polls ${c.pollFailures}`,
+    c.failed === 0,
+  ]);
+  out.push([
+    'answers going backwards over the compactions',
+    '0',
+    `${fmt(c.checker.backward)} of ${fmt(c.checker.requests)} checker answers about ${fmt(c.checker.vpas)} VPAs on every thread`,
+    c.checker.backward === 0,
+  ]);
+  out.push(['freshness during the compactions, under load', 'report', `${freshnessText(c.freshness)}; ${c.ingests} ingests`, null]);
+  const m = d.memory;
+  out.push([
+    `delta bytes per evidence item (${fmt(m.deltaVpas)} VPAs)`,
+    '≤ ~300 B',
+    `${fmt(m.bytesPerItem, 1)} B (${fmt(m.deltaBytes)} B / ${fmt(m.deltaEvidenceItems)} items)`,
+    m.bytesPerItem <= 300,
+  ]);
+  out.push([
+    'resident memory of the server: loaded, idle / with the large delta',
+    'report',
+    `${fmt(m.loadedRssMiB)} / ${fmt(m.withLargeRssMiB)} MiB (${fmt(m.beforeLargeRssMiB)} MiB after the compactions, before the large ingest); fresh servers, idle: ${fmt(d.hotPath.emptyRssMiB)} MiB with an empty delta, ${fmt(d.hotPath.deltaRssMiB)} MiB with the large one`,
+    null,
+  ]);
+  out.push(['freshness over the large delta, idle', 'report', `${freshnessText(d.overLarge)}; the large file itself ${fmt(m.largeFreshnessMs)} ms (merge ${m.largeMergeMs ?? '?'} ms)`, null]);
+  for (const h of d.hotPath.scenarios) {
+    out.push([
+      `${h.scenario === 'single' ? 'single lookup' : 'batch of 100'} peak, large delta / empty delta`,
+      '≥ 97%',
+      hotPathText(h),
+      h.ratio >= 0.97,
+    ]);
+  }
+  return out;
+}
+
+function deltaSection(d: DeltaResult): string[] {
+  const parts: string[] = [];
+  const h = d.hotPath;
+  parts.push(`## Live delta: hot path (plain HTTP, wrk), server on ${d.serverThreads} thread(s)`);
+  parts.push(
+    `Two servers started alike on hard-linked copies of the data set: one left with an empty delta (${h.emptyDeltaVpas} VPAs), one given the large file ` +
+      `by an ingest (${fmt(h.deltaVpas)} VPAs in its delta); resident, idle, once that was served: ${fmt(h.emptyRssMiB)} and ${fmt(h.deltaRssMiB)} MiB. ` +
+      `The same request lists for both: ${fmt(h.deltaLookupShare * 100, 1)}% of lookups name a known VPA the large file brings evidence for ` +
+      '(FLAGGED by both, answered from the delta by the one that holds it), the rest known and unknown VPAs as in the http section. ' +
+      'Each round runs the two services, in alternating order, then the bare ceiling; each server was warmed by a run as long as a measurement.',
+  );
+  const rows: (string | number)[][] = [];
+  for (const s of h.scenarios) {
+    s.rounds.forEach((r, i) => {
+      rows.push([
+        s.scenario,
+        i + 1,
+        r.first,
+        `${fmt(r.empty.requestsPerSecond)} (${r.empty.serverCpuUsPerRequest ?? '?'} µs)`,
+        `${fmt(r.delta.requestsPerSecond)} (${r.delta.serverCpuUsPerRequest ?? '?'} µs)`,
+        `${fmt(r.ceiling.requestsPerSecond)} (${r.ceiling.serverCpuUsPerRequest ?? '?'} µs)`,
+        `${fmt(r.ratio * 100, 1)}%`,
+        r.empty.errors + r.empty.non2xx + r.delta.errors + r.delta.non2xx,
+      ]);
+    });
+  }
+  parts.push(table(['scenario', 'round', 'first', 'empty delta, req/s (CPU per request)', 'large delta', 'ceiling', 'large / empty', 'failed'], rows));
+  parts.push('## Live delta: freshness, from `upi-risk ingest` exiting until every serving thread answers FLAGGED, ms');
+  const c = d.compactions;
+  const series: [string, Freshness, string][] = [
+    ['idle', d.idle, ''],
+    [`under ${fmt(d.rate)} single lookups/s`, d.underLoad, `p99 ${d.underLoadLoad.p99} ms, max ${d.underLoadLoad.max} ms, lag ${d.underLoadLoad.maxSendLag} ms, failed ${d.underLoadLoad.errors + d.underLoadLoad.non2xx} of ${fmt(d.underLoadLoad.sent)}`],
+    [`around ${c.records.length} compactions, same load`, c.freshness, `p99 ${c.load.p99} ms, max ${c.load.max} ms, lag ${c.load.maxSendLag} ms, failed ${c.load.errors + c.load.non2xx} of ${fmt(c.load.sent)}`],
+    [`over the large delta (${fmt(d.memory.deltaVpas)} VPAs), idle`, d.overLarge, ''],
+  ];
+  parts.push(
+    table(
+      ['series', 'ingests', 'p50', 'p99', 'max', 'server merge p50 / max', 'load'],
+      series.map(([name, f, load]) => [name, f.count, fmt(f.p50), fmt(f.p99), fmt(f.max), f.mergeP50 === null ? '' : `${f.mergeP50} / ${f.mergeMax}`, load]),
+    ),
+  );
+  parts.push(
+    `Each small file: ${d.smallFile.newVpas} VPAs never seen before, ${d.smallFile.knownItems} items for known VPAs, ${d.smallFile.againItems} for VPAs earlier files added; ` +
+      'each ingest is `upi-risk ingest` as a process, the next one once the last is served. Every thread is polled on a keep-alive connection of its own (its thread learnt from /readyz) every 5 ms. ' +
+      `Around the compactions ingests start at most once a second. The main server read its stored evidence ${d.readAheadS} s after it started listening, before anything was measured.`,
+  );
+  parts.push('## Live delta: compactions under load (SIGUSR2)');
+  parts.push(
+    table(
+      ['compaction', 'signal → served by every thread, ms', 'build (server log), ms', 'previous file written, s', 'ingests since the one before'],
+      c.records.map((r, i) => [i + 1, fmt(r.ms), r.buildMs === null ? '' : fmt(r.buildMs), r.waitedForFileS, r.ingestsDuring]),
+    ),
+  );
+  parts.push(
+    `The checker asked every serving thread, one request at a time each, about every VPA ingested so far and ${fmt(c.checker.vpas)} VPAs in all with known ones: ` +
+      `${fmt(c.checker.requests)} answers, ${c.checker.failed} other than 200, ${c.checker.backward} behind the furthest answer the same thread had given ` +
+      '(FLAGGED then CLEARED, evidence_count down, first_seen later, last_seen earlier, a source gone or its captured_at earlier).' +
+      (c.checker.examples.length === 0 ? '' : ` Examples: ${c.checker.examples.join(' | ')}`),
+  );
+  const m = d.memory;
+  parts.push('## Live delta: memory');
+  parts.push(
+    table(
+      ['server', 'resident, MiB', 'delta VPAs', 'delta evidence items', 'delta bytes', 'bytes per item'],
+      [
+        ['main server, loaded, idle, empty delta', fmt(m.loadedRssMiB), 0, 0, '', ''],
+        ['main server, after the compactions, before the large ingest', fmt(m.beforeLargeRssMiB), '', '', '', ''],
+        [`main server with the large file (${fmt(d.large.items)} items, ${fmt(d.large.newVpas)} new VPAs, ${fmt(d.large.knownVpas)} known)`, fmt(m.withLargeRssMiB), fmt(m.deltaVpas), fmt(m.deltaEvidenceItems), fmt(m.deltaBytes), fmt(m.bytesPerItem, 1)],
+        ['fresh server, empty delta, idle', fmt(h.emptyRssMiB), h.emptyDeltaVpas, '', '', ''],
+        ['fresh server, large delta, idle', fmt(h.deltaRssMiB), fmt(h.deltaVpas), '', '', ''],
+      ],
+    ),
+  );
+  parts.push(`The large file was served by every thread ${fmt(m.largeFreshnessMs)} ms after its CLI exited (the server's merge ${m.largeMergeMs ?? '?'} ms).`);
+  return parts;
 }
 
 function microRows(micro: readonly MicroResult[]): string {
@@ -268,6 +411,8 @@ export function renderMarkdown(suite: SuiteResult): string {
       );
     }
   }
+
+  if (suite.delta !== undefined && suite.delta !== null) parts.push(...deltaSection(suite.delta));
 
   if (suite.engine !== null) {
     parts.push('## Engine');

@@ -3,9 +3,10 @@
  * every figure set against its target, written as markdown and JSON to
  * bench/results/bench-<size>.{md,json}.
  *
- *   npm run bench -- [--vpas 1000000] [--only engine,micro,http,swap] [--modes plain,tls]
+ *   npm run bench -- [--vpas 1000000] [--only engine,micro,http,swap,delta] [--modes plain,tls]
  *                    [--seconds 10] [--rounds 3] [--connections 64] [--hit-ratio 0.1] [--server-threads N] [--quick]
  *                    [--swap-rate R] [--build-idle-seconds S] [--build-threads N]
+ *                    [--ingests 25] [--compactions 3] [--delta-vpas 100000]
  *
  * Sections:
  * - engine: demo evidence generated, ingested and built (kept in
@@ -16,7 +17,11 @@
  * - http: wrk peaks and open-loop latency for single, batch and cluster
  *   lookups against the server and against a bare uWebSockets.js ceiling;
  * - swap: evidence ingested under load: stall, failed requests, freshness;
- *   then the machine's own stalls, for comparison (machine-stall.bench.ts).
+ *   then the machine's own stalls, for comparison (machine-stall.bench.ts);
+ * - delta: the live delta: the hot path with an empty and a large delta,
+ *   freshness of small ingests idle and under load, compactions under load
+ *   (failed requests, answers going backwards), the delta's memory
+ *   (http/delta.ts).
  *
  * The server and the ceiling run on --server-threads threads, by default one
  * per core, as `serve` does.
@@ -39,18 +44,19 @@ import { MAX_BUILD_THREADS } from '../src/builder/snapshot-builder.js';
 import { MAX_BUILD_IDLE_SECONDS } from '../src/service/snapshot-service.js';
 import { requireWrk } from './http/load-tools.js';
 import { createBenchKey, runHttp, runSwap, type HttpOptions, type HttpResult } from './http/scenarios.js';
+import { runDelta } from './http/delta.js';
 import { writeWorkload, type Workload } from './http/workload.js';
 import type { MachineStallResult } from './machine-stall.bench.js';
 import { renderMarkdown, type MicroResult, type SuiteResult } from './results.js';
 import { wholeNumberOption } from './support/report.js';
 
-const SECTIONS = ['engine', 'micro', 'http', 'swap'] as const;
+const SECTIONS = ['engine', 'micro', 'http', 'swap', 'delta'] as const;
 type Section = (typeof SECTIONS)[number];
 
 const USAGE = `usage: npm run bench -- [options]
 
   --vpas N                data set size (default 1000000)
-  --only LIST             sections, from engine,micro,http,swap (default all)
+  --only LIST             sections, from engine,micro,http,swap,delta (default all)
   --modes LIST            HTTP modes, from plain,tls (default both)
   --seconds S             length of each measurement (default 10)
   --rounds N              peak rounds of the service and the ceiling per scenario (default 3)
@@ -58,11 +64,16 @@ const USAGE = `usage: npm run bench -- [options]
   --hit-ratio R           share of known VPAs among lookups (default 0.1)
   --server-threads N      serving threads of the service and the ceiling (default one per core)
   --wrk-threads N         wrk threads (default 1)
-  --swap-rate R           single lookups a second during the swap (default half
-                          the plain single-lookup peak of this run, or 10000)
+  --swap-rate R           single lookups a second during the swap and the delta
+                          section's load (default half the plain single-lookup
+                          peak of this run; else 10000 for the swap, and half the
+                          delta section's own empty-delta peak for it)
   --build-idle-seconds S  the swap section's server runs with serve --build-idle-seconds S
   --build-threads N       the swap section's server runs with serve --build-threads N
                           (default: serve's, every core but one)
+  --ingests N             the delta section's small ingests per series (default 25, at least 20)
+  --compactions N         the delta section's compactions under load (default 3)
+  --delta-vpas N          VPAs of the delta section's large file (default 100000)
   --quick                 index micro bench at 1M keys only
   --out DIR               where the report goes (default bench/results)
   --help                  this text`;
@@ -85,6 +96,9 @@ const OPTIONS = {
   'build-idle-seconds': { type: 'string' },
   // Passed to the swap section's server (serve --build-threads); its default when absent.
   'build-threads': { type: 'string' },
+  ingests: { type: 'string', default: '25' },
+  compactions: { type: 'string', default: '3' },
+  'delta-vpas': { type: 'string', default: '100000' },
   quick: { type: 'boolean', default: false },
   out: { type: 'string', default: 'bench/results' },
   help: { type: 'boolean', default: false },
@@ -107,7 +121,7 @@ function orUsage<T>(read: () => T): T {
   }
 }
 
-const { vpas, seconds, rounds, connections, serverThreads, wrkThreads, buildIdleSeconds, buildThreads, swapRate, hitRatio, only, modes } = orUsage(() => {
+const { vpas, seconds, rounds, connections, serverThreads, wrkThreads, buildIdleSeconds, buildThreads, swapRate, hitRatio, only, modes, ingests, compactions, deltaVpas } = orUsage(() => {
   const vpas = wholeNumberOption('vpas', args.vpas, 1000);
   const seconds = wholeNumberOption('seconds', args.seconds, 1);
   const rounds = wholeNumberOption('rounds', args.rounds, 1);
@@ -117,6 +131,10 @@ const { vpas, seconds, rounds, connections, serverThreads, wrkThreads, buildIdle
   const buildIdleSeconds = args['build-idle-seconds'] === undefined ? undefined : wholeNumberOption('build-idle-seconds', args['build-idle-seconds'], 0);
   const buildThreads = args['build-threads'] === undefined ? undefined : wholeNumberOption('build-threads', args['build-threads'], 1);
   const swapRate = args['swap-rate'] === undefined ? undefined : wholeNumberOption('swap-rate', args['swap-rate'], 1);
+  // The issue's own floor: freshness is a percentile over at least twenty ingests.
+  const ingests = wholeNumberOption('ingests', args.ingests, 20);
+  const compactions = wholeNumberOption('compactions', args.compactions, 1);
+  const deltaVpas = wholeNumberOption('delta-vpas', args['delta-vpas'], 2);
   // serve's own bound, checked here so that a bad value fails before the data set is built rather than at the swap.
   if (buildIdleSeconds !== undefined && buildIdleSeconds > MAX_BUILD_IDLE_SECONDS) {
     throw new Error(`--build-idle-seconds must be at most ${MAX_BUILD_IDLE_SECONDS}, got ${buildIdleSeconds}`);
@@ -130,7 +148,7 @@ const { vpas, seconds, rounds, connections, serverThreads, wrkThreads, buildIdle
   for (const s of only) if (!SECTIONS.includes(s as Section)) throw new Error(`--only takes ${SECTIONS.join(', ')}; got ${s}`);
   const modes = args.modes.split(',').map((s) => s.trim());
   for (const m of modes) if (m !== 'plain' && m !== 'tls') throw new Error(`--modes takes plain and tls; got ${m}`);
-  return { vpas, seconds, rounds, connections, serverThreads, wrkThreads, buildIdleSeconds, buildThreads, swapRate, hitRatio, only, modes };
+  return { vpas, seconds, rounds, connections, serverThreads, wrkThreads, buildIdleSeconds, buildThreads, swapRate, hitRatio, only, modes, ingests, compactions, deltaVpas };
 });
 
 const DIST_BENCH = fileURLToPath(new URL('.', import.meta.url));
@@ -161,18 +179,19 @@ async function main(): Promise<void> {
   // added to whatever the caller set.
   const missingTunables = missingGlibcTunables(process.env.GLIBC_TUNABLES, true);
   if (missingTunables.length > 0) process.env.GLIBC_TUNABLES = [process.env.GLIBC_TUNABLES, ...missingTunables].filter(Boolean).join(':');
-  if (only.has('http') || only.has('swap')) requireWrk();
+  if (only.has('http') || only.has('swap') || only.has('delta')) requireWrk();
   const started = new Date();
   const suite: SuiteResult = {
     date: started.toISOString(),
     machine: { cores: availableParallelism(), cpu: cpus()[0]?.model ?? 'unknown', memoryGiB: Math.round(totalmem() / 2 ** 30), node: process.version },
     vpas,
-    options: { seconds, rounds, connections, hitRatio, serverThreads, wrkThreads, modes, quick: args.quick },
+    options: { seconds, rounds, connections, hitRatio, serverThreads, wrkThreads, modes, quick: args.quick, ...(only.has('delta') ? { ingests, compactions, deltaVpas } : {}) },
     engine: null,
     micro: [],
     http: [],
     swap: null,
     machineStall: null,
+    delta: null,
   };
 
   if (only.has('engine') || !(await hasSnapshot())) {
@@ -195,12 +214,13 @@ async function main(): Promise<void> {
     suite.micro = micro;
   }
 
-  if (only.has('http') || only.has('swap')) {
+  if (only.has('http') || only.has('swap') || only.has('delta')) {
     const found = await loadNewestValidSnapshot(openDataDir(dataDirPath));
     if (found === null) throw new Error(`no snapshot in ${dataDirPath}; run with --only engine first`);
     const work = join(root, 'workload');
     await mkdir(work, { recursive: true });
-    const workload = await writeWorkload(new SnapshotView(found.data), work, { hitRatio });
+    const view = new SnapshotView(found.data);
+    const workload = await writeWorkload(view, work, { hitRatio });
     logWorkload(workload);
     const token = await createBenchKey(dataDirPath);
     const base: Omit<HttpOptions, 'tls'> = { dataDir: dataDirPath, workload, seconds, rounds, connections, wrkThreads, serverThreads, log };
@@ -221,6 +241,33 @@ async function main(): Promise<void> {
       suite.swap = await runSwap({ ...base, tls: false }, token, rate, work, Math.ceil(buildS * 2 + 40), { buildIdleSeconds, buildThreads });
       log('swap: the machine\'s own stalls');
       suite.machineStall = (await benchFile('machine-stall.bench.js', [])) as unknown as MachineStallResult;
+    }
+    if (only.has('delta')) {
+      const plainSingle = results.find((r) => !r.tls)?.scenarios.find((s) => s.scenario === 'single');
+      const rate =
+        plainSingle !== undefined
+          ? { perSecond: Math.round(plainSingle.service.requestsPerSecond / 2), from: "half the plain single-lookup peak of this run's http section" }
+          : swapRate !== undefined
+            ? { perSecond: swapRate, from: '--swap-rate' }
+            : null;
+      log(`delta: the live delta, ${ingests} ingests a series, ${compactions} compactions, a large file of ${deltaVpas} VPAs`);
+      suite.delta = await runDelta({
+        dataDir: dataDirPath,
+        workDir: join(root, 'delta-run'),
+        view,
+        token,
+        hitRatio,
+        seconds,
+        rounds,
+        connections,
+        wrkThreads,
+        serverThreads,
+        ingests,
+        compactions,
+        largeVpas: deltaVpas,
+        rate,
+        log,
+      });
     }
   }
 

@@ -93,6 +93,23 @@ export async function runOpenLoop(
   target: Target,
   options: { rate: number; seconds: number; warmupSeconds: number; connections: number },
 ): Promise<OpenLoopResult> {
+  return startOpenLoop(target, options).result;
+}
+
+/** An open-loop run under way: `stop()` ends it early (open-loop.ts, SIGTERM); `result` comes once it has ended either way. */
+export interface RunningOpenLoop {
+  stop(): void;
+  readonly result: Promise<OpenLoopResult>;
+}
+
+/**
+ * runOpenLoop, started and left running: for load that lasts as long as
+ * something else does, `seconds` being an upper bound.
+ */
+export function startOpenLoop(
+  target: Target,
+  options: { rate: number; seconds: number; warmupSeconds: number; connections: number },
+): RunningOpenLoop {
   const args = [
     OPEN_LOOP,
     '--port',
@@ -115,13 +132,21 @@ export async function runOpenLoop(
     String(options.connections),
   ];
   if (target.tls) args.push('--tls');
-  const output = await capture(process.execPath, args);
-  return JSON.parse(output.trim().split('\n').at(-1)!) as OpenLoopResult;
+  const running = captureRunning(process.execPath, args);
+  return {
+    stop: running.stop,
+    result: running.output.then((output) => JSON.parse(output.trim().split('\n').at(-1)!) as OpenLoopResult),
+  };
 }
 
 function capture(command: string, args: readonly string[]): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  return captureRunning(command, args).output;
+}
+
+/** Run `command` to its end and collect its standard output; `stop()` sends it SIGTERM. */
+function captureRunning(command: string, args: readonly string[]): { stop(): void; output: Promise<string> } {
+  const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  const output = new Promise<string>((resolve, reject) => {
     let out = '';
     let err = '';
     child.stdout.on('data', (c: Buffer) => (out += c.toString()));
@@ -130,4 +155,10 @@ function capture(command: string, args: readonly string[]): Promise<string> {
     // 'close', not 'exit': the output must be read in full before it is parsed.
     child.once('close', (code) => (code === 0 ? resolve(out) : reject(new Error(`${command} exited with ${code}:\n${out}${err}`))));
   });
+  return {
+    stop: () => {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+    },
+    output,
+  };
 }

@@ -11,6 +11,9 @@
  *
  * `--lines` names a file with one request target (GET) or one body (POST) a
  * line; requests cycle through them. Prints one JSON object (OpenLoopResult).
+ * SIGTERM ends the run early: nothing more is sent, the answers awaited are
+ * collected as at the end of `--duration`, and the result covers the time
+ * the run lasted (for load that must last as long as something else does).
  *
  * Requests are written as pre-encoded bytes on keep-alive connections and
  * answers parsed by Content-Length only, so the generator costs little CPU.
@@ -111,6 +114,10 @@ function open(): Promise<Socket> {
 }
 
 async function main(): Promise<void> {
+  let stopAt = Number.POSITIVE_INFINITY;
+  process.once('SIGTERM', () => {
+    stopAt = performance.now();
+  });
   const requests = encodeRequests();
   const histogram = hdr.build({ lowestDiscernibleValue: 1, highestTrackableValue: 120_000_000, numberOfSignificantValueDigits: 3 });
   let answered = 0;
@@ -198,13 +205,15 @@ async function main(): Promise<void> {
     return best;
   }
 
+  let end = 0;
   await new Promise<void>((resolve) => {
     start = performance.now();
     measureFrom = start + warmupMs;
-    const end = start + warmupMs + durationMs;
+    end = start + warmupMs + durationMs;
     next = start;
     const pump = () => {
       const now = performance.now();
+      if (stopAt < end) end = Math.max(start, stopAt);
       while (next <= now && next < end) {
         const c = pick();
         c.due.push(next);
@@ -224,6 +233,8 @@ async function main(): Promise<void> {
   const deadline = performance.now() + 5000;
   while (outstanding > 0 && performance.now() < deadline) await new Promise((r) => setTimeout(r, 5));
   const windowMs = performance.now() - measureFrom;
+  // Ended early by SIGTERM: the measured window is as long as the run lasted.
+  const measuredMs = Math.max(0, end - measureFrom);
   errors += Math.max(0, outstanding);
   finished = true;
   for (const c of connections) c.socket.destroy();
@@ -231,7 +242,7 @@ async function main(): Promise<void> {
   const ms = (us: number) => Math.round(us) / 1000;
   const result: OpenLoopResult = {
     rate,
-    achievedRate: Math.round((measuredAnswers / Math.min(windowMs, durationMs)) * 1000),
+    achievedRate: measuredMs === 0 ? 0 : Math.round((measuredAnswers / Math.min(windowMs, measuredMs)) * 1000),
     sent,
     answered,
     non2xx,

@@ -134,13 +134,13 @@ function stopWithThisProcess(child: ChildProcess): void {
   child.once('exit', () => ownSessionServers.delete(child));
 }
 
-interface BareServer {
+export interface BareServer {
   readonly port: number;
   readonly pid: number;
   stop(): Promise<void>;
 }
 
-async function startBare(bodyBytes: number, dataDir: string, tls: boolean, threads: number, serviceHeaders = false): Promise<BareServer> {
+export async function startBare(bodyBytes: number, dataDir: string, tls: boolean, threads: number, serviceHeaders = false): Promise<BareServer> {
   const args = [BARE_SERVER, '--body-bytes', String(bodyBytes), '--threads', String(threads)];
   if (serviceHeaders) args.push('--service-headers');
   // The certificate the service generated for itself, so both negotiate the same way.
@@ -170,7 +170,7 @@ function cpuText(run: WrkResult): string {
   return run.serverCpuUsPerRequest === null ? 'server CPU unknown' : `server CPU ${run.serverCpuUsPerRequest} µs per request`;
 }
 
-function portOf(server: RunningServer): number {
+export function portOf(server: RunningServer): number {
   return Number(new URL(server.base).port);
 }
 
@@ -181,7 +181,7 @@ export function residentMiB(pid: number): Promise<number> {
   );
 }
 
-function targetFor(scenario: Scenario, workload: Workload, port: number, tls: boolean, token: string): Target {
+export function targetFor(scenario: Scenario, workload: Workload, port: number, tls: boolean, token: string): Target {
   switch (scenario) {
     case 'single':
       return { port, tls, token, linesFile: workload.singleFile, method: 'GET', path: '' };
@@ -192,7 +192,7 @@ function targetFor(scenario: Scenario, workload: Workload, port: number, tls: bo
   }
 }
 
-function bodyBytesOf(scenario: Scenario, workload: Workload): number {
+export function bodyBytesOf(scenario: Scenario, workload: Workload): number {
   return scenario === 'single' ? workload.singleBytes : scenario === 'batch' ? workload.batchBytes : workload.clusterBytes;
 }
 
@@ -481,7 +481,7 @@ async function verdictStatus(server: RunningServer, token: string, upi: string):
 }
 
 /** Poll the server's metrics until the unlabelled gauge `name` satisfies `done`; how long that took, s. */
-function waitForGauge(metrics: () => Promise<string>, name: string, done: (value: number) => boolean, failure: string): Promise<number> {
+export function waitForGauge(metrics: () => Promise<string>, name: string, done: (value: number) => boolean, failure: string): Promise<number> {
   const pattern = new RegExp(`^${name} (\\S+)$`, 'm');
   return pollUntil(
     async () => {
@@ -495,7 +495,7 @@ function waitForGauge(metrics: () => Promise<string>, name: string, done: (value
 }
 
 /** Check every `intervalMs` until `check()` is true, for at most 600 s (then fail with `failure`); how long that took, s. */
-async function pollUntil(check: () => Promise<boolean>, intervalMs: number, failure: string): Promise<number> {
+export async function pollUntil(check: () => Promise<boolean>, intervalMs: number, failure: string): Promise<number> {
   const started = performance.now();
   while (performance.now() - started < 600_000) {
     if (await check()) return round3((performance.now() - started) / 1000);
@@ -534,7 +534,7 @@ async function ingestAndWait(
 }
 
 /** Wait until the snapshot the server answers from has its file in the data directory; how long that took, s. */
-function servedSnapshotWritten(server: RunningServer, dataDir: string): Promise<number> {
+export function servedSnapshotWritten(server: RunningServer, dataDir: string): Promise<number> {
   const dir = openDataDir(dataDir);
   return pollUntil(
     async () => {
@@ -547,6 +547,6 @@ function servedSnapshotWritten(server: RunningServer, dataDir: string): Promise<
   );
 }
 
-function sleep(ms: number): Promise<void> {
+export function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }

@@ -33,6 +33,11 @@ export interface WorkloadOptions {
   readonly batches?: number;
   readonly clusters?: number;
   readonly seed?: number;
+  /**
+   * VPAs of a live delta (bench/http/delta.ts): this share of the known
+   * VPAs drawn is one of them instead of one of the snapshot's.
+   */
+  readonly delta?: { readonly vpas: readonly string[]; readonly share: number };
 }
 
 const PROVIDERS = ['ybl', 'okaxis', 'okhdfcbank', 'okicici', 'oksbi', 'paytm', 'ibl', 'axl', 'apl', 'upi', 'ptyes', 'pthdfc'];
@@ -45,9 +50,10 @@ export async function writeWorkload(view: SnapshotView, dir: string, options: Wo
   const vpaCount = data.meta.vpaCount;
   const index = new VpaIndex(data, data.maxKeyLength);
 
+  const delta = options.delta;
   const known = (): string => {
-    const id = Math.floor(next() * vpaCount);
-    const key = index.keyOf(id);
+    const fromDelta = delta !== undefined && delta.vpas.length > 0 && next() < delta.share;
+    const key = fromDelta ? delta!.vpas[Math.floor(next() * delta!.vpas.length)]! : index.keyOf(Math.floor(next() * vpaCount));
     // Callers send VPAs as users typed them; matching ignores case.
     return next() < 0.25 ? key.toUpperCase() : key;
   };
