@@ -341,7 +341,8 @@ export async function runSwap(
 ): Promise<SwapResult> {
   const { buildIdleSeconds } = serve;
   const buildThreads = serve.buildThreads ?? defaultBuildThreads();
-  const serveArgs = ['--poll-ms', '1000', '--metrics-token', 'bench-metrics', '--build-threads', String(buildThreads)];
+  // Every ingest compacted: this section measures the build and swap an ingest caused before the live delta.
+  const serveArgs = ['--poll-ms', '1000', '--metrics-token', 'bench-metrics', '--build-threads', String(buildThreads), '--compact-vpas', '0'];
   if (buildIdleSeconds !== undefined) serveArgs.push('--build-idle-seconds', String(buildIdleSeconds));
   const server = await startService(options.dataDir, false, options.serverThreads, serveArgs);
   try {

@@ -537,6 +537,10 @@ export class SnapshotBuilder {
     });
     // Chunks keep their place in the whole sequence: records carry it as their ingestion order.
     const firstNew = carry?.chunks ?? 0;
+    // Reading only what came since the carry is small, and every ingest waits for it (gatherings take
+    // turns): on the quick thread, at normal priority, not behind a low-priority build thread that
+    // serving threads under load leave little of a core to. Reading every file stays on `pool`.
+    const reader = carry === undefined ? pool : this.#quickPool;
     const newChunks = chunks.slice(firstNew);
     const totalBytes = newChunks.reduce((sum, c) => sum + c.end - c.start, 0);
 
@@ -546,7 +550,7 @@ export class SnapshotBuilder {
     const parsed = await Promise.all(
       newChunks.map(async (chunk, index) => {
         const task = { kind: 'parse', ...chunk, chunk: firstNew + index, partitions, cacheDir } satisfies BuildTask;
-        const result = (await pool.run(task)) as ParseResult;
+        const result = (await reader.run(task)) as ParseResult;
         parsedBytes += chunk.end - chunk.start;
         progress({ phase: 'parse', done: parsedBytes, total: totalBytes });
         return result;
@@ -555,7 +559,7 @@ export class SnapshotBuilder {
     phaseMs.parse = performance.now() - mark;
 
     mark = performance.now();
-    const deduped = await this.#dedup(parsed, partitions, carry, progress, pool);
+    const deduped = await this.#dedup(parsed, partitions, carry, progress, reader);
     phaseMs.dedup = performance.now() - mark;
 
     const gathered: BuildCarry = {

@@ -14,14 +14,14 @@ import { ServingView } from '../../src/engine/serving-view.js';
 
 test('an unexpected failure answers 500 internal_error for that request only, and the server keeps serving', async () => {
   const real = buildInProcess([evidence('ok@ybl', 'https://u.example')]);
-  // A snapshot whose lookups of one VPA throw, standing in for any bug below the edge.
-  class BrokenIntelligence extends SnapshotView {
-    override lookup(upi: string): number {
+  // A view whose lookups of one VPA throw, standing in for any bug below the edge.
+  class BrokenView extends ServingView {
+    override locate(upi: string): number {
       if (upi === 'boom@ybl') throw new Error('simulated failure');
-      return super.lookup(upi);
+      return super.locate(upi);
     }
   }
-  const broken = new BrokenIntelligence(real.data);
+  const broken = new BrokenView(new SnapshotView(real.data));
   const key = 'upirisk_test-key-for-the-internal-error-test-0000';
   const keys = new ActiveKeys();
   keys.replace([
@@ -31,7 +31,7 @@ test('an unexpected failure answers 500 internal_error for that request only, an
   const loggedIds: unknown[] = [];
   const api = createApiApp(
     {
-      served: { current: new ServingView(broken) },
+      served: { current: broken },
       keys,
       quota: new QuotaService({
         plans: parsePlans({ version: 1, plans: { default: { burst: 1000, sustained: 1000, windowSeconds: 60 } }, authFailuresPerIp: { points: 10, windowSeconds: 60 } }),
