@@ -168,7 +168,7 @@ function deltaChecks(d: DeltaResult): Check[] {
   out.push([
     'resident memory of the server: loaded, idle / with the large delta',
     'report',
-    `${fmt(m.loadedRssMiB)} / ${fmt(m.withLargeRssMiB)} MiB (${fmt(m.beforeLargeRssMiB)} MiB after the compactions, before the large ingest); fresh servers, idle: ${fmt(d.hotPath.emptyRssMiB)} MiB with an empty delta, ${fmt(d.hotPath.deltaRssMiB)} MiB with the large one`,
+    `${fmt(m.loadedRssMiB)} / ${fmt(m.withLargeRssMiB)} MiB (${fmt(m.beforeLargeRssMiB)} MiB after the compactions, before the large ingest); the hot-path servers, idle, background threads gone: ${fmt(d.hotPath.emptyRssMiB)} MiB with an empty delta, ${fmt(d.hotPath.deltaRssMiB)} MiB with the large one`,
     null,
   ]);
   out.push(['freshness over the large delta, idle', 'report', `${freshnessText(d.overLarge)}; the large file itself ${fmt(m.largeFreshnessMs)} ms (merge ${m.largeMergeMs ?? '?'} ms)`, null]);
@@ -189,7 +189,8 @@ function deltaSection(d: DeltaResult): string[] {
   parts.push(`## Live delta: hot path (plain HTTP, wrk), server on ${d.serverThreads} thread(s)`);
   parts.push(
     `Two servers started alike on hard-linked copies of the data set: one left with an empty delta (${h.emptyDeltaVpas} VPAs), one given the large file ` +
-      `by an ingest (${fmt(h.deltaVpas)} VPAs in its delta); resident, idle, once that was served: ${fmt(h.emptyRssMiB)} and ${fmt(h.deltaRssMiB)} MiB. ` +
+      `by an ingest (${fmt(h.deltaVpas)} VPAs in its delta), both with \`--build-idle-seconds 0\` (they build nothing); resident, idle, once that was served and ` +
+      `their background threads had exited: ${fmt(h.emptyRssMiB)} and ${fmt(h.deltaRssMiB)} MiB. ` +
       `The same request lists for both: ${fmt(h.deltaLookupShare * 100, 1)}% of lookups name a known VPA the large file brings evidence for ` +
       '(FLAGGED by both, answered from the delta by the one that holds it), the rest known and unknown VPAs as in the http section. ' +
       'Each round runs the two services, in alternating order, then the bare ceiling; each server was warmed by a run as long as a measurement.',
@@ -249,10 +250,11 @@ function deltaSection(d: DeltaResult): string[] {
       ['server', 'resident, MiB', 'delta VPAs', 'delta evidence items', 'delta bytes', 'bytes per item'],
       [
         ['main server, loaded, idle, empty delta', fmt(m.loadedRssMiB), 0, 0, '', ''],
+        ...(c.rssPeakMiB === undefined ? [] : [['main server, highest during the compactions (sampled every second)', fmt(c.rssPeakMiB), '', '', '', '']]),
         ['main server, after the compactions, before the large ingest', fmt(m.beforeLargeRssMiB), '', '', '', ''],
         [`main server with the large file (${fmt(d.large.items)} items, ${fmt(d.large.newVpas)} new VPAs, ${fmt(d.large.knownVpas)} known)`, fmt(m.withLargeRssMiB), fmt(m.deltaVpas), fmt(m.deltaEvidenceItems), fmt(m.deltaBytes), fmt(m.bytesPerItem, 1)],
-        ['fresh server, empty delta, idle', fmt(h.emptyRssMiB), h.emptyDeltaVpas, '', '', ''],
-        ['fresh server, large delta, idle', fmt(h.deltaRssMiB), fmt(h.deltaVpas), '', '', ''],
+        ['hot-path server, empty delta, idle, background threads gone', fmt(h.emptyRssMiB), h.emptyDeltaVpas, '', '', ''],
+        ['hot-path server, large delta, idle, background threads gone', fmt(h.deltaRssMiB), fmt(h.deltaVpas), '', '', ''],
       ],
     ),
   );

@@ -5,7 +5,8 @@
  *
  * 1. Hot path: two servers started alike on copies of the data set (hard
  *    links: the same files), one left with an empty delta and one given the
- *    large file (about 100,000 VPAs) by an ingest, and the bare ceiling:
+ *    large file (about 100,000 VPAs) by an ingest, and the bare ceiling
+ *    (both with --build-idle-seconds 0: they build nothing):
  *    wrk peaks of single lookups and batches in alternated rounds, with the
  *    CPU each server spent per request.
  * 2. On a third copy, one server for the rest:
@@ -28,7 +29,7 @@ import type { SnapshotView } from '../../src/engine/snapshot-view.js';
 import { CLI, type RunningServer } from '../../test/server-process.js';
 import { medianBy, round1, round3 } from '../support/report.js';
 import { DeltaEvidence, SMALL_FILE, type LargeFile } from './delta-evidence.js';
-import { runWrk, startOpenLoop, type OpenLoopResult, type Target, type WrkResult } from './load-tools.js';
+import { runWrk, startOpenLoop, type OpenLoopResult, type RunningOpenLoop, type Target, type WrkResult } from './load-tools.js';
 import {
   bodyBytesOf,
   pollUntil,
@@ -115,7 +116,10 @@ export interface HotPathResult {
   readonly deltaVpas: number;
   /** Share of the lookups that name a VPA of the large delta. */
   readonly deltaLookupShare: number;
-  /** Resident memory of each server once loaded, idle, the large file served by the one, before any load, MiB. */
+  /**
+   * Resident memory of each server once loaded, idle, the large file served
+   * by the one, their background threads gone, before any load, MiB.
+   */
   readonly emptyRssMiB: number;
   readonly deltaRssMiB: number;
   readonly scenarios: readonly HotPathScenario[];
@@ -165,6 +169,8 @@ export interface DeltaResult {
     readonly pollFailures: number;
     /** Load generator errors and non-2xx, checker and poll answers other than 200. */
     readonly failed: number;
+    /** The server's highest resident memory, sampled every second from the first compaction's start to the last one's file, MiB. */
+    readonly rssPeakMiB?: number;
   };
   readonly memory: {
     /** The main server once it had read the stored evidence, idle, empty delta, MiB. */
@@ -326,10 +332,13 @@ async function measureHotPath(o: DeltaOptions, workload: Workload, large: LargeF
   const emptyDir = await cloneDataDir(o.dataDir, join(o.workDir, 'empty'));
   const deltaDir = await cloneDataDir(o.dataDir, join(o.workDir, 'delta'));
   log('delta: hot path, the service with an empty delta and with the large one, and the ceiling');
-  const empty = await startService(emptyDir, false, o.serverThreads, serveArgs());
+  // These two build nothing: their background threads go a second after their last task (--build-idle-seconds 0),
+  // so their resident memory is what serving them takes, and at 10M both fit beside the bench.
+  const hotArgs = serveArgs(['--build-idle-seconds', '0']);
+  const empty = await startService(emptyDir, false, o.serverThreads, hotArgs);
   let delta: RunningServer | null = null;
   try {
-    delta = await startService(deltaDir, false, o.serverThreads, serveArgs());
+    delta = await startService(deltaDir, false, o.serverThreads, hotArgs);
     // Both have read the stored evidence; then the large file goes into the one's delta, ingested as usual.
     await waitForGauge(metricsOf(empty), 'upi_risk_build_carried_bytes', (v) => v > 0, 'the stored evidence was not read');
     await waitForGauge(metricsOf(delta), 'upi_risk_build_carried_bytes', (v) => v > 0, 'the stored evidence was not read');
@@ -338,7 +347,10 @@ async function measureHotPath(o: DeltaOptions, workload: Workload, large: LargeF
     await pollUntil(async () => (await readyOf(deltaServer)).delta_vpas > 0, 50, 'the large file was not served within 600 s');
     const emptyDeltaVpas = (await readyOf(empty)).delta_vpas;
     const deltaVpas = (await readyOf(delta)).delta_vpas;
-    await sleep(2000);
+    await waitForGauge(metricsOf(empty), 'upi_risk_build_threads', (v) => v === 0, 'the build threads did not exit');
+    await waitForGauge(metricsOf(delta), 'upi_risk_build_threads', (v) => v === 0, 'the build threads did not exit');
+    // The quick thread (merges) goes a second after its last task, as the build threads do.
+    await sleep(3000);
     const emptyRssMiB = await residentMiB(empty.child.pid!);
     const deltaRssMiB = await residentMiB(delta.child.pid!);
     log(`  delta VPAs ${emptyDeltaVpas} and ${deltaVpas}; resident ${emptyRssMiB} and ${deltaRssMiB} MiB`);
@@ -541,6 +553,19 @@ async function measureMainServer(
   const metrics = metricsOf(server);
   let connections: ThreadConnections | null = null;
   let checkerConnections: ThreadConnections | null = null;
+  let checker: Checker | null = null;
+  const loads: RunningOpenLoop[] = [];
+  // A server that exits ends the section at once, with its last words, rather than after every poll's 600 s.
+  let exited: string | null = null;
+  server.child.once('exit', (code, signal) => (exited = `status ${code}, signal ${signal}`));
+  const alive = () => {
+    if (exited !== null) throw new Error(`the server exited (${exited}); the end of its log:\n${server.output().split('\n').slice(-80).join('\n')}`);
+  };
+  // Resident memory, every second: its peak around the compactions.
+  let rssPeakMiB = 0;
+  const sampling = setInterval(() => {
+    void residentMiB(pid).then((mib) => (rssPeakMiB = Math.max(rssPeakMiB, mib)));
+  }, 1000);
   try {
     const readAheadS = await waitForGauge(metrics, 'upi_risk_build_carried_bytes', (v) => v > 0, 'the stored evidence was not read');
     await sleep(2000);
@@ -556,6 +581,7 @@ async function measureMainServer(
         Array.from({ length: threads.threads }, async (_, thread) => {
           const path = `/v1/verify/upi?upi=${encodeURIComponent(upi)}`;
           while (performance.now() - since < 600_000) {
+            alive();
             const answer = await threads.get(thread, path, o.token).catch((error: unknown): Answer => ({ status: 0, body: String(error) }));
             if (answer.status !== 200) pollFailures++;
             else if (answer.body.includes('"status":"FLAGGED"')) return performance.now() - since;
@@ -584,7 +610,11 @@ async function measureMainServer(
       return result;
     };
     const target: Target = targetFor('single', workload, portOf(server), false, o.token);
-    const load = () => startOpenLoop(target, { rate, seconds: 3600, warmupSeconds: 1, connections: o.connections });
+    const load = () => {
+      const run = startOpenLoop(target, { rate, seconds: 3600, warmupSeconds: 1, connections: o.connections });
+      loads.push(run);
+      return run;
+    };
 
     log(`delta: ${o.ingests} small ingests, idle`);
     const idle = await series('idle');
@@ -602,16 +632,19 @@ async function measureMainServer(
     await sleep(2000);
     // The checker has connections of its own, so that the freshness polls never queue behind it.
     checkerConnections = await ThreadConnections.open(portOf(server), o.serverThreads);
-    const checker = new Checker(checkerConnections, o.token, evidence.knownVpas(CHECKED_KNOWN));
-    checker.add(ingestedVpas);
-    checker.start();
+    const checking = new Checker(checkerConnections, o.token, evidence.knownVpas(CHECKED_KNOWN));
+    checker = checking;
+    checking.add(ingestedVpas);
+    checking.start();
+    rssPeakMiB = await residentMiB(pid);
     const logFrom = server.stderr().length;
     const pollFailuresBefore = pollFailures;
     const samples: number[] = [];
     let ingests = 0;
     const pacedIngest = async () => {
       const started = performance.now();
-      samples.push(await ingestSmall((vpas) => checker.add(vpas)));
+      alive();
+      samples.push(await ingestSmall((vpas) => checking.add(vpas)));
       ingests++;
       const left = COMPACTION_INGEST_EVERY_MS - (performance.now() - started);
       if (left > 0) await sleep(left);
@@ -649,7 +682,8 @@ async function measureMainServer(
     }
     while (ingests < o.ingests) await pacedIngest();
     await ingestingUntil(servedSnapshotWritten(server, dataDir));
-    const checked = await checker.stop();
+    const checked = await checking.stop();
+    const compactionRssPeakMiB = rssPeakMiB;
     const buildMs = loggedMs(server, logFrom, 'build finished');
     compactionRun.stop();
     const compactionLoad = await compactionRun.result;
@@ -695,6 +729,7 @@ async function measureMainServer(
         checker: checked,
         pollFailures: compactionPollFailures,
         failed,
+        rssPeakMiB: compactionRssPeakMiB,
       },
       memory: {
         loadedRssMiB,
@@ -710,6 +745,9 @@ async function measureMainServer(
       overLarge,
     };
   } finally {
+    clearInterval(sampling);
+    for (const run of loads) run.stop();
+    await Promise.allSettled([checker?.stop(), ...loads.map((run) => run.result)]);
     connections?.close();
     checkerConnections?.close();
     await server.stop();
