@@ -2,7 +2,7 @@ import { NOT_FOUND } from '../common/brand.js';
 import type { ArrayAllocator } from '../common/scratch-arrays.js';
 import { freshSharedArrays } from '../engine/shared-arrays.js';
 import { NOT_IN_SNAPSHOT, dataVersion, type DeltaData, type DeltaMeta } from '../engine/delta-data.js';
-import { NO_CLUSTER, SOURCE_FLAG_SCREENSHOT, riskCountsOf, type SnapshotData } from '../engine/snapshot-data.js';
+import { ARRAY_FIELDS, NO_CLUSTER, SOURCE_FLAG_SCREENSHOT, riskCountsOf, type SnapshotData } from '../engine/snapshot-data.js';
 import { buildUrlSlots, findUrl } from '../engine/url-lookup.js';
 import { buildKeyFilter } from '../engine/key-filter.js';
 import { VpaIndex, buildIndexArrays, encodeKeys, longestKey } from '../engine/vpa-index.js';
@@ -551,14 +551,8 @@ class MergeState {
   }
 }
 
-/** The overlay's arrays of its own; the rest are the snapshot's. */
-const OWN_FIELDS = [
-  'slotTags', 'slotEntries', 'keyTails', 'vpaSlots',
-  'firstSeen', 'confidence', 'riskCategory', 'evidenceCount', 'vpaCluster', 'sourceOffsets',
-  'evidenceWeight', 'sourceCategoryMask', 'mixedRiskVpas', 'mixedRiskCounts',
-  'sourceUrl', 'sourceCapturedAt', 'sourceFlags',
-  'urlBytes', 'urlOffsets', 'urlCategory', 'urlMembersBlob', 'urlMembersOffsets', 'urlSlots',
-] as const satisfies readonly (keyof SnapshotData)[];
+/** The overlay's arrays of its own: every snapshot array but the cluster ones, which are the snapshot's. */
+const OWN_FIELDS = ARRAY_FIELDS.filter((field) => !field.startsWith('cluster'));
 
 /** Index into `files` (ascending, not overlapping) of the file whose chunks hold `chunk`, or -1. */
 function fileOf(files: readonly DeltaFile[], chunk: number): number {
