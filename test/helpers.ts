@@ -170,3 +170,16 @@ export function sample(text: string, line: string): number | undefined {
   const match = new RegExp(`^${escaped} (\\S+)$`, 'm').exec(text);
   return match === null ? undefined : Number(match[1]);
 }
+
+/**
+ * Wait until `check` holds, looking every 10 ms; fails the test, naming
+ * `what`, after `timeoutMs`. Resolves with how long it took, ms.
+ */
+export async function until(what: string, timeoutMs: number, check: () => boolean | Promise<boolean>): Promise<number> {
+  const started = Date.now();
+  while (!(await check())) {
+    if (Date.now() - started > timeoutMs) assert.fail(`${what}: not within ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  return Date.now() - started;
+}

@@ -101,3 +101,30 @@ export function runCli(args: readonly string[]): Promise<{ code: number; stdout:
 export function lastLine(text: string): string {
   return text.trim().split('\n').at(-1)!;
 }
+
+export interface BuilderProcess {
+  readonly child: ChildProcess;
+  /** Standard error so far (the JSON log lines). */
+  readonly stderr: () => string;
+  /** Whether it has logged taking the builder lease. */
+  readonly active: () => boolean;
+  /** SIGTERM (unless it has ended), then its exit. */
+  stop(): Promise<void>;
+}
+
+/** Start `upi-risk builder` as a real process with `args` (the store's among them). */
+export function startBuilder(args: readonly string[]): BuilderProcess {
+  const child = spawn(process.execPath, [CLI, 'builder', ...args], { stdio: ['ignore', 'ignore', 'pipe'] });
+  let stderr = '';
+  child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  return {
+    child,
+    stderr: () => stderr,
+    active: () => stderr.includes('builder lease taken'),
+    async stop() {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      child.kill('SIGTERM');
+      await once(child, 'exit');
+    },
+  };
+}

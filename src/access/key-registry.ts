@@ -11,6 +11,11 @@ export class KeyRegistry {
   #signature = '';
   #timer: NodeJS.Timeout | null = null;
   #onError: (error: Error) => void;
+  /** The last reload's failure: the same one again (a store down for a while) is reported once. */
+  #failing: string | null = null;
+  /** A look running; a check asked for meanwhile runs once more after it (the change may have come after it read the version). */
+  #reloading: Promise<void> | null = null;
+  #again = false;
   readonly #listeners: ((records: readonly KeyRecord[]) => void)[] = [];
 
   constructor(backend: KeyBackend, onError: (error: Error) => void = () => {}) {
@@ -42,16 +47,44 @@ export class KeyRegistry {
     await this.#reload(true);
   }
 
-  /** Re-read the file whenever its size or modification time changes; `intervalMs` bounds the delay. */
+  /** Reload whenever the backend's version changes, looking every `intervalMs` (and at every `check`). */
   watch(intervalMs = 250): void {
     const tick = () => {
-      this.#reload(false)
-        .catch((error: Error) => this.#onError(error))
-        .finally(() => {
-          if (this.#timer !== null) this.#timer = setTimeout(tick, intervalMs).unref();
-        });
+      void this.check().finally(() => {
+        if (this.#timer !== null) this.#timer = setTimeout(tick, intervalMs).unref();
+      });
     };
     this.#timer = setTimeout(tick, intervalMs).unref();
+  }
+
+  /**
+   * Look at the backend's version now and reload if it changed (a backend
+   * that announces changes calls this). A failure goes to `onError`, once
+   * until a look succeeds again; the keys in force stay.
+   */
+  check(): Promise<void> {
+    if (this.#reloading !== null) {
+      this.#again = true;
+      return this.#reloading;
+    }
+    this.#reloading = this.#reload(false)
+      .then(
+        () => {
+          this.#failing = null;
+        },
+        (error: Error) => {
+          if (error.message !== this.#failing) this.#onError(error);
+          this.#failing = error.message;
+        },
+      )
+      .finally(() => {
+        this.#reloading = null;
+        if (this.#again) {
+          this.#again = false;
+          void this.check();
+        }
+      });
+    return this.#reloading;
   }
 
   close(): void {

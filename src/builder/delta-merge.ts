@@ -47,6 +47,12 @@ export interface DeltaMergeTask {
   readonly files: readonly DeltaFile[];
   /** Now, epoch ms: the delta's age starts here when it starts. */
   readonly now: number;
+  /**
+   * The delta's position afterwards (X-Data-Version): a follower names the
+   * evidence log's position, so every replica names one state alike. By
+   * default one more than before when anything was applied.
+   */
+  readonly position?: number;
 }
 
 /** An evidence file's place in the builder's chunk numbering (builder/carry.ts), and when it was stored. */
@@ -86,15 +92,15 @@ export function mergeDelta(task: DeltaMergeTask): DeltaMergeResult {
   const dataAsOf = task.files.reduce((newest, f) => Math.max(newest, f.storedAt), previous?.meta.dataAsOf ?? 0);
   const evidenceItems = (previous?.meta.evidenceItems ?? 0) + applied.reduce((sum, a) => sum + a.count, 0);
   const changed = applied.some((a) => a.count > 0);
-  const position = (previous?.meta.position ?? 0) + (changed ? 1 : 0);
+  const position = task.position ?? (previous?.meta.position ?? 0) + (changed ? 1 : 0);
   const since = previous === null || previous.meta.vpaCount === 0 ? task.now : previous.meta.since;
   const delta = state.finish({ baseId: base.meta.id, position, files, dataAsOf, since, evidenceItems });
   return { delta, applied };
 }
 
-/** An empty delta over `base`: what a server serves beside a snapshot until evidence arrives. */
-export function emptyDelta(base: SnapshotData, now: number): DeltaData {
-  return new MergeState(base, null).finish({ baseId: base.meta.id, position: 0, files: [], dataAsOf: 0, since: now, evidenceItems: 0 });
+/** An empty delta over `base` (at `position`, DeltaMergeTask.position): what a server serves beside a snapshot until evidence arrives. */
+export function emptyDelta(base: SnapshotData, now: number, position = 0): DeltaData {
+  return new MergeState(base, null).finish({ baseId: base.meta.id, position, files: [], dataAsOf: 0, since: now, evidenceItems: 0 });
 }
 
 /** A url the merge changes or adds; `id` is its id in the delta (its earlier one when it had one). */

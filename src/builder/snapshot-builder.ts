@@ -130,6 +130,8 @@ export interface BuilderOptions {
 export interface GatheredEvidence {
   readonly files: readonly DeltaFile[];
   readonly inputs: readonly SharedArrayBuffer[];
+  /** How long the reading took (phases A and B, after its turn came), ms. */
+  readonly readMs: number;
 }
 
 const DEFAULT_CHUNK_BYTES = 32 * 1024 * 1024;
@@ -508,6 +510,7 @@ export class SnapshotBuilder {
     progress: (progress: BuildProgress) => void,
     pool: Piscina,
   ): Promise<{ files: StoredFile[]; gathered: BuildCarry; cachedChunks: number; reusedChunks: number }> {
+    const begun = performance.now();
     const cacheDir = parseCache ? parseCacheDir(dir.state) : undefined;
     if (cacheDir !== undefined && !this.#cacheVersionsChecked) {
       // Once per builder: a cache left by an earlier release of the record format only takes disk space.
@@ -575,7 +578,7 @@ export class SnapshotBuilder {
     if (this.#incremental) this.#carry = gathered;
     // Told of every new file, even one whose every item was a duplicate: it is read, and served as it is (unchanged).
     const newFiles = fileChunks.filter((f) => f.firstChunk >= firstNew);
-    if (newFiles.length > 0) this.#onEvidence({ files: newFiles, inputs: deduped.fresh });
+    if (newFiles.length > 0) this.#onEvidence({ files: newFiles, inputs: deduped.fresh, readMs: performance.now() - begun });
     return { files, gathered, cachedChunks: parsed.filter((r) => r.fromCache === true).length, reusedChunks: firstNew };
   }
 

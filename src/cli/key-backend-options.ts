@@ -5,8 +5,7 @@ import { FileKeyBackend, keyFilePath } from '../access/key-file.js';
 import type { KeyBackend } from '../access/key-record.js';
 import { RedisKeyBackend } from '../access/redis-key-backend.js';
 import type { Redis } from 'ioredis';
-import { ConfigError } from '../common/errors.js';
-import { connectStore, type StoreLocation } from '../store/postgres.js';
+import { storePool, type StoreLocation } from '../store/postgres.js';
 import { checkSchema } from '../store/migrations.js';
 import { PostgresKeyBackend } from '../store/postgres-key-backend.js';
 
@@ -39,30 +38,39 @@ export async function chooseKeyBackend(
 ): Promise<StoreChoice> {
   const url = values.redis ?? process.env.REDIS_URL;
   const prefix = values['redis-prefix'] ?? DEFAULT_REDIS_PREFIX;
+  const redis = url === undefined || url === '' ? null : await connectRedis(url, logger, readyTimeoutMs);
+  const closeRedis = async () => {
+    await redis?.quit().catch(() => redis.disconnect());
+  };
   if (store !== null) {
-    if (url !== undefined && url !== '') throw new ConfigError('keys live in the store given with --store: leave out --redis');
-    const client = await connectStore(store);
+    const pool = storePool(store, 2);
     try {
-      await checkSchema(client, store);
+      await checkSchema(pool, store);
     } catch (error) {
-      await client.end().catch(() => {});
+      await pool.end().catch(() => {});
+      await closeRedis();
       throw error;
     }
-    return { backend: new PostgresKeyBackend(client, store), redis: null, prefix, close: () => client.end().catch(() => {}) };
+    return {
+      backend: new PostgresKeyBackend(pool, store),
+      redis,
+      prefix,
+      close: async () => {
+        await pool.end().catch(() => {});
+        await closeRedis();
+      },
+    };
   }
-  if (url === undefined || url === '') {
+  if (redis === null) {
     return { backend: new FileKeyBackend(keyFilePath(dir)), redis: null, prefix, close: async () => {} };
   }
+  return { backend: new RedisKeyBackend(redis, prefix), redis, prefix, close: closeRedis };
+}
+
+async function connectRedis(url: string, logger: Logger, readyTimeoutMs: number): Promise<Redis> {
   const redis = createRedisClient(url, logger);
   if (!(await redisReady(redis, readyTimeoutMs))) {
     logger.error({ redis: redact(url) }, 'redis not reachable yet; carrying on with local limits and retrying');
   }
-  return {
-    backend: new RedisKeyBackend(redis, prefix),
-    redis,
-    prefix,
-    close: async () => {
-      await redis.quit().catch(() => redis.disconnect());
-    },
-  };
+  return redis;
 }

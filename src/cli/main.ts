@@ -7,8 +7,9 @@ import { demoDataCommand } from './commands/demo-data.js';
 import { serveCommand } from './commands/serve.js';
 import { keysCommand } from './commands/keys.js';
 import { migrateCommand } from './commands/migrate.js';
+import { builderCommand } from './commands/builder.js';
 
-const COMMANDS: readonly Command[] = [serveCommand, ingestCommand, buildCommand, keysCommand, migrateCommand, demoDataCommand];
+const COMMANDS: readonly Command[] = [serveCommand, ingestCommand, buildCommand, keysCommand, migrateCommand, builderCommand, demoDataCommand];
 
 function overview(): string {
   const width = Math.max(...COMMANDS.map((c) => c.name.length));

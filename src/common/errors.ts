@@ -47,6 +47,8 @@ export const ErrorCode = {
   STORE: 'ERR_STORE',
   /** The store's schema is missing, or newer than this release knows: run (or upgrade) `upi-risk migrate`. */
   STORE_SCHEMA: 'ERR_STORE_SCHEMA',
+  /** A row of the store breaks its contract (an evidence item, a snapshot publication): written by something other than this service. */
+  STORE_DATA: 'ERR_STORE_DATA',
 } as const;
 
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
@@ -155,7 +157,7 @@ export class UnavailableError extends UpiRiskError {
 
 /** The PostgreSQL store (fleet mode) is unreachable, refused a statement, or holds a schema this release cannot use. */
 export class StoreError extends UpiRiskError {
-  constructor(code: typeof ErrorCode.STORE | typeof ErrorCode.STORE_SCHEMA, message: string, options?: { cause?: unknown }) {
+  constructor(code: typeof ErrorCode.STORE | typeof ErrorCode.STORE_SCHEMA | typeof ErrorCode.STORE_DATA, message: string, options?: { cause?: unknown }) {
     super(code, message, options);
     this.name = 'StoreError';
   }

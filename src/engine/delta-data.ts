@@ -37,7 +37,7 @@ export const NOT_IN_SNAPSHOT = 0xffffffff;
 export interface DeltaMeta {
   /** The snapshot this delta lies over. */
   readonly baseId: string;
-  /** How many merges this delta has had since its snapshot: its position, named in X-Data-Version. */
+  /** Its position, named in X-Data-Version: how many merges it has had since its snapshot, or in a follower the evidence log's position it has read to. */
   readonly position: number;
   /** The evidence files it holds, in ingestion order. */
   readonly files: readonly string[];

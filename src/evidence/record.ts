@@ -1,6 +1,6 @@
 import { isValidVpa, normalizeVpa, describeInvalidVpa } from '../vpa/vpa.js';
 import { riskCategoryCode, sourceCategoryCode, DEFAULT_RISK_BY_SOURCE, RISK_CATEGORIES, SOURCE_CATEGORIES } from '../vpa/categories.js';
-import { parseIsoWithZone } from '../common/time.js';
+import { formatIso, parseIsoWithZone } from '../common/time.js';
 
 /** One validated evidence item, in the form the build works with. */
 export interface EvidenceRecord {
@@ -109,4 +109,21 @@ function fail(reason: string): ParseResult {
 
 function truncate(text: string): string {
   return text.length > 80 ? `${text.slice(0, 77)}...` : text;
+}
+
+/**
+ * A record as an item of the ingestion contract, the inverse of
+ * validateEvidence: what the store's rows become when they are checked
+ * again, or written out as NDJSON.
+ */
+export function evidenceItem(record: EvidenceRecord): Record<string, unknown> {
+  return {
+    evidence_id: record.evidenceId,
+    upi: record.upi,
+    url: record.url,
+    source_category: SOURCE_CATEGORIES[record.sourceCategory],
+    risk_category: RISK_CATEGORIES[record.riskCategory],
+    captured_at: formatIso(record.capturedAt),
+    screenshot_available: record.screenshot,
+  };
 }

@@ -7,7 +7,7 @@ import type { KeyRegistry } from '../access/key-registry.js';
 import type { Quota } from '../access/quota.js';
 import { serveQuota } from '../access/remote-quota.js';
 import { SharedWindowTable } from '../access/shared-windows.js';
-import type { SnapshotService } from '../service/snapshot-service.js';
+import type { ServedData } from '../service/served-data.js';
 import type { IntakeResult } from '../service/evidence-intake.js';
 import type { ServiceMetrics } from './metrics.js';
 import type { MetricJson } from './request-stats.js';
@@ -17,7 +17,7 @@ import type { EdgeWorkerData, FromEdge, ToEdge } from './edge-worker.js';
 
 /** What every serving thread is configured with (EdgeWorkerData), plus what the main thread keeps. */
 export interface EdgePoolOptions extends Omit<EdgeWorkerData, 'index' | 'quotaPort' | 'sharedWindows'> {
-  readonly service: SnapshotService;
+  readonly service: ServedData;
   readonly keys: KeyRegistry;
   /** The main thread's quota: failed authentications per IP, asked by threads when there is no Redis. */
   readonly quota: Quota;

@@ -14,7 +14,7 @@ const GC_KINDS = new Map<number, string>([
 ]);
 
 /** The main thread's gauges whose values are read at each scrape from a function set later. */
-type ScrapeReader = 'carriedBytes' | 'reusableBytes' | 'replacedSnapshots' | 'buildThreads' | 'deltaVpas' | 'deltaItems' | 'deltaBytes' | 'deltaAge' | 'sinceCompaction';
+type ScrapeReader = 'carriedBytes' | 'reusableBytes' | 'replacedSnapshots' | 'buildThreads' | 'deltaVpas' | 'deltaItems' | 'deltaBytes' | 'deltaAge' | 'sinceCompaction' | 'storeConnected' | 'sinceCaughtUp';
 
 /**
  * Prometheus metrics of one thread: request counts and latency
@@ -153,6 +153,14 @@ export class ServiceMetrics {
     name: 'upi_risk_seconds_since_compaction',
     help: 'Seconds since the snapshot served was built or adopted (the last compaction)',
   });
+  readonly storeConnected = this.#readAtScrape('storeConnected', {
+    name: 'upi_risk_store_connected',
+    help: "Fleet followers: 1 when the last look at the PostgreSQL store succeeded, 0 while it cannot be reached (what is served stays)",
+  });
+  readonly sinceCaughtUp = this.#readAtScrape('sinceCaughtUp', {
+    name: 'upi_risk_store_seconds_since_caught_up',
+    help: "Fleet followers: seconds since the follower last read to the end of the store's evidence log (the age of its data)",
+  });
   /** Where the main thread's read-at-scrape gauges get their values (set with the watch methods); unset elsewhere. */
   readonly #readers: Partial<Record<ScrapeReader, () => number>> = {};
 
@@ -254,6 +262,12 @@ export class ServiceMetrics {
     this.#readers.deltaBytes = () => read().bytes;
     this.#readers.deltaAge = () => read().ageSeconds;
     this.#readers.sinceCompaction = () => read().secondsSinceCompaction;
+  }
+
+  /** Read a follower's hold on the store at every scrape (main thread only). */
+  watchStore(read: () => { readonly connected: boolean; readonly caughtUpAt: number }): void {
+    this.#readers.storeConnected = () => (read().connected ? 1 : 0);
+    this.#readers.sinceCaughtUp = () => Math.max(0, (Date.now() - read().caughtUpAt) / 1000);
   }
 
   /** Read the number of replaced snapshots still held at every scrape (main thread only). */

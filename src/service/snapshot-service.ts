@@ -16,6 +16,7 @@ import { removeStaleTempFiles } from '../common/temp-cleanup.js';
 import { ServingView } from '../engine/serving-view.js';
 import type { DeltaData } from '../engine/delta-data.js';
 import { emptyDelta, type AppliedFile } from '../builder/delta-merge.js';
+import type { ServedData, SwapEvent } from './served-data.js';
 
 export interface SnapshotServiceOptions {
   readonly dataDir: DataDir;
@@ -56,14 +57,6 @@ export interface CompactionPolicy {
 /** 100,000 VPAs or ten minutes (docs/design.md, "The live delta"). */
 export const DEFAULT_COMPACTION: CompactionPolicy = { vpas: 100_000, afterMs: 10 * 60_000 };
 
-export interface SwapEvent {
-  readonly previous: SnapshotView | null;
-  readonly next: SnapshotView;
-  /** The delta served with `next` from the same moment: what of the old delta the new snapshot does not hold. */
-  readonly delta: DeltaData;
-  readonly reason: 'start' | 'rebuild' | 'new-snapshot';
-}
-
 /**
  * Keeps what is served, a snapshot and the live delta over it, and replaces
  * them. Readers take `view` once per request: every change is one reference
@@ -80,7 +73,7 @@ export interface SwapEvent {
  * the builder's threads, never on a serving thread. Without incremental
  * builds there is no delta: every ingest rebuilds the snapshot.
  */
-export class SnapshotService {
+export class SnapshotService implements ServedData {
   #current: SnapshotView;
   #delta: DeltaData;
   #view: ServingView;
@@ -379,8 +372,10 @@ export class SnapshotService {
 
   /** Merge evidence the builder has read into the delta (SnapshotBuilder's onEvidence). */
   #merge(evidence: GatheredEvidence): void {
+    const handed = performance.now();
     void this.#queueChange(async () => {
       if (this.#closed) return;
+      const queuedMs = performance.now() - handed;
       const base = this.#current;
       const served = new Set([...base.meta.evidenceFiles, ...this.#delta.meta.files]);
       const files = evidence.files.filter((f) => !served.has(f.name));
@@ -400,7 +395,15 @@ export class SnapshotService {
       this.#delta = delta;
       this.#view = new ServingView(base, delta);
       this.#logger.info(
-        { ...deltaFields(delta), files: files.length, items: applied.reduce((sum, a) => sum + a.count, 0), ms: Math.round(performance.now() - started) },
+        {
+          ...deltaFields(delta),
+          files: files.length,
+          items: applied.reduce((sum, a) => sum + a.count, 0),
+          ms: Math.round(performance.now() - started),
+          // Where the rest of an ingest's wait went: reading it, and waiting behind earlier changes.
+          readMs: Math.round(evidence.readMs),
+          queuedMs: Math.round(queuedMs),
+        },
         'evidence merged into the delta',
       );
       for (const listener of this.#deltaListeners) listener(delta);

@@ -37,7 +37,7 @@ export interface LogIngestResult {
 }
 
 /** Append an NDJSON file to the log. */
-export function appendEvidenceFile(client: pg.Client, location: StoreLocation, file: string): Promise<LogIngestResult> {
+export function appendEvidenceFile(client: pg.ClientBase, location: StoreLocation, file: string): Promise<LogIngestResult> {
   return appendEvidence(client, location, file, () => {
     const input = createReadStream(file, { encoding: 'utf8' });
     return new Promise<Readable>((resolve, reject) => {
@@ -48,11 +48,11 @@ export function appendEvidenceFile(client: pg.Client, location: StoreLocation, f
 }
 
 /** Append NDJSON held in memory (an HTTP body) to the log; `source` names it. */
-export function appendEvidenceBytes(client: pg.Client, location: StoreLocation, bytes: Uint8Array, source: string): Promise<LogIngestResult> {
+export function appendEvidenceBytes(client: pg.ClientBase, location: StoreLocation, bytes: Uint8Array, source: string): Promise<LogIngestResult> {
   return appendEvidence(client, location, source, async () => Readable.from([Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8')]));
 }
 
-async function appendEvidence(client: pg.Client, location: StoreLocation, source: string, open: () => Promise<Readable>): Promise<LogIngestResult> {
+async function appendEvidence(client: pg.ClientBase, location: StoreLocation, source: string, open: () => Promise<Readable>): Promise<LogIngestResult> {
   const input = await open();
   const errors: LineError[] = [];
   let validLines = 0;
@@ -128,7 +128,7 @@ export function evidenceChannel(location: StoreLocation): string {
   return `${location.schema}_evidence`;
 }
 
-async function head(client: pg.Client): Promise<number> {
+async function head(client: pg.ClientBase): Promise<number> {
   return Number((await client.query<{ position: string }>('SELECT position FROM log_head')).rows[0]!.position);
 }
 

@@ -83,7 +83,7 @@ export async function migrate(location: StoreLocation, migrations?: readonly Mig
  * (run `upi-risk migrate`), or ahead (a newer release migrated it). Resolves
  * with the version otherwise.
  */
-export async function checkSchema(client: pg.Client, location: StoreLocation, knownVersion?: number): Promise<number> {
+export async function checkSchema(client: pg.ClientBase | pg.Pool, location: StoreLocation, knownVersion?: number): Promise<number> {
   const known = knownVersion ?? (await knownMigrations()).length;
   let current: number;
   try {
@@ -98,7 +98,7 @@ export async function checkSchema(client: pg.Client, location: StoreLocation, kn
   return current;
 }
 
-async function schemaVersion(client: pg.Client): Promise<number> {
+async function schemaVersion(client: pg.ClientBase | pg.Pool): Promise<number> {
   const exists = await client.query<{ present: boolean }>("SELECT to_regclass('schema_migrations') IS NOT NULL AS present");
   if (exists.rows[0]?.present !== true) return 0;
   const result = await client.query<{ version: number | null }>('SELECT max(version) AS version FROM schema_migrations');

@@ -12,11 +12,12 @@ import { storeError, type StoreLocation } from './postgres.js';
  * and announces itself on the schema's keys channel when it commits.
  */
 export class PostgresKeyBackend implements KeyBackend {
-  readonly #client: pg.Client;
+  readonly #pool: pg.Pool;
   readonly #location: StoreLocation;
 
-  constructor(client: pg.Client, location: StoreLocation) {
-    this.#client = client;
+  /** On a pool (storePool), so a server reloading keys gets over a database restart by itself. */
+  constructor(pool: pg.Pool, location: StoreLocation) {
+    this.#pool = pool;
     this.#location = location;
   }
 
@@ -26,14 +27,19 @@ export class PostgresKeyBackend implements KeyBackend {
 
   async read(): Promise<KeyRecord[]> {
     try {
-      return this.#parse((await this.#client.query<{ record: unknown }>('SELECT record FROM api_keys')).rows);
+      return this.#parse((await this.#pool.query<{ record: unknown }>('SELECT record FROM api_keys')).rows);
     } catch (error) {
       throw this.#failure(error);
     }
   }
 
   async update<T>(change: (keys: KeyRecord[]) => { keys: KeyRecord[]; result: T }): Promise<T> {
-    const client = this.#client;
+    let client: pg.PoolClient;
+    try {
+      client = await this.#pool.connect();
+    } catch (error) {
+      throw this.#failure(error);
+    }
     try {
       await client.query('BEGIN');
       await client.query('SELECT version FROM keys_version FOR UPDATE');
@@ -52,12 +58,14 @@ export class PostgresKeyBackend implements KeyBackend {
     } catch (error) {
       await client.query('ROLLBACK').catch(() => {});
       throw this.#failure(error);
+    } finally {
+      client.release();
     }
   }
 
   async version(): Promise<string> {
     try {
-      return (await this.#client.query<{ version: string }>('SELECT version FROM keys_version')).rows[0]?.version ?? '0';
+      return (await this.#pool.query<{ version: string }>('SELECT version FROM keys_version')).rows[0]?.version ?? '0';
     } catch (error) {
       throw this.#failure(error);
     }

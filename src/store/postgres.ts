@@ -62,6 +62,26 @@ export async function connectStore(location: StoreLocation): Promise<pg.Client> 
   }
 }
 
+/**
+ * A pool of connections to the store, each with the location's schema on
+ * its search path, for long-running roles: a connection the server dropped
+ * is replaced at the next query, so they recover from an outage by
+ * themselves. Transactions take a client of their own (`pool.connect()`).
+ */
+export function storePool(location: StoreLocation, max = 4): pg.Pool {
+  const pool = new pg.Pool({
+    connectionString: location.url,
+    max,
+    connectionTimeoutMillis: 5_000,
+    idleTimeoutMillis: 30_000,
+    application_name: 'upi-risk',
+    options: `-c search_path=${checkSchemaName(location.schema)}`,
+  });
+  // An idle connection that breaks is dropped from the pool; the next query opens another.
+  pool.on('error', () => {});
+  return pool;
+}
+
 /** An error of the store as an ERR_STORE, naming where (without the password). */
 export function storeError(location: StoreLocation, error: unknown): StoreError {
   if (error instanceof StoreError) return error;

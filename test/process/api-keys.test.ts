@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { stat, readFile } from 'node:fs/promises';
-import { tempDataDir } from '../helpers.js';
+import { tempDataDir, until } from '../helpers.js';
 import { startServer, runCli, lastLine } from '../server-process.js';
 import { isApiKeyShape } from '../../src/access/api-key.js';
 import { keyFilePath } from '../../src/access/key-file.js';
@@ -12,15 +12,6 @@ async function statusWith(base: string, key: string): Promise<number> {
   return r.status;
 }
 
-/** Poll until `check` holds; keys must take effect within a second, so allow that plus scheduling slack. */
-async function within(ms: number, check: () => Promise<boolean>): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`not within ${ms} ms`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
 test('keys created, rotated and revoked through the CLI take effect on a running server without restart', async () => {
   const t = await tempDataDir();
   const server = await startServer(t.dir.root);
@@ -29,7 +20,8 @@ test('keys created, rotated and revoked through the CLI take effect on a running
     assert.equal(created.code, 0, created.stderr);
     const key = lastLine(created.stdout);
     assert.ok(isApiKeyShape(key), key);
-    await within(2000, async () => (await statusWith(server.base, key)) === 200);
+    // Keys take effect within a second; 2 s leaves scheduling slack.
+    await until('the new key accepted', 2000, async () => (await statusWith(server.base, key)) === 200);
     assert.match(server.output(), /"msg":"API keys reloaded"/, 'key changes are logged');
 
     const listed = await runCli(['keys', 'list', '--data-dir', t.dir.root, '--json']);
@@ -45,11 +37,11 @@ test('keys created, rotated and revoked through the CLI take effect on a running
     assert.equal(rotated.code, 0, rotated.stderr);
     const newKey = lastLine(rotated.stdout);
     assert.notEqual(newKey, key);
-    await within(2000, async () => (await statusWith(server.base, key)) === 401 && (await statusWith(server.base, newKey)) === 200);
+    await until('the rotated key in force', 2000, async () => (await statusWith(server.base, key)) === 401 && (await statusWith(server.base, newKey)) === 200);
 
     const revoked = await runCli(['keys', 'revoke', id, '--data-dir', t.dir.root]);
     assert.equal(revoked.code, 0, revoked.stderr);
-    await within(2000, async () => (await statusWith(server.base, newKey)) === 401);
+    await until('the revoked key refused', 2000, async () => (await statusWith(server.base, newKey)) === 401);
 
     const table = await runCli(['keys', 'list', '--data-dir', t.dir.root]);
     assert.match(table.stdout, /revoked/);

@@ -1,14 +1,13 @@
 import { test, before } from 'node:test';
 import { execFileSync } from 'node:child_process';
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { createServer } from 'node:net';
 import { randomBytes } from 'node:crypto';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import { tempDataDir, ingest, evidence } from '../helpers.js';
+import { tempDataDir, ingest, evidence, until } from '../helpers.js';
+import { freePort, startRedis } from '../private-services.js';
 import { startServer, runCli, lastLine, type RunningServer } from '../server-process.js';
 
 // The shared Redis of the machine (started before tests run); each test uses its own key prefix.
@@ -58,14 +57,6 @@ async function status(server: RunningServer, key: string): Promise<number> {
   return r.status;
 }
 
-async function within(ms: number, check: () => Promise<boolean>): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`condition not met within ${ms} ms`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
 test('two servers sharing Redis enforce one quota per key and honour key changes made through the CLI', { timeout: 120_000 }, async () => {
   await withPrefix(async (prefix) => {
     const t = await tempDataDir();
@@ -79,8 +70,8 @@ test('two servers sharing Redis enforce one quota per key and honour key changes
       assert.equal(created.code, 0, created.stderr);
       const key = lastLine(created.stdout);
       // Each wait stops at its first 200, so exactly two requests are counted here.
-      await within(2000, async () => (await status(one, key)) === 200);
-      await within(2000, async () => (await status(two, key)) === 200);
+      await until('the key accepted by the first server', 2000, async () => (await status(one, key)) === 200);
+      await until('the key accepted by the second server', 2000, async () => (await status(two, key)) === 200);
       // Two requests used above; four more fit the shared quota of six, alternating servers.
       const statuses: number[] = [];
       for (let i = 0; i < 6; i++) statuses.push(await status(i % 2 === 0 ? one : two, key));
@@ -91,10 +82,10 @@ test('two servers sharing Redis enforce one quota per key and honour key changes
       const [row] = JSON.parse(listed.stdout) as { id: string }[];
       const rotated = await runCli(['keys', 'rotate', row!.id, ...redisArgs, '--data-dir', t.dir.root]);
       const newKey = lastLine(rotated.stdout);
-      await within(2000, async () => (await status(one, key)) === 401 && (await status(two, key)) === 401);
+      await until('the rotated key refused by both', 2000, async () => (await status(one, key)) === 401 && (await status(two, key)) === 401);
       const revoked = await runCli(['keys', 'revoke', row!.id, ...redisArgs, '--data-dir', t.dir.root]);
       assert.equal(revoked.code, 0, revoked.stderr);
-      await within(2000, async () => (await status(one, newKey)) === 401 && (await status(two, newKey)) === 401);
+      await until('the revoked key refused by both', 2000, async () => (await status(one, newKey)) === 401 && (await status(two, newKey)) === 401);
     } finally {
       await one.stop();
       await two.stop();
@@ -102,25 +93,6 @@ test('two servers sharing Redis enforce one quota per key and honour key changes
     }
   });
 });
-
-/** A private redis-server the test can stop and start again on the same port. */
-async function freePort(): Promise<number> {
-  const server = createServer();
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const port = (server.address() as { port: number }).port;
-  server.close();
-  return port;
-}
-
-async function startRedis(port: number): Promise<ChildProcess> {
-  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
-  const probe = new Redis(port, '127.0.0.1', { lazyConnect: true, retryStrategy: () => 50, maxRetriesPerRequest: null });
-  await probe.connect().catch(() => {});
-  await probe.ping();
-  probe.disconnect();
-  return child;
-}
 
 test('when Redis goes away the server keeps answering on local limits, and it returns to Redis when Redis is back', { timeout: 120_000 }, async () => {
   const port = await freePort();
@@ -134,18 +106,18 @@ test('when Redis goes away the server keeps answering on local limits, and it re
   const key = lastLine(created.stdout);
   const server = await startServer(t.dir.root, { plans, args });
   try {
-    await within(2000, async () => (await status(server, key)) === 200);
+    await until('the key accepted', 2000, async () => (await status(server, key)) === 200);
     redis.kill('SIGKILL');
     await once(redis, 'exit');
     // Keys already known stay in force and limits fall back to local ones: still 200, never 500.
     for (let i = 0; i < 5; i++) assert.equal(await status(server, key), 200);
-    await within(5000, async () => /redis unreachable/.test(server.output()));
+    await until('the outage logged', 5000, () => /redis unreachable/.test(server.output()));
     redis = await startRedis(port);
     // Redis came back empty (no persistence): recreate the key there; the server must reload it from Redis.
     const again = await runCli(['keys', 'create', '--data-dir', t.dir.root, ...args]);
     const newKey = lastLine(again.stdout);
-    await within(10_000, async () => (await status(server, newKey)) === 200);
-    await within(5000, async () => /redis reachable again/.test(server.output()));
+    await until('the key made after the outage accepted', 10_000, async () => (await status(server, newKey)) === 200);
+    await until('the recovery logged', 5000, () => /redis reachable again/.test(server.output()));
     assert.equal((server.output().match(/redis unreachable/g) ?? []).length, 1, 'the outage is logged once');
   } finally {
     await server.stop();

@@ -6,7 +6,7 @@ import type { SnapshotView } from '../../src/engine/snapshot-view.js';
 import type { DeltaData } from '../../src/engine/delta-data.js';
 import { emptyDelta } from '../../src/builder/delta-merge.js';
 import type { SnapshotData } from '../../src/engine/snapshot-data.js';
-import type { SnapshotService, SwapEvent } from '../../src/service/snapshot-service.js';
+import type { ServedData, SwapEvent } from '../../src/service/served-data.js';
 import type { KeyRegistry } from '../../src/access/key-registry.js';
 import { QuotaService } from '../../src/access/quota.js';
 import { loadPlans } from '../../src/access/plans.js';
@@ -60,7 +60,7 @@ class SnapshotSource {
     for (const listener of this.#listeners) listener(event);
   }
 
-  /** As SnapshotService.reuseMemoryOf: never the snapshot served. */
+  /** As ServedData.reuseMemoryOf: never the snapshot served. */
   reuseMemoryOf(data: SnapshotData): boolean {
     if (data === this.current.data) return false;
     this.reused.push(data.meta.id);
@@ -106,7 +106,7 @@ async function startPool(source: SnapshotSource, restarts: RestartPolicy, port =
     logLevel: 'silent',
     plans,
     redis: null,
-    service: source as unknown as SnapshotService,
+    service: source as unknown as ServedData,
     keys,
     quota: new QuotaService({ plans }),
     metrics,

@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { runCli, lastLine } from '../server-process.js';
 import { testClient, withTestSchema } from '../store-fixtures.js';
-import { connectStore } from '../../src/store/postgres.js';
+import { storePool } from '../../src/store/postgres.js';
 import { PostgresKeyBackend } from '../../src/store/postgres-key-backend.js';
 import { KeyRegistry } from '../../src/access/key-registry.js';
 import { hashApiKey } from '../../src/access/api-key.js';
@@ -49,8 +49,8 @@ test('a key registry on the store sees a change within a second', { timeout: 60_
   await withTestSchema(async (location) => {
     const store = ['--store', location.url, '--store-schema', location.schema];
     assert.equal((await runCli(['migrate', ...store])).code, 0);
-    const client = await connectStore(location);
-    const registry = new KeyRegistry(new PostgresKeyBackend(client, location));
+    const pool = storePool(location, 1);
+    const registry = new KeyRegistry(new PostgresKeyBackend(pool, location));
     try {
       await registry.load();
       registry.watch();
@@ -63,7 +63,7 @@ test('a key registry on the store sees a change within a second', { timeout: 60_
       assert.equal(registry.records()[0]!.hash, hashApiKey(key));
     } finally {
       registry.close();
-      await client.end();
+      await pool.end();
     }
   });
 });

@@ -57,7 +57,11 @@ async function withAdmin<T>(
   values: { redis?: string | undefined; 'redis-prefix'?: string | undefined; store?: string | undefined; 'store-schema'?: string | undefined },
   work: (admin: KeyAdmin) => Promise<T>,
 ): Promise<T> {
-  const store = await chooseKeyBackend(dir, values, undefined, undefined, chooseStore(values));
+  const location = chooseStore(values);
+  if (location !== null && (values.redis !== undefined || (process.env.REDIS_URL ?? '') !== '')) {
+    throw new ConfigError('keys live in the store given with --store: leave out --redis (and REDIS_URL)');
+  }
+  const store = await chooseKeyBackend(dir, values, undefined, undefined, location);
   if (store.redis !== null && store.redis.status !== 'ready') {
     await store.close();
     throw new UnavailableError(ErrorCode.REDIS, `cannot reach Redis at ${redact(values.redis ?? process.env.REDIS_URL ?? '')}`);

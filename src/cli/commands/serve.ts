@@ -8,14 +8,23 @@ import { KeyRegistry } from '../../access/key-registry.js';
 import { chooseKeyBackend, REDIS_OPTIONS } from '../key-backend-options.js';
 import { loadPlans, DEFAULT_PLANS_FILE } from '../../access/plans.js';
 import { QuotaService } from '../../access/quota.js';
-import { DEFAULT_BUILD_IDLE_MS, DEFAULT_COMPACTION, SnapshotService, MAX_BUILD_IDLE_SECONDS } from '../../service/snapshot-service.js';
+import { DEFAULT_BUILD_IDLE_MS, DEFAULT_COMPACTION, SnapshotService, MAX_BUILD_IDLE_SECONDS, type SnapshotServiceOptions } from '../../service/snapshot-service.js';
 import { MAX_BUILD_THREADS } from '../../builder/snapshot-builder.js';
-import { ServiceMetrics } from '../../http/metrics.js';
+import { ServiceMetrics, type DeltaFigures } from '../../http/metrics.js';
+import type { DeltaData } from '../../engine/delta-data.js';
 import { checkTlsFiles, createTlsApp, ensureSelfSignedCertificate, type TlsFiles } from '../../http/tls.js';
 import { intOption, parseCommandArgs, type Command } from '../command.js';
 import { availableParallelism } from 'node:os';
 import { EdgePool } from '../../http/edge-pool.js';
-import { takeEvidence } from '../../service/evidence-intake.js';
+import { takeEvidence, type IntakeResult } from '../../service/evidence-intake.js';
+import type { ServedData } from '../../service/served-data.js';
+import type { DataDir } from '../../common/data-dir.js';
+import { FollowerService } from '../../fleet/follower-service.js';
+import { takeEvidenceIntoLog } from '../../fleet/log-intake.js';
+import { storePool, type StoreLocation } from '../../store/postgres.js';
+import { keysChannel } from '../../store/postgres-key-backend.js';
+import { StoreNotifications } from '../../store/store-notifications.js';
+import { STORE_OPTIONS, STORE_USAGE, chooseStore } from '../store-options.js';
 
 const usage = `Usage: upi-risk serve [options]
 
@@ -69,6 +78,15 @@ Options:
                         nothing is kept for the next build)
   --log-level LEVEL     fatal, error, warn, info, debug or trace (default: info)
 
+Fleet mode (docs/deployment.md): with a store, serve is a follower. It
+never builds: it serves the newest snapshot a builder published, with every
+evidence item logged after it as its live delta, and follows new evidence
+and new snapshots; keys live in the store, and --redis only shares quotas.
+It listens once it serves the newest snapshot and the log after it. The
+build and compaction options above do not apply; DIR keeps the downloaded
+snapshot.
+${STORE_USAGE}
+
 Operations endpoints (no key, outside the quotas): GET /healthz, GET /readyz,
 GET /metrics (Prometheus). Stops on SIGTERM or SIGINT after answering the
 requests in flight; compacts on SIGUSR2. A serving thread that fails is replaced by a new one;
@@ -98,7 +116,14 @@ export const serveCommand: Command = {
       threads: { type: 'string' },
       'log-level': { type: 'string' },
       ...REDIS_OPTIONS,
+      ...STORE_OPTIONS,
     });
+    const location = chooseStore(values);
+    if (location !== null) {
+      for (const option of EMBEDDED_ONLY) {
+        if (values[option] !== undefined) throw new ConfigError(`--${option} is for the embedded mode: a follower (--store) never builds`);
+      }
+    }
     const dir = dataDir(values['data-dir']);
     const plain = values['plain-http'] === true;
     const host = values.host ?? '127.0.0.1';
@@ -145,7 +170,7 @@ export const serveCommand: Command = {
     // (each serving thread loads it again).
     if (tls !== null) createTlsApp(tls);
 
-    const store = await chooseKeyBackend(dir, values, logger);
+    const store = await chooseKeyBackend(dir, values, logger, undefined, location);
     const keys = new KeyRegistry(store.backend, (error) => logger.error({ err: error.message, keys: store.backend.description }, 'keys not reloaded; previous keys stay in force'));
     try {
       await keys.load();
@@ -155,34 +180,20 @@ export const serveCommand: Command = {
       logger.error({ err: (error as Error).message }, 'keys not loaded yet; retrying');
     }
     keys.onChange((records) => logger.info({ activeKeys: records.length, store: store.backend.description }, 'API keys reloaded'));
-    keys.watch();
+    // A follower hears of key changes from the store (serveFollower); the poll is then only the fallback.
+    keys.watch(location === null ? 250 : 1000);
     const metrics = new ServiceMetrics();
-    const service = await SnapshotService.start({
-      dataDir: dir,
-      logger,
-      pollMs,
-      incrementalBuilds: values['full-rebuilds'] !== true,
-      buildIdleMs: buildIdleSeconds * 1000,
-      compaction,
-      ...(buildThreads === undefined ? {} : { buildThreads }),
-    });
-    metrics.observeSnapshot(service.current);
-    service.onSwap((event) => metrics.observeSnapshot(event.next));
-    service.onBuild((report) => metrics.observeBuild(Date.now(), report));
-    metrics.watchCarriedBytes(() => service.carriedBytes);
-    metrics.watchReusableBytes(() => service.reusableBytes);
-    metrics.watchBuildThreads(() => service.buildThreads);
-    metrics.watchDelta(() => {
-      const meta = service.delta.meta;
-      const now = Date.now();
-      return {
-        vpas: meta.vpaCount,
-        evidenceItems: meta.evidenceItems,
-        bytes: service.deltaBytes,
-        ageSeconds: meta.vpaCount === 0 ? 0 : Math.max(0, (now - meta.since) / 1000),
-        secondsSinceCompaction: Math.max(0, (now - service.lastCompaction) / 1000),
-      };
-    });
+    const served =
+      location === null
+        ? await serveEmbedded(dir, logger, metrics, {
+            pollMs,
+            incrementalBuilds: values['full-rebuilds'] !== true,
+            buildIdleMs: buildIdleSeconds * 1000,
+            compaction,
+            ...(buildThreads === undefined ? {} : { buildThreads }),
+          })
+        : await serveFollower(dir, logger, metrics, location, pollMs, keys);
+    const service = served.service;
     const quota = new QuotaService({ plans, ...(store.redis === null ? {} : { redis: store.redis, redisPrefix: store.prefix }) });
     const version = packageVersion();
     // Serving runs on worker threads even when there is one: builds and snapshot loads
@@ -218,7 +229,7 @@ export const serveCommand: Command = {
       logger,
       // A process whose serving threads fail over and over is best started afresh by whatever runs it.
       onGiveUp: (error) => stop({ reason: error.message }, 1),
-      ingest: (body) => takeEvidence(service, dir, body),
+      ingest: served.ingest,
     });
     const boundPort = pool.port;
     const stopServing = () => pool.drain();
@@ -229,20 +240,87 @@ export const serveCommand: Command = {
 
     process.once('SIGTERM', () => stop({ signal: 'SIGTERM' }, 0));
     process.once('SIGINT', () => stop({ signal: 'SIGINT' }, 0));
-    process.on('SIGUSR2', () => {
-      logger.info({ signal: 'SIGUSR2' }, 'compaction requested');
-      // A failure is logged by the service.
-      service.compact('SIGUSR2').catch(() => {});
-    });
+    process.on('SIGUSR2', served.compact);
     const status = await stopped;
     await stopServing();
-    await service.close();
+    await served.close();
     await store.close();
     logger.info({ status }, 'stopped');
     // Idle keep-alive connections would hold the event loop open; everything in flight is answered.
     process.exit(status);
   },
 };
+
+/** Options serve takes only without a store: a follower builds nothing. */
+const EMBEDDED_ONLY = ['build-threads', 'full-rebuilds', 'compact-vpas', 'compact-minutes', 'build-idle-seconds'] as const;
+
+/** What serve serves, whichever the mode: the data, how evidence sent over HTTP is taken, SIGUSR2, and the end. */
+interface ServedMode {
+  readonly service: ServedData;
+  readonly ingest: (body: Uint8Array) => Promise<IntakeResult>;
+  readonly compact: () => void;
+  close(): Promise<void>;
+}
+
+/** The embedded mode: the data directory's snapshots and evidence, builds and compactions in this process. */
+async function serveEmbedded(
+  dir: DataDir,
+  logger: Logger,
+  metrics: ServiceMetrics,
+  options: Omit<SnapshotServiceOptions, 'dataDir' | 'logger'>,
+): Promise<ServedMode> {
+  const service = await SnapshotService.start({ dataDir: dir, logger, ...options });
+  metrics.observeSnapshot(service.current);
+  service.onSwap((event) => metrics.observeSnapshot(event.next));
+  service.onBuild((report) => metrics.observeBuild(Date.now(), report));
+  metrics.watchCarriedBytes(() => service.carriedBytes);
+  metrics.watchReusableBytes(() => service.reusableBytes);
+  metrics.watchBuildThreads(() => service.buildThreads);
+  metrics.watchDelta(() => deltaFigures(service.delta, service.deltaBytes, service.lastCompaction));
+  return {
+    service,
+    ingest: (body) => takeEvidence(service, dir, body),
+    compact: () => {
+      logger.info({ signal: 'SIGUSR2' }, 'compaction requested');
+      // A failure is logged by the service.
+      service.compact('SIGUSR2').catch(() => {});
+    },
+    close: () => service.close(),
+  };
+}
+
+/** The fleet mode: a follower of the store's published snapshots and evidence log. */
+async function serveFollower(dir: DataDir, logger: Logger, metrics: ServiceMetrics, location: StoreLocation, pollMs: number, keys: KeyRegistry): Promise<ServedMode> {
+  const follower = await FollowerService.start({ location, dataDir: dir, logger, pollMs });
+  const intake = storePool(location, 2);
+  const keyChanges = new StoreNotifications(location, [keysChannel(location)], () => void keys.check(), logger);
+  metrics.observeSnapshot(follower.current);
+  follower.onSwap((event) => metrics.observeSnapshot(event.next));
+  metrics.watchDelta(() => deltaFigures(follower.delta, follower.delta.meta.bytes, follower.publication.createdAt.getTime()));
+  metrics.watchStore(() => ({ connected: follower.storeConnected, caughtUpAt: follower.caughtUpAt }));
+  return {
+    service: follower,
+    ingest: (body) => takeEvidenceIntoLog(intake, location, follower, body),
+    compact: () => logger.info({ signal: 'SIGUSR2' }, 'a follower does not compact: SIGUSR2 the active builder (upi-risk builder)'),
+    close: async () => {
+      await keyChanges.close();
+      await follower.close();
+      await intake.end().catch(() => {});
+    },
+  };
+}
+
+function deltaFigures(delta: DeltaData, bytes: number, lastCompaction: number): DeltaFigures {
+  const meta = delta.meta;
+  const now = Date.now();
+  return {
+    vpas: meta.vpaCount,
+    evidenceItems: meta.evidenceItems,
+    bytes,
+    ageSeconds: meta.vpaCount === 0 ? 0 : Math.max(0, (now - meta.since) / 1000),
+    secondsSinceCompaction: Math.max(0, (now - lastCompaction) / 1000),
+  };
+}
 
 function packageVersion(): string {
   const pkg = JSON.parse(readFileSync(new URL('../../../../package.json', import.meta.url), 'utf8')) as { version: string };

@@ -1,0 +1,335 @@
+import { readFile, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import pg from 'pg';
+import { writeFileAtomic } from '../common/atomic-file.js';
+import type { DataDir } from '../common/data-dir.js';
+import { ErrorCode, StoreError, UpiRiskError } from '../common/errors.js';
+import { silentLogger, type Logger } from '../common/logger.js';
+import { evidenceItem } from '../evidence/record.js';
+import { ingestBytes } from '../evidence/store.js';
+import { SnapshotBuilder, type BuildReport } from '../builder/snapshot-builder.js';
+import { checkSchema } from '../store/migrations.js';
+import { connectStore, redactStoreUrl, storeError, storePool, type StoreLocation } from '../store/postgres.js';
+import { evidenceIdAt, logHead, readLog } from '../store/log-reader.js';
+import { newestPublication, publishSnapshot, publishedClusterIds, type Publication } from '../store/snapshot-publications.js';
+
+export interface BuilderRoleOptions {
+  readonly location: StoreLocation;
+  /** The builder's working directory: the log mirrored as evidence files, its snapshots, its build state. */
+  readonly dataDir: DataDir;
+  readonly logger?: Logger;
+  /** When to publish (default DEFAULT_PUBLISH_POLICY). */
+  readonly policy?: Partial<PublishPolicy>;
+  /** How often a standby tries for the lease and the active builder looks at the log, ms (default 2000). */
+  readonly pollMs?: number;
+  readonly buildThreads?: number;
+  /** Log rows per mirrored evidence file (default 100,000). */
+  readonly mirrorBatch?: number;
+}
+
+/**
+ * When the active builder publishes: once the log holds `items` evidence
+ * items past the newest publication, or the newest is older than `afterMs`
+ * and the log has moved past it; and at once when nothing is published.
+ */
+export interface PublishPolicy {
+  readonly items: number;
+  readonly afterMs: number;
+}
+
+/** 100,000 items or ten minutes, as the embedded server's compaction (docs/deployment.md). */
+export const DEFAULT_PUBLISH_POLICY: PublishPolicy = { items: 100_000, afterMs: 10 * 60_000 };
+
+/**
+ * `upi-risk builder`: builds snapshots from the store's evidence log and
+ * publishes them, the compaction of every follower's live delta.
+ *
+ * Any number may run; one is active. The lease is a session-level advisory
+ * lock held on a connection of its own: it ends with that connection, so a
+ * builder that dies (even by SIGKILL) or loses the database lets a standby,
+ * which tries every `pollMs`, take over within a few seconds. The
+ * publication runs on that same connection, so a builder that has lost the
+ * lease cannot publish.
+ *
+ * The active builder mirrors the log into its data directory as evidence
+ * files (the files the embedded builder reads, so the build is the same
+ * code), builds incrementally, and publishes the snapshot with the log
+ * position it covers and the cluster id state it was built with. Before
+ * its first build after taking the lease, the cluster id state of the
+ * newest publication replaces its own, so cluster ids carry on from the
+ * snapshot followers serve whoever builds next.
+ */
+export class BuilderRole {
+  readonly #options: BuilderRoleOptions;
+  readonly #logger: Logger;
+  readonly #policy: PublishPolicy;
+  readonly #pool: pg.Pool;
+  #builder: SnapshotBuilder;
+  /** The lease's connection while this builder is active. */
+  #lease: pg.Client | null = null;
+  /** The log position mirrored into the data directory. */
+  #mirrored = 0;
+  /** The publication whose cluster id state the data directory holds; undefined when not known. */
+  #stateOf: number | null | undefined = undefined;
+  #timer: NodeJS.Timeout | null = null;
+  #running: Promise<void> = Promise.resolve();
+  #requested = false;
+  #closed = false;
+  #lastFailure: string | null = null;
+  #published: Publication | null = null;
+
+  private constructor(options: BuilderRoleOptions) {
+    this.#options = options;
+    this.#logger = options.logger ?? silentLogger;
+    this.#policy = { ...DEFAULT_PUBLISH_POLICY, ...options.policy };
+    this.#pool = storePool(options.location, 2);
+    this.#builder = newBuilder(options);
+  }
+
+  /** Check the schema, then try for the lease now and every `pollMs`. */
+  static async start(options: BuilderRoleOptions): Promise<BuilderRole> {
+    const role = new BuilderRole(options);
+    try {
+      await checkSchema(role.#pool, options.location);
+    } catch (error) {
+      await role.close();
+      throw error;
+    }
+    role.#tick();
+    return role;
+  }
+
+  /** Whether this builder holds the lease. */
+  get active(): boolean {
+    return this.#lease !== null;
+  }
+
+  /** The last publication this builder made. */
+  get published(): Publication | null {
+    return this.#published;
+  }
+
+  /** Build and publish at the next pass, whatever the policy says (SIGUSR2); only the active builder does. */
+  requestBuild(): void {
+    this.#requested = true;
+    if (this.#timer !== null) {
+      clearTimeout(this.#timer);
+      this.#tick();
+    }
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    if (this.#timer !== null) clearTimeout(this.#timer);
+    await this.#running;
+    await this.#release();
+    await this.#builder.close();
+    await this.#pool.end().catch(() => {});
+  }
+
+  #tick(): void {
+    this.#timer = null;
+    this.#running = this.#pass()
+      .catch((error: unknown) => this.#failed(error))
+      .finally(() => {
+        if (this.#closed) return;
+        this.#timer = setTimeout(() => this.#tick(), this.#options.pollMs ?? DEFAULT_POLL_MS);
+        this.#timer.unref();
+      });
+  }
+
+  async #pass(): Promise<void> {
+    if (this.#lease === null && !(await this.#acquire())) return;
+    // Taken before the log is read: a request made during this pass gets a pass that reads what came before it.
+    const requested = this.#requested;
+    this.#requested = false;
+    try {
+      const published = await newestPublication(this.#pool, this.#options.location);
+      await this.#mirror();
+      const due =
+        requested ||
+        published === null ||
+        this.#mirrored - published.position >= this.#policy.items ||
+        (this.#mirrored > published.position && Date.now() - published.createdAt.getTime() >= this.#policy.afterMs);
+      if (!due) return;
+      await this.#restoreClusterIds(published);
+      const position = this.#mirrored;
+      const report = await this.#builder.build({ dataDir: this.#options.dataDir, logger: this.#logger });
+      await this.#publish(report, position);
+      this.#lastFailure = null;
+    } catch (error) {
+      this.#requested ||= requested;
+      throw error;
+    }
+  }
+
+  /** Try for the lease; on success, check the mirror against the log before anything is built from it. */
+  async #acquire(): Promise<boolean> {
+    const client = await connectStore(this.#options.location);
+    client.on('error', () => {});
+    try {
+      const got = (await client.query<{ got: boolean }>('SELECT pg_try_advisory_lock(hashtext($1)) AS got', [leaseName(this.#options.location)])).rows[0]?.got === true;
+      if (!got) {
+        await client.end().catch(() => {});
+        return false;
+      }
+    } catch (error) {
+      await client.end().catch(() => {});
+      throw storeError(this.#options.location, error);
+    }
+    client.once('end', () => {
+      if (this.#lease !== client) return;
+      this.#lease = null;
+      this.#logger.error({ store: redactStoreUrl(this.#options.location.url) }, 'lost the builder lease with its connection; standing by');
+    });
+    this.#lease = client;
+    this.#stateOf = undefined;
+    this.#logger.info({ store: redactStoreUrl(this.#options.location.url), schema: this.#options.location.schema }, 'builder lease taken: this builder is active');
+    try {
+      await this.#checkMirror();
+    } catch (error) {
+      await this.#release();
+      throw error;
+    }
+    return true;
+  }
+
+  async #release(): Promise<void> {
+    const lease = this.#lease;
+    this.#lease = null;
+    await lease?.end().catch(() => {});
+  }
+
+  /**
+   * Trust the mirror only if the log still holds, at the position it
+   * reached, the item it recorded there; otherwise (another store, a log
+   * restored from an older backup) start it again, with an empty directory.
+   */
+  async #checkMirror(): Promise<void> {
+    const dir = this.#options.dataDir;
+    const state = await readMirrorState(dir);
+    if (state !== null && state.schema === this.#options.location.schema) {
+      const id = state.position === 0 ? null : await evidenceIdAt(this.#pool, this.#options.location, state.position);
+      if (state.position === 0 || id === state.evidenceId) {
+        this.#mirrored = state.position;
+        return;
+      }
+    }
+    if (state !== null) this.#logger.warn({ dataDir: dir.root, position: state.position }, 'the mirrored log does not match the store; mirroring it again');
+    await Promise.all([dir.evidence, dir.snapshots, dir.state].map((path) => rm(path, { recursive: true, force: true })));
+    await this.#builder.close();
+    this.#builder = newBuilder(this.#options);
+    this.#mirrored = 0;
+  }
+
+  /** Append what was logged since the mirror's position to the data directory, as evidence files. */
+  async #mirror(): Promise<void> {
+    const { location, dataDir } = this.#options;
+    const batch = this.#options.mirrorBatch ?? DEFAULT_MIRROR_BATCH;
+    let lastStored = 0;
+    for (;;) {
+      const rows = await readLog(this.#pool, location, this.#mirrored, batch);
+      if (rows.length === 0) return;
+      const ndjson = rows.map((row) => `${JSON.stringify(evidenceItem(row.record))}\n`).join('');
+      // Names order the files (evidence/store.ts): one millisecond apart at least.
+      const result = await ingestBytes(dataDir, Buffer.from(ndjson), `log ${rows[0]!.position}-${rows[rows.length - 1]!.position}`, () => (lastStored = Math.max(Date.now(), lastStored + 1)));
+      if (!result.accepted) {
+        throw new StoreError(ErrorCode.STORE_DATA, `log rows after ${this.#mirrored} could not be mirrored: ${result.errors[0]?.reason ?? 'refused'}`);
+      }
+      const last = rows[rows.length - 1]!;
+      this.#mirrored = last.position;
+      await writeFileAtomic(mirrorStatePath(dataDir), Buffer.from(JSON.stringify({ schema: location.schema, position: last.position, evidenceId: last.record.evidenceId })));
+      if (rows.length < batch) return;
+    }
+  }
+
+  /** Make the build's cluster id state the newest publication's (none: the empty state), unless it is already. */
+  async #restoreClusterIds(published: Publication | null): Promise<void> {
+    const seq = published?.seq ?? null;
+    if (this.#stateOf === seq) return;
+    const path = this.#options.dataDir.clusterIds;
+    const bytes = published === null ? null : await publishedClusterIds(this.#pool, this.#options.location, published);
+    if (bytes === null) await rm(path, { force: true });
+    else await writeFileAtomic(path, bytes);
+    this.#stateOf = seq;
+  }
+
+  async #publish(report: BuildReport, position: number): Promise<void> {
+    const lease = this.#lease;
+    if (lease === null) throw new StoreError(ErrorCode.STORE, 'the builder lease was lost during the build; not publishing');
+    // The build moved the state on: until the publication commits, it is no publication's.
+    this.#stateOf = undefined;
+    const clusterIds = await readFile(this.#options.dataDir.clusterIds);
+    const started = performance.now();
+    const publication = await publishSnapshot(
+      lease,
+      this.#options.location,
+      { id: report.meta.id, position, vpas: report.meta.vpaCount, path: report.path, clusterIds },
+      async (client) => {
+        const held = await client.query<{ held: boolean }>(
+          "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted AND pid = pg_backend_pid()) AS held",
+        );
+        if (held.rows[0]?.held !== true) throw new StoreError(ErrorCode.STORE, 'the builder lease is no longer held; not publishing');
+      },
+    );
+    this.#stateOf = publication.seq;
+    this.#published = publication;
+    this.#logger.info(
+      { snapshot: publication.id, seq: publication.seq, position, vpas: publication.vpas, bytes: publication.size, buildMs: Math.round(report.durationMs), publishMs: Math.round(performance.now() - started) },
+      'snapshot published',
+    );
+  }
+
+  #failed(error: unknown): void {
+    const message = error instanceof Error ? error.message : String(error);
+    // The same failure at every pass (the store down) is logged once.
+    if (message !== this.#lastFailure) {
+      this.#logger.error({ code: error instanceof UpiRiskError ? error.code : undefined, err: message }, 'builder pass failed; trying again');
+    }
+    this.#lastFailure = message;
+  }
+}
+
+const DEFAULT_POLL_MS = 2000;
+const DEFAULT_MIRROR_BATCH = 100_000;
+
+function newBuilder(options: BuilderRoleOptions): SnapshotBuilder {
+  return new SnapshotBuilder({ ...(options.buildThreads === undefined ? {} : { threads: options.buildThreads }) });
+}
+
+/** The advisory lock every builder of one schema asks for. */
+function leaseName(location: StoreLocation): string {
+  return `upi-risk builder ${location.schema}`;
+}
+
+interface MirrorState {
+  readonly schema: string;
+  readonly position: number;
+  readonly evidenceId: string;
+}
+
+function mirrorStatePath(dir: DataDir): string {
+  return join(dir.state, 'log-mirror.json');
+}
+
+/** The mirror's state file, or null when there is none or it is not one (then the mirror starts again). */
+async function readMirrorState(dir: DataDir): Promise<MirrorState | null> {
+  let value: unknown;
+  try {
+    value = JSON.parse(await readFile(mirrorStatePath(dir), 'utf8'));
+  } catch {
+    return null;
+  }
+  const state = value as Partial<MirrorState> | null;
+  if (
+    typeof state !== 'object' ||
+    state === null ||
+    typeof state.schema !== 'string' ||
+    typeof state.evidenceId !== 'string' ||
+    !Number.isSafeInteger(state.position) ||
+    state.position! < 0
+  ) {
+    return null;
+  }
+  return state as MirrorState;
+}

@@ -1,0 +1,34 @@
+import type { DeltaData } from '../engine/delta-data.js';
+import type { SnapshotData } from '../engine/snapshot-data.js';
+import type { SnapshotView } from '../engine/snapshot-view.js';
+import type { ServingView } from '../engine/serving-view.js';
+
+/**
+ * What a server serves, as the HTTP edge sees it: a snapshot and the live
+ * delta beside it, replaced whole. SnapshotService keeps it from a data
+ * directory (embedded mode); FollowerService from the fleet's store.
+ */
+export interface ServedData {
+  /** The snapshot answering now. */
+  readonly current: SnapshotView;
+  /** The live delta over `current`. */
+  readonly delta: DeltaData;
+  /** Snapshot and delta together: take it once per request and use that reference throughout. */
+  readonly view: ServingView;
+  onSwap(listener: (event: SwapEvent) => void): void;
+  /** Called with every new state of the delta over the same snapshot (a swap brings its own, in SwapEvent). */
+  onDelta(listener: (delta: DeltaData) => void): void;
+  /**
+   * Offered a replaced snapshot no thread reads any more: whether its
+   * memory is kept (for the next build's arrays); false lets it go.
+   */
+  reuseMemoryOf(data: SnapshotData): boolean;
+}
+
+export interface SwapEvent {
+  readonly previous: SnapshotView | null;
+  readonly next: SnapshotView;
+  /** The delta served with `next` from the same moment: what of the old delta the new snapshot does not hold. */
+  readonly delta: DeltaData;
+  readonly reason: 'start' | 'rebuild' | 'new-snapshot';
+}

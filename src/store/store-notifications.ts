@@ -1,0 +1,86 @@
+import pg from 'pg';
+import type { Logger } from '../common/logger.js';
+import { redactStoreUrl, schemaIdentifier, type StoreLocation } from './postgres.js';
+
+/**
+ * LISTEN on the store's channels with a connection of its own, connected
+ * again whenever it drops (PostgreSQL restarted, the network cut). Each
+ * notification calls `onNotify`; so does every reconnection, since what was
+ * announced while the connection was down is lost. Callers also poll: a
+ * notification only makes them look sooner.
+ */
+export class StoreNotifications {
+  readonly #location: StoreLocation;
+  readonly #channels: readonly string[];
+  readonly #onNotify: (channel: string) => void;
+  readonly #logger: Logger;
+  #client: pg.Client | null = null;
+  #timer: NodeJS.Timeout | null = null;
+  #closed = false;
+  #failures = 0;
+
+  constructor(location: StoreLocation, channels: readonly string[], onNotify: (channel: string) => void, logger: Logger) {
+    this.#location = location;
+    this.#channels = channels;
+    this.#onNotify = onNotify;
+    this.#logger = logger;
+    void this.#connect();
+  }
+
+  /** Whether the listening connection is up now. */
+  get listening(): boolean {
+    return this.#client !== null;
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    if (this.#timer !== null) clearTimeout(this.#timer);
+    const client = this.#client;
+    this.#client = null;
+    await client?.end().catch(() => {});
+  }
+
+  async #connect(): Promise<void> {
+    this.#timer = null;
+    if (this.#closed) return;
+    const client = new pg.Client({ connectionString: this.#location.url, connectionTimeoutMillis: 5_000, application_name: 'upi-risk listen' });
+    // Errors after connecting (the server gone) arrive here and as 'end'; 'end' reconnects.
+    client.on('error', () => {});
+    try {
+      await client.connect();
+      await client.query(`SET search_path TO ${schemaIdentifier(this.#location)}`);
+      for (const channel of this.#channels) await client.query(`LISTEN "${channel}"`);
+    } catch (error) {
+      await client.end().catch(() => {});
+      this.#retry(error);
+      return;
+    }
+    if (this.#closed) {
+      await client.end().catch(() => {});
+      return;
+    }
+    client.on('notification', (message) => this.#onNotify(message.channel));
+    client.once('end', () => {
+      if (this.#client !== client) return;
+      this.#client = null;
+      this.#retry(new Error('connection ended'));
+    });
+    this.#client = client;
+    if (this.#failures > 0) this.#logger.info({ store: redactStoreUrl(this.#location.url) }, 'listening to the store again');
+    this.#failures = 0;
+    // Anything announced while not listening was missed: look now.
+    for (const channel of this.#channels) this.#onNotify(channel);
+  }
+
+  #retry(error: unknown): void {
+    if (this.#closed) return;
+    // Logged once per outage; the poll covers the time until it is back.
+    if (this.#failures === 0) {
+      this.#logger.warn({ store: redactStoreUrl(this.#location.url), err: (error as Error).message }, 'not listening to the store; polling until it is back');
+    }
+    this.#failures++;
+    const delay = Math.min(5_000, 250 * 2 ** Math.min(this.#failures, 5));
+    this.#timer = setTimeout(() => void this.#connect(), delay);
+    this.#timer.unref();
+  }
+}
