@@ -22,7 +22,7 @@
  * The copies are removed at the end; the data set itself is not changed.
  */
 import { spawn } from 'node:child_process';
-import { link, mkdir, readdir, rm } from 'node:fs/promises';
+import { link, mkdir, readdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import type { SnapshotView } from '../../src/engine/snapshot-view.js';
@@ -751,5 +751,7 @@ async function measureMainServer(
     connections?.close();
     checkerConnections?.close();
     await server.stop();
+    // Its log, kept beside the run: each merge and build with where its time went (readMs, queuedMs, ms).
+    await writeFile(join(o.workDir, 'main-server.log'), server.stderr());
   }
 }
