@@ -11,8 +11,9 @@ import { freePort, startPrivatePostgres, startRedis } from '../private-services.
 /**
  * The whole fleet as processes: a PostgreSQL and a Redis of the test's own
  * (so it can stop them), two builders, two followers on two ports. Evidence
- * by CLI and by HTTP, a key revoked, the active builder killed, a follower
- * restarted, PostgreSQL stopped and started again.
+ * by CLI and by HTTP, a key revoked, Redis stopped and started again, the
+ * active builder killed, a follower restarted, PostgreSQL stopped and
+ * started again.
  */
 
 async function lookup(server: RunningServer, key: string, upi: string): Promise<{ status: number; verdict?: string }> {
@@ -38,7 +39,7 @@ function positionOf(version: string): number {
 test('the fleet: two builders, two followers, one PostgreSQL, one Redis, through failures', { timeout: 300_000 }, async () => {
   const postgres = await startPrivatePostgres();
   const redisPort = await freePort();
-  const redis = await startRedis(redisPort);
+  let redis = await startRedis(redisPort);
   const t = await tempDataDir();
   const store = ['--store', postgres.url, '--store-schema', 'fleet'];
   const builders: BuilderProcess[] = [];
@@ -92,6 +93,16 @@ test('the fleet: two builders, two followers, one PostgreSQL, one Redis, through
     assert.equal((await runCli(['keys', 'revoke', listed.find((k) => k.name === 'spare')!.id, ...store])).code, 0);
     const revokedMs = await until('the revoked key refused by both', 2_000, async () => (await lookup(followers[0]!, spare, known)).status === 401 && (await lookup(followers[1]!, spare, known)).status === 401);
     assert.ok(revokedMs < 1_000, `refused after ${revokedMs} ms`);
+
+    // Redis gone: quotas fall back to local limits, answers go on; back, it is used again.
+    redis.kill('SIGKILL');
+    await once(redis, 'exit');
+    for (const follower of followers) {
+      await until('the Redis outage noticed', 10_000, () => /redis unreachable/.test(follower.stderr()));
+      assert.equal((await lookup(follower, key, known)).status, 200);
+    }
+    redis = await startRedis(redisPort);
+    for (const follower of followers) await until('Redis back', 10_000, () => /redis reachable again/.test(follower.stderr()));
 
     // The active builder killed: the other takes over within 10 s and publishes the next snapshot.
     const active = builders.find((b) => b.active())!;
