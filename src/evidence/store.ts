@@ -2,12 +2,11 @@ import { createReadStream } from 'node:fs';
 import { mkdir, open, readdir, rename, unlink, stat } from 'node:fs/promises';
 import { join, basename } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { createInterface } from 'node:readline';
 import { Readable } from 'node:stream';
 import { syncDirectory, tempFileName } from '../common/atomic-file.js';
 import type { DataDir } from '../common/data-dir.js';
 import { ErrorCode, EvidenceError } from '../common/errors.js';
-import { parseEvidenceLine } from './record.js';
+import { LineCheck, type LineError } from './lines.js';
 
 /**
  * The evidence folder: one immutable NDJSON file per accepted input file,
@@ -22,14 +21,6 @@ import { parseEvidenceLine } from './record.js';
 export const EVIDENCE_SUFFIX = '.ndjson';
 const NAME_PATTERN = /^(\d{13})-[0-9a-f]{8}\.ndjson$/;
 
-/** How many bad lines of one file are listed; the rest are only counted. */
-export const MAX_REPORTED_ERRORS = 50;
-
-export interface LineError {
-  readonly file: string;
-  readonly line: number;
-  readonly reason: string;
-}
 
 export interface FileIngestResult {
   readonly file: string;
@@ -68,9 +59,7 @@ async function ingestFrom(dir: DataDir, file: string, openInput: () => Promise<R
   await mkdir(dir.evidence, { recursive: true });
   const temp = join(dir.evidence, tempFileName('ingest'));
   const output = await open(temp, 'w', 0o644);
-  const errors: LineError[] = [];
-  let validLines = 0;
-  let invalidLines = 0;
+  const check = new LineCheck(file);
   let renamed = false;
   try {
     let pending: string[] = [];
@@ -81,27 +70,14 @@ async function ingestFrom(dir: DataDir, file: string, openInput: () => Promise<R
       pending = [];
       pendingLength = 0;
     };
-    let lineNumber = 0;
-    const input = await openInput();
-    const lines = createInterface({ input, crlfDelay: Infinity });
-    for await (const rawLine of lines) {
-      lineNumber++;
-      const line = rawLine.trim();
-      if (line.length === 0) continue;
-      const parsed = parseEvidenceLine(line);
-      if (!parsed.ok) {
-        invalidLines++;
-        if (errors.length < MAX_REPORTED_ERRORS) errors.push({ file, line: lineNumber, reason: parsed.reason });
-        continue;
-      }
-      validLines++;
-      // Once a file is known bad nothing more is written; keep validating to report every line.
-      if (invalidLines === 0) {
-        pending.push(line, '\n');
-        pendingLength += line.length + 1;
-        if (pendingLength >= 1 << 20) await flush();
-      }
+    for await (const { text } of check.lines(await openInput())) {
+      // Once a file is known bad nothing more is written; its lines are still checked, to report every one.
+      if (check.invalidLines > 0) continue;
+      pending.push(text, '\n');
+      pendingLength += text.length + 1;
+      if (pendingLength >= 1 << 20) await flush();
     }
+    const { validLines, invalidLines, errors } = check;
     if (invalidLines > 0 || validLines === 0) {
       return { file, accepted: invalidLines === 0, validLines, invalidLines, errors, storedAs: null };
     }
@@ -122,8 +98,8 @@ async function ingestFrom(dir: DataDir, file: string, openInput: () => Promise<R
 async function freeEvidenceName(dir: DataDir, at: number): Promise<string> {
   // The timestamp must not go backwards relative to stored files, or name order would not be ingestion order.
   const newest = (await listEvidenceFiles(dir)).at(-1);
-  const newestAt = newest === undefined ? 0 : evidenceFileTime(newest);
-  const stamp = Math.max(at, newestAt);
+  // Strictly after the newest: two files of one millisecond would sort by their random part.
+  const stamp = newest === undefined ? at : Math.max(at, evidenceFileTime(newest) + 1);
   return `${String(stamp).padStart(13, '0')}-${randomBytes(4).toString('hex')}${EVIDENCE_SUFFIX}`;
 }
 

@@ -226,13 +226,12 @@ export class BuilderRole {
   async #mirror(): Promise<void> {
     const { location, dataDir } = this.#options;
     const batch = this.#options.mirrorBatch ?? DEFAULT_MIRROR_BATCH;
-    let lastStored = 0;
     for (;;) {
       const rows = await readLog(this.#pool, location, this.#mirrored, batch);
       if (rows.length === 0) return;
       const ndjson = rows.map((row) => `${JSON.stringify(evidenceItem(row.record))}\n`).join('');
-      // Names order the files (evidence/store.ts): one millisecond apart at least.
-      const result = await ingestBytes(dataDir, Buffer.from(ndjson), `log ${rows[0]!.position}-${rows[rows.length - 1]!.position}`, () => (lastStored = Math.max(Date.now(), lastStored + 1)));
+      // Stored as an ingest stores a file: named after the newest, so name order stays log order.
+      const result = await ingestBytes(dataDir, Buffer.from(ndjson), `log ${rows[0]!.position}-${rows[rows.length - 1]!.position}`);
       if (!result.accepted) {
         throw new StoreError(ErrorCode.STORE_DATA, `log rows after ${this.#mirrored} could not be mirrored: ${result.errors[0]?.reason ?? 'refused'}`);
       }

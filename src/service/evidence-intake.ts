@@ -1,5 +1,6 @@
 import type { DataDir } from '../common/data-dir.js';
-import { ingestBytes, type LineError } from '../evidence/store.js';
+import { ingestBytes } from '../evidence/store.js';
+import type { LineError } from '../evidence/lines.js';
 import type { SnapshotService } from './snapshot-service.js';
 
 /** What became of evidence sent in one request (POST /v1/admin/evidence). */

@@ -1,12 +1,11 @@
 import { createReadStream } from 'node:fs';
-import { createInterface } from 'node:readline';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type pg from 'pg';
 import copyStreams from 'pg-copy-streams';
 import { ErrorCode, EvidenceError } from '../common/errors.js';
-import { parseEvidenceLine, type EvidenceRecord } from '../evidence/record.js';
-import { MAX_REPORTED_ERRORS, type LineError } from '../evidence/store.js';
+import type { EvidenceRecord } from '../evidence/record.js';
+import { LineCheck, type LineError } from '../evidence/lines.js';
 import { storeError, type StoreLocation } from './postgres.js';
 
 /**
@@ -54,9 +53,7 @@ export function appendEvidenceBytes(client: pg.ClientBase, location: StoreLocati
 
 async function appendEvidence(client: pg.ClientBase, location: StoreLocation, source: string, open: () => Promise<Readable>): Promise<LogIngestResult> {
   const input = await open();
-  const errors: LineError[] = [];
-  let validLines = 0;
-  let invalidLines = 0;
+  const check = new LineCheck(source, storableReason);
   try {
     await client.query('BEGIN');
     await client.query(
@@ -64,23 +61,11 @@ async function appendEvidence(client: pg.ClientBase, location: StoreLocation, so
     );
     const copy = client.query(copyStreams.from('COPY incoming FROM STDIN (FORMAT csv)'));
     async function* rows(): AsyncGenerator<string> {
-      let lineNumber = 0;
       let pending = '';
-      for await (const raw of createInterface({ input, crlfDelay: Infinity })) {
-        lineNumber++;
-        const line = raw.trim();
-        if (line.length === 0) continue;
-        const parsed = parseEvidenceLine(line);
-        const reason = parsed.ok ? storableReason(parsed.record) : parsed.reason;
-        if (reason !== null) {
-          invalidLines++;
-          if (errors.length < MAX_REPORTED_ERRORS) errors.push({ file: source, line: lineNumber, reason });
-          continue;
-        }
-        validLines++;
-        // A file known bad sends nothing more; its lines are still checked, to report every one.
-        if (invalidLines > 0 || !parsed.ok) continue;
-        pending += csvRow(lineNumber, parsed.record);
+      for await (const { number, record } of check.lines(input)) {
+        // An input known bad sends nothing more; its lines are still checked, to report every one.
+        if (check.invalidLines > 0) continue;
+        pending += csvRow(number, record);
         if (pending.length >= 1 << 16) {
           yield pending;
           pending = '';
@@ -89,6 +74,7 @@ async function appendEvidence(client: pg.ClientBase, location: StoreLocation, so
       if (pending.length > 0) yield pending;
     }
     await pipeline(Readable.from(rows()), copy);
+    const { validLines, invalidLines, errors } = check;
     if (invalidLines > 0 || validLines === 0) {
       await client.query('ROLLBACK');
       return { source, accepted: invalidLines === 0, validLines, invalidLines, errors, added: 0, duplicates: 0, position: await head(client) };

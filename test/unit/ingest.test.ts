@@ -21,6 +21,21 @@ test('a valid file is stored whole, durably named in ingestion order, with no te
   }
 });
 
+test('files stored within one millisecond, or with the clock set back, still sort in ingestion order', async () => {
+  const t = await tempDataDir();
+  try {
+    const path = join(t.root, 'one.ndjson');
+    await writeFile(path, ndjson([evidence('a@ybl', 'https://u.example')]));
+    const clock = [5_000, 5_000, 5_000, 4_000];
+    const stored: string[] = [];
+    for (const now of clock) stored.push((await ingestFile(t.dir, path, () => now)).storedAs!);
+    assert.deepEqual(await listEvidenceFiles(t.dir), stored);
+    assert.equal(new Set(stored.map((name) => name.slice(0, 13))).size, clock.length, 'each its own millisecond');
+  } finally {
+    await t.cleanup();
+  }
+});
+
 test('a file with bad lines is refused whole and every bad line is reported with its number and reason', async () => {
   const t = await tempDataDir();
   try {

@@ -1,6 +1,7 @@
 import { dataDir } from '../../common/data-dir.js';
 import { ConfigError } from '../../common/errors.js';
-import { ingestFile, MAX_REPORTED_ERRORS } from '../../evidence/store.js';
+import { ingestFile } from '../../evidence/store.js';
+import { MAX_REPORTED_ERRORS, type LineError } from '../../evidence/lines.js';
 import { parseCommandArgs, type Command } from '../command.js';
 import { commandLogger } from '../cli-logger.js';
 import { removeStaleTempFiles } from '../../common/temp-cleanup.js';
@@ -8,7 +9,6 @@ import { STORE_OPTIONS, STORE_USAGE, chooseStore } from '../store-options.js';
 import { connectStore, redactStoreUrl, type StoreLocation } from '../../store/postgres.js';
 import { checkSchema } from '../../store/migrations.js';
 import { appendEvidenceFile } from '../../store/evidence-log.js';
-import type { LineError } from '../../evidence/store.js';
 
 const usage = `Usage: upi-risk ingest [--data-dir DIR | --store URL] FILE...
 
