@@ -70,11 +70,13 @@ async function ingestFrom(dir: DataDir, file: string, openInput: () => Promise<R
       pending = [];
       pendingLength = 0;
     };
-    for await (const { text } of check.lines(await openInput())) {
+    for await (const lines of check.lines(await openInput())) {
       // Once a file is known bad nothing more is written; its lines are still checked, to report every one.
       if (check.invalidLines > 0) continue;
-      pending.push(text, '\n');
-      pendingLength += text.length + 1;
+      for (const { text } of lines) {
+        pending.push(text, '\n');
+        pendingLength += text.length + 1;
+      }
       if (pendingLength >= 1 << 20) await flush();
     }
     const { validLines, invalidLines, errors } = check;

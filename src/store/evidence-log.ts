@@ -13,10 +13,12 @@ import { storeError, type StoreLocation } from './postgres.js';
  * appends to it, builders and followers read it in position order.
  *
  * An ingest is one transaction, all or nothing, like a file in embedded
- * mode. Its lines are validated as they stream into a temporary table with
- * COPY; then, holding the row lock of `log_head` until it commits, it
- * inserts the items whose evidence id the log does not hold yet (the first
- * of each id in the input), numbered on from the head. Since the next
+ * mode. Holding the row lock of `log_head` until it commits, it validates
+ * its lines, numbers them on from the head in line order, and stores them
+ * in batches (storeBatch), leaving out every evidence id the log holds
+ * already, so the first of each id wins; the next batch is read and
+ * checked meanwhile. A duplicate leaves its position unused: positions
+ * only ever increase. Since the next
  * ingest cannot take positions before this one commits, positions become
  * visible in order: a reader that has read up to P never finds a position
  * below P later (the trap of serial columns, where a transaction that took
@@ -56,42 +58,31 @@ async function appendEvidence(client: pg.ClientBase, location: StoreLocation, so
   const check = new LineCheck(source, storableReason);
   try {
     await client.query('BEGIN');
+    // A batch is sorted in memory; the log's evidence ids are looked up in its unique index, one by one.
+    await client.query("SET LOCAL work_mem = '64MB'; SET LOCAL enable_hashjoin = off; SET LOCAL enable_mergejoin = off");
     await client.query(
-      'CREATE TEMP TABLE incoming (line integer, evidence_id text, upi text, url text, source_category smallint, risk_category smallint, captured_at_ms bigint, screenshot boolean) ON COMMIT DROP',
+      'CREATE TEMP TABLE incoming (LIKE evidence INCLUDING DEFAULTS) ON COMMIT DROP',
     );
-    const copy = client.query(copyStreams.from('COPY incoming FROM STDIN (FORMAT csv)'));
-    async function* rows(): AsyncGenerator<string> {
-      let pending = '';
-      for await (const { number, record } of check.lines(input)) {
-        // An input known bad sends nothing more; its lines are still checked, to report every one.
-        if (check.invalidLines > 0) continue;
-        pending += csvRow(number, record);
-        if (pending.length >= 1 << 16) {
-          yield pending;
-          pending = '';
-        }
-      }
-      if (pending.length > 0) yield pending;
+    // Held until commit: the next ingest numbers on from where this one ends, and commits after it.
+    const before = Number((await client.query<{ position: string }>('SELECT position FROM log_head FOR UPDATE')).rows[0]!.position);
+    const numbering = { next: before + 1, last: before, added: 0 };
+    // The database stores one batch while the next is read and checked here.
+    let storing: Promise<void> = Promise.resolve();
+    for await (const batch of csvBatches(check, numbering, input)) {
+      await storing;
+      if (check.invalidLines > 0) continue;
+      storing = storeBatch(client, batch).then(({ added, last }) => {
+        numbering.added += added;
+        if (last !== null) numbering.last = last;
+      });
     }
-    await pipeline(Readable.from(rows()), copy);
+    await storing;
     const { validLines, invalidLines, errors } = check;
     if (invalidLines > 0 || validLines === 0) {
       await client.query('ROLLBACK');
-      return { source, accepted: invalidLines === 0, validLines, invalidLines, errors, added: 0, duplicates: 0, position: await head(client) };
+      return { source, accepted: invalidLines === 0, validLines, invalidLines, errors, added: 0, duplicates: 0, position: before };
     }
-    const before = Number((await client.query<{ position: string }>('SELECT position FROM log_head FOR UPDATE')).rows[0]!.position);
-    const inserted = await client.query(
-      `INSERT INTO evidence (position, evidence_id, upi, url, source_category, risk_category, captured_at_ms, screenshot)
-       SELECT $1::bigint + row_number() OVER (ORDER BY line), evidence_id, upi, url, source_category, risk_category, captured_at_ms, screenshot
-       FROM (
-         SELECT DISTINCT ON (evidence_id) * FROM incoming i
-         WHERE NOT EXISTS (SELECT 1 FROM evidence e WHERE e.evidence_id = i.evidence_id)
-         ORDER BY evidence_id, line
-       ) fresh`,
-      [before],
-    );
-    const added = inserted.rowCount ?? 0;
-    const position = before + added;
+    const { added, last: position } = numbering;
     await client.query('UPDATE log_head SET position = $1', [position]);
     await client.query(
       'INSERT INTO ingests (source, items, duplicates, first_position, last_position) VALUES ($1, $2, $3, $4, $5)',
@@ -109,13 +100,105 @@ async function appendEvidence(client: pg.ClientBase, location: StoreLocation, so
   }
 }
 
+/** Lines per batch: enough that a statement's own cost does not count, few enough to hold in memory twice. */
+const BATCH_LINES = 50_000;
+
+/**
+ * The valid lines of an input as CSV rows for COPY, BATCH_LINES at a time,
+ * each row given the next position of `numbering` in line order. A batch
+ * is written into a few large buffers as it is read, not kept as a string
+ * per row: at millions of lines, rows that outlive a young-generation
+ * collection made collection most of the time spent here. The invalid
+ * lines are counted by `check`; once there is one, the input is only read
+ * through, to report every bad line.
+ */
+async function* csvBatches(check: LineCheck, numbering: { next: number }, input: Readable): AsyncGenerator<Batch> {
+  let pieces: Buffer[] = [];
+  let piece = Buffer.allocUnsafe(PIECE_BYTES);
+  let used = 0;
+  let rows = 0;
+  const seal = () => {
+    if (used > 0) pieces.push(piece.subarray(0, used));
+    piece = Buffer.allocUnsafe(PIECE_BYTES);
+    used = 0;
+  };
+  for await (const checked of check.lines(input)) {
+    if (check.invalidLines > 0) continue;
+    for (const { record } of checked) {
+      const row = csvRow(numbering.next++, record);
+      // A row is at most a few times MAX_LINE_LENGTH bytes, far below a piece.
+      if (used + Buffer.byteLength(row) > PIECE_BYTES) seal();
+      used += piece.write(row, used);
+      if (++rows === BATCH_LINES) {
+        seal();
+        yield { csv: pieces, rows, last: numbering.next - 1 };
+        pieces = [];
+        rows = 0;
+      }
+    }
+  }
+  seal();
+  if (rows > 0) yield { csv: pieces, rows, last: numbering.next - 1 };
+}
+
+/** CSV rows for COPY, `rows` of them, the last at position `last`. */
+interface Batch {
+  readonly csv: readonly Buffer[];
+  readonly rows: number;
+  readonly last: number;
+}
+
+const PIECE_BYTES = 1 << 20;
+
+/**
+ * Append one batch to the log: every row whose evidence id the log does
+ * not hold yet (rows of this ingest's earlier batches included), at the
+ * position it was given, the first of each id in the batch. A batch of
+ * ids all new, the usual case for a large file of fresh evidence, is
+ * copied straight into the log; one that holds an id the log or the batch
+ * has already fails that copy (its savepoint undoes it) and goes through a
+ * temporary table instead, which leaves those rows out. Resolves with how
+ * many rows were appended and the last position appended (null for none).
+ */
+async function storeBatch(client: pg.ClientBase, batch: Batch): Promise<{ added: number; last: number | null }> {
+  await client.query('SAVEPOINT batch');
+  try {
+    await copyInto(client, 'evidence', batch);
+    await client.query('RELEASE SAVEPOINT batch');
+    return { added: batch.rows, last: batch.last };
+  } catch (error) {
+    if ((error as { code?: unknown }).code !== UNIQUE_VIOLATION) throw error;
+    await client.query('ROLLBACK TO SAVEPOINT batch');
+  }
+  await client.query('TRUNCATE incoming');
+  await copyInto(client, 'incoming', batch);
+  const result = await client.query<{ added: string; last: string | null }>(
+    `WITH appended AS (
+       INSERT INTO evidence (${COLUMNS})
+       SELECT DISTINCT ON (evidence_id) ${COLUMNS} FROM incoming i
+       WHERE NOT EXISTS (SELECT 1 FROM evidence e WHERE e.evidence_id = i.evidence_id)
+       -- Of two lines with one evidence id, the first.
+       ORDER BY evidence_id, position
+       RETURNING position
+     )
+     SELECT count(*) AS added, max(position) AS last FROM appended`,
+  );
+  const row = result.rows[0]!;
+  return { added: Number(row.added), last: row.last === null ? null : Number(row.last) };
+}
+
+/** The columns a batch's CSV rows hold, in order. */
+const COLUMNS = 'position, evidence_id, upi, url, source_category, risk_category, captured_at_ms, screenshot';
+/** SQLSTATE of a unique index refusing a row. */
+const UNIQUE_VIOLATION = '23505';
+
+async function copyInto(client: pg.ClientBase, table: 'evidence' | 'incoming', batch: Batch): Promise<void> {
+  await pipeline(Readable.from(batch.csv), client.query(copyStreams.from(`COPY ${table} (${COLUMNS}) FROM STDIN (FORMAT csv)`)));
+}
+
 /** The channel on which an ingest announces the log's new head. */
 export function evidenceChannel(location: StoreLocation): string {
   return `${location.schema}_evidence`;
-}
-
-async function head(client: pg.ClientBase): Promise<number> {
-  return Number((await client.query<{ position: string }>('SELECT position FROM log_head')).rows[0]!.position);
 }
 
 /** Why a valid record cannot be stored in PostgreSQL, or null: text there cannot hold a NUL character. */
@@ -123,8 +206,8 @@ function storableReason(record: EvidenceRecord): string | null {
   return record.evidenceId.includes('\0') || record.url.includes('\0') ? 'evidence_id or url holds a NUL character, which the store cannot keep' : null;
 }
 
-function csvRow(line: number, r: EvidenceRecord): string {
-  return `${line},${csvText(r.evidenceId)},${csvText(r.upi)},${csvText(r.url)},${r.sourceCategory},${r.riskCategory},${r.capturedAt},${r.screenshot ? 't' : 'f'}\n`;
+function csvRow(position: number, r: EvidenceRecord): string {
+  return `${position},${csvText(r.evidenceId)},${csvText(r.upi)},${csvText(r.url)},${r.sourceCategory},${r.riskCategory},${r.capturedAt},${r.screenshot ? 't' : 'f'}\n`;
 }
 
 /** A field for COPY's CSV format: quoted, with quotes doubled (so commas, quotes and line breaks are kept as they are). */

@@ -46,6 +46,13 @@ export function schemaIdentifier(location: StoreLocation): string {
 }
 
 /**
+ * Memory a session may use for its temporary tables (an ingest's input is
+ * one) before they spill to disk: taken as needed, up to this. PostgreSQL's
+ * 8 MB default put most of a large file's rows on disk twice.
+ */
+const TEMP_BUFFERS = '256MB';
+
+/**
  * A client connected to the store with the location's schema first on its
  * search path, so statements name tables without a schema. Fails with
  * ERR_STORE when the database cannot be reached.
@@ -55,6 +62,7 @@ export async function connectStore(location: StoreLocation): Promise<pg.Client> 
   try {
     await client.connect();
     await client.query(`SET search_path TO ${schemaIdentifier(location)}`);
+    await client.query(`SET temp_buffers = '${TEMP_BUFFERS}'`);
     return client;
   } catch (error) {
     await client.end().catch(() => {});
@@ -75,7 +83,7 @@ export function storePool(location: StoreLocation, max = 4): pg.Pool {
     connectionTimeoutMillis: 5_000,
     idleTimeoutMillis: 30_000,
     application_name: 'upi-risk',
-    options: `-c search_path=${checkSchemaName(location.schema)}`,
+    options: `-c search_path=${checkSchemaName(location.schema)} -c temp_buffers=${TEMP_BUFFERS}`,
   });
   // An idle connection that breaks is dropped from the pool; the next query opens another.
   pool.on('error', () => {});

@@ -68,7 +68,7 @@ test('concurrent ingests commit in position order: a reader following the log ne
         const rows = (await reader.query<{ position: string }>('SELECT position FROM evidence WHERE position > $1 ORDER BY position LIMIT 1000', [last])).rows;
         for (const row of rows) {
           const position = Number(row.position);
-          // Read in commit order, the next position is always the one after the last: none appears behind the reader later.
+          // Read in commit order, the next position is always the one after the last (no duplicates here leave one unused): none appears behind the reader later.
           assert.equal(position, last + 1, `after ${last} the reader found ${position}`);
           last = position;
           seen.push(position);
@@ -94,5 +94,47 @@ test('concurrent ingests commit in position order: a reader following the log ne
     await follow;
     await reader.end();
     assert.equal(seen.length, writers * batches * perBatch);
+  });
+});
+
+test('a large ingest is stored in batches, all or nothing, the first of each evidence id kept across batches', { timeout: 120_000 }, async () => {
+  await withTestSchema(async (location) => {
+    await migrate(location);
+    const lines = 110_000;
+    const items = Array.from({ length: lines }, (_, i) => evidence(`payee${i}@ybl`, `https://site${i % 500}.example`, { evidence_id: `big-${i}` }));
+    // Repeats of earlier ids: one in a later batch than its first, one in the same batch; both lose to the first.
+    items[60_000] = evidence('late.repeat@ybl', 'https://repeat.example', { evidence_id: 'big-10' });
+    items[99_999] = evidence('near.repeat@ybl', 'https://repeat.example', { evidence_id: 'big-99998' });
+    const client = await connectStore(location);
+    try {
+      // A bad line in the last batch: nothing of the earlier batches stays.
+      const bad = [...items.map((item) => JSON.stringify(item)), '{"evidence_id": "broken"}'].join('\n');
+      const refused = await appendEvidenceBytes(client, location, Buffer.from(bad), 'bad');
+      assert.equal(refused.accepted, false);
+      assert.deepEqual(refused.errors.map((e) => e.line), [lines + 1]);
+      assert.equal(Number((await client.query('SELECT count(*) AS n FROM evidence')).rows[0].n), 0);
+
+      const stored = await appendEvidenceBytes(client, location, Buffer.from(ndjson(items)), 'good');
+      assert.equal(stored.added, lines - 2);
+      assert.equal(stored.duplicates, 2);
+      const rows = (await client.query<{ position: string; evidence_id: string; upi: string }>('SELECT position, evidence_id, upi FROM evidence ORDER BY position')).rows;
+      assert.equal(rows.length, lines - 2);
+      const byId = new Map(rows.map((r) => [r.evidence_id, r.upi]));
+      assert.equal(byId.get('big-10'), 'payee10@ybl');
+      assert.equal(byId.get('big-99998'), 'payee99998@ybl');
+      // In line order, each after the one before; the log's head is the last.
+      for (let i = 1; i < rows.length; i++) assert.ok(Number(rows[i]!.position) > Number(rows[i - 1]!.position));
+      assert.equal(rows[0]!.evidence_id, 'big-0');
+      assert.equal(Number(rows.at(-1)!.position), stored.position);
+      assert.equal(Number((await client.query('SELECT position FROM log_head')).rows[0].position), stored.position);
+
+      // Sent again whole: every item a duplicate, nothing added.
+      const again = await appendEvidenceBytes(client, location, Buffer.from(ndjson(items)), 'again');
+      assert.equal(again.added, 0);
+      assert.equal(again.duplicates, lines);
+      assert.equal(again.position, stored.position);
+    } finally {
+      await client.end();
+    }
   });
 });
