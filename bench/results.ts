@@ -5,7 +5,10 @@
  */
 import type { HttpResult, ScenarioResult, SwapResult } from './http/scenarios.js';
 import type { MachineStallResult } from './machine-stall.bench.js';
-import type { DeltaResult, Freshness, HotPathScenario } from './http/delta.js';
+import type { DeltaResult, HotPathScenario } from './http/delta.js';
+import type { FleetResult } from './http/fleet.js';
+import type { Freshness } from './http/freshness.js';
+import type { OpenLoopResult } from './http/load-tools.js';
 import { medianBy, type Row } from './support/report.js';
 
 export interface MicroResult {
@@ -26,6 +29,8 @@ export interface SuiteResult {
   machineStall: MachineStallResult | null;
   /** The live delta (http/delta.ts); absent in reports from before it. */
   delta?: DeltaResult | null;
+  /** The fleet mode (http/fleet.ts); absent in reports from before it. */
+  fleet?: FleetResult | null;
 }
 
 type Check = readonly [figure: string, target: string, measured: string, met: boolean | null];
@@ -118,11 +123,12 @@ function checks(suite: SuiteResult): Check[] {
     ]);
   }
   if (suite.delta !== undefined && suite.delta !== null) out.push(...deltaChecks(suite.delta));
+  if (suite.fleet !== undefined && suite.fleet !== null) out.push(...fleetChecks(suite.fleet));
   return out;
 }
 
-function freshnessText(f: Freshness): string {
-  const merge = f.mergeP50 === null ? '' : `; the server's merge p50 ${f.mergeP50} ms, max ${f.mergeMax} ms`;
+function freshnessText(f: Freshness, merges = "the server's merge"): string {
+  const merge = f.mergeP50 === null ? '' : `; ${merges} p50 ${f.mergeP50} ms, max ${f.mergeMax} ms`;
   return `p99 ${fmt(f.p99)} ms (p50 ${fmt(f.p50)}, max ${fmt(f.max)} ms over ${f.count} ingests${merge})`;
 }
 
@@ -183,6 +189,153 @@ function deltaChecks(d: DeltaResult): Check[] {
   return out;
 }
 
+const mb = (bytes: number, digits = 0) => `${fmt(bytes / 1e6, digits)} MB`;
+const pct = (ratio: number) => `${fmt(ratio * 100, 1)}%`;
+const cpuText = (us: number | null) => (us === null ? '?' : fmt(us, 1));
+
+/** Freshness series, one a row, each with the load it ran under (null: idle). */
+function freshnessTable(series: readonly (readonly [name: string, freshness: Freshness, load: OpenLoopResult | null])[], mergeHeader: string): string {
+  return table(
+    ['series', 'ingests', 'p50', 'p99', 'max', mergeHeader, 'load'],
+    series.map(([name, f, load]) => [
+      name,
+      f.count,
+      fmt(f.p50),
+      fmt(f.p99),
+      fmt(f.max),
+      f.mergeP50 === null ? '' : `${f.mergeP50} / ${f.mergeMax}`,
+      load === null ? '' : `p99 ${load.p99} ms, max ${load.max} ms, lag ${load.maxSendLag} ms, failed ${load.errors + load.non2xx} of ${fmt(load.sent)}`,
+    ]),
+  );
+}
+
+function fleetChecks(f: FleetResult): Check[] {
+  const out: Check[] = [];
+  const i = f.ingest;
+  out.push([
+    '`ingest --store` into the evidence log (the data set\'s files), lines a second',
+    '≥ 100,000',
+    `${fmt(i.linesPerSecond)} (${fmt(i.lines)} lines, ${mb(i.bytes)} in ${i.files} file(s), ${fmt(i.seconds, 1)} s from start to exit; the log ${fmt(i.logBytesPerItem)} B per item with its indexes)`,
+    i.linesPerSecond >= 100_000,
+  ]);
+  const b = f.builder;
+  out.push([
+    'builder: start → first publication (lease, mirror, build, publish)',
+    'report',
+    `${fmt(b.firstPublicationS, 1)} s (lease ${fmt(b.leaseS, 1)} s, mirror ${fmt(b.mirrorS, 1)} s, build ${fmt(b.buildMs / 1000, 1)} s on ${b.threads} threads, publish ${fmt(b.publishMs / 1000, 1)} s); snapshot ${mb(b.snapshotBytes, 1)}, ${fmt(b.vpas)} VPAs`,
+    null,
+  ]);
+  out.push(['a second builder stands by', 'one active', b.oneActive ? 'the first alone held the lease' : 'the first did not hold the lease alone', b.oneActive]);
+  out.push(['followers: start → listening (ready)', 'report', f.followers.map((x) => `${fmt(x.readyS, 1)} s`).join(' and '), null]);
+  const worst = Math.max(...f.followers.map((x) => x.rssBytes));
+  out.push([
+    "followers' resident memory, ready and idle",
+    `≤ 1.3 × snapshot + 300 MB = ${mb(f.rssTargetBytes)}`,
+    `${f.followers.map((x) => mb(x.rssBytes)).join(' and ')} (${fmt(worst / b.snapshotBytes, 2)}× the snapshot's ${mb(b.snapshotBytes)})`,
+    worst <= f.rssTargetBytes,
+  ]);
+  const t = f.throughput;
+  out.push([
+    'single lookup peak to the ceiling, follower against embedded server',
+    "the embedded server's (follower / embedded ≥ 97%)",
+    `${pct(t.followerToCeiling)} and ${pct(t.embeddedToCeiling)} (${fmt(t.followerPeak)} and ${fmt(t.embeddedPeak)} / ${fmt(t.ceilingPeak)} req/s); ` +
+      `follower / embedded ${pct(t.followerToEmbedded)} (${pct(t.followerToEmbeddedRange[0])}–${pct(t.followerToEmbeddedRange[1])} over ${t.rounds.length} rounds); ` +
+      `server CPU per request ${cpuText(t.cpuUs.follower)} / ${cpuText(t.cpuUs.embedded)} µs, ceiling ${cpuText(t.cpuUs.ceiling)} µs`,
+    t.followerToEmbedded >= 0.97,
+  ]);
+  out.push([
+    'fleet freshness, idle: `ingest --store` exits → FLAGGED on every thread of both followers',
+    '≤ 1,000 ms (p99)',
+    freshnessText(f.idle, "the followers' merges"),
+    f.idle.p99 <= 1000,
+  ]);
+  const l = f.underLoadLoad;
+  out.push([
+    `fleet freshness under ${fmt(f.rate)} single lookups/s on one follower (half its peak)`,
+    '≤ 1,000 ms (p99)',
+    `${freshnessText(f.underLoad, "the followers' merges")}; load p99 ${l.p99} ms, failed ${l.errors + l.non2xx} of ${fmt(l.sent)}`,
+    f.underLoad.p99 <= 1000,
+  ]);
+  return out;
+}
+
+function fleetSection(f: FleetResult): string[] {
+  const parts: string[] = [];
+  const { ingest: i, builder: b, throughput: t } = f;
+  parts.push(`## Fleet mode: the store, the builders, the followers (PostgreSQL ${f.postgres}, followers on ${f.serverThreads} thread(s))`);
+  parts.push(
+    table(
+      ['step', 'figure'],
+      [
+        [
+          '`upi-risk ingest --store` of the data set\'s evidence files, one process',
+          `${fmt(i.lines)} lines (${mb(i.bytes)}) in ${fmt(i.seconds, 2)} s: ${fmt(i.linesPerSecond)} lines/s; ${fmt(i.added)} items logged, ${fmt(i.duplicates)} duplicates; ` +
+            `the evidence table ${mb(i.logBytes)} with its indexes, ${fmt(i.logBytesPerItem)} B per item`,
+        ],
+        [
+          'first builder: start → first publication',
+          `${fmt(b.firstPublicationS, 2)} s: lease at ${fmt(b.leaseS, 2)} s, then mirror (and the rest of the pass) ${fmt(b.mirrorS, 2)} s, build ${fmt(b.buildMs)} ms (${b.threads} threads), publish ${fmt(b.publishMs)} ms; ` +
+            `covers log position ${fmt(b.position)}`,
+        ],
+        ['snapshot published', `${fmt(b.snapshotBytes)} B (${mb(b.snapshotBytes, 1)}), ${fmt(b.vpas)} VPAs`],
+        ['the active builder, resident, after publishing', `${fmt(b.rssMiB)} MiB`],
+        ['second builder', b.oneActive ? 'standing by: the first alone held the lease 7 s after the second was started (it tries every 2 s)' : '**the first did not hold the lease alone**'],
+        ...f.followers.map((x, n) => [
+          `follower ${n + 1}`,
+          `start → listening ${fmt(x.readyS, 2)} s; resident, ready and idle, ${mb(x.rssBytes)} (target ${mb(f.rssTargetBytes)}); at the end of the section ${mb(x.rssEndBytes)}`,
+        ]),
+        ['embedded server on a copy of the data set, idle, build threads gone', `resident ${fmt(t.embeddedRssMiB)} MiB (${mb(t.embeddedRssMiB * 2 ** 20)})`],
+      ],
+    ),
+  );
+  parts.push(
+    `Schema \`${f.schema}\`, made for the run and dropped after it. The builders run with \`--publish-minutes\` at its highest, so the first publication is the only one. ` +
+      'A follower is timed from its spawn until it prints where it listens, which it does once it serves the newest publication (downloaded, checked, loaded) and the log after it; ' +
+      'the two are started one after the other, and their resident memory (VmRSS) is read six seconds after the second is ready. Followers count quotas locally (no `--redis`), as the embedded server does.',
+  );
+  parts.push(`## Fleet mode: single lookups, follower against embedded server (plain HTTP, wrk, ${fmt(t.bodyBytes)}-byte answers)`);
+  parts.push(
+    table(
+      ['round', 'first', 'follower, req/s (CPU per request)', 'embedded', 'ceiling', 'follower / embedded', 'follower / ceiling', 'embedded / ceiling', 'failed'],
+      t.rounds.map((r, n) => {
+        const [fo, em, ce] = [r.runs.follower!, r.runs.embedded!, r.runs.ceiling!];
+        return [
+          n + 1,
+          r.order[0] ?? '',
+          `${fmt(fo.requestsPerSecond)} (${cpuText(fo.serverCpuUsPerRequest)} µs)`,
+          `${fmt(em.requestsPerSecond)} (${cpuText(em.serverCpuUsPerRequest)} µs)`,
+          `${fmt(ce.requestsPerSecond)} (${cpuText(ce.serverCpuUsPerRequest)} µs)`,
+          pct(fo.requestsPerSecond / em.requestsPerSecond),
+          pct(fo.requestsPerSecond / ce.requestsPerSecond),
+          pct(em.requestsPerSecond / ce.requestsPerSecond),
+          fo.errors + fo.non2xx + em.errors + em.non2xx,
+        ];
+      }),
+    ),
+  );
+  parts.push(
+    'The first follower and an embedded server (`serve --data-dir` on a hard-linked copy of the data set, `--build-idle-seconds 0`, measured once it had read its stored evidence), ' +
+      'the same request lists for both, each warmed by a run as long as a measurement; each round runs the two, in alternating order, then the bare ceiling. ' +
+      'The second follower and both builders stay up, idle, meanwhile.',
+  );
+  parts.push('## Fleet mode: freshness, from `upi-risk ingest --store` exiting until every serving thread of both followers answers FLAGGED, ms');
+  parts.push(
+    freshnessTable(
+      [
+        ['idle', f.idle, null],
+        [`under ${fmt(f.rate)} single lookups/s on the first follower`, f.underLoad, f.underLoadLoad],
+      ],
+      "followers' merge p50 / max",
+    ),
+  );
+  parts.push(
+    `Each small file: ${f.smallFile.newVpas} VPAs never seen before, ${f.smallFile.knownItems} items for known VPAs, ${f.smallFile.againItems} for VPAs earlier files added; ` +
+      'each ingest is `upi-risk ingest --store` as a process, the next one once both followers serve the last. Every serving thread of each follower is polled on a keep-alive connection of its own every 5 ms; ' +
+      `followers hear of new evidence by LISTEN/NOTIFY, with their poll every second behind it. Freshness polls answered other than 200: ${f.pollFailures}.`,
+  );
+  return parts;
+}
+
 function deltaSection(d: DeltaResult): string[] {
   const parts: string[] = [];
   const h = d.hotPath;
@@ -213,18 +366,13 @@ function deltaSection(d: DeltaResult): string[] {
   parts.push(table(['scenario', 'round', 'first', 'empty delta, req/s (CPU per request)', 'large delta', 'ceiling', 'large / empty', 'failed'], rows));
   parts.push('## Live delta: freshness, from `upi-risk ingest` exiting until every serving thread answers FLAGGED, ms');
   const c = d.compactions;
-  const series: [string, Freshness, string][] = [
-    ['idle', d.idle, ''],
-    [`under ${fmt(d.rate)} single lookups/s`, d.underLoad, `p99 ${d.underLoadLoad.p99} ms, max ${d.underLoadLoad.max} ms, lag ${d.underLoadLoad.maxSendLag} ms, failed ${d.underLoadLoad.errors + d.underLoadLoad.non2xx} of ${fmt(d.underLoadLoad.sent)}`],
-    [`around ${c.records.length} compactions, same load`, c.freshness, `p99 ${c.load.p99} ms, max ${c.load.max} ms, lag ${c.load.maxSendLag} ms, failed ${c.load.errors + c.load.non2xx} of ${fmt(c.load.sent)}`],
-    [`over the large delta (${fmt(d.memory.deltaVpas)} VPAs), idle`, d.overLarge, ''],
+  const series: [string, Freshness, OpenLoopResult | null][] = [
+    ['idle', d.idle, null],
+    [`under ${fmt(d.rate)} single lookups/s`, d.underLoad, d.underLoadLoad],
+    [`around ${c.records.length} compactions, same load`, c.freshness, c.load],
+    [`over the large delta (${fmt(d.memory.deltaVpas)} VPAs), idle`, d.overLarge, null],
   ];
-  parts.push(
-    table(
-      ['series', 'ingests', 'p50', 'p99', 'max', 'server merge p50 / max', 'load'],
-      series.map(([name, f, load]) => [name, f.count, fmt(f.p50), fmt(f.p99), fmt(f.max), f.mergeP50 === null ? '' : `${f.mergeP50} / ${f.mergeMax}`, load]),
-    ),
-  );
+  parts.push(freshnessTable(series, 'server merge p50 / max'));
   parts.push(
     `Each small file: ${d.smallFile.newVpas} VPAs never seen before, ${d.smallFile.knownItems} items for known VPAs, ${d.smallFile.againItems} for VPAs earlier files added; ` +
       'each ingest is `upi-risk ingest` as a process, the next one once the last is served. Every thread is polled on a keep-alive connection of its own (its thread learnt from /readyz) every 5 ms. ' +
@@ -415,6 +563,7 @@ export function renderMarkdown(suite: SuiteResult): string {
   }
 
   if (suite.delta !== undefined && suite.delta !== null) parts.push(...deltaSection(suite.delta));
+  if (suite.fleet !== undefined && suite.fleet !== null) parts.push(...fleetSection(suite.fleet));
 
   if (suite.engine !== null) {
     parts.push('## Engine');

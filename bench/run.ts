@@ -3,10 +3,10 @@
  * every figure set against its target, written as markdown and JSON to
  * bench/results/bench-<size>.{md,json}.
  *
- *   npm run bench -- [--vpas 1000000] [--only engine,micro,http,swap,delta] [--modes plain,tls]
+ *   npm run bench -- [--vpas 1000000] [--only engine,micro,http,swap,delta,fleet] [--modes plain,tls]
  *                    [--seconds 10] [--rounds 3] [--connections 64] [--hit-ratio 0.1] [--server-threads N] [--quick]
  *                    [--swap-rate R] [--build-idle-seconds S] [--build-threads N]
- *                    [--ingests 25] [--compactions 3] [--delta-vpas 100000]
+ *                    [--ingests 25] [--compactions 3] [--delta-vpas 100000] [--store URL]
  *
  * Sections:
  * - engine: demo evidence generated, ingested and built (kept in
@@ -21,7 +21,12 @@
  * - delta: the live delta: the hot path with an empty and a large delta,
  *   freshness of small ingests idle and under load, compactions under load
  *   (failed requests, answers going backwards), the delta's memory
- *   (http/delta.ts).
+ *   (http/delta.ts);
+ * - fleet: the fleet mode on PostgreSQL (--store, a schema of the run's own,
+ *   dropped afterwards): ingest into the log, a builder's first publication,
+ *   followers' start and memory, a follower's single-lookup peak against an
+ *   embedded server's and the ceiling, freshness across two followers idle
+ *   and under load (http/fleet.ts).
  *
  * The server and the ceiling run on --server-threads threads, by default one
  * per core, as `serve` does.
@@ -42,21 +47,25 @@ import { SnapshotView } from '../src/engine/snapshot-view.js';
 import { listSnapshots, loadNewestValidSnapshot } from '../src/engine/snapshot-files.js';
 import { MAX_BUILD_THREADS } from '../src/builder/snapshot-builder.js';
 import { MAX_BUILD_IDLE_SECONDS } from '../src/service/snapshot-service.js';
+import { redactStoreUrl } from '../src/store/postgres.js';
 import { requireWrk } from './http/load-tools.js';
-import { createBenchKey, runHttp, runSwap, type HttpOptions, type HttpResult } from './http/scenarios.js';
+import { createBenchKey, runHttp, runSwap, type HttpOptions, type HttpResult, type LoadOptions } from './http/scenarios.js';
 import { runDelta } from './http/delta.js';
+import { requireStoreReachable, runFleet } from './http/fleet.js';
 import { writeWorkload, type Workload } from './http/workload.js';
 import type { MachineStallResult } from './machine-stall.bench.js';
 import { renderMarkdown, type MicroResult, type SuiteResult } from './results.js';
 import { wholeNumberOption } from './support/report.js';
 
-const SECTIONS = ['engine', 'micro', 'http', 'swap', 'delta'] as const;
+const SECTIONS = ['engine', 'micro', 'http', 'swap', 'delta', 'fleet'] as const;
+/** The fleet section's database when neither --store nor $UPI_RISK_STORE names one. */
+const DEFAULT_STORE = 'postgres://postgres@127.0.0.1:5432/test';
 type Section = (typeof SECTIONS)[number];
 
 const USAGE = `usage: npm run bench -- [options]
 
   --vpas N                data set size (default 1000000)
-  --only LIST             sections, from engine,micro,http,swap,delta (default all)
+  --only LIST             sections, from engine,micro,http,swap,delta,fleet (default all)
   --modes LIST            HTTP modes, from plain,tls (default both)
   --seconds S             length of each measurement (default 10)
   --rounds N              peak rounds of the service and the ceiling per scenario (default 3)
@@ -71,9 +80,13 @@ const USAGE = `usage: npm run bench -- [options]
   --build-idle-seconds S  the swap section's server runs with serve --build-idle-seconds S
   --build-threads N       the swap section's server runs with serve --build-threads N
                           (default: serve's, every core but one)
-  --ingests N             the delta section's small ingests per series (default 25, at least 20)
+  --ingests N             the delta and fleet sections' small ingests per series
+                          (default 25, at least 20)
   --compactions N         the delta section's compactions under load (default 3)
   --delta-vpas N          VPAs of the delta section's large file (default 100000)
+  --store URL             the fleet section's PostgreSQL database, where it makes
+                          a schema of its own and drops it afterwards (default
+                          $UPI_RISK_STORE, else ${DEFAULT_STORE})
   --quick                 index micro bench at 1M keys only
   --out DIR               where the report goes (default bench/results)
   --help                  this text`;
@@ -99,6 +112,7 @@ const OPTIONS = {
   ingests: { type: 'string', default: '25' },
   compactions: { type: 'string', default: '3' },
   'delta-vpas': { type: 'string', default: '100000' },
+  store: { type: 'string', default: process.env.UPI_RISK_STORE ?? DEFAULT_STORE },
   quick: { type: 'boolean', default: false },
   out: { type: 'string', default: 'bench/results' },
   help: { type: 'boolean', default: false },
@@ -179,19 +193,31 @@ async function main(): Promise<void> {
   // added to whatever the caller set.
   const missingTunables = missingGlibcTunables(process.env.GLIBC_TUNABLES, true);
   if (missingTunables.length > 0) process.env.GLIBC_TUNABLES = [process.env.GLIBC_TUNABLES, ...missingTunables].filter(Boolean).join(':');
-  if (only.has('http') || only.has('swap') || only.has('delta')) requireWrk();
+  if (only.has('http') || only.has('swap') || only.has('delta') || only.has('fleet')) requireWrk();
+  if (only.has('fleet')) await requireStoreReachable(args.store);
   const started = new Date();
   const suite: SuiteResult = {
     date: started.toISOString(),
     machine: { cores: availableParallelism(), cpu: cpus()[0]?.model ?? 'unknown', memoryGiB: Math.round(totalmem() / 2 ** 30), node: process.version },
     vpas,
-    options: { seconds, rounds, connections, hitRatio, serverThreads, wrkThreads, modes, quick: args.quick, ...(only.has('delta') ? { ingests, compactions, deltaVpas } : {}) },
+    options: {
+      seconds,
+      rounds,
+      connections,
+      hitRatio,
+      serverThreads,
+      wrkThreads,
+      modes,
+      quick: args.quick,
+      ...(only.has('delta') ? { ingests, compactions, deltaVpas } : only.has('fleet') ? { ingests } : {}),
+    },
     engine: null,
     micro: [],
     http: [],
     swap: null,
     machineStall: null,
     delta: null,
+    fleet: null,
   };
 
   if (only.has('engine') || !(await hasSnapshot())) {
@@ -214,16 +240,16 @@ async function main(): Promise<void> {
     suite.micro = micro;
   }
 
-  if (only.has('http') || only.has('swap') || only.has('delta')) {
-    const found = await loadNewestValidSnapshot(openDataDir(dataDirPath));
-    if (found === null) throw new Error(`no snapshot in ${dataDirPath}; run with --only engine first`);
+  // The data set's snapshot, for request lists and evidence files; how every HTTP section loads servers.
+  const view = only.has('http') || only.has('swap') || only.has('delta') || only.has('fleet') ? await dataSetView() : null;
+  const load: LoadOptions = { seconds, rounds, connections, wrkThreads, serverThreads, log };
+  if (view !== null && (only.has('http') || only.has('swap') || only.has('delta'))) {
     const work = join(root, 'workload');
     await mkdir(work, { recursive: true });
-    const view = new SnapshotView(found.data);
     const workload = await writeWorkload(view, work, { hitRatio });
     logWorkload(workload);
-    const token = await createBenchKey(dataDirPath);
-    const base: Omit<HttpOptions, 'tls'> = { dataDir: dataDirPath, workload, seconds, rounds, connections, wrkThreads, serverThreads, log };
+    const token = await createBenchKey(['--data-dir', dataDirPath]);
+    const base: Omit<HttpOptions, 'tls'> = { dataDir: dataDirPath, workload, ...load };
     const results: HttpResult[] = [];
     if (only.has('http')) {
       for (const mode of modes) {
@@ -252,23 +278,22 @@ async function main(): Promise<void> {
             : null;
       log(`delta: the live delta, ${ingests} ingests a series, ${compactions} compactions, a large file of ${deltaVpas} VPAs`);
       suite.delta = await runDelta({
+        ...load,
         dataDir: dataDirPath,
         workDir: join(root, 'delta-run'),
         view,
         token,
         hitRatio,
-        seconds,
-        rounds,
-        connections,
-        wrkThreads,
-        serverThreads,
         ingests,
         compactions,
         largeVpas: deltaVpas,
         rate,
-        log,
       });
     }
+  }
+  if (view !== null && only.has('fleet')) {
+    log(`fleet: the fleet mode on ${redactStoreUrl(args.store)}, ${ingests} ingests a series`);
+    suite.fleet = await runFleet({ ...load, dataDir: dataDirPath, workDir: join(root, 'fleet-run'), view, storeUrl: args.store, hitRatio, ingests });
   }
 
   const size = vpas >= 1e6 ? `${vpas / 1e6}m` : `${vpas / 1e3}k`;
@@ -277,6 +302,12 @@ async function main(): Promise<void> {
   const markdown = renderMarkdown(suite);
   await writeFile(join(args.out, `bench-${size}.md`), markdown);
   process.stdout.write(markdown);
+}
+
+async function dataSetView(): Promise<SnapshotView> {
+  const found = await loadNewestValidSnapshot(openDataDir(dataDirPath));
+  if (found === null) throw new Error(`no snapshot in ${dataDirPath}; run with --only engine first`);
+  return new SnapshotView(found.data);
 }
 
 async function hasSnapshot(): Promise<boolean> {

@@ -21,6 +21,8 @@ export interface ServerOptions {
   readonly ownSession?: boolean;
   /** Called with the process as soon as it is spawned, before it listens. */
   readonly onSpawn?: (child: ChildProcess) => void;
+  /** How long it may take to listen before it is killed, ms (default 60,000). */
+  readonly listenTimeoutMs?: number;
 }
 
 export interface RunningServer {
@@ -54,7 +56,7 @@ export async function startServer(dataDirRoot: string, options: ServerOptions = 
       // A server that never said where it listens would otherwise outlive the test run.
       child.kill('SIGKILL');
       reject(new Error(`server did not start:\n${output}`));
-    }, 60_000);
+    }, options.listenTimeoutMs ?? 60_000);
     child.stdout!.on('data', (chunk: Buffer) => {
       output += chunk.toString();
       const match = /listening on https?:\/\/(?:\[[^\]]*\]|[^:/]+):(\d+)/.exec(output);

@@ -31,8 +31,8 @@ import { loadNewestValidSnapshot } from '../../src/engine/snapshot-files.js';
 import { SnapshotView } from '../../src/engine/snapshot-view.js';
 import { missingGlibcTunables } from '../../src/common/malloc-tuning.js';
 import { medianBy, round3, wholeNumberOption } from '../support/report.js';
-import { requireWrk, runWrk, type WrkResult } from './load-tools.js';
-import { bodyBytesOf, pollUntil, sleep, startBare, targetFor, type BareServer } from './scenarios.js';
+import { requireWrk } from './load-tools.js';
+import { bodyBytesOf, pollUntil, rotatedPeakRounds, sleep, startBare, targetFor, type BareServer, type RotatedRound } from './scenarios.js';
 import { writeWorkload } from './workload.js';
 
 const { values: args } = parseArgs({
@@ -114,11 +114,6 @@ function evidenceRead(server: Running): Promise<number> {
   );
 }
 
-interface Round {
-  readonly order: readonly string[];
-  readonly runs: Record<string, WrkResult>;
-}
-
 async function main(): Promise<void> {
   requireWrk();
   const missing = missingGlibcTunables(process.env.GLIBC_TUNABLES, true);
@@ -142,24 +137,16 @@ async function main(): Promise<void> {
     for (const scenario of scenarios as ('single' | 'batch')[]) {
       const bare: BareServer = await startBare(bodyBytesOf(scenario, workload), args['data-dir']!, false, threads);
       try {
-        const all = [...running, { name: 'ceiling', port: bare.port, pid: bare.pid }];
-        for (const server of all) await runWrk(targetFor(scenario, workload, server.port, false, token), wrkOptions);
-        const done: Round[] = [];
-        for (let round = 0; round < rounds; round++) {
-          // The servers rotate: each goes first as often as the others.
-          const order = running.map((_, i) => running[(i + round) % running.length]!);
-          const runs: Record<string, WrkResult> = {};
-          for (const server of [...order, all.at(-1)!]) {
-            runs[server.name] = await runWrk(targetFor(scenario, workload, server.port, false, token), { ...wrkOptions, serverPid: server.pid });
-          }
-          done.push({ order: order.map((s) => s.name), runs });
+        const contender = (server: { name: string; port: number; pid: number }) => ({ ...server, target: targetFor(scenario, workload, server.port, false, token) });
+        // The servers rotate: each goes first as often as the others.
+        const done = await rotatedPeakRounds(running.map(contender), contender({ name: 'ceiling', port: bare.port, pid: bare.pid }), { ...wrkOptions, rounds }, (round, { runs }) =>
           log(
-            `${scenario} round ${round + 1}: ` +
+            `${scenario} round ${round}: ` +
               Object.entries(runs)
                 .map(([name, r]) => `${name} ${r.requestsPerSecond} req/s (${r.serverCpuUsPerRequest} µs, ${r.errors + r.non2xx} failed)`)
                 .join(', '),
-          );
-        }
+          ),
+        );
         (report.scenarios as Record<string, unknown>)[scenario] = summarise(done);
       } finally {
         await bare.stop();
@@ -175,7 +162,7 @@ async function main(): Promise<void> {
 }
 
 /** Per server: median peak and CPU per request; per pair, the median over rounds of their ratio; each to the ceiling. */
-function summarise(done: readonly Round[]): Record<string, unknown> {
+function summarise(done: readonly RotatedRound[]): Record<string, unknown> {
   const names = Object.keys(done[0]!.runs);
   const median = (values: number[]) => medianBy(values, (v) => v);
   const perServer = Object.fromEntries(

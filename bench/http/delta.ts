@@ -21,20 +21,24 @@
  *      server's resident memory, then small ingests over that delta.
  * The copies are removed at the end; the data set itself is not changed.
  */
-import { spawn } from 'node:child_process';
-import { link, mkdir, readdir, rm, writeFile } from 'node:fs/promises';
+import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import type { SnapshotView } from '../../src/engine/snapshot-view.js';
-import { CLI, type RunningServer } from '../../test/server-process.js';
+import type { RunningServer } from '../../test/server-process.js';
 import { medianBy, round1, round3 } from '../support/report.js';
 import { DeltaEvidence, SMALL_FILE, type LargeFile } from './delta-evidence.js';
-import { runWrk, startOpenLoop, type OpenLoopResult, type RunningOpenLoop, type Target, type WrkResult } from './load-tools.js';
+import { flaggedByEveryThread, freshnessOf, ingestCli, loggedMs, type Freshness } from './freshness.js';
+import { startOpenLoop, type OpenLoopResult, type RunningOpenLoop, type Target, type WrkResult } from './load-tools.js';
 import {
   bodyBytesOf,
+  cloneDataDir,
+  metricsOf as metricsOfServer,
   pollUntil,
   portOf,
+  readyOf,
   residentMiB,
+  rotatedPeakRounds,
   servedSnapshotWritten,
   sleep,
   startBare,
@@ -42,11 +46,12 @@ import {
   targetFor,
   waitForGauge,
   type BareServer,
+  type LoadOptions,
 } from './scenarios.js';
 import { ThreadConnections, type Answer } from './thread-connections.js';
 import { writeWorkload, type Workload } from './workload.js';
 
-export interface DeltaOptions {
+export interface DeltaOptions extends LoadOptions {
   /** The bench data set's data directory (var/bench/vpas-N/data): copied, never changed. */
   readonly dataDir: string;
   /** Where the copies and files go (removed afterwards). */
@@ -55,11 +60,6 @@ export interface DeltaOptions {
   readonly view: SnapshotView;
   readonly token: string;
   readonly hitRatio: number;
-  readonly seconds: number;
-  readonly rounds: number;
-  readonly connections: number;
-  readonly wrkThreads: number;
-  readonly serverThreads: number;
   /** Small ingests in each series (idle, under load, over the large delta) and at least as many around the compactions. */
   readonly ingests: number;
   readonly compactions: number;
@@ -67,20 +67,6 @@ export interface DeltaOptions {
   readonly largeVpas: number;
   /** Single lookups a second of the load, and where that figure came from; null: half this section's empty-delta single peak. */
   readonly rate: { readonly perSecond: number; readonly from: string } | null;
-  readonly log: (line: string) => void;
-}
-
-/** Freshness of a series of ingests, ms: from the CLI process exiting until every serving thread answered FLAGGED. */
-export interface Freshness {
-  readonly count: number;
-  readonly p50: number;
-  readonly p99: number;
-  readonly max: number;
-  /** Every ingest's, in order. */
-  readonly samples: readonly number[];
-  /** The server's own merge of each file into the delta (its log, `ms`), p50 and max. */
-  readonly mergeP50: number | null;
-  readonly mergeMax: number | null;
 }
 
 /** One round of the hot path: the empty-delta and the large-delta service (in alternating order), then the ceiling. */
@@ -193,8 +179,6 @@ export interface DeltaResult {
 }
 
 const METRICS_TOKEN = 'bench-metrics';
-/** How often a thread is asked whether it serves the new VPA yet, ms. */
-const POLL_MS = 5;
 /** Around the compactions, ingests start at most this often, ms. */
 const COMPACTION_INGEST_EVERY_MS = 1000;
 /** Known VPAs the checker asks about besides the ingested ones. */
@@ -246,85 +230,15 @@ function serveArgs(extra: readonly string[] = []): string[] {
   return ['--compact-vpas', '100000000', '--compact-minutes', '10080', '--metrics-token', METRICS_TOKEN, '--poll-ms', '1000', ...extra];
 }
 
-/**
- * A copy of a data directory made of hard links: instant, and safe because
- * every file there is written once, under a temporary name, and renamed
- * into place (evidence, snapshots, state, keys), never changed.
- */
-async function cloneDataDir(from: string, to: string): Promise<string> {
-  await mkdir(to, { recursive: true });
-  for (const entry of await readdir(from, { withFileTypes: true })) {
-    const source = join(from, entry.name);
-    const target = join(to, entry.name);
-    if (entry.isDirectory()) await cloneDataDir(source, target);
-    else if (entry.isFile()) await link(source, target);
-  }
-  return to;
-}
-
-/** `upi-risk ingest` as a process; resolves with when it exited (performance.now()), rejects when it failed. */
-function ingestCli(dataDir: string, file: string): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, 'ingest', '--data-dir', dataDir, file], { stdio: ['ignore', 'ignore', 'pipe'] });
-    let stderr = '';
-    let exitedAt = 0;
-    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
-    child.once('exit', () => (exitedAt = performance.now()));
-    child.once('error', reject);
-    child.once('close', (code) => (code === 0 ? resolve(exitedAt) : reject(new Error(`upi-risk ingest exited with ${code}:\n${stderr}`))));
-  });
-}
-
+/** The server's /metrics, read with the token the section's servers run with. */
 function metricsOf(server: RunningServer): () => Promise<string> {
-  return async () => {
-    const response = await fetch(`${server.base}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } });
-    if (!response.ok) throw new Error(`/metrics answered ${response.status}: ${await response.text()}`);
-    return response.text();
-  };
+  return metricsOfServer(server, METRICS_TOKEN);
 }
 
 function gauge(text: string, name: string): number {
   const match = new RegExp(`^${name} (\\S+)$`, 'm').exec(text);
   if (match === null) throw new Error(`the server reports no ${name}`);
   return Number(match[1]);
-}
-
-async function readyOf(server: RunningServer): Promise<{ snapshot: string; delta_vpas: number }> {
-  return (await (await fetch(`${server.base}/readyz`)).json()) as { snapshot: string; delta_vpas: number };
-}
-
-/** Nearest-rank percentile of `sorted` (ascending). */
-function percentile(sorted: readonly number[], p: number): number {
-  return sorted.length === 0 ? 0 : sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(p * sorted.length) - 1))]!;
-}
-
-function freshnessOf(samples: readonly number[], mergeMs: readonly number[]): Freshness {
-  const sorted = [...samples].sort((a, b) => a - b);
-  const merges = [...mergeMs].sort((a, b) => a - b);
-  return {
-    count: samples.length,
-    p50: round1(percentile(sorted, 0.5)),
-    p99: round1(percentile(sorted, 0.99)),
-    max: round1(sorted.at(-1) ?? 0),
-    samples: samples.map(round1),
-    mergeP50: merges.length === 0 ? null : percentile(merges, 0.5),
-    mergeMax: merges.length === 0 ? null : merges.at(-1)!,
-  };
-}
-
-/** The `ms` of the server's log lines with message `msg`, from `from` characters into its standard error. */
-function loggedMs(server: RunningServer, from: number, msg: string): number[] {
-  const out: number[] = [];
-  for (const line of server.stderr().slice(from).split('\n')) {
-    if (!line.includes(msg)) continue;
-    try {
-      const entry = JSON.parse(line) as { msg?: string; ms?: number };
-      if (entry.msg === msg && typeof entry.ms === 'number') out.push(entry.ms);
-    } catch {
-      // A line cut by the read: not a figure.
-    }
-  }
-  return out;
 }
 
 async function measureHotPath(o: DeltaOptions, workload: Workload, large: LargeFile): Promise<HotPathResult> {
@@ -342,7 +256,7 @@ async function measureHotPath(o: DeltaOptions, workload: Workload, large: LargeF
     // Both have read the stored evidence; then the large file goes into the one's delta, ingested as usual.
     await waitForGauge(metricsOf(empty), 'upi_risk_build_carried_bytes', (v) => v > 0, 'the stored evidence was not read');
     await waitForGauge(metricsOf(delta), 'upi_risk_build_carried_bytes', (v) => v > 0, 'the stored evidence was not read');
-    await ingestCli(deltaDir, large.path);
+    await ingestCli(['--data-dir', deltaDir], large.path);
     const deltaServer = delta;
     await pollUntil(async () => (await readyOf(deltaServer)).delta_vpas > 0, 50, 'the large file was not served within 600 s');
     const emptyDeltaVpas = (await readyOf(empty)).delta_vpas;
@@ -365,23 +279,31 @@ async function measureHotPath(o: DeltaOptions, workload: Workload, large: LargeF
           delta: targetFor(scenario, workload, portOf(delta), false, o.token),
           ceiling: targetFor(scenario, workload, bare.port, false, o.token),
         };
-        const pids = { empty: empty.child.pid!, delta: delta.child.pid!, ceiling: bare.pid };
-        // Each warmed by a run as long as a measurement, as the http section does.
-        for (const name of ['empty', 'delta', 'ceiling'] as const) await runWrk(targets[name], { ...wrkOptions, seconds: Math.max(2, o.seconds) });
+        // The two services take turns at going first, so a host slowing down or speeding up favours neither.
         const rounds: HotPathRound[] = [];
-        for (let round = 1; round <= o.rounds; round++) {
-          // The two services take turns at going first, so a host slowing down or speeding up favours neither.
-          const order = round % 2 === 1 ? (['empty', 'delta'] as const) : (['delta', 'empty'] as const);
-          const runs: Partial<Record<'empty' | 'delta' | 'ceiling', WrkResult>> = {};
-          for (const name of [...order, 'ceiling'] as const) runs[name] = await runWrk(targets[name], { ...wrkOptions, serverPid: pids[name] });
-          const r: HotPathRound = { empty: runs.empty!, delta: runs.delta!, ceiling: runs.ceiling!, first: order[0], ratio: round3(runs.delta!.requestsPerSecond / runs.empty!.requestsPerSecond) };
-          rounds.push(r);
-          log(
-            `  ${scenario} round ${round}: empty delta ${r.empty.requestsPerSecond} req/s (${r.empty.serverCpuUsPerRequest} µs), ` +
-              `large delta ${r.delta.requestsPerSecond} req/s (${r.delta.serverCpuUsPerRequest} µs), ceiling ${r.ceiling.requestsPerSecond} req/s ` +
-              `(${r.ceiling.serverCpuUsPerRequest} µs): ${(r.ratio * 100).toFixed(1)}%; failed ${r.empty.errors + r.empty.non2xx + r.delta.errors + r.delta.non2xx}`,
-          );
-        }
+        await rotatedPeakRounds(
+          [
+            { name: 'empty', target: targets.empty, pid: empty.child.pid! },
+            { name: 'delta', target: targets.delta, pid: delta.child.pid! },
+          ],
+          { name: 'ceiling', target: targets.ceiling, pid: bare.pid },
+          { ...wrkOptions, rounds: o.rounds },
+          (round, { order, runs }) => {
+            const r: HotPathRound = {
+              empty: runs.empty!,
+              delta: runs.delta!,
+              ceiling: runs.ceiling!,
+              first: order[0] === 'delta' ? 'delta' : 'empty',
+              ratio: round3(runs.delta!.requestsPerSecond / runs.empty!.requestsPerSecond),
+            };
+            rounds.push(r);
+            log(
+              `  ${scenario} round ${round}: empty delta ${r.empty.requestsPerSecond} req/s (${r.empty.serverCpuUsPerRequest} µs), ` +
+                `large delta ${r.delta.requestsPerSecond} req/s (${r.delta.serverCpuUsPerRequest} µs), ceiling ${r.ceiling.requestsPerSecond} req/s ` +
+                `(${r.ceiling.serverCpuUsPerRequest} µs): ${(r.ratio * 100).toFixed(1)}%; failed ${r.empty.errors + r.empty.non2xx + r.delta.errors + r.delta.non2xx}`,
+            );
+          },
+        );
         scenarios.push(hotPathScenario(scenario, bodyBytes, rounds));
       } finally {
         await bare.stop();
@@ -577,24 +499,12 @@ async function measureMainServer(
 
     /** Until every serving thread answers FLAGGED for `upi`: ms from `since`. */
     const servedByEvery = (upi: string, since: number): Promise<number> =>
-      Promise.all(
-        Array.from({ length: threads.threads }, async (_, thread) => {
-          const path = `/v1/verify/upi?upi=${encodeURIComponent(upi)}`;
-          while (performance.now() - since < 600_000) {
-            alive();
-            const answer = await threads.get(thread, path, o.token).catch((error: unknown): Answer => ({ status: 0, body: String(error) }));
-            if (answer.status !== 200) pollFailures++;
-            else if (answer.body.includes('"status":"FLAGGED"')) return performance.now() - since;
-            await sleep(POLL_MS);
-          }
-          throw new Error(`thread ${thread} did not serve ${upi} within 600 s of its ingest`);
-        }),
-      ).then((perThread) => Math.max(...perThread));
+      flaggedByEveryThread(threads, o.token, upi, since, { alive, failed: () => pollFailures++ });
 
     /** One small file ingested: its freshness, ms; its VPAs go to `served` once every thread serves them. */
     const ingestSmall = async (served?: (vpas: readonly string[]) => void): Promise<number> => {
       const file = await evidence.writeSmall(join(o.workDir, `small-${files++}.ndjson`));
-      const exitedAt = await ingestCli(dataDir, file.path);
+      const exitedAt = await ingestCli(['--data-dir', dataDir], file.path);
       const ms = await servedByEvery(file.newVpa, exitedAt);
       served?.(file.vpas);
       await rm(file.path, { force: true });
@@ -702,7 +612,7 @@ async function measureMainServer(
     await sleep(2000);
     const beforeLargeRssMiB = await residentMiB(pid);
     const largeLogFrom = server.stderr().length;
-    const largeExitedAt = await ingestCli(dataDir, large.path);
+    const largeExitedAt = await ingestCli(['--data-dir', dataDir], large.path);
     const largeFreshnessMs = round1(await servedByEvery(large.newVpa, largeExitedAt));
     await sleep(2000);
     const text = await metrics();

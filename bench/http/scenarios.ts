@@ -5,7 +5,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { readFile, writeFile } from 'node:fs/promises';
+import { link, mkdir, readFile, readdir, writeFile } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { performance } from 'node:perf_hooks';
@@ -22,19 +22,24 @@ const BARE_SERVER = fileURLToPath(new URL('./bare-server.js', import.meta.url));
 export type Scenario = 'single' | 'batch' | 'cluster';
 export const SCENARIOS: readonly Scenario[] = ['single', 'batch', 'cluster'];
 
-export interface HttpOptions {
-  readonly dataDir: string;
-  readonly workload: Workload;
-  readonly tls: boolean;
+/** How the HTTP sections load servers: the suite's options. */
+export interface LoadOptions {
+  /** Length of each measurement. */
   readonly seconds: number;
-  /** Peak rounds per scenario: the service and the ceiling one after the other, `rounds` times. */
+  /** Peak rounds per scenario: the services and the ceiling one after the other, `rounds` times. */
   readonly rounds: number;
   readonly connections: number;
   /** wrk threads. */
   readonly wrkThreads: number;
-  /** Serving threads of the real server, and of the ceiling. */
+  /** Serving threads of the real servers, and of the ceiling. */
   readonly serverThreads: number;
   readonly log: (line: string) => void;
+}
+
+export interface HttpOptions extends LoadOptions {
+  readonly dataDir: string;
+  readonly workload: Workload;
+  readonly tls: boolean;
 }
 
 export interface LatencyRow {
@@ -90,9 +95,13 @@ const LATENCY_SHARES: Readonly<Record<Scenario, readonly number[]>> = {
   cluster: [0.25, 0.5, 0.75],
 };
 
-export async function createBenchKey(dataDir: string): Promise<string> {
+/**
+ * A key for the bench, in the key store `where` names (`--data-dir DIR`, or
+ * `--store URL --store-schema S`), with `extra` options of `keys create`.
+ */
+export async function createBenchKey(where: readonly string[], extra: readonly string[] = []): Promise<string> {
   // Limits far above anything the bench sends: quotas are charged on every request, never refused.
-  const created = await runCli(['keys', 'create', '--data-dir', dataDir, '--name', 'bench', '--burst', '10000000', '--sustained', '1000000000', '--window', '60']);
+  const created = await runCli(['keys', 'create', ...where, '--name', 'bench', '--burst', '10000000', '--sustained', '1000000000', '--window', '60', ...extra]);
   if (created.code !== 0) throw new Error(`keys create failed:\n${created.stderr}`);
   const key = created.stdout.trim().split('\n').at(-1)!;
   return key;
@@ -108,8 +117,20 @@ export async function createBenchKey(dataDir: string): Promise<string> {
  * (single lookups at 1M: 70-77k req/s at 12.6-14.0 µs of server CPU per
  * request, against 88-97k at 10.4-11.5 µs in a session of its own).
  */
-export async function startService(dataDir: string, tls: boolean, threads: number, extra: readonly string[] = []): Promise<RunningServer> {
-  return startServer(dataDir, { tls, ownSession: true, onSpawn: stopWithThisProcess, args: ['--threads', String(threads), '--log-level', 'warn', ...extra] });
+export async function startService(
+  dataDir: string,
+  tls: boolean,
+  threads: number,
+  extra: readonly string[] = [],
+  listenTimeoutMs?: number,
+): Promise<RunningServer> {
+  return startServer(dataDir, {
+    tls,
+    ownSession: true,
+    onSpawn: stopWithThisProcess,
+    args: ['--threads', String(threads), '--log-level', 'warn', ...extra],
+    ...(listenTimeoutMs === undefined ? {} : { listenTimeoutMs }),
+  });
 }
 
 /**
@@ -174,9 +195,15 @@ export function portOf(server: RunningServer): number {
   return Number(new URL(server.base).port);
 }
 
-export function residentMiB(pid: number): Promise<number> {
+export async function residentMiB(pid: number): Promise<number> {
+  const bytes = await residentBytes(pid);
+  return bytes < 0 ? -1 : Math.round(bytes / 2 ** 20);
+}
+
+/** A process's resident memory (VmRSS), bytes; -1 when /proc cannot tell. */
+export function residentBytes(pid: number): Promise<number> {
   return readFile(`/proc/${pid}/status`, 'utf8').then(
-    (text) => Math.round(Number(/VmRSS:\s+(\d+) kB/.exec(text)?.[1] ?? 0) / 1024),
+    (text) => Number(/VmRSS:\s+(\d+) kB/.exec(text)?.[1] ?? 0) * 1024,
     () => -1,
   );
 }
@@ -194,6 +221,46 @@ export function targetFor(scenario: Scenario, workload: Workload, port: number, 
 
 export function bodyBytesOf(scenario: Scenario, workload: Workload): number {
   return scenario === 'single' ? workload.singleBytes : scenario === 'batch' ? workload.batchBytes : workload.clusterBytes;
+}
+
+/** A server loaded in peak rounds: its name, where the load goes, and the process whose CPU per request is read. */
+export interface PeakContender {
+  readonly name: string;
+  readonly target: Target;
+  readonly pid: number;
+}
+
+/** One of rotatedPeakRounds' rounds: each run by name (the ceiling's under its own), and the contenders' order. */
+export interface RotatedRound {
+  readonly order: readonly string[];
+  readonly runs: Readonly<Record<string, WrkResult>>;
+}
+
+/**
+ * wrk peaks in `rounds` rounds: the contenders one after another, in an
+ * order that rotates from round to round (so a host slowing down or
+ * speeding up favours none), then the ceiling, each run with the CPU its
+ * process spent per request. Each is warmed first by a run as long as a
+ * measurement (at least 2 s). `onRound` hears of each round as it ends.
+ */
+export async function rotatedPeakRounds(
+  contenders: readonly PeakContender[],
+  ceiling: PeakContender,
+  options: { readonly seconds: number; readonly connections: number; readonly threads: number; readonly rounds: number },
+  onRound: (round: number, result: RotatedRound) => void = () => {},
+): Promise<RotatedRound[]> {
+  const wrkOptions = { seconds: options.seconds, connections: options.connections, threads: options.threads };
+  for (const server of [...contenders, ceiling]) await runWrk(server.target, { ...wrkOptions, seconds: Math.max(2, options.seconds) });
+  const rounds: RotatedRound[] = [];
+  for (let round = 0; round < options.rounds; round++) {
+    const order = contenders.map((_, i) => contenders[(i + round) % contenders.length]!);
+    const runs: Record<string, WrkResult> = {};
+    for (const server of [...order, ceiling]) runs[server.name] = await runWrk(server.target, { ...wrkOptions, serverPid: server.pid });
+    const result: RotatedRound = { order: order.map((server) => server.name), runs };
+    rounds.push(result);
+    onRound(round + 1, result);
+  }
+  return rounds;
 }
 
 /** Peak and latency of every scenario, service then ceiling, in one TLS mode. */
@@ -495,10 +562,10 @@ export function waitForGauge(metrics: () => Promise<string>, name: string, done:
   );
 }
 
-/** Check every `intervalMs` until `check()` is true, for at most 600 s (then fail with `failure`); how long that took, s. */
-export async function pollUntil(check: () => Promise<boolean>, intervalMs: number, failure: string): Promise<number> {
+/** Check every `intervalMs` until `check()` is true, for at most `limitMs` (then fail with `failure`); how long that took, s. */
+export async function pollUntil(check: () => Promise<boolean>, intervalMs: number, failure: string, limitMs = 600_000): Promise<number> {
   const started = performance.now();
-  while (performance.now() - started < 600_000) {
+  while (performance.now() - started < limitMs) {
     if (await check()) return round3((performance.now() - started) / 1000);
     await sleep(intervalMs);
   }
@@ -546,6 +613,36 @@ export function servedSnapshotWritten(server: RunningServer, dataDir: string): P
     20,
     'the served snapshot was not written within 600 s',
   );
+}
+
+/** A reader of the server's /metrics, with the token it was started with (`--metrics-token`). */
+export function metricsOf(server: RunningServer, token: string): () => Promise<string> {
+  return async () => {
+    const response = await fetch(`${server.base}/metrics`, { headers: { authorization: `Bearer ${token}` } });
+    if (!response.ok) throw new Error(`/metrics answered ${response.status}: ${await response.text()}`);
+    return response.text();
+  };
+}
+
+/** The server's /readyz answer: the snapshot it serves and the VPAs of its delta. */
+export async function readyOf(server: RunningServer): Promise<{ snapshot: string; delta_vpas: number }> {
+  return (await (await fetch(`${server.base}/readyz`)).json()) as { snapshot: string; delta_vpas: number };
+}
+
+/**
+ * A copy of a data directory made of hard links: instant, and safe because
+ * every file there is written once, under a temporary name, and renamed
+ * into place (evidence, snapshots, state, keys), never changed.
+ */
+export async function cloneDataDir(from: string, to: string): Promise<string> {
+  await mkdir(to, { recursive: true });
+  for (const entry of await readdir(from, { withFileTypes: true })) {
+    const source = join(from, entry.name);
+    const target = join(to, entry.name);
+    if (entry.isDirectory()) await cloneDataDir(source, target);
+    else if (entry.isFile()) await link(source, target);
+  }
+  return to;
 }
 
 export function sleep(ms: number): Promise<void> {
