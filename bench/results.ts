@@ -282,7 +282,7 @@ function fleetSection(f: FleetResult): string[] {
         ['second builder', b.oneActive ? 'standing by: the first alone held the lease 7 s after the second was started (it tries every 2 s)' : '**the first did not hold the lease alone**'],
         ...f.followers.map((x, n) => [
           `follower ${n + 1}`,
-          `start → listening ${fmt(x.readyS, 2)} s; resident, ready and idle, ${mb(x.rssBytes)} (target ${mb(f.rssTargetBytes)}); at the end of the section ${mb(x.rssEndBytes)}`,
+          `start → listening ${fmt(x.readyS, 2)} s (download ${fmt(x.downloadMs, 0)} ms, load ${fmt(x.loadMs, 0)} ms, log replay ${fmt(x.replayMs, 0)} ms); resident, ready and idle, ${mb(x.rssBytes)} (target ${mb(f.rssTargetBytes)}); at the end of the section ${mb(x.rssEndBytes)}`,
         ]),
         ['embedded server on a copy of the data set, idle, build threads gone', `resident ${fmt(t.embeddedRssMiB)} MiB (${mb(t.embeddedRssMiB * 2 ** 20)})`],
       ],

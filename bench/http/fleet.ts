@@ -115,7 +115,14 @@ export interface FleetBuilder {
   readonly oneActive: boolean;
 }
 
-export interface FleetFollower {
+/** Where a follower's start went, from its log: the publication's download (with its checksum), its load, the log after it. */
+export interface FollowerStart {
+  readonly downloadMs: number;
+  readonly loadMs: number;
+  readonly replayMs: number;
+}
+
+export interface FleetFollower extends FollowerStart {
   /** From spawning `serve --store` until it printed where it listens (ready), s. */
   readonly readyS: number;
   /** Resident memory once ready and idle (both followers up, a few seconds after), bytes. */
@@ -192,6 +199,7 @@ export async function runFleet(o: FleetOptions): Promise<FleetResult> {
     log('fleet: two followers (serve --store), one after the other');
     const followers: RunningServer[] = [];
     const readyS: number[] = [];
+    const startParts: FollowerStart[] = [];
     for (const n of [1, 2]) {
       const started = performance.now();
       const follower = await startService(
@@ -207,7 +215,9 @@ export async function runFleet(o: FleetOptions): Promise<FleetResult> {
       followers.push(follower);
       const served = (await readyOf(follower)).snapshot;
       if (served !== snapshotId) throw new Error(`follower ${n} serves snapshot ${served}, not the publication ${snapshotId}`);
-      log(`  follower ${n}: listening ${readyS.at(-1)} s after it was started, serving ${served}`);
+      const entry = logEntries(follower.stderr(), 'following the store')[0] ?? {};
+      startParts.push({ downloadMs: Number(entry.downloadMs ?? NaN), loadMs: Number(entry.loadMs ?? NaN), replayMs: Number(entry.replayMs ?? NaN) });
+      log(`  follower ${n}: listening ${readyS.at(-1)} s after it was started, serving ${served}; download ${entry.downloadMs} ms, load ${entry.loadMs} ms, log replay ${entry.replayMs} ms`);
     }
     // Idle: a merge thread would go 5 s after its last task.
     await sleep(6000);
@@ -274,7 +284,7 @@ export async function runFleet(o: FleetOptions): Promise<FleetResult> {
         postgres,
         ingest,
         builder,
-        followers: followers.map((_, i) => ({ readyS: readyS[i]!, rssBytes: rssBytes[i]!, rssEndBytes: rssEndBytes[i]! })),
+        followers: followers.map((_, i) => ({ readyS: readyS[i]!, ...startParts[i]!, rssBytes: rssBytes[i]!, rssEndBytes: rssEndBytes[i]! })),
         rssTargetBytes,
         throughput,
         smallFile: SMALL_FILE,

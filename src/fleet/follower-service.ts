@@ -105,11 +105,22 @@ export class FollowerService implements ServedData {
         await sleep(options.pollMs ?? DEFAULT_POLL_MS);
         publication = await newestPublication(pool, options.location);
       }
-      const view = await loadPublication(pool, options, publication);
+      const timings: LoadTimings = { downloadMs: 0, loadMs: 0 };
+      const view = await loadPublication(pool, options, publication, timings);
       const replayed = await replay(pool, merger, options, view, publication.position, null, 0);
       const service = new FollowerService(options, pool, merger, publication, replayed);
       await removeOtherSnapshots(options.dataDir, publication.id);
-      logger.info({ ...publicationFields(publication), position: replayed.position, deltaVpas: replayed.delta.meta.vpaCount }, 'following the store');
+      logger.info(
+        {
+          ...publicationFields(publication),
+          position: replayed.position,
+          deltaVpas: replayed.delta.meta.vpaCount,
+          downloadMs: Math.round(timings.downloadMs),
+          loadMs: Math.round(timings.loadMs),
+          replayMs: Math.round(performance.now() - replayed.startedAt),
+        },
+        'following the store',
+      );
       service.#notifications = new StoreNotifications(
         options.location,
         [evidenceChannel(options.location), snapshotsChannel(options.location)],
@@ -350,11 +361,23 @@ async function replay(
   return { view, delta, position, chunks, startedAt };
 }
 
+/** How long a publication's download (with its checksum) and its load took, ms. */
+interface LoadTimings {
+  downloadMs: number;
+  loadMs: number;
+}
+
 /** Download a publication (checked against its SHA-256) and load it off-thread. */
-async function loadPublication(pool: pg.Pool, options: FollowerOptions, publication: Publication): Promise<SnapshotView> {
+async function loadPublication(pool: pg.Pool, options: FollowerOptions, publication: Publication, timings?: LoadTimings): Promise<SnapshotView> {
+  const started = performance.now();
   const path = await downloadSnapshot(pool, options.location, publication, options.dataDir);
+  const downloaded = performance.now();
   try {
     const view = new SnapshotView(await loadSnapshotOffThread(path, { niceIncrement: BACKGROUND_NICE }));
+    if (timings !== undefined) {
+      timings.downloadMs = downloaded - started;
+      timings.loadMs = performance.now() - downloaded;
+    }
     if (view.meta.id !== publication.id) {
       throw new SnapshotError(ErrorCode.SNAPSHOT_FORMAT, `published snapshot ${publication.id} holds snapshot ${view.meta.id}`);
     }
