@@ -251,7 +251,7 @@ function fleetChecks(f: FleetResult): Check[] {
   ]);
   const l = f.underLoadLoad;
   out.push([
-    `fleet freshness under ${fmt(f.rate)} single lookups/s on one follower (half its peak)`,
+    `fleet freshness under ${fmt(f.rate)} single lookups/s on one follower (${f.rateFrom ?? 'half its peak'})`,
     '≤ 1,000 ms (p99)',
     `${freshnessText(f.underLoad, "the followers' merges")}; load p99 ${l.p99} ms, failed ${l.errors + l.non2xx} of ${fmt(l.sent)}`,
     f.underLoad.p99 <= 1000,

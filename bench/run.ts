@@ -74,9 +74,10 @@ const USAGE = `usage: npm run bench -- [options]
   --server-threads N      serving threads of the service and the ceiling (default one per core)
   --wrk-threads N         wrk threads (default 1)
   --swap-rate R           single lookups a second during the swap and the delta
-                          section's load (default half the plain single-lookup
-                          peak of this run; else 10000 for the swap, and half the
-                          delta section's own empty-delta peak for it)
+                          and fleet sections' load (default half the plain
+                          single-lookup peak of this run; else 10000 for the
+                          swap, half the delta section's own empty-delta peak
+                          for it, and half the follower's peak for the fleet)
   --build-idle-seconds S  the swap section's server runs with serve --build-idle-seconds S
   --build-threads N       the swap section's server runs with serve --build-threads N
                           (default: serve's, every core but one)
@@ -293,7 +294,16 @@ async function main(): Promise<void> {
   }
   if (view !== null && only.has('fleet')) {
     log(`fleet: the fleet mode on ${redactStoreUrl(args.store)}, ${ingests} ingests a series`);
-    suite.fleet = await runFleet({ ...load, dataDir: dataDirPath, workDir: join(root, 'fleet-run'), view, storeUrl: args.store, hitRatio, ingests });
+    suite.fleet = await runFleet({
+      ...load,
+      dataDir: dataDirPath,
+      workDir: join(root, 'fleet-run'),
+      view,
+      storeUrl: args.store,
+      hitRatio,
+      ingests,
+      ...(swapRate === undefined ? {} : { rate: swapRate }),
+    });
   }
 
   const size = vpas >= 1e6 ? `${vpas / 1e6}m` : `${vpas / 1e3}k`;

@@ -76,6 +76,8 @@ export interface FleetOptions extends LoadOptions {
   readonly hitRatio: number;
   /** Small ingests in each freshness series. */
   readonly ingests: number;
+  /** Single lookups a second during the series under load (--swap-rate); by default half the follower's peak. */
+  readonly rate?: number;
 }
 
 export interface FleetIngest {
@@ -163,8 +165,9 @@ export interface FleetResult {
   readonly throughput: FleetThroughput;
   readonly smallFile: typeof SMALL_FILE;
   readonly idle: Freshness;
-  /** Single lookups a second on the first follower during the series under load: half its peak from the throughput rounds. */
+  /** Single lookups a second on the first follower during the series under load, and where that figure came from. */
   readonly rate: number;
+  readonly rateFrom: string;
   readonly underLoad: Freshness;
   readonly underLoadLoad: OpenLoopResult;
   /** Freshness polls answered other than 200, over both series. */
@@ -262,7 +265,8 @@ export async function runFleet(o: FleetOptions): Promise<FleetResult> {
       log(`fleet: ${o.ingests} small ingests, idle, until both followers serve each`);
       const idle = await series('idle');
 
-      const rate = Math.round(throughput.followerPeak / 2);
+      const rate = o.rate ?? Math.round(throughput.followerPeak / 2);
+      const rateFrom = o.rate === undefined ? 'half its peak' : '--swap-rate';
       log(`fleet: ${o.ingests} small ingests under ${rate} single lookups a second on the first follower`);
       const running = startOpenLoop(targetFor('single', workload, portOf(followers[0]!), false, token), {
         rate,
@@ -290,6 +294,7 @@ export async function runFleet(o: FleetOptions): Promise<FleetResult> {
         smallFile: SMALL_FILE,
         idle,
         rate,
+        rateFrom,
         underLoad,
         underLoadLoad,
         pollFailures,
