@@ -661,7 +661,7 @@ async function measureMainServer(
     connections?.close();
     checkerConnections?.close();
     await server.stop();
-    // Its log, kept beside the run: each merge and build with where its time went (readMs, queuedMs, ms).
-    await writeFile(join(o.workDir, 'main-server.log'), server.stderr());
+    // Its log, kept beside the data set (the work directory goes at the end): each merge and build with where its time went.
+    await writeFile(join(o.workDir, '..', 'delta-main-server.log'), server.stderr());
   }
 }
