@@ -75,6 +75,8 @@ async function appendEvidence(client: pg.ClientBase, location: StoreLocation, so
         numbering.added += added;
         if (last !== null) numbering.last = last;
       });
+      // Awaited before the next batch or after the last; failing meanwhile, it is not an unhandled rejection.
+      storing.catch(() => {});
     }
     await storing;
     const { validLines, invalidLines, errors } = check;
@@ -168,7 +170,7 @@ async function storeBatch(client: pg.ClientBase, batch: Batch): Promise<{ added:
     return { added: batch.rows, last: batch.last };
   } catch (error) {
     if ((error as { code?: unknown }).code !== UNIQUE_VIOLATION) throw error;
-    await client.query('ROLLBACK TO SAVEPOINT batch');
+    await client.query('ROLLBACK TO SAVEPOINT batch; RELEASE SAVEPOINT batch');
   }
   await client.query('TRUNCATE incoming');
   await copyInto(client, 'incoming', batch);
