@@ -1,5 +1,4 @@
-import { readdir, rm } from 'node:fs/promises';
-import { join } from 'node:path';
+import { rm } from 'node:fs/promises';
 import type pg from 'pg';
 import type { DataDir } from '../common/data-dir.js';
 import { ErrorCode, SnapshotError, UpiRiskError } from '../common/errors.js';
@@ -7,7 +6,7 @@ import { silentLogger, type Logger } from '../common/logger.js';
 import { SnapshotBuilder } from '../builder/snapshot-builder.js';
 import { emptyDelta } from '../builder/delta-merge.js';
 import type { DeltaData } from '../engine/delta-data.js';
-import { SNAPSHOT_EXTENSION } from '../engine/snapshot-files.js';
+import { listSnapshots, snapshotPath } from '../engine/snapshot-files.js';
 import { loadSnapshotOffThread } from '../engine/snapshot-loader.js';
 import { SnapshotView } from '../engine/snapshot-view.js';
 import { ServingView } from '../engine/serving-view.js';
@@ -219,7 +218,7 @@ export class FollowerService implements ServedData {
         const replayed = await replay(this.#pool, this.#merger, this.#options, this.#current, this.#position, this.#delta, this.#chunks);
         this.#caughtUpAt = Date.now();
         if (replayed.position === this.#position) return;
-        this.#serve(this.#current, replayed);
+        this.#serve(replayed);
         const started = replayed.startedAt;
         this.#logger.info({ position: replayed.position, deltaVpas: replayed.delta.meta.vpaCount, ms: Math.round(performance.now() - started) }, 'evidence merged into the delta');
         for (const listener of this.#deltaListeners) listener(replayed.delta);
@@ -259,7 +258,7 @@ export class FollowerService implements ServedData {
         replayed = await replay(this.#pool, this.#merger, this.#options, view, replayed.position, replayed.delta, replayed.chunks);
         const previous = this.#current;
         this.#publication = newest;
-        this.#serve(view, replayed);
+        this.#serve(replayed);
         this.#caughtUpAt = Date.now();
         this.#logger.info({ ...publicationFields(newest), previous: previous.meta.id, position: replayed.position, deltaVpas: replayed.delta.meta.vpaCount }, 'snapshot swapped');
         for (const listener of this.#listeners) listener({ previous, next: view, delta: replayed.delta, reason: 'new-snapshot' });
@@ -274,12 +273,13 @@ export class FollowerService implements ServedData {
     });
   }
 
-  #serve(view: SnapshotView, replayed: Replayed): void {
-    this.#current = view;
+  /** Serve what a replay made: its snapshot and delta, up to its position. */
+  #serve(replayed: Replayed): void {
+    this.#current = replayed.view;
     this.#delta = replayed.delta;
     this.#position = replayed.position;
     this.#chunks = replayed.chunks;
-    this.#view = new ServingView(view, replayed.delta);
+    this.#view = new ServingView(replayed.view, replayed.delta);
     for (const waiter of this.#positionWaiters) {
       if (waiter.position > this.#position) continue;
       this.#positionWaiters.delete(waiter);
@@ -306,11 +306,14 @@ export class FollowerService implements ServedData {
     }
   }
 
+  /**
+   * Run `change` after the changes queued before it. The queue goes on
+   * whatever becomes of it; the caller hears of its failure (#stored logs
+   * it), so a swap that failed is not taken for one that happened.
+   */
   #queueChange(change: () => Promise<void>): Promise<void> {
-    const run = this.#changes.then(change).catch((error: unknown) => {
-      this.#logger.error({ err: String(error) }, 'changing what is served failed; serving what was served before');
-    });
-    this.#changes = run;
+    const run = this.#changes.then(change);
+    this.#changes = run.catch(() => {});
     return run;
   }
 
@@ -390,9 +393,8 @@ async function loadPublication(pool: pg.Pool, options: FollowerOptions, publicat
 
 /** Remove downloaded snapshots other than the one served. */
 async function removeOtherSnapshots(dir: DataDir, keep: string): Promise<void> {
-  const names = await readdir(dir.snapshots).catch(() => [] as string[]);
-  const kept = `snapshot-${keep}${SNAPSHOT_EXTENSION}`;
-  await Promise.all(names.filter((name) => name.endsWith(SNAPSHOT_EXTENSION) && name !== kept).map((name) => rm(join(dir.snapshots, name), { force: true })));
+  const kept = snapshotPath(dir, keep);
+  await Promise.all((await listSnapshots(dir)).filter((path) => path !== kept).map((path) => rm(path, { force: true })));
 }
 
 function publicationFields(publication: Publication): Record<string, unknown> {
