@@ -247,9 +247,14 @@ export class BuilderRole {
     const seq = published?.seq ?? null;
     if (this.#stateOf === seq) return;
     const path = this.#options.dataDir.clusterIds;
-    const bytes = published === null ? null : await publishedClusterIds(this.#pool, this.#options.location, published);
-    if (bytes === null) await rm(path, { force: true });
-    else await writeFileAtomic(path, bytes);
+    if (published === null) {
+      await rm(path, { force: true });
+    } else {
+      const bytes = await publishedClusterIds(this.#pool, this.#options.location, published);
+      // Removed since it was the newest (newer ones were published): starting from no state would renumber every cluster.
+      if (bytes === null) throw new StoreError(ErrorCode.STORE, `publication ${published.id} was removed before its cluster id state was read; looking again`);
+      await writeFileAtomic(path, bytes);
+    }
     this.#stateOf = seq;
   }
 
