@@ -128,8 +128,8 @@ async function* csvBatches(check: LineCheck, numbering: { next: number }, input:
     if (check.invalidLines > 0) continue;
     for (const { record } of checked) {
       const row = csvRow(numbering.next++, record);
-      // A row is at most a few times MAX_LINE_LENGTH bytes, far below a piece.
-      if (used + Buffer.byteLength(row) > PIECE_BYTES) seal();
+      // At most 3 bytes of UTF-8 a character: room checked without encoding the row twice (a row is far below a piece).
+      if (used + 3 * row.length > PIECE_BYTES) seal();
       used += piece.write(row, used);
       if (++rows === BATCH_LINES) {
         seal();
