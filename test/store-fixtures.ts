@@ -1,6 +1,10 @@
+import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
-import type { StoreLocation } from '../src/store/postgres.js';
+import { connectStore, type StoreLocation } from '../src/store/postgres.js';
+import { appendEvidenceBytes } from '../src/store/evidence-log.js';
+import type { PublishPolicy } from '../src/fleet/builder-role.js';
+import { ndjson, type EvidenceInput } from './helpers.js';
 
 /** The PostgreSQL the tests use (trust authentication, database `test`); each test works in a schema of its own. */
 export const TEST_STORE_URL = process.env.UPI_RISK_TEST_STORE ?? 'postgres://postgres@127.0.0.1:5432/test';
@@ -28,3 +32,18 @@ export async function testClient(location: StoreLocation): Promise<pg.Client> {
   await client.query(`SET search_path TO "${location.schema}"`);
   return client;
 }
+
+/** Append items to the log as one ingest (failing the test if refused); resolves with the log's head after it. */
+export async function appendToLog(location: StoreLocation, items: readonly EvidenceInput[]): Promise<number> {
+  const client = await connectStore(location);
+  try {
+    const result = await appendEvidenceBytes(client, location, Buffer.from(ndjson(items)), 'test');
+    assert.ok(result.accepted, JSON.stringify(result.errors));
+    return result.position;
+  } finally {
+    await client.end();
+  }
+}
+
+/** A builder policy that publishes only when nothing is published yet, or when asked (requestBuild). */
+export const PUBLISH_WHEN_ASKED: PublishPolicy = { items: 1_000_000, afterMs: 60 * 60_000 };

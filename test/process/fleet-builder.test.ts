@@ -2,24 +2,14 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { writeFile, mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { withTestSchema, testClient } from '../store-fixtures.js';
-import { evidence, ndjson, tempDataDir, until, type EvidenceInput } from '../helpers.js';
+import { PUBLISH_WHEN_ASKED, appendToLog, withTestSchema, testClient } from '../store-fixtures.js';
+import { evidence, ndjson, tempDataDir, until } from '../helpers.js';
 import { migrate } from '../../src/store/migrations.js';
 import { connectStore, type StoreLocation } from '../../src/store/postgres.js';
-import { appendEvidenceBytes } from '../../src/store/evidence-log.js';
 import { BuilderRole } from '../../src/fleet/builder-role.js';
 import { downloadSnapshot, KEPT_PUBLICATIONS, type Publication } from '../../src/store/snapshot-publications.js';
 import { readSnapshotFile } from '../../src/engine/snapshot-files.js';
 import { SnapshotView } from '../../src/engine/snapshot-view.js';
-
-async function append(location: StoreLocation, items: readonly EvidenceInput[]): Promise<void> {
-  const client = await connectStore(location);
-  try {
-    assert.ok((await appendEvidenceBytes(client, location, Buffer.from(ndjson(items)), 'test')).accepted);
-  } finally {
-    await client.end();
-  }
-}
 
 /** A publication's snapshot, downloaded (its checksum checked) and read. */
 async function published(location: StoreLocation, publication: Publication): Promise<SnapshotView> {
@@ -33,20 +23,18 @@ async function published(location: StoreLocation, publication: Publication): Pro
   }
 }
 
-const QUIET = { items: 1_000_000, afterMs: 60 * 60_000 };
-
 test('one builder is active; when it stops a standby takes over, and cluster ids carry on from the publication', { timeout: 120_000 }, async () => {
   await withTestSchema(async (location) => {
     await migrate(location);
     // Two gangs: each pair shares a url, so each forms a cluster.
-    await append(location, [
+    await appendToLog(location, [
       evidence('a1@ybl', 'https://gang-a.example'),
       evidence('a2@ybl', 'https://gang-a.example'),
       evidence('b1@ybl', 'https://gang-b.example'),
       evidence('b2@ybl', 'https://gang-b.example'),
     ]);
     const dirs = [await tempDataDir(), await tempDataDir()];
-    const roles = await Promise.all(dirs.map((t) => BuilderRole.start({ location, dataDir: t.dir, pollMs: 100, policy: QUIET })));
+    const roles = await Promise.all(dirs.map((t) => BuilderRole.start({ location, dataDir: t.dir, pollMs: 100, policy: PUBLISH_WHEN_ASKED })));
     try {
       await until('a first publication', 30_000, () => roles.some((r) => r.published !== null));
       assert.equal(roles.filter((r) => r.active).length, 1, 'exactly one builder is active');
@@ -60,7 +48,7 @@ test('one builder is active; when it stops a standby takes over, and cluster ids
       const tookOver = await until('the standby active', 10_000, () => standby.active);
       assert.ok(tookOver < 10_000);
       // New evidence that changes the clusters' order of creation: ids must not move.
-      await append(location, [evidence('c1@ybl', 'https://gang-c.example'), evidence('c2@ybl', 'https://gang-c.example'), evidence('a3@ybl', 'https://gang-a.example')]);
+      await appendToLog(location, [evidence('c1@ybl', 'https://gang-c.example'), evidence('c2@ybl', 'https://gang-c.example'), evidence('a3@ybl', 'https://gang-a.example')]);
       standby.requestBuild();
       await until('the standby publishes', 30_000, () => standby.published !== null);
       const second = await published(location, standby.published!);
@@ -79,11 +67,11 @@ test('the store keeps the three newest publications, each whole', { timeout: 120
   await withTestSchema(async (location) => {
     await migrate(location);
     const t = await tempDataDir();
-    const role = await BuilderRole.start({ location, dataDir: t.dir, pollMs: 50, policy: QUIET });
+    const role = await BuilderRole.start({ location, dataDir: t.dir, pollMs: 50, policy: PUBLISH_WHEN_ASKED });
     const client = await testClient(location);
     try {
       for (let i = 0; i < KEPT_PUBLICATIONS + 2; i++) {
-        await append(location, [evidence(`round${i}@ybl`, `https://round${i}.example`)]);
+        await appendToLog(location, [evidence(`round${i}@ybl`, `https://round${i}.example`)]);
         const before = role.published?.seq ?? 0;
         role.requestBuild();
         await until(`publication ${i + 1}`, 30_000, () => (role.published?.seq ?? 0) > before);
@@ -108,14 +96,14 @@ test('the store keeps the three newest publications, each whole', { timeout: 120
 test('a builder whose mirror does not match the store mirrors the log again', { timeout: 120_000 }, async () => {
   await withTestSchema(async (location) => {
     await migrate(location);
-    await append(location, [evidence('real@ybl', 'https://real.example')]);
+    await appendToLog(location, [evidence('real@ybl', 'https://real.example')]);
     const t = await tempDataDir();
     // Left by a builder of another store: a mirror at a position this log holds with another item.
     await mkdir(t.dir.state, { recursive: true });
     await writeFile(join(t.dir.state, 'log-mirror.json'), JSON.stringify({ schema: location.schema, position: 1, evidenceId: 'not-this-one' }));
     await mkdir(t.dir.evidence, { recursive: true });
     await writeFile(join(t.dir.evidence, '1700000000000-00000000.ndjson'), ndjson([evidence('stale@ybl', 'https://stale.example')]));
-    const role = await BuilderRole.start({ location, dataDir: t.dir, pollMs: 50, policy: QUIET });
+    const role = await BuilderRole.start({ location, dataDir: t.dir, pollMs: 50, policy: PUBLISH_WHEN_ASKED });
     try {
       await until('a publication', 30_000, () => role.published !== null);
       const view = await published(location, role.published!);

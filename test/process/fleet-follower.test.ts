@@ -1,26 +1,12 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { withTestSchema, testClient } from '../store-fixtures.js';
-import { buildInProcess, evidence, ndjson, tempDataDir, until, type EvidenceInput } from '../helpers.js';
+import { PUBLISH_WHEN_ASKED, appendToLog, withTestSchema, testClient } from '../store-fixtures.js';
+import { buildInProcess, evidence, tempDataDir, until } from '../helpers.js';
 import { migrate } from '../../src/store/migrations.js';
-import { connectStore, type StoreLocation } from '../../src/store/postgres.js';
-import { appendEvidenceBytes } from '../../src/store/evidence-log.js';
 import { BuilderRole } from '../../src/fleet/builder-role.js';
 import { FollowerService } from '../../src/fleet/follower-service.js';
 import type { Logger } from '../../src/common/logger.js';
 import { newestPublication } from '../../src/store/snapshot-publications.js';
-
-/** Append items to the log as one ingest; returns the log's head after it. */
-async function append(location: StoreLocation, items: readonly EvidenceInput[]): Promise<number> {
-  const client = await connectStore(location);
-  try {
-    const result = await appendEvidenceBytes(client, location, Buffer.from(ndjson(items)), 'test');
-    assert.ok(result.accepted, JSON.stringify(result.errors));
-    return result.position;
-  } finally {
-    await client.end();
-  }
-}
 
 /** A logger that keeps what it is told, for asserting on it. */
 function recordingLogger(): Logger & { readonly lines: { level: string; fields: Record<string, unknown>; msg: string }[] } {
@@ -29,15 +15,13 @@ function recordingLogger(): Logger & { readonly lines: { level: string; fields: 
   return { lines, debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') } as unknown as Logger & { lines: typeof lines };
 }
 
-const QUIET = { items: 1_000_000, afterMs: 60 * 60_000 };
-
 test('a follower serves the newest publication with the log after it as its delta, and follows both', { timeout: 120_000 }, async () => {
   await withTestSchema(async (location) => {
     await migrate(location);
     const t = await tempDataDir();
     const first = [evidence('gang.one@ybl', 'https://shared.example/1'), evidence('gang.two@ybl', 'https://shared.example/1'), evidence('solo@okaxis', 'https://solo.example')];
-    await append(location, first);
-    const builder = await BuilderRole.start({ location, dataDir: t.dir, pollMs: 100, policy: QUIET });
+    await appendToLog(location, first);
+    const builder = await BuilderRole.start({ location, dataDir: t.dir, pollMs: 100, policy: PUBLISH_WHEN_ASKED });
     const follower: { service?: FollowerService } = {};
     try {
       await until('first publication', 30_000, () => builder.published !== null);
@@ -45,7 +29,7 @@ test('a follower serves the newest publication with the log after it as its delt
       assert.equal(published.position, 3);
 
       const later = [evidence('late.mule@ybl', 'https://late.example', { source_category: 'scam' }), evidence('solo@okaxis', 'https://more.example', { source_category: 'phishing' })];
-      const head = await append(location, later);
+      const head = await appendToLog(location, later);
       const service = await FollowerService.start({ location, dataDir: (await tempDataDir()).dir, pollMs: 200 });
       follower.service = service;
       // Ready means: the newest snapshot, and the log after it.
@@ -64,7 +48,7 @@ test('a follower serves the newest publication with the log after it as its delt
 
       // New evidence: served within a second of its commit.
       const fresh = evidence('fresher@paytm', 'https://fresh.example');
-      await append(location, [fresh]);
+      await appendToLog(location, [fresh]);
       const ms = await until('new evidence served', 5_000, () => service.view.verdict('fresher@paytm').status === 'FLAGGED');
       assert.ok(ms < 1_000, `served after ${ms} ms`);
 
@@ -88,8 +72,8 @@ test('a follower refuses a publication that fails its checksum and a log row tha
   await withTestSchema(async (location) => {
     await migrate(location);
     const t = await tempDataDir();
-    await append(location, [evidence('kept@ybl', 'https://kept.example')]);
-    const builder = await BuilderRole.start({ location, dataDir: t.dir, pollMs: 100, policy: QUIET });
+    await appendToLog(location, [evidence('kept@ybl', 'https://kept.example')]);
+    const builder = await BuilderRole.start({ location, dataDir: t.dir, pollMs: 100, policy: PUBLISH_WHEN_ASKED });
     await until('first publication', 30_000, () => builder.published !== null);
     await builder.close();
     const logger = recordingLogger();
