@@ -104,7 +104,7 @@ export function BatchScreen() {
             The column named upi or vpa, else the first column; a header row is skipped.
           </span>
         </div>
-        <div class="actions">
+        <div class="button-row">
           <button type="submit" disabled={run.kind === 'running'}>
             Screen all
           </button>

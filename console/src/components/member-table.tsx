@@ -61,10 +61,10 @@ export function MemberTable({ members, caption }: { readonly members: readonly G
               <td class="num">{formatConfidence(member.confidence)}</td>
               <td>{member.risk_category}</td>
               <td>
-                <Time iso={member.first_seen} />
+                <Time iso={member.first_seen} day />
               </td>
               <td>
-                <Time iso={member.last_seen} />
+                <Time iso={member.last_seen} day />
               </td>
               <td class="num">{formatNumber(member.evidence_count)}</td>
             </tr>

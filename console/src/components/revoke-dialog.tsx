@@ -26,7 +26,7 @@ export function RevokeDialog({ target, ownKey, onConfirm, onCancel }: RevokeDial
         The key stops working at once, for every request and every console session signed in with it. This cannot be undone.
         {ownKey ? ' It is the key of this session: you will be signed out.' : ''}
       </p>
-      <div class="actions">
+      <div class="button-row">
         <button type="button" onClick={onCancel}>
           Cancel
         </button>

@@ -1,7 +1,12 @@
 import { formatInstant } from '../format.js';
 
-/** An instant, machine-readable in `datetime`; a dash when absent. */
-export function Time({ iso }: { readonly iso: string | null | undefined }) {
+/** An instant (or its UTC day, where space is short), machine-readable in `datetime`; a dash when absent. */
+export function Time({ iso, day = false }: { readonly iso: string | null | undefined; readonly day?: boolean }) {
   if (iso === null || iso === undefined) return <span>—</span>;
-  return <time dateTime={iso}>{formatInstant(iso)}</time>;
+  const text = formatInstant(iso);
+  return (
+    <time dateTime={iso} title={day ? text : undefined}>
+      {day ? text.slice(0, 10) : text}
+    </time>
+  );
 }

@@ -37,11 +37,26 @@ const LAYOUT = {
   componentSpacing: 60,
 } as const;
 
+/**
+ * Cytoscape adds a <style> element to the page unless one with this id is
+ * there; the CSP refuses inline styles, so a marker with the id stands in and
+ * styles.css gives the container the `position: relative` it would set.
+ */
+const CYTOSCAPE_STYLESHEET_ID = '__________cytoscape_stylesheet';
+
+function markCytoscapeStylesheet(): void {
+  if (document.getElementById(CYTOSCAPE_STYLESHEET_ID) !== null) return;
+  const marker = document.createElement('meta');
+  marker.id = CYTOSCAPE_STYLESHEET_ID;
+  document.head.append(marker);
+}
+
 export async function drawCluster(container: HTMLElement, graph: ClusterGraph, onMember: (upi: string) => void): Promise<DrawnCluster> {
   const loadStart = performance.now();
   const { default: cytoscape } = await import('cytoscape');
   const loadMs = performance.now() - loadStart;
 
+  markCytoscapeStylesheet();
   const start = performance.now();
   const elements = graphElements(graph);
   const cy: Core = cytoscape({

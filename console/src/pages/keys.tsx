@@ -262,7 +262,7 @@ const ACTIONS: Readonly<Record<string, string>> = {
 function AuditTable({ records, names }: { readonly records: readonly AuditRecord[]; readonly names: ReadonlyMap<string, string> }) {
   if (records.length === 0) return <p>No changes recorded yet.</p>;
   return (
-    <Table caption={`The last ${records.length} changes, newest first`} columns={['At', 'By', 'Action', 'Key', 'Details']}>
+    <Table caption="Changes, newest first" columns={['At', 'By', 'Action', 'Key', 'Details']}>
       {records.map((record) => (
         <tr key={record.id}>
           <td>

@@ -24,11 +24,11 @@ interface Entry {
   readonly text: string;
 }
 
-/** A pasted list: one VPA per line, or several separated by commas, semicolons or blanks. */
+/** A pasted list: one VPA per line, or several separated by commas, semicolons or tabs. */
 export function parsePastedList(text: string): VpaList {
   const entries: Entry[] = [];
   text.split(/\r\n|\r|\n/).forEach((row, index) => {
-    for (const part of row.split(/[,;\s]+/)) {
+    for (const part of row.split(/[,;\t]/)) {
       const entry = part.trim();
       if (entry !== '') entries.push({ line: index + 1, text: entry });
     }
