@@ -1,8 +1,9 @@
 /**
  * `npm start`: a working service on demo data in one command. On first run
  * it generates demo evidence and ingests it, creates a development API key
- * (kept in var/dev-api-key, git-ignored, mode 0600, so later starts reuse
- * it), prints a ready-to-paste curl line and serves. Later runs serve the
+ * with every scope (kept in var/dev-api-key, git-ignored, mode 0600, so
+ * later starts reuse it), prints ready-to-paste curl lines and the key to
+ * sign in to the console with, and serves. Later runs serve the
  * same data directory.
  */
 import { readFile, writeFile, mkdir, rm } from 'node:fs/promises';
@@ -12,6 +13,7 @@ import { writeDemoData } from '../src/demo/generator.js';
 import { ingestFile, listEvidenceFiles } from '../src/evidence/store.js';
 import { FileKeyBackend, keyFilePath } from '../src/access/key-file.js';
 import { KeyAdmin } from '../src/access/key-admin.js';
+import { FileAuditLog, auditLogPath } from '../src/access/audit-log.js';
 import { KeyRegistry } from '../src/access/key-registry.js';
 import { serveCommand } from '../src/cli/commands/serve.js';
 import { ensureSelfSignedCertificate } from '../src/http/tls.js';
@@ -39,7 +41,8 @@ const flagged = await firstStoredVpa();
 process.stdout.write(
   [
     '',
-    `development API key: ${key}`,
+    `development API key (scopes screen, ingest, admin): ${key}`,
+    `console: https://127.0.0.1:${PORT}/console/ (sign in with the key above; the certificate is self-signed)`,
     'try (once the server says it is listening):',
     `  curl -s --cacert ${CERT} -H "Authorization: Bearer ${key}" "https://127.0.0.1:${PORT}/v1/verify/upi?upi=${encodeURIComponent(flagged)}"`,
     `  curl -s --cacert ${CERT} -H "Authorization: Bearer ${key}" -H "Content-Type: application/json" -d '{"upis":["${flagged}","someone@ybl"]}' https://127.0.0.1:${PORT}/v1/verify/upi/batch`,
@@ -54,8 +57,13 @@ async function developmentKey(): Promise<string> {
   const registry = new KeyRegistry(backend);
   await registry.load();
   const existing = await readFile(keyFile, 'utf8').then((text) => text.trim(), () => '');
-  if (existing !== '' && registry.verify(existing) !== null) return existing;
-  const { key } = await new KeyAdmin(backend).create({ name: 'development (npm start)', plan: 'default' });
+  // A key from before the console (no admin scope) is replaced by one that can sign in.
+  if (existing !== '' && registry.verify(existing)?.scopes.includes('admin') === true) return existing;
+  const { key } = await new KeyAdmin(backend, new FileAuditLog(auditLogPath(dir))).create({
+    name: 'development (npm start)',
+    plan: 'default',
+    scopes: ['screen', 'ingest', 'admin'],
+  });
   await writeFile(keyFile, `${key}\n`, { mode: 0o600 });
   return key;
 }

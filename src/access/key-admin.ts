@@ -1,5 +1,6 @@
 import { ConfigError } from '../common/errors.js';
 import { generateApiKey, generateKeyId, hashApiKey } from './api-key.js';
+import { CLI_ACTOR, type AuditActor, type AuditLog } from './audit-log.js';
 import { DEFAULT_SCOPES, type KeyBackend, type KeyLimits, type KeyRecord, type KeyScope, type PublicKeyRecord } from './key-record.js';
 
 export interface CreateKeyOptions {
@@ -11,67 +12,106 @@ export interface CreateKeyOptions {
   readonly now?: Date;
 }
 
-/** Administrative operations on the keys, used by the CLI. */
+/** Who asks for a change, and when: the audit record's actor and time. */
+export interface ChangeContext {
+  readonly actor?: AuditActor;
+  readonly now?: Date;
+}
+
+/** A key name: what `keys create --name` and the console accept. */
+export const MAX_KEY_NAME_LENGTH = 200;
+/** A plan name: letters, digits, ".", "_" or "-". */
+export const PLAN_NAME_PATTERN = /^[A-Za-z0-9_.-]{1,64}$/;
+
+/**
+ * Administrative operations on the keys, used by the CLI and the admin API.
+ * Every change is written to the audit log, when there is one, once it is
+ * stored.
+ */
 export class KeyAdmin {
   readonly #backend: KeyBackend;
+  readonly #audit: AuditLog | null;
 
-  constructor(backend: KeyBackend) {
+  constructor(backend: KeyBackend, audit: AuditLog | null = null) {
     this.#backend = backend;
+    this.#audit = audit;
   }
 
   async list(): Promise<PublicKeyRecord[]> {
-    return (await this.#backend.read()).map(({ hash: _hash, ...rest }) => rest);
+    return (await this.#backend.read()).map(visible);
   }
 
   /** Create a key; returns the key itself, which is not stored anywhere. */
-  async create(options: CreateKeyOptions = {}): Promise<{ key: string; record: PublicKeyRecord }> {
+  async create(options: CreateKeyOptions & ChangeContext = {}): Promise<{ key: string; record: PublicKeyRecord }> {
     const key = generateApiKey();
+    const now = options.now ?? new Date();
     const record: KeyRecord = {
       id: generateKeyId(),
       name: options.name ?? '',
       plan: options.plan ?? 'default',
       scopes: options.scopes ?? DEFAULT_SCOPES,
       limits: options.limits ?? null,
-      created_at: (options.now ?? new Date()).toISOString(),
+      created_at: now.toISOString(),
       rotated_at: null,
       revoked_at: null,
       hash: hashApiKey(key),
     };
     await this.#backend.update((keys) => ({ keys: [...keys, record], result: undefined }));
-    const { hash: _hash, ...visible } = record;
-    return { key, record: visible };
+    await this.#record(options, 'key.created', record.id, { name: record.name, plan: record.plan, scopes: record.scopes }, now);
+    return { key, record: visible(record) };
   }
 
   /** Replace a key's secret; the old key stops working at once. */
-  async rotate(id: string, now = new Date()): Promise<{ key: string; record: PublicKeyRecord }> {
+  async rotate(id: string, context: ChangeContext = {}): Promise<{ key: string; record: PublicKeyRecord }> {
     const key = generateApiKey();
-    const updated = await this.#backend.update((keys) => {
-      const index = this.#find(keys, id);
-      const current = keys[index]!;
+    const now = context.now ?? new Date();
+    const updated = await this.#change(id, (current) => {
       if (current.revoked_at !== null) throw new ConfigError(`key ${id} is revoked and cannot be rotated`);
-      const next: KeyRecord = { ...current, hash: hashApiKey(key), rotated_at: now.toISOString() };
+      return { ...current, hash: hashApiKey(key), rotated_at: now.toISOString() };
+    });
+    await this.#record(context, 'key.rotated', id, {}, now);
+    return { key, record: visible(updated) };
+  }
+
+  async revoke(id: string, context: ChangeContext = {}): Promise<PublicKeyRecord> {
+    const now = context.now ?? new Date();
+    let changed = false;
+    const updated = await this.#change(id, (current) => {
+      changed = current.revoked_at === null;
+      return changed ? { ...current, revoked_at: now.toISOString() } : current;
+    });
+    if (changed) await this.#record(context, 'key.revoked', id, {}, now);
+    return visible(updated);
+  }
+
+  /** Put a key on another plan; its quotas follow at once. */
+  async changePlan(id: string, plan: string, context: ChangeContext = {}): Promise<PublicKeyRecord> {
+    if (!PLAN_NAME_PATTERN.test(plan)) throw new ConfigError('a plan name is 1 to 64 letters, digits, ".", "_" or "-"');
+    let from = plan;
+    const updated = await this.#change(id, (current) => {
+      if (current.revoked_at !== null) throw new ConfigError(`key ${id} is revoked; its plan cannot change`);
+      from = current.plan;
+      return { ...current, plan };
+    });
+    if (from !== plan) await this.#record(context, 'key.plan_changed', id, { plan: { from, to: plan } }, context.now ?? new Date());
+    return visible(updated);
+  }
+
+  async #change(id: string, change: (current: KeyRecord) => KeyRecord): Promise<KeyRecord> {
+    return this.#backend.update((keys) => {
+      const index = keys.findIndex((k) => k.id === id);
+      if (index < 0) throw new ConfigError(`no key with id ${JSON.stringify(id)}`);
+      const next = change(keys[index]!);
       keys[index] = next;
       return { keys, result: next };
     });
-    const { hash: _hash, ...visible } = updated;
-    return { key, record: visible };
   }
 
-  async revoke(id: string, now = new Date()): Promise<PublicKeyRecord> {
-    const updated = await this.#backend.update((keys) => {
-      const index = this.#find(keys, id);
-      const current = keys[index]!;
-      const next: KeyRecord = current.revoked_at === null ? { ...current, revoked_at: now.toISOString() } : current;
-      keys[index] = next;
-      return { keys, result: next };
-    });
-    const { hash: _hash, ...visible } = updated;
-    return visible;
+  async #record(context: ChangeContext, action: 'key.created' | 'key.rotated' | 'key.revoked' | 'key.plan_changed', target: string, details: Record<string, unknown>, now: Date): Promise<void> {
+    await this.#audit?.append({ actor: context.actor ?? CLI_ACTOR, action, target, details }, now);
   }
+}
 
-  #find(keys: readonly KeyRecord[], id: string): number {
-    const index = keys.findIndex((k) => k.id === id);
-    if (index < 0) throw new ConfigError(`no key with id ${JSON.stringify(id)}`);
-    return index;
-  }
+function visible({ hash: _hash, ...rest }: KeyRecord): PublicKeyRecord {
+  return rest;
 }

@@ -34,6 +34,7 @@ export const internalError = () => new HttpError(500, 'internal_error', 'unexpec
 /** HTTP status lines, built once. */
 export const STATUS_LINES: Readonly<Record<number, string>> = {
   200: '200 OK',
+  201: '201 Created',
   400: '400 Bad Request',
   401: '401 Unauthorized',
   403: '403 Forbidden',
@@ -43,3 +44,10 @@ export const STATUS_LINES: Readonly<Record<number, string>> = {
   500: '500 Internal Server Error',
   503: '503 Service Unavailable',
 };
+
+/** The spec's error body: `{error, message}`, and `retry_after` with a 429. */
+export function errorJson(e: HttpError): string {
+  const body: Record<string, unknown> = { error: e.code, message: e.message };
+  if (e.retryAfter !== undefined) body.retry_after = e.retryAfter;
+  return JSON.stringify(body);
+}

@@ -17,6 +17,8 @@ import {
   VPA_PATTERN,
   VpaVerdictSchema,
 } from './schemas.js';
+import { ADMIN_SCHEMAS } from './admin-schemas.js';
+import { MAX_ADMIN_BODY_BYTES } from './admin-requests.js';
 
 /**
  * The OpenAPI 3.1 document served at /v1/openapi.json, generated from the
@@ -54,7 +56,15 @@ export function openApiDocument(version: string): Record<string, unknown> {
     servers: [{ url: '/' }],
     security: [{ bearer: [] }],
     components: {
-      securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } },
+      securitySchemes: {
+        bearer: { type: 'http', scheme: 'bearer' },
+        session: {
+          type: 'apiKey',
+          in: 'cookie',
+          name: '__Host-upi_risk_session',
+          description: 'A console session (POST /v1/admin/session); every change made with it carries the X-CSRF-Token header',
+        },
+      },
       schemas: plain({
         VpaVerdict: VpaVerdictSchema,
         Source: SourceSchema,
@@ -70,6 +80,7 @@ export function openApiDocument(version: string): Record<string, unknown> {
         AppAuditReport: AppAuditReportSchema,
         EvidenceReceipt: EvidenceReceiptSchema,
         EvidenceRefusal: EvidenceRefusalSchema,
+        ...ADMIN_SCHEMAS,
       }),
     },
     paths: {
@@ -108,8 +119,76 @@ export function openApiDocument(version: string): Record<string, unknown> {
           },
         },
       },
+      ...adminPaths(ref, json, ok, error, common),
       '/v1/cyber/check': { get: { ...planned('Entity dark-web exposure check'), parameters: [{ name: 'entity', in: 'query', required: true, schema: { type: 'string' } }] } },
       '/v1/audit/app': { post: { ...planned('Mobile app audit submission'), requestBody: { content: json(ref('AppAuditRequest')) } } },
+    },
+  };
+}
+
+/** The admin API (docs/console.md): an admin-scoped key or a console session. */
+function adminPaths(
+  ref: (id: string) => unknown,
+  json: (schema: unknown) => unknown,
+  ok: (description: string, schema: unknown) => Record<string, unknown>,
+  error: (description: string) => unknown,
+  common: Record<string, unknown>,
+): Record<string, unknown> {
+  const security = [{ bearer: [] }, { session: [] }];
+  const body = (id: string) => ({
+    required: true,
+    description: `JSON, at most ${MAX_ADMIN_BODY_BYTES} bytes; unknown fields are refused with 422`,
+    content: json(ref(id)),
+  });
+  const keyId = { name: 'id', in: 'path', required: true, schema: { type: 'string', pattern: '^key_[0-9a-f]{12}$' } };
+  const limit = (fallback: number, max: number) => ({ name: 'limit', in: 'query', required: false, schema: { type: 'integer', minimum: 1, maximum: max, default: fallback } });
+  const refusals = { ...common, '403': error('forbidden: the key lacks the admin scope, or a change made with a session lacks its X-CSRF-Token'), '503': error('service_unavailable: the key store or the records cannot be reached') };
+  const changes = { ...refusals, '404': error('not_found: no such key'), '422': error('validation_error: a field is missing, unknown or of the wrong value') };
+  return {
+    '/v1/admin/session': {
+      post: {
+        summary: 'Sign in to the console: exchange an admin-scoped key for a session cookie',
+        security: [],
+        requestBody: body('SignInRequest'),
+        responses: { ...ok('Signed in; Set-Cookie carries the session', ref('Session')), ...refusals, '422': error('validation_error: no api_key') },
+      },
+      get: { summary: 'The console session of the cookie', security: [{ session: [] }], responses: { ...ok('The session', ref('Session')), ...refusals } },
+      delete: { summary: 'Sign out', security: [{ session: [] }], responses: { ...ok('Signed out; the cookie is cleared', ref('SignedOut')), ...refusals } },
+    },
+    '/v1/admin/keys': {
+      get: { summary: 'Every API key, with its use over the last 24 hours', security, responses: { ...ok('Keys and plan names', ref('KeyList')), ...refusals } },
+      post: {
+        summary: 'Create a key',
+        security,
+        requestBody: body('KeyCreateRequest'),
+        responses: { '201': { description: 'Created; the key is in this answer only', content: json(ref('NewKey')) }, ...changes },
+      },
+    },
+    '/v1/admin/keys/{id}': {
+      patch: { summary: "Change a key's plan", security, parameters: [keyId], requestBody: body('KeyUpdateRequest'), responses: { ...ok('The key', ref('KeyAnswer')), ...changes } },
+    },
+    '/v1/admin/keys/{id}/rotate': {
+      post: { summary: 'New secret for a key; the old one stops working at once', security, parameters: [keyId], responses: { ...ok('The new key, shown only here', ref('NewKey')), ...changes } },
+    },
+    '/v1/admin/keys/{id}/revoke': {
+      post: { summary: 'Revoke a key; it stops working at once', security, parameters: [keyId], responses: { ...ok('The key', ref('KeyAnswer')), ...changes } },
+    },
+    '/v1/admin/audit': {
+      get: { summary: 'The record of key and session changes, newest first', security, parameters: [limit(100, 1000)], responses: { ...ok('Audit records', ref('AuditList')), ...refusals } },
+    },
+    '/v1/admin/stats': {
+      get: { summary: 'The intelligence served, recent builds, freshness, and an hour of samples', security, responses: { ...ok('Figures', ref('Stats')), ...refusals } },
+    },
+    '/v1/admin/clusters': {
+      get: { summary: 'The largest clusters of the snapshot served', security, parameters: [limit(50, 1000)], responses: { ...ok('Clusters, largest first', ref('ClusterList')), ...refusals } },
+    },
+    '/v1/admin/clusters/{cluster_id}/graph': {
+      get: {
+        summary: 'A cluster as a graph: members, the urls they were seen on, and the sightings between them',
+        security,
+        parameters: [{ name: 'cluster_id', in: 'path', required: true, schema: { type: 'string', pattern: '^MC-[0-9]+$' } }],
+        responses: { ...ok('The graph (at most 1,000 members drawn)', ref('ClusterGraph')), ...refusals, '404': error('not_found: no such cluster') },
+      },
     },
   };
 }

@@ -26,8 +26,8 @@ if (!FormatRegistry.Has('date')) {
   FormatRegistry.Set('date', (value) => /^\d{4}-\d{2}-\d{2}$/.test(value) && !Number.isNaN(parseIsoWithZone(`${value}T00:00:00Z`)));
 }
 
-const Timestamp = Type.String({ format: 'date-time', description: 'ISO 8601 timestamp, UTC' });
-const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
+export const Timestamp = Type.String({ format: 'date-time', description: 'ISO 8601 timestamp, UTC' });
+export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
 
 export const RiskCategorySchema = Type.Union(
   RISK_CATEGORIES.map((c) => Type.Literal(c)),
@@ -38,10 +38,10 @@ export const SourceCategorySchema = Type.Union(
   { $id: 'SourceCategory' },
 );
 export const Vpa = Type.String({ pattern: VPA_PATTERN, maxLength: MAX_VPA_LENGTH, description: 'handle@provider' });
-const ClusterIdText = Type.String({ pattern: '^MC-[0-9]+$' });
-const Confidence = Type.Number({ minimum: 0, maximum: 1 });
+export const ClusterIdText = Type.String({ pattern: '^MC-[0-9]+$' });
+export const Confidence = Type.Number({ minimum: 0, maximum: 1 });
 const Status = Type.Union([Type.Literal('FLAGGED'), Type.Literal('CLEARED')]);
-const Count = Type.Integer({ minimum: 0 });
+export const Count = Type.Integer({ minimum: 0 });
 
 export const SourceSchema = Type.Object(
   {

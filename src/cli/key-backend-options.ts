@@ -3,6 +3,8 @@ import { silentLogger, type Logger } from '../common/logger.js';
 import { createRedisClient, redact, redisReady } from '../common/redis.js';
 import { FileKeyBackend, keyFilePath } from '../access/key-file.js';
 import type { KeyBackend } from '../access/key-record.js';
+import { FileAuditLog, auditLogPath, type AuditLog } from '../access/audit-log.js';
+import { PostgresAuditLog } from '../store/postgres-audit-log.js';
 import { RedisKeyBackend } from '../access/redis-key-backend.js';
 import type { Redis } from 'ioredis';
 import { storePool, type StoreLocation } from '../store/postgres.js';
@@ -19,6 +21,8 @@ export const DEFAULT_REDIS_PREFIX = 'upi-risk';
 
 export interface StoreChoice {
   readonly backend: KeyBackend;
+  /** Where key changes are recorded: beside the keys in the store, else in the data directory. */
+  readonly audit: AuditLog;
   readonly redis: Redis | null;
   readonly prefix: string;
   close(): Promise<void>;
@@ -53,6 +57,7 @@ export async function chooseKeyBackend(
     }
     return {
       backend: new PostgresKeyBackend(pool, store),
+      audit: new PostgresAuditLog(pool, store),
       redis,
       prefix,
       close: async () => {
@@ -62,9 +67,9 @@ export async function chooseKeyBackend(
     };
   }
   if (redis === null) {
-    return { backend: new FileKeyBackend(keyFilePath(dir)), redis: null, prefix, close: async () => {} };
+    return { backend: new FileKeyBackend(keyFilePath(dir)), audit: new FileAuditLog(auditLogPath(dir)), redis: null, prefix, close: async () => {} };
   }
-  return { backend: new RedisKeyBackend(redis, prefix), redis, prefix, close: closeRedis };
+  return { backend: new RedisKeyBackend(redis, prefix), audit: new FileAuditLog(auditLogPath(dir)), redis, prefix, close: closeRedis };
 }
 
 async function connectRedis(url: string, logger: Logger, readyTimeoutMs: number): Promise<Redis> {

@@ -49,6 +49,8 @@ export const ErrorCode = {
   STORE_SCHEMA: 'ERR_STORE_SCHEMA',
   /** A row of the store breaks its contract (an evidence item, a snapshot publication): written by something other than this service. */
   STORE_DATA: 'ERR_STORE_DATA',
+  /** The console's records in the data directory (audit log, key usage) cannot be read, or are not what this service writes. */
+  ADMIN_STATE: 'ERR_ADMIN_STATE',
 } as const;
 
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
@@ -160,5 +162,13 @@ export class StoreError extends UpiRiskError {
   constructor(code: typeof ErrorCode.STORE | typeof ErrorCode.STORE_SCHEMA | typeof ErrorCode.STORE_DATA, message: string, options?: { cause?: unknown }) {
     super(code, message, options);
     this.name = 'StoreError';
+  }
+}
+
+/** The audit log or key usage file of a data directory is unreadable or invalid. */
+export class AdminStateError extends UpiRiskError {
+  constructor(message: string, options?: ErrorOptions) {
+    super(ErrorCode.ADMIN_STATE, message, options);
+    this.name = 'AdminStateError';
   }
 }

@@ -14,6 +14,13 @@ import { clusterAnswerJson } from '../api/cluster-answer-cache.js';
 import { openApiDocument } from '../api/openapi.js';
 import type { KeyRecord, KeyScope } from '../access/key-record.js';
 import { hashApiKey, sameHash } from '../access/api-key.js';
+import { sameCsrfToken, sessionTokenOf } from '../access/console-sessions.js';
+import type { UsageCounter } from '../access/key-usage.js';
+import type { AdminAnswer, AdminRequest } from '../api/admin-requests.js';
+import { MAX_DISCARDED_BODY_BYTES, isContentType, isHeaderText, readBody } from './request-body.js';
+import type { Answer, Exchange, RouteKit } from './route-kit.js';
+import { registerAdminRoutes } from './admin-routes.js';
+import { registerConsoleRoutes, type ConsoleAssets } from './console-assets.js';
 import type { Quota, QuotaDecision } from '../access/quota.js';
 import type { ServiceMetrics } from './metrics.js';
 import { AnswerHead, snapshotHeaderLines } from './answer-headers.js';
@@ -24,6 +31,7 @@ import { MALFORMED_QUERY, strictQueryValue } from './strict-query.js';
 import {
   HttpError,
   STATUS_LINES,
+  errorJson,
   badRequest,
   internalError,
   forbidden,
@@ -41,14 +49,6 @@ import {
  * at most one per byte of this: a megabyte or two per serving thread.
  */
 const SINGLE_BODY_CAPACITY = 16_384;
-
-/**
- * How much of a batch body past MAX_BODY_BYTES is read and dropped so that
- * the client can read its 400: a client that sends its whole body before
- * reading (fetch does) is otherwise cut off by a reset that discards the
- * answer unread. A body larger than this has its connection closed.
- */
-export const MAX_DISCARDED_BODY_BYTES = 8 * 1024 * 1024;
 
 /** What the edge needs; the engine never imports the edge. */
 export interface ApiDependencies {
@@ -70,31 +70,12 @@ export interface ApiDependencies {
   readonly ingest?: (body: Uint8Array) => Promise<IntakeResult>;
   /** Which serving thread this is, reported by /readyz (absent with one thread). */
   readonly thread?: number;
-}
-
-/**
- * Per-request context. The view is taken once, at the start, so a request
- * (every item of a batch included) is answered from one snapshot and one
- * state of its delta even if either changes meanwhile.
- */
-interface Exchange {
-  readonly res: HttpResponse;
-  /** Index in ROUTE_NAMES. */
-  readonly route: number;
-  /** RequestIds number of this request: its X-Request-Id, made text only for a log line. */
-  readonly requestNumber: number;
-  readonly view: ServingView;
-  readonly started: number;
-  /** Answered or aborted: nothing may be written any more. */
-  closed: boolean;
-  /**
-   * Answered after the handler returned (answerLater): the writes must then
-   * be corked. Inside the handler uWebSockets.js has corked the socket
-   * already, and `cork` would only call back into JavaScript.
-   */
-  later: boolean;
-  /** Rate-limit state to report in the X-RateLimit-* headers. */
-  quota: QuotaDecision | null;
+  /** Ask the main thread for an admin operation or a console session; absent, the admin routes answer 503. */
+  readonly admin?: (request: AdminRequest) => Promise<AdminAnswer>;
+  /** Counts each key's requests and 429s (the console's key usage). */
+  readonly usage?: UsageCounter;
+  /** The console's built files, served at /console/; absent, /console/ is not found. */
+  readonly console?: ConsoleAssets;
 }
 
 export interface ApiApp {
@@ -141,6 +122,8 @@ export function createApiApp(deps: ApiDependencies, app: TemplatedApp = uWS.App(
       closed: false,
       later: false,
       quota: null,
+      key: null,
+      session: null,
     };
   };
 
@@ -187,7 +170,7 @@ export function createApiApp(deps: ApiDependencies, app: TemplatedApp = uWS.App(
     const extra: readonly [string, string] | undefined =
       e.status === 401 ? ['WWW-Authenticate', 'Bearer'] : e.retryAfter !== undefined ? ['Retry-After', String(e.retryAfter)] : undefined;
     // A refused upload may still be streaming in; closing the connection stops reading it.
-    send(x, e.status, errorBody(e), extra, e.closeConnection || forceClose);
+    send(x, e.status, errorJson(e), extra, e.closeConnection || forceClose);
   };
 
   /**
@@ -220,13 +203,57 @@ export function createApiApp(deps: ApiDependencies, app: TemplatedApp = uWS.App(
     const presented = bearerToken(authorization);
     const record = typeof presented === 'string' ? deps.keys.verify(presented) : null;
     if (record === null) return refuseKey(x, presented, remoteAddress(x.res));
+    return admitKey(x, record, scope);
+  };
+
+  /**
+   * Authenticate by the console session of a Cookie header: the main thread
+   * knows the sessions. A change (any method but GET) must carry the
+   * session's CSRF token. An unknown session is charged to the client IP,
+   * like a wrong key.
+   */
+  const authorizeSession = async (x: Exchange, cookie: string, csrf: string, change: boolean, scope: KeyScope): Promise<KeyRecord> => {
+    const ip = remoteAddress(x.res);
+    const token = sessionTokenOf(cookie);
+    if (token === null || deps.admin === undefined) {
+      return refuseKey(x, unauthorized('missing Authorization header; send "Authorization: Bearer <API key>", or sign in to the console'), ip);
+    }
+    const tokenHash = hashApiKey(token);
+    const found = (await deps.admin({ op: 'session.find', tokenHash })).session ?? null;
+    if (found === null) return refuseKey(x, unauthorized('the console session has ended; sign in again'), ip);
+    x.session = { ...found, tokenHash };
+    // Charged first, so that a refusal carries the key's rate-limit state like any other answer.
+    const record = await admitKey(x, found.key, scope);
+    if (change && !sameCsrfToken(csrf, found.csrfToken)) {
+      throw forbidden('a change made with a console session must carry the session\'s X-CSRF-Token header');
+    }
+    return record;
+  };
+
+  /** Charge a known key's quota and check its scope. */
+  const admitKey = (x: Exchange, record: KeyRecord, scope: KeyScope): KeyRecord | Promise<KeyRecord> => {
     const decision = deps.quota.consume(record);
     return decision instanceof Promise ? decision.then((d) => charge(x, d, record, scope)) : charge(x, decision, record, scope);
   };
 
+  /**
+   * The credentials of a request: its Authorization header, or, without
+   * one, the console session of its Cookie header. Read within the handler.
+   */
+  const admit = (x: Exchange, req: HttpRequest, scope: KeyScope): KeyRecord | Promise<KeyRecord> => {
+    const authorization = req.getHeader('authorization');
+    if (authorization === '' && deps.admin !== undefined) {
+      const cookie = req.getHeader('cookie');
+      if (cookie !== '') return authorizeSession(x, cookie, req.getHeader('x-csrf-token'), req.getMethod() !== 'get', scope);
+    }
+    return authorize(x, authorization, scope);
+  };
+
   /** Admit a known key within its quota to a route of `scope`; the request counts against the quota either way. */
   const charge = (x: Exchange, decision: QuotaDecision, record: KeyRecord, scope: KeyScope): KeyRecord => {
+    deps.usage?.count(record.id, !decision.allowed);
     x.quota = decision;
+    x.key = record;
     if (!decision.allowed) {
       metrics?.rateLimited.inc({ kind: 'key' });
       throw tooManyRequests(decision.retryAfter);
@@ -251,19 +278,22 @@ export function createApiApp(deps: ApiDependencies, app: TemplatedApp = uWS.App(
    * then the answer runs once the caller is admitted: within the handler
    * when the quota answers at once, which is the common case.
    */
-  const keyed = <T>(route: number, scope: KeyScope, read: (req: HttpRequest) => T, answer: (x: Exchange, input: T) => void) => {
+  const keyed = <T>(route: number, scope: KeyScope, read: (req: HttpRequest) => T, answer: Answer<T>) => {
     return (res: HttpResponse, req: HttpRequest) => {
       const x = begin(res, route);
       try {
-        const authorization = req.getHeader('authorization');
         const input = read(req);
-        const admitted = authorize(x, authorization, scope);
+        const admitted = admit(x, req, scope);
         if (admitted instanceof Promise) {
           answerLater(x);
           // One catch covers both a refused admission and an answer that throws.
           admitted.then(() => answer(x, input)).catch((error: unknown) => fail(x, error));
         } else {
-          answer(x, input);
+          const answered = answer(x, input);
+          if (answered instanceof Promise) {
+            answerLater(x);
+            answered.catch((error: unknown) => fail(x, error));
+          }
         }
       } catch (error) {
         fail(x, error);
@@ -286,10 +316,9 @@ export function createApiApp(deps: ApiDependencies, app: TemplatedApp = uWS.App(
    * type `mediaType`: `answer` runs once the caller is admitted and the
    * whole body is in, and may answer later (it returns a promise then).
    */
-  const keyedBody = (route: number, scope: KeyScope, limit: number, mediaType: string, answer: (x: Exchange, body: Buffer) => void | Promise<void>) => (res: HttpResponse, req: HttpRequest) => {
+  const keyedBody = (route: number, scope: KeyScope, limit: number, mediaType: string, answer: Answer<Buffer>, emptyAllowed = false) => (res: HttpResponse, req: HttpRequest) => {
     const x = begin(res, route);
     answerLater(x);
-    const authorization = req.getHeader('authorization');
     const contentType = req.getHeader('content-type');
     const declared = req.getHeader('content-length');
     // The body must be consumed from now on; authentication runs while it arrives.
@@ -297,7 +326,7 @@ export function createApiApp(deps: ApiDependencies, app: TemplatedApp = uWS.App(
     const body = readBody(res, limit, Math.max(MAX_DISCARDED_BODY_BYTES, 2 * limit), declared);
     let admitted: KeyRecord | Promise<KeyRecord>;
     try {
-      admitted = authorize(x, authorization, scope);
+      admitted = admit(x, req, scope);
     } catch (error) {
       admitted = Promise.reject(error);
     }
@@ -314,7 +343,8 @@ export function createApiApp(deps: ApiDependencies, app: TemplatedApp = uWS.App(
       .then(([refused, payload]) => {
         cutOff = payload instanceof HttpError && payload.closeConnection;
         if (refused !== null) throw refused;
-        if (!isContentType(contentType, mediaType)) throw badRequest(`Content-Type must be ${mediaType}`);
+        const empty = !(payload instanceof HttpError) && payload.length === 0;
+        if (!isContentType(contentType, mediaType) && !(emptyAllowed && empty)) throw badRequest(`Content-Type must be ${mediaType}`);
         if (payload instanceof HttpError) throw payload;
         return answer(x, payload);
       })
@@ -431,6 +461,13 @@ export function createApiApp(deps: ApiDependencies, app: TemplatedApp = uWS.App(
     );
   });
 
+  const peekIp = async (x: Exchange, ip: string): Promise<void> => {
+    x.quota = await deps.quota.peekIp(ip);
+  };
+  const kit: RouteKit = { app, begin, answerLater, send, fail, keyed, keyedBody, admitKey, refuseKey, peekIp, remoteAddress };
+  registerAdminRoutes(kit, deps);
+  if (deps.console !== undefined) registerConsoleRoutes(app, deps.console);
+
   // HEAD on any path, answered without a body (uWS routes HEAD to no GET
   // route): a body would be read by a keep-alive client as the next answer.
   app.head('/*', (res, req) => {
@@ -439,7 +476,7 @@ export function createApiApp(deps: ApiDependencies, app: TemplatedApp = uWS.App(
     const x = begin(res, route);
     if (route === ROUTE.healthz) sendHead(x, 200, HEALTHY);
     else if (route === ROUTE.readyz) sendHead(x, 200, readyBody(x.view));
-    else sendHead(x, 404, errorBody(notFound(`no such endpoint: HEAD ${url}`)));
+    else sendHead(x, 404, errorJson(notFound(`no such endpoint: HEAD ${url}`)));
   });
 
   // Every other method the HTTP library parses (PUT, DELETE, PATCH, OPTIONS,
@@ -457,13 +494,6 @@ export function createApiApp(deps: ApiDependencies, app: TemplatedApp = uWS.App(
       draining = true;
     },
   };
-}
-
-/** The spec's error body: `{error, message}`, and `retry_after` with a 429. */
-function errorBody(e: HttpError): string {
-  const body: Record<string, unknown> = { error: e.code, message: e.message };
-  if (e.retryAfter !== undefined) body.retry_after = e.retryAfter;
-  return JSON.stringify(body);
 }
 
 /** The token of a `Bearer` Authorization header (scheme case-insensitive, RFC 7235), or the 401 to answer. */
@@ -484,29 +514,6 @@ function isBearerScheme(header: string, end: number): boolean {
   // Setting bit 0x20 lower-cases a letter; no other character becomes one of these lower-case letters by it.
   for (let i = 0; i < end; i++) if ((header.charCodeAt(i) | 0x20) !== BEARER.charCodeAt(i)) return false;
   return true;
-}
-
-/**
- * Whether a header value is visible ASCII with spaces or tabs between
- * (RFC 9110 field-value, without obs-text). uWS hands values over as latin1
- * text, so a byte of 0x80 or more is one character of 0x80 or more here.
- * uWS strips such bytes, as whitespace, from both ends of a value before the
- * service sees it; the ones in between are refused.
- */
-export function isHeaderText(value: string): boolean {
-  for (let i = 0; i < value.length; i++) {
-    const c = value.charCodeAt(i);
-    if ((c < 0x21 || c > 0x7e) && c !== 0x20 && c !== 0x09) return false;
-  }
-  return true;
-}
-
-/** Whether a Content-Type header names `mediaType` (parameters such as charset allowed). */
-function isContentType(value: string, mediaType: string): boolean {
-  if (!isHeaderText(value)) return false;
-  const semicolon = value.indexOf(';');
-  const type = (semicolon < 0 ? value : value.slice(0, semicolon)).trim().toLowerCase();
-  return type === mediaType;
 }
 
 /** The status and JSON of the answer to POST /v1/admin/evidence. */
@@ -555,67 +562,3 @@ function isLoopback(ip: string): boolean {
   return family !== 0 && LOOPBACK.check(ip, family === 6 ? 'ipv6' : 'ipv4');
 }
 
-/**
- * Collect the body, refusing it once it passes `limit` (nothing past the cap
- * is kept). A refused body is still read and dropped up to `discardLimit`,
- * so that the client, which may be sending it all before it reads, gets the
- * answer (a declared Content-Length over the cap is refused at once, and uWS
- * drops the declared rest itself); past `discardLimit` the refusal closes the
- * connection. uWS reuses the chunk memory after the callback, so each chunk
- * is copied once, and the whole body concatenated once at the end.
- */
-function readBody(res: HttpResponse, limit: number, discardLimit: number, declaredLength: string): Promise<Buffer | HttpError> {
-  return new Promise((resolve) => {
-    const tooLarge = (close: boolean) => badRequest(`request body larger than ${limit} bytes`, close);
-    if (declaredLength !== '') {
-      if (!isDigits(declaredLength)) {
-        res.onData(() => {});
-        resolve(badRequest('Content-Length must be a decimal number of bytes', true));
-        return;
-      }
-      const declared = Number(declaredLength);
-      if (declared === 0) {
-        // uWS never calls onData for an empty body whose head came in more
-        // than one read: nothing is to come, so waiting would hang the request.
-        resolve(EMPTY_BODY);
-        return;
-      }
-      if (declared > limit) {
-        res.onData(() => {});
-        resolve(tooLarge(declared > discardLimit));
-        return;
-      }
-    }
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let finished = false;
-    res.onData((chunk, isLast) => {
-      if (finished) return;
-      size += chunk.byteLength;
-      if (size > limit) {
-        // Past the cap (a chunked body): dropped from here on, and refused at its end or at the discard limit.
-        chunks.length = 0;
-        if (size > discardLimit || isLast) {
-          finished = true;
-          resolve(tooLarge(!isLast));
-        }
-        return;
-      }
-      chunks.push(Buffer.from(new Uint8Array(chunk).slice()));
-      if (isLast) {
-        finished = true;
-        resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size));
-      }
-    });
-  });
-}
-
-const EMPTY_BODY = Buffer.alloc(0);
-
-function isDigits(text: string): boolean {
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    if (c < 0x30 || c > 0x39) return false;
-  }
-  return text.length > 0;
-}

@@ -9,6 +9,8 @@ import { serveQuota } from '../access/remote-quota.js';
 import { SharedWindowTable } from '../access/shared-windows.js';
 import type { ServedData } from '../service/served-data.js';
 import type { IntakeResult } from '../service/evidence-intake.js';
+import type { AdminAnswer, AdminRequest } from '../api/admin-requests.js';
+import { readUsageEntries, type UsageEntry } from '../access/key-usage.js';
 import type { ServiceMetrics } from './metrics.js';
 import type { MetricJson } from './request-stats.js';
 import { RetiredSnapshots } from './snapshot-release.js';
@@ -34,6 +36,10 @@ export interface EdgePoolOptions extends Omit<EdgeWorkerData, 'index' | 'quotaPo
   readonly onGiveUp?: (error: ServingError) => void;
   /** Store and serve evidence a serving thread received over HTTP (POST /v1/admin/evidence). */
   readonly ingest: (body: Uint8Array) => Promise<IntakeResult>;
+  /** Answer an admin request a serving thread received (the admin API, console sessions). */
+  readonly admin?: (request: AdminRequest) => Promise<AdminAnswer>;
+  /** Each serving thread's key usage counts, every few seconds. */
+  readonly onUsage?: (entries: readonly UsageEntry[]) => void;
 }
 
 /**
@@ -104,6 +110,8 @@ export class EdgePool {
       restarts: _restarts,
       onGiveUp: _onGiveUp,
       ingest: _ingest,
+      admin: _admin,
+      onUsage: _onUsage,
       ...shared
     } = options;
     // Threads share the port through SO_REUSEPORT, which uWS sets only for a concrete port.
@@ -152,6 +160,18 @@ export class EdgePool {
           );
         } else if (message.type === 'released') {
           retired.released(message.snapshot, index);
+        } else if (message.type === 'admin') {
+          const answered = options.admin === undefined ? Promise.reject(new Error('no admin API in this server')) : options.admin(message.request);
+          answered.then(
+            (answer) => worker.postMessage({ type: 'admin-answer', id: message.id, answer } satisfies ToEdge),
+            (error: Error) => {
+              options.logger.error({ thread: index, op: message.request.op, err: error.message }, 'admin request failed');
+              worker.postMessage({ type: 'admin-failed', id: message.id, message: error.message } satisfies ToEdge);
+            },
+          );
+        } else if (message.type === 'usage') {
+          // From a thread of this process, checked all the same: it is counted into what the console shows.
+          options.onUsage?.(readUsageEntries(message.entries, (why) => new TypeError(`usage from thread ${index}: ${why}`)));
         } else if (message.type === 'ingest') {
           options.ingest(message.body).then(
             (result) => worker.postMessage({ type: 'ingested', id: message.id, result } satisfies ToEdge),

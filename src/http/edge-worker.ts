@@ -22,6 +22,9 @@ import { ReleaseWatch } from './snapshot-release.js';
 import { startIncrementalMarking, threadCollector } from '../common/collector.js';
 import { serviceUnavailable } from '../api/http-error.js';
 import type { IntakeResult } from '../service/evidence-intake.js';
+import type { AdminAnswer, AdminRequest } from '../api/admin-requests.js';
+import { UsageCounter, type UsageEntry } from '../access/key-usage.js';
+import type { ConsoleAssets } from './console-assets.js';
 
 /**
  * One serving thread of `serve --threads N`: a uWebSockets.js app on the
@@ -46,6 +49,8 @@ export interface EdgeWorkerData {
   readonly quotaPort: MessagePort;
   /** The key quota table of all serving threads (SharedWindowTable), when there are several and no Redis. */
   readonly sharedWindows: SharedArrayBuffer | null;
+  /** The console's files, when it is built. */
+  readonly console: ConsoleAssets | null;
 }
 
 export type ToEdge =
@@ -60,7 +65,9 @@ export type ToEdge =
   | { readonly type: 'scraped'; readonly id: number; readonly text: string }
   | { readonly type: 'scrape-failed'; readonly id: number; readonly message: string }
   | { readonly type: 'ingested'; readonly id: number; readonly result: IntakeResult }
-  | { readonly type: 'ingest-failed'; readonly id: number; readonly message: string };
+  | { readonly type: 'ingest-failed'; readonly id: number; readonly message: string }
+  | { readonly type: 'admin-answer'; readonly id: number; readonly answer: AdminAnswer }
+  | { readonly type: 'admin-failed'; readonly id: number; readonly message: string };
 
 export type FromEdge =
   | { readonly type: 'listening'; readonly port: number }
@@ -70,7 +77,11 @@ export type FromEdge =
   | { readonly type: 'scrape'; readonly id: number }
   | { readonly type: 'released'; readonly snapshot: string }
   /** Evidence sent to POST /v1/admin/evidence, for the main thread to store and serve. */
-  | { readonly type: 'ingest'; readonly id: number; readonly body: Uint8Array };
+  | { readonly type: 'ingest'; readonly id: number; readonly body: Uint8Array }
+  /** An admin request (admin-routes.ts) for the main thread, which holds keys, sessions and records. */
+  | { readonly type: 'admin'; readonly id: number; readonly request: AdminRequest }
+  /** Key usage counted since the last hand-over. */
+  | { readonly type: 'usage'; readonly entries: readonly UsageEntry[] };
 
 /**
  * Under constant load, how long a serving thread leaves incremental marking
@@ -146,6 +157,17 @@ let nextScrape = 0;
 /** Evidence bodies waiting for the main thread, by id; each is settled by 'ingested' or 'ingest-failed'. */
 const intakes = new Map<number, { resolve: (result: IntakeResult) => void; reject: (error: Error) => void }>();
 let nextIntake = 0;
+/** Admin requests waiting for the main thread, by id; each is settled by 'admin-answer' or 'admin-failed'. */
+const adminRequests = new Map<number, { resolve: (answer: AdminAnswer) => void; reject: (error: Error) => void }>();
+let nextAdminRequest = 0;
+const usage = new UsageCounter();
+/** How often key usage goes to the main thread, ms: the console's "last used" is this coarse. */
+const USAGE_HAND_OVER_MS = 5_000;
+const handOverUsage = (): void => {
+  const entries = usage.drain();
+  if (entries.length > 0) post({ type: 'usage', entries });
+};
+setInterval(handOverUsage, USAGE_HAND_OVER_MS).unref();
 const api = createApiApp(
   {
     served: holder,
@@ -156,6 +178,14 @@ const api = createApiApp(
     version: config.version,
     ...(config.threads > 1 ? { thread: config.index } : {}),
     ...(config.metricsToken === undefined ? {} : { metricsToken: config.metricsToken }),
+    usage,
+    ...(config.console === null ? {} : { console: config.console }),
+    admin: (request) =>
+      new Promise<AdminAnswer>((resolve, reject) => {
+        const id = nextAdminRequest++;
+        adminRequests.set(id, { resolve, reject });
+        post({ type: 'admin', id, request });
+      }),
     ingest: (body) =>
       new Promise<IntakeResult>((resolve, reject) => {
         const id = nextIntake++;
@@ -265,6 +295,14 @@ port.on('message', (message: ToEdge) => {
       intakes.get(message.id)?.resolve(message.result);
       intakes.delete(message.id);
       break;
+    case 'admin-answer':
+      adminRequests.get(message.id)?.resolve(message.answer);
+      adminRequests.delete(message.id);
+      break;
+    case 'admin-failed':
+      adminRequests.get(message.id)?.reject(serviceUnavailable(`the admin request failed: ${message.message}`));
+      adminRequests.delete(message.id);
+      break;
     case 'ingest-failed':
       intakes.get(message.id)?.reject(serviceUnavailable(`the evidence was not stored: ${message.message}`));
       intakes.delete(message.id);
@@ -276,6 +314,7 @@ async function drained(): Promise<void> {
   const deadline = Date.now() + 10_000;
   while (api.inFlight() > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
   closeApp();
+  handOverUsage();
   post({ type: 'drained' });
   setTimeout(() => process.exit(0), 20);
 }

@@ -3,6 +3,7 @@ import { getHeapStatistics } from 'node:v8';
 import { AggregatorRegistry, Counter, Gauge, Registry, type GaugeConfiguration, type MetricObjectWithValues, type MetricValue } from 'prom-client';
 import type { BuildReport } from '../builder/snapshot-builder.js';
 import type { SnapshotView } from '../engine/snapshot-view.js';
+import type { DeltaFigures } from '../service/served-data.js';
 import { RequestStats, type MetricJson } from './request-stats.js';
 
 /** Names of V8's collection kinds in the gc performance entries, for the `kind` label. */
@@ -22,14 +23,6 @@ type ScrapeReader = 'carriedBytes' | 'reusableBytes' | 'replacedSnapshots' | 'bu
  * prom-client's registry for the rest. `json()` is what a serving thread
  * hands the main thread, which aggregates every thread's into one scrape.
  */
-/** The live delta as the metrics show it (ServiceMetrics.watchDelta). */
-export interface DeltaFigures {
-  readonly vpas: number;
-  readonly evidenceItems: number;
-  readonly bytes: number;
-  readonly ageSeconds: number;
-  readonly secondsSinceCompaction: number;
-}
 
 export class ServiceMetrics {
   readonly registry = new Registry();

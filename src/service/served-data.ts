@@ -32,3 +32,12 @@ export interface SwapEvent {
   readonly delta: DeltaData;
   readonly reason: 'start' | 'rebuild' | 'new-snapshot';
 }
+
+/** The live delta's figures, as /metrics and the console show them. */
+export interface DeltaFigures {
+  readonly vpas: number;
+  readonly evidenceItems: number;
+  readonly bytes: number;
+  readonly ageSeconds: number;
+  readonly secondsSinceCompaction: number;
+}

@@ -86,6 +86,7 @@ export class SnapshotService implements ServedData {
   readonly #listeners: ((event: SwapEvent) => void)[] = [];
   readonly #deltaListeners: ((delta: DeltaData) => void)[] = [];
   readonly #buildListeners: ((report: BuildReport) => void)[] = [];
+  readonly #buildFailureListeners: ((error: unknown, durationMs: number) => void)[] = [];
   readonly #badSnapshots = new Set<string>();
   /** Changes of what is served (delta merges, swaps), one at a time, in order. */
   #changes: Promise<void> = Promise.resolve();
@@ -255,6 +256,11 @@ export class SnapshotService implements ServedData {
   /** Called after every background build (for metrics). */
   onBuild(listener: (report: BuildReport) => void): void {
     this.#buildListeners.push(listener);
+  }
+
+  /** Called when a build fails (not when it is skipped for another process's build), with how long it ran. */
+  onBuildFailed(listener: (error: unknown, durationMs: number) => void): void {
+    this.#buildFailureListeners.push(listener);
   }
 
   /**
@@ -459,9 +465,13 @@ export class SnapshotService implements ServedData {
       if (this.#closed || data.meta.id <= this.#current.meta.id) return;
       servedEarly = this.#swap(new SnapshotView(data), 'rebuild');
     };
+    const started = performance.now();
     try {
       report = await this.#builder.build({ ...buildOptions(this.#options), onAssembled });
     } catch (error) {
+      if (!(error instanceof BuildLockedError)) {
+        for (const listener of this.#buildFailureListeners) listener(error, performance.now() - started);
+      }
       if (error instanceof BuildLockedError) {
         // Someone else is building; their snapshot is adopted on a later pass.
         if (skippedBefore !== error.message) {

@@ -1,7 +1,6 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { TypeCompiler } from '@sinclair/typebox/compiler';
-import type { TSchema } from '@sinclair/typebox';
+import { assertSchema } from '../schema-check.js';
 import { BatchResponseSchema, ClusterSchema, ErrorSchema, VpaVerdictSchema } from '../../src/api/schemas.js';
 import { tempDataDir, ingest, evidence } from '../helpers.js';
 import { startServer, runCli, lastLine, type RunningServer } from '../server-process.js';
@@ -11,16 +10,6 @@ let server: RunningServer;
 let key: string;
 let cleanup: () => Promise<void>;
 
-const checkers = new Map<TSchema, ReturnType<typeof TypeCompiler.Compile>>();
-function assertSchema(schema: TSchema, value: unknown): void {
-  let checker = checkers.get(schema);
-  if (checker === undefined) {
-    checker = TypeCompiler.Compile(schema);
-    checkers.set(schema, checker);
-  }
-  const errors = [...checker.Errors(value)].map((e) => `${e.path}: ${e.message}`);
-  assert.deepEqual(errors, [], `schema ${String(schema.$id)}: ${JSON.stringify(value).slice(0, 300)}`);
-}
 
 interface Reply {
   status: number;
@@ -223,7 +212,16 @@ test('the OpenAPI document is served and names every live and planned path', asy
   assert.equal(r.status, 200);
   assert.equal(r.body.openapi, '3.1.0');
   assert.deepEqual(Object.keys(r.body.paths as object).sort(), [
+    '/v1/admin/audit',
+    '/v1/admin/clusters',
+    '/v1/admin/clusters/{cluster_id}/graph',
     '/v1/admin/evidence',
+    '/v1/admin/keys',
+    '/v1/admin/keys/{id}',
+    '/v1/admin/keys/{id}/revoke',
+    '/v1/admin/keys/{id}/rotate',
+    '/v1/admin/session',
+    '/v1/admin/stats',
     '/v1/audit/app',
     '/v1/cyber/check',
     '/v1/verify/upi',

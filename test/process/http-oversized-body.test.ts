@@ -1,7 +1,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { connect } from 'node:net';
-import { MAX_DISCARDED_BODY_BYTES } from '../../src/http/app.js';
+import { MAX_DISCARDED_BODY_BYTES } from '../../src/http/request-body.js';
 import { MAX_BODY_BYTES } from '../../src/api/schemas.js';
 import { get, lookupProblem, parseAnswers, rawRequest, startEdgeServer, type EdgeServer } from '../raw-http.js';
 

@@ -113,6 +113,7 @@ async function startPool(source: SnapshotSource, restarts: RestartPolicy, port =
     logger: recordingLogger(lines),
     restarts,
     onGiveUp: (error) => gaveUp.push(error),
+    console: null,
     ingest: () => Promise.reject(new Error('no evidence here')),
   });
   return { pool, metrics, lines, gaveUp };

@@ -25,6 +25,7 @@ test('migrate creates the schema once, from several processes at once, and again
         { version: 1, name: 'evidence_log' },
         { version: 2, name: 'api_keys' },
         { version: 3, name: 'snapshots' },
+        { version: 4, name: 'console' },
       ]);
     } finally {
       await client.end();

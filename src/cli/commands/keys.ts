@@ -1,7 +1,7 @@
 import { dataDir } from '../../common/data-dir.js';
 import { ConfigError, ErrorCode, UnavailableError } from '../../common/errors.js';
 import { redact } from '../../common/redis.js';
-import { KeyAdmin } from '../../access/key-admin.js';
+import { KeyAdmin, MAX_KEY_NAME_LENGTH, PLAN_NAME_PATTERN } from '../../access/key-admin.js';
 import { DEFAULT_SCOPES, parseScopes, type KeyLimits, type PublicKeyRecord } from '../../access/key-record.js';
 import { chooseKeyBackend, REDIS_OPTIONS } from '../key-backend-options.js';
 import type { DataDir } from '../../common/data-dir.js';
@@ -12,7 +12,9 @@ const usage = `Usage: upi-risk keys <create|list|rotate|revoke> [options]
 
 Manage API keys. Only a SHA-256 hash of each key is stored (DIR/keys.json,
 mode 0600); a new key is printed once, as the last line of standard output.
-A running server sees every change within a second.
+A running server sees every change within a second. Every change is
+recorded in the audit log (DIR/audit.ndjson, or the store's), with "cli" as
+who made it.
 
   keys create [--name TEXT] [--plan NAME] [--scopes LIST] [--burst N --sustained N --window SECONDS]
                                 --scopes: what the key may do, comma-separated from
@@ -67,7 +69,7 @@ async function withAdmin<T>(
     throw new UnavailableError(ErrorCode.REDIS, `cannot reach Redis at ${redact(values.redis ?? process.env.REDIS_URL ?? '')}`);
   }
   try {
-    return await work(new KeyAdmin(store.backend));
+    return await work(new KeyAdmin(store.backend, store.audit));
   } finally {
     await store.close();
   }
@@ -94,9 +96,9 @@ async function create(argv: readonly string[]): Promise<number> {
         }
       : null;
   const plan = values.plan ?? 'default';
-  if (!/^[A-Za-z0-9_.-]{1,64}$/.test(plan)) throw new ConfigError('--plan must be 1 to 64 letters, digits, ".", "_" or "-"');
+  if (!PLAN_NAME_PATTERN.test(plan)) throw new ConfigError('--plan must be 1 to 64 letters, digits, ".", "_" or "-"');
   const name = values.name ?? '';
-  if (name.length > 200) throw new ConfigError('--name must be at most 200 characters');
+  if (name.length > MAX_KEY_NAME_LENGTH) throw new ConfigError(`--name must be at most ${MAX_KEY_NAME_LENGTH} characters`);
   const scopes = values.scopes === undefined ? DEFAULT_SCOPES : parseScopes(values.scopes, (why) => new ConfigError(`--scopes: ${why}`));
   const { key, record } = await withAdmin(dataDir(values['data-dir']), values, (admin) => admin.create({ name, plan, limits, scopes }));
   process.stdout.write(`created key ${record.id} (plan ${record.plan}, scopes ${record.scopes.join(',')}); store it now, it is not shown again:\n${key}\n`);

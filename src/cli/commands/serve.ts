@@ -10,14 +10,14 @@ import { loadPlans, DEFAULT_PLANS_FILE } from '../../access/plans.js';
 import { QuotaService } from '../../access/quota.js';
 import { DEFAULT_BUILD_IDLE_MS, DEFAULT_COMPACTION, SnapshotService, MAX_BUILD_IDLE_SECONDS, type SnapshotServiceOptions } from '../../service/snapshot-service.js';
 import { MAX_BUILD_THREADS } from '../../builder/snapshot-builder.js';
-import { ServiceMetrics, type DeltaFigures } from '../../http/metrics.js';
+import { ServiceMetrics } from '../../http/metrics.js';
 import type { DeltaData } from '../../engine/delta-data.js';
 import { checkTlsFiles, createTlsApp, ensureSelfSignedCertificate, type TlsFiles } from '../../http/tls.js';
 import { intOption, parseCommandArgs, type Command } from '../command.js';
 import { availableParallelism } from 'node:os';
 import { EdgePool } from '../../http/edge-pool.js';
 import { takeEvidence, type IntakeResult } from '../../service/evidence-intake.js';
-import type { ServedData } from '../../service/served-data.js';
+import type { DeltaFigures, ServedData } from '../../service/served-data.js';
 import type { DataDir } from '../../common/data-dir.js';
 import { FollowerService } from '../../fleet/follower-service.js';
 import { takeEvidenceIntoLog } from '../../fleet/log-intake.js';
@@ -25,6 +25,15 @@ import { storePool, type StoreLocation } from '../../store/postgres.js';
 import { keysChannel } from '../../store/postgres-key-backend.js';
 import { StoreNotifications } from '../../store/store-notifications.js';
 import { STORE_OPTIONS, STORE_USAGE, chooseStore } from '../store-options.js';
+import { KeyAdmin } from '../../access/key-admin.js';
+import { MemorySessionStore, type SessionStore } from '../../access/console-sessions.js';
+import { FileUsageLedger, usageFilePath, type UsageLedger } from '../../access/key-usage.js';
+import { AdminService } from '../../admin/admin-service.js';
+import { BuildHistory, IntelligenceStats, type BuildRecord, type StatsSources } from '../../admin/intelligence-stats.js';
+import { loadConsoleAssets } from '../../http/console-assets.js';
+import { listPublications } from '../../store/snapshot-publications.js';
+import { PostgresSessionStore } from '../../store/postgres-session-store.js';
+import { PostgresUsageLedger } from '../../store/postgres-usage-ledger.js';
 
 const usage = `Usage: upi-risk serve [options]
 
@@ -194,6 +203,20 @@ export const serveCommand: Command = {
           })
         : await serveFollower(dir, logger, metrics, location, pollMs, keys);
     const service = served.service;
+    const stats = new IntelligenceStats(served.stats);
+    stats.start();
+    const admin = new AdminService({
+      registry: keys,
+      keyAdmin: new KeyAdmin(store.backend, store.audit),
+      audit: store.audit,
+      sessions: served.sessions,
+      usage: served.usage,
+      plans,
+      stats,
+      logger,
+    });
+    // Built by `npm ci` (and `npm start`); without it the API is served alone.
+    const consoleAssets = await loadConsoleAssets();
     const quota = new QuotaService({ plans, ...(store.redis === null ? {} : { redis: store.redis, redisPrefix: store.prefix }) });
     const version = packageVersion();
     // Serving runs on worker threads even when there is one: builds and snapshot loads
@@ -229,20 +252,33 @@ export const serveCommand: Command = {
       logger,
       // A process whose serving threads fail over and over is best started afresh by whatever runs it.
       onGiveUp: (error) => stop({ reason: error.message }, 1),
-      ingest: served.ingest,
+      ingest: async (body) => {
+        const started = performance.now();
+        const result = await served.ingest(body);
+        if (result.kind === 'stored') stats.noteIngest(result.items, Math.round(performance.now() - started));
+        return result;
+      },
+      admin: (request) => admin.handle(request),
+      onUsage: (entries) => admin.recordUsage(entries),
+      console: consoleAssets,
     });
     const boundPort = pool.port;
     const stopServing = () => pool.drain();
     logger.info({ host, port: boundPort, threads, tls: tls !== null, keys: keys.size, snapshot: service.current.meta.id }, 'listening');
     // An IPv6 address goes in brackets in a URL (RFC 3986), or the port cannot be told apart.
     const urlHost = host.includes(':') ? `[${host}]` : host;
-    process.stdout.write(`upi-risk listening on ${tls === null ? 'http' : 'https'}://${urlHost}:${boundPort}\n`);
+    const base = `${tls === null ? 'http' : 'https'}://${urlHost}:${boundPort}`;
+    process.stdout.write(`upi-risk listening on ${base}\n`);
+    if (consoleAssets !== null) process.stdout.write(`console: ${base}/console/ (sign in with an admin-scoped API key)\n`);
+    else logger.warn({}, 'the console is not built (dist/console); serving the API alone');
 
     process.once('SIGTERM', () => stop({ signal: 'SIGTERM' }, 0));
     process.once('SIGINT', () => stop({ signal: 'SIGINT' }, 0));
     process.on('SIGUSR2', served.compact);
     const status = await stopped;
     await stopServing();
+    stats.stop();
+    await admin.close();
     await served.close();
     await store.close();
     logger.info({ status }, 'stopped');
@@ -257,6 +293,11 @@ const EMBEDDED_ONLY = ['build-threads', 'full-rebuilds', 'compact-vpas', 'compac
 /** What serve serves, whichever the mode: the data, how evidence sent over HTTP is taken, SIGUSR2, and the end. */
 interface ServedMode {
   readonly service: ServedData;
+  /** What the console's Intelligence page shows of this mode. */
+  readonly stats: StatsSources;
+  /** Where console sessions and key usage are kept: this process and its data directory, or the fleet's store. */
+  readonly sessions: SessionStore;
+  readonly usage: UsageLedger;
   readonly ingest: (body: Uint8Array) => Promise<IntakeResult>;
   readonly compact: () => void;
   close(): Promise<void>;
@@ -276,9 +317,19 @@ async function serveEmbedded(
   metrics.watchCarriedBytes(() => service.carriedBytes);
   metrics.watchReusableBytes(() => service.reusableBytes);
   metrics.watchBuildThreads(() => service.buildThreads);
-  metrics.watchDelta(() => deltaFigures(service.delta, service.deltaBytes, service.lastCompaction));
+  const delta = () => deltaFigures(service.delta, service.deltaBytes, service.lastCompaction);
+  metrics.watchDelta(delta);
+  const builds = new BuildHistory();
+  // A build made at start, before there was anyone to tell.
+  const first = service.lastBuild;
+  if (first !== null) builds.built(first.meta.id, first.durationMs, new Date(first.meta.createdAt));
+  service.onBuild((report) => builds.built(report.meta.id, report.durationMs));
+  service.onBuildFailed((error, durationMs) => builds.failed(error, durationMs));
   return {
     service,
+    stats: { mode: 'embedded', served: service, delta, builds: async () => builds.recent() },
+    sessions: new MemorySessionStore(),
+    usage: await FileUsageLedger.open(usageFilePath(dir)),
     ingest: (body) => takeEvidence(service, dir, body),
     compact: () => {
       logger.info({ signal: 'SIGUSR2' }, 'compaction requested');
@@ -292,14 +343,27 @@ async function serveEmbedded(
 /** The fleet mode: a follower of the store's published snapshots and evidence log. */
 async function serveFollower(dir: DataDir, logger: Logger, metrics: ServiceMetrics, location: StoreLocation, pollMs: number, keys: KeyRegistry): Promise<ServedMode> {
   const follower = await FollowerService.start({ location, dataDir: dir, logger, pollMs });
-  const intake = storePool(location, 2);
+  const intake = storePool(location, 4);
   const keyChanges = new StoreNotifications(location, [keysChannel(location)], () => void keys.check(), logger);
   metrics.observeSnapshot(follower.current);
   follower.onSwap((event) => metrics.observeSnapshot(event.next));
-  metrics.watchDelta(() => deltaFigures(follower.delta, follower.delta.meta.bytes, follower.publication.createdAt.getTime()));
-  metrics.watchStore(() => ({ connected: follower.storeConnected, caughtUpAt: follower.caughtUpAt }));
+  const delta = () => deltaFigures(follower.delta, follower.delta.meta.bytes, follower.publication.createdAt.getTime());
+  const storeState = () => ({ connected: follower.storeConnected, caughtUpAt: follower.caughtUpAt });
+  metrics.watchDelta(delta);
+  metrics.watchStore(storeState);
+  const publications = async (): Promise<BuildRecord[]> =>
+    (await listPublications(intake, location)).map((p) => ({
+      finished_at: p.createdAt.toISOString(),
+      duration_ms: null,
+      outcome: 'published',
+      snapshot: p.id,
+      message: null,
+    }));
   return {
     service: follower,
+    stats: { mode: 'fleet', served: follower, delta, builds: publications, store: storeState },
+    sessions: new PostgresSessionStore(intake, location),
+    usage: new PostgresUsageLedger(intake, location),
     ingest: (body) => takeEvidenceIntoLog(intake, location, follower, body),
     compact: () => logger.info({ signal: 'SIGUSR2' }, 'a follower does not compact: SIGUSR2 the active builder (upi-risk builder)'),
     close: async () => {

@@ -1,0 +1,63 @@
+import type { KeyRecord } from '../access/key-record.js';
+import { badRequest, validationError } from './http-error.js';
+
+/**
+ * What a serving thread asks the main thread for on an admin route: the
+ * operations that change or read the keys, the audit log, the sessions and
+ * the figures, which live with the main thread. `key` is the caller's
+ * record (its key or its console session's key), already authenticated,
+ * within its quota and holding the route's scope.
+ */
+export type AdminRequest =
+  /** Open a console session for a key presented at sign-in. */
+  | { readonly op: 'session.open'; readonly key: KeyRecord }
+  /** The session of a cookie's token, if it still stands (answered in `session`). */
+  | { readonly op: 'session.find'; readonly tokenHash: string }
+  | { readonly op: 'session.close'; readonly key: KeyRecord; readonly tokenHash: string }
+  | { readonly op: 'keys.list'; readonly key: KeyRecord }
+  | { readonly op: 'keys.create'; readonly key: KeyRecord; readonly body: unknown }
+  | { readonly op: 'keys.rotate'; readonly key: KeyRecord; readonly id: string }
+  | { readonly op: 'keys.revoke'; readonly key: KeyRecord; readonly id: string }
+  | { readonly op: 'keys.update'; readonly key: KeyRecord; readonly id: string; readonly body: unknown }
+  | { readonly op: 'audit.list'; readonly key: KeyRecord; readonly limit: number }
+  | { readonly op: 'stats'; readonly key: KeyRecord };
+
+/** A console session that stands, as a serving thread needs it. */
+export interface FoundSession {
+  readonly key: KeyRecord;
+  readonly csrfToken: string;
+  readonly expiresAt: number;
+}
+
+/** The answer to write (status and JSON body), a Set-Cookie value, or the session found. */
+export interface AdminAnswer {
+  readonly status: number;
+  readonly body: string;
+  readonly cookie?: string;
+  readonly session?: FoundSession | null;
+}
+
+/** Largest JSON body an admin route reads. */
+export const MAX_ADMIN_BODY_BYTES = 64 * 1024;
+
+/** The JSON of a console session: who it is and the CSRF token for changes (never the cookie's token). */
+export function sessionJson(session: FoundSession): string {
+  return JSON.stringify({
+    key: { id: session.key.id, name: session.key.name, scopes: session.key.scopes },
+    csrf_token: session.csrfToken,
+    expires_at: new Date(session.expiresAt).toISOString(),
+  });
+}
+
+/** An admin body: a JSON object, or an empty body read as `{}`. */
+export function jsonObjectBody(body: Uint8Array): Record<string, unknown> {
+  if (body.length === 0) return {};
+  let value: unknown;
+  try {
+    value = JSON.parse(Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString('utf8'));
+  } catch {
+    throw badRequest('the request body is not valid JSON');
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw validationError('the request body must be a JSON object');
+  return value as Record<string, unknown>;
+}

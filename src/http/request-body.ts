@@ -1,0 +1,98 @@
+import type { HttpResponse } from 'uWebSockets.js';
+import { HttpError, badRequest } from '../api/http-error.js';
+
+/**
+ * How much of a body past MAX_BODY_BYTES is read and dropped so that
+ * the client can read its 400: a client that sends its whole body before
+ * reading (fetch does) is otherwise cut off by a reset that discards the
+ * answer unread. A body larger than this has its connection closed.
+ */
+export const MAX_DISCARDED_BODY_BYTES = 8 * 1024 * 1024;
+
+/**
+ * Whether a header value is visible ASCII with spaces or tabs between
+ * (RFC 9110 field-value, without obs-text). uWS hands values over as latin1
+ * text, so a byte of 0x80 or more is one character of 0x80 or more here.
+ * uWS strips such bytes, as whitespace, from both ends of a value before the
+ * service sees it; the ones in between are refused.
+ */
+export function isHeaderText(value: string): boolean {
+  for (let i = 0; i < value.length; i++) {
+    const c = value.charCodeAt(i);
+    if ((c < 0x21 || c > 0x7e) && c !== 0x20 && c !== 0x09) return false;
+  }
+  return true;
+}
+
+/** Whether a Content-Type header names `mediaType` (parameters such as charset allowed). */
+export function isContentType(value: string, mediaType: string): boolean {
+  if (!isHeaderText(value)) return false;
+  const semicolon = value.indexOf(';');
+  const type = (semicolon < 0 ? value : value.slice(0, semicolon)).trim().toLowerCase();
+  return type === mediaType;
+}
+
+/**
+ * Collect the body, refusing it once it passes `limit` (nothing past the cap
+ * is kept). A refused body is still read and dropped up to `discardLimit`,
+ * so that the client, which may be sending it all before it reads, gets the
+ * answer (a declared Content-Length over the cap is refused at once, and uWS
+ * drops the declared rest itself); past `discardLimit` the refusal closes the
+ * connection. uWS reuses the chunk memory after the callback, so each chunk
+ * is copied once, and the whole body concatenated once at the end.
+ */
+export function readBody(res: HttpResponse, limit: number, discardLimit: number, declaredLength: string): Promise<Buffer | HttpError> {
+  return new Promise((resolve) => {
+    const tooLarge = (close: boolean) => badRequest(`request body larger than ${limit} bytes`, close);
+    if (declaredLength !== '') {
+      if (!isDigits(declaredLength)) {
+        res.onData(() => {});
+        resolve(badRequest('Content-Length must be a decimal number of bytes', true));
+        return;
+      }
+      const declared = Number(declaredLength);
+      if (declared === 0) {
+        // uWS never calls onData for an empty body whose head came in more
+        // than one read: nothing is to come, so waiting would hang the request.
+        resolve(EMPTY_BODY);
+        return;
+      }
+      if (declared > limit) {
+        res.onData(() => {});
+        resolve(tooLarge(declared > discardLimit));
+        return;
+      }
+    }
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let finished = false;
+    res.onData((chunk, isLast) => {
+      if (finished) return;
+      size += chunk.byteLength;
+      if (size > limit) {
+        // Past the cap (a chunked body): dropped from here on, and refused at its end or at the discard limit.
+        chunks.length = 0;
+        if (size > discardLimit || isLast) {
+          finished = true;
+          resolve(tooLarge(!isLast));
+        }
+        return;
+      }
+      chunks.push(Buffer.from(new Uint8Array(chunk).slice()));
+      if (isLast) {
+        finished = true;
+        resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size));
+      }
+    });
+  });
+}
+
+const EMPTY_BODY = Buffer.alloc(0);
+
+function isDigits(text: string): boolean {
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c < 0x30 || c > 0x39) return false;
+  }
+  return text.length > 0;
+}
