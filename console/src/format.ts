@@ -31,6 +31,12 @@ export function formatSeconds(value: number | null | undefined): string {
   return `${(value / 3600).toFixed(1)} h`;
 }
 
+/** A duration given in milliseconds: ms below a second, else as formatSeconds writes it. */
+export function formatMilliseconds(value: number | null | undefined): string {
+  if (value === null || value === undefined) return '—';
+  return value < 1000 ? `${Math.round(value)} ms` : formatSeconds(value / 1000);
+}
+
 /** An instant in UTC, to the second: operators compare it with logs. */
 export function formatInstant(iso: string | null | undefined): string {
   if (iso === null || iso === undefined) return '—';

@@ -70,8 +70,8 @@ export async function drawCluster(container: HTMLElement, graph: ClusterGraph, o
       },
       {
         selector: 'node.vpa',
-        // Labels only once zoomed in: at the fitted zoom they would cover the graph.
-        style: { shape: 'ellipse', label: 'data(label)', 'font-size': 10, 'min-zoomed-font-size': 12, 'text-valign': 'bottom', 'text-margin-y': 2, color: '#222222' },
+        // Labels at full size only: fitted to show a large cluster whole, they would cover it.
+        style: { shape: 'ellipse', label: 'data(label)', 'font-size': 9, 'min-zoomed-font-size': 9, 'text-valign': 'bottom', 'text-margin-y': 2, color: '#222222' },
       },
       { selector: 'node.url', style: { shape: 'round-rectangle' } },
       { selector: 'edge', style: { width: 'data(width)', 'line-color': '#b8b8b8', 'curve-style': 'haystack', opacity: 0.8 } },
@@ -84,6 +84,11 @@ export async function drawCluster(container: HTMLElement, graph: ClusterGraph, o
     autoungrabify: true,
   });
   cy.layout(LAYOUT).run();
+  // A small cluster would be fitted at a zoom that blows its nodes up; it keeps their own size instead.
+  if (cy.zoom() > 1) {
+    cy.zoom(1);
+    cy.center();
+  }
   await nextFrame();
   await nextFrame();
   const drawMs = performance.now() - start;

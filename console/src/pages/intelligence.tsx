@@ -11,7 +11,7 @@ import { EvidenceUpload } from '../components/evidence-upload.js';
 import { PageHeading } from '../components/page-heading.js';
 import { Sparkline } from '../components/sparkline.js';
 import { Time } from '../components/time.js';
-import { formatBytes, formatNumber, formatSeconds } from '../format.js';
+import { formatBytes, formatMilliseconds, formatNumber, formatSeconds } from '../format.js';
 import { useLoad } from '../use-load.js';
 import { Table, numeric } from '../components/table.js';
 
@@ -95,7 +95,7 @@ function StatsView({ stats }: { readonly stats: Stats }) {
             <dt>Items in it</dt>
             <dd>{formatNumber(stats.freshness.last_ingest_items)}</dd>
             <dt>Served after</dt>
-            <dd>{stats.freshness.last_ingest_served_ms === null ? '—' : `${formatNumber(stats.freshness.last_ingest_served_ms)} ms`}</dd>
+            <dd>{formatMilliseconds(stats.freshness.last_ingest_served_ms)}</dd>
           </dl>
         </section>
       </div>
@@ -120,7 +120,7 @@ function StatsView({ stats }: { readonly stats: Stats }) {
                 <td>
                   <Time iso={build.finished_at} />
                 </td>
-                <td class="num">{build.duration_ms === null ? '—' : formatSeconds(build.duration_ms / 1000)}</td>
+                <td class="num">{formatMilliseconds(build.duration_ms)}</td>
                 <td>{build.outcome}</td>
                 <td>
                   <code>{build.snapshot ?? '—'}</code>
