@@ -280,6 +280,34 @@ describe('the console', () => {
     await close(session);
   });
 
+  it('says which scope a session lacks, and returns to sign-in once its key is revoked', async () => {
+    const operator = await signedIn();
+    await operator.page.getByRole('link', { name: 'Keys', exact: true }).click();
+    await operator.page.getByRole('textbox', { name: 'Name' }).fill('e2e admin only');
+    await operator.page.getByRole('checkbox', { name: /^screen/ }).uncheck();
+    await operator.page.getByRole('checkbox', { name: /^admin/ }).check();
+    await operator.page.getByRole('button', { name: 'Create key' }).click();
+    const adminOnly = await operator.page.getByRole('textbox', { name: 'New API key' }).inputValue();
+
+    const session = await openConsole();
+    const { page } = session;
+    await signIn(page, service.base, adminOnly);
+    await page.getByRole('link', { name: 'Screen', exact: true }).click();
+    await page.getByRole('textbox', { name: 'VPA', exact: true }).fill(flaggedVpa);
+    await page.getByRole('button', { name: 'Look up' }).click();
+    const refusal = page.getByRole('alert');
+    await refusal.waitFor();
+    assert.match((await refusal.textContent()) ?? '', /screen/, 'the message names the missing scope');
+
+    await operator.page.getByRole('row', { name: /e2e admin only/ }).getByRole('button', { name: 'Revoke', exact: true }).click();
+    await operator.page.getByRole('dialog').getByRole('button', { name: 'Confirm revoke' }).click();
+    await operator.page.getByRole('cell', { name: 'key revoked' }).first().waitFor();
+    await page.getByRole('link', { name: 'Keys', exact: true }).click();
+    await page.getByRole('button', { name: 'Sign in' }).waitFor();
+    await close(session);
+    await close(operator);
+  });
+
   it('refuses a change that carries the session cookie without the CSRF token', async () => {
     const session = await signedIn();
     const { page } = session;
