@@ -2,8 +2,8 @@
  * Every call the console makes: same-origin fetch with the session cookie,
  * the CSRF token (held in memory only) on every request that is not a GET,
  * and the API's error shape turned into ApiError. A 401 from any route but
- * sign-in means the session is gone: the listener takes the console back to
- * the sign-in page.
+ * signing in or asking for the session means the session is gone: the
+ * listener takes the console back to the sign-in page.
  */
 import type { Session } from './types.js';
 
@@ -43,7 +43,7 @@ const SESSION_PATH = '/v1/admin/session';
 let csrfToken: string | null = null;
 let unauthorizedListener: (() => void) | null = null;
 
-/** Called on a 401 from any route but sign-in. */
+/** Called on a 401 from any route but signing in or asking for the session. */
 export function onUnauthorized(listener: () => void): void {
   unauthorizedListener = listener;
 }
@@ -71,7 +71,8 @@ export async function call<T>(method: string, path: string, options: RequestOpti
   const parsed = await readJson(response);
   if (!response.ok) {
     const error = errorOf(response.status, parsed);
-    if (response.status === 401 && !(path === SESSION_PATH && method === 'POST')) {
+    // Signing in and asking for the session answer 401 to a visitor without one: that is the sign-in page already.
+    if (response.status === 401 && (path !== SESSION_PATH || method === 'DELETE')) {
       csrfToken = null;
       unauthorizedListener?.();
     }
