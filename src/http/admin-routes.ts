@@ -89,6 +89,21 @@ export function registerAdminRoutes(kit: RouteKit, deps: AdminRouteDependencies)
       relay(x, await ask({ op: 'audit.list', key: caller(x), limit }));
     }),
   );
+  // Every key's watchlists, read-only, for the console (docs/watchlists.md).
+  app.get('/v1/admin/watchlists', keyed(ROUTE.admin, 'admin', noInput, async (x) => relay(x, await ask({ op: 'watch.list', key: caller(x), anyOwner: true }))));
+  for (const [path, op] of [
+    ['/v1/admin/watchlists/:id/vpas', 'watch.vpas'],
+    ['/v1/admin/watchlists/:id/events', 'watch.events'],
+  ] as const) {
+    app.get(
+      path,
+      keyed(ROUTE.admin, 'admin', page, async (x, p) => {
+        if (p.limit instanceof HttpError) throw p.limit;
+        if (p.cursor instanceof HttpError) throw p.cursor;
+        relay(x, await ask({ op, key: caller(x), id: p.id, limit: p.limit, cursor: p.cursor, anyOwner: true }));
+      }),
+    );
+  }
   app.get('/v1/admin/stats', keyed(ROUTE.admin, 'admin', noInput, async (x) => relay(x, await ask({ op: 'stats', key: caller(x) }))));
 
   app.get(
@@ -123,7 +138,6 @@ export function registerWatchlistRoutes(kit: RouteKit, deps: AdminRouteDependenc
   const body = (limit: number, answer: (x: Exchange, body: Record<string, unknown>) => Promise<void>) =>
     keyedBody(ROUTE.watchlists, 'screen', limit, 'application/json', (x, payload) => answer(x, jsonObjectBody(payload)), true);
   const withId = (handler: (id: string) => (res: HttpResponse, req: HttpRequest) => void) => (res: HttpResponse, req: HttpRequest) => handler(req.getParameter(0) ?? '')(res, req);
-  const page = (req: HttpRequest) => ({ id: req.getParameter(0) ?? '', limit: limitOf(req, 100, 1000), cursor: cursorOf(req) });
 
   app.post('/v1/watchlists', body(MAX_ADMIN_BODY_BYTES, async (x, b) => relay(x, await ask({ op: 'watch.create', key: caller(x), body: b }))));
   app.get('/v1/watchlists', keyed(ROUTE.watchlists, 'screen', noInput, async (x) => relay(x, await ask({ op: 'watch.list', key: caller(x) }))));
@@ -159,6 +173,11 @@ function cursorOf(req: HttpRequest): string | null | HttpError {
   if (text === MALFORMED_QUERY) return badRequest('the query string has a malformed percent-encoding');
   if (text === undefined || text === '') return null;
   return text.length <= 512 ? text : badRequest('"cursor" is longer than any cursor this service hands out');
+}
+
+/** A paged read's path id, limit and cursor, read within the handler. */
+function page(req: HttpRequest): { id: string; limit: number | HttpError; cursor: string | null | HttpError } {
+  return { id: req.getParameter(0) ?? '', limit: limitOf(req, 100, 1000), cursor: cursorOf(req) };
 }
 
 function noInput(): null {
