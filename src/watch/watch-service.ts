@@ -4,7 +4,6 @@ import type { Logger } from '../common/logger.js';
 import type { ServedData } from '../service/served-data.js';
 import { RISK_CATEGORIES } from '../vpa/categories.js';
 import { isValidVpa, normalizeVpa } from '../vpa/vpa.js';
-import type { Rescreener } from './rescreen.js';
 import type { WatchStore } from './watch-store.js';
 import {
   MAX_VPAS_PER_CALL,
@@ -17,7 +16,6 @@ import {
   type WatchFilters,
   type Watchlist,
 } from './watchlist.js';
-import type { WebhookDelivery } from './webhook-delivery.js';
 import { UnsafeTargetError, checkWebhookUrl, resolveTarget } from './webhook-target.js';
 
 const CREATE_FIELDS = new Set(['name', 'webhook_url', 'filters']);
@@ -30,16 +28,15 @@ const CREATE_FIELDS = new Set(['name', 'webhook_url', 'filters']);
 export class WatchService {
   readonly #store: WatchStore;
   readonly #served: ServedData;
-  readonly #delivery: WebhookDelivery;
-  readonly #rescreener: Rescreener;
+  readonly #wake: () => void;
   readonly #allowed: ReadonlySet<string>;
   readonly #logger: Logger;
 
-  constructor(options: { store: WatchStore; served: ServedData; delivery: WebhookDelivery; rescreener: Rescreener; allowed: ReadonlySet<string>; logger: Logger }) {
+  /** `wake`: tell the deliverer (where it runs) an event is due. */
+  constructor(options: { store: WatchStore; served: ServedData; wake: () => void; allowed: ReadonlySet<string>; logger: Logger }) {
     this.#store = options.store;
     this.#served = options.served;
-    this.#delivery = options.delivery;
-    this.#rescreener = options.rescreener;
+    this.#wake = options.wake;
     this.#allowed = options.allowed;
     this.#logger = options.logger;
   }
@@ -56,6 +53,8 @@ export class WatchService {
 
   async #answer(request: WatchRequest): Promise<AdminAnswer> {
     const owner = request.key.id;
+    // What another replica acknowledged before this request came is seen by it.
+    await this.#store.sync();
     switch (request.op) {
       case 'watch.create': {
         const watchlist = await this.#creation(request.body, owner);
@@ -68,54 +67,49 @@ export class WatchService {
         return ok({ watchlists: lists.map((w) => ({ ...publicWatchlist(w, this.#store.vpaCount(w.id)), ...(request.anyOwner === true ? { owner: w.owner } : {}) })) });
       }
       case 'watch.get': {
-        const w = this.#own(owner, request.id);
+        const w = await this.#own(owner, request.id);
         return ok(publicWatchlist(w, this.#store.vpaCount(w.id)));
       }
       case 'watch.delete':
-        await this.#store.remove(this.#own(owner, request.id).id);
+        await this.#store.remove((await this.#own(owner, request.id)).id);
         return ok({ deleted: true });
       case 'watch.secret': {
         const secret = newSecret();
-        await this.#store.setSecret(this.#own(owner, request.id).id, secret);
+        await this.#store.setSecret((await this.#own(owner, request.id)).id, secret);
         return ok({ secret });
       }
       case 'watch.add': {
-        const w = this.#own(owner, request.id);
+        const w = await this.#own(owner, request.id);
         const view = this.#served.view;
         // Watched from the verdict served now: events are for what changes after.
         const entries = vpasOf(request.body).map((upi) => [upi, stateOf(view.batchItem(upi))] as const);
         return ok(await this.#store.addVpas(w.id, entries));
       }
       case 'watch.remove':
-        return ok(await this.#store.removeVpas(this.#own(owner, request.id).id, vpasOf(request.body)));
+        return ok(await this.#store.removeVpas((await this.#own(owner, request.id)).id, vpasOf(request.body)));
       case 'watch.vpas': {
-        const w = this.#own(owner, request.id, request.anyOwner);
+        const w = await this.#own(owner, request.id, request.anyOwner);
         const page = this.#store.pageVpas(w.id, request.cursor, request.limit);
         const view = this.#served.view;
         return ok({ vpas: page.upis.map((upi) => view.batchItem(upi)), next_cursor: page.next, data_version: view.version });
       }
       case 'watch.events': {
-        const w = this.#own(owner, request.id, request.anyOwner);
+        const w = await this.#own(owner, request.id, request.anyOwner);
         const page = this.#store.events(w.id, request.cursor, request.limit);
         return ok({ events: page.events.map(publicEvent), next_cursor: page.next });
       }
       case 'watch.redeliver': {
-        const w = this.#own(owner, request.id);
+        const w = await this.#own(owner, request.id);
         const stored = this.#store.findEvent(w.id, request.eventId);
         if (stored === null) throw notFound(`no event ${JSON.stringify(request.eventId)} in watchlist ${w.id}`);
         await this.#store.attempted(stored.event.id, { state: 'pending', attempts: stored.delivery.attempts, nextAttemptAt: Date.now() });
-        this.#delivery.wake();
+        this.#wake();
         return { status: 202, body: JSON.stringify({ event: publicEvent(this.#store.findEvent(w.id, request.eventId)!) }) };
       }
     }
   }
 
-  /** Wait for the screening pass that covers what is served now (tests and the bench). */
-  settled(): Promise<void> {
-    return this.#rescreener.schedule();
-  }
-
-  #own(owner: string, id: string, anyOwner = false): Watchlist {
+  async #own(owner: string, id: string, anyOwner = false): Promise<Watchlist> {
     const w = anyOwner ? this.#store.get(id) : this.#store.find(owner, id);
     // Another key's watchlist is answered as one that does not exist: its existence is not told.
     if (w === null) throw notFound(`no watchlist ${JSON.stringify(id)}`);

@@ -35,5 +35,7 @@ export interface WatchStore {
   findEvent(watchlistId: string, eventId: string): StoredEvent | null;
   /** The earliest time an event is due, or null with none pending. */
   nextDue(): number | null;
+  /** Read what other replicas wrote up to now (a journal in the fleet's store); nothing to do for a data directory. */
+  sync(): Promise<void>;
   close(): Promise<void>;
 }

@@ -26,6 +26,7 @@ test('migrate creates the schema once, from several processes at once, and again
         { version: 2, name: 'api_keys' },
         { version: 3, name: 'snapshots' },
         { version: 4, name: 'console' },
+        { version: 5, name: 'watchlists' },
       ]);
     } finally {
       await client.end();

@@ -31,8 +31,11 @@ import { FileUsageLedger, usageFilePath, type UsageLedger } from '../../access/k
 import { AdminService } from '../../admin/admin-service.js';
 import { BuildHistory, IntelligenceStats, type BuildRecord, type StatsSources } from '../../admin/intelligence-stats.js';
 import { loadConsoleAssets } from '../../http/console-assets.js';
-import { isWatchRequest, type AdminAnswer, type WatchRequest } from '../../api/admin-requests.js';
-import { errorJson, serviceUnavailable } from '../../api/http-error.js';
+import { isWatchRequest } from '../../api/admin-requests.js';
+import type pg from 'pg';
+import type { WatchStore } from '../../watch/watch-store.js';
+import { PostgresWatchStore } from '../../watch/postgres-watch-store.js';
+import { WatchLease } from '../../watch/watch-lease.js';
 import { FileWatchStore, watchJournalPath } from '../../watch/file-watch-store.js';
 import { Rescreener } from '../../watch/rescreen.js';
 import { WatchService } from '../../watch/watch-service.js';
@@ -231,11 +234,7 @@ export const serveCommand: Command = {
       stats,
       logger,
     });
-    const watch = location === null ? await startWatching(dir, service, logger, webhookAllow, firstRetrySeconds * 1000) : null;
-    const answerWatch = (request: WatchRequest): Promise<AdminAnswer> =>
-      watch === null
-        ? Promise.resolve({ status: 503, body: errorJson(serviceUnavailable('watchlists are kept by embedded servers; a follower (--store) does not keep them yet')) })
-        : watch.service.handle(request);
+    const watch = await startWatching(served.watch, service, logger, webhookAllow, firstRetrySeconds * 1000);
     // Built by `npm ci` (and `npm start`); without it the API is served alone.
     const consoleAssets = await loadConsoleAssets();
     const quota = new QuotaService({ plans, ...(store.redis === null ? {} : { redis: store.redis, redisPrefix: store.prefix }) });
@@ -279,7 +278,7 @@ export const serveCommand: Command = {
         if (result.kind === 'stored') stats.noteIngest(result.items, Math.round(performance.now() - started));
         return result;
       },
-      admin: (request) => (isWatchRequest(request) ? answerWatch(request) : admin.handle(request)),
+      admin: (request) => (isWatchRequest(request) ? watch.service.handle(request) : admin.handle(request)),
       onUsage: (entries) => admin.recordUsage(entries),
       console: consoleAssets,
     });
@@ -299,7 +298,7 @@ export const serveCommand: Command = {
     const status = await stopped;
     await stopServing();
     stats.stop();
-    await watch?.close();
+    await watch.close();
     await admin.close();
     await served.close();
     await store.close();
@@ -310,17 +309,51 @@ export const serveCommand: Command = {
 };
 
 /** Watchlists of the data directory: screened on every change of what is served, their events delivered. */
-async function startWatching(dir: DataDir, served: ServedData, logger: Logger, allowed: ReadonlySet<string>, firstRetryMs: number) {
-  const store = await FileWatchStore.open(watchJournalPath(dir));
-  const delivery = new WebhookDelivery(store, { allowed, logger, policy: { ...DEFAULT_DELIVERY, firstRetryMs } });
-  const rescreener = new Rescreener(store, served, { logger, onEvents: () => delivery.wake() });
-  rescreener.start();
-  delivery.wake();
+async function startWatching(where: ServedMode['watch'], served: ServedData, logger: Logger, allowed: ReadonlySet<string>, firstRetryMs: number) {
+  const policy = { ...DEFAULT_DELIVERY, firstRetryMs };
+  const run = (store: WatchStore) => {
+    const delivery = new WebhookDelivery(store, { allowed, logger, policy });
+    const rescreener = new Rescreener(store, served, { logger, onEvents: () => delivery.wake() });
+    rescreener.start();
+    delivery.wake();
+    return {
+      delivery,
+      rescreener,
+      stop: async () => {
+        await rescreener.close();
+        await delivery.close();
+      },
+    };
+  };
+  if (where.kind === 'embedded') {
+    const store = await FileWatchStore.open(watchJournalPath(where.dir));
+    const running = run(store);
+    return {
+      service: new WatchService({ store, served, wake: () => running.delivery.wake(), allowed, logger }),
+      close: async () => {
+        await running.stop();
+        await store.close();
+      },
+    };
+  }
+  // In the fleet every follower keeps the watchlists; the one holding the lease screens, delivers and keeps the journal short.
+  const store = await PostgresWatchStore.open(where.pool, where.location, logger);
+  let running: ReturnType<typeof run> | null = null;
+  store.onApplied(() => running?.delivery.wake());
+  const lease = new WatchLease(where.location, logger, async () => {
+    const started = run(store);
+    started.rescreener.onPass(() => void store.compactIfGrown().catch((error: Error) => logger.error({ err: error.message }, 'watchlist journal not rewritten')));
+    running = started;
+    return async () => {
+      running = null;
+      await started.stop();
+    };
+  });
+  lease.start();
   return {
-    service: new WatchService({ store, served, delivery, rescreener, allowed, logger }),
+    service: new WatchService({ store, served, wake: () => running?.delivery.wake(), allowed, logger }),
     close: async () => {
-      await rescreener.close();
-      await delivery.close();
+      await lease.close();
       await store.close();
     },
   };
@@ -337,6 +370,8 @@ interface ServedMode {
   /** Where console sessions and key usage are kept: this process and its data directory, or the fleet's store. */
   readonly sessions: SessionStore;
   readonly usage: UsageLedger;
+  /** Where watchlists are kept: the data directory's journal, or the store's. */
+  readonly watch: { readonly kind: 'embedded'; readonly dir: DataDir } | { readonly kind: 'fleet'; readonly pool: pg.Pool; readonly location: StoreLocation };
   readonly ingest: (body: Uint8Array) => Promise<IntakeResult>;
   readonly compact: () => void;
   close(): Promise<void>;
@@ -368,6 +403,7 @@ async function serveEmbedded(
     service,
     stats: { mode: 'embedded', served: service, delta, builds: async () => builds.recent() },
     sessions: new MemorySessionStore(),
+    watch: { kind: 'embedded', dir },
     usage: await FileUsageLedger.open(usageFilePath(dir)),
     ingest: (body) => takeEvidence(service, dir, body),
     compact: () => {
@@ -402,6 +438,7 @@ async function serveFollower(dir: DataDir, logger: Logger, metrics: ServiceMetri
     service: follower,
     stats: { mode: 'fleet', served: follower, delta, builds: publications, store: storeState },
     sessions: new PostgresSessionStore(intake, location),
+    watch: { kind: 'fleet', pool: intake, location },
     usage: new PostgresUsageLedger(intake, location),
     ingest: (body) => takeEvidenceIntoLog(intake, location, follower, body),
     compact: () => logger.info({ signal: 'SIGUSR2' }, 'a follower does not compact: SIGUSR2 the active builder (upi-risk builder)'),

@@ -1,0 +1,352 @@
+import { setImmediate as nextTurn } from 'node:timers/promises';
+import { AdminStateError } from '../common/errors.js';
+import { KEPT_ATTEMPTS, type Delivery, type StoredEvent, type WatchEvent, type WatchedState, type Watchlist } from './watchlist.js';
+import type { WatchStore } from './watch-store.js';
+
+/**
+ * Watchlists held in memory and changed only by journal lines, applied in
+ * order: the data directory's journal file (FileWatchStore) or the fleet
+ * store's journal table (PostgresWatchStore). Every replica that applies
+ * the same lines holds the same watchlists.
+ *
+ * Journal lines, each a JSON object with `op`:
+ *   watchlist {w}        a new watchlist
+ *   remove {id}          a watchlist deleted
+ *   secret {id, secret}  a new signing secret
+ *   add {id, e: [[upi, state]]}   VPAs watched, with their state
+ *   drop {id, upis}      VPAs no longer watched
+ *   screened {c: [[id, upi, state]], events: [event]}   a screening pass
+ *   attempted {id, d}    an event's delivery after an attempt
+ *   reset {}             start afresh: the lines that follow make the whole state
+ */
+export type JournalLine =
+  | { op: 'watchlist'; w: Watchlist }
+  | { op: 'remove'; id: string }
+  | { op: 'secret'; id: string; secret: string }
+  | { op: 'add'; id: string; e: [string, WatchedState][] }
+  | { op: 'drop'; id: string; upis: string[] }
+  | { op: 'screened'; c: [string, string, WatchedState][]; events: WatchEvent[] }
+  | { op: 'attempted'; id: string; d: Delivery }
+  /** `rows`: how many rows the image that follows has, this one included. */
+  | { op: 'reset'; rows?: number };
+
+/** Changes (with their events) per journal line of a screening pass. */
+const SCREENED_LINE = 1000;
+/** Finished (delivered or failed) events kept per watchlist, for GET .../events. */
+export const KEPT_FINISHED_EVENTS = 1000;
+interface ListState {
+  watchlist: Watchlist;
+  states: Map<string, WatchedState>;
+  /** Events by id (ids sort by time). */
+  events: Map<string, StoredEvent>;
+}
+
+export abstract class JournaledWatchStore implements WatchStore {
+  readonly #lists = new Map<string, ListState>();
+  /** Pending events by id: the outbox. */
+  readonly #pending = new Map<string, { listId: string; stored: StoredEvent }>();
+
+  /** Make a line durable and applied, in journal order. */
+  protected abstract commit(line: JournalLine): Promise<void>;
+
+  /**
+   * Bring the state up to date before a change that depends on it (which
+   * VPAs are watched): a journal others write to is read up to now first.
+   */
+  protected async beforeChange(): Promise<void> {}
+
+  sync(): Promise<void> {
+    return this.beforeChange();
+  }
+  abstract close(): Promise<void>;
+
+  /** Apply a journal line to memory; throws what `fail` makes on a line this store did not write. */
+  protected apply(line: JournalLine, fail: (why: string) => Error = (why) => new AdminStateError(why)): void {
+    checkLine(line, fail);
+    switch (line.op) {
+      case 'watchlist': {
+        const w = line.w;
+        this.#lists.set(w.id, { watchlist: w, states: new Map(), events: new Map() });
+        return;
+      }
+      case 'remove': {
+        const list = this.#lists.get(line.id);
+        if (list === undefined) return;
+        for (const id of list.events.keys()) this.#pending.delete(id);
+        this.#lists.delete(line.id);
+        return;
+      }
+      case 'secret': {
+        const list = this.#list(line.id, fail);
+        list.watchlist = { ...list.watchlist, secret: line.secret };
+        return;
+      }
+      case 'add': {
+        const list = this.#list(line.id, fail);
+        for (const [upi, state] of line.e) if (!list.states.has(upi)) list.states.set(upi, checkState(state, fail));
+        return;
+      }
+      case 'drop': {
+        const list = this.#list(line.id, fail);
+        for (const upi of line.upis) list.states.delete(upi);
+        return;
+      }
+      case 'screened':
+        for (const [id, upi, state] of line.c) {
+          const list = this.#lists.get(id);
+          if (list?.states.has(upi)) list.states.set(upi, checkState(state, fail));
+        }
+        for (const event of line.events) {
+          const list = this.#lists.get(event.watchlist_id);
+          if (list === undefined) continue;
+          const stored: StoredEvent = { event, delivery: { state: 'pending', attempts: [], nextAttemptAt: Date.parse(event.occurred_at) } };
+          list.events.set(event.id, stored);
+          this.#pending.set(event.id, { listId: list.watchlist.id, stored });
+        }
+        return;
+      case 'attempted': {
+        const pending = this.#pending.get(line.id);
+        const list = pending === undefined ? this.#findEventList(line.id) : this.#lists.get(pending.listId);
+        const current = list?.events.get(line.id);
+        if (list === undefined || current === undefined) return;
+        const stored: StoredEvent = { event: current.event, delivery: line.d };
+        list.events.set(line.id, stored);
+        if (line.d.state === 'pending') this.#pending.set(line.id, { listId: list.watchlist.id, stored });
+        else {
+          this.#pending.delete(line.id);
+          this.#trimFinished(list);
+        }
+        return;
+      }
+      case 'reset':
+        this.#lists.clear();
+        this.#pending.clear();
+        return;
+      default:
+        throw fail(`unknown op ${JSON.stringify((line as { op: unknown }).op)}`);
+    }
+  }
+
+  #list(id: string, fail: (why: string) => Error): ListState {
+    const list = this.#lists.get(id);
+    if (list === undefined) throw fail(`no watchlist ${id}`);
+    return list;
+  }
+
+  #findEventList(eventId: string): ListState | undefined {
+    for (const list of this.#lists.values()) if (list.events.has(eventId)) return list;
+    return undefined;
+  }
+
+  /** Keep the newest KEPT_FINISHED_EVENTS finished events of a watchlist. */
+  #trimFinished(list: ListState): void {
+    let finished = 0;
+    for (const stored of list.events.values()) if (stored.delivery.state !== 'pending') finished++;
+    if (finished <= KEPT_FINISHED_EVENTS) return;
+    for (const [id, stored] of list.events) {
+      if (finished <= KEPT_FINISHED_EVENTS) break;
+      if (stored.delivery.state === 'pending') continue;
+      list.events.delete(id);
+      finished--;
+    }
+  }
+
+  /** The lines that make the present state from nothing (after a `reset`). */
+  protected image(): JournalLine[] {
+    const lines: JournalLine[] = [];
+    for (const list of this.#lists.values()) {
+      lines.push({ op: 'watchlist', w: list.watchlist });
+      let chunk: [string, WatchedState][] = [];
+      for (const entry of list.states) {
+        chunk.push(entry);
+        if (chunk.length === 1000) {
+          lines.push({ op: 'add', id: list.watchlist.id, e: chunk });
+          chunk = [];
+        }
+      }
+      if (chunk.length > 0) lines.push({ op: 'add', id: list.watchlist.id, e: chunk });
+      const events = [...list.events.values()];
+      if (events.length > 0) lines.push({ op: 'screened', c: [], events: events.map((s) => s.event) });
+      for (const s of events) if (s.delivery.attempts.length > 0 || s.delivery.state !== 'pending') lines.push({ op: 'attempted', id: s.event.id, d: s.delivery });
+    }
+    return lines;
+  }
+
+  create(watchlist: Watchlist): Promise<void> {
+    return this.commit({ op: 'watchlist', w: watchlist });
+  }
+
+  find(owner: string, id: string): Watchlist | null {
+    const list = this.#lists.get(id);
+    return list !== undefined && list.watchlist.owner === owner ? list.watchlist : null;
+  }
+
+  list(owner: string | null): Watchlist[] {
+    return [...this.#lists.values()].filter((l) => owner === null || l.watchlist.owner === owner).map((l) => l.watchlist);
+  }
+
+  get(id: string): Watchlist | null {
+    return this.#lists.get(id)?.watchlist ?? null;
+  }
+
+  vpaCount(id: string): number {
+    return this.#lists.get(id)?.states.size ?? 0;
+  }
+
+  remove(id: string): Promise<void> {
+    return this.commit({ op: 'remove', id });
+  }
+
+  setSecret(id: string, secret: string): Promise<void> {
+    return this.commit({ op: 'secret', id, secret });
+  }
+
+  async addVpas(id: string, entries: readonly (readonly [string, WatchedState])[]): Promise<{ added: number; total: number }> {
+    await this.beforeChange();
+    const list = this.#list(id, (why) => new AdminStateError(why));
+    const fresh = entries.filter(([upi]) => !list.states.has(upi)).map(([upi, state]) => [upi, state] as [string, WatchedState]);
+    if (fresh.length > 0) await this.commit({ op: 'add', id, e: fresh });
+    return { added: new Set(fresh.map(([upi]) => upi)).size, total: list.states.size };
+  }
+
+  async removeVpas(id: string, upis: readonly string[]): Promise<{ removed: number; total: number }> {
+    await this.beforeChange();
+    const list = this.#list(id, (why) => new AdminStateError(why));
+    const watched = [...new Set(upis)].filter((upi) => list.states.has(upi));
+    if (watched.length > 0) await this.commit({ op: 'drop', id, upis: watched });
+    return { removed: watched.length, total: list.states.size };
+  }
+
+  pageVpas(id: string, cursor: string | null, limit: number): { upis: string[]; next: string | null } {
+    const list = this.#lists.get(id);
+    if (list === undefined) return { upis: [], next: null };
+    // Sorted on each call: pages are asked for rarely, and the set changes between them.
+    const sorted = [...list.states.keys()].filter((upi) => cursor === null || upi > cursor).sort();
+    const upis = sorted.slice(0, limit);
+    return { upis, next: sorted.length > limit ? upis.at(-1)! : null };
+  }
+
+  *watched(): Iterable<{ watchlist: Watchlist; states: ReadonlyMap<string, WatchedState> }> {
+    for (const list of this.#lists.values()) yield { watchlist: list.watchlist, states: list.states };
+  }
+
+  /**
+   * Written as lines of at most SCREENED_LINE changes, each with the events
+   * of its VPAs, the main thread yielding between them: a crash that cuts
+   * the last lines off leaves their VPAs in their old state, and the next
+   * pass makes their events again.
+   */
+  async screened(changes: readonly { readonly watchlistId: string; readonly upi: string; readonly state: WatchedState }[], events: readonly WatchEvent[]): Promise<void> {
+    if (changes.length === 0 && events.length === 0) return;
+    const eventsOf = new Map<string, WatchEvent[]>();
+    for (const event of events) {
+      const key = `${event.watchlist_id}\n${event.upi}`;
+      eventsOf.set(key, [...(eventsOf.get(key) ?? []), event]);
+    }
+    const written: Promise<void>[] = [];
+    for (let i = 0; i < Math.max(1, changes.length); i += SCREENED_LINE) {
+      const group = changes.slice(i, i + SCREENED_LINE);
+      const groupEvents = group.flatMap((c) => {
+        const key = `${c.watchlistId}\n${c.upi}`;
+        const of = eventsOf.get(key) ?? [];
+        eventsOf.delete(key);
+        return of;
+      });
+      // Events of no change listed (none in a pass) go with the last line.
+      if (i + SCREENED_LINE >= changes.length) for (const rest of eventsOf.values()) groupEvents.push(...rest);
+      written.push(this.commit({ op: 'screened', c: group.map((c) => [c.watchlistId, c.upi, c.state]), events: groupEvents }));
+      await nextTurn();
+    }
+    await Promise.all(written);
+  }
+
+  due(now: number, limit: number): StoredEvent[] {
+    // The oldest pending event of each watchlist and VPA: a later one waits for it, so each VPA's events arrive in order.
+    const heads = new Map<string, StoredEvent>();
+    for (const { listId, stored } of this.#pending.values()) {
+      const key = `${listId}\n${stored.event.upi}`;
+      const head = heads.get(key);
+      if (head === undefined || stored.event.id < head.event.id) heads.set(key, stored);
+    }
+    return [...heads.values()].filter((s) => (s.delivery.nextAttemptAt ?? Infinity) <= now).sort((a, b) => (a.event.id < b.event.id ? -1 : 1)).slice(0, limit);
+  }
+
+  nextDue(): number | null {
+    let next: number | null = null;
+    for (const { stored } of this.#pending.values()) {
+      const at = stored.delivery.nextAttemptAt;
+      if (at !== null && (next === null || at < next)) next = at;
+    }
+    return next;
+  }
+
+  attempted(eventId: string, delivery: Delivery): Promise<void> {
+    return this.commit({ op: 'attempted', id: eventId, d: { ...delivery, attempts: delivery.attempts.slice(-KEPT_ATTEMPTS) } });
+  }
+
+  events(watchlistId: string, cursor: string | null, limit: number): { events: StoredEvent[]; next: string | null } {
+    const list = this.#lists.get(watchlistId);
+    if (list === undefined) return { events: [], next: null };
+    const newestFirst = [...list.events.values()].filter((s) => cursor === null || s.event.id < cursor).sort((a, b) => (a.event.id < b.event.id ? 1 : -1));
+    const events = newestFirst.slice(0, limit);
+    return { events, next: newestFirst.length > limit ? events.at(-1)!.event.id : null };
+  }
+
+  findEvent(watchlistId: string, eventId: string): StoredEvent | null {
+    return this.#lists.get(watchlistId)?.events.get(eventId) ?? null;
+  }
+
+}
+
+const isString = (value: unknown): value is string => typeof value === 'string';
+const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/** Check a journal line's shape before it is applied (a file or a database row is an input like any other); throws what `fail` makes. */
+function checkLine(line: JournalLine, fail: (why: string) => Error): void {
+  if (!isObject(line)) throw fail('not an object');
+  const l = line as unknown as Record<string, unknown>;
+  switch (line.op) {
+    case 'watchlist': {
+      const w = l.w;
+      if (!isObject(w) || !['id', 'owner', 'name', 'webhook_url', 'secret', 'created_at'].every((k) => isString(w[k])) || !isObject(w.filters)) throw fail('not a watchlist');
+      return;
+    }
+    case 'remove':
+      if (!isString(l.id)) throw fail('remove without a watchlist id');
+      return;
+    case 'secret':
+      if (!isString(l.id) || !isString(l.secret)) throw fail('secret without a watchlist id and secret');
+      return;
+    case 'add':
+      if (!isString(l.id) || !Array.isArray(l.e) || !l.e.every((e) => Array.isArray(e) && e.length === 2 && isString(e[0]))) throw fail('add without [upi, state] entries');
+      return;
+    case 'drop':
+      if (!isString(l.id) || !Array.isArray(l.upis) || !l.upis.every(isString)) throw fail('drop without VPAs');
+      return;
+    case 'screened':
+      if (!Array.isArray(l.c) || !l.c.every((c) => Array.isArray(c) && c.length === 3 && isString(c[0]) && isString(c[1]))) throw fail('screened without [watchlist, upi, state] changes');
+      if (
+        !Array.isArray(l.events) ||
+        !l.events.every((e) => isObject(e) && ['id', 'watchlist_id', 'upi', 'data_version'].every((k) => isString(e[k])) && isObject(e.before) && isObject(e.after) && isString(e.occurred_at) && !Number.isNaN(Date.parse(e.occurred_at)))
+      ) {
+        throw fail('screened with an event that is not one');
+      }
+      return;
+    case 'attempted': {
+      const d = l.d;
+      if (!isString(l.id) || !isObject(d) || !['pending', 'delivered', 'failed'].includes(d.state as string) || !Array.isArray(d.attempts) || !(d.nextAttemptAt === null || typeof d.nextAttemptAt === 'number')) {
+        throw fail('attempted without a delivery');
+      }
+      return;
+    }
+    case 'reset':
+      return;
+    default:
+      throw fail(`unknown op ${JSON.stringify(l.op)}`);
+  }
+}
+
+export function checkState(state: unknown, fail: (why: string) => Error): WatchedState {
+  if (!Array.isArray(state) || state.length !== 6 || !state.every((n) => Number.isSafeInteger(n))) throw fail('a watched state is not six integers');
+  return state as unknown as WatchedState;
+}
