@@ -14,6 +14,8 @@ import { ScreenPage } from './pages/screen.js';
 import { ClustersPage } from './pages/clusters.js';
 import { ClusterPage } from './pages/cluster.js';
 import { IntelligencePage } from './pages/intelligence.js';
+import { WatchlistsPage } from './pages/watchlists.js';
+import { WatchlistPage } from './pages/watchlist.js';
 
 type SessionState =
   | { readonly kind: 'checking' }
@@ -26,6 +28,7 @@ const NAV: readonly { readonly href: string; readonly label: string; readonly pa
   { href: `${BASE}screen`, label: 'Screen', pages: ['screen'] },
   { href: `${BASE}clusters`, label: 'Clusters', pages: ['clusters', 'cluster'] },
   { href: `${BASE}intelligence`, label: 'Intelligence', pages: ['intelligence'] },
+  { href: `${BASE}watchlists`, label: 'Watchlists', pages: ['watchlists', 'watchlist'] },
 ];
 
 export function App() {
@@ -128,6 +131,11 @@ function Page({ route, session }: { readonly route: Route; readonly session: Ses
       return <ClusterPage clusterId={route.clusterId} />;
     case 'intelligence':
       return <IntelligencePage />;
+    case 'watchlists':
+      return <WatchlistsPage />;
+    case 'watchlist':
+      // Keyed, so another watchlist starts again on its first pages.
+      return <WatchlistPage key={route.watchlistId} watchlistId={route.watchlistId} />;
     case 'not-found':
       return (
         <>

@@ -14,6 +14,8 @@ export type Route =
   | { readonly page: 'clusters' }
   | { readonly page: 'cluster'; readonly clusterId: string }
   | { readonly page: 'intelligence' }
+  | { readonly page: 'watchlists' }
+  | { readonly page: 'watchlist'; readonly watchlistId: string }
   | { readonly page: 'not-found' };
 
 export function parseRoute(pathname: string, search: string): Route {
@@ -25,6 +27,8 @@ export function parseRoute(pathname: string, search: string): Route {
   if (first === 'clusters' && parts.length === 1) return { page: 'clusters' };
   if (first === 'clusters' && second !== undefined && parts.length === 2) return { page: 'cluster', clusterId: decodeURIComponent(second) };
   if (first === 'intelligence' && parts.length === 1) return { page: 'intelligence' };
+  if (first === 'watchlists' && parts.length === 1) return { page: 'watchlists' };
+  if (first === 'watchlists' && second !== undefined && parts.length === 2) return { page: 'watchlist', watchlistId: decodeURIComponent(second) };
   return { page: 'not-found' };
 }
 
@@ -34,6 +38,10 @@ export function screenPath(upi: string): string {
 
 export function clusterPath(clusterId: string): string {
   return `${BASE}clusters/${encodeURIComponent(clusterId)}`;
+}
+
+export function watchlistPath(watchlistId: string): string {
+  return `${BASE}watchlists/${encodeURIComponent(watchlistId)}`;
 }
 
 const NAVIGATED = 'console:navigated';

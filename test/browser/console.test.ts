@@ -8,6 +8,7 @@ import { recommendedAction } from '../../src/api/advice.js';
 import { writeDemoData } from '../../src/demo/generator.js';
 import { launchChromium, signIn, startConsoleServer, watchPage, type ConsoleServer } from '../fixtures/console-browser.js';
 import { until } from '../helpers.js';
+import { startReceiver } from '../webhook-receiver.js';
 
 // The console end to end: Debian's Chromium driving the built app, by role
 // and accessible name, against a real `serve` process over TLS. Every page
@@ -22,7 +23,8 @@ let ownShots = false;
 let flaggedVpa: string;
 
 before(async () => {
-  service = await startConsoleServer((file) => writeDemoData({ vpas: 1500, seed: 11 }, file));
+  // Webhooks may reach the test's receiver on 127.0.0.1 and are retried within a second.
+  service = await startConsoleServer((file) => writeDemoData({ vpas: 1500, seed: 11 }, file), ['--webhook-allow', '127.0.0.1', '--webhook-first-retry-seconds', '1']);
   const evidence = await readFile(service.evidenceFile, 'utf8');
   flaggedVpa = (JSON.parse(evidence.slice(0, evidence.indexOf('\n'))) as { upi: string }).upi.toLowerCase();
   const page = await service.request('/console/');
@@ -92,7 +94,7 @@ describe('the console', () => {
     await page.getByRole('textbox', { name: 'API key' }).fill(service.adminKey);
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.getByRole('button', { name: 'Sign out' }).waitFor();
-    for (const name of ['Keys', 'Screen', 'Clusters', 'Intelligence']) await page.getByRole('link', { name, exact: true }).waitFor();
+    for (const name of ['Keys', 'Screen', 'Clusters', 'Intelligence', 'Watchlists']) await page.getByRole('link', { name, exact: true }).waitFor();
     // A string, evaluated in the page (this project's types have no DOM).
     const kept = await page.evaluate<string>('JSON.stringify({ local: { ...localStorage }, session: { ...sessionStorage }, url: location.href, cookie: document.cookie })');
     assert.equal(kept.includes(service.adminKey), false, `the key is kept: ${kept}`);
@@ -278,6 +280,116 @@ describe('the console', () => {
     await page.getByRole('button', { name: 'Look up' }).click();
     await page.getByRole('region', { name: new RegExp(`${escapeRegExp(fresh)} FLAGGED`) }).waitFor();
     await close(session);
+  });
+
+  it('lists watchlists; one shows its VPAs by page, its events and their delivery attempts', async () => {
+    const receiver = await startReceiver();
+    try {
+      // A receiver that is down: deliveries fail with 503 and are retried.
+      receiver.status = 503;
+      const created = await service.request('/v1/watchlists', {
+        method: 'POST',
+        key: service.screenKey,
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ name: 'e2e settlement VPAs', webhook_url: receiver.url }),
+      });
+      assert.equal(created.status, 201, JSON.stringify(created.body));
+      const id = String(created.body.id);
+      // 100 VPAs that sort first fill page 1; page 2 holds one about to be flagged and a cluster member.
+      const fillers = Array.from({ length: 100 }, (_, i) => `00e2e.idle${String(i).padStart(3, '0')}@ybl`);
+      const watched = `watched.e2e${Date.now()}@ybl`;
+      const clusters = (await service.request('/v1/admin/clusters?limit=1', { key: service.adminKey })).body.clusters as { cluster_id: string }[];
+      const clusterId = clusters[0]!.cluster_id;
+      const graph = await service.request(`/v1/admin/clusters/${clusterId}/graph`, { key: service.adminKey });
+      const member = (graph.body.members as { upi: string }[])[0]!.upi;
+      const put = await service.request(`/v1/watchlists/${id}/vpas`, {
+        method: 'PUT',
+        key: service.screenKey,
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ upis: [...fillers, watched, member] }),
+      });
+      assert.equal(put.status, 200, JSON.stringify(put.body));
+
+      const item = { evidence_id: `e2e-${watched}`, upi: watched, url: 'https://e2e.example/collect', source_category: 'scam', captured_at: new Date().toISOString() };
+      const ingested = await service.request('/v1/admin/evidence', {
+        method: 'POST',
+        key: service.adminKey,
+        headers: { 'content-type': 'application/x-ndjson' },
+        body: `${JSON.stringify(item)}\n`,
+      });
+      assert.equal(ingested.status, 200, JSON.stringify(ingested.body));
+      const delivery = async () => {
+        const events = (await service.request(`/v1/admin/watchlists/${id}/events`, { key: service.adminKey })).body.events as { delivery: { state: string; attempts: { status: number | null }[] } }[];
+        return events[0]?.delivery;
+      };
+      await until('a delivery refused with 503', 15_000, async () => (await delivery())?.attempts.some((attempt) => attempt.status === 503) ?? false);
+
+      const session = await signedIn();
+      const { page } = session;
+      await page.getByRole('link', { name: 'Watchlists', exact: true }).click();
+      const listed = page.getByRole('row', { name: /e2e settlement VPAs/ });
+      await listed.waitFor();
+      const [owner, webhook, count] = await listed.getByRole('cell').allTextContents();
+      assert.match(owner ?? '', /^screening only key_/, 'the owner key by name');
+      assert.equal(webhook, receiver.url);
+      assert.equal(count, '102', 'the VPA count');
+      await listed.getByRole('link', { name: 'e2e settlement VPAs' }).click();
+      await page.getByRole('heading', { name: 'Watchlist “e2e settlement VPAs”' }).waitFor();
+      assert.match(page.url(), new RegExp(`/console/watchlists/${id}$`));
+
+      // The VPAs: page 1 is the fillers, CLEARED; the next page the VPA now FLAGGED and the cluster member.
+      const firstPage = page.getByRole('table', { name: 'Watched VPAs, page 1' });
+      await firstPage.waitFor();
+      assert.equal(await firstPage.getByRole('row').count(), 101, 'the header and 100 VPAs');
+      assert.match((await firstPage.getByRole('row', { name: /00e2e\.idle000@ybl/ }).textContent()) ?? '', /CLEARED/);
+      await page.getByRole('button', { name: 'Next page' }).click();
+      const secondPage = page.getByRole('table', { name: 'Watched VPAs, page 2' });
+      const watchedRow = secondPage.getByRole('row', { name: new RegExp(escapeRegExp(watched)) });
+      assert.match((await watchedRow.textContent()) ?? '', /FLAGGED/);
+      assert.equal(await watchedRow.getByRole('link', { name: watched }).getAttribute('href'), `/console/screen?upi=${encodeURIComponent(watched)}`);
+      const clusterLink = secondPage.getByRole('row', { name: new RegExp(escapeRegExp(member), 'i') }).getByRole('link', { name: clusterId });
+      assert.equal(await clusterLink.getAttribute('href'), `/console/clusters/${clusterId}`);
+      assert.equal(await page.getByRole('button', { name: 'Next page' }).isDisabled(), true, 'page 2 is the last');
+      assert.equal(await page.getByRole('button', { name: 'Previous page' }).isEnabled(), true);
+
+      // The event: CLEARED → FLAGGED, pending while the receiver is down; its attempts open beneath it.
+      const events = page.getByRole('table', { name: /^Events, newest first/ });
+      const eventRow = events.getByRole('row', { name: new RegExp(escapeRegExp(watched)) }).first();
+      const eventText = (await eventRow.textContent()) ?? '';
+      assert.match(eventText, /CLEARED\s*→\s*to\s*FLAGGED/, 'the status before and after');
+      assert.match(eventText, /pending/);
+      const toggle = eventRow.getByRole('button', { name: 'Attempts' });
+      assert.equal(await toggle.getAttribute('aria-expanded'), 'false');
+      await toggle.click();
+      const attempts = page.getByRole('table', { name: new RegExp(`^Delivery attempts for ${escapeRegExp(watched)}`) });
+      await attempts.waitFor();
+      assert.equal(await toggle.getAttribute('aria-expanded'), 'true');
+      const httpStatuses = () => attempts.locator('tbody td:nth-child(2)').allTextContents();
+      assert.ok((await httpStatuses()).includes('503'), 'a failed attempt with its HTTP status');
+      // By keyboard: Enter closes, Space opens again.
+      await toggle.focus();
+      await page.keyboard.press('Enter');
+      await attempts.waitFor({ state: 'detached' });
+      assert.equal(await toggle.getAttribute('aria-expanded'), 'false');
+      await page.keyboard.press('Space');
+      await attempts.waitFor();
+
+      // The receiver comes back: the next retry is delivered, and Refresh shows it.
+      receiver.status = 200;
+      await until('the event delivered', 30_000, async () => (await delivery())?.state === 'delivered');
+      await page.getByRole('button', { name: 'Refresh' }).click();
+      await eventRow.getByText('delivered').waitFor();
+      assert.equal(await toggle.getAttribute('aria-expanded'), 'true', 'still open after the refresh');
+      const statuses = await httpStatuses();
+      assert.ok(statuses.includes('503') && statuses.at(-1) === '200', `the failed attempts, then the delivery: ${statuses.join(', ')}`);
+      await screenshot(page, 'watchlists');
+
+      await clusterLink.click();
+      await page.getByRole('heading', { name: `Cluster ${clusterId}` }).waitFor();
+      await close(session);
+    } finally {
+      await receiver.close();
+    }
   });
 
   it('says which scope a session lacks, and returns to sign-in once its key is revoked', async () => {

@@ -1,7 +1,19 @@
 /** The admin API's routes (docs/console.md), one function each. */
 import type { KeyScope } from '../../../src/access/key-record.js';
 import { call, type Answer } from './client.js';
-import type { AuditRecord, ClusterGraph, ClusterSummary, EvidenceResult, IssuedKey, KeyList, KeyRecord, Stats } from './types.js';
+import type {
+  AdminWatchlist,
+  AuditRecord,
+  ClusterGraph,
+  ClusterSummary,
+  EvidenceResult,
+  IssuedKey,
+  KeyList,
+  KeyRecord,
+  Stats,
+  WatchEventsPage,
+  WatchedVpasPage,
+} from './types.js';
 
 const keyPath = (id: string) => `/v1/admin/keys/${encodeURIComponent(id)}`;
 
@@ -44,4 +56,25 @@ export async function fetchClusterGraph(clusterId: string, signal?: AbortSignal)
 /** NDJSON evidence, stored and served before the answer; a 422 (ApiError) lists the bad lines in `errors`. */
 export function uploadEvidence(file: Blob): Promise<Answer<EvidenceResult>> {
   return call<EvidenceResult>('POST', '/v1/admin/evidence', { body: file, contentType: 'application/x-ndjson' });
+}
+
+export async function listWatchlists(signal?: AbortSignal): Promise<readonly AdminWatchlist[]> {
+  return (await call<{ watchlists: AdminWatchlist[] }>('GET', '/v1/admin/watchlists', { signal })).body.watchlists;
+}
+
+/** One page of a watchlist's `vpas` or `events`: `limit` items after `cursor` (null for the first page). */
+function watchPagePath(id: string, what: 'vpas' | 'events', limit: number, cursor: string | null): string {
+  const query = new URLSearchParams({ limit: String(limit) });
+  if (cursor !== null) query.set('cursor', cursor);
+  return `/v1/admin/watchlists/${encodeURIComponent(id)}/${what}?${query.toString()}`;
+}
+
+/** Watched VPAs in VPA order, each with its verdict now. */
+export async function fetchWatchedVpas(id: string, limit: number, cursor: string | null, signal?: AbortSignal): Promise<WatchedVpasPage> {
+  return (await call<WatchedVpasPage>('GET', watchPagePath(id, 'vpas', limit, cursor), { signal })).body;
+}
+
+/** Events newest first, each with its delivery. */
+export async function fetchWatchEvents(id: string, limit: number, cursor: string | null, signal?: AbortSignal): Promise<WatchEventsPage> {
+  return (await call<WatchEventsPage>('GET', watchPagePath(id, 'events', limit, cursor), { signal })).body;
 }

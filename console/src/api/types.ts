@@ -1,10 +1,11 @@
 /**
  * The JSON the console reads: the spec's verdicts, batch and cluster answers
- * (docs/api.md) and the admin API's keys, audit records, stats and cluster
- * graphs (docs/console.md). Fields the console does not read are left out;
+ * (docs/api.md), the admin API's keys, audit records, stats and cluster
+ * graphs (docs/console.md), and watchlists with their events
+ * (docs/watchlists.md). Fields the console does not read are left out;
  * unknown fields are tolerated.
  */
-import type { Cluster } from '../../../src/engine/verdict.js';
+import type { BatchItem, Cluster } from '../../../src/engine/verdict.js';
 import type { KeyScope } from '../../../src/access/key-record.js';
 
 export interface Session {
@@ -113,4 +114,54 @@ export interface EvidenceResult {
 export interface EvidenceLineError {
   readonly line: number;
   readonly reason: string;
+}
+
+/** GET /v1/admin/watchlists: every key's watchlists, each naming its key (`owner`). */
+export interface AdminWatchlist {
+  readonly id: string;
+  readonly name: string;
+  readonly webhook_url: string;
+  readonly filters: { readonly statuses?: readonly string[]; readonly risk_categories?: readonly string[] };
+  readonly created_at: string;
+  readonly vpa_count: number;
+  readonly owner: string;
+}
+
+/** A page of a cursor-paged list; `next_cursor` is null on the last page. */
+export interface CursorPage {
+  readonly next_cursor: string | null;
+}
+
+export interface WatchedVpasPage extends CursorPage {
+  readonly vpas: readonly BatchItem[];
+  readonly data_version: string;
+}
+
+export interface DeliveryAttempt {
+  readonly at: string;
+  /** Null when no answer came (refused, timed out, unsafe target). */
+  readonly status: number | null;
+  readonly error: string | null;
+  readonly duration_ms: number;
+}
+
+export type DeliveryState = 'pending' | 'delivered' | 'failed';
+
+/** An event (docs/watchlists.md) as the console reads it: the VPA's verdict before and after, and its delivery. */
+export interface WatchEvent {
+  readonly id: string;
+  readonly upi: string;
+  readonly before: BatchItem;
+  readonly after: BatchItem;
+  readonly occurred_at: string;
+  readonly delivery: {
+    readonly state: DeliveryState;
+    /** The last 20, oldest first. */
+    readonly attempts: readonly DeliveryAttempt[];
+    readonly next_attempt_at: string | null;
+  };
+}
+
+export interface WatchEventsPage extends CursorPage {
+  readonly events: readonly WatchEvent[];
 }

@@ -6,11 +6,11 @@
 import { useMemo, useRef, useState } from 'preact/hooks';
 import { BAND_LABELS, CONFIDENCE_BANDS, bandAction, confidenceBand, type ConfidenceBand } from '../../../src/api/advice.js';
 import { describeError } from '../api/client.js';
-import { formatConfidence, formatNumber } from '../format.js';
-import { Link, clusterPath, screenPath } from '../router.js';
+import { formatNumber } from '../format.js';
 import { BATCH_SIZE, screenInBatches, type BatchProgress, type ScreenedRow } from '../screen/batch-run.js';
 import { resultsCsv } from '../screen/result-csv.js';
 import { MAX_LIST_VPAS, parseCsvList, parsePastedList, type InvalidEntry } from '../screen/vpa-list.js';
+import { BatchItemTable } from './batch-item-table.js';
 import { ErrorMessage } from './error-message.js';
 import { Table, numeric } from './table.js';
 
@@ -216,29 +216,11 @@ function BandCounts({ rows }: { readonly rows: readonly Row[] }) {
 function ResultTable({ rows }: { readonly rows: readonly Row[] }) {
   if (rows.length === 0) return <p>No result matches the filters.</p>;
   return (
-    <Table
+    <BatchItemTable
       caption={`Results${rows.length > SHOWN_ROWS ? `: the first ${formatNumber(SHOWN_ROWS)} of ${formatNumber(rows.length)} (the download holds them all)` : ''}`}
       class="results"
-      columns={['UPI', 'Status', numeric('Confidence'), 'Band', 'Risk category', 'Cluster', numeric('Cluster size'), numeric('Evidence'), 'Payment flow']}
-    >
-      {rows.slice(0, SHOWN_ROWS).map(({ item, band }) => (
-        <tr key={item.upi}>
-          <th scope="row" class="vpa">
-            <Link href={screenPath(item.upi)}>{item.upi}</Link>
-          </th>
-          <td>
-            <span class={`badge ${item.status === 'FLAGGED' ? 'flagged' : 'cleared'}`}>{item.status}</span>
-          </td>
-          <td class="num">{formatConfidence(item.confidence)}</td>
-          <td>{BAND_LABELS[band]}</td>
-          <td>{item.risk_category ?? '—'}</td>
-          <td>{item.cluster_id === null ? '—' : <Link href={clusterPath(item.cluster_id)}>{item.cluster_id}</Link>}</td>
-          <td class="num">{formatNumber(item.cluster_size)}</td>
-          <td class="num">{formatNumber(item.evidence_count)}</td>
-          <td>{bandAction(band, 'payment')}</td>
-        </tr>
-      ))}
-    </Table>
+      items={rows.slice(0, SHOWN_ROWS).map((row) => row.item)}
+    />
   );
 }
 
