@@ -28,6 +28,28 @@ export {
   RATE_LIMIT_MAX_DELAY_MS,
 } from './retry-schedule.js';
 export {
+  BAND_LABELS,
+  CONFIDENCE_BANDS,
+  HIGH_BAND_FLOOR,
+  MEDIUM_BAND_FLOOR,
+  adviceText,
+  confidenceBand,
+  recommendedAction,
+  type AdviceFlow,
+  type AdvisedVerdict,
+  type ConfidenceBand,
+  type OnboardingAction,
+  type PaymentAction,
+} from './advice.js';
+export {
+  DEFAULT_TOLERANCE_SECONDS,
+  SIGNATURE_HEADER,
+  signWebhook,
+  verifyWebhook,
+  type RawBody,
+  type VerifyWebhookOptions,
+} from './webhook.js';
+export {
   AbortError,
   ApiError,
   BadRequestError,
