@@ -238,6 +238,8 @@ async function main(): Promise<void> {
       log(`micro: ${file}`);
       micro.push({ file, report: await benchFile(`${file}.bench.js`, ['--vpas', '1000000']) });
     }
+    log('micro: watch-rescreen (1,000,000 watched VPAs)');
+    micro.push({ file: 'watch-rescreen', report: await benchFile('watch-rescreen.bench.js', ['--vpas', '1000000', '--watched', '1000000']) });
     suite.micro = micro;
   }
 

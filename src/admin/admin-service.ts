@@ -5,7 +5,7 @@ import { KEY_SCOPES, type KeyRecord, type KeyScope, type PublicKeyRecord } from 
 import type { KeyRegistry } from '../access/key-registry.js';
 import type { KeyUsage, UsageEntry, UsageLedger } from '../access/key-usage.js';
 import type { PlansConfig } from '../access/plans.js';
-import { sessionJson, type AdminAnswer, type AdminRequest } from '../api/admin-requests.js';
+import { sessionJson, type AdminAnswer, type KeyAdminRequest } from '../api/admin-requests.js';
 import { HttpError, errorJson, notFound, serviceUnavailable, validationError } from '../api/http-error.js';
 import { ConfigError } from '../common/errors.js';
 import type { Logger } from '../common/logger.js';
@@ -51,7 +51,7 @@ export class AdminService {
     this.#now = options.now ?? Date.now;
   }
 
-  async handle(request: AdminRequest): Promise<AdminAnswer> {
+  async handle(request: KeyAdminRequest): Promise<AdminAnswer> {
     try {
       return await this.#answer(request);
     } catch (error) {
@@ -71,7 +71,7 @@ export class AdminService {
     await this.#o.usage.flush().catch((error: Error) => this.#o.logger.error({ err: error.message }, 'key usage not written'));
   }
 
-  async #answer(request: AdminRequest): Promise<AdminAnswer> {
+  async #answer(request: KeyAdminRequest): Promise<AdminAnswer> {
     switch (request.op) {
       case 'session.find':
         return { status: 200, body: '', session: await this.#findSession(request.tokenHash) };

@@ -20,7 +20,28 @@ export type AdminRequest =
   | { readonly op: 'keys.revoke'; readonly key: KeyRecord; readonly id: string }
   | { readonly op: 'keys.update'; readonly key: KeyRecord; readonly id: string; readonly body: unknown }
   | { readonly op: 'audit.list'; readonly key: KeyRecord; readonly limit: number }
-  | { readonly op: 'stats'; readonly key: KeyRecord };
+  | { readonly op: 'stats'; readonly key: KeyRecord }
+  | WatchRequest;
+
+/** A watchlist request a serving thread hands the main thread; `key` is the caller, whose watchlists these are. */
+export type WatchRequest =
+  | { readonly op: 'watch.create'; readonly key: KeyRecord; readonly body: unknown }
+  | { readonly op: 'watch.list'; readonly key: KeyRecord }
+  | { readonly op: 'watch.get'; readonly key: KeyRecord; readonly id: string }
+  | { readonly op: 'watch.delete'; readonly key: KeyRecord; readonly id: string }
+  | { readonly op: 'watch.secret'; readonly key: KeyRecord; readonly id: string }
+  | { readonly op: 'watch.add'; readonly key: KeyRecord; readonly id: string; readonly body: unknown }
+  | { readonly op: 'watch.remove'; readonly key: KeyRecord; readonly id: string; readonly body: unknown }
+  | { readonly op: 'watch.vpas'; readonly key: KeyRecord; readonly id: string; readonly cursor: string | null; readonly limit: number }
+  | { readonly op: 'watch.events'; readonly key: KeyRecord; readonly id: string; readonly cursor: string | null; readonly limit: number }
+  | { readonly op: 'watch.redeliver'; readonly key: KeyRecord; readonly id: string; readonly eventId: string };
+
+/** The admin requests of keys, sessions, the audit log and the figures. */
+export type KeyAdminRequest = Exclude<AdminRequest, WatchRequest>;
+
+export function isWatchRequest(request: AdminRequest): request is WatchRequest {
+  return request.op.startsWith('watch.');
+}
 
 /** A console session that stands, as a serving thread needs it. */
 export interface FoundSession {
@@ -39,6 +60,8 @@ export interface AdminAnswer {
 
 /** Largest JSON body an admin route reads. */
 export const MAX_ADMIN_BODY_BYTES = 64 * 1024;
+/** Largest body of a watchlist's VPAs (1,000 of the longest legal form). */
+export const MAX_WATCH_BODY_BYTES = 512 * 1024;
 
 /** The JSON of a console session: who it is and the CSRF token for changes (never the cookie's token). */
 export function sessionJson(session: FoundSession): string {

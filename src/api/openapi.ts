@@ -18,7 +18,8 @@ import {
   VpaVerdictSchema,
 } from './schemas.js';
 import { ADMIN_SCHEMAS } from './admin-schemas.js';
-import { MAX_ADMIN_BODY_BYTES } from './admin-requests.js';
+import { WATCH_SCHEMAS } from './watch-schemas.js';
+import { MAX_ADMIN_BODY_BYTES, MAX_WATCH_BODY_BYTES } from './admin-requests.js';
 
 /**
  * The OpenAPI 3.1 document served at /v1/openapi.json, generated from the
@@ -81,6 +82,7 @@ export function openApiDocument(version: string): Record<string, unknown> {
         EvidenceReceipt: EvidenceReceiptSchema,
         EvidenceRefusal: EvidenceRefusalSchema,
         ...ADMIN_SCHEMAS,
+        ...WATCH_SCHEMAS,
       }),
     },
     paths: {
@@ -119,21 +121,25 @@ export function openApiDocument(version: string): Record<string, unknown> {
           },
         },
       },
-      ...adminPaths(ref, json, ok, error, common),
+      ...adminPaths({ ref, json, ok, error, common }),
+      ...watchPaths({ ref, json, ok, error, common }),
       '/v1/cyber/check': { get: { ...planned('Entity dark-web exposure check'), parameters: [{ name: 'entity', in: 'query', required: true, schema: { type: 'string' } }] } },
       '/v1/audit/app': { post: { ...planned('Mobile app audit submission'), requestBody: { content: json(ref('AppAuditRequest')) } } },
     },
   };
 }
 
+/** What the document's path groups are written with. */
+interface DocumentParts {
+  readonly ref: (id: string) => unknown;
+  readonly json: (schema: unknown) => unknown;
+  readonly ok: (description: string, schema: unknown) => Record<string, unknown>;
+  readonly error: (description: string) => unknown;
+  readonly common: Record<string, unknown>;
+}
+
 /** The admin API (docs/console.md): an admin-scoped key or a console session. */
-function adminPaths(
-  ref: (id: string) => unknown,
-  json: (schema: unknown) => unknown,
-  ok: (description: string, schema: unknown) => Record<string, unknown>,
-  error: (description: string) => unknown,
-  common: Record<string, unknown>,
-): Record<string, unknown> {
+function adminPaths({ ref, json, ok, error, common }: DocumentParts): Record<string, unknown> {
   const security = [{ bearer: [] }, { session: [] }];
   const body = (id: string) => ({
     required: true,
@@ -188,6 +194,52 @@ function adminPaths(
         security,
         parameters: [{ name: 'cluster_id', in: 'path', required: true, schema: { type: 'string', pattern: '^MC-[0-9]+$' } }],
         responses: { ...ok('The graph (at most 1,000 members drawn)', ref('ClusterGraph')), ...refusals, '404': error('not_found: no such cluster') },
+      },
+    },
+  };
+}
+
+/** Watchlists (docs/watchlists.md): a key with the screen scope, on its own watchlists. */
+function watchPaths({ ref, json, ok, error, common }: DocumentParts): Record<string, unknown> {
+  const id = { name: 'id', in: 'path', required: true, schema: { type: 'string' } };
+  const notFound = { '404': error("not_found: no such watchlist (another key's watchlist is answered so too)") };
+  const refusals = { ...common, ...notFound, '503': error('service_unavailable: this server keeps no watchlists (a follower), or its store cannot be written') };
+  const changes = { ...refusals, '422': error('validation_error: a field is missing, unknown or of the wrong value') };
+  const page = [
+    { name: 'limit', in: 'query', required: false, schema: { type: 'integer', minimum: 1, maximum: 1000, default: 100 } },
+    { name: 'cursor', in: 'query', required: false, schema: { type: 'string' }, description: 'next_cursor of the page before' },
+  ];
+  const vpas = (description: string) => ({ required: true, description: `${description}; at most ${MAX_WATCH_BODY_BYTES} bytes`, content: json(ref('WatchVpasRequest')) });
+  return {
+    '/v1/watchlists': {
+      post: {
+        summary: 'Create a watchlist; its events go to webhook_url, signed with the secret of this answer',
+        description: 'webhook_url must be https and must not be, or resolve to, a private, loopback, link-local or metadata address (400 bad_request).',
+        requestBody: { required: true, description: `JSON, at most ${MAX_ADMIN_BODY_BYTES} bytes`, content: json(ref('WatchlistCreateRequest')) },
+        responses: { '201': { description: 'Created; the secret is shown only here', content: json(ref('NewWatchlist')) }, ...changes },
+      },
+      get: { summary: "The key's watchlists", responses: { ...ok('Watchlists', ref('WatchlistList')), ...refusals } },
+    },
+    '/v1/watchlists/{id}': {
+      get: { summary: 'A watchlist', parameters: [id], responses: { ...ok('The watchlist', ref('Watchlist')), ...refusals } },
+      delete: { summary: 'Delete a watchlist, its VPAs and its undelivered events', parameters: [id], responses: { ...ok('Deleted', ref('WatchlistDeleted')), ...refusals } },
+    },
+    '/v1/watchlists/{id}/secret': {
+      post: { summary: 'A new signing secret; the old one signs nothing from now on', parameters: [id], responses: { ...ok('The new secret, shown only here', ref('WatchlistSecret')), ...refusals } },
+    },
+    '/v1/watchlists/{id}/vpas': {
+      put: { summary: 'Watch 1 to 1,000 VPAs', parameters: [id], requestBody: vpas('VPAs to watch'), responses: { ...ok('How many were new, and the total', ref('WatchVpasAdded')), ...changes } },
+      delete: { summary: 'Stop watching 1 to 1,000 VPAs', parameters: [id], requestBody: vpas('VPAs to stop watching'), responses: { ...ok('How many were watched, and the total', ref('WatchVpasRemoved')), ...changes } },
+      get: { summary: 'The watched VPAs with their verdicts now, a page at a time', parameters: [id, ...page], responses: { ...ok('A page', ref('WatchedVpasPage')), ...refusals } },
+    },
+    '/v1/watchlists/{id}/events': {
+      get: { summary: 'Events with their delivery attempts, newest first', parameters: [id, ...page], responses: { ...ok('A page', ref('WatchEventPage')), ...refusals } },
+    },
+    '/v1/watchlists/{id}/events/{event_id}/redeliver': {
+      post: {
+        summary: 'Deliver an event again from now, whatever its state',
+        parameters: [id, { name: 'event_id', in: 'path', required: true, schema: { type: 'string' } }],
+        responses: { '202': { description: 'Queued', content: json(ref('Redelivered')) }, ...refusals },
       },
     },
   };

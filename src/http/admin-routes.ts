@@ -1,6 +1,6 @@
 import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
 import type { KeyRecord } from '../access/key-record.js';
-import { MAX_ADMIN_BODY_BYTES, jsonObjectBody, sessionJson, type AdminAnswer, type AdminRequest } from '../api/admin-requests.js';
+import { MAX_ADMIN_BODY_BYTES, MAX_WATCH_BODY_BYTES, jsonObjectBody, sessionJson, type AdminAnswer, type AdminRequest } from '../api/admin-requests.js';
 import { MAX_CLUSTER_LIST, clusterGraph, largestClusters } from '../api/cluster-graph.js';
 import { HttpError, badRequest, serviceUnavailable, unauthorized, notFound, validationError } from '../api/http-error.js';
 import { MAX_AUDIT_LIMIT } from '../access/audit-log.js';
@@ -107,6 +107,58 @@ export function registerAdminRoutes(kit: RouteKit, deps: AdminRouteDependencies)
       send(x, 200, JSON.stringify(graph));
     }),
   );
+}
+
+/**
+ * The watchlist routes (docs/watchlists.md): a key with the screen scope
+ * manages its own watchlists, which the main thread keeps, screens and
+ * delivers events of.
+ */
+export function registerWatchlistRoutes(kit: RouteKit, deps: AdminRouteDependencies): void {
+  const { app, keyed, keyedBody, send } = kit;
+  const ask = (request: AdminRequest): Promise<AdminAnswer> =>
+    deps.admin === undefined ? Promise.reject(serviceUnavailable('this server keeps no watchlists')) : deps.admin(request);
+  const relay = (x: Exchange, answer: AdminAnswer): void => send(x, answer.status, answer.body);
+  const caller = (x: Exchange): KeyRecord => x.key!;
+  const body = (limit: number, answer: (x: Exchange, body: Record<string, unknown>) => Promise<void>) =>
+    keyedBody(ROUTE.watchlists, 'screen', limit, 'application/json', (x, payload) => answer(x, jsonObjectBody(payload)), true);
+  const withId = (handler: (id: string) => (res: HttpResponse, req: HttpRequest) => void) => (res: HttpResponse, req: HttpRequest) => handler(req.getParameter(0) ?? '')(res, req);
+  const page = (req: HttpRequest) => ({ id: req.getParameter(0) ?? '', limit: limitOf(req, 100, 1000), cursor: cursorOf(req) });
+
+  app.post('/v1/watchlists', body(MAX_ADMIN_BODY_BYTES, async (x, b) => relay(x, await ask({ op: 'watch.create', key: caller(x), body: b }))));
+  app.get('/v1/watchlists', keyed(ROUTE.watchlists, 'screen', noInput, async (x) => relay(x, await ask({ op: 'watch.list', key: caller(x) }))));
+  app.get('/v1/watchlists/:id', keyed(ROUTE.watchlists, 'screen', (req) => req.getParameter(0) ?? '', async (x, id) => relay(x, await ask({ op: 'watch.get', key: caller(x), id }))));
+  app.del('/v1/watchlists/:id', withId((id) => body(MAX_ADMIN_BODY_BYTES, async (x) => relay(x, await ask({ op: 'watch.delete', key: caller(x), id })))));
+  app.post('/v1/watchlists/:id/secret', withId((id) => body(MAX_ADMIN_BODY_BYTES, async (x) => relay(x, await ask({ op: 'watch.secret', key: caller(x), id })))));
+  app.put('/v1/watchlists/:id/vpas', withId((id) => body(MAX_WATCH_BODY_BYTES, async (x, b) => relay(x, await ask({ op: 'watch.add', key: caller(x), id, body: b })))));
+  app.del('/v1/watchlists/:id/vpas', withId((id) => body(MAX_WATCH_BODY_BYTES, async (x, b) => relay(x, await ask({ op: 'watch.remove', key: caller(x), id, body: b })))));
+  for (const [path, op] of [
+    ['/v1/watchlists/:id/vpas', 'watch.vpas'],
+    ['/v1/watchlists/:id/events', 'watch.events'],
+  ] as const) {
+    app.get(
+      path,
+      keyed(ROUTE.watchlists, 'screen', page, async (x, p) => {
+        if (p.limit instanceof HttpError) throw p.limit;
+        if (p.cursor instanceof HttpError) throw p.cursor;
+        relay(x, await ask({ op, key: caller(x), id: p.id, limit: p.limit, cursor: p.cursor }));
+      }),
+    );
+  }
+  app.post('/v1/watchlists/:id/events/:event/redeliver', (res, req) => {
+    const id = req.getParameter(0) ?? '';
+    const eventId = req.getParameter(1) ?? '';
+    body(MAX_ADMIN_BODY_BYTES, async (x) => relay(x, await ask({ op: 'watch.redeliver', key: caller(x), id, eventId })))(res, req);
+  });
+}
+
+/** The `cursor` query parameter (a VPA or an event id from a previous page), null when absent. */
+function cursorOf(req: HttpRequest): string | null | HttpError {
+  const query = req.getQuery();
+  const text = query === undefined ? undefined : strictQueryValue(query, 'cursor');
+  if (text === MALFORMED_QUERY) return badRequest('the query string has a malformed percent-encoding');
+  if (text === undefined || text === '') return null;
+  return text.length <= 512 ? text : badRequest('"cursor" is longer than any cursor this service hands out');
 }
 
 function noInput(): null {

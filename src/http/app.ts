@@ -19,7 +19,7 @@ import type { UsageCounter } from '../access/key-usage.js';
 import type { AdminAnswer, AdminRequest } from '../api/admin-requests.js';
 import { MAX_DISCARDED_BODY_BYTES, isContentType, isHeaderText, readBody } from './request-body.js';
 import type { Answer, Exchange, RouteKit } from './route-kit.js';
-import { registerAdminRoutes } from './admin-routes.js';
+import { registerAdminRoutes, registerWatchlistRoutes } from './admin-routes.js';
 import { registerConsoleRoutes, type ConsoleAssets } from './console-assets.js';
 import type { Quota, QuotaDecision } from '../access/quota.js';
 import type { ServiceMetrics } from './metrics.js';
@@ -466,6 +466,7 @@ export function createApiApp(deps: ApiDependencies, app: TemplatedApp = uWS.App(
   };
   const kit: RouteKit = { app, begin, answerLater, send, fail, keyed, keyedBody, admitKey, refuseKey, peekIp, remoteAddress };
   registerAdminRoutes(kit, deps);
+  registerWatchlistRoutes(kit, deps);
   if (deps.console !== undefined) registerConsoleRoutes(app, deps.console);
 
   // HEAD on any path, answered without a body (uWS routes HEAD to no GET

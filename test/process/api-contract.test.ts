@@ -227,6 +227,12 @@ test('the OpenAPI document is served and names every live and planned path', asy
     '/v1/verify/upi',
     '/v1/verify/upi/batch',
     '/v1/verify/upi/cluster/{cluster_id}',
+    '/v1/watchlists',
+    '/v1/watchlists/{id}',
+    '/v1/watchlists/{id}/events',
+    '/v1/watchlists/{id}/events/{event_id}/redeliver',
+    '/v1/watchlists/{id}/secret',
+    '/v1/watchlists/{id}/vpas',
   ]);
   const schemas = (r.body.components as { schemas: Record<string, { $id?: string }> }).schemas;
   assert.deepEqual(schemas.VpaVerdict, JSON.parse(JSON.stringify(VpaVerdictSchema)));

@@ -31,6 +31,12 @@ import { FileUsageLedger, usageFilePath, type UsageLedger } from '../../access/k
 import { AdminService } from '../../admin/admin-service.js';
 import { BuildHistory, IntelligenceStats, type BuildRecord, type StatsSources } from '../../admin/intelligence-stats.js';
 import { loadConsoleAssets } from '../../http/console-assets.js';
+import { isWatchRequest, type AdminAnswer, type WatchRequest } from '../../api/admin-requests.js';
+import { errorJson, serviceUnavailable } from '../../api/http-error.js';
+import { FileWatchStore, watchJournalPath } from '../../watch/file-watch-store.js';
+import { Rescreener } from '../../watch/rescreen.js';
+import { WatchService } from '../../watch/watch-service.js';
+import { DEFAULT_DELIVERY, WebhookDelivery } from '../../watch/webhook-delivery.js';
 import { listPublications } from '../../store/snapshot-publications.js';
 import { PostgresSessionStore } from '../../store/postgres-session-store.js';
 import { PostgresUsageLedger } from '../../store/postgres-usage-ledger.js';
@@ -85,6 +91,12 @@ Options:
                         a second after each build, where memory is tighter
                         than rebuild time (with --full-rebuilds as well,
                         nothing is kept for the next build)
+  --webhook-allow HOSTS hosts (comma-separated) webhooks may reach although they
+                        are private or loopback; plain http is allowed to them
+                        (docs/watchlists.md, Safe targets)
+  --webhook-first-retry-seconds S
+                        wait before a failed webhook is sent again; each
+                        retry doubles it, up to 15 minutes (default: 10)
   --log-level LEVEL     fatal, error, warn, info, debug or trace (default: info)
 
 Fleet mode (docs/deployment.md): with a store, serve is a follower. It
@@ -124,6 +136,8 @@ export const serveCommand: Command = {
       'build-idle-seconds': { type: 'string' },
       threads: { type: 'string' },
       'log-level': { type: 'string' },
+      'webhook-allow': { type: 'string' },
+      'webhook-first-retry-seconds': { type: 'string' },
       ...REDIS_OPTIONS,
       ...STORE_OPTIONS,
     });
@@ -145,6 +159,8 @@ export const serveCommand: Command = {
       vpas: intOption('compact-vpas', values['compact-vpas'], DEFAULT_COMPACTION.vpas, 0, 100_000_000),
       afterMs: intOption('compact-minutes', values['compact-minutes'], DEFAULT_COMPACTION.afterMs / 60_000, 1, 7 * 24 * 60) * 60_000,
     };
+    const webhookAllow = new Set((values['webhook-allow'] ?? '').split(',').map((h) => h.trim().toLowerCase().replace(/^\[|\]$/g, '')).filter((h) => h !== ''));
+    const firstRetrySeconds = intOption('webhook-first-retry-seconds', values['webhook-first-retry-seconds'], DEFAULT_DELIVERY.firstRetryMs / 1000, 1, 3600);
     const level = values['log-level'] ?? 'info';
     if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace'].includes(level)) throw new ConfigError(`--log-level must be fatal, error, warn, info, debug or trace`);
     if ((values['tls-cert'] === undefined) !== (values['tls-key'] === undefined)) throw new ConfigError('--tls-cert and --tls-key go together');
@@ -215,6 +231,11 @@ export const serveCommand: Command = {
       stats,
       logger,
     });
+    const watch = location === null ? await startWatching(dir, service, logger, webhookAllow, firstRetrySeconds * 1000) : null;
+    const answerWatch = (request: WatchRequest): Promise<AdminAnswer> =>
+      watch === null
+        ? Promise.resolve({ status: 503, body: errorJson(serviceUnavailable('watchlists are kept by embedded servers; a follower (--store) does not keep them yet')) })
+        : watch.service.handle(request);
     // Built by `npm ci` (and `npm start`); without it the API is served alone.
     const consoleAssets = await loadConsoleAssets();
     const quota = new QuotaService({ plans, ...(store.redis === null ? {} : { redis: store.redis, redisPrefix: store.prefix }) });
@@ -258,7 +279,7 @@ export const serveCommand: Command = {
         if (result.kind === 'stored') stats.noteIngest(result.items, Math.round(performance.now() - started));
         return result;
       },
-      admin: (request) => admin.handle(request),
+      admin: (request) => (isWatchRequest(request) ? answerWatch(request) : admin.handle(request)),
       onUsage: (entries) => admin.recordUsage(entries),
       console: consoleAssets,
     });
@@ -278,6 +299,7 @@ export const serveCommand: Command = {
     const status = await stopped;
     await stopServing();
     stats.stop();
+    await watch?.close();
     await admin.close();
     await served.close();
     await store.close();
@@ -286,6 +308,23 @@ export const serveCommand: Command = {
     process.exit(status);
   },
 };
+
+/** Watchlists of the data directory: screened on every change of what is served, their events delivered. */
+async function startWatching(dir: DataDir, served: ServedData, logger: Logger, allowed: ReadonlySet<string>, firstRetryMs: number) {
+  const store = await FileWatchStore.open(watchJournalPath(dir));
+  const delivery = new WebhookDelivery(store, { allowed, logger, policy: { ...DEFAULT_DELIVERY, firstRetryMs } });
+  const rescreener = new Rescreener(store, served, { logger, onEvents: () => delivery.wake() });
+  rescreener.start();
+  delivery.wake();
+  return {
+    service: new WatchService({ store, served, delivery, rescreener, allowed, logger }),
+    close: async () => {
+      await rescreener.close();
+      await delivery.close();
+      await store.close();
+    },
+  };
+}
 
 /** Options serve takes only without a store: a follower builds nothing. */
 const EMBEDDED_ONLY = ['build-threads', 'full-rebuilds', 'compact-vpas', 'compact-minutes', 'build-idle-seconds'] as const;

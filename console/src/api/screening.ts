@@ -1,0 +1,12 @@
+/** The spec's lookups, called with the console's session. */
+import { call, type Answer } from './client.js';
+import type { BatchAnswer, Verdict } from './types.js';
+
+export function lookUp(upi: string, signal?: AbortSignal): Promise<Answer<Verdict>> {
+  return call<Verdict>('GET', `/v1/verify/upi?upi=${encodeURIComponent(upi)}`, { signal });
+}
+
+/** At most 100 VPAs (the spec's batch limit). */
+export function lookUpBatch(upis: readonly string[], signal?: AbortSignal): Promise<Answer<BatchAnswer>> {
+  return call<BatchAnswer>('POST', '/v1/verify/upi/batch', { json: { upis }, signal });
+}

@@ -1,0 +1,180 @@
+import type { AdminAnswer, WatchRequest } from '../api/admin-requests.js';
+import { HttpError, badRequest, errorJson, notFound, serviceUnavailable, validationError } from '../api/http-error.js';
+import type { Logger } from '../common/logger.js';
+import type { ServedData } from '../service/served-data.js';
+import { RISK_CATEGORIES } from '../vpa/categories.js';
+import { isValidVpa, normalizeVpa } from '../vpa/vpa.js';
+import type { Rescreener } from './rescreen.js';
+import type { WatchStore } from './watch-store.js';
+import {
+  MAX_VPAS_PER_CALL,
+  MAX_WATCHLIST_NAME,
+  newSecret,
+  newWatchlistId,
+  publicEvent,
+  publicWatchlist,
+  stateOf,
+  type WatchFilters,
+  type Watchlist,
+} from './watchlist.js';
+import type { WebhookDelivery } from './webhook-delivery.js';
+import { UnsafeTargetError, checkWebhookUrl, resolveTarget } from './webhook-target.js';
+
+const CREATE_FIELDS = new Set(['name', 'webhook_url', 'filters']);
+
+/**
+ * The main thread's side of the watchlist routes (docs/watchlists.md): a
+ * watchlist is its creator key's, and every other key is told it does not
+ * exist. An answer is always given.
+ */
+export class WatchService {
+  readonly #store: WatchStore;
+  readonly #served: ServedData;
+  readonly #delivery: WebhookDelivery;
+  readonly #rescreener: Rescreener;
+  readonly #allowed: ReadonlySet<string>;
+  readonly #logger: Logger;
+
+  constructor(options: { store: WatchStore; served: ServedData; delivery: WebhookDelivery; rescreener: Rescreener; allowed: ReadonlySet<string>; logger: Logger }) {
+    this.#store = options.store;
+    this.#served = options.served;
+    this.#delivery = options.delivery;
+    this.#rescreener = options.rescreener;
+    this.#allowed = options.allowed;
+    this.#logger = options.logger;
+  }
+
+  async handle(request: WatchRequest): Promise<AdminAnswer> {
+    try {
+      return await this.#answer(request);
+    } catch (error) {
+      if (error instanceof HttpError) return { status: error.status, body: errorJson(error) };
+      this.#logger.error({ op: request.op, err: (error as Error).message }, 'watchlist request failed');
+      return { status: 503, body: errorJson(serviceUnavailable(`the request could not be carried out: ${(error as Error).message}`)) };
+    }
+  }
+
+  async #answer(request: WatchRequest): Promise<AdminAnswer> {
+    const owner = request.key.id;
+    switch (request.op) {
+      case 'watch.create': {
+        const watchlist = await this.#creation(request.body, owner);
+        await this.#store.create(watchlist);
+        return { status: 201, body: JSON.stringify({ ...publicWatchlist(watchlist, 0), secret: watchlist.secret }) };
+      }
+      case 'watch.list':
+        return ok({ watchlists: this.#store.list(owner).map((w) => publicWatchlist(w, this.#store.vpaCount(w.id))) });
+      case 'watch.get': {
+        const w = this.#own(owner, request.id);
+        return ok(publicWatchlist(w, this.#store.vpaCount(w.id)));
+      }
+      case 'watch.delete':
+        await this.#store.remove(this.#own(owner, request.id).id);
+        return ok({ deleted: true });
+      case 'watch.secret': {
+        const secret = newSecret();
+        await this.#store.setSecret(this.#own(owner, request.id).id, secret);
+        return ok({ secret });
+      }
+      case 'watch.add': {
+        const w = this.#own(owner, request.id);
+        const view = this.#served.view;
+        // Watched from the verdict served now: events are for what changes after.
+        const entries = vpasOf(request.body).map((upi) => [upi, stateOf(view.batchItem(upi))] as const);
+        return ok(await this.#store.addVpas(w.id, entries));
+      }
+      case 'watch.remove':
+        return ok(await this.#store.removeVpas(this.#own(owner, request.id).id, vpasOf(request.body)));
+      case 'watch.vpas': {
+        const w = this.#own(owner, request.id);
+        const page = this.#store.pageVpas(w.id, request.cursor, request.limit);
+        const view = this.#served.view;
+        return ok({ vpas: page.upis.map((upi) => view.batchItem(upi)), next_cursor: page.next, data_version: view.version });
+      }
+      case 'watch.events': {
+        const w = this.#own(owner, request.id);
+        const page = this.#store.events(w.id, request.cursor, request.limit);
+        return ok({ events: page.events.map(publicEvent), next_cursor: page.next });
+      }
+      case 'watch.redeliver': {
+        const w = this.#own(owner, request.id);
+        const stored = this.#store.findEvent(w.id, request.eventId);
+        if (stored === null) throw notFound(`no event ${JSON.stringify(request.eventId)} in watchlist ${w.id}`);
+        await this.#store.attempted(stored.event.id, { state: 'pending', attempts: stored.delivery.attempts, nextAttemptAt: Date.now() });
+        this.#delivery.wake();
+        return { status: 202, body: JSON.stringify({ event: publicEvent(this.#store.findEvent(w.id, request.eventId)!) }) };
+      }
+    }
+  }
+
+  /** Wait for the screening pass that covers what is served now (tests and the bench). */
+  settled(): Promise<void> {
+    return this.#rescreener.schedule();
+  }
+
+  #own(owner: string, id: string): Watchlist {
+    const w = this.#store.find(owner, id);
+    // Another key's watchlist is answered as one that does not exist: its existence is not told.
+    if (w === null) throw notFound(`no watchlist ${JSON.stringify(id)}`);
+    return w;
+  }
+
+  async #creation(body: unknown, owner: string): Promise<Watchlist> {
+    const b = body as Record<string, unknown>;
+    const unknown = Object.keys(b).find((k) => !CREATE_FIELDS.has(k));
+    if (unknown !== undefined) throw validationError(`unknown field ${JSON.stringify(unknown)}; the fields are name, webhook_url, filters`);
+    if (typeof b.name !== 'string' || b.name.trim() === '' || b.name.length > MAX_WATCHLIST_NAME) throw validationError(`"name" must be a string of 1 to ${MAX_WATCHLIST_NAME} characters`);
+    if (typeof b.webhook_url !== 'string') throw validationError('"webhook_url" must be a string');
+    try {
+      await resolveTarget(checkWebhookUrl(b.webhook_url, this.#allowed), this.#allowed);
+    } catch (error) {
+      if (error instanceof UnsafeTargetError) throw badRequest(error.message);
+      throw error;
+    }
+    return {
+      id: newWatchlistId(),
+      owner,
+      name: b.name.trim(),
+      webhook_url: b.webhook_url,
+      filters: filtersOf(b.filters),
+      secret: newSecret(),
+      created_at: new Date().toISOString(),
+    };
+  }
+}
+
+function ok(value: unknown): AdminAnswer {
+  return { status: 200, body: JSON.stringify(value) };
+}
+
+function filtersOf(value: unknown): WatchFilters {
+  if (value === undefined || value === null) return {};
+  if (typeof value !== 'object' || Array.isArray(value)) throw validationError('"filters" must be an object');
+  const f = value as Record<string, unknown>;
+  const unknown = Object.keys(f).find((k) => k !== 'statuses' && k !== 'risk_categories');
+  if (unknown !== undefined) throw validationError(`unknown filter ${JSON.stringify(unknown)}; the filters are statuses, risk_categories`);
+  const filters: { statuses?: ('FLAGGED' | 'CLEARED')[]; risk_categories?: (typeof RISK_CATEGORIES)[number][] } = {};
+  if (f.statuses !== undefined) {
+    if (!Array.isArray(f.statuses) || f.statuses.length === 0 || f.statuses.some((s) => s !== 'FLAGGED' && s !== 'CLEARED')) throw validationError('"filters.statuses" must be a list of FLAGGED and CLEARED');
+    filters.statuses = [...new Set(f.statuses as ('FLAGGED' | 'CLEARED')[])];
+  }
+  if (f.risk_categories !== undefined) {
+    const c = f.risk_categories;
+    if (!Array.isArray(c) || c.length === 0 || c.some((x) => !(RISK_CATEGORIES as readonly unknown[]).includes(x))) {
+      throw validationError(`"filters.risk_categories" must be a list from ${RISK_CATEGORIES.join(', ')}`);
+    }
+    filters.risk_categories = [...new Set(c as (typeof RISK_CATEGORIES)[number][])];
+  }
+  return filters;
+}
+
+/** The `upis` of a body: 1 to MAX_VPAS_PER_CALL valid VPAs, lower-cased (lookups ignore case, so watching does). */
+function vpasOf(body: unknown): string[] {
+  const upis = (body as Record<string, unknown>).upis;
+  const unknown = Object.keys(body as object).find((k) => k !== 'upis');
+  if (unknown !== undefined) throw validationError(`unknown field ${JSON.stringify(unknown)}; the body is {"upis": [...]}`);
+  if (!Array.isArray(upis) || upis.length === 0 || upis.length > MAX_VPAS_PER_CALL) throw badRequest(`"upis" must be a list of 1 to ${MAX_VPAS_PER_CALL} VPAs`);
+  const bad = upis.findIndex((u) => typeof u !== 'string' || !isValidVpa(u));
+  if (bad >= 0) throw badRequest(`"upis[${bad}]" is not a valid VPA (handle@provider)`);
+  return [...new Set((upis as string[]).map(normalizeVpa))];
+}

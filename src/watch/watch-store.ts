@@ -1,0 +1,36 @@
+import type { Delivery, StoredEvent, WatchEvent, WatchedState, Watchlist } from './watchlist.js';
+
+/**
+ * Where watchlists, their VPAs with the state each was last screened in,
+ * and the outbox of events live. The embedded server keeps them in its data
+ * directory (FileWatchStore).
+ */
+export interface WatchStore {
+  create(watchlist: Watchlist): Promise<void>;
+  /** The watchlist if it exists and belongs to `owner`. */
+  find(owner: string, id: string): Watchlist | null;
+  list(owner: string): Watchlist[];
+  vpaCount(id: string): number;
+  /** Delete a watchlist with its VPAs and its events not yet delivered. */
+  remove(id: string): Promise<void>;
+  setSecret(id: string, secret: string): Promise<void>;
+  /** Watch VPAs (already watched ones change nothing), each with its verdict now. */
+  addVpas(id: string, entries: readonly (readonly [string, WatchedState])[]): Promise<{ added: number; total: number }>;
+  removeVpas(id: string, upis: readonly string[]): Promise<{ removed: number; total: number }>;
+  /** Watched VPAs in VPA order after `cursor` (exclusive), at most `limit`. */
+  pageVpas(id: string, cursor: string | null, limit: number): { upis: string[]; next: string | null };
+  /** Every watchlist with its watched VPAs and their last states, for a screening pass (live maps: read, do not change). */
+  watched(): Iterable<{ watchlist: Watchlist; states: ReadonlyMap<string, WatchedState> }>;
+  /** Record the outcome of a screening pass: new states, and the events they made, together. */
+  screened(changes: readonly { readonly watchlistId: string; readonly upi: string; readonly state: WatchedState }[], events: readonly WatchEvent[]): Promise<void>;
+  /** Events due for an attempt: the oldest pending one of each watchlist and VPA, if its time has come. */
+  due(now: number, limit: number): StoredEvent[];
+  /** Record an attempt and what comes of the event. */
+  attempted(eventId: string, delivery: Delivery): Promise<void>;
+  /** A watchlist's events, newest first, before `cursor` (an event id, exclusive). */
+  events(watchlistId: string, cursor: string | null, limit: number): { events: StoredEvent[]; next: string | null };
+  findEvent(watchlistId: string, eventId: string): StoredEvent | null;
+  /** The earliest time an event is due, or null with none pending. */
+  nextDue(): number | null;
+  close(): Promise<void>;
+}

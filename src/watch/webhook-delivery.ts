@@ -1,0 +1,171 @@
+import { createHmac } from 'node:crypto';
+import { request as httpRequest, type IncomingMessage } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import type { LookupFunction } from 'node:net';
+import type { Logger } from '../common/logger.js';
+import type { WatchStore } from './watch-store.js';
+import { KEPT_ATTEMPTS, type Delivery, type DeliveryAttempt, type StoredEvent } from './watchlist.js';
+import { checkWebhookUrl, resolveTarget, UnsafeTargetError } from './webhook-target.js';
+
+/**
+ * Sends the outbox's events to their webhooks (docs/watchlists.md,
+ * Delivery): at least once, in order per watchlist and VPA, each signed,
+ * retried with exponential backoff and full jitter until a day has passed.
+ */
+export interface DeliveryPolicy {
+  /** Delay before the first retry, ms; each retry doubles it, with full jitter. */
+  readonly firstRetryMs: number;
+  readonly maxRetryMs: number;
+  /** How long after the event retries go on, ms. */
+  readonly giveUpAfterMs: number;
+  readonly timeoutMs: number;
+  /** Most of an answer read, bytes. */
+  readonly maxAnswerBytes: number;
+  /** Deliveries at once. */
+  readonly concurrency: number;
+}
+
+export const DEFAULT_DELIVERY: DeliveryPolicy = {
+  firstRetryMs: 10_000,
+  maxRetryMs: 15 * 60_000,
+  giveUpAfterMs: 24 * 60 * 60_000,
+  timeoutMs: 10_000,
+  maxAnswerBytes: 64 * 1024,
+  concurrency: 8,
+};
+
+export const SIGNATURE_HEADER = 'Upi-Risk-Signature';
+
+/** `t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<body>">`: the scheme Stripe uses. */
+export function signature(body: string, secret: string, nowMs: number): string {
+  const t = Math.floor(nowMs / 1000);
+  return `t=${t},v1=${createHmac('sha256', secret).update(`${t}.`).update(body).digest('hex')}`;
+}
+
+/** The wait before retry number `attempts` (1 after the first failure): full jitter over a doubling ceiling. */
+export function retryDelay(attempts: number, policy: DeliveryPolicy, random: () => number): number {
+  const ceiling = Math.min(policy.maxRetryMs, policy.firstRetryMs * 2 ** Math.max(0, attempts - 1));
+  // Never sooner than a tenth of the ceiling, so a receiver that is down is not hammered.
+  return Math.round(ceiling * (0.1 + 0.9 * random()));
+}
+
+export class WebhookDelivery {
+  readonly #store: WatchStore;
+  readonly #allowed: ReadonlySet<string>;
+  readonly #policy: DeliveryPolicy;
+  readonly #logger: Logger;
+  readonly #random: () => number;
+  readonly #inFlight = new Set<string>();
+  #timer: NodeJS.Timeout | null = null;
+  #closed = false;
+  #running: Promise<void>[] = [];
+
+  constructor(store: WatchStore, options: { allowed: ReadonlySet<string>; logger: Logger; policy?: DeliveryPolicy; random?: () => number }) {
+    this.#store = store;
+    this.#allowed = options.allowed;
+    this.#policy = options.policy ?? DEFAULT_DELIVERY;
+    this.#logger = options.logger;
+    this.#random = options.random ?? Math.random;
+  }
+
+  /** Look for due events now (after new events, or at start). */
+  wake(): void {
+    if (this.#closed) return;
+    if (this.#timer !== null) clearTimeout(this.#timer);
+    this.#timer = null;
+    const now = Date.now();
+    for (const stored of this.#store.due(now, this.#policy.concurrency * 4)) {
+      if (this.#inFlight.size >= this.#policy.concurrency) break;
+      if (this.#inFlight.has(stored.event.id)) continue;
+      this.#inFlight.add(stored.event.id);
+      const run = this.#attempt(stored)
+        .catch((error: Error) => this.#logger.error({ event: stored.event.id, err: error.message }, 'webhook delivery not recorded'))
+        .finally(() => {
+          this.#inFlight.delete(stored.event.id);
+          this.#running = this.#running.filter((r) => r !== run);
+          this.wake();
+        });
+      this.#running.push(run);
+    }
+    if (this.#inFlight.size > 0) return;
+    const next = this.#store.nextDue();
+    // At least once a second: an event due in the past but held behind another of its VPA is looked at again.
+    const wait = next === null ? 1000 : Math.min(1000, Math.max(10, next - now));
+    this.#timer = setTimeout(() => this.wake(), wait).unref();
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    if (this.#timer !== null) clearTimeout(this.#timer);
+    await Promise.all(this.#running);
+  }
+
+  async #attempt(stored: StoredEvent): Promise<void> {
+    const event = stored.event;
+    const list = [...this.#store.watched()].find((w) => w.watchlist.id === event.watchlist_id)?.watchlist;
+    if (list === undefined) return;
+    const started = Date.now();
+    const body = JSON.stringify(event);
+    let status: number | null = null;
+    let error: string | null = null;
+    try {
+      status = await this.#post(list.webhook_url, body, signature(body, list.secret, started));
+      if (status < 200 || status > 299) error = `answered ${status}`;
+    } catch (e) {
+      error = e instanceof UnsafeTargetError ? `unsafe target: ${e.message}` : (e as Error).message;
+    }
+    const now = Date.now();
+    const attempt: DeliveryAttempt = { at: new Date(started).toISOString(), status, error, duration_ms: now - started };
+    const attempts = [...stored.delivery.attempts, attempt].slice(-KEPT_ATTEMPTS);
+    const failures = attempts.filter((a) => a.error !== null).length;
+    let delivery: Delivery;
+    if (error === null) delivery = { state: 'delivered', attempts, nextAttemptAt: null };
+    else {
+      const retryAt = now + retryDelay(failures, this.#policy, this.#random);
+      delivery = retryAt - Date.parse(event.occurred_at) > this.#policy.giveUpAfterMs ? { state: 'failed', attempts, nextAttemptAt: null } : { state: 'pending', attempts, nextAttemptAt: retryAt };
+      this.#logger.warn({ event: event.id, watchlist: event.watchlist_id, err: error, next: delivery.state }, 'webhook not delivered');
+    }
+    await this.#store.attempted(event.id, delivery);
+  }
+
+  /** POST the body to the webhook, connecting only to the address checked; resolves with the status. */
+  async #post(webhookUrl: string, body: string, signed: string): Promise<number> {
+    const url = checkWebhookUrl(webhookUrl, this.#allowed);
+    const target = await resolveTarget(url, this.#allowed);
+    const pinned: LookupFunction = (_host, options, callback) => {
+      if ((options as { all?: boolean }).all === true) (callback as (e: null, a: { address: string; family: number }[]) => void)(null, [target]);
+      else callback(null, target.address, target.family);
+    };
+    const request = url.protocol === 'https:' ? httpsRequest : httpRequest;
+    return new Promise<number>((resolve, reject) => {
+      const req = request(
+        url,
+        {
+          method: 'POST',
+          lookup: pinned,
+          timeout: this.#policy.timeoutMs,
+          headers: {
+            'content-type': 'application/json',
+            'content-length': Buffer.byteLength(body),
+            'user-agent': 'upi-risk-webhooks',
+            [SIGNATURE_HEADER]: signed,
+          },
+        },
+        (res: IncomingMessage) => {
+          // No redirect is followed: a 3xx is an answer like any other that is not 2xx.
+          let read = 0;
+          res.on('data', (chunk: Buffer) => {
+            read += chunk.length;
+            if (read > this.#policy.maxAnswerBytes) res.destroy();
+          });
+          res.on('end', () => resolve(res.statusCode ?? 0));
+          res.on('close', () => resolve(res.statusCode ?? 0));
+          res.on('error', () => resolve(res.statusCode ?? 0));
+        },
+      );
+      req.on('timeout', () => req.destroy(new Error(`no answer within ${this.#policy.timeoutMs} ms`)));
+      req.on('error', reject);
+      req.end(body);
+    });
+  }
+}

@@ -1,0 +1,337 @@
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { recommendedAction } from '../../src/api/advice.js';
+import { writeDemoData } from '../../src/demo/generator.js';
+import { launchChromium, signIn, startConsoleServer, watchPage, type ConsoleServer } from '../fixtures/console-browser.js';
+import { until } from '../helpers.js';
+
+// The console end to end: Debian's Chromium driving the built app, by role
+// and accessible name, against a real `serve` process over TLS. Every page
+// is screenshot into $UPI_RISK_SCREENSHOTS (`npm run screenshots` names
+// docs/screenshots), else into a temporary folder removed afterwards.
+
+let service: ConsoleServer;
+let browser: Browser;
+let shots: string;
+let ownShots = false;
+/** A VPA the demo evidence names, so FLAGGED. */
+let flaggedVpa: string;
+
+before(async () => {
+  service = await startConsoleServer((file) => writeDemoData({ vpas: 1500, seed: 11 }, file));
+  const evidence = await readFile(service.evidenceFile, 'utf8');
+  flaggedVpa = (JSON.parse(evidence.slice(0, evidence.indexOf('\n'))) as { upi: string }).upi.toLowerCase();
+  const page = await service.request('/console/');
+  assert.equal(page.status, 200, 'the server answers the console at /console/');
+  browser = await launchChromium();
+  shots = process.env.UPI_RISK_SCREENSHOTS ?? '';
+  if (shots === '') {
+    shots = await mkdtemp(join(tmpdir(), 'upi-risk-screenshots-'));
+    ownShots = true;
+  }
+});
+
+after(async () => {
+  await browser?.close();
+  await service?.stop();
+  if (ownShots) await rm(shots, { recursive: true, force: true });
+});
+
+interface Session {
+  readonly context: BrowserContext;
+  readonly page: Page;
+  /** CSP violations and uncaught errors: none by the end of each test. */
+  readonly problems: string[];
+}
+
+async function openConsole(): Promise<Session> {
+  const context = await browser.newContext({ ignoreHTTPSErrors: true, acceptDownloads: true, viewport: { width: 1360, height: 900 } });
+  const page = await context.newPage();
+  page.setDefaultTimeout(20_000);
+  return { context, page, problems: watchPage(page) };
+}
+
+async function signedIn(): Promise<Session> {
+  const session = await openConsole();
+  await signIn(session.page, service.base, service.adminKey);
+  await session.page.getByRole('button', { name: 'Sign out' }).waitFor();
+  return session;
+}
+
+async function close(session: Session): Promise<void> {
+  await session.context.close();
+  assert.deepEqual(session.problems, [], 'no Content Security Policy violation or uncaught error');
+}
+
+async function screenshot(page: Page, name: string): Promise<void> {
+  await page.screenshot({ path: join(shots, `${name}.png`), fullPage: true });
+}
+
+/** Status of a lookup with `key` from Node. */
+async function lookupStatus(key: string): Promise<number> {
+  return (await service.request(`/v1/verify/upi?upi=${encodeURIComponent(flaggedVpa)}`, { key })).status;
+}
+
+describe('the console', () => {
+  it('signs in with an admin key, keeping the key nowhere', async () => {
+    const session = await openConsole();
+    const { page } = session;
+    await page.goto(`${service.base}/console/`);
+    await page.getByRole('button', { name: 'Sign in' }).waitFor();
+    await screenshot(page, 'sign-in');
+
+    await page.getByRole('textbox', { name: 'API key' }).fill('upirisk_not-a-key');
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('alert').waitFor();
+    assert.equal(await page.getByRole('textbox', { name: 'API key' }).inputValue(), '', 'the field is cleared after a failed sign-in');
+
+    await page.getByRole('textbox', { name: 'API key' }).fill(service.adminKey);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('button', { name: 'Sign out' }).waitFor();
+    for (const name of ['Keys', 'Screen', 'Clusters', 'Intelligence']) await page.getByRole('link', { name, exact: true }).waitFor();
+    // A string, evaluated in the page (this project's types have no DOM).
+    const kept = await page.evaluate<string>('JSON.stringify({ local: { ...localStorage }, session: { ...sessionStorage }, url: location.href, cookie: document.cookie })');
+    assert.equal(kept.includes(service.adminKey), false, `the key is kept: ${kept}`);
+    const cookies = await session.context.cookies();
+    const cookie = cookies.find((c) => c.name === '__Host-upi_risk_session');
+    assert.ok(cookie !== undefined, 'the session cookie is set');
+    assert.equal(cookie.httpOnly, true);
+    assert.equal(cookie.secure, true);
+    assert.equal(cookie.sameSite, 'Strict');
+
+    // A reload asks the server for the session again.
+    await page.reload();
+    await page.getByRole('button', { name: 'Sign out' }).waitFor();
+    await close(session);
+  });
+
+  it('refuses a key without the admin scope, saying so', async () => {
+    const session = await openConsole();
+    const { page } = session;
+    await signIn(page, service.base, service.screenKey);
+    const alert = page.getByRole('alert');
+    await alert.waitFor();
+    assert.match((await alert.textContent()) ?? '', /admin/i);
+    await page.getByRole('button', { name: 'Sign in' }).waitFor();
+    await close(session);
+  });
+
+  it('creates a key, shows it once and it works; rotating stops the old one; revoking stops the new one', async () => {
+    const session = await signedIn();
+    const { page } = session;
+    await page.getByRole('link', { name: 'Keys', exact: true }).click();
+    await page.getByRole('textbox', { name: 'Name' }).fill('e2e partner');
+    await page.getByRole('button', { name: 'Create key' }).click();
+    await page.getByText('You will not see this key again').waitFor();
+    const created = await page.getByRole('textbox', { name: 'New API key' }).inputValue();
+    assert.match(created, /^upirisk_/);
+    await page.getByRole('button', { name: 'Copy' }).click();
+    await until('the created key accepted', 5000, async () => (await lookupStatus(created)) === 200);
+    await screenshot(page, 'keys');
+
+    const row = page.getByRole('row', { name: /e2e partner/ });
+    await row.getByRole('combobox', { name: 'Plan' }).selectOption({ index: 1 });
+    await page.getByRole('cell', { name: 'plan changed' }).first().waitFor();
+
+    await row.getByRole('button', { name: 'Rotate', exact: true }).click();
+    await page.getByRole('heading', { name: /Rotated key for/ }).waitFor();
+    const rotated = await page.getByRole('textbox', { name: 'New API key' }).inputValue();
+    assert.notEqual(rotated, created);
+    await until('the rotated key in force', 5000, async () => (await lookupStatus(created)) === 401 && (await lookupStatus(rotated)) === 200);
+
+    await row.getByRole('button', { name: 'Revoke', exact: true }).click();
+    const dialog = page.getByRole('dialog');
+    await dialog.waitFor();
+    await dialog.getByRole('button', { name: 'Confirm revoke' }).click();
+    await page.getByRole('cell', { name: 'key revoked' }).first().waitFor();
+    await until('the revoked key refused', 5000, async () => (await lookupStatus(rotated)) === 401);
+    assert.equal(await row.getByRole('button', { name: 'Rotate', exact: true }).count(), 0, 'a revoked key has no actions');
+    await close(session);
+  });
+
+  it('screens one VPA: every field, the recommended actions, sources as safe links, the request id', async () => {
+    const session = await signedIn();
+    const { page } = session;
+    const expected = await service.request(`/v1/verify/upi?upi=${encodeURIComponent(flaggedVpa)}`, { key: service.adminKey });
+    assert.equal(expected.body.status, 'FLAGGED');
+    const confidence = expected.body.confidence as number;
+
+    await page.getByRole('link', { name: 'Screen', exact: true }).click();
+    await page.getByRole('textbox', { name: 'VPA', exact: true }).fill(flaggedVpa);
+    await page.getByRole('button', { name: 'Look up' }).click();
+    const verdict = page.getByRole('region', { name: new RegExp(`${escapeRegExp(flaggedVpa)} FLAGGED`) });
+    await verdict.waitFor();
+    const text = (await verdict.textContent()) ?? '';
+    for (const field of ['Confidence', 'Risk category', 'Cluster size', 'First seen', 'Last seen', 'Evidence count', 'Request id', 'Data version']) {
+      assert.ok(text.includes(field), `${field} shown`);
+    }
+    assert.ok(text.includes(String(confidence)), 'the confidence');
+    assert.ok(text.includes(recommendedAction('FLAGGED', confidence, 'payment')), 'the payment flow action');
+    assert.ok(text.includes(recommendedAction('FLAGGED', confidence, 'onboarding')), 'the onboarding action');
+    const sources = verdict.getByRole('table', { name: /Sources/ }).getByRole('link');
+    assert.ok((await sources.count()) > 0, 'sources as links');
+    assert.equal(await sources.first().getAttribute('target'), '_blank');
+    assert.equal(await sources.first().getAttribute('rel'), 'noopener noreferrer');
+    assert.match(text, /Request id\s*\S+/);
+    assert.match(page.url(), /\/console\/screen\?upi=/);
+    await screenshot(page, 'screen');
+    await close(session);
+  });
+
+  it('screens a CSV: invalid entries reported, counts by band, a CSV download guarded against formulas', async () => {
+    const session = await signedIn();
+    const { page } = session;
+    const csv = join(service.root, 'to-screen.csv');
+    await writeFile(csv, ['name,UPI', `flagged,${flaggedVpa}`, 'unknown,nobody.e2e@ybl', 'broken,not a vpa', 'dash,-dash@ybl', `again,${flaggedVpa.toUpperCase()}`].join('\r\n'));
+
+    await page.getByRole('link', { name: 'Screen', exact: true }).click();
+    await page.getByLabel('CSV file').setInputFiles(csv);
+    await page.getByRole('button', { name: 'Screen all' }).click();
+    await page.getByRole('button', { name: 'Download CSV' }).waitFor();
+    const invalid = page.getByRole('table', { name: /invalid entries/ });
+    assert.match((await invalid.textContent()) ?? '', /not a vpa/);
+    const counts = page.getByRole('table', { name: 'Counts by status and confidence band' });
+    const cleared = counts.getByRole('row', { name: /CLEARED CLEARED/ });
+    assert.match((await cleared.textContent()) ?? '', /CLEARED\s*CLEARED\s*2/);
+    await screenshot(page, 'screen-batch');
+
+    const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Download CSV' }).click()]);
+    const lines = (await readFile((await download.path())!, 'utf8')).trim().split(/\r\n/);
+    assert.equal(lines.length, 4, `a header and three distinct VPAs: ${lines.join(' | ')}`);
+    assert.match(lines[0]!, /^upi,status,confidence,band,/);
+    assert.ok(lines.some((line) => line.startsWith(`${flaggedVpa},FLAGGED,`)));
+    assert.ok(lines.some((line) => line.startsWith("'-dash@ybl,CLEARED,")), 'a cell starting with - is prefixed with an apostrophe');
+
+    await page.getByRole('combobox', { name: 'Status' }).selectOption('FLAGGED');
+    assert.equal(await page.getByRole('table', { name: /^Results/ }).getByRole('row').count(), 2, 'the header and the FLAGGED row');
+    await close(session);
+  });
+
+  it('draws a cluster beside its member table; a member opens its verdict', async () => {
+    const session = await signedIn();
+    const { page } = session;
+    await page.getByRole('link', { name: 'Clusters', exact: true }).click();
+    const first = page.getByRole('table', { name: /largest clusters/ }).getByRole('link').first();
+    const clusterId = (await first.textContent())!;
+    await screenshot(page, 'clusters');
+    await first.click();
+    await page.getByRole('heading', { name: `Cluster ${clusterId}` }).waitFor();
+    const graph = page.getByRole('img', { name: /Graph of cluster/ });
+    await until('the graph drawn', 20_000, async () => (await graph.getAttribute('data-draw-ms')) !== null);
+    const painted = await graph.evaluate((element) =>
+      [...element.querySelectorAll('canvas')].some((canvas) => {
+        const context = canvas.getContext('2d');
+        if (context === null || canvas.width === 0) return false;
+        const pixels = context.getImageData(0, 0, canvas.width, canvas.height).data;
+        for (let i = 3; i < pixels.length; i += 4) if (pixels[i] !== 0) return true;
+        return false;
+      }),
+    );
+    assert.ok(painted, 'the graph canvas has something drawn on it');
+
+    const members = page.getByRole('table', { name: /^Members/ });
+    assert.ok((await members.getByRole('row').count()) > 2, 'members listed');
+    const confidence = members.getByRole('columnheader', { name: /Confidence/ });
+    assert.equal(await confidence.getAttribute('aria-sort'), 'descending');
+    await confidence.getByRole('button').click();
+    assert.equal(await confidence.getAttribute('aria-sort'), 'ascending');
+    await screenshot(page, 'cluster');
+
+    const member = members.getByRole('link').first();
+    const upi = (await member.textContent())!;
+    await member.click();
+    await page.getByRole('region', { name: new RegExp(`${escapeRegExp(upi)} FLAGGED`) }).waitFor();
+    assert.match(page.url(), /\/console\/screen\?upi=/);
+    await close(session);
+  });
+
+  it('shows the intelligence; uploaded evidence is served at once, a bad file lists its lines', async () => {
+    const session = await signedIn();
+    const { page } = session;
+    await page.getByRole('link', { name: 'Intelligence', exact: true }).click();
+    await page.getByRole('heading', { name: 'Snapshot' }).waitFor();
+    await page.getByRole('heading', { name: 'The last hour' }).waitFor();
+    await screenshot(page, 'intelligence');
+
+    const fresh = `fresh.e2e${Date.now()}@ybl`;
+    const good = join(service.root, 'fresh.ndjson');
+    const item = { evidence_id: `e2e-${fresh}`, upi: fresh, url: 'https://e2e.example/pay', source_category: 'scam', captured_at: new Date().toISOString() };
+    await writeFile(good, `${JSON.stringify(item)}\n`);
+    await page.getByLabel('Evidence file (NDJSON)').setInputFiles(good);
+    await page.getByRole('button', { name: 'Upload evidence' }).click();
+    await page.getByText('Stored and served.').waitFor();
+
+    const bad = join(service.root, 'bad.ndjson');
+    await writeFile(bad, `${JSON.stringify(item)}\n{"upi": 12}\nnot json\n`);
+    await page.getByLabel('Evidence file (NDJSON)').setInputFiles(bad);
+    await page.getByRole('button', { name: 'Upload evidence' }).click();
+    const lines = page.getByRole('table', { name: /Invalid lines/ });
+    await lines.waitFor();
+    assert.equal(await lines.getByRole('row').count(), 3, 'the header and lines 2 and 3');
+
+    await page.getByRole('link', { name: 'Screen', exact: true }).click();
+    await page.getByRole('textbox', { name: 'VPA', exact: true }).fill(fresh);
+    await page.getByRole('button', { name: 'Look up' }).click();
+    await page.getByRole('region', { name: new RegExp(`${escapeRegExp(fresh)} FLAGGED`) }).waitFor();
+    await close(session);
+  });
+
+  it('says which scope a session lacks, and returns to sign-in once its key is revoked', async () => {
+    const operator = await signedIn();
+    await operator.page.getByRole('link', { name: 'Keys', exact: true }).click();
+    await operator.page.getByRole('textbox', { name: 'Name' }).fill('e2e admin only');
+    await operator.page.getByRole('checkbox', { name: /^screen/ }).uncheck();
+    await operator.page.getByRole('checkbox', { name: /^admin/ }).check();
+    await operator.page.getByRole('button', { name: 'Create key' }).click();
+    const adminOnly = await operator.page.getByRole('textbox', { name: 'New API key' }).inputValue();
+
+    const session = await openConsole();
+    const { page } = session;
+    await signIn(page, service.base, adminOnly);
+    await page.getByRole('link', { name: 'Screen', exact: true }).click();
+    await page.getByRole('textbox', { name: 'VPA', exact: true }).fill(flaggedVpa);
+    await page.getByRole('button', { name: 'Look up' }).click();
+    const refusal = page.getByRole('alert');
+    await refusal.waitFor();
+    assert.match((await refusal.textContent()) ?? '', /screen/, 'the message names the missing scope');
+
+    await operator.page.getByRole('row', { name: /e2e admin only/ }).getByRole('button', { name: 'Revoke', exact: true }).click();
+    await operator.page.getByRole('dialog').getByRole('button', { name: 'Confirm revoke' }).click();
+    await operator.page.getByRole('cell', { name: 'key revoked' }).first().waitFor();
+    await page.getByRole('link', { name: 'Keys', exact: true }).click();
+    await page.getByRole('button', { name: 'Sign in' }).waitFor();
+    await close(session);
+    await close(operator);
+  });
+
+  it('refuses a change that carries the session cookie without the CSRF token', async () => {
+    const session = await signedIn();
+    const { page } = session;
+    const refused = await page.evaluate(async () => {
+      const response = await fetch('/v1/admin/keys', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name: 'forged' }) });
+      return { status: response.status, body: (await response.json()) as { error?: string } };
+    });
+    assert.equal(refused.status, 403);
+    assert.equal(refused.body.error, 'forbidden');
+    await close(session);
+  });
+
+  it('signs out: back to the sign-in form, and the old cookie no longer works', async () => {
+    const session = await signedIn();
+    const { page } = session;
+    const cookie = (await session.context.cookies()).find((c) => c.name === '__Host-upi_risk_session')!;
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByRole('button', { name: 'Sign in' }).waitFor();
+    const after = await service.request('/v1/admin/session', { headers: { cookie: `${cookie.name}=${cookie.value}` } });
+    assert.equal(after.status, 401);
+    await close(session);
+  });
+});
+
+function escapeRegExp(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}

@@ -1,0 +1,102 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { appendFile, stat, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { FileWatchStore } from '../../src/watch/file-watch-store.js';
+import { newEventId, stateOf, type WatchEvent, type Watchlist } from '../../src/watch/watchlist.js';
+import { clearedBatchItem } from '../../src/engine/verdict.js';
+import { ErrorCode } from '../../src/common/errors.js';
+import { tempDataDir } from '../helpers.js';
+
+const CLEARED = stateOf(clearedBatchItem('x@ybl'));
+const FLAGGED = [1, 9000, 0, 12, 3, 2] as const;
+
+function watchlist(id: string, owner = 'key_aaaaaaaaaaaa'): Watchlist {
+  return { id, owner, name: id, webhook_url: 'https://hooks.example.com/x', filters: {}, secret: 'whsec_x', created_at: '2026-11-26T00:00:00.000Z' };
+}
+
+function event(watchlistId: string, upi: string, at: number): WatchEvent {
+  return { id: newEventId(at), type: 'vpa.changed', watchlist_id: watchlistId, upi, before: clearedBatchItem(upi), after: clearedBatchItem(upi), data_version: 'v', occurred_at: new Date(at).toISOString() };
+}
+
+test('everything acknowledged is there after a restart, and a torn last line is skipped', async () => {
+  const { root, cleanup } = await tempDataDir();
+  try {
+    const path = join(root, 'watch', 'journal.ndjson');
+    const store = await FileWatchStore.open(path);
+    await store.create(watchlist('wl_1'));
+    await store.create(watchlist('wl_2', 'key_bbbbbbbbbbbb'));
+    await store.addVpas('wl_1', [['a@ybl', CLEARED], ['b@ybl', CLEARED]]);
+    await store.removeVpas('wl_1', ['b@ybl']);
+    await store.setSecret('wl_1', 'whsec_new');
+    const e = event('wl_1', 'a@ybl', 1_000);
+    await store.screened([{ watchlistId: 'wl_1', upi: 'a@ybl', state: FLAGGED }], [e]);
+    await store.attempted(e.id, { state: 'pending', attempts: [{ at: new Date(1_000).toISOString(), status: 503, error: 'answered 503', duration_ms: 3 }], nextAttemptAt: 5_000 });
+    await store.remove('wl_2');
+    await appendFile(path, '{"op":"watchl');
+
+    const reopened = await FileWatchStore.open(path);
+    assert.equal(reopened.find('key_aaaaaaaaaaaa', 'wl_1')?.secret, 'whsec_new');
+    assert.equal(reopened.find('key_bbbbbbbbbbbb', 'wl_1'), null, "another owner's");
+    assert.equal(reopened.find('key_bbbbbbbbbbbb', 'wl_2'), null, 'removed');
+    assert.deepEqual(reopened.pageVpas('wl_1', null, 10), { upis: ['a@ybl'], next: null });
+    assert.deepEqual([...[...reopened.watched()][0]!.states], [['a@ybl', FLAGGED]]);
+    assert.deepEqual(reopened.due(4_999, 10), [], 'not due yet');
+    assert.equal(reopened.due(5_000, 10)[0]?.delivery.attempts.length, 1);
+  } finally {
+    await cleanup();
+  }
+});
+
+test("a VPA's events go one at a time, oldest first; other VPAs' do not wait", async () => {
+  const { root, cleanup } = await tempDataDir();
+  try {
+    const store = await FileWatchStore.open(join(root, 'journal.ndjson'));
+    await store.create(watchlist('wl_1'));
+    await store.addVpas('wl_1', [['a@ybl', CLEARED], ['b@ybl', CLEARED]]);
+    const first = event('wl_1', 'a@ybl', 1_000);
+    const second = event('wl_1', 'a@ybl', 2_000);
+    const other = event('wl_1', 'b@ybl', 3_000);
+    await store.screened([], [first, other, second]);
+    assert.deepEqual(store.due(10_000, 10).map((s) => s.event.id), [first.id, other.id]);
+    await store.attempted(first.id, { state: 'delivered', attempts: [], nextAttemptAt: null });
+    assert.deepEqual(store.due(10_000, 10).map((s) => s.event.id), [second.id, other.id]);
+    assert.deepEqual(store.events('wl_1', null, 2).events.map((s) => s.event.id), [other.id, second.id], 'newest first');
+    assert.equal(store.events('wl_1', null, 2).next, second.id);
+  } finally {
+    await cleanup();
+  }
+});
+
+test('a journal grown past what it describes is rewritten smaller, with the same content', async () => {
+  const { root, cleanup } = await tempDataDir();
+  try {
+    const path = join(root, 'journal.ndjson');
+    const store = await FileWatchStore.open(path, 1);
+    await store.create(watchlist('wl_1'));
+    for (let i = 0; i < 50; i++) {
+      await store.addVpas('wl_1', [[`v${i}@ybl`, CLEARED]]);
+      await store.removeVpas('wl_1', [`v${i}@ybl`]);
+    }
+    await store.addVpas('wl_1', [['kept@ybl', CLEARED]]);
+    await store.close();
+    assert.ok((await stat(path)).size < 1000, 'rewritten');
+    const reopened = await FileWatchStore.open(path);
+    assert.deepEqual(reopened.pageVpas('wl_1', null, 10).upis, ['kept@ybl']);
+  } finally {
+    await cleanup();
+  }
+});
+
+test('a journal line this service did not write is ERR_ADMIN_STATE', async () => {
+  const { root, cleanup } = await tempDataDir();
+  try {
+    const path = join(root, 'journal.ndjson');
+    for (const bad of ['nope\n', '{"op":"explode"}\n', '{"op":"add","id":"wl_missing","e":[]}\n', '{"op":"watchlist","w":{"id":"wl_1"}}\n']) {
+      await writeFile(path, bad);
+      await assert.rejects(FileWatchStore.open(path), (error: Error & { code?: string }) => error.code === ErrorCode.ADMIN_STATE && /line 1/.test(error.message));
+    }
+  } finally {
+    await cleanup();
+  }
+});
