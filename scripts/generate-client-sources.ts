@@ -33,6 +33,33 @@ const CLIENT_COMPONENTS: Readonly<Record<string, string>> = {
   Error: 'ErrorBody',
   RiskCategory: 'RiskCategory',
   SourceCategory: 'SourceCategory',
+  WatchlistCreateRequest: 'WatchlistCreateRequest',
+  Watchlist: 'Watchlist',
+  NewWatchlist: 'NewWatchlist',
+  WatchlistList: 'WatchlistList',
+  WatchlistSecret: 'WatchlistSecret',
+  WatchlistDeleted: 'WatchlistDeleted',
+  WatchVpasRequest: 'WatchVpasRequest',
+  WatchVpasAdded: 'WatchVpasAdded',
+  WatchVpasRemoved: 'WatchVpasRemoved',
+  WatchedVpasPage: 'WatchedVpasPage',
+  WatchEvent: 'WatchEvent',
+  WatchEventWithDelivery: 'WatchEventWithDelivery',
+  WatchEventPage: 'WatchEventPage',
+  Redelivered: 'Redelivered',
+};
+
+/**
+ * Shapes the schemas write inline (no `$id`), named here so the client can
+ * name them and each is declared once: where the first one stands (a
+ * path may start at a shape named above it).
+ */
+const NAMED_SHAPES: Readonly<Record<string, readonly string[]>> = {
+  ClusterMember: ['Cluster', 'properties', 'members', 'items'],
+  ClusterSource: ['Cluster', 'properties', 'top_sources', 'items'],
+  WatchFilters: ['Watchlist', 'properties', 'filters'],
+  WatchDelivery: ['WatchEventWithDelivery', 'properties', 'delivery'],
+  WatchDeliveryAttempt: ['WatchDelivery', 'properties', 'attempts', 'items'],
 };
 
 const banner = (what: string) => `/**
@@ -55,6 +82,13 @@ async function generateWireTypes(): Promise<string> {
     const schema = components[component];
     if (schema === undefined) throw new Error(`the OpenAPI document has no component schema ${component}`);
     definitions[component] = { ...(withReferences(schema, true) as JSONSchema), title: tsName };
+  }
+  for (const [name, [component, ...path]] of Object.entries(NAMED_SHAPES)) {
+    const shape = path.reduce<unknown>((at, key) => (at as Record<string, unknown> | undefined)?.[key], definitions[component!]);
+    if (shape === undefined) throw new Error(`the OpenAPI document has no ${[component, ...path].join('.')} to name ${name}`);
+    const text = JSON.stringify(shape);
+    for (const [key, definition] of Object.entries(definitions)) definitions[key] = withNamedShape(definition, text, name) as JSONSchema;
+    definitions[name] = { ...(shape as JSONSchema), title: name };
   }
   // A root naming every component, so each is declared once and reachable.
   const root: JSONSchema = {
@@ -105,6 +139,14 @@ function withReferences(value: unknown, top = false): unknown {
     else out[key] = withReferences(child);
   }
   return out;
+}
+
+/** `value` with every subschema equal to `text` (as JSON) replaced by a `$ref` to `name`. */
+function withNamedShape(value: unknown, text: string, name: string): unknown {
+  if (value === null || typeof value !== 'object') return value;
+  if (JSON.stringify(value) === text) return { $ref: `#/definitions/${name}` };
+  if (Array.isArray(value)) return value.map((item) => withNamedShape(item, text, name));
+  return Object.fromEntries(Object.entries(value).map(([key, child]) => [key, withNamedShape(child, text, name)]));
 }
 
 function isEmptyObject(value: unknown): boolean {

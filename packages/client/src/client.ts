@@ -8,20 +8,22 @@ import { chunksOf, mapConcurrently } from './chunked.js';
 import { PageQuery } from './page-query.js';
 import { sendWithRetries, type ApiRequest, type CallScope, type FetchLike, type ResponseMeta, type TransportConfig } from './transport.js';
 import { batchItemsOf, objectOf, toVpaVerdict } from './verdicts.js';
-import type { BatchItem, Cluster, VpaVerdict } from './wire.js';
 import type {
-  CreatedWatchlist,
-  EventRedelivery,
+  BatchItem,
+  Cluster,
+  NewWatchlist,
+  Redelivered,
+  VpaVerdict,
+  WatchEventPage,
+  WatchVpasAdded,
+  WatchVpasRemoved,
+  WatchedVpasPage,
   Watchlist,
   WatchlistCreateRequest,
   WatchlistDeleted,
-  WatchlistEventPage,
   WatchlistList,
   WatchlistSecret,
-  WatchlistVpaPage,
-  WatchlistVpasAdded,
-  WatchlistVpasRemoved,
-} from './watchlist-wire.js';
+} from './wire.js';
 
 /** VPAs per batch request: the spec's limit. */
 export const BATCH_REQUEST_SIZE = 100;
@@ -153,7 +155,7 @@ export class UpiRiskClient {
   }
 
   /** `POST /v1/watchlists`. The answer is the only one that shows the webhook secret: keep it. */
-  createWatchlist(request: WatchlistCreateRequest, options: CallOptions = {}): Promise<CreatedWatchlist> {
+  createWatchlist(request: WatchlistCreateRequest, options: CallOptions = {}): Promise<NewWatchlist> {
     return this.#json({ method: 'POST', path: '/v1/watchlists', body: request, idempotent: false }, options);
   }
 
@@ -176,14 +178,14 @@ export class UpiRiskClient {
   }
 
   /** Watch more VPAs, any number: requests of 1,000, one after another. `total` is the watchlist's size after the last. */
-  async addToWatchlist(id: string, upis: readonly string[], options: CallOptions = {}): Promise<WatchlistVpasAdded> {
-    const answers = await this.#vpaChanges<WatchlistVpasAdded>('PUT', id, upis, options);
+  async addToWatchlist(id: string, upis: readonly string[], options: CallOptions = {}): Promise<WatchVpasAdded> {
+    const answers = await this.#vpaChanges<WatchVpasAdded>('PUT', id, upis, options);
     return { added: sum(answers.map((a) => a.added)), total: answers.at(-1)!.total };
   }
 
   /** Stop watching VPAs, any number: requests of 1,000, one after another. */
-  async removeFromWatchlist(id: string, upis: readonly string[], options: CallOptions = {}): Promise<WatchlistVpasRemoved> {
-    const answers = await this.#vpaChanges<WatchlistVpasRemoved>('DELETE', id, upis, options);
+  async removeFromWatchlist(id: string, upis: readonly string[], options: CallOptions = {}): Promise<WatchVpasRemoved> {
+    const answers = await this.#vpaChanges<WatchVpasRemoved>('DELETE', id, upis, options);
     return { removed: sum(answers.map((a) => a.removed)), total: answers.at(-1)!.total };
   }
 
@@ -192,17 +194,17 @@ export class UpiRiskClient {
    * page. Iterated (`for await`): every page from `cursor` on, each call
    * bounded by `deadlineMs` on its own.
    */
-  listWatchlistVpas(id: string, options: PageOptions = {}): PageQuery<WatchlistVpaPage> {
-    return this.#pages<WatchlistVpaPage>(`${watchlistPath(id)}/vpas`, options);
+  listWatchlistVpas(id: string, options: PageOptions = {}): PageQuery<WatchedVpasPage> {
+    return this.#pages<WatchedVpasPage>(`${watchlistPath(id)}/vpas`, options);
   }
 
   /** The watchlist's events with their delivery state, newest first; paged as listWatchlistVpas. */
-  listWatchlistEvents(id: string, options: PageOptions = {}): PageQuery<WatchlistEventPage> {
-    return this.#pages<WatchlistEventPage>(`${watchlistPath(id)}/events`, options);
+  listWatchlistEvents(id: string, options: PageOptions = {}): PageQuery<WatchEventPage> {
+    return this.#pages<WatchEventPage>(`${watchlistPath(id)}/events`, options);
   }
 
   /** Deliver an event again from now, whatever its state (202). */
-  redeliverEvent(watchlistId: string, eventId: string, options: CallOptions = {}): Promise<EventRedelivery> {
+  redeliverEvent(watchlistId: string, eventId: string, options: CallOptions = {}): Promise<Redelivered> {
     const path = `${watchlistPath(watchlistId)}/events/${encodeURIComponent(text('eventId', eventId))}/redeliver`;
     return this.#json({ method: 'POST', path, idempotent: true }, options);
   }

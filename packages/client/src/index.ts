@@ -69,4 +69,3 @@ export {
   type WebhookRefusal,
 } from './errors.js';
 export type * from './wire.js';
-export type * from './watchlist-wire.js';

@@ -6,7 +6,7 @@
  * only, so it runs in browsers, Node 20 and edge runtimes alike.
  */
 import { WebhookSignatureError } from './errors.js';
-import type { WatchlistEvent } from './watchlist-wire.js';
+import type { WatchEvent } from './wire.js';
 
 export const SIGNATURE_HEADER = 'Upi-Risk-Signature';
 /** How far a delivery's `t` may be from now, by default: 5 minutes, either way. */
@@ -32,7 +32,7 @@ export async function verifyWebhook(
   header: string | null | undefined,
   secret: string,
   options: VerifyWebhookOptions = {},
-): Promise<WatchlistEvent> {
+): Promise<WatchEvent> {
   const tolerance = options.toleranceSeconds ?? DEFAULT_TOLERANCE_SECONDS;
   if (!(tolerance >= 0 && Number.isFinite(tolerance))) throw new RangeError(`toleranceSeconds must be a finite number >= 0, got ${tolerance}`);
   const { timestamp, signatures } = parseSignatureHeader(header);
@@ -60,7 +60,7 @@ export async function verifyWebhook(
   if (event === null || typeof event !== 'object' || Array.isArray(event)) {
     throw new WebhookSignatureError('malformed_body', 'the signed body is not a JSON object');
   }
-  return event as WatchlistEvent;
+  return event as WatchEvent;
 }
 
 /**
