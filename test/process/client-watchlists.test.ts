@@ -23,11 +23,14 @@ before(async () => {
   await ingest(t.dir, t.root, [evidence('known@ybl', 'https://t.me/known', { source_category: 'telegram', risk_category: 'mule' })]);
   const key = async (name: string, scopes: string) =>
     lastLine((await runCli(['keys', 'create', '--data-dir', t.dir.root, '--name', name, '--scopes', scopes])).stdout);
+  // Every key before the server starts: one made later takes a moment to be seen.
   ingestKey = await key('intelligence', 'ingest');
+  const acquirer = await key('acquirer', 'screen');
+  const anotherBank = await key('another bank', 'screen');
   receiver = await startReceiver();
   server = await startServer(t.dir.root, { args: ['--webhook-allow', '127.0.0.1', '--webhook-first-retry-seconds', '1'] });
-  client = new UpiRiskClient({ baseUrl: server.base, apiKey: await key('acquirer', 'screen') });
-  stranger = new UpiRiskClient({ baseUrl: server.base, apiKey: await key('another bank', 'screen') });
+  client = new UpiRiskClient({ baseUrl: server.base, apiKey: acquirer });
+  stranger = new UpiRiskClient({ baseUrl: server.base, apiKey: anotherBank });
 });
 
 after(async () => {
