@@ -155,7 +155,7 @@ export class UpiRiskClient {
   }
 
   /** `POST /v1/watchlists`. The answer is the only one that shows the webhook secret: keep it. */
-  createWatchlist(request: WatchlistCreateRequest, options: CallOptions = {}): Promise<NewWatchlist> {
+  async createWatchlist(request: WatchlistCreateRequest, options: CallOptions = {}): Promise<NewWatchlist> {
     return this.#json({ method: 'POST', path: '/v1/watchlists', body: request, idempotent: false }, options);
   }
 
@@ -163,17 +163,17 @@ export class UpiRiskClient {
     return (await this.#json<WatchlistList>({ method: 'GET', path: '/v1/watchlists', idempotent: true }, options)).watchlists;
   }
 
-  getWatchlist(id: string, options: CallOptions = {}): Promise<Watchlist> {
+  async getWatchlist(id: string, options: CallOptions = {}): Promise<Watchlist> {
     return this.#json({ method: 'GET', path: watchlistPath(id), idempotent: true }, options);
   }
 
   /** Events not yet delivered are dropped with it. */
-  deleteWatchlist(id: string, options: CallOptions = {}): Promise<WatchlistDeleted> {
+  async deleteWatchlist(id: string, options: CallOptions = {}): Promise<WatchlistDeleted> {
     return this.#json({ method: 'DELETE', path: watchlistPath(id), idempotent: true }, options);
   }
 
   /** A new webhook secret; the old one signs nothing from now on. */
-  rotateWatchlistSecret(id: string, options: CallOptions = {}): Promise<WatchlistSecret> {
+  async rotateWatchlistSecret(id: string, options: CallOptions = {}): Promise<WatchlistSecret> {
     return this.#json({ method: 'POST', path: `${watchlistPath(id)}/secret`, idempotent: false }, options);
   }
 
@@ -195,16 +195,16 @@ export class UpiRiskClient {
    * bounded by `deadlineMs` on its own.
    */
   listWatchlistVpas(id: string, options: PageOptions = {}): PageQuery<WatchedVpasPage> {
-    return this.#pages<WatchedVpasPage>(`${watchlistPath(id)}/vpas`, options);
+    return this.#pages<WatchedVpasPage>(() => `${watchlistPath(id)}/vpas`, options);
   }
 
   /** The watchlist's events with their delivery state, newest first; paged as listWatchlistVpas. */
   listWatchlistEvents(id: string, options: PageOptions = {}): PageQuery<WatchEventPage> {
-    return this.#pages<WatchEventPage>(`${watchlistPath(id)}/events`, options);
+    return this.#pages<WatchEventPage>(() => `${watchlistPath(id)}/events`, options);
   }
 
   /** Deliver an event again from now, whatever its state (202). */
-  redeliverEvent(watchlistId: string, eventId: string, options: CallOptions = {}): Promise<Redelivered> {
+  async redeliverEvent(watchlistId: string, eventId: string, options: CallOptions = {}): Promise<Redelivered> {
     const path = `${watchlistPath(watchlistId)}/events/${encodeURIComponent(text('eventId', eventId))}/redeliver`;
     return this.#json({ method: 'POST', path, idempotent: true }, options);
   }
@@ -235,16 +235,17 @@ export class UpiRiskClient {
     });
   }
 
-  #pages<P extends { next_cursor: string | null }>(path: string, options: PageOptions): PageQuery<P> {
-    if (options.limit !== undefined && !(Number.isInteger(options.limit) && options.limit >= 1)) {
-      throw new RangeError(`limit must be a whole number >= 1, got ${options.limit}`);
-    }
-    return new PageQuery<P>((cursor) => {
+  /** Bad arguments reject the page's promise (or the iteration), as every other call's do. */
+  #pages<P extends { next_cursor: string | null }>(path: () => string, options: PageOptions): PageQuery<P> {
+    return new PageQuery<P>(async (cursor) => {
+      if (options.limit !== undefined && !(Number.isInteger(options.limit) && options.limit >= 1)) {
+        throw new RangeError(`limit must be a whole number >= 1, got ${options.limit}`);
+      }
       const query = new URLSearchParams();
       if (options.limit !== undefined) query.set('limit', String(options.limit));
       if (cursor !== undefined) query.set('cursor', cursor);
       const search = query.toString();
-      return this.#json<P>({ method: 'GET', path: search === '' ? path : `${path}?${search}`, idempotent: true }, options);
+      return this.#json<P>({ method: 'GET', path: search === '' ? path() : `${path()}?${search}`, idempotent: true }, options);
     }, options.cursor);
   }
 }

@@ -96,7 +96,13 @@ export async function sendWithRetries(config: TransportConfig, request: ApiReque
     const delay = schedule.next(failure);
     // A wait that would end past the deadline is not started: the error that asked for it is the answer.
     if (delay === null || config.now() + delay >= scope.deadline) throw error;
-    await raceAbort(config.sleep(delay, scope.signal), scope.signal);
+    try {
+      await raceAbort(config.sleep(delay, scope.signal), scope.signal);
+    } catch (thrown) {
+      // An injected sleep may reject on abort with an error of its own: the call's is AbortError.
+      throwIfAborted(scope.signal);
+      throw thrown;
+    }
   }
 }
 

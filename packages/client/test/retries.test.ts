@@ -208,6 +208,15 @@ test('an AbortSignal cuts a wait between attempts short, whatever the sleep does
   assert.equal(requests.length, 1);
 });
 
+test('a sleep that rejects on abort with its own error still ends the call with AbortError', async () => {
+  const controller = new AbortController();
+  const { client } = setup([failure(503, 'service_unavailable')], {
+    sleep: (_, signal) => new Promise<void>((_, reject) => signal?.addEventListener('abort', () => reject(new Error('sleep interrupted')))),
+  });
+  setTimeout(() => controller.abort(), 10);
+  await assert.rejects(client.verify('a@ybl', { signal: controller.signal }), AbortError);
+});
+
 test('an AbortSignal cuts a request in flight short; an aborted one sends nothing', async () => {
   const controller = new AbortController();
   const { client, requests } = setup([{ hang: true }]);

@@ -44,6 +44,14 @@ test('watchlist management: methods, paths and bodies of docs/watchlists.md', as
   assert.deepEqual(await client.redeliverEvent('wl_1', 'evt_9'), { event: { id: 'evt_9' } });
   assert.deepEqual(await client.deleteWatchlist('wl_1'), { deleted: true });
   await assert.rejects(client.getWatchlist('wl/../2'), NotFoundError);
+  // Bad arguments reject (never throw), and send nothing.
+  const sent = requests.length;
+  for (const badCall of [() => client.getWatchlist(''), () => client.deleteWatchlist(''), () => client.rotateWatchlistSecret(''), () => client.redeliverEvent('wl_1', '')]) {
+    await assert.rejects(badCall(), TypeError);
+  }
+  await assert.rejects(client.verify(''), TypeError);
+  await assert.rejects(client.cluster(undefined as unknown as string), TypeError);
+  assert.equal(requests.length, sent);
   assert.deepEqual(requests.map(call), [
     'POST /v1/watchlists',
     'GET /v1/watchlists',
@@ -111,7 +119,11 @@ test('listWatchlistVpas awaited is one page; iterated, every page from the curso
   const from = [];
   for await (const page of client.listWatchlistVpas('wl_1', { cursor: '200' })) from.push(page.vpas.length);
   assert.deepEqual(from, [50]);
-  assert.throws(() => client.listWatchlistVpas('wl_1', { limit: 0 }), RangeError);
+  // Bad arguments reject, as every call's do; nothing is sent.
+  const sent = requests.length;
+  await assert.rejects(async () => await client.listWatchlistVpas('wl_1', { limit: 0 }), RangeError);
+  await assert.rejects(async () => await client.listWatchlistVpas(''), TypeError);
+  assert.equal(requests.length, sent);
 });
 
 test('listWatchlistEvents pages the same way; a cursor that does not move is refused', async () => {
