@@ -23,17 +23,21 @@ export type AdminRequest =
   | { readonly op: 'stats'; readonly key: KeyRecord }
   | WatchRequest;
 
-/** A watchlist request a serving thread hands the main thread; `key` is the caller, whose watchlists these are. */
+/**
+ * A watchlist request a serving thread hands the main thread; `key` is the
+ * caller, whose watchlists these are. The reads the console makes with an
+ * admin key (`anyOwner`) see every key's watchlists.
+ */
 export type WatchRequest =
   | { readonly op: 'watch.create'; readonly key: KeyRecord; readonly body: unknown }
-  | { readonly op: 'watch.list'; readonly key: KeyRecord }
+  | { readonly op: 'watch.list'; readonly key: KeyRecord; readonly anyOwner?: boolean }
   | { readonly op: 'watch.get'; readonly key: KeyRecord; readonly id: string }
   | { readonly op: 'watch.delete'; readonly key: KeyRecord; readonly id: string }
   | { readonly op: 'watch.secret'; readonly key: KeyRecord; readonly id: string }
   | { readonly op: 'watch.add'; readonly key: KeyRecord; readonly id: string; readonly body: unknown }
   | { readonly op: 'watch.remove'; readonly key: KeyRecord; readonly id: string; readonly body: unknown }
-  | { readonly op: 'watch.vpas'; readonly key: KeyRecord; readonly id: string; readonly cursor: string | null; readonly limit: number }
-  | { readonly op: 'watch.events'; readonly key: KeyRecord; readonly id: string; readonly cursor: string | null; readonly limit: number }
+  | { readonly op: 'watch.vpas'; readonly key: KeyRecord; readonly id: string; readonly cursor: string | null; readonly limit: number; readonly anyOwner?: boolean }
+  | { readonly op: 'watch.events'; readonly key: KeyRecord; readonly id: string; readonly cursor: string | null; readonly limit: number; readonly anyOwner?: boolean }
   | { readonly op: 'watch.redeliver'; readonly key: KeyRecord; readonly id: string; readonly eventId: string };
 
 /** The admin requests of keys, sessions, the audit log and the figures. */

@@ -235,6 +235,15 @@ function watchPaths({ ref, json, ok, error, common }: DocumentParts): Record<str
     '/v1/watchlists/{id}/events': {
       get: { summary: 'Events with their delivery attempts, newest first', parameters: [id, ...page], responses: { ...ok('A page', ref('WatchEventPage')), ...refusals } },
     },
+    '/v1/admin/watchlists': {
+      get: { summary: "Every key's watchlists (an admin key or session)", security: [{ bearer: [] }, { session: [] }], responses: { ...ok('Watchlists with their owners', ref('AdminWatchlistList')), ...refusals } },
+    },
+    '/v1/admin/watchlists/{id}/vpas': {
+      get: { summary: "Any key's watched VPAs with their verdicts now (an admin key or session)", security: [{ bearer: [] }, { session: [] }], parameters: [id, ...page], responses: { ...ok('A page', ref('WatchedVpasPage')), ...refusals } },
+    },
+    '/v1/admin/watchlists/{id}/events': {
+      get: { summary: "Any key's watchlist events with their delivery attempts (an admin key or session)", security: [{ bearer: [] }, { session: [] }], parameters: [id, ...page], responses: { ...ok('A page', ref('WatchEventPage')), ...refusals } },
+    },
     '/v1/watchlists/{id}/events/{event_id}/redeliver': {
       post: {
         summary: 'Deliver an event again from now, whatever its state',

@@ -30,6 +30,11 @@ const watchlistFields = {
 export const WatchlistSchema = strict(watchlistFields, 'Watchlist');
 export const NewWatchlistSchema = strict({ ...watchlistFields, secret: Type.String({ description: 'signs every delivery; shown only here and on rotation' }) }, 'NewWatchlist');
 export const WatchlistListSchema = strict({ watchlists: Type.Array(WatchlistSchema) }, 'WatchlistList');
+export const AdminWatchlistListSchema = strict(
+  { watchlists: Type.Array(Type.Object({ ...watchlistFields, owner: Type.String({ description: 'the id of the key the watchlist belongs to' }) }, { additionalProperties: false })) },
+  'AdminWatchlistList',
+  "Every key's watchlists (GET /v1/admin/watchlists)",
+);
 export const WatchlistSecretSchema = strict({ secret: Type.String() }, 'WatchlistSecret');
 export const WatchlistDeletedSchema = strict({ deleted: Type.Literal(true) }, 'WatchlistDeleted');
 export const WatchVpasRequestSchema = strict({ upis: Type.Array(Type.String(), { minItems: 1, maxItems: 1000 }) }, 'WatchVpasRequest');
@@ -78,6 +83,7 @@ export const WATCH_SCHEMAS: Readonly<Record<string, TSchema>> = Object.fromEntri
     WatchlistSchema,
     NewWatchlistSchema,
     WatchlistListSchema,
+    AdminWatchlistListSchema,
     WatchlistSecretSchema,
     WatchlistDeletedSchema,
     WatchVpasRequestSchema,

@@ -72,6 +72,8 @@ export class FollowerService implements ServedData {
   #timer: NodeJS.Timeout | null = null;
   #closed = false;
   #connected = true;
+  /** When the store last came back after an outage (Date.now()), 0 before any. */
+  #backAt = 0;
   #caughtUpAt = Date.now();
 
   private constructor(options: FollowerOptions, pool: pg.Pool, merger: SnapshotBuilder, publication: Publication, first: Replayed) {
@@ -291,12 +293,18 @@ export class FollowerService implements ServedData {
   async #stored(work: () => Promise<void>): Promise<void> {
     try {
       await work();
-      if (!this.#connected) this.#logger.info({ store: redactStoreUrl(this.#options.location.url), position: this.#position }, 'store reachable again; caught up');
+      if (!this.#connected) {
+        this.#logger.info({ store: redactStoreUrl(this.#options.location.url), position: this.#position }, 'store reachable again; caught up');
+        this.#backAt = Date.now();
+      }
       this.#connected = true;
     } catch (error) {
       const code = error instanceof UpiRiskError ? error.code : undefined;
       if (code === ErrorCode.STORE) {
-        if (this.#connected) {
+        if (this.#connected && Date.now() - this.#backAt < FLAPPING_MS) {
+          // A server starting up answers one query and refuses the next: the same outage, not a new one.
+          this.#logger.warn({ err: (error as Error).message }, 'store lost again just after it came back; still serving what is held');
+        } else if (this.#connected) {
           this.#logger.error({ err: (error as Error).message, snapshot: this.#current.meta.id, position: this.#position }, 'store unreachable; serving the snapshot and delta held until it is back');
         }
         this.#connected = false;
@@ -328,6 +336,8 @@ export class FollowerService implements ServedData {
 }
 
 const DEFAULT_POLL_MS = 1000;
+/** A store lost again within this long of coming back is reported as part of the same outage, ms. */
+const FLAPPING_MS = 30_000;
 const DEFAULT_BATCH_ITEMS = 20_000;
 
 interface Replayed {

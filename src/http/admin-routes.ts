@@ -25,16 +25,9 @@ export interface AdminRouteDependencies {
  */
 export function registerAdminRoutes(kit: RouteKit, deps: AdminRouteDependencies): void {
   const { app, keyed, keyedBody, send } = kit;
-  const ask = (request: AdminRequest): Promise<AdminAnswer> =>
-    deps.admin === undefined ? Promise.reject(serviceUnavailable('this server has no admin API')) : deps.admin(request);
-  const relay = (x: Exchange, answer: AdminAnswer): void => send(x, answer.status, answer.body, answer.cookie === undefined ? undefined : ['Set-Cookie', answer.cookie]);
-  /** The admitted caller's key (set by the admission that ran before any answer). */
-  const caller = (x: Exchange): KeyRecord => x.key!;
+  const { ask, relay, withId } = mainThreadCalls(kit, deps);
   const jsonBody = (answer: (x: Exchange, body: Record<string, unknown>) => Promise<void>) =>
     keyedBody(ROUTE.admin, 'admin', MAX_ADMIN_BODY_BYTES, 'application/json', (x, body) => answer(x, jsonObjectBody(body)), true);
-  /** A route whose handler depends on the path's one parameter, read within the uWS handler. */
-  const withId = (handler: (id: string) => (res: HttpResponse, req: HttpRequest) => void) => (res: HttpResponse, req: HttpRequest) => handler(req.getParameter(0) ?? '')(res, req);
-
   app.post('/v1/admin/session', (res, req) => {
     const x = kit.begin(res, ROUTE.admin);
     kit.answerLater(x);
@@ -89,6 +82,9 @@ export function registerAdminRoutes(kit: RouteKit, deps: AdminRouteDependencies)
       relay(x, await ask({ op: 'audit.list', key: caller(x), limit }));
     }),
   );
+  // Every key's watchlists, read-only, for the console (docs/watchlists.md).
+  app.get('/v1/admin/watchlists', keyed(ROUTE.admin, 'admin', noInput, async (x) => relay(x, await ask({ op: 'watch.list', key: caller(x), anyOwner: true }))));
+  pagedWatchReads(kit, ask, '/v1/admin/watchlists', ROUTE.admin, 'admin');
   app.get('/v1/admin/stats', keyed(ROUTE.admin, 'admin', noInput, async (x) => relay(x, await ask({ op: 'stats', key: caller(x) }))));
 
   app.get(
@@ -115,16 +111,10 @@ export function registerAdminRoutes(kit: RouteKit, deps: AdminRouteDependencies)
  * delivers events of.
  */
 export function registerWatchlistRoutes(kit: RouteKit, deps: AdminRouteDependencies): void {
-  const { app, keyed, keyedBody, send } = kit;
-  const ask = (request: AdminRequest): Promise<AdminAnswer> =>
-    deps.admin === undefined ? Promise.reject(serviceUnavailable('this server keeps no watchlists')) : deps.admin(request);
-  const relay = (x: Exchange, answer: AdminAnswer): void => send(x, answer.status, answer.body);
-  const caller = (x: Exchange): KeyRecord => x.key!;
+  const { app, keyed, keyedBody } = kit;
+  const { ask, relay, withId } = mainThreadCalls(kit, deps);
   const body = (limit: number, answer: (x: Exchange, body: Record<string, unknown>) => Promise<void>) =>
     keyedBody(ROUTE.watchlists, 'screen', limit, 'application/json', (x, payload) => answer(x, jsonObjectBody(payload)), true);
-  const withId = (handler: (id: string) => (res: HttpResponse, req: HttpRequest) => void) => (res: HttpResponse, req: HttpRequest) => handler(req.getParameter(0) ?? '')(res, req);
-  const page = (req: HttpRequest) => ({ id: req.getParameter(0) ?? '', limit: limitOf(req, 100, 1000), cursor: cursorOf(req) });
-
   app.post('/v1/watchlists', body(MAX_ADMIN_BODY_BYTES, async (x, b) => relay(x, await ask({ op: 'watch.create', key: caller(x), body: b }))));
   app.get('/v1/watchlists', keyed(ROUTE.watchlists, 'screen', noInput, async (x) => relay(x, await ask({ op: 'watch.list', key: caller(x) }))));
   app.get('/v1/watchlists/:id', keyed(ROUTE.watchlists, 'screen', (req) => req.getParameter(0) ?? '', async (x, id) => relay(x, await ask({ op: 'watch.get', key: caller(x), id }))));
@@ -132,19 +122,7 @@ export function registerWatchlistRoutes(kit: RouteKit, deps: AdminRouteDependenc
   app.post('/v1/watchlists/:id/secret', withId((id) => body(MAX_ADMIN_BODY_BYTES, async (x) => relay(x, await ask({ op: 'watch.secret', key: caller(x), id })))));
   app.put('/v1/watchlists/:id/vpas', withId((id) => body(MAX_WATCH_BODY_BYTES, async (x, b) => relay(x, await ask({ op: 'watch.add', key: caller(x), id, body: b })))));
   app.del('/v1/watchlists/:id/vpas', withId((id) => body(MAX_WATCH_BODY_BYTES, async (x, b) => relay(x, await ask({ op: 'watch.remove', key: caller(x), id, body: b })))));
-  for (const [path, op] of [
-    ['/v1/watchlists/:id/vpas', 'watch.vpas'],
-    ['/v1/watchlists/:id/events', 'watch.events'],
-  ] as const) {
-    app.get(
-      path,
-      keyed(ROUTE.watchlists, 'screen', page, async (x, p) => {
-        if (p.limit instanceof HttpError) throw p.limit;
-        if (p.cursor instanceof HttpError) throw p.cursor;
-        relay(x, await ask({ op, key: caller(x), id: p.id, limit: p.limit, cursor: p.cursor }));
-      }),
-    );
-  }
+  pagedWatchReads(kit, ask, '/v1/watchlists', ROUTE.watchlists, 'screen');
   app.post('/v1/watchlists/:id/events/:event/redeliver', (res, req) => {
     const id = req.getParameter(0) ?? '';
     const eventId = req.getParameter(1) ?? '';
@@ -159,6 +137,48 @@ function cursorOf(req: HttpRequest): string | null | HttpError {
   if (text === MALFORMED_QUERY) return badRequest('the query string has a malformed percent-encoding');
   if (text === undefined || text === '') return null;
   return text.length <= 512 ? text : badRequest('"cursor" is longer than any cursor this service hands out');
+}
+
+/** How a route hands its request to the main thread and writes the answer it gets back. */
+function mainThreadCalls(kit: RouteKit, deps: AdminRouteDependencies) {
+  return {
+    ask: (request: AdminRequest): Promise<AdminAnswer> =>
+      deps.admin === undefined ? Promise.reject(serviceUnavailable('this server has no admin API')) : deps.admin(request),
+    relay: (x: Exchange, answer: AdminAnswer): void => kit.send(x, answer.status, answer.body, answer.cookie === undefined ? undefined : ['Set-Cookie', answer.cookie]),
+    /** A route whose handler depends on the path's one parameter, read within the uWS handler. */
+    withId: (handler: (id: string) => (res: HttpResponse, req: HttpRequest) => void) => (res: HttpResponse, req: HttpRequest) => handler(req.getParameter(0) ?? '')(res, req),
+  };
+}
+
+/**
+ * GET <prefix>/:id/vpas and /events: a watchlist's VPAs and events, a page
+ * at a time; under /v1/admin/ any key's (the admin scope), else the caller's.
+ */
+function pagedWatchReads(kit: RouteKit, ask: (request: AdminRequest) => Promise<AdminAnswer>, prefix: string, route: number, scope: 'admin' | 'screen'): void {
+  for (const [path, op] of [
+    [`${prefix}/:id/vpas`, 'watch.vpas'],
+    [`${prefix}/:id/events`, 'watch.events'],
+  ] as const) {
+    kit.app.get(
+      path,
+      kit.keyed(route, scope, page, async (x, p) => {
+        if (p.limit instanceof HttpError) throw p.limit;
+        if (p.cursor instanceof HttpError) throw p.cursor;
+        const answer = await ask({ op, key: caller(x), id: p.id, limit: p.limit, cursor: p.cursor, anyOwner: scope === 'admin' });
+        kit.send(x, answer.status, answer.body);
+      }),
+    );
+  }
+}
+
+/** The admitted caller's key (set by the admission that ran before any answer). */
+function caller(x: Exchange): KeyRecord {
+  return x.key!;
+}
+
+/** A paged read's path id, limit and cursor, read within the handler. */
+function page(req: HttpRequest): { id: string; limit: number | HttpError; cursor: string | null | HttpError } {
+  return { id: req.getParameter(0) ?? '', limit: limitOf(req, 100, 1000), cursor: cursorOf(req) };
 }
 
 function noInput(): null {

@@ -264,8 +264,12 @@ export class FileWatchStore implements WatchStore {
     return list !== undefined && list.watchlist.owner === owner ? list.watchlist : null;
   }
 
-  list(owner: string): Watchlist[] {
-    return [...this.#lists.values()].filter((l) => l.watchlist.owner === owner).map((l) => l.watchlist);
+  list(owner: string | null): Watchlist[] {
+    return [...this.#lists.values()].filter((l) => owner === null || l.watchlist.owner === owner).map((l) => l.watchlist);
+  }
+
+  get(id: string): Watchlist | null {
+    return this.#lists.get(id)?.watchlist ?? null;
   }
 
   vpaCount(id: string): number {

@@ -62,8 +62,11 @@ export class WatchService {
         await this.#store.create(watchlist);
         return { status: 201, body: JSON.stringify({ ...publicWatchlist(watchlist, 0), secret: watchlist.secret }) };
       }
-      case 'watch.list':
-        return ok({ watchlists: this.#store.list(owner).map((w) => publicWatchlist(w, this.#store.vpaCount(w.id))) });
+      case 'watch.list': {
+        const lists = this.#store.list(request.anyOwner === true ? null : owner);
+        // The admin view names each watchlist's key.
+        return ok({ watchlists: lists.map((w) => ({ ...publicWatchlist(w, this.#store.vpaCount(w.id)), ...(request.anyOwner === true ? { owner: w.owner } : {}) })) });
+      }
       case 'watch.get': {
         const w = this.#own(owner, request.id);
         return ok(publicWatchlist(w, this.#store.vpaCount(w.id)));
@@ -86,13 +89,13 @@ export class WatchService {
       case 'watch.remove':
         return ok(await this.#store.removeVpas(this.#own(owner, request.id).id, vpasOf(request.body)));
       case 'watch.vpas': {
-        const w = this.#own(owner, request.id);
+        const w = this.#own(owner, request.id, request.anyOwner);
         const page = this.#store.pageVpas(w.id, request.cursor, request.limit);
         const view = this.#served.view;
         return ok({ vpas: page.upis.map((upi) => view.batchItem(upi)), next_cursor: page.next, data_version: view.version });
       }
       case 'watch.events': {
-        const w = this.#own(owner, request.id);
+        const w = this.#own(owner, request.id, request.anyOwner);
         const page = this.#store.events(w.id, request.cursor, request.limit);
         return ok({ events: page.events.map(publicEvent), next_cursor: page.next });
       }
@@ -112,8 +115,8 @@ export class WatchService {
     return this.#rescreener.schedule();
   }
 
-  #own(owner: string, id: string): Watchlist {
-    const w = this.#store.find(owner, id);
+  #own(owner: string, id: string, anyOwner = false): Watchlist {
+    const w = anyOwner ? this.#store.get(id) : this.#store.find(owner, id);
     // Another key's watchlist is answered as one that does not exist: its existence is not told.
     if (w === null) throw notFound(`no watchlist ${JSON.stringify(id)}`);
     return w;

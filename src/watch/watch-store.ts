@@ -9,7 +9,10 @@ export interface WatchStore {
   create(watchlist: Watchlist): Promise<void>;
   /** The watchlist if it exists and belongs to `owner`. */
   find(owner: string, id: string): Watchlist | null;
-  list(owner: string): Watchlist[];
+  /** The watchlists of `owner`, or of every key when null. */
+  list(owner: string | null): Watchlist[];
+  /** A watchlist whoever owns it (the admin API). */
+  get(id: string): Watchlist | null;
   vpaCount(id: string): number;
   /** Delete a watchlist with its VPAs and its events not yet delivered. */
   remove(id: string): Promise<void>;

@@ -102,8 +102,8 @@ export class WebhookDelivery {
 
   async #attempt(stored: StoredEvent): Promise<void> {
     const event = stored.event;
-    const list = [...this.#store.watched()].find((w) => w.watchlist.id === event.watchlist_id)?.watchlist;
-    if (list === undefined) return;
+    const list = this.#store.get(event.watchlist_id);
+    if (list === null) return;
     const started = Date.now();
     const body = JSON.stringify(event);
     let status: number | null = null;

@@ -7,6 +7,7 @@ import { startReceiver, type Receiver } from '../webhook-receiver.js';
 import { assertSchema } from '../schema-check.js';
 import { ErrorSchema } from '../../src/api/schemas.js';
 import {
+  AdminWatchlistListSchema,
   NewWatchlistSchema,
   RedeliveredSchema,
   WatchEventPageSchema,
@@ -180,6 +181,20 @@ test("one key never sees or changes another key's watchlists", async () => {
   }
   assert.deepEqual((await call('/v1/watchlists', keyB, 'GET', undefined, WatchlistListSchema)).body.watchlists, []);
   assert.equal(((await call(`/v1/watchlists/${id}`, keyA, 'GET', undefined, WatchlistSchema)).body as { vpa_count: number }).vpa_count, 1, 'untouched');
+});
+
+test("an admin key reads every key's watchlists, their VPAs and events; others may not", async () => {
+  const admin = lastLine((await runCli(['keys', 'create', '--data-dir', dataDirRoot, '--name', 'ops', '--scopes', 'admin'])).stdout);
+  const mine = await watch(keyB, ['b-only@ybl']);
+  await until('the admin key is known', 3_000, async () => (await call('/v1/admin/watchlists', admin)).status === 200);
+  const all = (await call('/v1/admin/watchlists', admin, 'GET', undefined, AdminWatchlistListSchema)).body.watchlists as { id: string; owner: string }[];
+  assert.ok(all.some((w) => w.id === mine.id && w.owner.startsWith('key_')));
+  assert.ok(all.length >= 2, "both keys' watchlists");
+  const vpas = (await call(`/v1/admin/watchlists/${mine.id}/vpas`, admin, 'GET', undefined, WatchedVpasPageSchema)).body.vpas as { upi: string }[];
+  assert.deepEqual(vpas.map((v) => v.upi), ['b-only@ybl']);
+  assert.equal((await call(`/v1/admin/watchlists/${mine.id}/events`, admin, 'GET', undefined, WatchEventPageSchema)).status, 200);
+  assert.equal((await call('/v1/admin/watchlists', keyB)).status, 403);
+  assert.equal((await call('/v1/admin/watchlists/wl_0000000000000000/events', admin)).status, 404);
 });
 
 test('webhook targets inside the network, or not https, are refused with 400', async () => {
