@@ -1,0 +1,270 @@
+/**
+ * UpiRiskClient: the v1 API's calls, typed from the OpenAPI document, with
+ * the spec's retry advice applied and what a screening record should log
+ * returned beside every verdict.
+ */
+import { timerSleep, type Sleep } from './abort.js';
+import { chunksOf, mapConcurrently } from './chunked.js';
+import { PageQuery } from './page-query.js';
+import { sendWithRetries, type ApiRequest, type CallScope, type FetchLike, type ResponseMeta, type TransportConfig } from './transport.js';
+import { batchItemsOf, objectOf, toVpaVerdict } from './verdicts.js';
+import type {
+  BatchItem,
+  Cluster,
+  NewWatchlist,
+  Redelivered,
+  VpaVerdict,
+  WatchEventPage,
+  WatchVpasAdded,
+  WatchVpasRemoved,
+  WatchedVpasPage,
+  Watchlist,
+  WatchlistCreateRequest,
+  WatchlistDeleted,
+  WatchlistList,
+  WatchlistSecret,
+} from './wire.js';
+
+/** VPAs per batch request: the spec's limit. */
+export const BATCH_REQUEST_SIZE = 100;
+/** VPAs per watchlist add or remove request (docs/watchlists.md). */
+export const WATCHLIST_REQUEST_SIZE = 1000;
+export const DEFAULT_TIMEOUT_MS = 10_000;
+export const DEFAULT_DEADLINE_MS = 60_000;
+export const DEFAULT_BATCH_CONCURRENCY = 4;
+
+export interface UpiRiskClientOptions {
+  /** Where the service is, e.g. `https://risk.example.com` (the `/v1/` paths are added). */
+  readonly baseUrl: string;
+  readonly apiKey: string;
+  /** The platform's `fetch` by default. */
+  readonly fetch?: FetchLike;
+  /** Clock for deadlines and `Retry-After` dates, ms since the epoch (Date.now). */
+  readonly now?: () => number;
+  /** Waits between retries; must settle when the signal fires (setTimeout). */
+  readonly sleep?: Sleep;
+  /** Jitter source, [0, 1) (Math.random). */
+  readonly random?: () => number;
+  /** One attempt's limit, ms (10,000); an attempt past it is retried like a lost answer. */
+  readonly timeoutMs?: number;
+  /** A call's limit, every attempt and wait included, ms (60,000); per call with `deadlineMs`. */
+  readonly deadlineMs?: number;
+  /** Batch requests in flight at once for one verifyBatch (4). */
+  readonly batchConcurrency?: number;
+}
+
+export interface CallOptions {
+  /** Aborts the call: an attempt in flight or a wait between attempts ends at once with AbortError. */
+  readonly signal?: AbortSignal;
+  /** This call's limit, ms from its start, retries included (the client's `deadlineMs` by default). */
+  readonly deadlineMs?: number;
+}
+
+export interface PageOptions extends CallOptions {
+  /** Items per page, 1 to 1,000 (the service's default is 100). */
+  readonly limit?: number;
+  /** Where to start: a `next_cursor` of an earlier page. */
+  readonly cursor?: string;
+}
+
+/** A verdict with what the spec says to log beside it: `requestId`, `dataVersion` (and the verdict's `cluster_id`, `confidence`). */
+export interface Screening<V> extends ResponseMeta {
+  readonly verdict: V;
+}
+
+export type VerifyResult = Screening<VpaVerdict>;
+
+export interface BatchResult {
+  /** One per VPA given, in order; each with the request that answered it. */
+  readonly results: readonly Screening<BatchItem>[];
+  readonly total: number;
+  readonly flaggedCount: number;
+  readonly clearedCount: number;
+  /** Every batch request made, in input order: 100 VPAs each. */
+  readonly requests: readonly ResponseMeta[];
+}
+
+export interface ClusterResult extends ResponseMeta {
+  readonly cluster: Cluster;
+}
+
+export class UpiRiskClient {
+  readonly #transport: TransportConfig;
+  readonly #deadlineMs: number;
+  readonly #batchConcurrency: number;
+
+  constructor(options: UpiRiskClientOptions) {
+    if (options === null || typeof options !== 'object') throw new TypeError('options must be an object with baseUrl and apiKey');
+    if (typeof options.baseUrl !== 'string' || !URL.canParse(options.baseUrl)) {
+      throw new TypeError(`baseUrl must be an absolute URL, got ${String(options.baseUrl)}`);
+    }
+    if (typeof options.apiKey !== 'string' || options.apiKey === '') throw new TypeError('apiKey must be a non-empty string');
+    const fetch = options.fetch ?? (globalThis.fetch as FetchLike | undefined);
+    if (typeof fetch !== 'function') throw new TypeError('fetch: this platform has none; pass one');
+    this.#transport = {
+      baseUrl: options.baseUrl.replace(/\/+$/, ''),
+      apiKey: options.apiKey,
+      // Called unbound: the platform's fetch throws when called as a method of another object.
+      fetch: (url, init) => fetch(url, init),
+      now: options.now ?? Date.now,
+      sleep: options.sleep ?? timerSleep,
+      random: options.random ?? Math.random,
+      timeoutMs: positive('timeoutMs', options.timeoutMs, DEFAULT_TIMEOUT_MS),
+    };
+    this.#deadlineMs = positive('deadlineMs', options.deadlineMs, DEFAULT_DEADLINE_MS);
+    this.#batchConcurrency = positive('batchConcurrency', options.batchConcurrency, DEFAULT_BATCH_CONCURRENCY);
+    if (!Number.isInteger(this.#batchConcurrency)) throw new RangeError(`batchConcurrency must be a whole number, got ${this.#batchConcurrency}`);
+  }
+
+  /** Single lookup: `GET /v1/verify/upi`. */
+  async verify(upi: string, options: CallOptions = {}): Promise<VerifyResult> {
+    const answer = await this.#send({ method: 'GET', path: `/v1/verify/upi?upi=${encodeURIComponent(text('upi', upi))}`, idempotent: true }, this.#scope(options));
+    return { verdict: toVpaVerdict(answer.body, answer.meta), ...answer.meta };
+  }
+
+  /**
+   * Batch lookup of any number of VPAs: requests of 100
+   * (`POST /v1/verify/upi/batch`), a few at a time, merged in input order,
+   * duplicates included. No VPA, no request.
+   */
+  async verifyBatch(upis: readonly string[], options: CallOptions = {}): Promise<BatchResult> {
+    if (!Array.isArray(upis)) throw new TypeError('upis must be an array of VPAs');
+    upis.forEach((upi, index) => text(`upis[${index}]`, upi));
+    const scope = this.#scope(options);
+    const chunks = chunksOf(upis, BATCH_REQUEST_SIZE);
+    const answers = await mapConcurrently(chunks, this.#batchConcurrency, scope.signal, async (chunk, _, signal) => {
+      const answer = await this.#send({ method: 'POST', path: '/v1/verify/upi/batch', body: { upis: chunk }, idempotent: true }, { ...scope, signal });
+      return { items: batchItemsOf(answer.body, chunk, answer.meta), meta: answer.meta };
+    });
+    const results = answers.flatMap(({ items, meta }) => items.map((verdict) => ({ verdict, ...meta })));
+    const flaggedCount = results.filter((r) => r.verdict.status === 'FLAGGED').length;
+    return {
+      results,
+      total: results.length,
+      flaggedCount,
+      clearedCount: results.length - flaggedCount,
+      requests: answers.map((a) => a.meta),
+    };
+  }
+
+  /** Cluster lookup: `GET /v1/verify/upi/cluster/{cluster_id}`. */
+  async cluster(clusterId: string, options: CallOptions = {}): Promise<ClusterResult> {
+    const path = `/v1/verify/upi/cluster/${encodeURIComponent(text('clusterId', clusterId))}`;
+    const answer = await this.#send({ method: 'GET', path, idempotent: true }, this.#scope(options));
+    return { cluster: objectOf(answer.body, 'the cluster', answer.meta) as unknown as Cluster, ...answer.meta };
+  }
+
+  /** `POST /v1/watchlists`. The answer is the only one that shows the webhook secret: keep it. */
+  async createWatchlist(request: WatchlistCreateRequest, options: CallOptions = {}): Promise<NewWatchlist> {
+    return this.#json({ method: 'POST', path: '/v1/watchlists', body: request, idempotent: false }, options);
+  }
+
+  async listWatchlists(options: CallOptions = {}): Promise<Watchlist[]> {
+    return (await this.#json<WatchlistList>({ method: 'GET', path: '/v1/watchlists', idempotent: true }, options)).watchlists;
+  }
+
+  async getWatchlist(id: string, options: CallOptions = {}): Promise<Watchlist> {
+    return this.#json({ method: 'GET', path: watchlistPath(id), idempotent: true }, options);
+  }
+
+  /** Events not yet delivered are dropped with it. */
+  async deleteWatchlist(id: string, options: CallOptions = {}): Promise<WatchlistDeleted> {
+    return this.#json({ method: 'DELETE', path: watchlistPath(id), idempotent: true }, options);
+  }
+
+  /** A new webhook secret; the old one signs nothing from now on. */
+  async rotateWatchlistSecret(id: string, options: CallOptions = {}): Promise<WatchlistSecret> {
+    return this.#json({ method: 'POST', path: `${watchlistPath(id)}/secret`, idempotent: false }, options);
+  }
+
+  /** Watch more VPAs, any number: requests of 1,000, one after another. `total` is the watchlist's size after the last. */
+  async addToWatchlist(id: string, upis: readonly string[], options: CallOptions = {}): Promise<WatchVpasAdded> {
+    const answers = await this.#vpaChanges<WatchVpasAdded>('PUT', id, upis, options);
+    return { added: sum(answers.map((a) => a.added)), total: answers.at(-1)!.total };
+  }
+
+  /** Stop watching VPAs, any number: requests of 1,000, one after another. */
+  async removeFromWatchlist(id: string, upis: readonly string[], options: CallOptions = {}): Promise<WatchVpasRemoved> {
+    const answers = await this.#vpaChanges<WatchVpasRemoved>('DELETE', id, upis, options);
+    return { removed: sum(answers.map((a) => a.removed)), total: answers.at(-1)!.total };
+  }
+
+  /**
+   * The watched VPAs with their current verdicts, in VPA order. Awaited: one
+   * page. Iterated (`for await`): every page from `cursor` on, each call
+   * bounded by `deadlineMs` on its own.
+   */
+  listWatchlistVpas(id: string, options: PageOptions = {}): PageQuery<WatchedVpasPage> {
+    return this.#pages<WatchedVpasPage>(() => `${watchlistPath(id)}/vpas`, options);
+  }
+
+  /** The watchlist's events with their delivery state, newest first; paged as listWatchlistVpas. */
+  listWatchlistEvents(id: string, options: PageOptions = {}): PageQuery<WatchEventPage> {
+    return this.#pages<WatchEventPage>(() => `${watchlistPath(id)}/events`, options);
+  }
+
+  /** Deliver an event again from now, whatever its state (202). */
+  async redeliverEvent(watchlistId: string, eventId: string, options: CallOptions = {}): Promise<Redelivered> {
+    const path = `${watchlistPath(watchlistId)}/events/${encodeURIComponent(text('eventId', eventId))}/redeliver`;
+    return this.#json({ method: 'POST', path, idempotent: true }, options);
+  }
+
+  #scope(options: CallOptions): CallScope {
+    const deadlineMs = positive('deadlineMs', options.deadlineMs, this.#deadlineMs);
+    return { deadline: this.#transport.now() + deadlineMs, signal: options.signal };
+  }
+
+  #send(request: ApiRequest, scope: CallScope) {
+    return sendWithRetries(this.#transport, request, scope);
+  }
+
+  /** A call whose answer is a JSON object, returned as it came. */
+  async #json<T>(request: ApiRequest, options: CallOptions): Promise<T> {
+    const answer = await this.#send(request, this.#scope(options));
+    return objectOf(answer.body, `the answer to ${request.method} ${request.path}`, answer.meta) as T;
+  }
+
+  async #vpaChanges<T>(method: 'PUT' | 'DELETE', id: string, upis: readonly string[], options: CallOptions): Promise<T[]> {
+    if (!Array.isArray(upis) || upis.length === 0) throw new RangeError('upis must hold at least one VPA');
+    upis.forEach((upi, index) => text(`upis[${index}]`, upi));
+    const scope = this.#scope(options);
+    const request = (chunk: string[]): ApiRequest => ({ method, path: `${watchlistPath(id)}/vpas`, body: { upis: chunk }, idempotent: true });
+    return mapConcurrently(chunksOf(upis, WATCHLIST_REQUEST_SIZE), 1, scope.signal, async (chunk, _, signal) => {
+      const answer = await this.#send(request(chunk), { ...scope, signal });
+      return objectOf(answer.body, `the answer to ${method} vpas`, answer.meta) as T;
+    });
+  }
+
+  /** Bad arguments reject the page's promise (or the iteration), as every other call's do. */
+  #pages<P extends { next_cursor: string | null }>(path: () => string, options: PageOptions): PageQuery<P> {
+    return new PageQuery<P>(async (cursor) => {
+      if (options.limit !== undefined && !(Number.isInteger(options.limit) && options.limit >= 1)) {
+        throw new RangeError(`limit must be a whole number >= 1, got ${options.limit}`);
+      }
+      const query = new URLSearchParams();
+      if (options.limit !== undefined) query.set('limit', String(options.limit));
+      if (cursor !== undefined) query.set('cursor', cursor);
+      const search = query.toString();
+      return this.#json<P>({ method: 'GET', path: search === '' ? path() : `${path()}?${search}`, idempotent: true }, options);
+    }, options.cursor);
+  }
+}
+
+function watchlistPath(id: string): string {
+  return `/v1/watchlists/${encodeURIComponent(text('watchlist id', id))}`;
+}
+
+function text(name: string, value: unknown): string {
+  if (typeof value !== 'string' || value === '') throw new TypeError(`${name} must be a non-empty string, got ${JSON.stringify(value)}`);
+  return value;
+}
+
+function positive(name: string, value: number | undefined, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (!(typeof value === 'number' && value > 0 && Number.isFinite(value))) throw new RangeError(`${name} must be a positive number of ms, got ${String(value)}`);
+  return value;
+}
+
+function sum(values: readonly number[]): number {
+  return values.reduce((a, b) => a + b, 0);
+}

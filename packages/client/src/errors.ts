@@ -1,0 +1,200 @@
+/**
+ * Every error the client throws, in one module. Error answers of the
+ * service are keyed on the spec's stable `error` codes (never on the
+ * message); transport failures and webhook refusals have codes of their own.
+ * Every class has a `name` equal to its class name (set explicitly, so
+ * minified bundles keep it) and a stable `code`.
+ */
+
+export interface ErrorDetails {
+  /** HTTP status of the answer; null when none came. */
+  readonly status?: number | null;
+  /** `X-Request-Id` of the answer; quote it to support. */
+  readonly requestId?: string | null;
+  readonly cause?: unknown;
+}
+
+/** Base of every error the client throws. */
+export abstract class UpiRiskError extends Error {
+  override readonly name: string = 'UpiRiskError';
+  abstract readonly code: string;
+  readonly status: number | null;
+  readonly requestId: string | null;
+
+  constructor(message: string, details: ErrorDetails = {}) {
+    super(message, details.cause === undefined ? undefined : { cause: details.cause });
+    this.status = details.status ?? null;
+    this.requestId = details.requestId ?? null;
+  }
+}
+
+/**
+ * An error answer of the service. Known codes have the subclasses below; a
+ * code this client does not know (or an answer without one, from a proxy)
+ * is an ApiError with that code, or `http_<status>`.
+ */
+export class ApiError extends UpiRiskError {
+  override readonly name: string = 'ApiError';
+  readonly code: string;
+  constructor(code: string, message: string, details: ErrorDetails = {}) {
+    super(message, details);
+    this.code = code;
+  }
+}
+
+/** 400: a parameter is missing or not acceptable (an invalid VPA, more than 100 in a batch). Not retried. */
+export class BadRequestError extends ApiError {
+  override readonly name: string = 'BadRequestError';
+  constructor(message: string, details: ErrorDetails = {}) {
+    super('bad_request', message, details);
+  }
+}
+
+/** 401: the API key is missing, unknown, rotated or revoked. Not retried. */
+export class UnauthorizedError extends ApiError {
+  override readonly name: string = 'UnauthorizedError';
+  constructor(message: string, details: ErrorDetails = {}) {
+    super('unauthorized', message, details);
+  }
+}
+
+/** 403: the key is valid but lacks the scope the endpoint needs. Not retried. */
+export class ForbiddenError extends ApiError {
+  override readonly name: string = 'ForbiddenError';
+  constructor(message: string, details: ErrorDetails = {}) {
+    super('forbidden', message, details);
+  }
+}
+
+/** 404: no such cluster, watchlist or event (or another key's watchlist). Not retried. */
+export class NotFoundError extends ApiError {
+  override readonly name: string = 'NotFoundError';
+  constructor(message: string, details: ErrorDetails = {}) {
+    super('not_found', message, details);
+  }
+}
+
+/** 422: the body is JSON of the wrong shape. Not retried. */
+export class ValidationError extends ApiError {
+  override readonly name: string = 'ValidationError';
+  constructor(message: string, details: ErrorDetails = {}) {
+    super('validation_error', message, details);
+  }
+}
+
+/** 429: a quota is spent. Retried after `retryAfter`; thrown when the deadline comes first. */
+export class RateLimitError extends ApiError {
+  override readonly name: string = 'RateLimitError';
+  /** Seconds the service asked to wait (`Retry-After`, or the body's `retry_after`); null when it said nothing. */
+  readonly retryAfter: number | null;
+  constructor(message: string, retryAfter: number | null, details: ErrorDetails = {}) {
+    super('rate_limit_exceeded', message, details);
+    this.retryAfter = retryAfter;
+  }
+}
+
+/** 500: an unexpected server error. Retried up to 3 times (1, 2, 4 s). */
+export class InternalError extends ApiError {
+  override readonly name: string = 'InternalError';
+  constructor(message: string, details: ErrorDetails = {}) {
+    super('internal_error', message, details);
+  }
+}
+
+/** 503: temporarily unavailable (or a planned operation). Retried up to 3 times (1, 2, 4 s). */
+export class ServiceUnavailableError extends ApiError {
+  override readonly name: string = 'ServiceUnavailableError';
+  constructor(message: string, details: ErrorDetails = {}) {
+    super('service_unavailable', message, details);
+  }
+}
+
+/** No answer: the connection failed or was reset. Retried like a 503. */
+export class NetworkError extends UpiRiskError {
+  override readonly name: string = 'NetworkError';
+  readonly code = 'network_error';
+}
+
+/**
+ * No answer in time: one attempt passed `timeoutMs` (retried like a 503),
+ * or the call passed its deadline (not retried).
+ */
+export class TimeoutError extends UpiRiskError {
+  override readonly name: string = 'TimeoutError';
+  readonly code = 'timeout';
+  /** Whether the call's deadline (rather than one attempt's timeout) ran out. */
+  readonly deadline: boolean;
+  constructor(message: string, deadline: boolean, details: ErrorDetails = {}) {
+    super(message, details);
+    this.deadline = deadline;
+  }
+}
+
+/** The caller's AbortSignal fired; `cause` is its reason. */
+export class AbortError extends UpiRiskError {
+  override readonly name: string = 'AbortError';
+  readonly code = 'aborted';
+}
+
+/** A 2xx answer that is not JSON or lacks what the API promises. Not retried. */
+export class ResponseFormatError extends UpiRiskError {
+  override readonly name: string = 'ResponseFormatError';
+  readonly code = 'invalid_response';
+}
+
+export type WebhookRefusal = 'malformed_header' | 'no_matching_signature' | 'timestamp_out_of_tolerance' | 'malformed_body';
+
+/** verifyWebhook refused a delivery; `reason` says why. */
+export class WebhookSignatureError extends UpiRiskError {
+  override readonly name: string = 'WebhookSignatureError';
+  readonly code = 'webhook_signature_invalid';
+  readonly reason: WebhookRefusal;
+  constructor(reason: WebhookRefusal, message: string) {
+    super(message);
+    this.reason = reason;
+  }
+}
+
+type AnswerErrorClass = new (message: string, details: ErrorDetails) => ApiError;
+
+/** The class of each stable code of the spec, but 429, whose class takes `retryAfter`. */
+const BY_CODE: Readonly<Record<string, AnswerErrorClass>> = {
+  bad_request: BadRequestError,
+  unauthorized: UnauthorizedError,
+  forbidden: ForbiddenError,
+  not_found: NotFoundError,
+  validation_error: ValidationError,
+  internal_error: InternalError,
+  service_unavailable: ServiceUnavailableError,
+};
+
+/** The code the spec gives each status: what an answer without a code (a proxy's page) is taken for. */
+const CODE_BY_STATUS: Readonly<Record<number, string>> = {
+  400: 'bad_request',
+  401: 'unauthorized',
+  403: 'forbidden',
+  404: 'not_found',
+  422: 'validation_error',
+  429: 'rate_limit_exceeded',
+  500: 'internal_error',
+  503: 'service_unavailable',
+};
+
+/**
+ * The error of a non-2xx answer: by the body's `error` code when it has
+ * one, else by the status.
+ */
+export function errorForAnswer(
+  status: number,
+  body: unknown,
+  requestId: string | null,
+  retryAfter: number | null,
+): ApiError {
+  const fields = body !== null && typeof body === 'object' ? (body as Record<string, unknown>) : {};
+  const code = typeof fields.error === 'string' ? fields.error : (CODE_BY_STATUS[status] ?? `http_${status}`);
+  const message = typeof fields.message === 'string' ? fields.message : `HTTP ${status}`;
+  const details = { status, requestId };
+  if (code === 'rate_limit_exceeded') return new RateLimitError(message, retryAfter, details);
+  const known = BY_CODE[code];
+  return known === undefined ? new ApiError(code, message, details) : new known(message, details);
+}

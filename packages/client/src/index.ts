@@ -1,0 +1,71 @@
+/**
+ * @upi-risk/client: the TypeScript client of the upi-risk v1 API. No
+ * runtime dependencies: the platform's fetch, AbortSignal and Web Crypto.
+ * docs/client.md describes it.
+ */
+export {
+  UpiRiskClient,
+  BATCH_REQUEST_SIZE,
+  WATCHLIST_REQUEST_SIZE,
+  DEFAULT_BATCH_CONCURRENCY,
+  DEFAULT_DEADLINE_MS,
+  DEFAULT_TIMEOUT_MS,
+  type BatchResult,
+  type CallOptions,
+  type ClusterResult,
+  type PageOptions,
+  type Screening,
+  type UpiRiskClientOptions,
+  type VerifyResult,
+} from './client.js';
+export type { FetchInit, FetchLike, FetchResponse, ResponseMeta } from './transport.js';
+export type { Sleep } from './abort.js';
+export { PageQuery, type Page } from './page-query.js';
+export {
+  FAILURE_DELAYS_MS,
+  RATE_LIMIT_FIRST_DELAY_MS,
+  RATE_LIMIT_JITTER_MS,
+  RATE_LIMIT_MAX_DELAY_MS,
+} from './retry-schedule.js';
+export {
+  BAND_LABELS,
+  CONFIDENCE_BANDS,
+  HIGH_BAND_FLOOR,
+  MEDIUM_BAND_FLOOR,
+  adviceText,
+  confidenceBand,
+  recommendedAction,
+  type AdviceFlow,
+  type AdvisedVerdict,
+  type ConfidenceBand,
+  type OnboardingAction,
+  type PaymentAction,
+} from './advice.js';
+export {
+  DEFAULT_TOLERANCE_SECONDS,
+  SIGNATURE_HEADER,
+  signWebhook,
+  verifyWebhook,
+  type RawBody,
+  type VerifyWebhookOptions,
+} from './webhook.js';
+export {
+  AbortError,
+  ApiError,
+  BadRequestError,
+  ForbiddenError,
+  InternalError,
+  NetworkError,
+  NotFoundError,
+  RateLimitError,
+  ResponseFormatError,
+  ServiceUnavailableError,
+  TimeoutError,
+  UnauthorizedError,
+  UpiRiskError,
+  ValidationError,
+  WebhookSignatureError,
+  type ErrorDetails,
+  type WebhookRefusal,
+} from './errors.js';
+export type * from './wire.js';

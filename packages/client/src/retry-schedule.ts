@@ -1,0 +1,74 @@
+/**
+ * The spec's retry advice (Errors, "Recommended retry behaviour"), as the
+ * delay before each next attempt of one request:
+ *
+ * | answer | retried | delays |
+ * |---|---|---|
+ * | 400, 401, 403, 404, 422 (any other 4xx) | never | |
+ * | 429 | while the wait ends before the call's deadline | `Retry-After` s, else 1 s doubling to 32 s; plus 0-500 ms jitter |
+ * | 500, 503 (any 5xx), no answer | up to 3 times | 1 s, 2 s, 4 s |
+ *
+ * A request that is not idempotent (creating a watchlist, rotating its
+ * secret) is retried only on 429 and 503, the answers that say it was not
+ * carried out: after a 500 or a lost answer it may have been.
+ */
+
+export const RATE_LIMIT_FIRST_DELAY_MS = 1_000;
+export const RATE_LIMIT_MAX_DELAY_MS = 32_000;
+export const RATE_LIMIT_JITTER_MS = 500;
+/** Delays before the retries after a server failure or a lost answer. */
+export const FAILURE_DELAYS_MS: readonly number[] = [1_000, 2_000, 4_000];
+
+/** What one attempt came to, as far as retrying goes. */
+export type AttemptFailure =
+  | { readonly kind: 'answer'; readonly status: number; readonly retryAfterSeconds: number | null }
+  /** No answer: the connection failed or was reset, or the attempt timed out. */
+  | { readonly kind: 'no-answer' };
+
+/** The retry state of one request: how many retries of each kind it has had. */
+export class RetrySchedule {
+  readonly #random: () => number;
+  readonly #idempotent: boolean;
+  #rateLimited = 0;
+  #failed = 0;
+
+  constructor(random: () => number, idempotent: boolean) {
+    this.#random = random;
+    this.#idempotent = idempotent;
+  }
+
+  /** Milliseconds to wait before retrying after `failure`, or null: give up. */
+  next(failure: AttemptFailure): number | null {
+    if (failure.kind === 'answer' && failure.status === 429) {
+      const backoff = Math.min(RATE_LIMIT_FIRST_DELAY_MS * 2 ** this.#rateLimited, RATE_LIMIT_MAX_DELAY_MS);
+      this.#rateLimited++;
+      const wait = failure.retryAfterSeconds === null ? backoff : failure.retryAfterSeconds * 1000;
+      return wait + Math.round(this.#random() * RATE_LIMIT_JITTER_MS);
+    }
+    const serverFailure = failure.kind === 'answer' && failure.status >= 500;
+    if (!serverFailure && failure.kind === 'answer') return null;
+    const safe = this.#idempotent || (failure.kind === 'answer' && failure.status === 503);
+    if (!safe) return null;
+    const delay = FAILURE_DELAYS_MS[this.#failed];
+    if (delay === undefined) return null;
+    this.#failed++;
+    return delay;
+  }
+}
+
+/**
+ * Seconds a 429 asks to wait: the larger of `Retry-After` (seconds, or an
+ * HTTP date) and the body's `retry_after`; null when neither says.
+ */
+export function retryAfterSeconds(header: string | null, body: unknown, nowMs: number): number | null {
+  const waits: number[] = [];
+  const value = header?.trim() ?? '';
+  if (/^\d+$/.test(value)) waits.push(Number(value));
+  else if (value !== '') {
+    const date = Date.parse(value);
+    if (!Number.isNaN(date)) waits.push(Math.max(0, Math.ceil((date - nowMs) / 1000)));
+  }
+  const field = body !== null && typeof body === 'object' ? (body as { retry_after?: unknown }).retry_after : undefined;
+  if (typeof field === 'number' && Number.isFinite(field) && field >= 0) waits.push(field);
+  return waits.length === 0 ? null : Math.max(...waits);
+}

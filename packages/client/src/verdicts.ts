@@ -1,0 +1,68 @@
+/**
+ * Reading verdicts leniently, as the spec asks of clients: a CLEARED verdict
+ * may omit `risk_category`, `cluster_size`, `first_seen` and `last_seen`
+ * (they become null or 0, as do the other optional fields when absent), and
+ * fields this client does not know are kept as they came, never an error.
+ * Only what cannot be read (no `upi`, an unknown `status`) is refused.
+ */
+import { ResponseFormatError } from './errors.js';
+import type { ResponseMeta } from './transport.js';
+import type { BatchItem, VpaVerdict } from './wire.js';
+
+type Fields = Record<string, unknown>;
+
+export function objectOf(value: unknown, what: string, meta: ResponseMeta): Fields {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    throw new ResponseFormatError(`${what} is not a JSON object`, { requestId: meta.requestId });
+  }
+  return value as Fields;
+}
+
+export function toBatchItem(value: unknown, meta: ResponseMeta): BatchItem {
+  const fields = objectOf(value, 'a verdict', meta);
+  if (typeof fields.upi !== 'string') throw new ResponseFormatError('a verdict without upi', { requestId: meta.requestId });
+  if (fields.status !== 'FLAGGED' && fields.status !== 'CLEARED') {
+    throw new ResponseFormatError(`a verdict of status ${JSON.stringify(fields.status)}`, { requestId: meta.requestId });
+  }
+  return {
+    ...fields,
+    upi: fields.upi,
+    status: fields.status,
+    confidence: (fields.confidence ?? null) as BatchItem['confidence'],
+    risk_category: (fields.risk_category ?? null) as BatchItem['risk_category'],
+    cluster_id: (fields.cluster_id ?? null) as BatchItem['cluster_id'],
+    cluster_size: (fields.cluster_size ?? 0) as number,
+    evidence_count: (fields.evidence_count ?? 0) as number,
+  };
+}
+
+export function toVpaVerdict(value: unknown, meta: ResponseMeta): VpaVerdict {
+  const fields = objectOf(value, 'a verdict', meta);
+  return {
+    ...toBatchItem(fields, meta),
+    first_seen: (fields.first_seen ?? null) as VpaVerdict['first_seen'],
+    last_seen: (fields.last_seen ?? null) as VpaVerdict['last_seen'],
+    sources: (fields.sources ?? []) as VpaVerdict['sources'],
+  };
+}
+
+/**
+ * The items of a batch answer, checked against the VPAs sent: the reference
+ * form (`{"results": [...]}`), or the bare array of full verdicts of the
+ * spec's secondary description. One item per VPA sent, in order.
+ */
+export function batchItemsOf(body: unknown, sent: readonly string[], meta: ResponseMeta): BatchItem[] {
+  const list = Array.isArray(body) ? body : objectOf(body, 'the batch answer', meta).results;
+  if (!Array.isArray(list) || list.length !== sent.length) {
+    const got = Array.isArray(list) ? `${list.length} results` : 'no results array';
+    throw new ResponseFormatError(`a batch of ${sent.length} VPAs answered with ${got}`, { requestId: meta.requestId });
+  }
+  return list.map((value, index) => {
+    const item = toBatchItem(value, meta);
+    // The service echoes each VPA as sent; a mismatch would pin a verdict on the wrong payee.
+    if (item.upi.toLowerCase() !== sent[index]!.toLowerCase()) {
+      throw new ResponseFormatError(`batch result ${index} is for ${item.upi}, not ${sent[index]!}`, { requestId: meta.requestId });
+    }
+    return item;
+  });
+}

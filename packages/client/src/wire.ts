@@ -1,0 +1,301 @@
+/**
+ * The v1 wire shapes, from the OpenAPI document's component schemas
+ * (src/api/openapi.ts).
+ * Written by scripts/generate-client-sources.ts; do not edit:
+ * `npm run generate:client` rewrites this file.
+ */
+
+/**
+ * mule, gambling, phishing, scam or nbfc_impersonation
+ */
+export type RiskCategory = 'mule' | 'gambling' | 'phishing' | 'scam' | 'nbfc_impersonation';
+export type SourceCategory = 'gambling' | 'phishing' | 'scam' | 'telegram';
+export type BatchRequest =
+  | {
+      /**
+       * 1 to 100 VPAs (reference form)
+       *
+       * @minItems 1
+       * @maxItems 100
+       *
+       * Items: handle@provider
+       */
+      upis: string[];
+      vpas?: never;
+    }
+  | {
+      /**
+       * 1 to 100 VPAs (alias from the secondary description; same meaning as upis)
+       *
+       * @minItems 1
+       * @maxItems 100
+       *
+       * Items: handle@provider
+       */
+      vpas: string[];
+      upis?: never;
+    };
+
+/**
+ * Every wire type, by its OpenAPI component name.
+ */
+export interface WireTypes {
+  VpaVerdict: VpaVerdict;
+  Source: Source;
+  BatchItem: BatchItem;
+  BatchRequest: BatchRequest;
+  BatchResponse: BatchResponse;
+  Cluster: Cluster;
+  Error: ErrorBody;
+  RiskCategory: RiskCategory;
+  SourceCategory: SourceCategory;
+  WatchlistCreateRequest: WatchlistCreateRequest;
+  Watchlist: Watchlist;
+  NewWatchlist: NewWatchlist;
+  WatchlistList: WatchlistList;
+  WatchlistSecret: WatchlistSecret;
+  WatchlistDeleted: WatchlistDeleted;
+  WatchVpasRequest: WatchVpasRequest;
+  WatchVpasAdded: WatchVpasAdded;
+  WatchVpasRemoved: WatchVpasRemoved;
+  WatchedVpasPage: WatchedVpasPage;
+  WatchEvent: WatchEvent;
+  WatchEventWithDelivery: WatchEventWithDelivery;
+  WatchEventPage: WatchEventPage;
+  Redelivered: Redelivered;
+  ClusterMember: ClusterMember;
+  ClusterSource: ClusterSource;
+  WatchFilters: WatchFilters;
+  WatchDelivery: WatchDelivery;
+  WatchDeliveryAttempt: WatchDeliveryAttempt;
+}
+export interface VpaVerdict {
+  /**
+   * The queried VPA, echoed
+   */
+  upi: string;
+  status: 'FLAGGED' | 'CLEARED';
+  confidence: number | null;
+  risk_category: RiskCategory | null;
+  cluster_id: string | null;
+  cluster_size: number;
+  first_seen: string | null;
+  last_seen: string | null;
+  sources: Source[];
+  evidence_count: number;
+}
+export interface Source {
+  url: string;
+  category: SourceCategory;
+  /**
+   * ISO 8601 timestamp, UTC
+   */
+  captured_at: string;
+  screenshot_available: boolean;
+}
+export interface BatchItem {
+  upi: string;
+  status: 'FLAGGED' | 'CLEARED';
+  confidence: number | null;
+  risk_category: RiskCategory | null;
+  cluster_id: string | null;
+  cluster_size: number;
+  evidence_count: number;
+}
+export interface BatchResponse {
+  results: BatchItem[];
+  total: number;
+  flagged_count: number;
+  cleared_count: number;
+}
+export interface Cluster {
+  cluster_id: string;
+  size: number;
+  /**
+   * ISO 8601 timestamp, UTC
+   */
+  created_at: string;
+  /**
+   * ISO 8601 timestamp, UTC
+   */
+  last_updated: string;
+  risk_category: RiskCategory;
+  confidence: number;
+  members: ClusterMember[];
+  /**
+   * @maxItems 10
+   */
+  top_sources: ClusterSource[];
+  total_evidence_count: number;
+}
+export interface ClusterMember {
+  upi: string;
+  confidence: number;
+  /**
+   * ISO 8601 timestamp, UTC
+   */
+  first_seen: string;
+}
+export interface ClusterSource {
+  url: string;
+  category: SourceCategory;
+  member_count: number;
+}
+export interface ErrorBody {
+  error:
+    | 'bad_request'
+    | 'unauthorized'
+    | 'forbidden'
+    | 'not_found'
+    | 'validation_error'
+    | 'rate_limit_exceeded'
+    | 'internal_error'
+    | 'service_unavailable';
+  message: string;
+  retry_after?: number;
+}
+export interface WatchlistCreateRequest {
+  name: string;
+  /**
+   * https; see Safe targets
+   */
+  webhook_url: string;
+  filters?: WatchFilters;
+}
+/**
+ * Which changes make events, judged by the verdict after the change
+ */
+export interface WatchFilters {
+  /**
+   * @minItems 1
+   */
+  statuses?: ('FLAGGED' | 'CLEARED')[];
+  /**
+   * @minItems 1
+   */
+  risk_categories?: RiskCategory[];
+}
+export interface Watchlist {
+  id: string;
+  name: string;
+  webhook_url: string;
+  filters: WatchFilters;
+  /**
+   * ISO 8601 timestamp, UTC
+   */
+  created_at: string;
+  vpa_count: number;
+}
+export interface NewWatchlist {
+  id: string;
+  name: string;
+  webhook_url: string;
+  filters: WatchFilters;
+  /**
+   * ISO 8601 timestamp, UTC
+   */
+  created_at: string;
+  vpa_count: number;
+  /**
+   * signs every delivery; shown only here and on rotation
+   */
+  secret: string;
+}
+export interface WatchlistList {
+  watchlists: Watchlist[];
+}
+export interface WatchlistSecret {
+  secret: string;
+}
+export interface WatchlistDeleted {
+  deleted: true;
+}
+export interface WatchVpasRequest {
+  /**
+   * @minItems 1
+   * @maxItems 1000
+   */
+  upis: string[];
+}
+export interface WatchVpasAdded {
+  added: number;
+  total: number;
+}
+export interface WatchVpasRemoved {
+  removed: number;
+  total: number;
+}
+/**
+ * Watched VPAs in VPA order, each with its verdict now; pass next_cursor as cursor for the next page
+ */
+export interface WatchedVpasPage {
+  vpas: BatchItem[];
+  next_cursor: string | null;
+  data_version: string;
+}
+/**
+ * The body of a webhook delivery
+ */
+export interface WatchEvent {
+  /**
+   * stable: a redelivery carries the same id
+   */
+  id: string;
+  type: 'vpa.changed';
+  watchlist_id: string;
+  upi: string;
+  before: BatchItem;
+  after: BatchItem;
+  /**
+   * the intelligence that made the change (X-Data-Version)
+   */
+  data_version: string;
+  /**
+   * ISO 8601 timestamp, UTC
+   */
+  occurred_at: string;
+}
+export interface WatchEventWithDelivery {
+  /**
+   * stable: a redelivery carries the same id
+   */
+  id: string;
+  type: 'vpa.changed';
+  watchlist_id: string;
+  upi: string;
+  before: BatchItem;
+  after: BatchItem;
+  /**
+   * the intelligence that made the change (X-Data-Version)
+   */
+  data_version: string;
+  /**
+   * ISO 8601 timestamp, UTC
+   */
+  occurred_at: string;
+  delivery: WatchDelivery;
+}
+export interface WatchDelivery {
+  state: 'pending' | 'delivered' | 'failed';
+  /**
+   * @maxItems 20
+   */
+  attempts: WatchDeliveryAttempt[];
+  next_attempt_at: string | null;
+}
+export interface WatchDeliveryAttempt {
+  /**
+   * ISO 8601 timestamp, UTC
+   */
+  at: string;
+  status: number | null;
+  error: string | null;
+  duration_ms: number;
+}
+export interface WatchEventPage {
+  events: WatchEventWithDelivery[];
+  next_cursor: string | null;
+}
+export interface Redelivered {
+  event: WatchEventWithDelivery;
+}
