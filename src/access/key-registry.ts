@@ -15,7 +15,8 @@ export class KeyRegistry {
   #failing: string | null = null;
   /** A look running; a check asked for meanwhile runs once more after it (the change may have come after it read the version). */
   #reloading: Promise<void> | null = null;
-  #again = false;
+  /** The look queued behind the running one, shared by every check asked for meanwhile. */
+  #queued: Promise<void> | null = null;
   readonly #listeners: ((records: readonly KeyRecord[]) => void)[] = [];
 
   constructor(backend: KeyBackend, onError: (error: Error) => void = () => {}) {
@@ -59,15 +60,27 @@ export class KeyRegistry {
 
   /**
    * Look at the backend's version now and reload if it changed (a backend
-   * that announces changes calls this). A failure goes to `onError`, once
-   * until a look succeeds again; the keys in force stay.
+   * that announces changes calls this, and so does a change made here). The
+   * promise settles after a look that started after this call, so a change
+   * made before it is in force once it resolves. Calls while a look runs
+   * share one more look after it. A failure goes to `onError`, once until a
+   * look succeeds again; the keys in force stay.
    */
   check(): Promise<void> {
+    if (this.#queued !== null) return this.#queued;
     if (this.#reloading !== null) {
-      this.#again = true;
-      return this.#reloading;
+      const queued = this.#reloading.then(() => {
+        this.#queued = null;
+        return this.#look();
+      });
+      this.#queued = queued;
+      return queued;
     }
-    this.#reloading = this.#reload(false)
+    return this.#look();
+  }
+
+  #look(): Promise<void> {
+    const look = this.#reload(false)
       .then(
         () => {
           this.#failing = null;
@@ -79,12 +92,9 @@ export class KeyRegistry {
       )
       .finally(() => {
         this.#reloading = null;
-        if (this.#again) {
-          this.#again = false;
-          void this.check();
-        }
       });
-    return this.#reloading;
+    this.#reloading = look;
+    return look;
   }
 
   close(): void {

@@ -1,0 +1,101 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { FileWatchStore } from '../../src/watch/file-watch-store.js';
+import { DEFAULT_DELIVERY, WebhookDelivery } from '../../src/watch/webhook-delivery.js';
+import { newEventId, stateOf, type StoredEvent } from '../../src/watch/watchlist.js';
+import { clearedBatchItem } from '../../src/engine/verdict.js';
+import { silentLogger } from '../../src/common/logger.js';
+import { tempDataDir, until } from '../helpers.js';
+
+/** A receiver answering every request with `answer`, counting the requests that reach it. */
+async function receiver(answer: (res: import('node:http').ServerResponse) => void): Promise<{ url: string; hits: () => number; close: () => Promise<void> }> {
+  let hits = 0;
+  const server: Server = createServer((req, res) => {
+    hits++;
+    req.resume();
+    req.on('end', () => answer(res));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`,
+    hits: () => hits,
+    close: () => new Promise<void>((resolve) => {
+      server.closeAllConnections();
+      server.close(() => resolve());
+    }),
+  };
+}
+
+/** One event for a watchlist pointing at `url`, and the delivery's first attempt. */
+async function firstAttempt(url: string, policy = DEFAULT_DELIVERY): Promise<StoredEvent> {
+  const { root, cleanup } = await tempDataDir();
+  const store = await FileWatchStore.open(join(root, 'journal.ndjson'));
+  try {
+    await store.create({ id: 'wl_1', owner: 'key_aaaaaaaaaaaa', name: 'x', webhook_url: url, filters: {}, secret: 'whsec_x', created_at: new Date().toISOString() });
+    await store.addVpas('wl_1', [['a@ybl', stateOf(clearedBatchItem('a@ybl'))]]);
+    const now = Date.now();
+    const event = { id: newEventId(now), type: 'vpa.changed' as const, watchlist_id: 'wl_1', upi: 'a@ybl', before: clearedBatchItem('a@ybl'), after: clearedBatchItem('a@ybl'), data_version: 'v', occurred_at: new Date(now).toISOString() };
+    await store.screened([{ watchlistId: 'wl_1', upi: 'a@ybl', state: stateOf(clearedBatchItem('a@ybl')) }], [event]);
+    const delivery = new WebhookDelivery(store, { allowed: new Set(['127.0.0.1']), logger: silentLogger, policy });
+    delivery.wake();
+    await until('an attempt is recorded', 15_000, () => (store.findEvent('wl_1', event.id)?.delivery.attempts.length ?? 0) > 0);
+    await delivery.close();
+    return store.findEvent('wl_1', event.id)!;
+  } finally {
+    await store.close();
+    await cleanup();
+  }
+}
+
+test('a redirect is not followed: the event stays pending, the target is not asked', async () => {
+  const target = await receiver((res) => res.writeHead(200).end('ok'));
+  const redirecting = await receiver((res) => res.writeHead(307, { location: target.url }).end());
+  try {
+    const stored = await firstAttempt(redirecting.url);
+    assert.equal(stored.delivery.state, 'pending');
+    assert.equal(stored.delivery.attempts[0]!.status, 307);
+    assert.equal(target.hits(), 0);
+  } finally {
+    await target.close();
+    await redirecting.close();
+  }
+});
+
+test('an answer is read up to the cap, then the connection is dropped; 2xx still counts', async () => {
+  const huge = await receiver((res) => {
+    res.writeHead(200, { 'content-type': 'text/plain' });
+    const chunk = Buffer.alloc(64 * 1024, 'x');
+    // Far more than the cap, written until the client goes away.
+    let sent = 0;
+    const write = () => {
+      while (sent < 64 * 1024 * 1024 && res.write(chunk)) sent += chunk.length;
+      if (sent < 64 * 1024 * 1024) res.once('drain', write);
+      else res.end();
+    };
+    res.on('close', () => (sent = Infinity));
+    write();
+  });
+  try {
+    const started = Date.now();
+    const stored = await firstAttempt(huge.url);
+    assert.equal(stored.delivery.state, 'delivered');
+    assert.ok(Date.now() - started < 10_000, 'not reading 64 MiB');
+  } finally {
+    await huge.close();
+  }
+});
+
+test('a receiver that does not answer in time is an attempt that failed', async () => {
+  const silent = await receiver(() => {});
+  try {
+    const stored = await firstAttempt(silent.url, { ...DEFAULT_DELIVERY, timeoutMs: 300 });
+    assert.equal(stored.delivery.state, 'pending');
+    assert.equal(stored.delivery.attempts[0]!.status, null);
+    assert.match(stored.delivery.attempts[0]!.error ?? '', /no answer within 300 ms/);
+  } finally {
+    await silent.close();
+  }
+});
