@@ -1,5 +1,6 @@
 import { readdir, readFile } from 'node:fs/promises';
 import { extname, join, relative, sep } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { brotliCompress, constants, gzip } from 'node:zlib';
 import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js';
@@ -56,7 +57,7 @@ export const CONSOLE_SECURITY_HEADERS: readonly (readonly [string, string])[] = 
 
 /** Read and compress the built console; null when it has not been built (the service then serves the API alone). */
 export async function loadConsoleAssets(dir: URL | string = CONSOLE_DIR): Promise<ConsoleAssets | null> {
-  const root = typeof dir === 'string' ? dir : dir.pathname;
+  const root = typeof dir === 'string' ? dir : fileURLToPath(dir);
   let paths: string[];
   try {
     paths = (await readdir(root, { recursive: true, withFileTypes: true })).filter((e) => e.isFile()).map((e) => join(e.parentPath, e.name));
