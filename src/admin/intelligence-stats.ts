@@ -125,7 +125,7 @@ export class IntelligenceStats {
       data_version: view.version,
       snapshot: {
         id: meta.id,
-        as_of: view.base.meta.dataAsOf === 0 ? null : new Date(meta.dataAsOf).toISOString(),
+        as_of: meta.dataAsOf === 0 ? null : new Date(meta.dataAsOf).toISOString(),
         built_at: new Date(meta.createdAt).toISOString(),
         vpas: meta.vpaCount,
         clusters: meta.clusterCount,

@@ -4,7 +4,6 @@ import { RISK_RANK, RISK_CATEGORIES, SOURCE_CATEGORIES, dominant } from '../vpa/
 import { RecordReader, RecordWriter, packFlags, partitionOf, partitionOfBytes, FLAG_SCREENSHOT } from './record-codec.js';
 import { ByteInterner, compareByteRanges, type ByteInternerState } from './byte-interner.js';
 import { recencyWeightUnits } from './scoring.js';
-import { compareCodeUnits } from '../engine/verdict.js';
 import type { IndexArrays } from '../engine/vpa-index.js';
 import type { Segments } from './carry.js';
 import { freshArrays, type ArrayAllocator } from '../common/scratch-arrays.js';

@@ -10,7 +10,7 @@ import { ingestBytes } from '../evidence/store.js';
 import { SnapshotBuilder, type BuildReport } from '../builder/snapshot-builder.js';
 import { checkSchema } from '../store/migrations.js';
 import { connectStore, redactStoreUrl, storeError, storePool, type StoreLocation } from '../store/postgres.js';
-import { evidenceIdAt, logHead, readLog } from '../store/log-reader.js';
+import { evidenceIdAt, readLog } from '../store/log-reader.js';
 import { newestPublication, publishSnapshot, publishedClusterIds, type Publication } from '../store/snapshot-publications.js';
 
 export interface BuilderRoleOptions {

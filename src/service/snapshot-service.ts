@@ -606,10 +606,6 @@ function snapshotIdOf(path: string): string {
   return basename(path).replace(/^snapshot-/, '').replace(/\.upisnap$/, '');
 }
 
-function sameFiles(a: readonly string[], b: readonly string[]): boolean {
-  return a.length === b.length && a.every((name, i) => name === b[i]);
-}
-
 function roundedPhases(phaseMs: BuildReport['phaseMs']): Record<string, number> {
   return Object.fromEntries(Object.entries(phaseMs).map(([phase, ms]) => [phase, Math.round(ms)]));
 }

@@ -41,17 +41,6 @@ export async function readLog(client: pg.ClientBase | pg.Pool, location: StoreLo
   });
 }
 
-/** The log's head: the position of its newest item (0 when empty). */
-export async function logHead(client: pg.ClientBase | pg.Pool, location: StoreLocation): Promise<number> {
-  try {
-    const position = Number((await client.query<{ position: string }>('SELECT position FROM log_head')).rows[0]?.position);
-    if (!Number.isSafeInteger(position) || position < 0) throw new StoreError(ErrorCode.STORE_DATA, `store schema ${location.schema}: the log head is not a position`);
-    return position;
-  } catch (error) {
-    throw storeError(location, error);
-  }
-}
-
 /** The evidence id at `position`, or null when the log has no such position. */
 export async function evidenceIdAt(client: pg.ClientBase | pg.Pool, location: StoreLocation, position: number): Promise<string | null> {
   try {
