@@ -3,15 +3,9 @@ import { mkdir, open, readFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type { DataDir } from '../common/data-dir.js';
 import { AdminStateError } from '../common/errors.js';
+import { AUDIT_ACTIONS, type AuditAction } from './audit-actions.js';
 
-/**
- * The record of every change made to keys and console sessions: who (the
- * key that made it, or the CLI), what, when. Append-only; the console and
- * `GET /v1/admin/audit` show the newest first.
- */
-export const AUDIT_ACTIONS = ['key.created', 'key.rotated', 'key.revoked', 'key.plan_changed', 'session.signed_in', 'session.signed_out'] as const;
-export type AuditAction = (typeof AUDIT_ACTIONS)[number];
-
+/** Who made a change. */
 export interface AuditActor {
   /** The key that made the change (a console session acts as its key); null for the CLI. */
   readonly key_id: string | null;
@@ -36,6 +30,11 @@ export interface AuditRecord extends AuditEntry {
   readonly at: string;
 }
 
+/**
+ * The record of every change made to keys and console sessions: who (the
+ * key that made it, or the CLI), what, when. Append-only; the console and
+ * `GET /v1/admin/audit` show the newest first.
+ */
 export interface AuditLog {
   append(entry: AuditEntry, now?: Date): Promise<AuditRecord>;
   /** Up to `limit` records, newest first. */

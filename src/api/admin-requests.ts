@@ -30,8 +30,10 @@ export type AdminRequest =
  */
 export type WatchRequest =
   | { readonly op: 'watch.create'; readonly key: KeyRecord; readonly body: unknown }
-  | { readonly op: 'watch.list'; readonly key: KeyRecord; readonly anyOwner?: boolean }
-  | { readonly op: 'watch.get'; readonly key: KeyRecord; readonly id: string }
+  | { readonly op: 'watch.list'; readonly key: KeyRecord }
+  /** Every key's watchlists, a page at a time, in id order (the admin view). */
+  | { readonly op: 'watch.list.all'; readonly key: KeyRecord; readonly cursor: string | null; readonly limit: number }
+  | { readonly op: 'watch.get'; readonly key: KeyRecord; readonly id: string; readonly anyOwner?: boolean }
   | { readonly op: 'watch.delete'; readonly key: KeyRecord; readonly id: string }
   | { readonly op: 'watch.secret'; readonly key: KeyRecord; readonly id: string }
   | { readonly op: 'watch.add'; readonly key: KeyRecord; readonly id: string; readonly body: unknown }
@@ -66,6 +68,10 @@ export interface AdminAnswer {
 export const MAX_ADMIN_BODY_BYTES = 64 * 1024;
 /** Largest body of a watchlist's VPAs (1,000 of the longest legal form). */
 export const MAX_WATCH_BODY_BYTES = 512 * 1024;
+/** Watchlists a key may hold. */
+export const MAX_WATCHLISTS_PER_KEY = 100;
+/** VPAs a key may watch, over all its watchlists: every one is screened again at every change of what is served. */
+export const MAX_WATCHED_PER_KEY = 1_000_000;
 
 /** The JSON of a console session: who it is and the CSRF token for changes (never the cookie's token). */
 export function sessionJson(session: FoundSession): string {

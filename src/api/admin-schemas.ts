@@ -1,5 +1,5 @@
 import { Type, type TSchema } from '@sinclair/typebox';
-import { AUDIT_ACTIONS } from '../access/audit-log.js';
+import { AUDIT_ACTIONS } from '../access/audit-actions.js';
 import { KEY_SCOPES } from '../access/key-record.js';
 import { ClusterIdText, ClusterSchema, Confidence, Count, Nullable, RiskCategorySchema, SourceCategorySchema, Timestamp } from './schemas.js';
 

@@ -19,7 +19,7 @@ import {
 } from './schemas.js';
 import { ADMIN_SCHEMAS } from './admin-schemas.js';
 import { WATCH_SCHEMAS } from './watch-schemas.js';
-import { MAX_ADMIN_BODY_BYTES, MAX_WATCH_BODY_BYTES } from './admin-requests.js';
+import { MAX_ADMIN_BODY_BYTES, MAX_WATCH_BODY_BYTES, MAX_WATCHED_PER_KEY, MAX_WATCHLISTS_PER_KEY } from './admin-requests.js';
 
 /**
  * The OpenAPI 3.1 document served at /v1/openapi.json, generated from the
@@ -214,7 +214,7 @@ function watchPaths({ ref, json, ok, error, common }: DocumentParts): Record<str
     '/v1/watchlists': {
       post: {
         summary: 'Create a watchlist; its events go to webhook_url, signed with the secret of this answer',
-        description: 'webhook_url must be https and must not be, or resolve to, a private, loopback, link-local or metadata address (400 bad_request).',
+        description: `webhook_url must be https and must not be, or resolve to, a private, loopback, link-local or metadata address (400 bad_request). A key holds at most ${MAX_WATCHLISTS_PER_KEY} watchlists (422 validation_error).`,
         requestBody: { required: true, description: `JSON, at most ${MAX_ADMIN_BODY_BYTES} bytes`, content: json(ref('WatchlistCreateRequest')) },
         responses: { '201': { description: 'Created; the secret is shown only here', content: json(ref('NewWatchlist')) }, ...changes },
       },
@@ -228,7 +228,12 @@ function watchPaths({ ref, json, ok, error, common }: DocumentParts): Record<str
       post: { summary: 'A new signing secret; the old one signs nothing from now on', parameters: [id], responses: { ...ok('The new secret, shown only here', ref('WatchlistSecret')), ...refusals } },
     },
     '/v1/watchlists/{id}/vpas': {
-      put: { summary: 'Watch 1 to 1,000 VPAs', parameters: [id], requestBody: vpas('VPAs to watch'), responses: { ...ok('How many were new, and the total', ref('WatchVpasAdded')), ...changes } },
+      put: {
+        summary: 'Watch 1 to 1,000 VPAs',
+        description: `A key watches at most ${MAX_WATCHED_PER_KEY} VPAs over all its watchlists: a call that would go past that adds none (422 validation_error).`,
+        parameters: [id], requestBody: vpas('VPAs to watch'),
+        responses: { ...ok('How many were new, and the total', ref('WatchVpasAdded')), ...changes },
+      },
       delete: { summary: 'Stop watching 1 to 1,000 VPAs', parameters: [id], requestBody: vpas('VPAs to stop watching'), responses: { ...ok('How many were watched, and the total', ref('WatchVpasRemoved')), ...changes } },
       get: { summary: 'The watched VPAs with their verdicts now, a page at a time', parameters: [id, ...page], responses: { ...ok('A page', ref('WatchedVpasPage')), ...refusals } },
     },
@@ -236,7 +241,15 @@ function watchPaths({ ref, json, ok, error, common }: DocumentParts): Record<str
       get: { summary: 'Events with their delivery attempts, newest first', parameters: [id, ...page], responses: { ...ok('A page', ref('WatchEventPage')), ...refusals } },
     },
     '/v1/admin/watchlists': {
-      get: { summary: "Every key's watchlists (an admin key or session)", security: [{ bearer: [] }, { session: [] }], responses: { ...ok('Watchlists with their owners', ref('AdminWatchlistList')), ...refusals } },
+      get: {
+        summary: "Every key's watchlists in id order, a page at a time (an admin key or session)",
+        security: [{ bearer: [] }, { session: [] }],
+        parameters: page,
+        responses: { ...ok('Watchlists with their owners', ref('AdminWatchlistList')), ...refusals },
+      },
+    },
+    '/v1/admin/watchlists/{id}': {
+      get: { summary: "Any key's watchlist, with its owner (an admin key or session)", security: [{ bearer: [] }, { session: [] }], parameters: [id], responses: { ...ok('The watchlist', ref('AdminWatchlist')), ...refusals } },
     },
     '/v1/admin/watchlists/{id}/vpas': {
       get: { summary: "Any key's watched VPAs with their verdicts now (an admin key or session)", security: [{ bearer: [] }, { session: [] }], parameters: [id, ...page], responses: { ...ok('A page', ref('WatchedVpasPage')), ...refusals } },

@@ -30,10 +30,15 @@ const watchlistFields = {
 export const WatchlistSchema = strict(watchlistFields, 'Watchlist');
 export const NewWatchlistSchema = strict({ ...watchlistFields, secret: Type.String({ description: 'signs every delivery; shown only here and on rotation' }) }, 'NewWatchlist');
 export const WatchlistListSchema = strict({ watchlists: Type.Array(WatchlistSchema) }, 'WatchlistList');
+export const AdminWatchlistSchema = strict(
+  { ...watchlistFields, owner: Type.String({ description: 'the id of the key the watchlist belongs to' }) },
+  'AdminWatchlist',
+  'A watchlist as the admin view shows it, naming its key',
+);
 export const AdminWatchlistListSchema = strict(
-  { watchlists: Type.Array(Type.Object({ ...watchlistFields, owner: Type.String({ description: 'the id of the key the watchlist belongs to' }) }, { additionalProperties: false })) },
+  { watchlists: Type.Array(AdminWatchlistSchema), next_cursor: Nullable(Type.String()) },
   'AdminWatchlistList',
-  "Every key's watchlists (GET /v1/admin/watchlists)",
+  "Every key's watchlists in id order, a page at a time (GET /v1/admin/watchlists); pass next_cursor as cursor for the next page",
 );
 export const WatchlistSecretSchema = strict({ secret: Type.String() }, 'WatchlistSecret');
 export const WatchlistDeletedSchema = strict({ deleted: Type.Literal(true) }, 'WatchlistDeleted');
@@ -83,6 +88,7 @@ export const WATCH_SCHEMAS: Readonly<Record<string, TSchema>> = Object.fromEntri
     WatchlistSchema,
     NewWatchlistSchema,
     WatchlistListSchema,
+    AdminWatchlistSchema,
     AdminWatchlistListSchema,
     WatchlistSecretSchema,
     WatchlistDeletedSchema,

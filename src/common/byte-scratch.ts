@@ -22,6 +22,7 @@
 const DIGITS = Uint8Array.from('0123456789abcdefghijklmnopqrstuvwxyz', (c) => c.charCodeAt(0));
 
 const ZERO_DIGIT = DIGITS[0]!;
+const UTF8 = new TextEncoder();
 
 export class ByteScratch {
   readonly #bytes: Uint8Array;
@@ -123,8 +124,7 @@ export class ByteScratch {
   }
 
   #utf8(text: string): this {
-    const encoded = Buffer.from(text, 'utf8');
-    return this.bytes(encoded);
+    return this.bytes(UTF8.encode(text));
   }
 
   #reserve(extra: number): void {

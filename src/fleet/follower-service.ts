@@ -19,6 +19,7 @@ import { readLog } from '../store/log-reader.js';
 import { downloadSnapshot, newestPublication, snapshotsChannel, type Publication } from '../store/snapshot-publications.js';
 import { StoreNotifications } from '../store/store-notifications.js';
 import { logRecords } from './log-records.js';
+import { subscribe } from '../common/listeners.js';
 
 export interface FollowerOptions {
   readonly location: StoreLocation;
@@ -169,12 +170,12 @@ export class FollowerService implements ServedData {
     return this.#caughtUpAt;
   }
 
-  onSwap(listener: (event: SwapEvent) => void): void {
-    this.#listeners.push(listener);
+  onSwap(listener: (event: SwapEvent) => void): () => void {
+    return subscribe(this.#listeners, listener);
   }
 
-  onDelta(listener: (delta: DeltaData) => void): void {
-    this.#deltaListeners.push(listener);
+  onDelta(listener: (delta: DeltaData) => void): () => void {
+    return subscribe(this.#deltaListeners, listener);
   }
 
   /** A follower builds nothing: a replaced snapshot's memory is let go. */

@@ -83,7 +83,15 @@ export function registerAdminRoutes(kit: RouteKit, deps: AdminRouteDependencies)
     }),
   );
   // Every key's watchlists, read-only, for the console (docs/watchlists.md).
-  app.get('/v1/admin/watchlists', keyed(ROUTE.admin, 'admin', noInput, async (x) => relay(x, await ask({ op: 'watch.list', key: caller(x), anyOwner: true }))));
+  app.get(
+    '/v1/admin/watchlists',
+    keyed(ROUTE.admin, 'admin', page, async (x, p) => {
+      if (p.limit instanceof HttpError) throw p.limit;
+      if (p.cursor instanceof HttpError) throw p.cursor;
+      relay(x, await ask({ op: 'watch.list.all', key: caller(x), cursor: p.cursor, limit: p.limit }));
+    }),
+  );
+  app.get('/v1/admin/watchlists/:id', keyed(ROUTE.admin, 'admin', (req) => req.getParameter(0) ?? '', async (x, id) => relay(x, await ask({ op: 'watch.get', key: caller(x), id, anyOwner: true }))));
   pagedWatchReads(kit, ask, '/v1/admin/watchlists', ROUTE.admin, 'admin');
   app.get('/v1/admin/stats', keyed(ROUTE.admin, 'admin', noInput, async (x) => relay(x, await ask({ op: 'stats', key: caller(x) }))));
 

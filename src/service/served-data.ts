@@ -15,9 +15,10 @@ export interface ServedData {
   readonly delta: DeltaData;
   /** Snapshot and delta together: take it once per request and use that reference throughout. */
   readonly view: ServingView;
-  onSwap(listener: (event: SwapEvent) => void): void;
-  /** Called with every new state of the delta over the same snapshot (a swap brings its own, in SwapEvent). */
-  onDelta(listener: (delta: DeltaData) => void): void;
+  /** Called with every swap; the function returned stops that. */
+  onSwap(listener: (event: SwapEvent) => void): () => void;
+  /** Called with every new state of the delta over the same snapshot (a swap brings its own, in SwapEvent); the function returned stops that. */
+  onDelta(listener: (delta: DeltaData) => void): () => void;
   /**
    * Offered a replaced snapshot no thread reads any more: whether its
    * memory is kept (for the next build's arrays); false lets it go.

@@ -17,6 +17,7 @@ import { ServingView } from '../engine/serving-view.js';
 import type { DeltaData } from '../engine/delta-data.js';
 import { emptyDelta, type AppliedFile } from '../builder/delta-merge.js';
 import type { ServedData, SwapEvent } from './served-data.js';
+import { subscribe } from '../common/listeners.js';
 
 export interface SnapshotServiceOptions {
   readonly dataDir: DataDir;
@@ -244,13 +245,13 @@ export class SnapshotService implements ServedData {
     return this.#lastBuild;
   }
 
-  onSwap(listener: (event: SwapEvent) => void): void {
-    this.#listeners.push(listener);
+  onSwap(listener: (event: SwapEvent) => void): () => void {
+    return subscribe(this.#listeners, listener);
   }
 
   /** Called with every new state of the delta over the same snapshot (a swap brings its own, in SwapEvent). */
-  onDelta(listener: (delta: DeltaData) => void): void {
-    this.#deltaListeners.push(listener);
+  onDelta(listener: (delta: DeltaData) => void): () => void {
+    return subscribe(this.#deltaListeners, listener);
   }
 
   /** Called after every background build (for metrics). */

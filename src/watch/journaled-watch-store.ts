@@ -2,6 +2,7 @@ import { setImmediate as nextTurn } from 'node:timers/promises';
 import { AdminStateError } from '../common/errors.js';
 import { KEPT_ATTEMPTS, type Delivery, type StoredEvent, type WatchEvent, type WatchedState, type Watchlist } from './watchlist.js';
 import type { WatchStore } from './watch-store.js';
+import { DeliveryQueue } from './delivery-queue.js';
 
 /**
  * Watchlists held in memory and changed only by journal lines, applied in
@@ -39,12 +40,16 @@ interface ListState {
   states: Map<string, WatchedState>;
   /** Events by id (ids sort by time). */
   events: Map<string, StoredEvent>;
+  /** How many of `events` are delivered or failed. */
+  finished: number;
 }
 
 export abstract class JournaledWatchStore implements WatchStore {
   readonly #lists = new Map<string, ListState>();
   /** Pending events by id: the outbox. */
   readonly #pending = new Map<string, { listId: string; stored: StoredEvent }>();
+  /** The pending events in the order they may be attempted. */
+  readonly #queue = new DeliveryQueue();
 
   /** Make a line durable and applied, in journal order. */
   protected abstract commit(line: JournalLine): Promise<void>;
@@ -66,13 +71,16 @@ export abstract class JournaledWatchStore implements WatchStore {
     switch (line.op) {
       case 'watchlist': {
         const w = line.w;
-        this.#lists.set(w.id, { watchlist: w, states: new Map(), events: new Map() });
+        this.#lists.set(w.id, { watchlist: w, states: new Map(), events: new Map(), finished: 0 });
         return;
       }
       case 'remove': {
         const list = this.#lists.get(line.id);
         if (list === undefined) return;
-        for (const id of list.events.keys()) this.#pending.delete(id);
+        for (const stored of list.events.values()) {
+          this.#pending.delete(stored.event.id);
+          this.#queue.delete(deliveryLine(line.id, stored.event.upi), stored.event.id);
+        }
         this.#lists.delete(line.id);
         return;
       }
@@ -99,9 +107,7 @@ export abstract class JournaledWatchStore implements WatchStore {
         for (const event of line.events) {
           const list = this.#lists.get(event.watchlist_id);
           if (list === undefined) continue;
-          const stored: StoredEvent = { event, delivery: { state: 'pending', attempts: [], nextAttemptAt: Date.parse(event.occurred_at) } };
-          list.events.set(event.id, stored);
-          this.#pending.set(event.id, { listId: list.watchlist.id, stored });
+          this.#putEvent(list, { event, delivery: { state: 'pending', attempts: [], nextAttemptAt: Date.parse(event.occurred_at) } });
         }
         return;
       case 'attempted': {
@@ -109,18 +115,13 @@ export abstract class JournaledWatchStore implements WatchStore {
         const list = pending === undefined ? this.#findEventList(line.id) : this.#lists.get(pending.listId);
         const current = list?.events.get(line.id);
         if (list === undefined || current === undefined) return;
-        const stored: StoredEvent = { event: current.event, delivery: line.d };
-        list.events.set(line.id, stored);
-        if (line.d.state === 'pending') this.#pending.set(line.id, { listId: list.watchlist.id, stored });
-        else {
-          this.#pending.delete(line.id);
-          this.#trimFinished(list);
-        }
+        this.#putEvent(list, { event: current.event, delivery: line.d });
         return;
       }
       case 'reset':
         this.#lists.clear();
         this.#pending.clear();
+        this.#queue.clear();
         return;
       default:
         throw fail(`unknown op ${JSON.stringify((line as { op: unknown }).op)}`);
@@ -138,16 +139,32 @@ export abstract class JournaledWatchStore implements WatchStore {
     return undefined;
   }
 
-  /** Keep the newest KEPT_FINISHED_EVENTS finished events of a watchlist. */
+  /** Store an event with its delivery state: in the outbox while pending, among the finished ones after. */
+  #putEvent(list: ListState, stored: StoredEvent): void {
+    const id = stored.event.id;
+    const line = deliveryLine(list.watchlist.id, stored.event.upi);
+    const before = list.events.get(id);
+    if (before !== undefined && before.delivery.state !== 'pending') list.finished--;
+    list.events.set(id, stored);
+    if (stored.delivery.state === 'pending') {
+      this.#pending.set(id, { listId: list.watchlist.id, stored });
+      this.#queue.set(line, stored);
+      return;
+    }
+    list.finished++;
+    this.#pending.delete(id);
+    this.#queue.delete(line, id);
+    this.#trimFinished(list);
+  }
+
+  /** Keep the newest KEPT_FINISHED_EVENTS finished events of a watchlist (the oldest come first in `events`). */
   #trimFinished(list: ListState): void {
-    let finished = 0;
-    for (const stored of list.events.values()) if (stored.delivery.state !== 'pending') finished++;
-    if (finished <= KEPT_FINISHED_EVENTS) return;
+    if (list.finished <= KEPT_FINISHED_EVENTS) return;
     for (const [id, stored] of list.events) {
-      if (finished <= KEPT_FINISHED_EVENTS) break;
+      if (list.finished <= KEPT_FINISHED_EVENTS) break;
       if (stored.delivery.state === 'pending') continue;
       list.events.delete(id);
-      finished--;
+      list.finished--;
     }
   }
 
@@ -201,12 +218,13 @@ export abstract class JournaledWatchStore implements WatchStore {
     return this.commit({ op: 'secret', id, secret });
   }
 
-  async addVpas(id: string, entries: readonly (readonly [string, WatchedState])[]): Promise<{ added: number; total: number }> {
+  async addVpas(id: string, entries: readonly (readonly [string, WatchedState])[], room = Infinity): Promise<{ added: number; total: number } | null> {
     await this.beforeChange();
     const list = this.#list(id, (why) => new AdminStateError(why));
-    const fresh = entries.filter(([upi]) => !list.states.has(upi)).map(([upi, state]) => [upi, state] as [string, WatchedState]);
-    if (fresh.length > 0) await this.commit({ op: 'add', id, e: fresh });
-    return { added: new Set(fresh.map(([upi]) => upi)).size, total: list.states.size };
+    const fresh = new Map(entries.filter(([upi]) => !list.states.has(upi)));
+    if (list.states.size + fresh.size > room) return null;
+    if (fresh.size > 0) await this.commit({ op: 'add', id, e: [...fresh] });
+    return { added: fresh.size, total: list.states.size };
   }
 
   async removeVpas(id: string, upis: readonly string[]): Promise<{ removed: number; total: number }> {
@@ -261,23 +279,11 @@ export abstract class JournaledWatchStore implements WatchStore {
   }
 
   due(now: number, limit: number): StoredEvent[] {
-    // The oldest pending event of each watchlist and VPA: a later one waits for it, so each VPA's events arrive in order.
-    const heads = new Map<string, StoredEvent>();
-    for (const { listId, stored } of this.#pending.values()) {
-      const key = `${listId}\n${stored.event.upi}`;
-      const head = heads.get(key);
-      if (head === undefined || stored.event.id < head.event.id) heads.set(key, stored);
-    }
-    return [...heads.values()].filter((s) => (s.delivery.nextAttemptAt ?? Infinity) <= now).sort((a, b) => (a.event.id < b.event.id ? -1 : 1)).slice(0, limit);
+    return this.#queue.due(now, limit);
   }
 
   nextDue(): number | null {
-    let next: number | null = null;
-    for (const { stored } of this.#pending.values()) {
-      const at = stored.delivery.nextAttemptAt;
-      if (at !== null && (next === null || at < next)) next = at;
-    }
-    return next;
+    return this.#queue.nextDue();
   }
 
   attempted(eventId: string, delivery: Delivery): Promise<void> {
@@ -296,6 +302,11 @@ export abstract class JournaledWatchStore implements WatchStore {
     return this.#lists.get(watchlistId)?.events.get(eventId) ?? null;
   }
 
+}
+
+/** Events of one watchlist and VPA are delivered in order, one after another. */
+function deliveryLine(watchlistId: string, upi: string): string {
+  return `${watchlistId}\n${upi}`;
 }
 
 const isString = (value: unknown): value is string => typeof value === 'string';

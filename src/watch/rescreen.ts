@@ -32,6 +32,8 @@ export class Rescreener {
   #closed = false;
   #last: PassReport | null = null;
   readonly #listeners: ((report: PassReport) => void)[] = [];
+  /** Stop hearing of what is served (from start()). */
+  #unsubscribe: (() => void)[] = [];
 
   constructor(store: WatchStore, served: ServedData, options: { logger: Logger; onEvents: () => void }) {
     this.#store = store;
@@ -42,8 +44,7 @@ export class Rescreener {
 
   /** Screen now (what changed while the server was down), and after every change from now on. */
   start(): void {
-    this.#served.onDelta(() => this.schedule());
-    this.#served.onSwap(() => this.schedule());
+    this.#unsubscribe = [this.#served.onDelta(() => this.schedule()), this.#served.onSwap(() => this.schedule())];
     this.schedule();
   }
 
@@ -76,6 +77,8 @@ export class Rescreener {
 
   async close(): Promise<void> {
     this.#closed = true;
+    for (const stop of this.#unsubscribe) stop();
+    this.#unsubscribe = [];
     await this.#running;
   }
 

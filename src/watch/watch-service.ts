@@ -1,4 +1,4 @@
-import type { AdminAnswer, WatchRequest } from '../api/admin-requests.js';
+import { MAX_WATCHED_PER_KEY, MAX_WATCHLISTS_PER_KEY, type AdminAnswer, type WatchRequest } from '../api/admin-requests.js';
 import { HttpError, badRequest, errorJson, notFound, serviceUnavailable, validationError } from '../api/http-error.js';
 import type { Logger } from '../common/logger.js';
 import type { ServedData } from '../service/served-data.js';
@@ -57,18 +57,27 @@ export class WatchService {
     await this.#store.sync();
     switch (request.op) {
       case 'watch.create': {
+        if (this.#store.list(owner).length >= MAX_WATCHLISTS_PER_KEY) {
+          throw validationError(`a key holds at most ${MAX_WATCHLISTS_PER_KEY} watchlists; delete one to make another`);
+        }
         const watchlist = await this.#creation(request.body, owner);
         await this.#store.create(watchlist);
         return { status: 201, body: JSON.stringify({ ...publicWatchlist(watchlist, 0), secret: watchlist.secret }) };
       }
-      case 'watch.list': {
-        const lists = this.#store.list(request.anyOwner === true ? null : owner);
-        // The admin view names each watchlist's key.
-        return ok({ watchlists: lists.map((w) => ({ ...publicWatchlist(w, this.#store.vpaCount(w.id)), ...(request.anyOwner === true ? { owner: w.owner } : {}) })) });
+      case 'watch.list':
+        return ok({ watchlists: this.#store.list(owner).map((w) => publicWatchlist(w, this.#store.vpaCount(w.id))) });
+      case 'watch.list.all': {
+        // Every key's, in id order after the cursor; the admin view names each watchlist's key.
+        const after = this.#store
+          .list(null)
+          .filter((w) => request.cursor === null || w.id > request.cursor)
+          .sort((a, b) => (a.id < b.id ? -1 : 1));
+        const lists = after.slice(0, request.limit);
+        return ok({ watchlists: lists.map((w) => this.#ownedWatchlist(w)), next_cursor: after.length > request.limit ? lists.at(-1)!.id : null });
       }
       case 'watch.get': {
-        const w = await this.#own(owner, request.id);
-        return ok(publicWatchlist(w, this.#store.vpaCount(w.id)));
+        const w = await this.#own(owner, request.id, request.anyOwner);
+        return ok(request.anyOwner === true ? this.#ownedWatchlist(w) : publicWatchlist(w, this.#store.vpaCount(w.id)));
       }
       case 'watch.delete':
         await this.#store.remove((await this.#own(owner, request.id)).id);
@@ -83,7 +92,10 @@ export class WatchService {
         const view = this.#served.view;
         // Watched from the verdict served now: events are for what changes after.
         const entries = vpasOf(request.body).map((upi) => [upi, stateOf(view.batchItem(upi))] as const);
-        return ok(await this.#store.addVpas(w.id, entries));
+        const elsewhere = this.#store.list(owner).reduce((sum, other) => sum + (other.id === w.id ? 0 : this.#store.vpaCount(other.id)), 0);
+        const added = await this.#store.addVpas(w.id, entries, MAX_WATCHED_PER_KEY - elsewhere);
+        if (added === null) throw validationError(`a key watches at most ${MAX_WATCHED_PER_KEY.toLocaleString('en')} VPAs over all its watchlists; none of these were added`);
+        return ok(added);
       }
       case 'watch.remove':
         return ok(await this.#store.removeVpas((await this.#own(owner, request.id)).id, vpasOf(request.body)));
@@ -107,6 +119,11 @@ export class WatchService {
         return { status: 202, body: JSON.stringify({ event: publicEvent(this.#store.findEvent(w.id, request.eventId)!) }) };
       }
     }
+  }
+
+  /** A watchlist as the admin view shows it: with `owner`, the id of its key. */
+  #ownedWatchlist(w: Watchlist): ReturnType<typeof publicWatchlist> & { owner: string } {
+    return { ...publicWatchlist(w, this.#store.vpaCount(w.id)), owner: w.owner };
   }
 
   async #own(owner: string, id: string, anyOwner = false): Promise<Watchlist> {

@@ -18,7 +18,8 @@ export interface WatchStore {
   remove(id: string): Promise<void>;
   setSecret(id: string, secret: string): Promise<void>;
   /** Watch VPAs (already watched ones change nothing), each with its verdict now. */
-  addVpas(id: string, entries: readonly (readonly [string, WatchedState])[]): Promise<{ added: number; total: number }>;
+  /** Watch the VPAs not yet watched; null, with nothing added, when the watchlist would then hold more than `room`. */
+  addVpas(id: string, entries: readonly (readonly [string, WatchedState])[], room?: number): Promise<{ added: number; total: number } | null>;
   removeVpas(id: string, upis: readonly string[]): Promise<{ removed: number; total: number }>;
   /** Watched VPAs in VPA order after `cursor` (exclusive), at most `limit`. */
   pageVpas(id: string, cursor: string | null, limit: number): { upis: string[]; next: string | null };
@@ -33,7 +34,7 @@ export interface WatchStore {
   /** A watchlist's events, newest first, before `cursor` (an event id, exclusive). */
   events(watchlistId: string, cursor: string | null, limit: number): { events: StoredEvent[]; next: string | null };
   findEvent(watchlistId: string, eventId: string): StoredEvent | null;
-  /** The earliest time an event is due, or null with none pending. */
+  /** The earliest time an event that may go next (the oldest pending one of its watchlist and VPA) is due, or null with none pending. */
   nextDue(): number | null;
   /** Read what other replicas wrote up to now (a journal in the fleet's store); nothing to do for a data directory. */
   sync(): Promise<void>;

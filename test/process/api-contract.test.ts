@@ -223,6 +223,7 @@ test('the OpenAPI document is served and names every live and planned path', asy
     '/v1/admin/session',
     '/v1/admin/stats',
     '/v1/admin/watchlists',
+    '/v1/admin/watchlists/{id}',
     '/v1/admin/watchlists/{id}/events',
     '/v1/admin/watchlists/{id}/vpas',
     '/v1/audit/app',

@@ -8,6 +8,7 @@ import { assertSchema } from '../schema-check.js';
 import { ErrorSchema } from '../../src/api/schemas.js';
 import {
   AdminWatchlistListSchema,
+  AdminWatchlistSchema,
   NewWatchlistSchema,
   RedeliveredSchema,
   WatchEventPageSchema,
@@ -21,6 +22,7 @@ import {
   WatchlistSecretSchema,
 } from '../../src/api/watch-schemas.js';
 import type { TSchema } from '@sinclair/typebox';
+import { MAX_WATCHLISTS_PER_KEY } from '../../src/api/admin-requests.js';
 
 let root: string;
 let dataDirRoot: string;
@@ -29,6 +31,7 @@ let server: RunningServer;
 let receiver: Receiver;
 let keyA: string;
 let keyB: string;
+let keyC: string;
 const serverArgs = ['--webhook-allow', '127.0.0.1', '--webhook-first-retry-seconds', '1', '--threads', '2'];
 
 /** A call with a key; an answer is checked against `schema`, an error against the spec's error body. */
@@ -79,6 +82,7 @@ before(async () => {
   await ingest(t.dir, t.root, [evidence('known@ybl', 'https://t.me/known', { source_category: 'telegram', risk_category: 'mule' })]);
   keyA = lastLine((await runCli(['keys', 'create', '--data-dir', dataDirRoot, '--name', 'bank A', '--scopes', 'screen,ingest'])).stdout);
   keyB = lastLine((await runCli(['keys', 'create', '--data-dir', dataDirRoot, '--name', 'bank B'])).stdout);
+  keyC = lastLine((await runCli(['keys', 'create', '--data-dir', dataDirRoot, '--name', 'bank C', '--plan', 'enterprise'])).stdout);
   receiver = await startReceiver();
   server = await startServer(dataDirRoot, { args: serverArgs });
 });
@@ -190,6 +194,20 @@ test("an admin key reads every key's watchlists, their VPAs and events; others m
   const all = (await call('/v1/admin/watchlists', admin, 'GET', undefined, AdminWatchlistListSchema)).body.watchlists as { id: string; owner: string }[];
   assert.ok(all.some((w) => w.id === mine.id && w.owner.startsWith('key_')));
   assert.ok(all.length >= 2, "both keys' watchlists");
+  // A page at a time, in id order, every one once.
+  const paged: string[] = [];
+  let cursor: string | null = null;
+  do {
+    const page = (await call(`/v1/admin/watchlists?limit=1${cursor === null ? '' : `&cursor=${cursor}`}`, admin, 'GET', undefined, AdminWatchlistListSchema)).body as { watchlists: { id: string }[]; next_cursor: string | null };
+    assert.ok(page.watchlists.length <= 1);
+    paged.push(...page.watchlists.map((w) => w.id));
+    cursor = page.next_cursor;
+  } while (cursor !== null);
+  assert.deepEqual(paged, all.map((w) => w.id).sort());
+  assert.equal((await call('/v1/admin/watchlists?limit=0', admin)).status, 400);
+  const one = (await call(`/v1/admin/watchlists/${mine.id}`, admin, 'GET', undefined, AdminWatchlistSchema)).body;
+  assert.deepEqual([one.id, one.owner], [mine.id, all.find((w) => w.id === mine.id)!.owner]);
+  assert.equal((await call('/v1/admin/watchlists/wl_0000000000000000', admin)).status, 404);
   const vpas = (await call(`/v1/admin/watchlists/${mine.id}/vpas`, admin, 'GET', undefined, WatchedVpasPageSchema)).body.vpas as { upi: string }[];
   assert.deepEqual(vpas.map((v) => v.upi), ['b-only@ybl']);
   assert.equal((await call(`/v1/admin/watchlists/${mine.id}/events`, admin, 'GET', undefined, WatchEventPageSchema)).status, 200);
@@ -235,4 +253,21 @@ test('VPAs: up to 1,000 a call, valid ones only, paged in VPA order with their v
   assert.deepEqual((await call(`/v1/watchlists/${id}/vpas`, keyA, 'DELETE', { upis: ['a@ybl', 'never@ybl'] }, WatchVpasRemovedSchema)).body, { removed: 1, total: 1000 });
   assert.deepEqual((await call(`/v1/watchlists/${id}`, keyA, 'DELETE', undefined, WatchlistDeletedSchema)).body, { deleted: true });
   assert.equal((await call(`/v1/watchlists/${id}`, keyA)).status, 404);
+});
+
+test('a key holds at most 100 watchlists', async () => {
+  for (let i = 0; i < MAX_WATCHLISTS_PER_KEY; i++) {
+    const created = await call('/v1/watchlists', keyC, 'POST', { name: `list ${i}`, webhook_url: receiver.url }, NewWatchlistSchema);
+    assert.equal(created.status, 201, JSON.stringify(created.body));
+  }
+  const refused = await call('/v1/watchlists', keyC, 'POST', { name: 'one too many', webhook_url: receiver.url });
+  assert.equal(refused.status, 422);
+  assert.equal(refused.body.error, 'validation_error');
+  assert.match(String(refused.body.message), /at most 100 watchlists/);
+  // Another key is not held back by this one's count.
+  assert.equal((await call('/v1/watchlists', keyB, 'POST', { name: 'mine', webhook_url: receiver.url })).status, 201);
+  const lists = (await call('/v1/watchlists', keyC, 'GET', undefined, WatchlistListSchema)).body.watchlists as { id: string }[];
+  assert.equal(lists.length, MAX_WATCHLISTS_PER_KEY);
+  assert.equal((await call(`/v1/watchlists/${lists[0]!.id}`, keyC, 'DELETE')).status, 200);
+  assert.equal((await call('/v1/watchlists', keyC, 'POST', { name: 'room again', webhook_url: receiver.url })).status, 201);
 });

@@ -68,6 +68,46 @@ test("a VPA's events go one at a time, oldest first; other VPAs' do not wait", a
   }
 });
 
+test('VPAs are added up to the room given, all of a call or none of it', async () => {
+  const { root, cleanup } = await tempDataDir();
+  try {
+    const store = await FileWatchStore.open(join(root, 'journal.ndjson'));
+    await store.create(watchlist('wl_1'));
+    assert.deepEqual(await store.addVpas('wl_1', [['a@ybl', CLEARED], ['b@ybl', CLEARED], ['a@ybl', CLEARED]], 3), { added: 2, total: 2 });
+    // Two new and one watched already: four would be one over.
+    assert.equal(await store.addVpas('wl_1', [['a@ybl', CLEARED], ['c@ybl', CLEARED], ['d@ybl', CLEARED]], 3), null);
+    assert.equal(store.vpaCount('wl_1'), 2);
+    assert.deepEqual(await store.addVpas('wl_1', [['a@ybl', CLEARED], ['c@ybl', CLEARED]], 3), { added: 1, total: 3 });
+  } finally {
+    await cleanup();
+  }
+});
+
+test('pending events are due again, in order, after a restart', async () => {
+  const { root, cleanup } = await tempDataDir();
+  try {
+    const path = join(root, 'journal.ndjson');
+    const store = await FileWatchStore.open(path);
+    await store.create(watchlist('wl_1'));
+    await store.addVpas('wl_1', [['a@ybl', CLEARED], ['b@ybl', CLEARED]]);
+    const first = event('wl_1', 'a@ybl', 1_000);
+    const second = event('wl_1', 'a@ybl', 2_000);
+    const other = event('wl_1', 'b@ybl', 3_000);
+    await store.screened([], [first, second, other]);
+    await store.attempted(first.id, { state: 'pending', attempts: [], nextAttemptAt: 50_000 });
+    await store.attempted(other.id, { state: 'delivered', attempts: [], nextAttemptAt: null });
+    await store.close();
+    const reopened = await FileWatchStore.open(path);
+    // The first waits for its retry, and the second behind it.
+    assert.deepEqual(reopened.due(10_000, 10), []);
+    assert.equal(reopened.nextDue(), 50_000);
+    assert.deepEqual(reopened.due(60_000, 10).map((s) => s.event.id), [first.id]);
+    await reopened.close();
+  } finally {
+    await cleanup();
+  }
+});
+
 test('a journal grown past what it describes is rewritten smaller, with the same content', async () => {
   const { root, cleanup } = await tempDataDir();
   try {

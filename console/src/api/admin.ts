@@ -1,8 +1,9 @@
 /** The admin API's routes (docs/console.md), one function each. */
 import type { KeyScope } from '../../../src/access/key-record.js';
-import { call, type Answer } from './client.js';
+import { ApiError, call, type Answer } from './client.js';
 import type {
   AdminWatchlist,
+  AdminWatchlistPage,
   AuditRecord,
   ClusterGraph,
   ClusterSummary,
@@ -58,15 +59,30 @@ export function uploadEvidence(file: Blob): Promise<Answer<EvidenceResult>> {
   return call<EvidenceResult>('POST', '/v1/admin/evidence', { body: file, contentType: 'application/x-ndjson' });
 }
 
-export async function listWatchlists(signal?: AbortSignal): Promise<readonly AdminWatchlist[]> {
-  return (await call<{ watchlists: AdminWatchlist[] }>('GET', '/v1/admin/watchlists', { signal })).body.watchlists;
+/** Every key's watchlists in id order: `limit` after `cursor` (null for the first page). */
+export async function listWatchlists(limit: number, cursor: string | null, signal?: AbortSignal): Promise<AdminWatchlistPage> {
+  return (await call<AdminWatchlistPage>('GET', `/v1/admin/watchlists?${pageQuery(limit, cursor)}`, { signal })).body;
+}
+
+/** Any key's watchlist; null when no watchlist has this id. */
+export async function fetchWatchlist(id: string, signal?: AbortSignal): Promise<AdminWatchlist | null> {
+  try {
+    return (await call<AdminWatchlist>('GET', `/v1/admin/watchlists/${encodeURIComponent(id)}`, { signal })).body;
+  } catch (error) {
+    if (error instanceof ApiError && error.status === 404) return null;
+    throw error;
+  }
+}
+
+function pageQuery(limit: number, cursor: string | null): string {
+  const query = new URLSearchParams({ limit: String(limit) });
+  if (cursor !== null) query.set('cursor', cursor);
+  return query.toString();
 }
 
 /** One page of a watchlist's `vpas` or `events`: `limit` items after `cursor` (null for the first page). */
 function watchPagePath(id: string, what: 'vpas' | 'events', limit: number, cursor: string | null): string {
-  const query = new URLSearchParams({ limit: String(limit) });
-  if (cursor !== null) query.set('cursor', cursor);
-  return `/v1/admin/watchlists/${encodeURIComponent(id)}/${what}?${query.toString()}`;
+  return `/v1/admin/watchlists/${encodeURIComponent(id)}/${what}?${pageQuery(limit, cursor)}`;
 }
 
 /** Watched VPAs in VPA order, each with its verdict now. */

@@ -1,167 +1,59 @@
 /**
- * The JSON the console reads: the spec's verdicts, batch and cluster answers
+ * The JSON the console reads, derived from the schemas the server's answers
+ * are checked against (src/api/*-schemas.ts, the OpenAPI document's), so the
+ * two cannot drift apart: the spec's verdicts, batch and cluster answers
  * (docs/api.md), the admin API's keys, audit records, stats and cluster
  * graphs (docs/console.md), and watchlists with their events
- * (docs/watchlists.md). Fields the console does not read are left out;
- * unknown fields are tolerated.
+ * (docs/watchlists.md). Types only: nothing of the server is bundled.
  */
-import type { BatchItem, Cluster } from '../../../src/engine/verdict.js';
-import type { KeyScope } from '../../../src/access/key-record.js';
-
-export interface Session {
-  readonly key: { readonly id: string; readonly name: string; readonly scopes: readonly KeyScope[] };
-  readonly csrf_token: string;
-  readonly expires_at: string;
-}
-
-export interface KeyRecord {
-  readonly id: string;
-  readonly name: string;
-  readonly plan: string;
-  readonly scopes: readonly KeyScope[];
-  readonly created_at: string;
-  readonly rotated_at: string | null;
-  readonly revoked_at: string | null;
-  readonly last_used_at: string | null;
-  readonly requests_24h: number;
-  readonly rate_limited_24h: number;
-}
-
-export interface KeyList {
-  readonly keys: readonly KeyRecord[];
-  readonly plans: readonly string[];
-}
-
-/** POST /v1/admin/keys and .../rotate: the key itself, shown only in this answer. */
-export interface IssuedKey {
-  readonly key: string;
-  readonly record: KeyRecord;
-}
-
-export interface AuditRecord {
-  readonly id: string;
-  readonly at: string;
-  readonly actor: { readonly key_id: string | null; readonly name: string };
-  readonly action: string;
-  readonly target: string | null;
-  readonly details: unknown;
-}
+import type { Static } from '@sinclair/typebox';
+import type {
+  AdminKeySchema,
+  AuditRecordSchema,
+  ClusterGraphSchema,
+  ClusterListSchema,
+  KeyListSchema,
+  NewKeySchema,
+  SessionSchema,
+  StatsSchema,
+} from '../../../src/api/admin-schemas.js';
+import type { EvidenceReceiptSchema, EvidenceRefusalSchema } from '../../../src/api/schemas.js';
+import type { AdminWatchlistListSchema, AdminWatchlistSchema, WatchEventPageSchema, WatchEventWithDeliverySchema, WatchedVpasPageSchema } from '../../../src/api/watch-schemas.js';
 
 /** The spec's answers, as the service writes them. */
 export type { BatchItem, BatchResponse as BatchAnswer, Cluster, Source, VpaVerdict as Verdict } from '../../../src/engine/verdict.js';
 
-export interface ClusterSummary {
-  readonly cluster_id: string;
-  readonly size: number;
-  readonly risk_category: string;
-  readonly confidence: number;
-}
+export type Session = Static<typeof SessionSchema>;
+export type KeyRecord = Static<typeof AdminKeySchema>;
+export type KeyList = Static<typeof KeyListSchema>;
+/** POST /v1/admin/keys and .../rotate: the key itself, shown only in this answer. */
+export type IssuedKey = Static<typeof NewKeySchema>;
+export type AuditRecord = Static<typeof AuditRecordSchema>;
 
-export interface GraphMember {
-  readonly upi: string;
-  readonly confidence: number;
-  readonly risk_category: string;
-  readonly first_seen: string;
-  readonly last_seen: string;
-  readonly evidence_count: number;
-}
+export type ClusterSummary = Static<typeof ClusterListSchema>['clusters'][number];
+export type ClusterGraph = Static<typeof ClusterGraphSchema>;
+export type GraphMember = ClusterGraph['members'][number];
 
-export interface ClusterGraph {
-  readonly cluster: Cluster;
-  readonly members: readonly GraphMember[];
-  readonly urls: readonly { readonly url: string; readonly category: string }[];
-  readonly sightings: readonly { readonly upi: string; readonly url: string; readonly captured_at: string }[];
-}
+export type Stats = Static<typeof StatsSchema>;
+export type StatsSample = Stats['history']['samples'][number];
+export type Build = Stats['builds'][number];
 
-export interface StatsSample {
-  readonly at: string;
-  readonly requests_per_second: number;
-  readonly rate_limited_per_second: number;
-  readonly delta_vpas: number;
-  readonly resident_bytes: number;
-}
+export type EvidenceResult = Static<typeof EvidenceReceiptSchema>;
+export type EvidenceLineError = Static<typeof EvidenceRefusalSchema>['errors'][number];
 
-export interface Build {
-  readonly finished_at: string;
-  readonly duration_ms: number | null;
-  readonly outcome: string;
-  readonly snapshot: string | null;
-  readonly message: string | null;
-}
-
-export interface Stats {
-  readonly mode: string;
-  readonly data_version: string;
-  readonly snapshot: { readonly id: string; readonly as_of: string; readonly vpas: number; readonly clusters: number };
-  readonly delta: { readonly vpas: number; readonly evidence_items: number; readonly bytes: number; readonly age_seconds: number | null };
-  readonly seconds_since_compaction: number | null;
-  readonly builds: readonly Build[];
-  readonly freshness: {
-    readonly last_ingest_at: string | null;
-    readonly last_ingest_items: number | null;
-    readonly last_ingest_served_ms: number | null;
-  };
-  readonly history: { readonly interval_seconds: number; readonly samples: readonly StatsSample[] };
-}
-
-export interface EvidenceResult {
-  readonly items: number;
-  readonly added: number;
-  readonly duplicates: number;
-  readonly data_version: string;
-}
-
-export interface EvidenceLineError {
-  readonly line: number;
-  readonly reason: string;
-}
-
-/** GET /v1/admin/watchlists: every key's watchlists, each naming its key (`owner`). */
-export interface AdminWatchlist {
-  readonly id: string;
-  readonly name: string;
-  readonly webhook_url: string;
-  readonly filters: { readonly statuses?: readonly string[]; readonly risk_categories?: readonly string[] };
-  readonly created_at: string;
-  readonly vpa_count: number;
-  readonly owner: string;
-}
+/** A watchlist in the admin view, naming its key (`owner`). */
+export type AdminWatchlist = Static<typeof AdminWatchlistSchema>;
+/** GET /v1/admin/watchlists: every key's watchlists, a page at a time. */
+export type AdminWatchlistPage = Static<typeof AdminWatchlistListSchema>;
 
 /** A page of a cursor-paged list; `next_cursor` is null on the last page. */
 export interface CursorPage {
   readonly next_cursor: string | null;
 }
 
-export interface WatchedVpasPage extends CursorPage {
-  readonly vpas: readonly BatchItem[];
-  readonly data_version: string;
-}
-
-export interface DeliveryAttempt {
-  readonly at: string;
-  /** Null when no answer came (refused, timed out, unsafe target). */
-  readonly status: number | null;
-  readonly error: string | null;
-  readonly duration_ms: number;
-}
-
-export type DeliveryState = 'pending' | 'delivered' | 'failed';
-
-/** An event (docs/watchlists.md) as the console reads it: the VPA's verdict before and after, and its delivery. */
-export interface WatchEvent {
-  readonly id: string;
-  readonly upi: string;
-  readonly before: BatchItem;
-  readonly after: BatchItem;
-  readonly occurred_at: string;
-  readonly delivery: {
-    readonly state: DeliveryState;
-    /** The last 20, oldest first. */
-    readonly attempts: readonly DeliveryAttempt[];
-    readonly next_attempt_at: string | null;
-  };
-}
-
-export interface WatchEventsPage extends CursorPage {
-  readonly events: readonly WatchEvent[];
-}
+export type WatchedVpasPage = Static<typeof WatchedVpasPageSchema>;
+/** An event (docs/watchlists.md) with its delivery: the VPA's verdict before and after, and the last 20 attempts, oldest first. */
+export type WatchEvent = Static<typeof WatchEventWithDeliverySchema>;
+export type DeliveryAttempt = WatchEvent['delivery']['attempts'][number];
+export type DeliveryState = WatchEvent['delivery']['state'];
+export type WatchEventsPage = Static<typeof WatchEventPageSchema>;

@@ -23,8 +23,8 @@ export const SOURCE_COLOURS: Readonly<Record<(typeof SOURCE_CATEGORIES)[number],
 /** For a category this console does not know yet. */
 export const UNKNOWN_COLOUR = '#888888';
 
-export function riskColour(category: string): string {
-  return (RISK_COLOURS as Readonly<Record<string, string>>)[category] ?? UNKNOWN_COLOUR;
+export function riskColour(category: string | null): string {
+  return category === null ? UNKNOWN_COLOUR : ((RISK_COLOURS as Readonly<Record<string, string>>)[category] ?? UNKNOWN_COLOUR);
 }
 
 export function sourceColour(category: string): string {

@@ -116,10 +116,10 @@ function graphElements(graph: ClusterGraph): ElementDefinition[] {
         id: `v:${member.upi}`,
         upi: member.upi,
         label: member.upi,
-        title: `${member.upi}: ${member.risk_category}, confidence ${member.confidence}`,
+        title: `${member.upi}: ${member.risk_category ?? 'no verdict'}, confidence ${member.confidence ?? 'none'}`,
         colour: riskColour(member.risk_category),
         // 10 to 34 px: a stronger case reads as a bigger dot.
-        size: 10 + 24 * member.confidence,
+        size: 10 + 24 * (member.confidence ?? 0),
       },
     });
   }

@@ -5,7 +5,7 @@
  */
 import { useEffect, useRef } from 'preact/hooks';
 import { fetchWatchEvents, fetchWatchedVpas } from '../api/admin.js';
-import type { AdminWatchlist, KeyRecord } from '../api/types.js';
+import type { AdminWatchlist } from '../api/types.js';
 import { BatchItemTable } from '../components/batch-item-table.js';
 import { ErrorMessage } from '../components/error-message.js';
 import { OwnerKey } from '../components/owner-key.js';
@@ -17,15 +17,15 @@ import { formatNumber } from '../format.js';
 import { BASE, Link } from '../router.js';
 import { useCursorPages } from '../use-cursor-pages.js';
 import { useLoad } from '../use-load.js';
-import { loadOwnedWatchlists } from '../watch/owned-watchlists.js';
+import { loadOwnedWatchlist, type KeysById } from '../watch/owned-watchlists.js';
 
 const VPAS_PER_PAGE = 100;
 const EVENTS_PER_PAGE = 50;
 const REFRESH_MS = 15_000;
 
 export function WatchlistPage({ watchlistId }: { readonly watchlistId: string }) {
-  const owned = useLoad((signal) => loadOwnedWatchlists(signal), []);
-  const watchlist = owned.data?.watchlists.find((candidate) => candidate.id === watchlistId);
+  const owned = useLoad((signal) => loadOwnedWatchlist(watchlistId, signal), [watchlistId]);
+  const watchlist = owned.data?.watchlist ?? undefined;
   return (
     <>
       <PageHeading title={watchlist === undefined ? `Watchlist ${watchlistId}` : `Watchlist “${watchlist.name}”`} />
@@ -46,7 +46,7 @@ export function WatchlistPage({ watchlistId }: { readonly watchlistId: string })
 
 interface WatchlistViewProps {
   readonly watchlist: AdminWatchlist;
-  readonly keys: ReadonlyMap<string, KeyRecord>;
+  readonly keys: KeysById;
   /** Reloads the watchlist itself (its VPA count). */
   readonly onRefresh: () => Promise<void>;
 }
