@@ -1,4 +1,4 @@
-import { ConfigError } from '../common/errors.js';
+import { ConfigError, UnknownKeyError } from '../common/errors.js';
 import { generateApiKey, generateKeyId, hashApiKey } from './api-key.js';
 import { CLI_ACTOR, type AuditActor, type AuditLog } from './audit-log.js';
 import { DEFAULT_SCOPES, type KeyBackend, type KeyLimits, type KeyRecord, type KeyScope, type PublicKeyRecord } from './key-record.js';
@@ -100,7 +100,7 @@ export class KeyAdmin {
   async #change(id: string, change: (current: KeyRecord) => KeyRecord): Promise<KeyRecord> {
     return this.#backend.update((keys) => {
       const index = keys.findIndex((k) => k.id === id);
-      if (index < 0) throw new ConfigError(`no key with id ${JSON.stringify(id)}`);
+      if (index < 0) throw new UnknownKeyError(id);
       const next = change(keys[index]!);
       keys[index] = next;
       return { keys, result: next };

@@ -7,7 +7,7 @@ import type { KeyUsage, UsageEntry, UsageLedger } from '../access/key-usage.js';
 import type { PlansConfig } from '../access/plans.js';
 import { sessionJson, type AdminAnswer, type KeyAdminRequest } from '../api/admin-requests.js';
 import { HttpError, errorJson, notFound, serviceUnavailable, validationError } from '../api/http-error.js';
-import { ConfigError } from '../common/errors.js';
+import { ConfigError, UnknownKeyError } from '../common/errors.js';
 import type { Logger } from '../common/logger.js';
 import type { IntelligenceStats } from './intelligence-stats.js';
 
@@ -101,18 +101,15 @@ export class AdminService {
         return { status: 201, body: JSON.stringify({ key: created.key, record: (await this.#withUsage([created.record]))[0] }) };
       }
       case 'keys.rotate': {
-        await this.#existing(request.id);
         const rotated = await this.#change(() => this.#o.keyAdmin.rotate(request.id, { actor: actorOf(request.key), now: new Date(this.#now()) }));
         return ok({ key: rotated.key, record: (await this.#withUsage([rotated.record]))[0] });
       }
       case 'keys.revoke': {
-        await this.#existing(request.id);
         const record = await this.#change(() => this.#o.keyAdmin.revoke(request.id, { actor: actorOf(request.key), now: new Date(this.#now()) }));
         return ok({ record: (await this.#withUsage([record]))[0] });
       }
       case 'keys.update': {
         const plan = this.#planUpdate(request.body);
-        await this.#existing(request.id);
         const record = await this.#change(() => this.#o.keyAdmin.changePlan(request.id, plan, { actor: actorOf(request.key), now: new Date(this.#now()) }));
         return ok({ record: (await this.#withUsage([record]))[0] });
       }
@@ -142,16 +139,13 @@ export class AdminService {
     try {
       result = await change();
     } catch (error) {
-      // The key changed between the look and the change (revoked meanwhile, say).
+      if (error instanceof UnknownKeyError) throw notFound(`no key ${JSON.stringify(error.keyId)}`);
+      // A change the key's state refuses (a revoked key rotated, say).
       if (error instanceof ConfigError) throw validationError(error.message);
       throw error;
     }
     await this.#o.registry.check();
     return result;
-  }
-
-  async #existing(id: string): Promise<void> {
-    if (!(await this.#o.keyAdmin.list()).some((k) => k.id === id)) throw notFound(`no key ${JSON.stringify(id)}`);
   }
 
   #creation(body: unknown): { name: string; plan: string; scopes: KeyScope[] } {

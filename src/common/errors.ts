@@ -109,6 +109,16 @@ export class ConfigError extends UpiRiskError {
   }
 }
 
+/** A key change naming a key that does not exist (the CLI's usual configuration error; 404 in the admin API). */
+export class UnknownKeyError extends ConfigError {
+  readonly keyId: string;
+  constructor(keyId: string) {
+    super(`no key with id ${JSON.stringify(keyId)}`);
+    this.name = 'UnknownKeyError';
+    this.keyId = keyId;
+  }
+}
+
 /** A key file, or a key record in Redis, that cannot be read or is invalid. */
 export class KeyFileError extends UpiRiskError {
   constructor(message: string, options?: { cause?: unknown }) {
