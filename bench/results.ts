@@ -5,7 +5,7 @@
  */
 import type { HttpResult, ScenarioResult, SwapResult } from './http/scenarios.js';
 import type { MachineStallResult } from './machine-stall.bench.js';
-import type { DeltaResult, HotPathScenario } from './http/delta.js';
+import { describeWindows, type DeltaResult, type HotPathScenario } from './http/delta.js';
 import type { FleetResult } from './http/fleet.js';
 import type { Freshness } from './http/freshness.js';
 import type { OpenLoopResult } from './http/load-tools.js';
@@ -156,7 +156,7 @@ function deltaChecks(d: DeltaResult): Check[] {
   ]);
   const c = d.compactions;
   out.push([
-    `failed requests over ${c.records.length} compactions under load`,
+    `failed requests over ${c.records.length} compactions under ${fmt(d.compactionRate ?? d.rate)} single lookups/s`,
     '0',
     `${fmt(c.failed)}: load ${c.load.errors + c.load.non2xx} of ${fmt(c.load.sent)}, checker ${c.checker.failed} of ${fmt(c.checker.requests)}, freshness polls ${c.pollFailures}`,
     c.failed === 0,
@@ -373,7 +373,7 @@ function deltaSection(d: DeltaResult): string[] {
   const series: [string, Freshness, OpenLoopResult | null][] = [
     ['idle', d.idle, null],
     [`under ${fmt(d.rate)} single lookups/s`, d.underLoad, d.underLoadLoad],
-    [`around ${c.records.length} compactions, same load`, c.freshness, c.load],
+    [`around ${c.records.length} compactions, ${d.compactionRate === undefined || d.compactionRate === d.rate ? 'same load' : `under ${fmt(d.compactionRate)} single lookups/s`}`, c.freshness, c.load],
     [`over the large delta (${fmt(d.memory.deltaVpas)} VPAs), idle`, d.overLarge, null],
   ];
   parts.push(freshnessTable(series, 'server merge p50 / max'));
@@ -395,6 +395,12 @@ function deltaSection(d: DeltaResult): string[] {
       '(FLAGGED then CLEARED, evidence_count down, first_seen later, last_seen earlier, a source gone or its captured_at earlier).' +
       (c.checker.examples.length === 0 ? '' : ` Examples: ${c.checker.examples.join(' | ')}`),
   );
+  if (c.windows !== undefined) {
+    parts.push(
+      `Who kept up with the load (${fmt(d.compactionRate ?? d.rate)} single lookups a second), sampled from the first signal: ${describeWindows(c.windows, d.compactionRate ?? d.rate)}. ` +
+        `The load generator used ${c.load.cpuSeconds} s of CPU over the run and had at most ${fmt(c.load.maxOutstanding)} requests awaited at once.`,
+    );
+  }
   const m = d.memory;
   parts.push('## Live delta: memory');
   parts.push(

@@ -78,6 +78,8 @@ const USAGE = `usage: npm run bench -- [options]
                           single-lookup peak of this run; else 10000 for the
                           swap, half the delta section's own empty-delta peak
                           for it, and half the follower's peak for the fleet)
+  --compaction-rate R     single lookups a second around the delta section's
+                          compactions (default: its --swap-rate load)
   --build-idle-seconds S  the swap section's server runs with serve --build-idle-seconds S
   --build-threads N       the swap section's server runs with serve --build-threads N
                           (default: serve's, every core but one)
@@ -106,6 +108,7 @@ const OPTIONS = {
   'wrk-threads': { type: 'string', default: '1' },
   // Default: half the plain single-lookup peak of this run, or 10,000 without the http section.
   'swap-rate': { type: 'string' },
+  'compaction-rate': { type: 'string' },
   // Passed to the swap section's server (serve --build-idle-seconds); its default when absent.
   'build-idle-seconds': { type: 'string' },
   // Passed to the swap section's server (serve --build-threads); its default when absent.
@@ -136,7 +139,7 @@ function orUsage<T>(read: () => T): T {
   }
 }
 
-const { vpas, seconds, rounds, connections, serverThreads, wrkThreads, buildIdleSeconds, buildThreads, swapRate, hitRatio, only, modes, ingests, compactions, deltaVpas } = orUsage(() => {
+const { vpas, seconds, rounds, connections, serverThreads, wrkThreads, buildIdleSeconds, buildThreads, swapRate, compactionRate, hitRatio, only, modes, ingests, compactions, deltaVpas } = orUsage(() => {
   const vpas = wholeNumberOption('vpas', args.vpas, 1000);
   const seconds = wholeNumberOption('seconds', args.seconds, 1);
   const rounds = wholeNumberOption('rounds', args.rounds, 1);
@@ -146,6 +149,7 @@ const { vpas, seconds, rounds, connections, serverThreads, wrkThreads, buildIdle
   const buildIdleSeconds = args['build-idle-seconds'] === undefined ? undefined : wholeNumberOption('build-idle-seconds', args['build-idle-seconds'], 0);
   const buildThreads = args['build-threads'] === undefined ? undefined : wholeNumberOption('build-threads', args['build-threads'], 1);
   const swapRate = args['swap-rate'] === undefined ? undefined : wholeNumberOption('swap-rate', args['swap-rate'], 1);
+  const compactionRate = args['compaction-rate'] === undefined ? null : wholeNumberOption('compaction-rate', args['compaction-rate'], 1);
   // The issue's own floor: freshness is a percentile over at least twenty ingests.
   const ingests = wholeNumberOption('ingests', args.ingests, 20);
   const compactions = wholeNumberOption('compactions', args.compactions, 1);
@@ -163,7 +167,7 @@ const { vpas, seconds, rounds, connections, serverThreads, wrkThreads, buildIdle
   for (const s of only) if (!SECTIONS.includes(s as Section)) throw new Error(`--only takes ${SECTIONS.join(', ')}; got ${s}`);
   const modes = args.modes.split(',').map((s) => s.trim());
   for (const m of modes) if (m !== 'plain' && m !== 'tls') throw new Error(`--modes takes plain and tls; got ${m}`);
-  return { vpas, seconds, rounds, connections, serverThreads, wrkThreads, buildIdleSeconds, buildThreads, swapRate, hitRatio, only, modes, ingests, compactions, deltaVpas };
+  return { vpas, seconds, rounds, connections, serverThreads, wrkThreads, buildIdleSeconds, buildThreads, swapRate, compactionRate, hitRatio, only, modes, ingests, compactions, deltaVpas };
 });
 
 const DIST_BENCH = fileURLToPath(new URL('.', import.meta.url));
@@ -234,7 +238,7 @@ async function main(): Promise<void> {
       micro.push({ file: `vpa-index (${keys / 1e6}M keys)`, report: await benchFile('vpa-index.bench.js', ['--keys', String(keys), '--no-reference']) });
     }
     // Every micro bench takes --vpas (microOptions); those that need no snapshot ignore it.
-    for (const file of ['answer-headers', 'answer-json', 'batch-answer', 'batch-request', 'cluster-answer-cache', 'single-answer', 'snapshot-view', 'snapshot-codec']) {
+    for (const file of ['answer-headers', 'answer-json', 'batch-answer', 'batch-request', 'cluster-answer-cache', 'largest-clusters', 'single-answer', 'snapshot-view', 'snapshot-codec']) {
       log(`micro: ${file}`);
       micro.push({ file, report: await benchFile(`${file}.bench.js`, ['--vpas', '1000000']) });
     }
@@ -291,6 +295,7 @@ async function main(): Promise<void> {
         compactions,
         largeVpas: deltaVpas,
         rate,
+        compactionRate,
       });
     }
   }

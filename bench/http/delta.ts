@@ -27,6 +27,7 @@ import { performance } from 'node:perf_hooks';
 import type { SnapshotView } from '../../src/engine/snapshot-view.js';
 import type { RunningServer } from '../../test/server-process.js';
 import { medianBy, round1, round3 } from '../support/report.js';
+import { processCpuSeconds } from '../support/process-cpu.js';
 import { DeltaEvidence, SMALL_FILE, type LargeFile } from './delta-evidence.js';
 import { flaggedByEveryThread, freshnessOf, ingestCli, loggedMs, type Freshness } from './freshness.js';
 import { startOpenLoop, type OpenLoopResult, type RunningOpenLoop, type Target, type WrkResult } from './load-tools.js';
@@ -67,6 +68,8 @@ export interface DeltaOptions extends LoadOptions {
   readonly largeVpas: number;
   /** Single lookups a second of the load, and where that figure came from; null: half this section's empty-delta single peak. */
   readonly rate: { readonly perSecond: number; readonly from: string } | null;
+  /** Single lookups a second around the compactions; null: `rate`. */
+  readonly compactionRate: number | null;
 }
 
 /** One round of the hot path: the empty-delta and the large-delta service (in alternating order), then the ceiling. */
@@ -122,6 +125,24 @@ export interface CompactionRecord {
   readonly ingestsDuring: number;
 }
 
+/**
+ * One window of the load around the compactions: what the server answered
+ * and the CPU it and the load generator used. A server answering less than
+ * the rate while the generator uses nearly a core of its own is the
+ * generator falling behind; while the generator has CPU to spare, it is the
+ * server.
+ */
+export interface LoadWindow {
+  /** From the first compaction's signal, s. */
+  readonly atS: number;
+  readonly seconds: number;
+  /** Single lookups the server answered, per second. */
+  readonly answeredPerS: number;
+  /** CPU per second of wall time: the server process (all threads), the load generator. */
+  readonly serverCpu: number;
+  readonly generatorCpu: number;
+}
+
 export interface CheckerResult {
   /** VPAs asked about at the end: every one ingested plus the known ones. */
   readonly vpas: number;
@@ -139,6 +160,8 @@ export interface DeltaResult {
   readonly large: { readonly vpas: number; readonly newVpas: number; readonly knownVpas: number; readonly items: number };
   readonly rate: number;
   readonly rateFrom: string;
+  /** Single lookups a second around the compactions (absent in reports from before it could differ from `rate`). */
+  readonly compactionRate?: number;
   readonly hotPath: HotPathResult;
   /** From the main server listening until it had read the stored evidence (upi_risk_build_carried_bytes > 0), s. */
   readonly readAheadS: number;
@@ -157,6 +180,8 @@ export interface DeltaResult {
     readonly failed: number;
     /** The server's highest resident memory, sampled every second from the first compaction's start to the last one's file, MiB. */
     readonly rssPeakMiB?: number;
+    /** Who kept up with the load, window by window (LoadWindow): absent in reports made before it was sampled. */
+    readonly windows?: readonly LoadWindow[];
   };
   readonly memory: {
     /** The main server once it had read the stored evidence, idle, empty delta, MiB. */
@@ -179,6 +204,8 @@ export interface DeltaResult {
 }
 
 const METRICS_TOKEN = 'bench-metrics';
+/** How often the load around the compactions is sampled (LoadWindow), ms. */
+const LOAD_WINDOW_MS = 5000;
 /** Around the compactions, ingests start at most this often, ms. */
 const COMPACTION_INGEST_EVERY_MS = 1000;
 /** Known VPAs the checker asks about besides the ingested ones. */
@@ -217,6 +244,7 @@ export async function runDelta(o: DeltaOptions): Promise<DeltaResult> {
       large: { vpas: large.newVpas.length + large.knownVpas.length, newVpas: large.newVpas.length, knownVpas: large.knownVpas.length, items: large.lines },
       rate: rate.perSecond,
       rateFrom: rate.from,
+      compactionRate: o.compactionRate ?? rate.perSecond,
       hotPath,
       ...rest,
     };
@@ -233,6 +261,67 @@ function serveArgs(extra: readonly string[] = []): string[] {
 /** The server's /metrics, read with the token the section's servers run with. */
 function metricsOf(server: RunningServer): () => Promise<string> {
   return metricsOfServer(server, METRICS_TOKEN);
+}
+
+/** The windows in a line: the slowest the server answered, and who used the CPU then. */
+export function describeWindows(windows: readonly LoadWindow[], rate: number): string {
+  if (windows.length === 0) return 'no load windows sampled';
+  const slowest = windows.reduce((a, b) => (b.answeredPerS < a.answeredPerS ? b : a));
+  const behind = windows.filter((w) => w.answeredPerS < rate * 0.9);
+  const busiest = Math.max(...windows.map((w) => w.generatorCpu));
+  return (
+    `${behind.length} of ${windows.length} windows of ${LOAD_WINDOW_MS / 1000} s answered under 90 % of the rate; ` +
+    `slowest ${slowest.answeredPerS}/s at ${slowest.atS} s (server CPU ${slowest.serverCpu}, generator ${slowest.generatorCpu}); ` +
+    `the generator's busiest window ${busiest} of a core`
+  );
+}
+
+/** Answers of the single-lookup route the server has counted, every status. */
+function verifyAnswers(text: string): number {
+  let sum = 0;
+  for (const match of text.matchAll(/^upi_risk_http_requests_total\{([^}]*)\} (\S+)$/gm)) {
+    if (match[1]!.includes('route="verify"')) sum += Number(match[2]);
+  }
+  return sum;
+}
+
+/** Sample LoadWindows every LOAD_WINDOW_MS until `stop()`, which returns them. */
+function sampleLoad(metrics: () => Promise<string>, serverPid: number, generatorPid: number): { stop(): LoadWindow[] } {
+  const windows: LoadWindow[] = [];
+  const origin = performance.now();
+  const read = async () => {
+    const [text, server, generator] = await Promise.all([metrics().catch(() => null), processCpuSeconds(serverPid), processCpuSeconds(generatorPid)]);
+    return { at: performance.now(), answered: text === null ? null : verifyAnswers(text), server, generator };
+  };
+  let last: Awaited<ReturnType<typeof read>> | null = null;
+  let busy = false;
+  const timer = setInterval(() => {
+    if (busy) return;
+    busy = true;
+    void read()
+      .then((now) => {
+        const before = last;
+        last = now;
+        if (before === null || before.answered === null || now.answered === null || before.server === null || now.server === null) return;
+        if (before.generator === null || now.generator === null) return;
+        const seconds = (now.at - before.at) / 1000;
+        windows.push({
+          atS: round1((before.at - origin) / 1000),
+          seconds: round1(seconds),
+          answeredPerS: Math.round((now.answered - before.answered) / seconds),
+          serverCpu: round3((now.server - before.server) / seconds),
+          generatorCpu: round3((now.generator - before.generator) / seconds),
+        });
+      })
+      .finally(() => (busy = false));
+  }, LOAD_WINDOW_MS);
+  void read().then((first) => (last = first));
+  return {
+    stop: () => {
+      clearInterval(timer);
+      return windows;
+    },
+  };
 }
 
 function gauge(text: string, name: string): number {
@@ -467,7 +556,7 @@ async function measureMainServer(
   evidence: DeltaEvidence,
   large: LargeFile,
   rate: number,
-): Promise<Omit<DeltaResult, 'serverThreads' | 'smallFile' | 'large' | 'rate' | 'rateFrom' | 'hotPath'>> {
+): Promise<Omit<DeltaResult, 'serverThreads' | 'smallFile' | 'large' | 'rate' | 'rateFrom' | 'compactionRate' | 'hotPath'>> {
   const { log } = o;
   // At info, the server logs each merge and build with its duration.
   const server = await startService(dataDir, false, o.serverThreads, serveArgs(['--log-level', 'info']));
@@ -520,8 +609,8 @@ async function measureMainServer(
       return result;
     };
     const target: Target = targetFor('single', workload, portOf(server), false, o.token);
-    const load = () => {
-      const run = startOpenLoop(target, { rate, seconds: 3600, warmupSeconds: 1, connections: o.connections });
+    const load = (perSecond: number) => {
+      const run = startOpenLoop(target, { rate: perSecond, seconds: 3600, warmupSeconds: 1, connections: o.connections });
       loads.push(run);
       return run;
     };
@@ -530,15 +619,16 @@ async function measureMainServer(
     const idle = await series('idle');
 
     log(`delta: ${o.ingests} small ingests under ${rate} single lookups a second`);
-    const underLoadRun = load();
+    const underLoadRun = load(rate);
     await sleep(2000);
     const underLoad = await series('under load');
     underLoadRun.stop();
     const underLoadLoad = await underLoadRun.result;
     log(`  load: ${underLoadLoad.sent} sent, ${underLoadLoad.errors} errors, ${underLoadLoad.non2xx} non-2xx, p99 ${underLoadLoad.p99} ms`);
 
-    log(`delta: ${o.compactions} compactions (SIGUSR2) under the load, ingests going on, answers checked`);
-    const compactionRun = load();
+    const compactionRate = o.compactionRate ?? rate;
+    log(`delta: ${o.compactions} compactions (SIGUSR2) under ${compactionRate} single lookups a second, ingests going on, answers checked`);
+    const compactionRun = load(compactionRate);
     await sleep(2000);
     // The checker has connections of its own, so that the freshness polls never queue behind it.
     checkerConnections = await ThreadConnections.open(portOf(server), o.serverThreads);
@@ -570,6 +660,7 @@ async function measureMainServer(
     };
     const snapshotsServed = async () => (await threads.every('/readyz')).map((a) => (JSON.parse(a.body) as { snapshot: string }).snapshot);
     const records: Omit<CompactionRecord, 'buildMs'>[] = [];
+    const loadSampler = sampleLoad(metrics, pid, compactionRun.pid);
     for (let c = 0; c < o.compactions; c++) {
       const ingestsBefore = ingests;
       // A compaction asked for while the last one still writes its file would be that one.
@@ -593,6 +684,7 @@ async function measureMainServer(
     while (ingests < o.ingests) await pacedIngest();
     await ingestingUntil(servedSnapshotWritten(server, dataDir));
     const checked = await checking.stop();
+    const windows = loadSampler.stop();
     const compactionRssPeakMiB = rssPeakMiB;
     const buildMs = loggedMs(server, logFrom, 'build finished');
     compactionRun.stop();
@@ -605,6 +697,7 @@ async function measureMainServer(
         `load ${compactionLoad.sent} sent, ${compactionLoad.errors} errors, ${compactionLoad.non2xx} non-2xx; checker ${checked.requests} requests, ` +
         `${checked.failed} failed, ${checked.backward} backward; polls failed ${compactionPollFailures}`,
     );
+    log(`  load generator: ${compactionLoad.cpuSeconds} s of CPU, at most ${compactionLoad.maxOutstanding} requests awaited; ${describeWindows(windows, compactionRate)}`);
 
     log(`delta: the large file (${large.lines} items), then ${o.ingests} small ingests over it`);
     await servedSnapshotWritten(server, dataDir);
@@ -640,6 +733,7 @@ async function measureMainServer(
         pollFailures: compactionPollFailures,
         failed,
         rssPeakMiB: compactionRssPeakMiB,
+        windows,
       },
       memory: {
         loadedRssMiB,

@@ -99,6 +99,8 @@ export async function runOpenLoop(
 /** An open-loop run under way: `stop()` ends it early (open-loop.ts, SIGTERM); `result` comes once it has ended either way. */
 export interface RunningOpenLoop {
   stop(): void;
+  /** The generator's process id, to sample its CPU while it runs. */
+  readonly pid: number;
   readonly result: Promise<OpenLoopResult>;
 }
 
@@ -135,6 +137,7 @@ export function startOpenLoop(
   const running = captureRunning(process.execPath, args);
   return {
     stop: running.stop,
+    pid: running.pid,
     result: running.output.then((output) => JSON.parse(output.trim().split('\n').at(-1)!) as OpenLoopResult),
   };
 }
@@ -144,7 +147,7 @@ function capture(command: string, args: readonly string[]): Promise<string> {
 }
 
 /** Run `command` to its end and collect its standard output; `stop()` sends it SIGTERM. */
-function captureRunning(command: string, args: readonly string[]): { stop(): void; output: Promise<string> } {
+function captureRunning(command: string, args: readonly string[]): { stop(): void; pid: number; output: Promise<string> } {
   const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   const output = new Promise<string>((resolve, reject) => {
     let out = '';
@@ -159,6 +162,7 @@ function captureRunning(command: string, args: readonly string[]): { stop(): voi
     stop: () => {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
     },
+    pid: child.pid ?? 0,
     output,
   };
 }

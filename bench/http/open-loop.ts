@@ -44,6 +44,10 @@ export interface OpenLoopResult {
   readonly max: number;
   /** The most this generator fell behind its schedule, ms: above a few ms its own latency shows in the figures. */
   readonly maxSendLag: number;
+  /** The most requests written and not yet answered at once: a backlog that grows means one side falls behind. */
+  readonly maxOutstanding: number;
+  /** CPU this generator used over the whole run, s: near one a second, it is the bottleneck, not the server. */
+  readonly cpuSeconds: number;
 }
 
 interface Connection {
@@ -125,6 +129,7 @@ async function main(): Promise<void> {
   let non2xx = 0;
   let errors = 0;
   let outstanding = 0;
+  let maxOutstanding = 0;
   let finished = false;
 
   const connections: Connection[] = [];
@@ -217,7 +222,7 @@ async function main(): Promise<void> {
       while (next <= now && next < end) {
         const c = pick();
         c.due.push(next);
-        outstanding++;
+        if (++outstanding > maxOutstanding) maxOutstanding = outstanding;
         c.socket.write(requests[sent % requests.length]!);
         sent++;
         if (now - next > maxSendLag) maxSendLag = now - next;
@@ -252,8 +257,15 @@ async function main(): Promise<void> {
     p999: ms(histogram.getValueAtPercentile(99.9)),
     max: ms(histogram.maxValue),
     maxSendLag: Math.round(maxSendLag * 1000) / 1000,
+    maxOutstanding,
+    cpuSeconds: cpuSecondsUsed(),
   };
   process.stdout.write(`${JSON.stringify(result)}\n`);
+}
+
+function cpuSecondsUsed(): number {
+  const { user, system } = process.cpuUsage();
+  return Math.round((user + system) / 1000) / 1000;
 }
 
 await main();
