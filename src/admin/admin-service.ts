@@ -6,7 +6,7 @@ import type { KeyRegistry } from '../access/key-registry.js';
 import type { KeyUsage, UsageEntry, UsageLedger } from '../access/key-usage.js';
 import type { PlansConfig } from '../access/plans.js';
 import { sessionJson, type AdminAnswer, type KeyAdminRequest } from '../api/admin-requests.js';
-import { HttpError, errorJson, notFound, serviceUnavailable, validationError } from '../api/http-error.js';
+import { HttpError, badRequest, errorJson, notFound, serviceUnavailable, validationError } from '../api/http-error.js';
 import { ConfigError, UnknownKeyError } from '../common/errors.js';
 import type { Logger } from '../common/logger.js';
 import type { IntelligenceStats } from './intelligence-stats.js';
@@ -20,6 +20,12 @@ export interface AdminServiceOptions {
   readonly usage: UsageLedger;
   readonly plans: PlansConfig;
   readonly stats: IntelligenceStats;
+  /**
+   * Start a compaction (POST /v1/admin/compaction): whether one started
+   * (false: one was running already) and the snapshot it folds. Null where
+   * this server builds nothing (a fleet follower).
+   */
+  readonly compact: ((why: string) => { readonly started: boolean; readonly snapshot: string }) | null;
   readonly logger: Logger;
   readonly now?: () => number;
 }
@@ -117,6 +123,15 @@ export class AdminService {
         return ok({ records: await this.#o.audit.recent(request.limit) });
       case 'stats':
         return { status: 200, body: await this.#o.stats.json(this.#now()) };
+      case 'compaction.start': {
+        if (this.#o.compact === null) {
+          throw badRequest('a fleet follower builds nothing: the active builder publishes (SIGUSR2 to upi-risk builder)');
+        }
+        const actor = actorOf(request.key);
+        const { started, snapshot } = this.#o.compact(`requested by ${actor.name}`);
+        await this.#o.audit.append({ actor, action: 'compaction.requested', target: snapshot, details: { started } }, new Date(this.#now()));
+        return { status: 202, body: JSON.stringify({ started, snapshot }) };
+      }
     }
   }
 

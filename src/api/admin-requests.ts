@@ -21,6 +21,8 @@ export type AdminRequest =
   | { readonly op: 'keys.update'; readonly key: KeyRecord; readonly id: string; readonly body: unknown }
   | { readonly op: 'audit.list'; readonly key: KeyRecord; readonly limit: number }
   | { readonly op: 'stats'; readonly key: KeyRecord }
+  /** Fold the live delta into a new snapshot now (docs/design.md, Compaction). */
+  | { readonly op: 'compaction.start'; readonly key: KeyRecord }
   | WatchRequest;
 
 /**

@@ -147,6 +147,15 @@ export const ClusterGraphSchema = strict(
 
 export const SignedOutSchema = strict({ signed_out: Type.Literal(true) }, 'SignedOut');
 
+export const CompactionStartedSchema = strict(
+  {
+    started: Type.Boolean({ description: 'false when a compaction was already running: that one goes on, and serves what this one would' }),
+    snapshot: Type.String({ description: 'the snapshot being folded together with the live delta' }),
+  },
+  'CompactionStarted',
+  'A compaction runs in the background; the new snapshot is served when built (GET /v1/admin/stats shows it)',
+);
+
 /** Every admin schema by its $id, for the OpenAPI document's components. */
 export const ADMIN_SCHEMAS: Readonly<Record<string, TSchema>> = Object.fromEntries(
   [
@@ -164,5 +173,6 @@ export const ADMIN_SCHEMAS: Readonly<Record<string, TSchema>> = Object.fromEntri
     ClusterListSchema,
     ClusterGraphSchema,
     SignedOutSchema,
+    CompactionStartedSchema,
   ].map((s) => [s.$id!, s]),
 );

@@ -185,6 +185,14 @@ function adminPaths({ ref, json, ok, error, common }: DocumentParts): Record<str
     '/v1/admin/stats': {
       get: { summary: 'The intelligence served, recent builds, freshness, and an hour of samples', security, responses: { ...ok('Figures', ref('Stats')), ...refusals } },
     },
+    '/v1/admin/compaction': {
+      post: {
+        summary: 'Fold the live delta into a new snapshot now, in the background (as SIGUSR2 does)',
+        description: 'Answers at once; the new snapshot is served when built, together with what arrived meanwhile. Recorded in the audit log.',
+        security,
+        responses: { '202': { description: 'Started, or already running', content: json(ref('CompactionStarted')) }, ...refusals, '400': error('bad_request: a fleet follower builds nothing; the active builder publishes') },
+      },
+    },
     '/v1/admin/clusters': {
       get: { summary: 'The largest clusters of the snapshot served', security, parameters: [limit(50, 1000)], responses: { ...ok('Clusters, largest first', ref('ClusterList')), ...refusals } },
     },

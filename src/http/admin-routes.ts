@@ -94,6 +94,7 @@ export function registerAdminRoutes(kit: RouteKit, deps: AdminRouteDependencies)
   app.get('/v1/admin/watchlists/:id', keyed(ROUTE.admin, 'admin', (req) => req.getParameter(0) ?? '', async (x, id) => relay(x, await ask({ op: 'watch.get', key: caller(x), id, anyOwner: true }))));
   pagedWatchReads(kit, ask, '/v1/admin/watchlists', ROUTE.admin, 'admin');
   app.get('/v1/admin/stats', keyed(ROUTE.admin, 'admin', noInput, async (x) => relay(x, await ask({ op: 'stats', key: caller(x) }))));
+  app.post('/v1/admin/compaction', jsonBody(async (x) => relay(x, await ask({ op: 'compaction.start', key: caller(x) }))));
 
   app.get(
     '/v1/admin/clusters',

@@ -210,6 +210,11 @@ export class SnapshotService implements ServedData {
     return this.#lastCompaction;
   }
 
+  /** Whether a compaction is running. */
+  get compacting(): boolean {
+    return this.#compacting !== null;
+  }
+
   get policy(): CompactionPolicy {
     return this.#policy;
   }

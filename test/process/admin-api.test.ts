@@ -8,6 +8,7 @@ import { ErrorSchema, EvidenceReceiptSchema } from '../../src/api/schemas.js';
 import {
   AuditListSchema,
   ClusterGraphSchema,
+  CompactionStartedSchema,
   ClusterListSchema,
   KeyAnswerSchema,
   KeyListSchema,
@@ -215,6 +216,7 @@ test('every admin route needs the admin scope, with a key or a session', async (
     ['GET', '/v1/admin/stats'],
     ['GET', '/v1/admin/clusters'],
     ['POST', '/v1/admin/keys/key_000000000000/rotate'],
+    ['POST', '/v1/admin/compaction'],
   ] as const) {
     assert.equal((await call(path, { method, auth: screenKey, ...(method === 'POST' ? { body: {} } : {}) })).status, 403, `${method} ${path}`);
     assert.equal((await call(path, { method })).status, 401, `${method} ${path} without credentials`);
@@ -246,3 +248,22 @@ async function createAdminKey(name: string): Promise<{ key: string }> {
   await until('the key works', 2_000, async () => (await fetch(`${server.base}/v1/admin/keys`, { headers: { authorization: `Bearer ${key}` } })).status === 200);
   return { key };
 }
+
+test('a compaction asked for over the API folds the delta into a new snapshot, and is in the audit log', async () => {
+  const before = (await call('/v1/admin/stats', { auth: adminKey, schema: StatsSchema })).body as { snapshot: { id: string }; delta: { vpas: number } };
+  assert.ok(before.delta.vpas > 0, 'evidence sent over HTTP waits in the delta');
+  const { cookie, csrf } = await signIn(adminKey);
+  assert.equal((await call('/v1/admin/compaction', { method: 'POST', cookie })).status, 403, 'a session needs its CSRF token');
+  const started = await call('/v1/admin/compaction', { method: 'POST', cookie, csrf, schema: CompactionStartedSchema });
+  assert.equal(started.status, 202);
+  assert.equal(started.body.snapshot, before.snapshot.id);
+  let after = before;
+  await until('the compacted snapshot is served', 60_000, async () => {
+    after = (await call('/v1/admin/stats', { auth: adminKey })).body as typeof before;
+    return after.snapshot.id !== before.snapshot.id;
+  });
+  assert.equal(after.delta.vpas, 0, 'the delta is folded in');
+  assert.equal(((await call('/v1/verify/upi?upi=fresh@ybl', { auth: adminKey })).body as { status: string }).status, 'FLAGGED');
+  const audit = (await call('/v1/admin/audit', { auth: adminKey })).body.records as { action: string; target: string }[];
+  assert.ok(audit.some((r) => r.action === 'compaction.requested' && r.target === before.snapshot.id));
+});

@@ -215,6 +215,7 @@ test('the OpenAPI document is served and names every live and planned path', asy
     '/v1/admin/audit',
     '/v1/admin/clusters',
     '/v1/admin/clusters/{cluster_id}/graph',
+    '/v1/admin/compaction',
     '/v1/admin/evidence',
     '/v1/admin/keys',
     '/v1/admin/keys/{id}',

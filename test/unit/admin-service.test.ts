@@ -16,7 +16,7 @@ import type { ServedData } from '../../src/service/served-data.js';
 import { silentLogger } from '../../src/common/logger.js';
 import { tempDataDir } from '../helpers.js';
 
-async function adminService() {
+async function adminService(compact: ((why: string) => { started: boolean; snapshot: string }) | null = null) {
   const { root, cleanup } = await tempDataDir();
   const backend = new FileKeyBackend(join(root, 'keys.json'));
   const audit = new FileAuditLog(join(root, 'audit.ndjson'));
@@ -34,9 +34,10 @@ async function adminService() {
     usage: await FileUsageLedger.open(join(root, 'usage.json')),
     plans: await loadPlans(),
     stats,
+    compact,
     logger: silentLogger,
   });
-  return { service, caller, registry, keyAdmin, cleanup };
+  return { service, caller, registry, keyAdmin, audit, cleanup };
 }
 
 const json = (body: string) => JSON.parse(body) as Record<string, unknown>;
@@ -131,5 +132,41 @@ test('a session stands for its key until sign-out, rotation or revocation of tha
     assert.equal(await find(second), null, 'the key was rotated');
   } finally {
     await cleanup();
+  }
+});
+
+test('a compaction is started on request, once while one runs, and recorded; a follower refuses with 400', async () => {
+  let running = false;
+  const asked: string[] = [];
+  const { service, caller, audit, cleanup } = await adminService((why) => {
+    asked.push(why);
+    const started = !running;
+    running = true;
+    return { started, snapshot: '20261126T000000000Z-abcdef' };
+  });
+  try {
+    const first = await service.handle({ op: 'compaction.start', key: caller });
+    assert.equal(first.status, 202);
+    assert.deepEqual(JSON.parse(first.body), { started: true, snapshot: '20261126T000000000Z-abcdef' });
+    assert.deepEqual(JSON.parse((await service.handle({ op: 'compaction.start', key: caller })).body).started, false);
+    assert.deepEqual(asked, ['requested by ops', 'requested by ops']);
+    const records = await audit.recent(10);
+    assert.deepEqual(
+      records.filter((r) => r.action === 'compaction.requested').map((r) => [r.actor.name, r.target, r.details]),
+      [
+        ['ops', '20261126T000000000Z-abcdef', { started: false }],
+        ['ops', '20261126T000000000Z-abcdef', { started: true }],
+      ],
+    );
+  } finally {
+    await cleanup();
+  }
+  const follower = await adminService(null);
+  try {
+    const refused = await follower.service.handle({ op: 'compaction.start', key: follower.caller });
+    assert.equal(refused.status, 400);
+    assert.equal(JSON.parse(refused.body).error, 'bad_request');
+  } finally {
+    await follower.cleanup();
   }
 });

@@ -7,6 +7,7 @@ import type {
   AuditRecord,
   ClusterGraph,
   ClusterSummary,
+  CompactionStarted,
   EvidenceResult,
   IssuedKey,
   KeyList,
@@ -32,6 +33,11 @@ export async function rotateKey(id: string): Promise<IssuedKey> {
 
 export async function revokeKey(id: string): Promise<KeyRecord> {
   return (await call<{ record: KeyRecord }>('POST', `${keyPath(id)}/revoke`)).body.record;
+}
+
+/** Fold the live delta into a new snapshot now, in the background. */
+export async function startCompaction(): Promise<CompactionStarted> {
+  return (await call<CompactionStarted>('POST', '/v1/admin/compaction')).body;
 }
 
 export async function changePlan(id: string, plan: string): Promise<KeyRecord> {

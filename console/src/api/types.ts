@@ -12,6 +12,7 @@ import type {
   AuditRecordSchema,
   ClusterGraphSchema,
   ClusterListSchema,
+  CompactionStartedSchema,
   KeyListSchema,
   NewKeySchema,
   SessionSchema,
@@ -35,6 +36,8 @@ export type ClusterGraph = Static<typeof ClusterGraphSchema>;
 export type GraphMember = ClusterGraph['members'][number];
 
 export type Stats = Static<typeof StatsSchema>;
+/** POST /v1/admin/compaction. */
+export type CompactionStarted = Static<typeof CompactionStartedSchema>;
 export type StatsSample = Stats['history']['samples'][number];
 export type Build = Stats['builds'][number];
 

@@ -7,6 +7,7 @@ import { useEffect } from 'preact/hooks';
 import { fetchStats } from '../api/admin.js';
 import type { Stats, StatsSample } from '../api/types.js';
 import { ErrorMessage } from '../components/error-message.js';
+import { CompactNow } from '../components/compact-now.js';
 import { EvidenceUpload } from '../components/evidence-upload.js';
 import { PageHeading } from '../components/page-heading.js';
 import { Sparkline } from '../components/sparkline.js';
@@ -39,13 +40,13 @@ export function IntelligencePage() {
     <>
       <PageHeading title="Intelligence" />
       <ErrorMessage message={stats.error} />
-      {stats.data === null ? stats.loading ? <p role="status">Loading…</p> : null : <StatsView stats={stats.data} />}
+      {stats.data === null ? stats.loading ? <p role="status">Loading…</p> : null : <StatsView stats={stats.data} onCompaction={() => void stats.reload()} />}
       <EvidenceUpload onStored={() => void stats.reload()} />
     </>
   );
 }
 
-function StatsView({ stats }: { readonly stats: Stats }) {
+function StatsView({ stats, onCompaction }: { readonly stats: Stats; readonly onCompaction: () => void }) {
   const fleet = stats.mode !== 'embedded';
   return (
     <>
@@ -84,6 +85,8 @@ function StatsView({ stats }: { readonly stats: Stats }) {
             <dt>Since compaction</dt>
             <dd>{formatSeconds(stats.seconds_since_compaction)}</dd>
           </dl>
+          {/* A follower builds nothing: the fleet's builder publishes. */}
+          {fleet ? null : <CompactNow onStarted={onCompaction} />}
         </section>
         <section class="card" aria-labelledby="freshness-title">
           <h2 id="freshness-title">Freshness</h2>

@@ -232,6 +232,7 @@ export const serveCommand: Command = {
       usage: served.usage,
       plans,
       stats,
+      compact: served.compact,
       logger,
     });
     const watch = await startWatching(served.watch, service, logger, webhookAllow, firstRetrySeconds * 1000);
@@ -294,7 +295,10 @@ export const serveCommand: Command = {
 
     process.once('SIGTERM', () => stop({ signal: 'SIGTERM' }, 0));
     process.once('SIGINT', () => stop({ signal: 'SIGINT' }, 0));
-    process.on('SIGUSR2', served.compact);
+    process.on('SIGUSR2', () => {
+      if (served.compact === null) logger.info({ signal: 'SIGUSR2' }, 'a follower does not compact: SIGUSR2 the active builder (upi-risk builder)');
+      else served.compact('SIGUSR2');
+    });
     const status = await stopped;
     await stopServing();
     stats.stop();
@@ -373,7 +377,8 @@ interface ServedMode {
   /** Where watchlists are kept: the data directory's journal, or the store's. */
   readonly watch: { readonly kind: 'embedded'; readonly dir: DataDir } | { readonly kind: 'fleet'; readonly pool: pg.Pool; readonly location: StoreLocation };
   readonly ingest: (body: Uint8Array) => Promise<IntakeResult>;
-  readonly compact: () => void;
+  /** Start a compaction (SIGUSR2, POST /v1/admin/compaction); null where this server builds nothing (a follower). */
+  readonly compact: ((why: string) => { readonly started: boolean; readonly snapshot: string }) | null;
   close(): Promise<void>;
 }
 
@@ -406,10 +411,13 @@ async function serveEmbedded(
     watch: { kind: 'embedded', dir },
     usage: await FileUsageLedger.open(usageFilePath(dir)),
     ingest: (body) => takeEvidence(service, dir, body),
-    compact: () => {
-      logger.info({ signal: 'SIGUSR2' }, 'compaction requested');
+    compact: (why) => {
+      const started = !service.compacting;
+      const snapshot = service.current.meta.id;
+      logger.info({ reason: why, started, snapshot }, 'compaction requested');
       // A failure is logged by the service.
-      service.compact('SIGUSR2').catch(() => {});
+      service.compact(why).catch(() => {});
+      return { started, snapshot };
     },
     close: () => service.close(),
   };
@@ -441,7 +449,7 @@ async function serveFollower(dir: DataDir, logger: Logger, metrics: ServiceMetri
     watch: { kind: 'fleet', pool: intake, location },
     usage: new PostgresUsageLedger(intake, location),
     ingest: (body) => takeEvidenceIntoLog(intake, location, follower, body),
-    compact: () => logger.info({ signal: 'SIGUSR2' }, 'a follower does not compact: SIGUSR2 the active builder (upi-risk builder)'),
+    compact: null,
     close: async () => {
       await keyChanges.close();
       await follower.close();
