@@ -239,7 +239,8 @@ function watchPaths({ ref, json, ok, error, common }: DocumentParts): Record<str
       put: {
         summary: 'Watch 1 to 1,000 VPAs',
         description: `A key watches at most ${MAX_WATCHED_PER_KEY} VPAs over all its watchlists: a call that would go past that adds none (422 validation_error).`,
-        parameters: [id], requestBody: vpas('VPAs to watch'),
+        parameters: [id],
+        requestBody: vpas('VPAs to watch'),
         responses: { ...ok('How many were new, and the total', ref('WatchVpasAdded')), ...changes },
       },
       delete: { summary: 'Stop watching 1 to 1,000 VPAs', parameters: [id], requestBody: vpas('VPAs to stop watching'), responses: { ...ok('How many were watched, and the total', ref('WatchVpasRemoved')), ...changes } },
