@@ -3,6 +3,7 @@ import { AdminStateError } from '../common/errors.js';
 import { KEPT_ATTEMPTS, type Delivery, type StoredEvent, type WatchEvent, type WatchedState, type Watchlist } from './watchlist.js';
 import type { WatchStore } from './watch-store.js';
 import { DeliveryQueue } from './delivery-queue.js';
+import { EventOrder } from './event-order.js';
 
 /**
  * Watchlists held in memory and changed only by journal lines, applied in
@@ -40,6 +41,8 @@ interface ListState {
   states: Map<string, WatchedState>;
   /** Events by id (ids sort by time). */
   events: Map<string, StoredEvent>;
+  /** The ids of `events` in id order, for paging. */
+  order: EventOrder;
   /** How many of `events` are delivered or failed. */
   finished: number;
 }
@@ -71,7 +74,7 @@ export abstract class JournaledWatchStore implements WatchStore {
     switch (line.op) {
       case 'watchlist': {
         const w = line.w;
-        this.#lists.set(w.id, { watchlist: w, states: new Map(), events: new Map(), finished: 0 });
+        this.#lists.set(w.id, { watchlist: w, states: new Map(), events: new Map(), order: new EventOrder(), finished: 0 });
         return;
       }
       case 'remove': {
@@ -144,7 +147,8 @@ export abstract class JournaledWatchStore implements WatchStore {
     const id = stored.event.id;
     const line = deliveryLine(list.watchlist.id, stored.event.upi);
     const before = list.events.get(id);
-    if (before !== undefined && before.delivery.state !== 'pending') list.finished--;
+    if (before === undefined) list.order.add(id);
+    else if (before.delivery.state !== 'pending') list.finished--;
     list.events.set(id, stored);
     if (stored.delivery.state === 'pending') {
       this.#pending.set(id, { listId: list.watchlist.id, stored });
@@ -164,6 +168,7 @@ export abstract class JournaledWatchStore implements WatchStore {
       if (list.finished <= KEPT_FINISHED_EVENTS) break;
       if (stored.delivery.state === 'pending') continue;
       list.events.delete(id);
+      list.order.drop();
       list.finished--;
     }
   }
@@ -293,9 +298,8 @@ export abstract class JournaledWatchStore implements WatchStore {
   events(watchlistId: string, cursor: string | null, limit: number): { events: StoredEvent[]; next: string | null } {
     const list = this.#lists.get(watchlistId);
     if (list === undefined) return { events: [], next: null };
-    const newestFirst = [...list.events.values()].filter((s) => cursor === null || s.event.id < cursor).sort((a, b) => (a.event.id < b.event.id ? 1 : -1));
-    const events = newestFirst.slice(0, limit);
-    return { events, next: newestFirst.length > limit ? events.at(-1)!.event.id : null };
+    const { ids, more } = list.order.page(cursor, limit, (id) => list.events.has(id));
+    return { events: ids.map((id) => list.events.get(id)!), next: more ? ids.at(-1)! : null };
   }
 
   findEvent(watchlistId: string, eventId: string): StoredEvent | null {
