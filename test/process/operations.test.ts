@@ -3,7 +3,8 @@ import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import net from 'node:net';
 import { networkInterfaces } from 'node:os';
-import { startServer, type RunningServer } from '../server-process.js';
+import { spawn } from 'node:child_process';
+import { CLI, GENEROUS_PLANS, startServer, type RunningServer } from '../server-process.js';
 import { createKey, edgeDataDir, eventually, request, writePlans, type EdgeDataDir } from '../fixtures/edge-server.js';
 import { sample } from '../helpers.js';
 
@@ -233,6 +234,29 @@ describe('operations', { concurrency: true }, () => {
       assert.equal(code, 0);
     } finally {
       if (server.child.exitCode === null && server.child.signalCode === null) server.child.kill('SIGKILL');
+      await data.cleanup();
+    }
+  });
+
+  test('a server whose standard output has no reader from the start serves, and SIGTERM stops it with exit code 0', async () => {
+    const data = await edgeDataDir();
+    const child = spawn(process.execPath, [CLI, 'serve', '--data-dir', data.dataDir, '--port', '0', '--plain-http', '--plans', GENEROUS_PLANS], { stdio: ['ignore', 'pipe', 'pipe'] });
+    // Gone before the server writes its "listening on" line: that write fails with EPIPE.
+    child.stdout!.destroy();
+    try {
+      let log = '';
+      child.stderr!.on('data', (chunk: Buffer) => (log += chunk.toString()));
+      const listening = () => log.split('\n').find((l) => l.includes('"msg":"listening"'));
+      await eventually(() => listening() !== undefined, 'the server listens', 60_000);
+      const { port } = JSON.parse(listening()!) as { port: number };
+      const health = await fetch(`http://127.0.0.1:${port}/healthz`);
+      assert.equal(health.status, 200);
+      await health.arrayBuffer();
+      const exited = once(child, 'exit') as Promise<[number | null, NodeJS.Signals | null]>;
+      child.kill('SIGTERM');
+      assert.deepEqual(await exited, [0, null]);
+    } finally {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
       await data.cleanup();
     }
   });

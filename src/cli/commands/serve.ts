@@ -173,6 +173,12 @@ export const serveCommand: Command = {
     // (EPIPE) only silences the log. An asynchronous stream is flushed at exit by a loop that
     // retries EPIPE for ever, so a shutdown could hang.
     const logger: Logger = pino({ level, base: { service: 'upi-risk' } }, pino.destination({ dest: 2, sync: true }));
+    // Standard output carries a line or two for people. Unhandled, a reader that has gone away
+    // (EPIPE) would end the process as an uncaught error, and with the serving threads' sockets
+    // still open Node aborts it (SIGABRT) instead of the server shutting down when asked.
+    process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+      if (error.code !== 'EPIPE') logger.error({ err: error.message }, 'standard output failed');
+    });
 
     const plans = await loadPlans(values.plans ?? DEFAULT_PLANS_FILE);
     let tls: TlsFiles | null = null;
@@ -285,6 +291,9 @@ export const serveCommand: Command = {
     });
     const boundPort = pool.port;
     const stopServing = () => pool.drain();
+    // Before the server says it listens: a signal sent as soon as it does must find its handler.
+    process.once('SIGTERM', () => stop({ signal: 'SIGTERM' }, 0));
+    process.once('SIGINT', () => stop({ signal: 'SIGINT' }, 0));
     logger.info({ host, port: boundPort, threads, tls: tls !== null, keys: keys.size, snapshot: service.current.meta.id }, 'listening');
     // An IPv6 address goes in brackets in a URL (RFC 3986), or the port cannot be told apart.
     const urlHost = host.includes(':') ? `[${host}]` : host;
@@ -293,8 +302,6 @@ export const serveCommand: Command = {
     if (consoleAssets !== null) process.stdout.write(`console: ${base}/console/ (sign in with an admin-scoped API key)\n`);
     else logger.warn({}, 'the console is not built (dist/console); serving the API alone');
 
-    process.once('SIGTERM', () => stop({ signal: 'SIGTERM' }, 0));
-    process.once('SIGINT', () => stop({ signal: 'SIGINT' }, 0));
     process.on('SIGUSR2', () => {
       if (served.compact === null) logger.info({ signal: 'SIGUSR2' }, 'a follower does not compact: SIGUSR2 the active builder (upi-risk builder)');
       else served.compact('SIGUSR2');
