@@ -31,7 +31,7 @@ export interface ClusterGraph {
 export const MAX_GRAPH_MEMBERS = 1000;
 export const MAX_CLUSTER_LIST = 1000;
 
-/** The MAX_CLUSTER_LIST largest clusters of a snapshot, ordinals largest first, with every cluster's size; found once per snapshot. */
+/** The MAX_CLUSTER_LIST largest clusters of a snapshot: ordinals largest first, and their sizes in that order; found once per snapshot. */
 const ranked = new WeakMap<SnapshotView, { order: Uint32Array; sizes: Uint32Array }>();
 
 /**
@@ -74,7 +74,9 @@ export function rankClusters(data: SnapshotData, count: number): { order: Uint32
 export function largestClusters(snapshot: SnapshotView, limit: number): ClusterSummary[] {
   let found = ranked.get(snapshot);
   if (found === undefined) {
-    found = rankClusters(snapshot.data, MAX_CLUSTER_LIST);
+    // Only the listed clusters' sizes are kept: every cluster's would be 4 bytes a cluster per snapshot and thread.
+    const { order, sizes } = rankClusters(snapshot.data, MAX_CLUSTER_LIST);
+    found = { order, sizes: Uint32Array.from(order, (ordinal) => sizes[ordinal]!) };
     ranked.set(snapshot, found);
   }
   const d = snapshot.data;
@@ -83,7 +85,7 @@ export function largestClusters(snapshot: SnapshotView, limit: number): ClusterS
     const ordinal = found.order[i]!;
     out.push({
       cluster_id: formatClusterId(d.clusterNumber[ordinal]!),
-      size: found.sizes[ordinal]!,
+      size: found.sizes[i]!,
       risk_category: RISK_CATEGORIES[d.clusterRiskCategory[ordinal]!]!,
       confidence: d.clusterConfidence[ordinal]! / CONFIDENCE_SCALE,
     });

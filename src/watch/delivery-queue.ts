@@ -1,3 +1,4 @@
+import { lowerBound } from '../common/lower-bound.js';
 import type { StoredEvent } from './watchlist.js';
 
 interface HeadEntry {
@@ -140,12 +141,5 @@ function before(a: HeadEntry, b: HeadEntry): boolean {
 
 /** Where `id` is, or would go, in events sorted by id. */
 function position(events: readonly StoredEvent[], id: string): number {
-  let low = 0;
-  let high = events.length;
-  while (low < high) {
-    const mid = (low + high) >> 1;
-    if (events[mid]!.event.id < id) low = mid + 1;
-    else high = mid;
-  }
-  return low;
+  return lowerBound(events.length, (i) => events[i]!.event.id < id);
 }

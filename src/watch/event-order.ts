@@ -1,3 +1,5 @@
+import { lowerBound } from '../common/lower-bound.js';
+
 /**
  * A watchlist's event ids in id order (ids sort by time), for paging its
  * events newest first without sorting them all on every page: new ids wait
@@ -28,7 +30,7 @@ export class EventOrder {
   page(cursor: string | null, limit: number, kept: (id: string) => boolean): { ids: string[]; more: boolean } {
     this.#settle(kept);
     const sorted = this.#sorted;
-    let i = cursor === null ? sorted.length : lowerBound(sorted, cursor);
+    let i = cursor === null ? sorted.length : lowerBound(sorted.length, (at) => sorted[at]! < cursor);
     const ids: string[] = [];
     while (i > 0 && ids.length < limit) {
       const id = sorted[--i]!;
@@ -53,18 +55,6 @@ export class EventOrder {
       this.#dropped = 0;
     }
   }
-}
-
-/** The first index whose id is at least `id`. */
-function lowerBound(sorted: readonly string[], id: string): number {
-  let low = 0;
-  let high = sorted.length;
-  while (low < high) {
-    const mid = (low + high) >> 1;
-    if (sorted[mid]! < id) low = mid + 1;
-    else high = mid;
-  }
-  return low;
 }
 
 function mergeSorted(a: readonly string[], b: readonly string[]): string[] {

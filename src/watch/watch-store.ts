@@ -17,8 +17,11 @@ export interface WatchStore {
   /** Delete a watchlist with its VPAs and its events not yet delivered. */
   remove(id: string): Promise<void>;
   setSecret(id: string, secret: string): Promise<void>;
-  /** Watch VPAs (already watched ones change nothing), each with its verdict now. */
-  /** Watch the VPAs not yet watched; null, with nothing added, when the watchlist would then hold more than `room`. */
+  /**
+   * Watch VPAs, each with its verdict now (already watched ones change
+   * nothing); null, with nothing added, when the watchlist would then hold
+   * more than `room`.
+   */
   addVpas(id: string, entries: readonly (readonly [string, WatchedState])[], room?: number): Promise<{ added: number; total: number } | null>;
   removeVpas(id: string, upis: readonly string[]): Promise<{ removed: number; total: number }>;
   /** Watched VPAs in VPA order after `cursor` (exclusive), at most `limit`. */
