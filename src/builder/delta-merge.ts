@@ -16,8 +16,8 @@ import { WEIGHT_UNITS, categoriesIn, recencyWeightUnits, vpaConfidence } from '.
  * serving threads: a pure function of the snapshot, the delta so far and
  * deduplicated records, run on a pool thread.
  *
- * Every per-VPA field follows the same rules as a build (README, "Scoring
- * and clusters"), over the VPA's evidence in the snapshot and in the delta
+ * Every per-VPA field follows the same rules as a build (docs/scoring.md),
+ * over the VPA's evidence in the snapshot and in the delta
  * together. The snapshot keeps what that takes (snapshot-data.ts: the
  * evidence weight in whole units, the source category mask, the risk counts
  * of VPAs with more than one risk category), so the merge needs none of the

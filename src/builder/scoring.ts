@@ -1,8 +1,8 @@
 import { CONFIDENCE_SCALE } from '../engine/snapshot-data.js';
 
 /**
- * Confidence scoring. Everything here is documented in the README
- * ("Scoring"); change both together.
+ * Confidence scoring. Everything here is documented in docs/scoring.md,
+ * with worked examples; change both together.
  *
  * A VPA's confidence is a saturating function of an evidence score x:
  *

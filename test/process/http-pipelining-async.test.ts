@@ -3,8 +3,8 @@ import assert from 'node:assert/strict';
 import { get, rawRequest, startEdgeServer, type EdgeServer } from '../raw-http.js';
 
 /**
- * What pipelining does behind an answer that waits a turn (README,
- * "pipelining"): uWebSockets.js closes the connection as soon as it parses a
+ * What pipelining does behind an answer that waits a turn (docs/api.md,
+ * "Pipelining"): uWebSockets.js closes the connection as soon as it parses a
  * request while an earlier answer on it is still pending. The pending answer
  * is lost with the later requests, and so are the answers to earlier
  * requests of the same read, which had not been sent yet. /metrics always

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { tempDataDir, ingest, buildAndLoad, evidence } from '../helpers.js';
 import type { SnapshotView } from '../../src/engine/snapshot-view.js';
 
-// One small hand-written data set; each test pins one aggregation rule of the README.
+// One small hand-written data set; each test pins one aggregation rule of docs/scoring.md.
 let view: SnapshotView;
 let cleanup: () => Promise<void>;
 
