@@ -1,5 +1,4 @@
 import {
-  AppAuditReportSchema,
   AppAuditRequestSchema,
   BatchItemSchema,
   BatchRequestSchema,
@@ -69,7 +68,7 @@ export function openApiDocument(version: string): Record<string, unknown> {
           description: 'A console session (POST /v1/admin/session); every change made with it carries the X-CSRF-Token header',
         },
       },
-      schemas: plain({
+      schemas: referenced(plain({
         VpaVerdict: VpaVerdictSchema,
         Source: SourceSchema,
         BatchItem: BatchItemSchema,
@@ -81,12 +80,11 @@ export function openApiDocument(version: string): Record<string, unknown> {
         SourceCategory: SourceCategorySchema,
         EntityExposureReport: EntityExposureReportSchema,
         AppAuditRequest: AppAuditRequestSchema,
-        AppAuditReport: AppAuditReportSchema,
         EvidenceReceipt: EvidenceReceiptSchema,
         EvidenceRefusal: EvidenceRefusalSchema,
         ...ADMIN_SCHEMAS,
         ...WATCH_SCHEMAS,
-      }),
+      })),
     },
     paths: {
       '/v1/verify/upi': {
@@ -155,6 +153,29 @@ export function openApiDocument(version: string): Record<string, unknown> {
             },
           }),
           requestBody: { required: true, content: json(ref('AppAuditRequest')) },
+        },
+      },
+    },
+    webhooks: {
+      vpaChanged: {
+        post: {
+          operationId: 'deliverWatchEvent',
+          tags: ['Watchlists'],
+          summary: "A watched VPA's verdict changed: the event, POSTed to the watchlist's webhook_url",
+          description:
+            'At least once and in order per VPA (docs/watchlists.md): anything but a 2xx answer within 10 s (redirects are not followed) is tried again with backoff for up to 24 hours. A redelivery carries the same event id.',
+          security: [],
+          parameters: [
+            {
+              name: 'Upi-Risk-Signature',
+              in: 'header',
+              required: true,
+              description: 't=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<raw body>", keyed with the watchlist\'s secret>; refuse an old t',
+              schema: { type: 'string' },
+            },
+          ],
+          requestBody: { required: true, content: json(ref('WatchEvent')) },
+          responses: { '2XX': { description: 'Received; the event is delivered' } },
         },
       },
     },
@@ -459,6 +480,27 @@ function watchPaths({ ref, json, ok, error, common }: DocumentParts): Record<str
       },
     },
   };
+}
+
+/**
+ * The component schemas with each nested copy of another component (TypeBox
+ * inlines a schema wherever it is used, marked with its `$id`) replaced by a
+ * `$ref` to it, so that a generated client declares each shape once. The
+ * `$id`s go: a relative `$id` would move the base those `$ref`s resolve from.
+ */
+function referenced(schemas: Record<string, unknown>): Record<string, unknown> {
+  const texts = new Map(Object.entries(schemas).map(([name, schema]) => [name, JSON.stringify(schema)]));
+  const swap = (value: unknown, top: boolean): unknown => {
+    if (Array.isArray(value)) return value.map((item) => swap(item, false));
+    if (value === null || typeof value !== 'object') return value;
+    const { $id: id, ...rest } = value as Record<string, unknown>;
+    if (!top && typeof id === 'string' && texts.has(id)) {
+      if (JSON.stringify(value) !== texts.get(id)) throw new Error(`a schema nested as ${id} differs from the component ${id}`);
+      return { $ref: `#/components/schemas/${id}` };
+    }
+    return Object.fromEntries(Object.entries(rest).map(([key, child]) => [key, swap(child, false)]));
+  };
+  return Object.fromEntries(Object.entries(schemas).map(([name, schema]) => [name, swap(schema, true)]));
 }
 
 /** TypeBox schemas carry symbol-keyed metadata; the document wants plain JSON. */
