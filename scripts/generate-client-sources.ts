@@ -81,7 +81,7 @@ async function generateWireTypes(): Promise<string> {
   for (const [component, tsName] of Object.entries(CLIENT_COMPONENTS)) {
     const schema = components[component];
     if (schema === undefined) throw new Error(`the OpenAPI document has no component schema ${component}`);
-    definitions[component] = { ...(withReferences(schema, true) as JSONSchema), title: tsName };
+    definitions[component] = { ...(withReferences(schema) as JSONSchema), title: tsName };
   }
   for (const [name, [component, ...path]] of Object.entries(NAMED_SHAPES)) {
     const shape = path.reduce<unknown>((at, key) => (at as Record<string, unknown> | undefined)?.[key], definitions[component!]);
@@ -120,23 +120,23 @@ async function copyAdvice(): Promise<string> {
 }
 
 /**
- * TypeBox inlines a schema wherever it is used; a nested schema whose `$id`
- * names a client component becomes a `$ref` to it, so it is declared once.
- * Other `$id`s are dropped (they would name duplicate declarations).
+ * The document names a nested component with a `$ref`, which points here
+ * into the root's definitions, so each is declared once; a component the
+ * client does not list cannot be reached from one it does.
  */
-function withReferences(value: unknown, top = false): unknown {
+function withReferences(value: unknown): unknown {
   if (Array.isArray(value)) return value.map((item) => withReferences(item));
   if (value === null || typeof value !== 'object') return value;
   const record = value as Record<string, unknown>;
-  const id = record.$id;
-  if (!top && typeof id === 'string' && id in CLIENT_COMPONENTS) return { $ref: `#/definitions/${id}` };
   // TypeBox's Never is `{ not: {} }`, which the generator would read as any object.
   if (Object.keys(record).length === 1 && isEmptyObject(record.not)) return { tsType: 'never' };
   const out: Record<string, unknown> = {};
   for (const [key, child] of Object.entries(record)) {
-    if (key === '$id') continue;
-    if (key === '$ref' && typeof child === 'string') out[key] = child.replace('#/components/schemas/', '#/definitions/');
-    else out[key] = withReferences(child);
+    if (key === '$ref' && typeof child === 'string') {
+      const component = child.replace('#/components/schemas/', '');
+      if (!(component in CLIENT_COMPONENTS)) throw new Error(`a client component refers to ${child}, which CLIENT_COMPONENTS does not list`);
+      out[key] = `#/definitions/${component}`;
+    } else out[key] = withReferences(child);
   }
   return out;
 }

@@ -1,5 +1,4 @@
 import {
-  AppAuditReportSchema,
   AppAuditRequestSchema,
   BatchItemSchema,
   BatchRequestSchema,
@@ -46,16 +45,19 @@ export function openApiDocument(version: string): Record<string, unknown> {
     'X-Data-As-Of': { description: 'When the newest evidence in that intelligence (snapshot and delta) was ingested (ISO 8601)', schema: { type: 'string' } },
   };
   const ok = (description: string, schema: unknown) => ({ '200': { description, headers, content: json(schema) } });
-  const planned = (summary: string) => ({
+  // The 2xx a planned operation declares is what it will answer once it launches; until then it answers 503.
+  const planned = (summary: string, launched: Record<string, unknown>) => ({
     summary: `${summary} (planned, not yet available)`,
-    description: 'Routed and authenticated; answers 503 service_unavailable until the operation launches.',
-    responses: { '401': common['401'], '503': error('service_unavailable: the operation is planned and not yet available') },
+    description: 'Routed and authenticated; answers 503 service_unavailable until the operation launches. The 2xx answer is the one it will give then.',
+    'x-planned': true,
+    responses: { ...launched, '401': common['401'], '503': error('service_unavailable: the operation is planned and not yet available') },
   });
   return {
     openapi: '3.1.0',
     info: { title: 'UPI payee risk screening', version },
     servers: [{ url: '/' }],
     security: [{ bearer: [] }],
+    tags: TAGS,
     components: {
       securitySchemes: {
         bearer: { type: 'http', scheme: 'bearer' },
@@ -66,7 +68,7 @@ export function openApiDocument(version: string): Record<string, unknown> {
           description: 'A console session (POST /v1/admin/session); every change made with it carries the X-CSRF-Token header',
         },
       },
-      schemas: plain({
+      schemas: referenced(plain({
         VpaVerdict: VpaVerdictSchema,
         Source: SourceSchema,
         BatchItem: BatchItemSchema,
@@ -78,16 +80,17 @@ export function openApiDocument(version: string): Record<string, unknown> {
         SourceCategory: SourceCategorySchema,
         EntityExposureReport: EntityExposureReportSchema,
         AppAuditRequest: AppAuditRequestSchema,
-        AppAuditReport: AppAuditReportSchema,
         EvidenceReceipt: EvidenceReceiptSchema,
         EvidenceRefusal: EvidenceRefusalSchema,
         ...ADMIN_SCHEMAS,
         ...WATCH_SCHEMAS,
-      }),
+      })),
     },
     paths: {
       '/v1/verify/upi': {
         get: {
+          operationId: 'verifyUpi',
+          tags: ['Verify'],
           summary: 'Single lookup',
           parameters: [{ name: 'upi', in: 'query', required: true, schema: { type: 'string', pattern: VPA_PATTERN } }],
           responses: { ...ok('VPA verdict', ref('VpaVerdict')), ...common },
@@ -95,6 +98,8 @@ export function openApiDocument(version: string): Record<string, unknown> {
       },
       '/v1/verify/upi/batch': {
         post: {
+          operationId: 'verifyUpiBatch',
+          tags: ['Verify'],
           summary: 'Batch lookup of 1 to 100 VPAs; counts as one request against the rate limit',
           description: `"vpas" is accepted as an alias of "upis"; the response is always the reference form. Bodies over ${MAX_BODY_BYTES} bytes are refused with 400.`,
           requestBody: { required: true, content: json(ref('BatchRequest')) },
@@ -103,6 +108,8 @@ export function openApiDocument(version: string): Record<string, unknown> {
       },
       '/v1/verify/upi/cluster/{cluster_id}': {
         get: {
+          operationId: 'getCluster',
+          tags: ['Clusters'],
           summary: 'Cluster lookup',
           parameters: [{ name: 'cluster_id', in: 'path', required: true, schema: { type: 'string', pattern: '^MC-[0-9]+$' } }],
           responses: { ...ok('Cluster', ref('Cluster')), ...common, '404': error('not_found: no such cluster') },
@@ -110,6 +117,8 @@ export function openApiDocument(version: string): Record<string, unknown> {
       },
       '/v1/admin/evidence': {
         post: {
+          operationId: 'ingestEvidence',
+          tags: ['Evidence'],
           summary: 'Send evidence (an API key with the ingest scope)',
           description: `NDJSON in the ingestion contract, one evidence item per line (Content-Type: application/x-ndjson), at most ${MAX_EVIDENCE_BODY_BYTES} bytes. All or nothing: a body with any invalid line is refused whole with every bad line. Answered once the evidence is stored durably and served.`,
           requestBody: { required: true, content: { 'application/x-ndjson': { schema: { type: 'string' } } } },
@@ -123,11 +132,69 @@ export function openApiDocument(version: string): Record<string, unknown> {
       },
       ...adminPaths({ ref, json, ok, error, common }),
       ...watchPaths({ ref, json, ok, error, common }),
-      '/v1/cyber/check': { get: { ...planned('Entity dark-web exposure check'), parameters: [{ name: 'entity', in: 'query', required: true, schema: { type: 'string' } }] } },
-      '/v1/audit/app': { post: { ...planned('Mobile app audit submission'), requestBody: { content: json(ref('AppAuditRequest')) } } },
+      '/v1/cyber/check': {
+        get: {
+          operationId: 'checkEntityExposure',
+          tags: ['Exposure'],
+          ...planned('Entity dark-web exposure check', {
+            '200': { description: 'The exposure report of the entity (planned)', content: json(ref('EntityExposureReport')) },
+          }),
+          parameters: [{ name: 'entity', in: 'query', required: true, description: 'A domain name or a platform-internal entity identifier', schema: { type: 'string' } }],
+        },
+      },
+      '/v1/audit/app': {
+        post: {
+          operationId: 'submitAppAudit',
+          tags: ['AppAudit'],
+          ...planned('Mobile app audit submission', {
+            '2XX': {
+              description:
+                'Accepted (planned): the audit runs asynchronously, the answer carries a job identifier, and the report is polled from a status operation. The status code, the shape of the job identifier and the status operation are not defined yet.',
+            },
+          }),
+          requestBody: { required: true, content: json(ref('AppAuditRequest')) },
+        },
+      },
+    },
+    webhooks: {
+      vpaChanged: {
+        post: {
+          operationId: 'deliverWatchEvent',
+          tags: ['Watchlists'],
+          summary: "A watched VPA's verdict changed: the event, POSTed to the watchlist's webhook_url",
+          description:
+            'At least once and in order per VPA (docs/watchlists.md): anything but a 2xx answer within 10 s (redirects are not followed) is tried again with backoff for up to 24 hours. A redelivery carries the same event id.',
+          security: [],
+          parameters: [
+            {
+              name: 'Upi-Risk-Signature',
+              in: 'header',
+              required: true,
+              description: 't=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<raw body>", keyed with the watchlist\'s secret>; refuse an old t',
+              schema: { type: 'string' },
+            },
+          ],
+          requestBody: { required: true, content: json(ref('WatchEvent')) },
+          responses: { '2XX': { description: 'Received; the event is delivered' } },
+        },
+      },
     },
   };
 }
+
+/** One tag per operation: client generators make one class of each. */
+const TAGS = [
+  { name: 'Verify', description: 'Screening payee VPAs, one or up to 100 at a time (a key with the screen scope)' },
+  { name: 'Clusters', description: 'Clusters of VPAs seen together: the cluster of a verdict, and for an admin the largest clusters and their graphs' },
+  { name: 'Evidence', description: 'Sending fraud evidence, stored and served before the answer (a key with the ingest scope)' },
+  { name: 'Watchlists', description: "A key's watchlists of VPAs, and the signed webhook events sent when a watched verdict changes (a key with the screen scope)" },
+  { name: 'Exposure', description: 'Entity dark-web exposure check (planned, not yet available)' },
+  { name: 'AppAudit', description: 'Mobile app audits (planned, not yet available)' },
+  { name: 'Keys', description: 'API keys: create, change the plan of, rotate and revoke (an admin key or console session)' },
+  { name: 'Console', description: 'Console sessions: an admin key exchanged for a session cookie' },
+  { name: 'Admin', description: "The audit log and every key's watchlists (an admin key or console session)" },
+  { name: 'Operations', description: 'The figures of the service and compaction of the live delta (an admin key or console session)' },
+];
 
 /** What the document's path groups are written with. */
 interface DocumentParts {
@@ -153,17 +220,39 @@ function adminPaths({ ref, json, ok, error, common }: DocumentParts): Record<str
   return {
     '/v1/admin/session': {
       post: {
+        operationId: 'signIn',
+        tags: ['Console'],
         summary: 'Sign in to the console: exchange an admin-scoped key for a session cookie',
         security: [],
         requestBody: body('SignInRequest'),
         responses: { ...ok('Signed in; Set-Cookie carries the session', ref('Session')), ...refusals, '422': error('validation_error: no api_key') },
       },
-      get: { summary: 'The console session of the cookie', security: [{ session: [] }], responses: { ...ok('The session', ref('Session')), ...refusals } },
-      delete: { summary: 'Sign out', security: [{ session: [] }], responses: { ...ok('Signed out; the cookie is cleared', ref('SignedOut')), ...refusals } },
+      get: {
+        operationId: 'getSession',
+        tags: ['Console'],
+        summary: 'The console session of the cookie',
+        security: [{ session: [] }],
+        responses: { ...ok('The session', ref('Session')), ...refusals },
+      },
+      delete: {
+        operationId: 'signOut',
+        tags: ['Console'],
+        summary: 'Sign out',
+        security: [{ session: [] }],
+        responses: { ...ok('Signed out; the cookie is cleared', ref('SignedOut')), ...refusals },
+      },
     },
     '/v1/admin/keys': {
-      get: { summary: 'Every API key, with its use over the last 24 hours', security, responses: { ...ok('Keys and plan names', ref('KeyList')), ...refusals } },
+      get: {
+        operationId: 'listKeys',
+        tags: ['Keys'],
+        summary: 'Every API key, with its use over the last 24 hours',
+        security,
+        responses: { ...ok('Keys and plan names', ref('KeyList')), ...refusals },
+      },
       post: {
+        operationId: 'createKey',
+        tags: ['Keys'],
         summary: 'Create a key',
         security,
         requestBody: body('KeyCreateRequest'),
@@ -171,22 +260,59 @@ function adminPaths({ ref, json, ok, error, common }: DocumentParts): Record<str
       },
     },
     '/v1/admin/keys/{id}': {
-      patch: { summary: "Change a key's plan", security, parameters: [keyId], requestBody: body('KeyUpdateRequest'), responses: { ...ok('The key', ref('KeyAnswer')), ...changes } },
+      patch: {
+        operationId: 'updateKey',
+        tags: ['Keys'],
+        summary: "Change a key's plan",
+        security,
+        parameters: [keyId],
+        requestBody: body('KeyUpdateRequest'),
+        responses: { ...ok('The key', ref('KeyAnswer')), ...changes },
+      },
     },
     '/v1/admin/keys/{id}/rotate': {
-      post: { summary: 'New secret for a key; the old one stops working at once', security, parameters: [keyId], responses: { ...ok('The new key, shown only here', ref('NewKey')), ...changes } },
+      post: {
+        operationId: 'rotateKey',
+        tags: ['Keys'],
+        summary: 'New secret for a key; the old one stops working at once',
+        security,
+        parameters: [keyId],
+        responses: { ...ok('The new key, shown only here', ref('NewKey')), ...changes },
+      },
     },
     '/v1/admin/keys/{id}/revoke': {
-      post: { summary: 'Revoke a key; it stops working at once', security, parameters: [keyId], responses: { ...ok('The key', ref('KeyAnswer')), ...changes } },
+      post: {
+        operationId: 'revokeKey',
+        tags: ['Keys'],
+        summary: 'Revoke a key; it stops working at once',
+        security,
+        parameters: [keyId],
+        responses: { ...ok('The key', ref('KeyAnswer')), ...changes },
+      },
     },
     '/v1/admin/audit': {
-      get: { summary: 'The record of key and session changes, newest first', security, parameters: [limit(100, 1000)], responses: { ...ok('Audit records', ref('AuditList')), ...refusals } },
+      get: {
+        operationId: 'listAuditRecords',
+        tags: ['Admin'],
+        summary: 'The record of key and session changes, newest first',
+        security,
+        parameters: [limit(100, 1000)],
+        responses: { ...ok('Audit records', ref('AuditList')), ...refusals },
+      },
     },
     '/v1/admin/stats': {
-      get: { summary: 'The intelligence served, recent builds, freshness, and an hour of samples', security, responses: { ...ok('Figures', ref('Stats')), ...refusals } },
+      get: {
+        operationId: 'getStats',
+        tags: ['Operations'],
+        summary: 'The intelligence served, recent builds, freshness, and an hour of samples',
+        security,
+        responses: { ...ok('Figures', ref('Stats')), ...refusals },
+      },
     },
     '/v1/admin/compaction': {
       post: {
+        operationId: 'startCompaction',
+        tags: ['Operations'],
         summary: 'Fold the live delta into a new snapshot now, in the background (as SIGUSR2 does)',
         description: 'Answers at once; the new snapshot is served when built, together with what arrived meanwhile. Recorded in the audit log.',
         security,
@@ -194,10 +320,19 @@ function adminPaths({ ref, json, ok, error, common }: DocumentParts): Record<str
       },
     },
     '/v1/admin/clusters': {
-      get: { summary: 'The largest clusters of the snapshot served', security, parameters: [limit(50, 1000)], responses: { ...ok('Clusters, largest first', ref('ClusterList')), ...refusals } },
+      get: {
+        operationId: 'listClusters',
+        tags: ['Clusters'],
+        summary: 'The largest clusters of the snapshot served',
+        security,
+        parameters: [limit(50, 1000)],
+        responses: { ...ok('Clusters, largest first', ref('ClusterList')), ...refusals },
+      },
     },
     '/v1/admin/clusters/{cluster_id}/graph': {
       get: {
+        operationId: 'getClusterGraph',
+        tags: ['Clusters'],
         summary: 'A cluster as a graph: members, the urls they were seen on, and the sightings between them',
         security,
         parameters: [{ name: 'cluster_id', in: 'path', required: true, schema: { type: 'string', pattern: '^MC-[0-9]+$' } }],
@@ -221,36 +356,84 @@ function watchPaths({ ref, json, ok, error, common }: DocumentParts): Record<str
   return {
     '/v1/watchlists': {
       post: {
+        operationId: 'createWatchlist',
+        tags: ['Watchlists'],
         summary: 'Create a watchlist; its events go to webhook_url, signed with the secret of this answer',
         description: `webhook_url must be https and must not be, or resolve to, a private, loopback, link-local or metadata address (400 bad_request). A key holds at most ${MAX_WATCHLISTS_PER_KEY} watchlists (422 validation_error).`,
         requestBody: { required: true, description: `JSON, at most ${MAX_ADMIN_BODY_BYTES} bytes`, content: json(ref('WatchlistCreateRequest')) },
         responses: { '201': { description: 'Created; the secret is shown only here', content: json(ref('NewWatchlist')) }, ...changes },
       },
-      get: { summary: "The key's watchlists", responses: { ...ok('Watchlists', ref('WatchlistList')), ...refusals } },
+      get: {
+        operationId: 'listWatchlists',
+        tags: ['Watchlists'],
+        summary: "The key's watchlists",
+        responses: { ...ok('Watchlists', ref('WatchlistList')), ...refusals },
+      },
     },
     '/v1/watchlists/{id}': {
-      get: { summary: 'A watchlist', parameters: [id], responses: { ...ok('The watchlist', ref('Watchlist')), ...refusals } },
-      delete: { summary: 'Delete a watchlist, its VPAs and its undelivered events', parameters: [id], responses: { ...ok('Deleted', ref('WatchlistDeleted')), ...refusals } },
+      get: {
+        operationId: 'getWatchlist',
+        tags: ['Watchlists'],
+        summary: 'A watchlist',
+        parameters: [id],
+        responses: { ...ok('The watchlist', ref('Watchlist')), ...refusals },
+      },
+      delete: {
+        operationId: 'deleteWatchlist',
+        tags: ['Watchlists'],
+        summary: 'Delete a watchlist, its VPAs and its undelivered events',
+        parameters: [id],
+        responses: { ...ok('Deleted', ref('WatchlistDeleted')), ...refusals },
+      },
     },
     '/v1/watchlists/{id}/secret': {
-      post: { summary: 'A new signing secret; the old one signs nothing from now on', parameters: [id], responses: { ...ok('The new secret, shown only here', ref('WatchlistSecret')), ...refusals } },
+      post: {
+        operationId: 'rotateWatchlistSecret',
+        tags: ['Watchlists'],
+        summary: 'A new signing secret; the old one signs nothing from now on',
+        parameters: [id],
+        responses: { ...ok('The new secret, shown only here', ref('WatchlistSecret')), ...refusals },
+      },
     },
     '/v1/watchlists/{id}/vpas': {
       put: {
+        operationId: 'watchVpas',
+        tags: ['Watchlists'],
         summary: 'Watch 1 to 1,000 VPAs',
         description: `A key watches at most ${MAX_WATCHED_PER_KEY} VPAs over all its watchlists: a call that would go past that adds none (422 validation_error).`,
         parameters: [id],
         requestBody: vpas('VPAs to watch'),
         responses: { ...ok('How many were new, and the total', ref('WatchVpasAdded')), ...changes },
       },
-      delete: { summary: 'Stop watching 1 to 1,000 VPAs', parameters: [id], requestBody: vpas('VPAs to stop watching'), responses: { ...ok('How many were watched, and the total', ref('WatchVpasRemoved')), ...changes } },
-      get: { summary: 'The watched VPAs with their verdicts now, a page at a time', parameters: [id, ...page], responses: { ...ok('A page', ref('WatchedVpasPage')), ...refusals } },
+      delete: {
+        operationId: 'unwatchVpas',
+        tags: ['Watchlists'],
+        summary: 'Stop watching 1 to 1,000 VPAs',
+        parameters: [id],
+        requestBody: vpas('VPAs to stop watching'),
+        responses: { ...ok('How many were watched, and the total', ref('WatchVpasRemoved')), ...changes },
+      },
+      get: {
+        operationId: 'listWatchedVpas',
+        tags: ['Watchlists'],
+        summary: 'The watched VPAs with their verdicts now, a page at a time',
+        parameters: [id, ...page],
+        responses: { ...ok('A page', ref('WatchedVpasPage')), ...refusals },
+      },
     },
     '/v1/watchlists/{id}/events': {
-      get: { summary: 'Events with their delivery attempts, newest first', parameters: [id, ...page], responses: { ...ok('A page', ref('WatchEventPage')), ...refusals } },
+      get: {
+        operationId: 'listWatchEvents',
+        tags: ['Watchlists'],
+        summary: 'Events with their delivery attempts, newest first',
+        parameters: [id, ...page],
+        responses: { ...ok('A page', ref('WatchEventPage')), ...refusals },
+      },
     },
     '/v1/admin/watchlists': {
       get: {
+        operationId: 'listAllWatchlists',
+        tags: ['Admin'],
         summary: "Every key's watchlists in id order, a page at a time (an admin key or session)",
         security: [{ bearer: [] }, { session: [] }],
         parameters: page,
@@ -258,22 +441,66 @@ function watchPaths({ ref, json, ok, error, common }: DocumentParts): Record<str
       },
     },
     '/v1/admin/watchlists/{id}': {
-      get: { summary: "Any key's watchlist, with its owner (an admin key or session)", security: [{ bearer: [] }, { session: [] }], parameters: [id], responses: { ...ok('The watchlist', ref('AdminWatchlist')), ...refusals } },
+      get: {
+        operationId: 'getAnyWatchlist',
+        tags: ['Admin'],
+        summary: "Any key's watchlist, with its owner (an admin key or session)",
+        security: [{ bearer: [] }, { session: [] }],
+        parameters: [id],
+        responses: { ...ok('The watchlist', ref('AdminWatchlist')), ...refusals },
+      },
     },
     '/v1/admin/watchlists/{id}/vpas': {
-      get: { summary: "Any key's watched VPAs with their verdicts now (an admin key or session)", security: [{ bearer: [] }, { session: [] }], parameters: [id, ...page], responses: { ...ok('A page', ref('WatchedVpasPage')), ...refusals } },
+      get: {
+        operationId: 'listAnyWatchedVpas',
+        tags: ['Admin'],
+        summary: "Any key's watched VPAs with their verdicts now (an admin key or session)",
+        security: [{ bearer: [] }, { session: [] }],
+        parameters: [id, ...page],
+        responses: { ...ok('A page', ref('WatchedVpasPage')), ...refusals },
+      },
     },
     '/v1/admin/watchlists/{id}/events': {
-      get: { summary: "Any key's watchlist events with their delivery attempts (an admin key or session)", security: [{ bearer: [] }, { session: [] }], parameters: [id, ...page], responses: { ...ok('A page', ref('WatchEventPage')), ...refusals } },
+      get: {
+        operationId: 'listAnyWatchEvents',
+        tags: ['Admin'],
+        summary: "Any key's watchlist events with their delivery attempts (an admin key or session)",
+        security: [{ bearer: [] }, { session: [] }],
+        parameters: [id, ...page],
+        responses: { ...ok('A page', ref('WatchEventPage')), ...refusals },
+      },
     },
     '/v1/watchlists/{id}/events/{event_id}/redeliver': {
       post: {
+        operationId: 'redeliverWatchEvent',
+        tags: ['Watchlists'],
         summary: 'Deliver an event again from now, whatever its state',
         parameters: [id, { name: 'event_id', in: 'path', required: true, schema: { type: 'string' } }],
         responses: { '202': { description: 'Queued', content: json(ref('Redelivered')) }, ...refusals },
       },
     },
   };
+}
+
+/**
+ * The component schemas with each nested copy of another component (TypeBox
+ * inlines a schema wherever it is used, marked with its `$id`) replaced by a
+ * `$ref` to it, so that a generated client declares each shape once. The
+ * `$id`s go: a relative `$id` would move the base those `$ref`s resolve from.
+ */
+function referenced(schemas: Record<string, unknown>): Record<string, unknown> {
+  const texts = new Map(Object.entries(schemas).map(([name, schema]) => [name, JSON.stringify(schema)]));
+  const swap = (value: unknown, top: boolean): unknown => {
+    if (Array.isArray(value)) return value.map((item) => swap(item, false));
+    if (value === null || typeof value !== 'object') return value;
+    const { $id: id, ...rest } = value as Record<string, unknown>;
+    if (!top && typeof id === 'string' && texts.has(id)) {
+      if (JSON.stringify(value) !== texts.get(id)) throw new Error(`a schema nested as ${id} differs from the component ${id}`);
+      return { $ref: `#/components/schemas/${id}` };
+    }
+    return Object.fromEntries(Object.entries(rest).map(([key, child]) => [key, swap(child, false)]));
+  };
+  return Object.fromEntries(Object.entries(schemas).map(([name, schema]) => [name, swap(schema, true)]));
 }
 
 /** TypeBox schemas carry symbol-keyed metadata; the document wants plain JSON. */

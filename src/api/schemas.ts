@@ -169,6 +169,7 @@ export const AppAuditRequestSchema = Type.Object(
   { $id: 'AppAuditRequest', description: 'Planned; the operation is not yet available.' },
 );
 
+// Not in the OpenAPI document: no operation answers it until the status operation that polls an audit is defined.
 export const AppAuditReportSchema = Type.Object(
   {
     package_id: Type.String(),
