@@ -30,7 +30,7 @@ import type { DeltaData } from '../src/engine/delta-data.js';
 const QUERIES = 1 << 18;
 /** VPAs of the live delta measured beside the snapshot: the compaction policy's default bound. */
 const DELTA_VPAS = 100_000;
-/** As the serving thread's buffer (http/app.ts). */
+/** As the serving thread's buffer (http/routes/verify.ts). */
 const BODY_CAPACITY = 16_384;
 
 const { vpas: vpaCount, time: taskTime, json } = microOptions();

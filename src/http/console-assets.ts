@@ -3,13 +3,11 @@ import { extname, join, relative, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { brotliCompress, constants, gzip } from 'node:zlib';
-import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js';
 
 /**
  * The console's built files (docs/console.md), read and compressed once by
  * the main thread and answered from memory by every serving thread at
- * /console/. A path that is no file is a page of the single-page app, so it
- * gets index.html.
+ * /console/ (routes/console.ts).
  */
 export interface ConsoleAsset {
   readonly type: string;
@@ -81,40 +79,6 @@ export async function loadConsoleAssets(dir: URL | string = CONSOLE_DIR): Promis
   }
   if (files['index.html'] === undefined) return null;
   return { files };
-}
-
-export function registerConsoleRoutes(app: TemplatedApp, assets: ConsoleAssets): void {
-  const index = assets.files['index.html']!;
-  app.get('/console', (res) => {
-    res.writeStatus('308 Permanent Redirect').writeHeader('Location', '/console/');
-    for (const [name, value] of CONSOLE_SECURITY_HEADERS) res.writeHeader(name, value);
-    res.end();
-  });
-  app.get('/console/*', (res, req) => {
-    const path = req.getUrl().slice('/console/'.length);
-    const asset = assets.files[path];
-    if (asset !== undefined) {
-      answer(res, req, '200 OK', asset);
-    } else if (path.startsWith('assets/') || extname(path) !== '') {
-      // A missing file, not a page: an old bundle's chunk must not come back as HTML.
-      res.writeStatus('404 Not Found').writeHeader('Content-Type', 'text/plain; charset=utf-8');
-      for (const [name, value] of CONSOLE_SECURITY_HEADERS) res.writeHeader(name, value);
-      res.end('not found');
-    } else {
-      answer(res, req, '200 OK', index);
-    }
-  });
-}
-
-function answer(res: HttpResponse, req: HttpRequest, status: string, asset: ConsoleAsset): void {
-  const accepted = req.getHeader('accept-encoding');
-  const encoding = acceptsEncoding(accepted, 'br') ? 'br' : acceptsEncoding(accepted, 'gzip') ? 'gzip' : null;
-  res.writeStatus(status).writeHeader('Content-Type', asset.type);
-  res.writeHeader('Cache-Control', asset.immutable ? 'public, max-age=31536000, immutable' : 'no-cache');
-  res.writeHeader('Vary', 'Accept-Encoding');
-  if (encoding !== null) res.writeHeader('Content-Encoding', encoding);
-  for (const [name, value] of CONSOLE_SECURITY_HEADERS) res.writeHeader(name, value);
-  res.end(encoding === 'br' ? asset.brotli : encoding === 'gzip' ? asset.gzip : asset.body);
 }
 
 /** Whether an Accept-Encoding header accepts `coding` (listed, and not with q=0). */

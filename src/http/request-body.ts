@@ -10,6 +10,18 @@ import { HttpError, badRequest } from '../api/http-error.js';
 export const MAX_DISCARDED_BODY_BYTES = 8 * 1024 * 1024;
 
 /**
+ * How long a chunked body past its cap has to end before it is refused
+ * anyway, with its connection closed. Its length is unknown, so it is read
+ * and dropped meanwhile, and refused at its end (the connection then serves
+ * on) or at the discard limit: but a client may stop sending and wait for
+ * the answer, and the refusal cannot wait for an end that never comes. uWS
+ * cannot close a connection after its answer, and after an answer reads and
+ * drops the rest of a chunked body without a bound, so a body that has not
+ * ended is answered with its connection closed.
+ */
+export const CHUNKED_OVERFLOW_WAIT_MS = 250;
+
+/**
  * Whether a header value is visible ASCII with spaces or tabs between
  * (RFC 9110 field-value, without obs-text). uWS hands values over as latin1
  * text, so a byte of 0x80 or more is one character of 0x80 or more here.
@@ -38,8 +50,10 @@ export function isContentType(value: string, mediaType: string): boolean {
  * so that the client, which may be sending it all before it reads, gets the
  * answer (a declared Content-Length over the cap is refused at once, and uWS
  * drops the declared rest itself); past `discardLimit` the refusal closes the
- * connection. uWS reuses the chunk memory after the callback, so each chunk
- * is copied once, and the whole body concatenated once at the end.
+ * connection. A chunked body past the cap that has not ended within
+ * CHUNKED_OVERFLOW_WAIT_MS is refused then, closing the connection. uWS
+ * reuses the chunk memory after the callback, so each chunk is copied once,
+ * and the whole body concatenated once at the end.
  */
 export function readBody(res: HttpResponse, limit: number, discardLimit: number, declaredLength: string): Promise<Buffer | HttpError> {
   return new Promise((resolve) => {
@@ -66,15 +80,23 @@ export function readBody(res: HttpResponse, limit: number, discardLimit: number,
     const chunks: Buffer[] = [];
     let size = 0;
     let finished = false;
+    let overflowWait: NodeJS.Timeout | undefined;
     res.onData((chunk, isLast) => {
       if (finished) return;
       size += chunk.byteLength;
       if (size > limit) {
-        // Past the cap (a chunked body): dropped from here on, and refused at its end or at the discard limit.
+        // Past the cap (a chunked body): dropped from here on, and refused at its end, at the discard limit, or after the wait.
         chunks.length = 0;
         if (size > discardLimit || isLast) {
           finished = true;
+          clearTimeout(overflowWait);
           resolve(tooLarge(!isLast));
+        } else if (overflowWait === undefined) {
+          // Made only past the cap: a body within it allocates nothing more.
+          overflowWait = setTimeout(() => {
+            finished = true;
+            resolve(tooLarge(true));
+          }, CHUNKED_OVERFLOW_WAIT_MS);
         }
         return;
       }

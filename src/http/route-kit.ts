@@ -1,59 +1,277 @@
+import { performance } from 'node:perf_hooks';
 import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js';
-import type { KeyRecord, KeyScope } from '../access/key-record.js';
-import type { FoundSession } from '../api/admin-requests.js';
-import type { QuotaDecision } from '../access/quota.js';
+import type { Logger } from '../common/logger.js';
 import type { ServingView } from '../engine/serving-view.js';
-import type { HttpError } from '../api/http-error.js';
+import type { IntakeResult } from '../service/evidence-intake.js';
+import type { KeyRecord, KeyScope } from '../access/key-record.js';
+import type { UsageCounter } from '../access/key-usage.js';
+import type { Quota } from '../access/quota.js';
+import type { AdminAnswer, AdminRequest } from '../api/admin-requests.js';
+import { HttpError, STATUS_LINES, errorJson, badRequest, internalError } from '../api/http-error.js';
+import { createAdmission } from './admission.js';
+import { AnswerHead, snapshotHeaderLines } from './answer-headers.js';
+import type { ConsoleAssets } from './console-assets.js';
+import type { Answer, BodyAnswer, Exchange } from './exchange.js';
+import type { ServiceMetrics } from './metrics.js';
+import { MAX_DISCARDED_BODY_BYTES, isContentType, readBody } from './request-body.js';
+import { RequestIds } from './request-ids.js';
+import { ROUTE_NAMES } from './request-stats.js';
 
-/**
- * Per-request context. The view is taken once, at the start, so a request
- * (every item of a batch included) is answered from one snapshot and one
- * state of its delta even if either changes meanwhile.
- */
-export interface Exchange {
-  readonly res: HttpResponse;
-  /** Index in ROUTE_NAMES. */
-  readonly route: number;
-  /** RequestIds number of this request: its X-Request-Id, made text only for a log line. */
-  readonly requestNumber: number;
-  readonly view: ServingView;
-  readonly started: number;
-  /** Answered or aborted: nothing may be written any more. */
-  closed: boolean;
+/** What the edge needs; the engine never imports the edge. */
+export interface ApiDependencies {
+  /** What answers: a snapshot and the live delta over it, replaced whole (ServingView). */
+  readonly served: { readonly current: ServingView };
+  readonly keys: { verify(presentedKey: string): KeyRecord | null };
+  readonly quota: Quota;
+  readonly logger: Logger;
+  readonly version: string;
+  readonly metrics?: ServiceMetrics;
   /**
-   * Answered after the handler returned (answerLater): the writes must then
-   * be corked. Inside the handler uWebSockets.js has corked the socket
-   * already, and `cork` would only call back into JavaScript.
+   * Bearer token for GET /metrics. Without one, /metrics answers loopback
+   * clients only.
    */
-  later: boolean;
-  /** Rate-limit state to report in the X-RateLimit-* headers. */
-  quota: QuotaDecision | null;
-  /** The caller's key once admitted (a console session's key for a session). */
-  key: KeyRecord | null;
-  /** The console session the caller came with, when it came with one instead of a key. */
-  session: (FoundSession & { readonly tokenHash: string }) | null;
+  readonly metricsToken?: string;
+  /** Produce the /metrics text; defaults to this thread's registry (serving threads ask the main thread for all of them). */
+  readonly scrape?: () => Promise<string>;
+  /** Store evidence sent to POST /v1/admin/evidence and wait until it is served; absent, that route answers 503. */
+  readonly ingest?: (body: Uint8Array) => Promise<IntakeResult>;
+  /** Which serving thread this is, reported by /readyz (absent with one thread). */
+  readonly thread?: number;
+  /** Ask the main thread for an admin operation or a console session; absent, the admin routes answer 503. */
+  readonly admin?: (request: AdminRequest) => Promise<AdminAnswer>;
+  /** Counts each key's requests and 429s (the console's key usage). */
+  readonly usage?: UsageCounter;
+  /** The console's built files, served at /console/; absent, /console/ is not found. */
+  readonly console?: ConsoleAssets;
 }
 
-/** An answer that runs once the caller is admitted; one that returns a promise answers later. */
-export type Answer<T> = (x: Exchange, input: T) => void | Promise<void>;
+/** A uWebSockets.js route handler. */
+export type Handler = (res: HttpResponse, req: HttpRequest) => void;
 
-/** What app.ts lends the route modules that live beside it (admin-routes.ts). */
+/**
+ * What every route group is built from (routes/*.ts): the exchange's life
+ * (begun, answered, failed) and the route shapes (keyed, with a body). Built
+ * once per app; the handlers the groups make from it are fixed at start-up.
+ */
 export interface RouteKit {
   readonly app: TemplatedApp;
   begin(res: HttpResponse, route: number): Exchange;
   /** The answer comes after the handler returns: call within the handler. */
   answerLater(x: Exchange): void;
+  /** `body` may be bytes another answer will write over: it is handed to uWS (which copies it) before this returns. */
   send(x: Exchange, status: number, body: string | Uint8Array, extra?: readonly [string, string], closeConnection?: boolean): void;
+  /**
+   * Answer a HEAD request: the status and headers of the GET answer, whose
+   * body (`getBody`) gives Content-Length, and no body. Within the handler,
+   * so a request pipelined behind it is answered too.
+   */
+  sendHead(x: Exchange, status: number, getBody: string): void;
+  /** Answer 200 later with nothing but a Content-Type: no request id, snapshot or rate-limit headers, and not counted (the /metrics scrape). */
+  sendBare(x: Exchange, contentType: string, body: string): void;
+  /** `forceClose`: close the connection whatever the error (a body is still streaming in and will not be read). */
   fail(x: Exchange, error: unknown, forceClose?: boolean): void;
-  /** A keyed route without a body (GET, or a change whose body is ignored). */
-  keyed<T>(route: number, scope: KeyScope, read: (req: HttpRequest) => T, answer: Answer<T>): (res: HttpResponse, req: HttpRequest) => void;
-  /** A keyed route with a body of `mediaType` of at most `limit` bytes; `emptyAllowed` takes an empty body of any type. */
-  keyedBody(route: number, scope: KeyScope, limit: number, mediaType: string, answer: Answer<Buffer>, emptyAllowed?: boolean): (res: HttpResponse, req: HttpRequest) => void;
+  /**
+   * A keyed route without a body (GET, or a change whose body is ignored):
+   * `read` copies what it needs from the request synchronously (the request
+   * object is gone after the handler returns), then the answer runs once the
+   * caller is admitted: within the handler when the quota answers at once,
+   * which is the common case.
+   */
+  keyed<T>(route: number, scope: KeyScope, read: (req: HttpRequest) => T, answer: Answer<T>): Handler;
+  /**
+   * A keyed route with a body of `mediaType` of at most `limit` bytes:
+   * `answer` runs once the caller is admitted and the whole body is in, and
+   * may answer later (it returns a promise then). `emptyAllowed` takes an
+   * empty body of any type; `read` copies what else the answer needs from
+   * the request (path parameters), within the handler.
+   */
+  keyedBody<T = undefined>(route: number, scope: KeyScope, limit: number, mediaType: string, answer: BodyAnswer<T>, emptyAllowed?: boolean, read?: (req: HttpRequest) => T): Handler;
   /** Charge a known key's quota and check its scope (throws the 429 or 403). */
   admitKey(x: Exchange, record: KeyRecord, scope: KeyScope): KeyRecord | Promise<KeyRecord>;
   /** Refuse a presented key: charged to the client IP, so keys cannot be guessed at line rate. */
   refuseKey(x: Exchange, refusal: HttpError, ip: string): Promise<never>;
   /** Report the client IP's limit state, for an answer given before any key is known. */
   peekIp(x: Exchange, ip: string): Promise<void>;
-  remoteAddress(res: HttpResponse): string;
+}
+
+export interface BuiltRouteKit {
+  readonly kit: RouteKit;
+  /** Requests begun and not yet answered or aborted. */
+  inFlight(): number;
+  /** From now on every answer closes its connection, so keep-alive clients leave. */
+  drain(): void;
+}
+
+/** Build the kit the route groups share, over `app`. */
+export function createRouteKit(deps: ApiDependencies, app: TemplatedApp): BuiltRouteKit {
+  const metrics = deps.metrics;
+  const requestIds = new RequestIds();
+  const head = new AnswerHead(requestIds);
+  const { admit, admitKey, refuseKey } = createAdmission(deps);
+  let inFlight = 0;
+  let draining = false;
+  // Most answers come from the view the one before came from. Known by its
+  // version, not the object: holding a replaced snapshot here would keep its
+  // memory until the next answer, which an idle thread may never give.
+  let linesVersion: string | null = null;
+  let lines: Uint8Array = new Uint8Array(0);
+  const snapshotLines = (view: ServingView): Uint8Array => {
+    if (view.version !== linesVersion) {
+      lines = snapshotHeaderLines(view.version, view.asOfIso);
+      linesVersion = view.version;
+    }
+    return lines;
+  };
+
+  const begin = (res: HttpResponse, route: number): Exchange => {
+    inFlight++;
+    return {
+      res,
+      route,
+      requestNumber: requestIds.next(),
+      view: deps.served.current,
+      started: performance.now(),
+      closed: false,
+      later: false,
+      quota: null,
+      key: null,
+      session: null,
+    };
+  };
+
+  /**
+   * The answer will come after the handler returns: uWS must be told what to
+   * do if the client goes away meanwhile (the response object is dead then).
+   * Answers given within the handler skip this.
+   */
+  const answerLater = (x: Exchange): void => {
+    x.later = true;
+    x.res.onAborted(() => {
+      if (!x.closed) inFlight--;
+      x.closed = true;
+    });
+  };
+
+  const send = (x: Exchange, status: number, body: string | Uint8Array, extra?: readonly [string, string], closeConnection = false): void => {
+    if (x.closed) return;
+    // Made before the exchange is closed: were it to throw, the caller's fail() could still answer.
+    const headLines = head.lines(snapshotLines(x.view), x.requestNumber, x.quota, extra?.[0], extra?.[1]);
+    x.closed = true;
+    inFlight--;
+    const statusLine = STATUS_LINES[status] ?? `${status}`;
+    const close = closeConnection || draining;
+    if (x.later) {
+      x.res.cork(() => {
+        head.write(x.res, statusLine, headLines);
+        x.res.end(body, close);
+      });
+    } else {
+      head.write(x.res, statusLine, headLines);
+      x.res.end(body, close);
+    }
+    metrics?.requests.record(x.route, status, (performance.now() - x.started) / 1000);
+  };
+
+  const fail = (x: Exchange, error: unknown, forceClose = false): void => {
+    if (!(error instanceof HttpError)) {
+      deps.logger.error({ requestId: requestIds.text(x.requestNumber), route: ROUTE_NAMES[x.route], err: String((error as Error)?.stack ?? error) }, 'request failed');
+    }
+    const e = error instanceof HttpError ? error : internalError();
+    const extra: readonly [string, string] | undefined =
+      e.status === 401 ? ['WWW-Authenticate', 'Bearer'] : e.retryAfter !== undefined ? ['Retry-After', String(e.retryAfter)] : undefined;
+    // A refused upload may still be streaming in; closing the connection stops reading it.
+    send(x, e.status, errorJson(e), extra, e.closeConnection || forceClose);
+  };
+
+  const sendHead = (x: Exchange, status: number, getBody: string): void => {
+    const headLines = head.lines(snapshotLines(x.view), x.requestNumber, x.quota);
+    x.closed = true;
+    inFlight--;
+    head.write(x.res, STATUS_LINES[status] ?? `${status}`, headLines);
+    // Written here: endWithoutBody(length) aborts the process in this build,
+    // and without a length Node's client does not keep the connection.
+    x.res.writeHeader('Content-Length', String(Buffer.byteLength(getBody)));
+    // endWithoutBody(length, close) likewise; a draining server asks the client to close instead.
+    if (draining) x.res.writeHeader('Connection', 'close');
+    x.res.endWithoutBody();
+    metrics?.requests.record(x.route, status, (performance.now() - x.started) / 1000);
+  };
+
+  const sendBare = (x: Exchange, contentType: string, body: string): void => {
+    if (x.closed) return;
+    x.closed = true;
+    inFlight--;
+    x.res.cork(() => x.res.writeStatus('200 OK').writeHeader('Content-Type', contentType).end(body, draining));
+  };
+
+  const keyed = <T>(route: number, scope: KeyScope, read: (req: HttpRequest) => T, answer: Answer<T>): Handler => {
+    return (res: HttpResponse, req: HttpRequest) => {
+      const x = begin(res, route);
+      try {
+        const input = read(req);
+        const admitted = admit(x, req, scope);
+        if (admitted instanceof Promise) {
+          answerLater(x);
+          // One catch covers both a refused admission and an answer that throws.
+          admitted.then(() => answer(x, input)).catch((error: unknown) => fail(x, error));
+        } else {
+          const answered = answer(x, input);
+          if (answered instanceof Promise) {
+            answerLater(x);
+            answered.catch((error: unknown) => fail(x, error));
+          }
+        }
+      } catch (error) {
+        fail(x, error);
+      }
+    };
+  };
+
+  const keyedBody = <T = undefined>(route: number, scope: KeyScope, limit: number, mediaType: string, answer: BodyAnswer<T>, emptyAllowed = false, read?: (req: HttpRequest) => T): Handler => (res: HttpResponse, req: HttpRequest) => {
+    const x = begin(res, route);
+    answerLater(x);
+    const contentType = req.getHeader('content-type');
+    const declared = req.getHeader('content-length');
+    const input = read?.(req) as T;
+    // The body must be consumed from now on; authentication runs while it arrives.
+    // A body somewhat over the cap is read and dropped so that the client gets its 400 (MAX_DISCARDED_BODY_BYTES).
+    const body = readBody(res, limit, Math.max(MAX_DISCARDED_BODY_BYTES, 2 * limit), declared);
+    let admitted: KeyRecord | Promise<KeyRecord>;
+    try {
+      admitted = admit(x, req, scope);
+    } catch (error) {
+      admitted = Promise.reject(error);
+    }
+    // Settled at once, so a refusal waits for the body without being an unhandled rejection meanwhile.
+    const refusal = Promise.resolve(admitted).then(
+      () => null,
+      (error: unknown) => error,
+    );
+    // A refused key is answered once the body is read too (within its bounds):
+    // after an answer uWS reads and drops the rest of a body itself, without
+    // a bound for a chunked one.
+    let cutOff = false;
+    Promise.all([refusal, body])
+      .then(([refused, payload]) => {
+        cutOff = payload instanceof HttpError && payload.closeConnection;
+        if (refused !== null) throw refused;
+        const empty = !(payload instanceof HttpError) && payload.length === 0;
+        if (!isContentType(contentType, mediaType) && !(emptyAllowed && empty)) throw badRequest(`Content-Type must be ${mediaType}`);
+        if (payload instanceof HttpError) throw payload;
+        return answer(x, payload, input);
+      })
+      .catch((error: unknown) => fail(x, error, cutOff));
+  };
+
+  const peekIp = async (x: Exchange, ip: string): Promise<void> => {
+    x.quota = await deps.quota.peekIp(ip);
+  };
+
+  return {
+    kit: { app, begin, answerLater, send, sendHead, sendBare, fail, keyed, keyedBody, admitKey, refuseKey, peekIp },
+    inFlight: () => inFlight,
+    drain: () => {
+      draining = true;
+    },
+  };
 }

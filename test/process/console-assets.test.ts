@@ -5,7 +5,8 @@ import { join } from 'node:path';
 import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import { request } from 'node:http';
 import uWS from 'uWebSockets.js';
-import { CONSOLE_DIR, acceptsEncoding, loadConsoleAssets, registerConsoleRoutes } from '../../src/http/console-assets.js';
+import { CONSOLE_DIR, acceptsEncoding, loadConsoleAssets } from '../../src/http/console-assets.js';
+import { registerConsoleRoutes } from '../../src/http/routes/console.js';
 import { listen } from '../../src/http/server.js';
 import { tempDataDir } from '../helpers.js';
 

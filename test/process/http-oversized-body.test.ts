@@ -1,8 +1,9 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { connect } from 'node:net';
-import { MAX_DISCARDED_BODY_BYTES } from '../../src/http/request-body.js';
-import { MAX_BODY_BYTES } from '../../src/api/schemas.js';
+import { CHUNKED_OVERFLOW_WAIT_MS, MAX_DISCARDED_BODY_BYTES } from '../../src/http/request-body.js';
+import { MAX_BODY_BYTES, MAX_EVIDENCE_BODY_BYTES } from '../../src/api/schemas.js';
+import { MAX_ADMIN_BODY_BYTES, MAX_WATCH_BODY_BYTES } from '../../src/api/admin-requests.js';
 import { get, lookupProblem, parseAnswers, rawRequest, startEdgeServer, type EdgeServer } from '../raw-http.js';
 
 /**
@@ -13,6 +14,26 @@ import { get, lookupProblem, parseAnswers, rawRequest, startEdgeServer, type Edg
  * A client that sends more than that is cut off.
  */
 const FIVE_MIB = 5 * 1024 * 1024;
+/**
+ * How long a refusal of a chunked body that has not ended may take: its
+ * wait and then some, well under the six seconds and more that went
+ * unanswered and under uWS's idle timeout (8 to 12 s), which would close
+ * the connection unanswered.
+ */
+const UNENDED_ANSWERED_WITHIN_MS = CHUNKED_OVERFLOW_WAIT_MS + 3000;
+
+/** `count` chunks of `size` bytes in chunked framing, without the closing `0` chunk. */
+function unendedChunks(count: number, size: number): Buffer {
+  const frame = Buffer.concat([Buffer.from(`${size.toString(16)}\r\n`), Buffer.alloc(size, 0x20), Buffer.from('\r\n')]);
+  return Buffer.concat(Array.from({ length: count }, () => frame));
+}
+
+/** `bytes` cut into writes of `size` bytes. */
+function pieces(bytes: Buffer, size: number): Buffer[] {
+  const out: Buffer[] = [];
+  for (let at = 0; at < bytes.length; at += size) out.push(bytes.subarray(at, at + size));
+  return out;
+}
 
 describe('batch bodies over the cap', () => {
   let edge: EdgeServer;
@@ -58,6 +79,45 @@ describe('batch bodies over the cap', () => {
     const result = await rawRequest(edge.port, chunks, { expect: 2, timeoutMs: 20_000 });
     assert.deepEqual(result.answers.map((a) => a.status), [400, 200]);
     assert.equal((JSON.parse(result.answers[0]!.body) as { error: string }).error, 'bad_request');
+  });
+
+  // A client that stops sending before the closing chunk and waits for the answer.
+  for (const [count, piece] of [
+    [40, 1000],
+    [40, 16_384],
+    [320, 1000],
+    [320, 16_384],
+  ] as const) {
+    test(`a chunked body past the cap that has not ended (${count} chunks of 16 KiB in ${piece}-byte writes) is refused at once, and its connection closed`, async () => {
+      const bytes = Buffer.concat([Buffer.from(head('Transfer-Encoding: chunked\r\n'), 'latin1'), unendedChunks(count, 16 * 1024)]);
+      const result = await rawRequest(edge.port, pieces(bytes, piece), { timeoutMs: UNENDED_ANSWERED_WITHIN_MS });
+      assert.deepEqual(result.answers.map((a) => a.status), [400]);
+      const body = JSON.parse(result.answers[0]!.body) as { error: string; message: string };
+      assert.equal(body.error, 'bad_request');
+      assert.match(body.message, new RegExp(`larger than ${MAX_BODY_BYTES} bytes`));
+      assert.equal(result.closed, true, 'the connection is closed: the rest of the body will not be read');
+      assert.equal(result.answers[0]!.headers.get('connection'), 'close');
+    });
+  }
+
+  test('every route that reads a body refuses a chunked body past its cap that has not ended', async () => {
+    const routes = [
+      // Without a key: refused for its size.
+      { method: 'POST', path: '/v1/admin/session', cap: MAX_ADMIN_BODY_BYTES, status: 400 },
+      { method: 'PUT', path: '/v1/watchlists/wl_000000000001/vpas', cap: MAX_WATCH_BODY_BYTES, status: 400 },
+      // The test key has the screen scope only: refused for its scope, once the body is refused.
+      { method: 'POST', path: '/v1/admin/keys', cap: MAX_ADMIN_BODY_BYTES, status: 403 },
+      { method: 'POST', path: '/v1/admin/evidence', cap: MAX_EVIDENCE_BODY_BYTES, status: 403 },
+    ];
+    for (const route of routes) {
+      const authorization = route.path === '/v1/admin/session' ? '' : `Authorization: Bearer ${edge.key}\r\n`;
+      const type = route.path === '/v1/admin/evidence' ? 'application/x-ndjson' : 'application/json';
+      const start = `${route.method} ${route.path} HTTP/1.1\r\nHost: x\r\n${authorization}Content-Type: ${type}\r\nTransfer-Encoding: chunked\r\n\r\n`;
+      const bytes = Buffer.concat([Buffer.from(start, 'latin1'), unendedChunks(route.cap / (16 * 1024) + 4, 16 * 1024)]);
+      const result = await rawRequest(edge.port, pieces(bytes, 16_384), { timeoutMs: UNENDED_ANSWERED_WITHIN_MS });
+      assert.deepEqual(result.answers.map((a) => a.status), [route.status], `${route.method} ${route.path}`);
+      assert.equal(result.closed, true, `${route.method} ${route.path}: the connection is closed`);
+    }
   });
 
   test('a client waiting for 100 Continue gets 100 and then the 400 without sending the body', async () => {

@@ -2,7 +2,9 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mulberry32 } from '../fixtures/random.js';
 import { lookupProblem, parseAnswers, rawRequest, startEdgeServer, type EdgeServer } from '../raw-http.js';
-import { ERROR_CODES } from '../../src/api/schemas.js';
+import { ERROR_CODES, MAX_BODY_BYTES } from '../../src/api/schemas.js';
+import { MAX_ADMIN_BODY_BYTES, MAX_WATCH_BODY_BYTES } from '../../src/api/admin-requests.js';
+import { CHUNKED_OVERFLOW_WAIT_MS } from '../../src/http/request-body.js';
 
 /**
  * Bounded fuzzing over raw sockets: a seeded generator of malformed and
@@ -12,7 +14,9 @@ import { ERROR_CODES } from '../../src/api/schemas.js';
  * serving threads. Holds: no 5xx but the planned endpoints' 503, no
  * connection held past a bound (answered and closed, or closed), every JSON
  * error a spec code, no "request failed" in the log, and the server alive
- * and exact afterwards. Deterministic for a seed (UPI_RISK_FUZZ_SEED).
+ * and exact afterwards. Among them, chunked bodies past a route's cap that
+ * never end, on connections left open: each is refused 400 and closed
+ * within a bound. Deterministic for a seed (UPI_RISK_FUZZ_SEED).
  */
 const SEED = Number(process.env.UPI_RISK_FUZZ_SEED ?? 20_261_126);
 const CONNECTIONS = 2000;
@@ -22,6 +26,10 @@ const PARALLEL = 24;
 const LEFT_OPEN_EVERY = 100;
 const HALF_CLOSED_WITHIN_MS = 5000;
 const LEFT_OPEN_WITHIN_MS = 20_000;
+/** Every this many connections, one sends a chunked body past its route's cap and neither ends it nor half-closes. */
+const UNENDED_EVERY = 40;
+/** Under uWS's idle timeout, which would close such a connection unanswered. */
+const UNENDED_WITHIN_MS = CHUNKED_OVERFLOW_WAIT_MS + 4000;
 const CODES = new Set<string>(ERROR_CODES);
 
 type Random = () => number;
@@ -159,6 +167,39 @@ function connection(r: Random, key: string, flagged: string): { chunks: Buffer[]
   return { chunks: chunks.filter((c) => c.length > 0), hasHead: requests.some((q) => q.head), requests: n };
 }
 
+/** The routes that read a body, by their caps, with the key's screen scope or none needed. */
+const BODY_ROUTES = [
+  { start: 'POST /v1/verify/upi/batch', cap: MAX_BODY_BYTES, keyed: true },
+  { start: 'POST /v1/admin/session', cap: MAX_ADMIN_BODY_BYTES, keyed: false },
+  { start: 'PUT /v1/watchlists/wl_000000000001/vpas', cap: MAX_WATCH_BODY_BYTES, keyed: true },
+  { start: 'DELETE /v1/watchlists/wl_000000000001/vpas', cap: MAX_WATCH_BODY_BYTES, keyed: true },
+] as const;
+
+/**
+ * A chunked body up to 1 MiB past a body route's cap, in chunks of any size,
+ * without the closing chunk, written in pieces of any size; what the client
+ * then does is wait.
+ */
+function unendedChunked(r: Random, key: string): Buffer[] {
+  const route = pick(r, BODY_ROUTES);
+  const head = `${route.start} HTTP/1.1\r\nHost: x\r\n${route.keyed ? `Authorization: Bearer ${key}\r\n` : ''}Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n`;
+  const frames: Buffer[] = [Buffer.from(head, 'latin1')];
+  const target = route.cap + 1 + Math.floor(r() * 1024 * 1024);
+  for (let sent = 0; sent < target; ) {
+    const size = 1 + Math.floor(r() * 32 * 1024);
+    frames.push(Buffer.from(`${size.toString(16)}\r\n`), Buffer.alloc(size, 0x20), Buffer.from('\r\n'));
+    sent += size;
+  }
+  const all = Buffer.concat(frames);
+  const writes: Buffer[] = [];
+  for (let at = 0; at < all.length; ) {
+    const size = 1 + Math.floor(r() * 16_384);
+    writes.push(all.subarray(at, at + size));
+    at += size;
+  }
+  return writes;
+}
+
 describe('raw-socket fuzzing', () => {
   let edge: EdgeServer;
   before(async () => {
@@ -170,7 +211,12 @@ describe('raw-socket fuzzing', () => {
 
   test(`${CONNECTIONS} connections of malformed and valid-ish requests (seed ${SEED})`, { timeout: 120_000 }, async (t) => {
     const r = mulberry32(SEED);
-    const plans = Array.from({ length: CONNECTIONS }, (_, i) => ({ ...connection(r, edge.key, edge.flagged), leftOpen: i % LEFT_OPEN_EVERY === LEFT_OPEN_EVERY - 1 }));
+    const plans = Array.from({ length: CONNECTIONS }, (_, i) => ({ ...connection(r, edge.key, edge.flagged), leftOpen: i % LEFT_OPEN_EVERY === LEFT_OPEN_EVERY - 1, unended: false }));
+    // From a generator of their own, so that the other connections stay what the seed made them.
+    const unendedRandom = mulberry32(SEED + 1);
+    for (let i = UNENDED_EVERY - 1; i < plans.length; i += UNENDED_EVERY) {
+      plans[i] = { chunks: unendedChunked(unendedRandom, edge.key), hasHead: false, requests: 1, leftOpen: true, unended: true };
+    }
     let next = 0;
     let answered = 0;
     const statuses = new Map<number, number>();
@@ -179,7 +225,7 @@ describe('raw-socket fuzzing', () => {
       while (next < plans.length) {
         const index = next++;
         const plan = plans[index]!;
-        const bound = plan.leftOpen ? LEFT_OPEN_WITHIN_MS : HALF_CLOSED_WITHIN_MS;
+        const bound = plan.unended ? UNENDED_WITHIN_MS : plan.leftOpen ? LEFT_OPEN_WITHIN_MS : HALF_CLOSED_WITHIN_MS;
         const result = await rawRequest(edge.port, plan.chunks, { end: !plan.leftOpen, timeoutMs: bound });
         const raw = result.raw.toString('latin1');
         const sent = Buffer.concat(plan.chunks).toString('latin1').slice(0, 300);
@@ -189,6 +235,9 @@ describe('raw-socket fuzzing', () => {
         }
         if (!plan.hasHead) {
           const { answers } = parseAnswers(result.raw);
+          if (plan.unended && (answers.length !== 1 || answers[0]!.status !== 400)) {
+            problems.push(`#${index}: an unended chunked body past the cap answered ${JSON.stringify(answers.map((a) => a.status))} for ${JSON.stringify(sent)}`);
+          }
           answered += answers.length;
           for (const answer of answers) {
             statuses.set(answer.status, (statuses.get(answer.status) ?? 0) + 1);

@@ -1,0 +1,72 @@
+import type { HttpRequest } from 'uWebSockets.js';
+import { MAX_BODY_BYTES } from '../../api/schemas.js';
+import { answerBatchBody } from '../../api/batch-answer.js';
+import { answerSingle } from '../../api/single-answer.js';
+import { HttpError, badRequest, serviceUnavailable } from '../../api/http-error.js';
+import { ByteScratch } from '../../common/byte-scratch.js';
+import { isValidVpa } from '../../vpa/vpa.js';
+import type { Answer, BodyAnswer } from '../exchange.js';
+import { ROUTE } from '../request-stats.js';
+import type { RouteKit } from '../route-kit.js';
+import { MALFORMED_QUERY, strictQueryValue } from '../strict-query.js';
+
+/**
+ * Room for a single answer written as bytes: a CLEARED one is about 170
+ * bytes around the VPA, a FLAGGED one about 150 more per source; one whose
+ * upper bound is past this is written as text (flagged-verdict-bytes.ts).
+ * The buffer keeps a view per answer length it has written (byte-scratch.ts),
+ * at most one per byte of this: a megabyte or two per serving thread.
+ */
+const SINGLE_BODY_CAPACITY = 16_384;
+
+/**
+ * Screening (docs/api.md): GET /v1/verify/upi for one VPA and POST
+ * /v1/verify/upi/batch for up to a hundred, the hot path; and the planned
+ * screening endpoints, which answer 503 until they exist.
+ */
+export function registerVerifyRoutes(kit: RouteKit): void {
+  const { app, keyed, keyedBody, send } = kit;
+  // The body of the answer being written, when it is written as bytes (single lookups).
+  const bodyBytes = new ByteScratch(SINGLE_BODY_CAPACITY);
+
+  const verifySingle: Answer<string | undefined | null> = (x, upi) => {
+    if (upi === MALFORMED_QUERY) throw badRequest('the query string has a malformed percent-encoding (a "%" not followed by two hex digits, or bytes that are not UTF-8)');
+    if (upi === undefined || upi === '') throw badRequest('missing query parameter "upi"');
+    if (!isValidVpa(upi)) throw badRequest('"upi" is not a valid VPA (handle@provider)');
+    send(x, 200, answerSingle(x.view, upi, bodyBytes));
+  };
+
+  const verifyBatch: BodyAnswer<undefined> = (x, body) => {
+    const answer = answerBatchBody(x.view, body);
+    if (answer instanceof HttpError) throw answer;
+    send(x, 200, answer);
+  };
+
+  app.get('/v1/verify/upi', keyed(ROUTE.verify, 'screen', readUpi, verifySingle));
+  app.post('/v1/verify/upi/batch', keyedBody(ROUTE.batch, 'screen', MAX_BODY_BYTES, 'application/json', verifyBatch));
+  app.get('/v1/cyber/check', keyed(ROUTE.cyber_check, 'screen', noInput, entityExposurePlanned));
+  app.post('/v1/audit/app', keyed(ROUTE.audit_app, 'screen', noInput, appAuditPlanned));
+}
+
+/**
+ * The `upi` query parameter: undefined when absent, MALFORMED_QUERY when the
+ * query's percent-encoding is malformed. Read from the raw query, not with
+ * uWS's `getQuery(key)`, whose decoding is lenient: one call into uWS as
+ * before, and decoding work only when the query holds a `%`.
+ */
+function readUpi(req: HttpRequest): string | undefined | null {
+  const query = req.getQuery();
+  return query === undefined ? undefined : strictQueryValue(query, 'upi');
+}
+
+function noInput(): null {
+  return null;
+}
+
+function entityExposurePlanned(): never {
+  throw serviceUnavailable('the entity exposure check is planned and not yet available');
+}
+
+function appAuditPlanned(): never {
+  throw serviceUnavailable('the mobile app audit is planned and not yet available');
+}
