@@ -20,7 +20,7 @@ import { WatchlistPage } from './pages/watchlist.js';
 type SessionState =
   | { readonly kind: 'checking' }
   | { readonly kind: 'signed-out'; readonly notice: string | null }
-  | { readonly kind: 'signed-in'; readonly session: Session }
+  | { readonly kind: 'signed-in'; readonly session: Session; readonly justSignedIn: boolean }
   | { readonly kind: 'unreachable'; readonly error: string };
 
 const NAV: readonly { readonly href: string; readonly label: string; readonly pages: readonly Route['page'][] }[] = [
@@ -37,7 +37,7 @@ export function App() {
   useEffect(() => {
     onUnauthorized(() => setState({ kind: 'signed-out', notice: 'Your session has ended. Sign in again.' }));
     resumeSession().then(
-      (session) => setState(session === null ? { kind: 'signed-out', notice: null } : { kind: 'signed-in', session }),
+      (session) => setState(session === null ? { kind: 'signed-out', notice: null } : { kind: 'signed-in', session, justSignedIn: false }),
       (error: unknown) => setState({ kind: 'unreachable', error: describeError(error) }),
     );
   }, []);
@@ -60,23 +60,31 @@ export function App() {
         </main>
       );
     case 'signed-out':
-      return <SignInPage notice={state.notice} onSignedIn={(session) => setState({ kind: 'signed-in', session })} />;
+      return <SignInPage notice={state.notice} onSignedIn={(session) => setState({ kind: 'signed-in', session, justSignedIn: true })} />;
     case 'signed-in':
-      return <SignedIn session={state.session} onSignedOut={() => setState({ kind: 'signed-out', notice: 'Signed out.' })} />;
+      return <SignedIn session={state.session} justSignedIn={state.justSignedIn} onSignedOut={() => setState({ kind: 'signed-out', notice: 'Signed out.' })} />;
   }
 }
 
-function SignedIn({ session, onSignedOut }: { readonly session: Session; readonly onSignedOut: () => void }) {
+interface SignedInProps {
+  readonly session: Session;
+  /** Arrived from the sign-in form, whose button is gone: focus goes to the page's heading as after a navigation. */
+  readonly justSignedIn: boolean;
+  readonly onSignedOut: () => void;
+}
+
+function SignedIn({ session, justSignedIn, onSignedOut }: SignedInProps) {
   const route = useRoute();
   const [signOutError, setSignOutError] = useState<string | null>(null);
   const main = useRef<HTMLElement>(null);
   const first = useRef(true);
 
-  // After a navigation, focus goes to the new page's heading, so a screen reader starts there.
+  // After a navigation or a sign-in, focus goes to the page's heading, so a
+  // screen reader starts there; on a load it stays where the browser put it.
   useEffect(() => {
     if (first.current) {
       first.current = false;
-      return;
+      if (!justSignedIn) return;
     }
     main.current?.querySelector<HTMLElement>('h1')?.focus();
   }, [route]);

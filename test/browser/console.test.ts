@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { recommendedAction } from '../../src/api/advice.js';
 import { writeDemoData } from '../../src/demo/generator.js';
+import { axeViolations, indicatorFaults, scrollWidth, tabThrough } from '../fixtures/console-audit.js';
 import { launchChromium, signIn, startConsoleServer, watchPage, type ConsoleServer } from '../fixtures/console-browser.js';
 import { until } from '../helpers.js';
 import { startReceiver } from '../webhook-receiver.js';
@@ -50,8 +51,8 @@ interface Session {
   readonly problems: string[];
 }
 
-async function openConsole(): Promise<Session> {
-  const context = await browser.newContext({ ignoreHTTPSErrors: true, acceptDownloads: true, viewport: { width: 1360, height: 900 } });
+async function openConsole(width = 1360): Promise<Session> {
+  const context = await browser.newContext({ ignoreHTTPSErrors: true, acceptDownloads: true, viewport: { width, height: 900 } });
   const page = await context.newPage();
   page.setDefaultTimeout(20_000);
   return { context, page, problems: watchPage(page) };
@@ -457,10 +458,106 @@ describe('the console', () => {
     const cookie = (await session.context.cookies()).find((c) => c.name === '__Host-upi_risk_session')!;
     await page.getByRole('button', { name: 'Sign out' }).click();
     await page.getByRole('button', { name: 'Sign in' }).waitFor();
+    const focused = await page.evaluate<string>("document.activeElement.tagName + ' ' + document.activeElement.textContent");
+    assert.equal(focused, 'H1 Sign in', 'after sign-out, focus is on the sign-in heading');
     const after = await service.request('/v1/admin/session', { headers: { cookie: `${cookie.name}=${cookie.value}` } });
     assert.equal(after.status, 401);
     await close(session);
   });
+});
+
+describe('the console by keyboard, at 1280 and 320 px wide (WCAG 2.2 reflow)', () => {
+  for (const width of [1280, 320]) {
+    it(`passes axe-core on every page at ${width} px, without sideways scroll, with a focus indicator of 3:1 or more`, async () => {
+      const name = `a11y ${width}`;
+      const created = await service.request('/v1/watchlists', {
+        method: 'POST',
+        key: service.screenKey,
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ name, webhook_url: 'https://127.0.0.1:9/hook' }),
+      });
+      assert.equal(created.status, 201, JSON.stringify(created.body));
+      const put = await service.request(`/v1/watchlists/${String(created.body.id)}/vpas`, {
+        method: 'PUT',
+        key: service.screenKey,
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ upis: [flaggedVpa, 'nobody.a11y@ybl'] }),
+      });
+      assert.equal(put.status, 200, JSON.stringify(put.body));
+
+      const session = await openConsole(width);
+      const { page } = session;
+      const faults: string[] = [];
+      const check = async (state: string) => {
+        for (const violation of await axeViolations(page)) faults.push(`${state}: ${violation}`);
+        const wide = await scrollWidth(page);
+        if (wide > width) faults.push(`${state}: the page scrolls sideways, ${wide} px wide`);
+        // Enough stops for the header and the first controls of the page; the rest are more of the same.
+        for (const stop of await tabThrough(page, 40)) for (const fault of indicatorFaults(stop)) faults.push(`${state}: ${fault}`);
+      };
+
+      await page.goto(`${service.base}/console/`);
+      await page.getByRole('textbox', { name: 'API key' }).fill('upirisk_not-a-key');
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.getByRole('alert').waitFor();
+      await check('sign-in, refused');
+
+      await page.getByRole('textbox', { name: 'API key' }).fill(service.adminKey);
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.getByRole('button', { name: 'Sign out' }).waitFor();
+      const focused = await page.evaluate<string>("document.activeElement.tagName + ' ' + document.activeElement.textContent");
+      assert.equal(focused, 'H1 Keys', 'after sign-in, focus is on the first heading');
+      await page.getByRole('table', { name: /^API keys/ }).waitFor();
+      await page.getByRole('table', { name: 'Changes, newest first' }).waitFor();
+      await check('keys');
+
+      await page.getByRole('textbox', { name: 'Name' }).fill(name);
+      await page.getByRole('button', { name: 'Create key' }).click();
+      await page.getByText('You will not see this key again').waitFor();
+      await check('keys, a key issued');
+      await page.getByRole('row', { name: new RegExp(name) }).getByRole('button', { name: 'Revoke', exact: true }).click();
+      await page.getByRole('dialog').waitFor();
+      await check('keys, the revoke dialog');
+      await page.getByRole('dialog').getByRole('button', { name: 'Cancel' }).click();
+
+      await page.getByRole('link', { name: 'Screen', exact: true }).click();
+      await page.getByRole('textbox', { name: 'VPA', exact: true }).fill(flaggedVpa);
+      await page.getByRole('button', { name: 'Look up' }).click();
+      await page.getByRole('region', { name: /FLAGGED/ }).waitFor();
+      await page.getByRole('textbox', { name: /^Addresses to screen/ }).fill(`${flaggedVpa}\nnobody.a11y@ybl\nnot a vpa`);
+      await page.getByRole('button', { name: 'Screen all' }).click();
+      await page.getByRole('button', { name: 'Download CSV' }).waitFor();
+      await check('screen, a verdict and a batch');
+
+      await page.getByRole('link', { name: 'Clusters', exact: true }).click();
+      const first = page.getByRole('table', { name: /largest clusters/ }).getByRole('link').first();
+      await first.waitFor();
+      await check('clusters');
+      await first.click();
+      const graph = page.getByRole('img', { name: /Graph of cluster/ });
+      await until('the graph drawn', 20_000, async () => (await graph.getAttribute('data-draw-ms')) !== null);
+      await check('cluster');
+
+      await page.getByRole('link', { name: 'Intelligence', exact: true }).click();
+      await page.getByRole('region', { name: 'Snapshot' }).waitFor();
+      await check('intelligence');
+
+      await page.getByRole('link', { name: 'Watchlists', exact: true }).click();
+      const listed = page.getByRole('row', { name: new RegExp(name) }).getByRole('link', { name });
+      await listed.waitFor();
+      await check('watchlists');
+      await listed.click();
+      await page.getByRole('table', { name: 'Watched VPAs, page 1' }).waitFor();
+      await check('watchlist');
+
+      await page.goto(`${service.base}/console/nowhere`);
+      await page.getByRole('heading', { name: 'Not found' }).waitFor();
+      await check('not found');
+
+      assert.deepEqual(faults, [], `accessibility faults at ${width} px:\n${faults.join('\n')}`);
+      await close(session);
+    });
+  }
 });
 
 function escapeRegExp(text: string): string {

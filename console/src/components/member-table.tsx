@@ -1,8 +1,9 @@
 /** A cluster's members, sortable by any column (the header buttons; `aria-sort` says which and how). */
-import { useState } from 'preact/hooks';
+import { useId, useState } from 'preact/hooks';
 import type { GraphMember } from '../api/types.js';
 import { formatConfidence, formatNumber } from '../format.js';
 import { Link, navigate, screenPath } from '../router.js';
+import { TableWrap } from './table-wrap.js';
 import { Time } from './time.js';
 
 type Column = keyof GraphMember;
@@ -18,6 +19,7 @@ const COLUMNS: readonly { readonly key: Column; readonly label: string; readonly
 ];
 
 export function MemberTable({ members, caption }: { readonly members: readonly GraphMember[]; readonly caption: string }) {
+  const captionId = useId();
   const [sort, setSort] = useState<{ column: Column; direction: Direction }>({ column: 'confidence', direction: 'descending' });
 
   const sorted = [...members].sort((a, b) => {
@@ -36,9 +38,9 @@ export function MemberTable({ members, caption }: { readonly members: readonly G
     );
 
   return (
-    <div class="table-wrap">
+    <TableWrap captionId={captionId}>
       <table class="members">
-        <caption>{caption}</caption>
+        <caption id={captionId}>{caption}</caption>
         <thead>
           <tr>
             {COLUMNS.map(({ key, label, numeric }) => (
@@ -71,7 +73,7 @@ export function MemberTable({ members, caption }: { readonly members: readonly G
           ))}
         </tbody>
       </table>
-    </div>
+    </TableWrap>
   );
 }
 

@@ -1,5 +1,7 @@
 /** A data table: caption, a header row of column names (numbers right-aligned), the body rows; scrolls sideways when narrow. */
 import type { ComponentChildren } from 'preact';
+import { useId } from 'preact/hooks';
+import { TableWrap } from './table-wrap.js';
 
 export type Column = string | { readonly label: string; readonly numeric: true };
 
@@ -11,10 +13,11 @@ export interface TableProps {
 }
 
 export function Table({ caption, columns, class: className, children }: TableProps) {
+  const captionId = useId();
   return (
-    <div class="table-wrap">
+    <TableWrap captionId={captionId}>
       <table class={className}>
-        <caption>{caption}</caption>
+        <caption id={captionId}>{caption}</caption>
         <thead>
           <tr>
             {columns.map((column) =>
@@ -32,7 +35,7 @@ export function Table({ caption, columns, class: className, children }: TablePro
         </thead>
         <tbody>{children}</tbody>
       </table>
-    </div>
+    </TableWrap>
   );
 }
 

@@ -2,16 +2,22 @@
  * Sign in with an admin key. The key goes once, in the body of the sign-in
  * request, and is cleared from the field whatever the outcome; nothing keeps it.
  */
-import { useRef, useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { describeError, signIn } from '../api/client.js';
 import type { Session } from '../api/types.js';
 import { ErrorMessage } from '../components/error-message.js';
 import { PageHeading } from '../components/page-heading.js';
 
 export function SignInPage({ notice, onSignedIn }: { readonly notice: string | null; readonly onSignedIn: (session: Session) => void }) {
+  const main = useRef<HTMLElement>(null);
   const field = useRef<HTMLInputElement>(null);
   const [error, setError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
+
+  // Signed out (or the session ended): the control that had focus is gone, so focus starts again at the heading.
+  useEffect(() => {
+    if (notice !== null) main.current?.querySelector<HTMLElement>('h1')?.focus();
+  }, []);
 
   const onSubmit = (event: SubmitEvent) => {
     event.preventDefault();
@@ -33,7 +39,7 @@ export function SignInPage({ notice, onSignedIn }: { readonly notice: string | n
   };
 
   return (
-    <main class="narrow sign-in">
+    <main class="narrow sign-in" ref={main}>
       <PageHeading title="Sign in" />
       <p>Sign in with an API key that has the admin scope. The console does not keep the key.</p>
       {notice === null ? null : <p role="status">{notice}</p>}
