@@ -37,23 +37,23 @@ export interface Exchange {
 /** An answer that runs once the caller is admitted; one that returns a promise answers later. */
 export type Answer<T> = (x: Exchange, input: T) => void | Promise<void>;
 
-/** What app.ts lends the route modules that live beside it (admin-routes.ts). */
+/** What app.ts lends the route modules that live beside it (admin-routes.ts): closures, so they may be taken apart. */
 export interface RouteKit {
   readonly app: TemplatedApp;
-  begin(res: HttpResponse, route: number): Exchange;
+  readonly begin: (res: HttpResponse, route: number) => Exchange;
   /** The answer comes after the handler returns: call within the handler. */
-  answerLater(x: Exchange): void;
-  send(x: Exchange, status: number, body: string | Uint8Array, extra?: readonly [string, string], closeConnection?: boolean): void;
-  fail(x: Exchange, error: unknown, forceClose?: boolean): void;
+  readonly answerLater: (x: Exchange) => void;
+  readonly send: (x: Exchange, status: number, body: string | Uint8Array, extra?: readonly [string, string], closeConnection?: boolean) => void;
+  readonly fail: (x: Exchange, error: unknown, forceClose?: boolean) => void;
   /** A keyed route without a body (GET, or a change whose body is ignored). */
-  keyed<T>(route: number, scope: KeyScope, read: (req: HttpRequest) => T, answer: Answer<T>): (res: HttpResponse, req: HttpRequest) => void;
+  readonly keyed: <T>(route: number, scope: KeyScope, read: (req: HttpRequest) => T, answer: Answer<T>) => (res: HttpResponse, req: HttpRequest) => void;
   /** A keyed route with a body of `mediaType` of at most `limit` bytes; `emptyAllowed` takes an empty body of any type. */
-  keyedBody(route: number, scope: KeyScope, limit: number, mediaType: string, answer: Answer<Buffer>, emptyAllowed?: boolean): (res: HttpResponse, req: HttpRequest) => void;
+  readonly keyedBody: (route: number, scope: KeyScope, limit: number, mediaType: string, answer: Answer<Buffer>, emptyAllowed?: boolean) => (res: HttpResponse, req: HttpRequest) => void;
   /** Charge a known key's quota and check its scope (throws the 429 or 403). */
-  admitKey(x: Exchange, record: KeyRecord, scope: KeyScope): KeyRecord | Promise<KeyRecord>;
+  readonly admitKey: (x: Exchange, record: KeyRecord, scope: KeyScope) => KeyRecord | Promise<KeyRecord>;
   /** Refuse a presented key: charged to the client IP, so keys cannot be guessed at line rate. */
-  refuseKey(x: Exchange, refusal: HttpError, ip: string): Promise<never>;
+  readonly refuseKey: (x: Exchange, refusal: HttpError, ip: string) => Promise<never>;
   /** Report the client IP's limit state, for an answer given before any key is known. */
-  peekIp(x: Exchange, ip: string): Promise<void>;
-  remoteAddress(res: HttpResponse): string;
+  readonly peekIp: (x: Exchange, ip: string) => Promise<void>;
+  readonly remoteAddress: (res: HttpResponse) => string;
 }
