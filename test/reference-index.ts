@@ -2,6 +2,7 @@ import { NOT_FOUND } from '../src/common/brand.js';
 import type { KeyIndex } from '../src/engine/key-index.js';
 
 // Keys and matchable queries are ASCII; beyond it toLowerCase folds 'K' (Kelvin) to 'k'.
+// eslint-disable-next-line no-control-regex -- all of ASCII, its control characters included
 const ASCII_ONLY = /^[\x00-\x7f]*$/;
 
 /**

@@ -1,4 +1,4 @@
-import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
+import { createServer, type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
 export interface Received {
@@ -22,7 +22,6 @@ export interface Receiver {
 
 export async function startReceiver(): Promise<Receiver> {
   const received: Received[] = [];
-  let server: Server;
   const receiver = {
     url: '',
     received,
@@ -30,7 +29,7 @@ export async function startReceiver(): Promise<Receiver> {
     delayMs: 0,
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
-  server = createServer((req, res) => {
+  const server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {

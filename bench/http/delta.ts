@@ -472,7 +472,7 @@ class Checker {
     this.#connections = connections;
     this.#token = token;
     this.#vpas = [...known];
-    this.#furthest = Array.from({ length: connections.threads }, () => new Map());
+    this.#furthest = Array.from({ length: connections.threads }, () => new Map<string, Furthest>());
   }
 
   /** VPAs to ask about from now on (once every thread has served them). */

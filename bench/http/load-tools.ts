@@ -147,7 +147,7 @@ function capture(command: string, args: readonly string[]): Promise<string> {
 }
 
 /** Run `command` to its end and collect its standard output; `stop()` sends it SIGTERM. */
-function captureRunning(command: string, args: readonly string[]): { stop(): void; pid: number; output: Promise<string> } {
+function captureRunning(command: string, args: readonly string[]): { stop: () => void; pid: number; output: Promise<string> } {
   const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   const output = new Promise<string>((resolve, reject) => {
     let out = '';

@@ -158,8 +158,9 @@ export async function writeDemoData(options: DemoDataOptions, out: Writable | st
 
 async function pump(chunks: Generator<Buffer, DemoDataSummary, undefined>, out: Writable): Promise<DemoDataSummary> {
   // A stream error (EPIPE on a closed pipe, a full disk) must end the run, not crash the process.
-  let failure: unknown = null;
-  const onError = (error: unknown): void => {
+  // Asserted, not annotated: set in a callback, it would be narrowed to null below.
+  let failure = null as Error | null;
+  const onError = (error: Error): void => {
     failure ??= error;
   };
   out.on('error', onError);
@@ -187,7 +188,7 @@ function drained(out: Writable): Promise<void> {
       cleanup();
       resolve();
     };
-    const onError = (error: unknown): void => {
+    const onError = (error: Error): void => {
       cleanup();
       reject(error);
     };
@@ -716,7 +717,9 @@ class EvidenceGenerator {
           : `https://${www}${label}.${tld}${rng.pick(words.SCAM_QUERY_PATHS)}${n}`;
         return this.page(url, SOURCE.scam, RISK.nbfc, 0.85, false);
       }
-      default: {
+      case 'job':
+      case 'investment':
+      case 'loan': {
         const [stems, paths] =
           theme === 'job'
             ? [words.JOB_WORDS, words.JOB_PATHS]

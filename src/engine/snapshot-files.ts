@@ -161,7 +161,7 @@ async function readWholeFile(path: string, shared: boolean): Promise<{ bytes: Ui
     let filled = 0;
     while (pending.length > 0) {
       const got = await pending[0]!;
-      pending.shift();
+      void pending.shift(); // the read just awaited: it has resolved
       const end = filled + got;
       if (end > SNAPSHOT_HEADER_LENGTH) bodyCrc = crc32(bytes.subarray(Math.max(filled, SNAPSHOT_HEADER_LENGTH), end), bodyCrc);
       if (got < Math.min(READ_CHUNK, size - filled)) {

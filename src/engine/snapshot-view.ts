@@ -92,7 +92,7 @@ export class SnapshotView {
     const d = this.#data;
     const from = d.sourceOffsets[id]!;
     const to = d.sourceOffsets[id + 1]!;
-    const sources: Source[] = new Array(to - from);
+    const sources = new Array<Source>(to - from);
     for (let s = from; s < to; s++) {
       const url = d.sourceUrl[s]!;
       sources[s - from] = {

@@ -27,11 +27,11 @@ export interface Admission {
    * thrown HttpError) at once; with Redis or a main-thread quota the answer
    * is a promise.
    */
-  admit(x: Exchange, req: HttpRequest, scope: KeyScope): KeyRecord | Promise<KeyRecord>;
+  admit: (x: Exchange, req: HttpRequest, scope: KeyScope) => KeyRecord | Promise<KeyRecord>;
   /** Charge a known key's quota and check its scope (throws the 429 or 403). */
-  admitKey(x: Exchange, record: KeyRecord, scope: KeyScope): KeyRecord | Promise<KeyRecord>;
+  admitKey: (x: Exchange, record: KeyRecord, scope: KeyScope) => KeyRecord | Promise<KeyRecord>;
   /** Refuse a presented key: charged to the client IP, so keys cannot be guessed at line rate. */
-  refuseKey(x: Exchange, refusal: string | HttpError, ip: string): Promise<never>;
+  refuseKey: (x: Exchange, refusal: string | HttpError, ip: string) => Promise<never>;
 }
 
 /** Authentication and quota charging for keyed routes, built once per app. */

@@ -12,9 +12,9 @@ import { registerWatchlistRoutes } from './routes/watchlists.js';
 export interface ApiApp {
   readonly app: TemplatedApp;
   /** Requests begun and not yet answered or aborted. */
-  inFlight(): number;
+  inFlight: () => number;
   /** From now on every answer closes its connection, so keep-alive clients leave. */
-  drain(): void;
+  drain: () => void;
 }
 
 /**

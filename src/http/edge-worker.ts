@@ -281,7 +281,14 @@ port.on('message', (message: ToEdge) => {
       void drained();
       break;
     case 'metrics':
-      metrics.json().then((json) => post({ type: 'metrics', id: message.id, json }));
+      // The main thread waits for an answer: a failure answers with no figures, as a stopped thread's would.
+      metrics.json().then(
+        (json) => post({ type: 'metrics', id: message.id, json }),
+        (error: unknown) => {
+          logger.error({ err: String(error) }, "this thread's metrics could not be read; the scrape goes on without them");
+          post({ type: 'metrics', id: message.id, json: [] });
+        },
+      );
       break;
     case 'scraped':
       scrapes.get(message.id)?.resolve(message.text);

@@ -55,21 +55,21 @@ export type Handler = (res: HttpResponse, req: HttpRequest) => void;
  */
 export interface RouteKit {
   readonly app: TemplatedApp;
-  begin(res: HttpResponse, route: number): Exchange;
+  begin: (res: HttpResponse, route: number) => Exchange;
   /** The answer comes after the handler returns: call within the handler. */
-  answerLater(x: Exchange): void;
+  answerLater: (x: Exchange) => void;
   /** `body` may be bytes another answer will write over: it is handed to uWS (which copies it) before this returns. */
-  send(x: Exchange, status: number, body: string | Uint8Array, extra?: readonly [string, string], closeConnection?: boolean): void;
+  send: (x: Exchange, status: number, body: string | Uint8Array, extra?: readonly [string, string], closeConnection?: boolean) => void;
   /**
    * Answer a HEAD request: the status and headers of the GET answer, whose
    * body (`getBody`) gives Content-Length, and no body. Within the handler,
    * so a request pipelined behind it is answered too.
    */
-  sendHead(x: Exchange, status: number, getBody: string): void;
+  sendHead: (x: Exchange, status: number, getBody: string) => void;
   /** Answer 200 later with nothing but a Content-Type: no request id, snapshot or rate-limit headers, and not counted (the /metrics scrape). */
-  sendBare(x: Exchange, contentType: string, body: string): void;
+  sendBare: (x: Exchange, contentType: string, body: string) => void;
   /** `forceClose`: close the connection whatever the error (a body is still streaming in and will not be read). */
-  fail(x: Exchange, error: unknown, forceClose?: boolean): void;
+  fail: (x: Exchange, error: unknown, forceClose?: boolean) => void;
   /**
    * A keyed route without a body (GET, or a change whose body is ignored):
    * `read` copies what it needs from the request synchronously (the request
@@ -77,7 +77,7 @@ export interface RouteKit {
    * caller is admitted: within the handler when the quota answers at once,
    * which is the common case.
    */
-  keyed<T>(route: number, scope: KeyScope, read: (req: HttpRequest) => T, answer: Answer<T>): Handler;
+  keyed: <T>(route: number, scope: KeyScope, read: (req: HttpRequest) => T, answer: Answer<T>) => Handler;
   /**
    * A keyed route with a body of `mediaType` of at most `limit` bytes:
    * `answer` runs once the caller is admitted and the whole body is in, and
@@ -85,21 +85,21 @@ export interface RouteKit {
    * empty body of any type; `read` copies what else the answer needs from
    * the request (path parameters), within the handler.
    */
-  keyedBody<T = undefined>(route: number, scope: KeyScope, limit: number, mediaType: string, answer: BodyAnswer<T>, emptyAllowed?: boolean, read?: (req: HttpRequest) => T): Handler;
+  keyedBody: <T = undefined>(route: number, scope: KeyScope, limit: number, mediaType: string, answer: BodyAnswer<T>, emptyAllowed?: boolean, read?: (req: HttpRequest) => T) => Handler;
   /** Charge a known key's quota and check its scope (throws the 429 or 403). */
-  admitKey(x: Exchange, record: KeyRecord, scope: KeyScope): KeyRecord | Promise<KeyRecord>;
+  admitKey: (x: Exchange, record: KeyRecord, scope: KeyScope) => KeyRecord | Promise<KeyRecord>;
   /** Refuse a presented key: charged to the client IP, so keys cannot be guessed at line rate. */
-  refuseKey(x: Exchange, refusal: HttpError, ip: string): Promise<never>;
+  refuseKey: (x: Exchange, refusal: HttpError, ip: string) => Promise<never>;
   /** Report the client IP's limit state, for an answer given before any key is known. */
-  peekIp(x: Exchange, ip: string): Promise<void>;
+  peekIp: (x: Exchange, ip: string) => Promise<void>;
 }
 
 export interface BuiltRouteKit {
   readonly kit: RouteKit;
   /** Requests begun and not yet answered or aborted. */
-  inFlight(): number;
+  inFlight: () => number;
   /** From now on every answer closes its connection, so keep-alive clients leave. */
-  drain(): void;
+  drain: () => void;
 }
 
 /** Build the kit the route groups share, over `app`. */
@@ -240,6 +240,7 @@ export function createRouteKit(deps: ApiDependencies, app: TemplatedApp): BuiltR
     try {
       admitted = admit(x, req, scope);
     } catch (error) {
+      // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- what admit threw (an HttpError, or a fault's Error), unchanged
       admitted = Promise.reject(error);
     }
     // Settled at once, so a refusal waits for the body without being an unhandled rejection meanwhile.
@@ -254,6 +255,7 @@ export function createRouteKit(deps: ApiDependencies, app: TemplatedApp): BuiltR
     Promise.all([refusal, body])
       .then(([refused, payload]) => {
         cutOff = payload instanceof HttpError && payload.closeConnection;
+        // eslint-disable-next-line @typescript-eslint/only-throw-error -- the refusal admit threw (an HttpError, or a fault's Error), unchanged
         if (refused !== null) throw refused;
         const empty = !(payload instanceof HttpError) && payload.length === 0;
         if (!isContentType(contentType, mediaType) && !(emptyAllowed && empty)) throw badRequest(`Content-Type must be ${mediaType}`);

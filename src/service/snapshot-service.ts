@@ -466,7 +466,8 @@ export class SnapshotService implements ServedData {
     }
     let report: BuildReport;
     // The new snapshot is served as soon as it is assembled, while its file is written.
-    let servedEarly: Promise<void> | null = null;
+    // Asserted, not annotated: set in a callback, it would be narrowed to null below.
+    let servedEarly = null as Promise<void> | null;
     const onAssembled = (data: SnapshotData) => {
       if (this.#closed || data.meta.id <= this.#current.meta.id) return;
       servedEarly = this.#swap(new SnapshotView(data), 'rebuild');

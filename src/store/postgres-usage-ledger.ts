@@ -3,6 +3,14 @@ import { HOUR_MS, KEPT_HOURS, type KeyUsage, type UsageEntry, type UsageLedger }
 import { ErrorCode, StoreError } from '../common/errors.js';
 import { storeError, type StoreLocation } from './postgres.js';
 
+/** A row of the usage query: sums arrive as text, null when no hour is in range. */
+interface UsageRow {
+  readonly key_id: string;
+  readonly requests: string | null;
+  readonly limited: string | null;
+  readonly last_used_at: Date | null;
+}
+
 /** Key usage in the fleet's store: every replica adds its counts to the same hourly rows. */
 export class PostgresUsageLedger implements UsageLedger {
   readonly #pool: pg.Pool;
@@ -33,10 +41,10 @@ export class PostgresUsageLedger implements UsageLedger {
   }
 
   async since(from: number): Promise<Map<string, KeyUsage>> {
-    let rows: { key_id: string; requests: string; limited: string; last_used_at: Date | null }[];
+    let rows: UsageRow[];
     try {
       rows = (
-        await this.#pool.query(
+        await this.#pool.query<UsageRow>(
           `SELECT key_id,
                   sum(requests) FILTER (WHERE hour >= $1) AS requests,
                   sum(limited) FILTER (WHERE hour >= $1) AS limited,

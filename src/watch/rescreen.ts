@@ -44,8 +44,9 @@ export class Rescreener {
 
   /** Screen now (what changed while the server was down), and after every change from now on. */
   start(): void {
-    this.#unsubscribe = [this.#served.onDelta(() => this.schedule()), this.#served.onSwap(() => this.schedule())];
-    this.schedule();
+    // schedule() never rejects: a failed pass is caught and logged in it.
+    this.#unsubscribe = [this.#served.onDelta(() => void this.schedule()), this.#served.onSwap(() => void this.schedule())];
+    void this.schedule();
   }
 
   get lastPass(): PassReport | null {

@@ -85,6 +85,7 @@ test('serve --full-rebuilds reads every file on every rebuild and keeps nothing 
 
 async function writeEvidence(root: string): Promise<string> {
   const { writeFile } = await import('node:fs/promises');
+  // eslint-disable-next-line @typescript-eslint/unbound-method -- path.join does not use `this`
   const { join } = await import('node:path');
   const path = join(root, 'late.ndjson');
   await writeFile(path, `${JSON.stringify(evidence('after@ybl', 'https://v.example'))}\n`);

@@ -24,7 +24,6 @@ import {
 import type { TSchema } from '@sinclair/typebox';
 import { MAX_WATCHLISTS_PER_KEY } from '../../src/api/admin-requests.js';
 
-let root: string;
 let dataDirRoot: string;
 let cleanup: () => Promise<void>;
 let server: RunningServer;
@@ -76,7 +75,6 @@ async function watch(key: string, upis: string[]): Promise<{ id: string; secret:
 
 before(async () => {
   const t = await tempDataDir();
-  root = t.root;
   dataDirRoot = t.dir.root;
   cleanup = t.cleanup;
   await ingest(t.dir, t.root, [evidence('known@ybl', 'https://t.me/known', { source_category: 'telegram', risk_category: 'mule' })]);

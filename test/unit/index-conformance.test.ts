@@ -39,6 +39,7 @@ function encode(text: string): Uint8Array {
 }
 
 function isAscii(text: string): boolean {
+  // eslint-disable-next-line no-control-regex -- all of ASCII, its control characters included
   return /^[\x00-\x7f]*$/.test(text);
 }
 

@@ -21,7 +21,7 @@ function lint(file: string, cwd: string): Promise<{ code: number | null; stdout:
   const env = { ...process.env, REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_NOTIFICATIONS: 'true', REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true', NO_COLOR: '1' };
   return new Promise((done, fail) => {
     execFile(process.execPath, [REDOCLY, 'lint', `--config=${CONFIG}`, '--format=json', file], { cwd, env, timeout: 120_000, maxBuffer: 16 << 20 }, (error, stdout, stderr) => {
-      if (error !== null && typeof error.code !== 'number') fail(error);
+      if (error !== null && typeof error.code !== 'number') fail(new Error(`redocly did not run: ${error.message}`, { cause: error }));
       else done({ code: error === null ? 0 : (error.code as number), stdout, stderr });
     });
   });

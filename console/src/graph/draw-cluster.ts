@@ -5,7 +5,7 @@
  * here only, dynamically, so it is a chunk of its own loaded when a cluster
  * is opened.
  */
-import type { Core, ElementDefinition } from 'cytoscape';
+import type { Core, ElementDefinition, EventObjectNode } from 'cytoscape';
 import type { ClusterGraph } from '../api/types.js';
 import { riskColour, sourceColour } from './colours.js';
 
@@ -16,7 +16,7 @@ export interface DrawnCluster {
   readonly loadMs: number;
   readonly nodes: number;
   readonly edges: number;
-  destroy(): void;
+  readonly destroy: () => void;
 }
 
 /**
@@ -93,8 +93,9 @@ export async function drawCluster(container: HTMLElement, graph: ClusterGraph, o
   await nextFrame();
   const drawMs = performance.now() - start;
 
-  cy.on('tap', 'node.vpa', (event) => onMember(String(event.target.data('upi'))));
-  cy.on('mouseover', 'node', (event) => {
+  // Cytoscape types an event's target as any; with a node selector it is a node.
+  cy.on('tap', 'node.vpa', (event: EventObjectNode) => onMember(String(event.target.data('upi'))));
+  cy.on('mouseover', 'node', (event: EventObjectNode) => {
     container.title = String(event.target.data('title'));
   });
   cy.on('mouseout', 'node', () => {

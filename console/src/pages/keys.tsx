@@ -34,7 +34,7 @@ export function KeysPage({ session }: { readonly session: Session }) {
 
   const refresh = () => Promise.all([keys.reload(), audit.reload()]);
 
-  /** Run one change; its outcome goes to the status line or the error. */
+  /** Run one change; its outcome goes to the status line or the error (it never rejects: reload() reports its own failure). */
   const change = async (work: () => Promise<string>) => {
     setError(null);
     setStatus('Working…');
@@ -54,12 +54,13 @@ export function KeysPage({ session }: { readonly session: Session }) {
       return `Key “${created.record.name}” created.`;
     });
 
-  const onRotate = (key: KeyRecord) =>
-    change(async () => {
+  const onRotate = (key: KeyRecord) => {
+    void change(async () => {
       const rotated = await rotateKey(key.id);
       setIssued({ key: rotated.key, name: rotated.record.name, how: 'rotated' });
       return `Key “${key.name}” rotated.`;
     });
+  };
 
   const onRevoke = (key: KeyRecord) => {
     setRevoking(null);
@@ -69,11 +70,12 @@ export function KeysPage({ session }: { readonly session: Session }) {
     });
   };
 
-  const onPlan = (key: KeyRecord, plan: string) =>
-    change(async () => {
+  const onPlan = (key: KeyRecord, plan: string) => {
+    void change(async () => {
       const record = await changePlan(key.id, plan);
       return `Plan of “${record.name}” is now ${record.plan}.`;
     });
+  };
 
   const names = new Map((keys.data?.keys ?? []).map((key) => [key.id, key.name]));
 
@@ -120,14 +122,20 @@ function CreateKeyForm({ plans, onCreate }: { readonly plans: readonly string[];
   const onSubmit = (event: SubmitEvent) => {
     event.preventDefault();
     const data = new FormData(form.current!);
-    const name = String(data.get('name') ?? '').trim();
-    const plan = String(data.get('plan') ?? 'default');
+    // Text fields: a File would be an upload.
+    const field = (key: string) => {
+      const value = data.get(key);
+      return typeof value === 'string' ? value : null;
+    };
+    const name = (field('name') ?? '').trim();
+    const plan = field('plan') ?? 'default';
     const scopes = KEY_SCOPES.filter((scope) => data.getAll('scopes').includes(scope));
     if (name === '') return setProblem('Give the key a name.');
     if (scopes.length === 0) return setProblem('Choose at least one scope.');
     setProblem(null);
     setBusy(true);
-    onCreate(name, plan, scopes).finally(() => {
+    // onCreate never rejects: a failure is shown in the page's error.
+    void onCreate(name, plan, scopes).finally(() => {
       setBusy(false);
       form.current?.reset();
     });
@@ -287,7 +295,7 @@ function AuditTable({ records, names }: { readonly records: readonly AuditRecord
 /** An audit record's details in words: a plan change as from → to, scopes as a list, anything else as JSON. */
 function describeDetails(details: unknown): string {
   if (details === null || details === undefined) return '';
-  if (typeof details !== 'object') return String(details);
+  if (typeof details !== 'object') return typeof details === 'string' ? details : JSON.stringify(details);
   const parts: string[] = [];
   for (const [field, value] of Object.entries(details as Record<string, unknown>)) {
     if (typeof value === 'object' && value !== null && 'from' in value && 'to' in value) {
@@ -295,7 +303,7 @@ function describeDetails(details: unknown): string {
     } else if (Array.isArray(value)) {
       parts.push(`${field}: ${value.join(', ')}`);
     } else {
-      parts.push(`${field}: ${typeof value === 'object' ? JSON.stringify(value) : String(value)}`);
+      parts.push(`${field}: ${typeof value === 'string' ? value : JSON.stringify(value)}`);
     }
   }
   return parts.join('; ');

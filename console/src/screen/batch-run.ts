@@ -30,7 +30,7 @@ export interface BatchProgress {
 export async function screenInBatches(vpas: readonly string[], signal: AbortSignal, onProgress: (progress: BatchProgress) => void): Promise<ScreenedRow[]> {
   const batches: string[][] = [];
   for (let i = 0; i < vpas.length; i += BATCH_SIZE) batches.push(vpas.slice(i, i + BATCH_SIZE));
-  const answers: ScreenedRow[][] = new Array(batches.length);
+  const answers = new Array<ScreenedRow[]>(batches.length);
   let next = 0;
   let done = 0;
   onProgress({ done, total: vpas.length });
@@ -82,6 +82,7 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
     }, ms);
     const onAbort = () => {
       clearTimeout(timer);
+      // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- the signal's reason, as fetch rejects with: an AbortError unless the caller chose another
       reject(signal.reason);
     };
     signal.addEventListener('abort', onAbort, { once: true });

@@ -229,7 +229,8 @@ export class UpiRiskClient {
     upis.forEach((upi, index) => text(`upis[${index}]`, upi));
     const scope = this.#scope(options);
     const request = (chunk: string[]): ApiRequest => ({ method, path: `${watchlistPath(id)}/vpas`, body: { upis: chunk }, idempotent: true });
-    return mapConcurrently(chunksOf(upis, WATCHLIST_REQUEST_SIZE), 1, scope.signal, async (chunk, _, signal) => {
+    // Array.isArray() above widens upis to any[]: the chunk's type is restated.
+    return mapConcurrently(chunksOf(upis, WATCHLIST_REQUEST_SIZE), 1, scope.signal, async (chunk: string[], _, signal) => {
       const answer = await this.#send(request(chunk), { ...scope, signal });
       return objectOf(answer.body, `the answer to ${method} vpas`, answer.meta) as T;
     });

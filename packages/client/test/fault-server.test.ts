@@ -46,22 +46,26 @@ function answer(request: IncomingMessage, body: string, response: ServerResponse
   }
 }
 
+/** Answer with the next fault of the script, or as the service would when none is left. */
+async function serveFault(request: IncomingMessage, response: ServerResponse): Promise<void> {
+  let body = '';
+  for await (const chunk of request) body += String(chunk);
+  const n = received.push({ method: request.method ?? '', url: request.url ?? '', authorization: request.headers.authorization, body });
+  const fault = faults.shift();
+  if (fault === undefined) return answer(request, body, response, n);
+  if (fault === 'reset') return void request.socket.resetAndDestroy();
+  if ('slowMs' in fault) {
+    const timer = setTimeout(() => answer(request, body, response, n), fault.slowMs);
+    response.on('close', () => clearTimeout(timer));
+    return;
+  }
+  const payload = fault.body === undefined ? '' : JSON.stringify(fault.body);
+  response.writeHead(fault.status, { 'content-type': 'application/json', 'x-request-id': `fault-${n}`, ...fault.headers }).end(payload);
+}
+
 before(async () => {
-  server = createServer(async (request, response) => {
-    let body = '';
-    for await (const chunk of request) body += String(chunk);
-    const n = received.push({ method: request.method ?? '', url: request.url ?? '', authorization: request.headers.authorization, body });
-    const fault = faults.shift();
-    if (fault === undefined) return answer(request, body, response, n);
-    if (fault === 'reset') return void request.socket.resetAndDestroy();
-    if ('slowMs' in fault) {
-      const timer = setTimeout(() => answer(request, body, response, n), fault.slowMs);
-      response.on('close', () => clearTimeout(timer));
-      return;
-    }
-    const payload = fault.body === undefined ? '' : JSON.stringify(fault.body);
-    response.writeHead(fault.status, { 'content-type': 'application/json', 'x-request-id': `fault-${n}`, ...fault.headers }).end(payload);
-  });
+  // A request that fails while its body is read (the client went away) is dropped.
+  server = createServer((request, response) => void serveFault(request, response).catch(() => response.destroy()));
   server.on('connection', (socket) => {
     sockets.add(socket);
     socket.on('close', () => sockets.delete(socket));
