@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { connectStore, type StoreLocation } from '../src/store/postgres.js';
 import { appendEvidenceBytes } from '../src/store/evidence-log.js';
-import type { PublishPolicy } from '../src/fleet/builder-role.js';
+import type { PublishPolicy } from '../src/roles/builder-role.js';
 import { ndjson, type EvidenceInput } from './helpers.js';
 
 /** The PostgreSQL the tests use (trust authentication, database `test`); each test works in a schema of its own. */

@@ -16,6 +16,7 @@ import { ByteInterner, compareByteRanges } from './byte-interner.js';
 import { freshSharedArrays } from '../engine/shared-arrays.js';
 import { buildUrlSlots } from '../engine/url-lookup.js';
 import { freshArrays, type ArrayAllocator } from '../common/scratch-arrays.js';
+import { snapshotData, type SnapshotParts } from './snapshot-parts.js';
 
 const SOURCE_COUNT = SOURCE_CATEGORIES.length;
 const RISK_COUNT = RISK_CATEGORIES.length;
@@ -145,39 +146,17 @@ function finishSnapshot(plan: SnapshotPlan, columns: SnapshotColumns, index: Ind
   const { t, order, assigned } = plan;
   const { vpas, mixedRisks, urls, clusters } = columns;
   const n = t.vpaCount;
-  const data: SnapshotData = {
-    meta: {
-      ...options.meta,
-      scoredAt: options.scoredAt,
-      urlMemberCap: options.urlMemberCap,
-      vpaCount: n,
-      urlCount: t.urlCount,
-      clusterCount: order.clusterCount,
-      sourceCount: t.sourceCount,
-      evidenceCount: vpas.totalEvidence,
-    },
-    ...index,
-    firstSeen: vpas.firstSeen,
-    confidence: vpas.confidence,
-    riskCategory: vpas.riskCategory,
-    evidenceCount: vpas.evidenceCount,
-    vpaCluster: vpas.vpaCluster,
-    sourceOffsets: vpas.sourceOffsets,
-    evidenceWeight: vpas.evidenceWeight,
-    sourceCategoryMask: vpas.sourceCategoryMask,
-    mixedRiskVpas: mixedRisks.mixedRiskVpas,
-    mixedRiskCounts: mixedRisks.mixedRiskCounts,
-    sourceUrl: vpas.sourceUrl,
-    sourceCapturedAt: vpas.sourceCapturedAt,
-    sourceFlags: vpas.sourceFlags,
-    urlBytes: t.urlBytes.bytes,
-    urlOffsets: t.urlBytes.offsets,
-    urlCategory: urls.urlCategory,
-    urlMembersBlob: urls.urlMembersBlob,
-    urlMembersOffsets: urls.urlMembersOffsets,
-    urlSlots: urls.urlSlots,
-    ...clusters,
+  const meta: SnapshotMeta = {
+    ...options.meta,
+    scoredAt: options.scoredAt,
+    urlMemberCap: options.urlMemberCap,
+    vpaCount: n,
+    urlCount: t.urlCount,
+    clusterCount: order.clusterCount,
+    sourceCount: t.sourceCount,
+    evidenceCount: vpas.totalEvidence,
   };
+  const data = snapshotData({ meta, index, vpas, mixedRisks, sources: vpas, urls, clusters });
   return { data, clusterIds: assigned.state };
 }
 
@@ -247,20 +226,7 @@ function finalOrder(t: Concatenated, components: Components, numbers: Uint32Arra
   return { clusterCount, componentsByNumber, ordinalOfComponent, clusterStart, finalToTemp, tempToFinal };
 }
 
-type VpaColumns = Pick<
-  SnapshotData,
-  | 'firstSeen'
-  | 'confidence'
-  | 'riskCategory'
-  | 'evidenceCount'
-  | 'vpaCluster'
-  | 'sourceOffsets'
-  | 'evidenceWeight'
-  | 'sourceCategoryMask'
-  | 'sourceUrl'
-  | 'sourceCapturedAt'
-  | 'sourceFlags'
-> & { readonly totalEvidence: number };
+type VpaColumns = SnapshotParts['vpas'] & SnapshotParts['sources'] & { readonly totalEvidence: number };
 
 /** Per-VPA fields and sources in final order, with each VPA's confidence. */
 function vpaColumns(t: Concatenated, order: FinalOrder, componentOf: Int32Array, urlMemberOffsets: Uint32Array, snapshotArrays: ArrayAllocator): VpaColumns {
@@ -368,7 +334,7 @@ function urlColumns(t: Concatenated, membership: UrlMembership, tempToFinal: Uin
   const urlMembersBlob = snapshotArrays.zeroed(Uint8Array, urlMembersOffsets[urlCount]!);
   for (let u = 0; u < urlCount; u++) writeSortedIds(urlFinal, offsets[u]!, offsets[u + 1]!, urlMembersBlob, urlMembersOffsets[u]!);
   const urlSlots = buildUrlSlots(t.urlBytes.bytes, t.urlBytes.offsets, snapshotArrays);
-  return { urlCategory, urlMembersBlob, urlMembersOffsets, urlSlots };
+  return { urlBytes: t.urlBytes.bytes, urlOffsets: t.urlBytes.offsets, urlCategory, urlMembersBlob, urlMembersOffsets, urlSlots };
 }
 
 /** Per-cluster figures, by ordinal. */

@@ -9,6 +9,7 @@ import { VpaIndex, buildIndexArrays, encodeKeys, longestKey } from '../engine/vp
 import { portableCardinality } from '../engine/roaring-portable.js';
 import { RISK_CATEGORIES, RISK_RANK, SOURCE_CATEGORIES, SOURCE_RANK, dominant } from '../vpa/categories.js';
 import { RecordReader, FLAG_SCREENSHOT, RecordWriter } from './record-codec.js';
+import { snapshotData } from './snapshot-parts.js';
 import { WEIGHT_UNITS, categoriesIn, recencyWeightUnits, vpaConfidence } from './scoring.js';
 
 /**
@@ -324,47 +325,24 @@ class MergeState {
       evidenceCount: vpas.evidenceTotal,
       skippedLines: 0,
     };
-    const overlay: SnapshotData = {
+    const overlay = snapshotData({
       meta,
       maxKeyLength: Math.max(o?.maxKeyLength ?? 0, longestKey(index)),
-      ...index,
-      firstSeen: vpas.firstSeen,
-      confidence: vpas.confidence,
-      riskCategory: vpas.riskCategory,
-      evidenceCount: vpas.evidenceCount,
-      vpaCluster: vpas.vpaCluster,
-      sourceOffsets: sources.sourceOffsets,
-      sourceUrl: sources.sourceUrl,
-      sourceCapturedAt: sources.sourceCapturedAt,
-      sourceFlags: sources.sourceFlags,
-      urlBytes: urls.urlBytes,
-      urlOffsets: urls.urlOffsets,
-      urlCategory: urls.urlCategory,
-      // Url membership is the snapshot's business (cluster answers); the delta's urls list none.
-      urlMembersBlob: arrays.zeroed(Uint8Array, 0),
-      urlMembersOffsets: arrays.zeroed(Uint32Array, this.#urlCount + 1),
-      urlSlots: buildUrlSlots(urls.urlBytes, urls.urlOffsets, arrays),
-      evidenceWeight: vpas.evidenceWeight,
-      sourceCategoryMask: vpas.sourceCategoryMask,
-      mixedRiskVpas: vpas.mixedRiskVpas,
-      mixedRiskCounts: vpas.mixedRiskCounts,
+      index,
+      vpas,
+      mixedRisks: vpas,
+      sources,
+      urls,
       // The snapshot's clusters, shared, not copied.
-      clusterNumber: b.clusterNumber,
-      clusterCreatedAt: b.clusterCreatedAt,
-      clusterLastUpdated: b.clusterLastUpdated,
-      clusterRiskCategory: b.clusterRiskCategory,
-      clusterConfidence: b.clusterConfidence,
-      clusterEvidenceCount: b.clusterEvidenceCount,
-      clusterMembersBlob: b.clusterMembersBlob,
-      clusterMembersOffsets: b.clusterMembersOffsets,
-    };
+      clusters: b,
+    });
     const delta = { overlay, keyBytes, keyOffsets, keyFilter, baseVpa: vpas.baseVpa, urlBase: urls.urlBase, urlEvidence: urls.urlEvidence, urlMembers: urls.urlMembers };
     const own = [keyBytes, keyOffsets, keyFilter, vpas.baseVpa, urls.urlBase, urls.urlEvidence, urls.urlMembers, ...OWN_FIELDS.map((field) => overlay[field])];
     const bytes = own.reduce((sum, array) => sum + array.byteLength, 0);
     return { meta: { ...fields, vpaCount: n, bytes }, ...delta };
   }
 
-  /** Per-url columns: the delta's copied, the merged urls written, the new ones appended. */
+  /** Per-url columns: the delta's copied, the merged urls written, the new ones appended; the url table over them. */
   #urlColumns(arrays: ArrayAllocator) {
     const b = this.#base;
     const p = this.#previous;
@@ -404,7 +382,11 @@ class MergeState {
       urlEvidence.set(u.evidence, u.id * SOURCE_COUNT);
       urlMembers[u.id] = u.members;
     }
-    return { urlBytes, urlOffsets, urlCategory, urlBase, urlEvidence, urlMembers };
+    // Url membership is the snapshot's business (cluster answers); the delta's urls list none.
+    const urlMembersBlob = arrays.zeroed(Uint8Array, 0);
+    const urlMembersOffsets = arrays.zeroed(Uint32Array, count + 1);
+    const urlSlots = buildUrlSlots(urlBytes, urlOffsets, arrays);
+    return { urlBytes, urlOffsets, urlCategory, urlMembersBlob, urlMembersOffsets, urlSlots, urlBase, urlEvidence, urlMembers };
   }
 
   /**

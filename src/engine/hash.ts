@@ -38,7 +38,7 @@ export function hashKeyBytes(bytes: Uint8Array, start: number, end: number): num
     if (rest > 2) k |= bytes[i + 2]! << 16;
     h = mixTail(h, k);
   }
-  return finish(h, length);
+  return fmix32(h ^ length);
 }
 
 /**
@@ -80,7 +80,7 @@ export function hashQuery(query: string): number {
     h = mixTail(h, k);
   }
   if (seen > 0x7f) return NON_ASCII_HASH;
-  return finish(h, length);
+  return fmix32(h ^ length);
 }
 
 /**
@@ -126,7 +126,7 @@ export function hashQueryWords(query: string, words: Int32Array): number {
     h = mixTail(h, k);
   }
   if (seen > 0x7f) return NON_ASCII_HASH;
-  return finish(h, length);
+  return fmix32(h ^ length);
 }
 
 /**
@@ -156,9 +156,12 @@ function mixTail(h: number, k: number): number {
   return h ^ Math.imul(k, C2);
 }
 
-/** MurmurHash3 finalisation: mix in the length, then avalanche so every input bit reaches the low (slot) bits. */
-function finish(h: number, length: number): number {
-  h ^= length;
+/**
+ * MurmurHash3's finaliser (fmix32): an avalanche, so every input bit reaches
+ * the low (slot) bits. The key hash mixes the length in first; the cluster
+ * id tables (builder/cluster-ids) finish their FNV-1a hash with it.
+ */
+export function fmix32(h: number): number {
   h ^= h >>> 16;
   h = Math.imul(h, 0x85ebca6b);
   h ^= h >>> 13;

@@ -131,42 +131,74 @@ export interface SnapshotData {
   readonly clusterMembersOffsets: Uint32Array;
 }
 
-/** Names of the typed-array fields, in a fixed order (the codec and the shared-memory loader walk them). */
-export const ARRAY_FIELDS = [
-  'slotTags',
-  'slotEntries',
-  'keyTails',
-  'vpaSlots',
-  'firstSeen',
-  'confidence',
-  'riskCategory',
-  'evidenceCount',
-  'vpaCluster',
-  'sourceOffsets',
-  'evidenceWeight',
-  'sourceCategoryMask',
-  'mixedRiskVpas',
-  'mixedRiskCounts',
-  'sourceUrl',
-  'sourceCapturedAt',
-  'sourceFlags',
-  'urlBytes',
-  'urlOffsets',
-  'urlCategory',
-  'urlMembersBlob',
-  'urlMembersOffsets',
-  'urlSlots',
-  'clusterNumber',
-  'clusterCreatedAt',
-  'clusterLastUpdated',
-  'clusterRiskCategory',
-  'clusterConfidence',
-  'clusterEvidenceCount',
-  'clusterMembersBlob',
-  'clusterMembersOffsets',
-] as const satisfies readonly (keyof SnapshotData)[];
+export type AnyTypedArray = Uint8Array | Uint16Array | Uint32Array | Float64Array;
 
-export type ArrayField = (typeof ARRAY_FIELDS)[number];
+/**
+ * What a column's length counts, as snapshot-format/validate.ts holds it to
+ * the meta's counts: one entry per VPA, source, url or cluster, one more
+ * for an offsets array, or 'own' for a length with a rule of its own
+ * (index slots, blobs, the mixed risk lists, the url table).
+ */
+export type ColumnLength = 'vpas' | 'vpas + 1' | 'sources' | 'urls' | 'urls + 1' | 'clusters' | 'clusters + 1' | 'own';
+
+/**
+ * Every typed-array column of SnapshotData, in a fixed order (the file, the
+ * codec and the shared-memory loader walk them): its class, in the file and
+ * in memory, and what its length counts.
+ */
+export const COLUMNS = {
+  slotTags: { type: Uint16Array, length: 'own' },
+  slotEntries: { type: Uint32Array, length: 'own' },
+  keyTails: { type: Uint32Array, length: 'own' },
+  vpaSlots: { type: Uint32Array, length: 'vpas' },
+  firstSeen: { type: Float64Array, length: 'vpas' },
+  confidence: { type: Uint16Array, length: 'vpas' },
+  riskCategory: { type: Uint8Array, length: 'vpas' },
+  evidenceCount: { type: Uint32Array, length: 'vpas' },
+  vpaCluster: { type: Uint32Array, length: 'vpas' },
+  sourceOffsets: { type: Uint32Array, length: 'vpas + 1' },
+  evidenceWeight: { type: Float64Array, length: 'vpas' },
+  sourceCategoryMask: { type: Uint8Array, length: 'vpas' },
+  mixedRiskVpas: { type: Uint32Array, length: 'own' },
+  mixedRiskCounts: { type: Uint32Array, length: 'own' },
+  sourceUrl: { type: Uint32Array, length: 'sources' },
+  sourceCapturedAt: { type: Float64Array, length: 'sources' },
+  sourceFlags: { type: Uint8Array, length: 'sources' },
+  urlBytes: { type: Uint8Array, length: 'own' },
+  urlOffsets: { type: Uint32Array, length: 'urls + 1' },
+  urlCategory: { type: Uint8Array, length: 'urls' },
+  urlMembersBlob: { type: Uint8Array, length: 'own' },
+  urlMembersOffsets: { type: Uint32Array, length: 'urls + 1' },
+  urlSlots: { type: Uint32Array, length: 'own' },
+  clusterNumber: { type: Uint32Array, length: 'clusters' },
+  clusterCreatedAt: { type: Float64Array, length: 'clusters' },
+  clusterLastUpdated: { type: Float64Array, length: 'clusters' },
+  clusterRiskCategory: { type: Uint8Array, length: 'clusters' },
+  clusterConfidence: { type: Uint16Array, length: 'clusters' },
+  clusterEvidenceCount: { type: Uint32Array, length: 'clusters' },
+  clusterMembersBlob: { type: Uint8Array, length: 'own' },
+  clusterMembersOffsets: { type: Uint32Array, length: 'clusters + 1' },
+} as const satisfies { readonly [K in TypedArrayKey<SnapshotData>]: { readonly type: ClassOf<SnapshotData[K]>; readonly length: ColumnLength } };
+
+/** The keys of `T` that hold typed arrays: the mapped type above makes COLUMNS list every one, with its field's class. */
+type TypedArrayKey<T> = { [K in keyof T]-?: T[K] extends AnyTypedArray ? K : never }[keyof T];
+type ClassOf<A> = A extends Uint8Array
+  ? Uint8ArrayConstructor
+  : A extends Uint16Array
+    ? Uint16ArrayConstructor
+    : A extends Uint32Array
+      ? Uint32ArrayConstructor
+      : Float64ArrayConstructor;
+
+export type ArrayField = keyof typeof COLUMNS;
+
+/** Names of the typed-array fields, in COLUMNS order. */
+export const ARRAY_FIELDS = Object.keys(COLUMNS) as readonly ArrayField[];
+
+/** The columns whose length counts `length`, in COLUMNS order. */
+export function columnsCounting(length: ColumnLength): readonly ArrayField[] {
+  return ARRAY_FIELDS.filter((field) => COLUMNS[field].length === length);
+}
 
 /** The hashed index's fields (vpa-index.ts, IndexArrays); the rest are the verdict, url and cluster columns. */
 export const INDEX_FIELDS = ['slotTags', 'slotEntries', 'keyTails', 'vpaSlots'] as const satisfies readonly ArrayField[];

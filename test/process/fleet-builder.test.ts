@@ -6,7 +6,7 @@ import { PUBLISH_WHEN_ASKED, appendToLog, withTestSchema, testClient } from '../
 import { evidence, ndjson, tempDataDir, until } from '../helpers.js';
 import { migrate } from '../../src/store/migrations.js';
 import { connectStore, type StoreLocation } from '../../src/store/postgres.js';
-import { BuilderRole } from '../../src/fleet/builder-role.js';
+import { BuilderRole } from '../../src/roles/builder-role.js';
 import { downloadSnapshot, KEPT_PUBLICATIONS, type Publication } from '../../src/store/snapshot-publications.js';
 import { readSnapshotFile } from '../../src/engine/snapshot-files.js';
 import { SnapshotView } from '../../src/engine/snapshot-view.js';

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { PUBLISH_WHEN_ASKED, appendToLog, withTestSchema, testClient } from '../store-fixtures.js';
 import { buildInProcess, evidence, tempDataDir, until } from '../helpers.js';
 import { migrate } from '../../src/store/migrations.js';
-import { BuilderRole } from '../../src/fleet/builder-role.js';
+import { BuilderRole } from '../../src/roles/builder-role.js';
 import { FollowerService } from '../../src/fleet/follower-service.js';
 import type { Logger } from '../../src/common/logger.js';
 import { newestPublication } from '../../src/store/snapshot-publications.js';

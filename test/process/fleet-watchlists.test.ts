@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { migrate } from '../../src/store/migrations.js';
-import { BuilderRole } from '../../src/fleet/builder-role.js';
+import { BuilderRole } from '../../src/roles/builder-role.js';
 import { appendToLog, PUBLISH_WHEN_ASKED, withTestSchema } from '../store-fixtures.js';
 import { evidence, ndjson, tempDataDir, until } from '../helpers.js';
 import { lastLine, runCli, startServer, type RunningServer } from '../server-process.js';

@@ -1,23 +1,15 @@
 /** Byte helpers for cluster id keys: hashing, ordering, UTF-8 and typed-array views. */
+import { fmix32 } from '../../engine/hash.js';
 
 /** FNV-1a with a murmur3 finaliser, so low bits (the table slot) are well mixed. */
 export function hashBytes(bytes: Uint8Array, start: number, end: number): number {
   let h = FNV_OFFSET;
   for (let i = start; i < end; i++) h = Math.imul(h ^ bytes[i]!, FNV_PRIME);
-  return finishHash(h);
+  return fmix32(h);
 }
 
 export const FNV_OFFSET = 0x811c9dc5;
 export const FNV_PRIME = 0x01000193;
-
-export function finishHash(h: number): number {
-  h ^= h >>> 16;
-  h = Math.imul(h, 0x85ebca6b);
-  h ^= h >>> 13;
-  h = Math.imul(h, 0xc2b2ae35);
-  h ^= h >>> 16;
-  return h >>> 0;
-}
 
 /** Four key bytes from `start` as a big-endian uint32, zero-padded past `end`. */
 export function keyWord(blob: Uint8Array, start: number, end: number): number {

@@ -1,5 +1,6 @@
 import type { Components } from '../clustering.js';
-import { FNV_OFFSET, FNV_PRIME, compareBytes, compareEntries, encodeInto, finishHash, grow, hashBytes, keyWord } from './key-bytes.js';
+import { fmix32 } from '../../engine/hash.js';
+import { FNV_OFFSET, FNV_PRIME, compareBytes, compareEntries, encodeInto, grow, hashBytes, keyWord } from './key-bytes.js';
 import { sortEntries, type Collected, type Entries } from './ordering.js';
 import { MAX_NUMBER, PackedClusterIdState, type ClusterIdState } from './state.js';
 
@@ -124,7 +125,7 @@ function collectKeys(
       h = Math.imul(h ^ code, FNV_PRIME);
     }
     if (!ascii) position = encodeInto(key, blob, start);
-    hashes[entry] = ascii ? finishHash(h) : hashBytes(blob, start, position);
+    hashes[entry] = ascii ? fmix32(h) : hashBytes(blob, start, position);
     keyOffsets[entry + 1] = position;
     entryComponent[entry] = c;
     if (oldNumber !== null) oldNumber[entry] = checkedNumber(foreignPrevious!.numberOf(key), key);

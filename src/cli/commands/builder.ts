@@ -1,6 +1,6 @@
 import { dataDir } from '../../common/data-dir.js';
 import { MAX_BUILD_THREADS } from '../../builder/snapshot-builder.js';
-import { BuilderRole, DEFAULT_PUBLISH_POLICY } from '../../fleet/builder-role.js';
+import { BuilderRole, DEFAULT_PUBLISH_POLICY } from '../../roles/builder-role.js';
 import { intOption, parseCommandArgs, type Command } from '../command.js';
 import { commandLogger } from '../cli-logger.js';
 import { STORE_OPTIONS, STORE_USAGE, requireStore } from '../store-options.js';

@@ -3,7 +3,8 @@ import { ConfigError, ErrorCode, UnavailableError } from '../../common/errors.js
 import { redact } from '../../common/redis.js';
 import { KeyAdmin, MAX_KEY_NAME_LENGTH, PLAN_NAME_PATTERN } from '../../access/key-admin.js';
 import { DEFAULT_SCOPES, parseScopes, type KeyLimits, type PublicKeyRecord } from '../../access/key-record.js';
-import { chooseKeyBackend, REDIS_OPTIONS } from '../key-backend-options.js';
+import { REDIS_OPTIONS } from '../key-backend-options.js';
+import { chooseKeyBackend } from '../../roles/key-backends.js';
 import type { DataDir } from '../../common/data-dir.js';
 import { intOption, parseCommandArgs, type Command } from '../command.js';
 import { STORE_OPTIONS, chooseStore } from '../store-options.js';

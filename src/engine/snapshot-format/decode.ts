@@ -1,16 +1,14 @@
 import { Unpackr } from 'msgpackr';
 import { checkFrameCrc, readFrameHeader, type FrameHeader } from '../../common/file-framing.js';
 import { ErrorCode, SnapshotError } from '../../common/errors.js';
-import { ARRAY_FIELDS, type ArrayField, type SnapshotData } from '../snapshot-data.js';
+import { ARRAY_FIELDS, COLUMNS, type AnyTypedArray, type ArrayField, type SnapshotData } from '../snapshot-data.js';
 import {
-  ARRAY_FIELD_TYPES,
   SNAPSHOT_FRAME,
   SNAPSHOT_HEADER_LENGTH,
   alignUp,
   assertLittleEndian,
   formatError,
   isSharedArrayBuffer,
-  type AnyTypedArray,
 } from './format.js';
 import { MsgpackReader } from './msgpack-reader.js';
 import { readMeta, validateLengths, validateStructure } from './validate.js';
@@ -95,7 +93,7 @@ function decodeBody(bytes: Uint8Array, bodyStart: number, shared: boolean): Snap
   // Classes and lengths first, so a bad file is refused before anything is copied.
   for (const field of ARRAY_FIELDS) {
     const span = found.get(field);
-    const expected = ARRAY_FIELD_TYPES[field];
+    const expected = COLUMNS[field].type;
     if (span === undefined) formatError(`arrays.${field} is missing`);
     if (span.type === undefined) formatError(`arrays.${field} has no "type"`);
     if (span.type !== expected.name) formatError(`arrays.${field} has type ${span.type}, expected ${expected.name}`);
@@ -104,7 +102,7 @@ function decodeBody(bytes: Uint8Array, bodyStart: number, shared: boolean): Snap
       formatError(`arrays.${field} has ${span.byteLength} bytes, not a whole number of ${expected.name} elements`);
     }
   }
-  const elements = (field: ArrayField): number => found.get(field)!.byteLength / ARRAY_FIELD_TYPES[field].BYTES_PER_ELEMENT;
+  const elements = (field: ArrayField): number => found.get(field)!.byteLength / COLUMNS[field].type.BYTES_PER_ELEMENT;
   validateLengths(meta, elements, 'snapshot is inconsistent');
 
   const arrays = materialize(bytes, found, shared);
@@ -118,7 +116,7 @@ function readArraySpans(r: MsgpackReader): Map<string, ArraySpan> {
   const count = r.mapHeader('"arrays"');
   for (let i = 0; i < count; i++) {
     const field = r.str('an array name');
-    if (!Object.hasOwn(ARRAY_FIELD_TYPES, field)) {
+    if (!Object.hasOwn(COLUMNS, field)) {
       r.skip(); // not an array this version reads
       continue;
     }
@@ -154,7 +152,7 @@ function materialize(bytes: Uint8Array, spans: Map<string, ArraySpan>, shared: b
   let copyTotal = 0;
   for (const field of ARRAY_FIELDS) {
     const span = spans.get(field)!;
-    const size = ARRAY_FIELD_TYPES[field].BYTES_PER_ELEMENT;
+    const size = COLUMNS[field].type.BYTES_PER_ELEMENT;
     if (!viewable || (base + span.start) % size !== 0) copyTotal += alignUp(span.byteLength);
   }
   // One allocation for every array that must be copied.
@@ -162,7 +160,7 @@ function materialize(bytes: Uint8Array, spans: Map<string, ArraySpan>, shared: b
   let at = 0;
   for (const field of ARRAY_FIELDS) {
     const span = spans.get(field)!;
-    const Type = ARRAY_FIELD_TYPES[field];
+    const Type = COLUMNS[field].type;
     const size = Type.BYTES_PER_ELEMENT;
     const length = span.byteLength / size;
     if (viewable && (base + span.start) % size === 0) {

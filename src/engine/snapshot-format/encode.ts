@@ -1,8 +1,7 @@
 import { Packr } from 'msgpackr';
 import { frame } from '../../common/file-framing.js';
-import { ARRAY_FIELDS, type SnapshotData, type SnapshotMeta } from '../snapshot-data.js';
+import { ARRAY_FIELDS, COLUMNS, type SnapshotData, type SnapshotMeta } from '../snapshot-data.js';
 import {
-  ARRAY_FIELD_TYPES,
   DATA_ALIGNMENT,
   SNAPSHOT_FRAME,
   SNAPSHOT_HEADER_LENGTH,
@@ -41,7 +40,7 @@ export function encodeSnapshot(data: SnapshotData): Uint8Array[] {
     w.str(field);
     w.mapHeader(3);
     w.str('type');
-    w.str(ARRAY_FIELD_TYPES[field].name);
+    w.str(COLUMNS[field].type.name);
     w.str('pad');
     // After the pad bytes come fixstr "data" (5 bytes) and the bin32 header (5 bytes).
     const padding = (DATA_ALIGNMENT - ((w.position + 2 + 10) % DATA_ALIGNMENT)) % DATA_ALIGNMENT;

@@ -40,7 +40,6 @@
  */
 import { ErrorCode, SnapshotError } from '../../common/errors.js';
 import type { FrameKind, FrameProblem } from '../../common/file-framing.js';
-import type { ArrayField } from '../snapshot-data.js';
 
 export const SNAPSHOT_FORMAT_VERSION = 4;
 export const SNAPSHOT_MAGIC = 'UPIRSNAP';
@@ -62,48 +61,6 @@ export const SNAPSHOT_FRAME: FrameKind = {
     throw new SnapshotError(PROBLEM_CODES[problem], message);
   },
 };
-
-/** The typed-array class each field must have, in the file and in memory. */
-export const ARRAY_FIELD_TYPES = {
-  slotTags: Uint16Array,
-  slotEntries: Uint32Array,
-  keyTails: Uint32Array,
-  vpaSlots: Uint32Array,
-  firstSeen: Float64Array,
-  confidence: Uint16Array,
-  riskCategory: Uint8Array,
-  evidenceCount: Uint32Array,
-  vpaCluster: Uint32Array,
-  sourceOffsets: Uint32Array,
-  evidenceWeight: Float64Array,
-  sourceCategoryMask: Uint8Array,
-  mixedRiskVpas: Uint32Array,
-  mixedRiskCounts: Uint32Array,
-  sourceUrl: Uint32Array,
-  sourceCapturedAt: Float64Array,
-  sourceFlags: Uint8Array,
-  urlBytes: Uint8Array,
-  urlOffsets: Uint32Array,
-  urlCategory: Uint8Array,
-  urlMembersBlob: Uint8Array,
-  urlMembersOffsets: Uint32Array,
-  urlSlots: Uint32Array,
-  clusterNumber: Uint32Array,
-  clusterCreatedAt: Float64Array,
-  clusterLastUpdated: Float64Array,
-  clusterRiskCategory: Uint8Array,
-  clusterConfidence: Uint16Array,
-  clusterEvidenceCount: Uint32Array,
-  clusterMembersBlob: Uint8Array,
-  clusterMembersOffsets: Uint32Array,
-} as const satisfies Record<ArrayField, TypedArrayClass>;
-
-export type TypedArrayClass =
-  | Uint8ArrayConstructor
-  | Uint16ArrayConstructor
-  | Uint32ArrayConstructor
-  | Float64ArrayConstructor;
-export type AnyTypedArray = Uint8Array | Uint16Array | Uint32Array | Float64Array;
 
 /** Every array's data starts on a multiple of this in the file, so a reader can view it in place. */
 export const DATA_ALIGNMENT = 8;

@@ -1,5 +1,5 @@
-import { ARRAY_FIELDS, type ArrayField, type SnapshotData } from '../snapshot-data.js';
-import { ARRAY_FIELD_TYPES, alignUp, isSharedArrayBuffer, type AnyTypedArray } from './format.js';
+import { ARRAY_FIELDS, COLUMNS, type AnyTypedArray, type ArrayField, type SnapshotData } from '../snapshot-data.js';
+import { alignUp, isSharedArrayBuffer } from './format.js';
 
 /**
  * `data` itself when every array of it is in shared memory already (as a
@@ -26,7 +26,7 @@ export function copyToSharedMemory(data: SnapshotData): SnapshotData {
     const source = data[field];
     new Uint8Array(target, at, source.byteLength).set(new Uint8Array(source.buffer, source.byteOffset, source.byteLength));
     // As in materialize: the constructors' signatures name ArrayBuffer only; shared memory is fine.
-    arrays[field] = new ARRAY_FIELD_TYPES[field](target as unknown as ArrayBuffer, at, source.length);
+    arrays[field] = new COLUMNS[field].type(target as unknown as ArrayBuffer, at, source.length);
     at += alignUp(source.byteLength);
   }
   return { ...data, ...arrays } as SnapshotData;

@@ -6,16 +6,18 @@
 import { RISK_CATEGORIES, RISK_RANK, SOURCE_CATEGORIES, dominant } from '../../vpa/categories.js';
 import {
   ARRAY_FIELDS,
+  COLUMNS,
   CONFIDENCE_SCALE,
   MIXED_RISK_STRIDE,
   NO_CLUSTER,
+  columnsCounting,
   type ArrayField,
   type SnapshotData,
   type SnapshotMeta,
 } from '../snapshot-data.js';
 import { checkIndexArrays, ENTRY_WORDS } from '../vpa-index.js';
 import { checkUrlSlots, isUrlSlotCapacity, URL_SLOTS_MIN_CAPACITY } from '../url-lookup.js';
-import { ARRAY_FIELD_TYPES, formatError } from './format.js';
+import { formatError } from './format.js';
 
 export function readMeta(value: unknown): SnapshotMeta {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) formatError('snapshot meta is not a map');
@@ -68,7 +70,7 @@ export function validateMeta(meta: { readonly [K in keyof SnapshotMeta]: unknown
 
 export function validateArrayClasses(data: SnapshotData): void {
   for (const field of ARRAY_FIELDS) {
-    const Type = ARRAY_FIELD_TYPES[field];
+    const Type = COLUMNS[field].type;
     const array: unknown = data[field];
     if (!(array instanceof Type)) {
       const actual = typeof array === 'object' && array !== null ? array.constructor.name : typeof array;
@@ -77,6 +79,15 @@ export function validateArrayClasses(data: SnapshotData): void {
   }
 }
 
+// The columns of each length the meta's counts set (snapshot-data.ts, COLUMNS), found once.
+const PER_VPA = columnsCounting('vpas');
+const PER_VPA_OFFSETS = columnsCounting('vpas + 1');
+const PER_SOURCE = columnsCounting('sources');
+const PER_URL = columnsCounting('urls');
+const PER_URL_OFFSETS = columnsCounting('urls + 1');
+const PER_CLUSTER = columnsCounting('clusters');
+const PER_CLUSTER_OFFSETS = columnsCounting('clusters + 1');
+
 /** Array lengths against the meta counts: constant time. */
 export function validateLengths(meta: SnapshotMeta, lengthOf: (field: ArrayField) => number, context: string): void {
   const { vpaCount, sourceCount, urlCount, clusterCount } = meta;
@@ -84,43 +95,22 @@ export function validateLengths(meta: SnapshotMeta, lengthOf: (field: ArrayField
     const actual = lengthOf(field);
     if (actual !== length) formatError(`${context}: ${field} has ${actual} entries, expected ${length} (${why})`);
   };
-  for (const field of [
-    'vpaSlots',
-    'firstSeen',
-    'confidence',
-    'riskCategory',
-    'evidenceCount',
-    'vpaCluster',
-    'evidenceWeight',
-    'sourceCategoryMask',
-  ] as const) {
-    expect(field, vpaCount, 'meta.vpaCount');
-  }
+  for (const field of PER_VPA) expect(field, vpaCount, 'meta.vpaCount');
   const mixed = lengthOf('mixedRiskVpas');
   if (mixed > vpaCount) formatError(`${context}: mixedRiskVpas has ${mixed} entries, more than meta.vpaCount (${vpaCount})`);
   expect('mixedRiskCounts', mixed * MIXED_RISK_STRIDE, `${MIXED_RISK_STRIDE} for each of the ${mixed} mixedRiskVpas`);
-  expect('sourceOffsets', vpaCount + 1, 'meta.vpaCount + 1');
-  for (const field of ['sourceUrl', 'sourceCapturedAt', 'sourceFlags'] as const) expect(field, sourceCount, 'meta.sourceCount');
-  expect('urlCategory', urlCount, 'meta.urlCount');
-  expect('urlOffsets', urlCount + 1, 'meta.urlCount + 1');
-  expect('urlMembersOffsets', urlCount + 1, 'meta.urlCount + 1');
+  for (const field of PER_VPA_OFFSETS) expect(field, vpaCount + 1, 'meta.vpaCount + 1');
+  for (const field of PER_SOURCE) expect(field, sourceCount, 'meta.sourceCount');
+  for (const field of PER_URL) expect(field, urlCount, 'meta.urlCount');
+  for (const field of PER_URL_OFFSETS) expect(field, urlCount + 1, 'meta.urlCount + 1');
   const urlSlots = lengthOf('urlSlots');
   if (!isUrlSlotCapacity(urlSlots, urlCount)) {
     formatError(
       `${context}: urlSlots has ${urlSlots} slots, expected a power of two of at least ${URL_SLOTS_MIN_CAPACITY} and twice meta.urlCount (${urlCount})`,
     );
   }
-  for (const field of [
-    'clusterNumber',
-    'clusterCreatedAt',
-    'clusterLastUpdated',
-    'clusterRiskCategory',
-    'clusterConfidence',
-    'clusterEvidenceCount',
-  ] as const) {
-    expect(field, clusterCount, 'meta.clusterCount');
-  }
-  expect('clusterMembersOffsets', clusterCount + 1, 'meta.clusterCount + 1');
+  for (const field of PER_CLUSTER) expect(field, clusterCount, 'meta.clusterCount');
+  for (const field of PER_CLUSTER_OFFSETS) expect(field, clusterCount + 1, 'meta.clusterCount + 1');
 
   const capacity = lengthOf('slotTags');
   // At least one empty slot, or a probe for an absent key would never end.

@@ -1,0 +1,95 @@
+import type pg from 'pg';
+import type { KeyRegistry } from '../access/key-registry.js';
+import { PostgresSessionStore } from '../store/postgres-session-store.js';
+import { PostgresUsageLedger } from '../store/postgres-usage-ledger.js';
+import type { BuildRecord } from '../admin/intelligence-stats.js';
+import type { Logger } from '../common/logger.js';
+import { FollowerService } from '../fleet/follower-service.js';
+import { takeEvidenceIntoLog } from '../fleet/log-intake.js';
+import type { ServiceMetrics } from '../http/metrics.js';
+import { storePool, type StoreLocation } from '../store/postgres.js';
+import { keysChannel } from '../store/postgres-key-backend.js';
+import { StoreNotifications } from '../store/store-notifications.js';
+import { listPublications } from '../store/snapshot-publications.js';
+import { PostgresWatchStore } from '../watch/postgres-watch-store.js';
+import { WatchLease } from '../watch/watch-lease.js';
+import { WatchService } from '../watch/watch-service.js';
+import { deltaFigures, runServer, type ServeOptions, type ServedMode } from './serving-process.js';
+import { startScreening, type Screening, type WatchSettings, type Watching } from './watch-screening.js';
+
+/** The options of serve with a store. */
+export interface FollowerServeOptions extends ServeOptions {
+  readonly location: StoreLocation;
+}
+
+/**
+ * `upi-risk serve --store`: a follower of the store's published snapshots
+ * and evidence log; keys, sessions, usage and watchlists in the store.
+ */
+export function serveFollower(options: FollowerServeOptions): Promise<number> {
+  return runServer(options, {
+    keyStore: options.location,
+    keyPollMs: 1000,
+    start: (logger, metrics, keys) => startFollower(options, logger, metrics, keys),
+  });
+}
+
+async function startFollower(options: FollowerServeOptions, logger: Logger, metrics: ServiceMetrics, keys: KeyRegistry): Promise<ServedMode> {
+  const { location } = options;
+  const follower = await FollowerService.start({ location, dataDir: options.dir, logger, pollMs: options.pollMs });
+  const intake = storePool(location, 4);
+  const keyChanges = new StoreNotifications(location, [keysChannel(location)], () => void keys.check(), logger);
+  metrics.observeSnapshot(follower.current);
+  follower.onSwap((event) => metrics.observeSnapshot(event.next));
+  const delta = () => deltaFigures(follower.delta, follower.delta.meta.bytes, follower.publication.createdAt.getTime());
+  const storeState = () => ({ connected: follower.storeConnected, caughtUpAt: follower.caughtUpAt });
+  metrics.watchDelta(delta);
+  metrics.watchStore(storeState);
+  const publications = async (): Promise<BuildRecord[]> =>
+    (await listPublications(intake, location)).map((p) => ({
+      finished_at: p.createdAt.toISOString(),
+      duration_ms: null,
+      outcome: 'published',
+      snapshot: p.id,
+      message: null,
+    }));
+  return {
+    service: follower,
+    stats: { mode: 'fleet', served: follower, delta, builds: publications, store: storeState },
+    sessions: new PostgresSessionStore(intake, location),
+    startWatching: (settings) => watchStore(intake, location, settings),
+    usage: new PostgresUsageLedger(intake, location),
+    ingest: (body) => takeEvidenceIntoLog(intake, location, follower, body),
+    compact: null,
+    close: async () => {
+      await keyChanges.close();
+      await follower.close();
+      await intake.end().catch(() => {});
+    },
+  };
+}
+
+/** The store's watchlists: every follower keeps them; the one holding the lease screens, delivers and keeps the journal short. */
+async function watchStore(pool: pg.Pool, location: StoreLocation, settings: WatchSettings): Promise<Watching> {
+  const { served, allowed, logger } = settings;
+  const store = await PostgresWatchStore.open(pool, location, logger);
+  let running: Screening | null = null;
+  store.onApplied(() => running?.delivery.wake());
+  const lease = new WatchLease(location, logger, async () => {
+    const started = startScreening(store, settings);
+    started.rescreener.onPass(() => void store.compactIfGrown().catch((error: Error) => logger.error({ err: error.message }, 'watchlist journal not rewritten')));
+    running = started;
+    return async () => {
+      running = null;
+      await started.stop();
+    };
+  });
+  lease.start();
+  return {
+    service: new WatchService({ store, served, wake: () => running?.delivery.wake(), allowed, logger }),
+    close: async () => {
+      await lease.close();
+      await store.close();
+    },
+  };
+}

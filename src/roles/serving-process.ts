@@ -1,0 +1,243 @@
+import { readFileSync } from 'node:fs';
+import { pino } from 'pino';
+import type { DataDir } from '../common/data-dir.js';
+import type { Logger } from '../common/logger.js';
+import { missingGlibcTunables, runsOnGlibc } from '../common/malloc-tuning.js';
+import { KeyRegistry } from '../access/key-registry.js';
+import { loadPlans } from '../access/plans.js';
+import { QuotaService } from '../access/quota.js';
+import { KeyAdmin } from '../access/key-admin.js';
+import type { SessionStore } from '../access/console-sessions.js';
+import type { UsageLedger } from '../access/key-usage.js';
+import { AdminService } from '../admin/admin-service.js';
+import { IntelligenceStats, type StatsSources } from '../admin/intelligence-stats.js';
+import { isWatchRequest } from '../api/admin-requests.js';
+import type { DeltaData } from '../engine/delta-data.js';
+import { ServiceMetrics } from '../http/metrics.js';
+import { checkTlsFiles, createTlsApp, ensureSelfSignedCertificate, type TlsFiles } from '../http/tls.js';
+import { EdgePool } from '../http/edge-pool.js';
+import { loadConsoleAssets } from '../http/console-assets.js';
+import type { IntakeResult } from '../service/evidence-intake.js';
+import type { DeltaFigures, ServedData } from '../service/served-data.js';
+import type { StoreLocation } from '../store/postgres.js';
+import { chooseKeyBackend } from './key-backends.js';
+import type { WatchSettings, Watching } from './watch-screening.js';
+
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+/** The options of `upi-risk serve` both modes take, checked. */
+export interface ServeOptions {
+  readonly dir: DataDir;
+  readonly host: string;
+  readonly port: number;
+  /** A certificate and key given, a self-signed one generated into the data directory, or plain HTTP. */
+  readonly tls: TlsFiles | 'self-signed' | 'plain-http';
+  readonly plansFile: string | URL;
+  /** Bearer token for GET /metrics; without one, /metrics answers loopback clients only. */
+  readonly metricsToken: string | undefined;
+  /** How often to look for new evidence and snapshots, ms. */
+  readonly pollMs: number;
+  /** Serving threads on the shared port. */
+  readonly threads: number;
+  readonly logLevel: LogLevel;
+  /** --redis and --redis-prefix as given; the URL falls back to $REDIS_URL. */
+  readonly redisUrl: string | undefined;
+  readonly redisPrefix: string | undefined;
+  /** Hosts webhooks may reach although they are private or loopback. */
+  readonly webhookAllow: ReadonlySet<string>;
+  readonly webhookFirstRetryMs: number;
+}
+
+/** What a mode serves: the data, how evidence sent over HTTP is taken, watchlists, SIGUSR2, and the end. */
+export interface ServedMode {
+  readonly service: ServedData;
+  /** What the console's Intelligence page shows of this mode. */
+  readonly stats: StatsSources;
+  /** Where console sessions and key usage are kept: this process and its data directory, or the fleet's store. */
+  readonly sessions: SessionStore;
+  readonly usage: UsageLedger;
+  /** Watchlists kept in the data directory's journal, or in the store's. */
+  readonly startWatching: (settings: WatchSettings) => Promise<Watching>;
+  readonly ingest: (body: Uint8Array) => Promise<IntakeResult>;
+  /** Start a compaction (SIGUSR2, POST /v1/admin/compaction); null where this server builds nothing (a follower). */
+  readonly compact: ((why: string) => { readonly started: boolean; readonly snapshot: string }) | null;
+  close(): Promise<void>;
+}
+
+/** One of serve's modes, as the serving process both run needs it. */
+export interface ServingMode {
+  /** The fleet store that keeps the keys, or null for the data directory (or Redis). */
+  readonly keyStore: StoreLocation | null;
+  /** How often the keys are read again, ms: a follower also hears of changes from the store, so its poll is a fallback. */
+  readonly keyPollMs: number;
+  start(logger: Logger, metrics: ServiceMetrics, keys: KeyRegistry): Promise<ServedMode>;
+}
+
+/**
+ * Serves the v1 API over the serving threads until SIGTERM or SIGINT (exit
+ * status 0), or until serving threads keep failing (status 1); ends the
+ * process.
+ */
+export async function runServer(options: ServeOptions, mode: ServingMode): Promise<number> {
+  const { dir, host, threads } = options;
+  // Synchronous: lines are out before the process exits, and a log reader that has gone away
+  // (EPIPE) only silences the log. An asynchronous stream is flushed at exit by a loop that
+  // retries EPIPE for ever, so a shutdown could hang.
+  const logger: Logger = pino({ level: options.logLevel, base: { service: 'upi-risk' } }, pino.destination({ dest: 2, sync: true }));
+  // Standard output carries a line or two for people. Unhandled, a reader that has gone away
+  // (EPIPE) would end the process as an uncaught error, and with the serving threads' sockets
+  // still open Node aborts it (SIGABRT) instead of the server shutting down when asked.
+  process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code !== 'EPIPE') logger.error({ err: error.message }, 'standard output failed');
+  });
+
+  const plans = await loadPlans(options.plansFile);
+  const tls = await tlsFiles(options, logger);
+  const missingTunables = missingGlibcTunables(process.env.GLIBC_TUNABLES, runsOnGlibc());
+  if (missingTunables.length > 0) {
+    logger.info(
+      { missing: missingTunables.join(':') },
+      'GLIBC_TUNABLES lacks allocator settings the service is measured with: expect more resident memory after builds (docs/operations.md, Memory)',
+    );
+  }
+  // Before loading or building a snapshot, so a TLS set-up that cannot work fails at once
+  // (each serving thread loads it again).
+  if (tls !== null) createTlsApp(tls);
+
+  const store = await chooseKeyBackend(dir, { redis: options.redisUrl, 'redis-prefix': options.redisPrefix }, logger, undefined, mode.keyStore);
+  const keys = new KeyRegistry(store.backend, (error) => logger.error({ err: error.message, keys: store.backend.description }, 'keys not reloaded; previous keys stay in force'));
+  try {
+    await keys.load();
+  } catch (error) {
+    // Only a store that cannot be read at all gets here (Redis down at start): keep retrying.
+    if (store.redis === null) throw error;
+    logger.error({ err: (error as Error).message }, 'keys not loaded yet; retrying');
+  }
+  keys.onChange((records) => logger.info({ activeKeys: records.length, store: store.backend.description }, 'API keys reloaded'));
+  keys.watch(mode.keyPollMs);
+  const metrics = new ServiceMetrics();
+  const served = await mode.start(logger, metrics, keys);
+  const service = served.service;
+  const stats = new IntelligenceStats(served.stats);
+  stats.start();
+  const admin = new AdminService({
+    registry: keys,
+    keyAdmin: new KeyAdmin(store.backend, store.audit),
+    audit: store.audit,
+    sessions: served.sessions,
+    usage: served.usage,
+    plans,
+    stats,
+    compact: served.compact,
+    logger,
+  });
+  const watch = await served.startWatching({ served: service, logger, allowed: options.webhookAllow, firstRetryMs: options.webhookFirstRetryMs });
+  // Built by `npm ci` (and `npm start`); without it the API is served alone.
+  const consoleAssets = await loadConsoleAssets();
+  const quota = new QuotaService({ plans, ...(store.redis === null ? {} : { redis: store.redis, redisPrefix: store.prefix }) });
+  const version = packageVersion();
+  // Serving runs on worker threads even when there is one: builds and snapshot loads
+  // hand large buffers to this thread, and the full collections those cause then
+  // stall no request (see bench/MEASUREMENTS.md, 'Giving a replaced snapshot's memory back').
+  const redisUrl = options.redisUrl ?? process.env.REDIS_URL;
+  /** Stops serving: by a signal (status 0), or when serving threads keep failing (status 1). */
+  let stop: (why: { signal: string } | { reason: string }, status: number) => void = () => {};
+  const stopped = new Promise<number>((resolve) => {
+    let stopping = false;
+    stop = (why, status) => {
+      if (stopping) return;
+      stopping = true;
+      logger.info(why, 'shutting down: no new connections, finishing requests in flight');
+      keys.close();
+      resolve(status);
+    };
+  });
+  const pool = await EdgePool.start({
+    threads,
+    host,
+    port: options.port,
+    tls,
+    version,
+    metricsToken: options.metricsToken,
+    logLevel: options.logLevel,
+    plans,
+    redis: store.redis === null || redisUrl === undefined ? null : { url: redisUrl, prefix: store.prefix },
+    service,
+    keys,
+    quota,
+    metrics,
+    logger,
+    // A process whose serving threads fail over and over is best started afresh by whatever runs it.
+    onGiveUp: (error) => stop({ reason: error.message }, 1),
+    ingest: async (body) => {
+      const started = performance.now();
+      const result = await served.ingest(body);
+      if (result.kind === 'stored') stats.noteIngest(result.items, Math.round(performance.now() - started));
+      return result;
+    },
+    admin: (request) => (isWatchRequest(request) ? watch.service.handle(request) : admin.handle(request)),
+    onUsage: (entries) => admin.recordUsage(entries),
+    console: consoleAssets,
+  });
+  const boundPort = pool.port;
+  const stopServing = () => pool.drain();
+  // Before the server says it listens: a signal sent as soon as it does must find its handler.
+  process.once('SIGTERM', () => stop({ signal: 'SIGTERM' }, 0));
+  process.once('SIGINT', () => stop({ signal: 'SIGINT' }, 0));
+  logger.info({ host, port: boundPort, threads, tls: tls !== null, keys: keys.size, snapshot: service.current.meta.id }, 'listening');
+  // An IPv6 address goes in brackets in a URL (RFC 3986), or the port cannot be told apart.
+  const urlHost = host.includes(':') ? `[${host}]` : host;
+  const base = `${tls === null ? 'http' : 'https'}://${urlHost}:${boundPort}`;
+  process.stdout.write(`upi-risk listening on ${base}\n`);
+  if (consoleAssets !== null) process.stdout.write(`console: ${base}/console/ (sign in with an admin-scoped API key)\n`);
+  else logger.warn({}, 'the console is not built (dist/console); serving the API alone');
+
+  process.on('SIGUSR2', () => {
+    if (served.compact === null) logger.info({ signal: 'SIGUSR2' }, 'a follower does not compact: SIGUSR2 the active builder (upi-risk builder)');
+    else served.compact('SIGUSR2');
+  });
+  const status = await stopped;
+  await stopServing();
+  stats.stop();
+  await watch.close();
+  await admin.close();
+  await served.close();
+  await store.close();
+  logger.info({ status }, 'stopped');
+  // Idle keep-alive connections would hold the event loop open; everything in flight is answered.
+  process.exit(status);
+}
+
+/** The certificate and key to serve, checked or generated; null for plain HTTP. */
+async function tlsFiles(options: ServeOptions, logger: Logger): Promise<TlsFiles | null> {
+  if (options.tls === 'plain-http') {
+    logger.warn({}, '--plain-http: serving unencrypted HTTP; the spec requires TLS 1.3, so put a TLS-terminating proxy in front');
+    return null;
+  }
+  if (options.tls === 'self-signed') {
+    const generated = await ensureSelfSignedCertificate(options.dir);
+    logger.warn({ cert: generated.certFile }, 'no --tls-cert given: serving a self-signed certificate for localhost');
+    return generated;
+  }
+  await checkTlsFiles(options.tls);
+  return options.tls;
+}
+
+/** The live delta's figures for metrics and the console. */
+export function deltaFigures(delta: DeltaData, bytes: number, lastCompaction: number): DeltaFigures {
+  const meta = delta.meta;
+  const now = Date.now();
+  return {
+    vpas: meta.vpaCount,
+    evidenceItems: meta.evidenceItems,
+    bytes,
+    ageSeconds: meta.vpaCount === 0 ? 0 : Math.max(0, (now - meta.since) / 1000),
+    secondsSinceCompaction: Math.max(0, (now - lastCompaction) / 1000),
+  };
+}
+
+function packageVersion(): string {
+  const pkg = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string };
+  return pkg.version;
+}
