@@ -6,6 +6,7 @@ import { mergeDelta, type DeltaFile } from '../src/builder/delta-merge.js';
 import type { DeltaData } from '../src/engine/delta-data.js';
 import type { SnapshotView } from '../src/engine/snapshot-view.js';
 import type { VpaVerdict } from '../src/engine/verdict.js';
+import { DEFAULT_URL_MEMBER_CAP } from '../src/builder/clustering.js';
 import { TEST_SCORED_AT, buildInProcess, type EvidenceInput } from './helpers.js';
 
 /**
@@ -36,8 +37,8 @@ export const ASKED = [...UPIS, 'nobody@ybl'];
  * deduplicated against everything before it (as the builder's carry does),
  * then merged by the code a server runs.
  */
-export function snapshotAndDelta(batches: readonly (readonly EvidenceInput[])[]): { base: SnapshotView; deltas: DeltaData[] } {
-  const base = buildInProcess(batches[0]!);
+export function snapshotAndDelta(batches: readonly (readonly EvidenceInput[])[], evidenceMaxAgeMs = 0): { base: SnapshotView; deltas: DeltaData[] } {
+  const base = buildInProcess(batches[0]!, TEST_SCORED_AT, DEFAULT_URL_MEMBER_CAP, evidenceMaxAgeMs);
   const writer = new RecordWriter();
   batches.forEach((batch, chunk) =>
     batch.forEach((item, line) => {

@@ -76,19 +76,20 @@ import { aggregatePartition, dedupPartition, type AggregateResult } from '../src
 import { assembleSnapshot, type AssembleOptions } from '../src/builder/assemble.js';
 import { emptyClusterIdState } from '../src/builder/cluster-ids/state.js';
 import { DEFAULT_URL_MEMBER_CAP } from '../src/builder/clustering.js';
+import { countsFrom } from '../src/builder/scoring.js';
 
 /**
  * The build phases called in-process on one partition: the same code the
  * pool runs, without threads or files, for property tests that build
  * hundreds of small snapshots.
  */
-export function buildInProcess(items: readonly EvidenceInput[], scoredAt = TEST_SCORED_AT, urlMemberCap = DEFAULT_URL_MEMBER_CAP): SnapshotView {
-  const { data } = assembleSnapshot([aggregateInProcess(items, scoredAt)], assembleOptionsInProcess(scoredAt, urlMemberCap));
+export function buildInProcess(items: readonly EvidenceInput[], scoredAt = TEST_SCORED_AT, urlMemberCap = DEFAULT_URL_MEMBER_CAP, evidenceMaxAgeMs = 0): SnapshotView {
+  const { data } = assembleSnapshot([aggregateInProcess(items, scoredAt, undefined, evidenceMaxAgeMs)], assembleOptionsInProcess(scoredAt, urlMemberCap, evidenceMaxAgeMs));
   return new SnapshotView(data);
 }
 
 /** Phases A to C on one partition: what assembly takes. */
-export function aggregateInProcess(items: readonly EvidenceInput[], scoredAt = TEST_SCORED_AT, scratch?: ArrayAllocator): AggregateResult {
+export function aggregateInProcess(items: readonly EvidenceInput[], scoredAt = TEST_SCORED_AT, scratch?: ArrayAllocator, evidenceMaxAgeMs = 0): AggregateResult {
   const writer = new RecordWriter();
   items.forEach((item, line) => {
     const parsed = validateEvidence(item);
@@ -97,13 +98,14 @@ export function aggregateInProcess(items: readonly EvidenceInput[], scoredAt = T
     writer.append(0, line, r.capturedAt, packFlags(r.sourceCategory, r.riskCategory, r.screenshot), r.upi, r.url, r.evidenceId);
   });
   const deduped = dedupPartition({ inputs: [writer.finish()], partitions: 1 });
-  return aggregatePartition({ inputs: deduped.parts, scoredAt }, scratch);
+  return aggregatePartition({ inputs: deduped.parts, scoredAt, countsFrom: countsFrom(scoredAt, evidenceMaxAgeMs) }, scratch);
 }
 
-export function assembleOptionsInProcess(scoredAt = TEST_SCORED_AT, urlMemberCap = DEFAULT_URL_MEMBER_CAP): AssembleOptions {
+export function assembleOptionsInProcess(scoredAt = TEST_SCORED_AT, urlMemberCap = DEFAULT_URL_MEMBER_CAP, evidenceMaxAgeMs = 0): AssembleOptions {
   return {
     urlMemberCap,
     scoredAt,
+    evidenceMaxAgeMs,
     previousClusterIds: emptyClusterIdState(),
     meta: { id: 'in-process', createdAt: scoredAt, dataAsOf: scoredAt, evidenceFiles: [], skippedLines: 0 },
   };

@@ -42,9 +42,11 @@ export interface AssembleOptions {
    * a replaced snapshot's buffers). The index's too, when it is built here.
    */
   readonly snapshotArrays?: ArrayAllocator;
+  /** SnapshotMeta.evidenceMaxAgeMs: what the partials were aggregated with (default 0, evidence never expires). */
+  readonly evidenceMaxAgeMs?: number;
   readonly meta: Omit<
     SnapshotMeta,
-    'vpaCount' | 'urlCount' | 'clusterCount' | 'sourceCount' | 'evidenceCount' | 'urlMemberCap' | 'scoredAt'
+    'vpaCount' | 'urlCount' | 'clusterCount' | 'sourceCount' | 'evidenceCount' | 'urlMemberCap' | 'scoredAt' | 'evidenceMaxAgeMs'
   >;
 }
 
@@ -149,6 +151,7 @@ function finishSnapshot(plan: SnapshotPlan, columns: SnapshotColumns, index: Ind
   const meta: SnapshotMeta = {
     ...options.meta,
     scoredAt: options.scoredAt,
+    evidenceMaxAgeMs: options.evidenceMaxAgeMs ?? 0,
     urlMemberCap: options.urlMemberCap,
     vpaCount: n,
     urlCount: t.urlCount,

@@ -103,6 +103,7 @@ async function assembleInto(task: AssembleTask, snapshotArrays: ReusedSharedArra
   const options = {
     urlMemberCap: task.urlMemberCap,
     scoredAt: task.scoredAt,
+    evidenceMaxAgeMs: task.evidenceMaxAgeMs,
     previousClusterIds: previous,
     scratch,
     sharedScratch,

@@ -10,7 +10,7 @@ import { portableCardinality } from '../engine/roaring-portable.js';
 import { RISK_CATEGORIES, RISK_RANK, SOURCE_CATEGORIES, SOURCE_RANK, dominant } from '../vpa/categories.js';
 import { RecordReader, FLAG_SCREENSHOT, RecordWriter } from './record-codec.js';
 import { snapshotData } from './snapshot-parts.js';
-import { WEIGHT_UNITS, categoriesIn, recencyWeightUnits, vpaConfidence } from './scoring.js';
+import { WEIGHT_UNITS, categoriesIn, countsFrom, recencyWeightUnits, vpaConfidence } from './scoring.js';
 
 /**
  * Merging new evidence into the live delta (engine/delta-data.ts), off the
@@ -144,6 +144,8 @@ class MergeState {
   readonly #base: SnapshotData;
   readonly #baseIndex: VpaIndex;
   readonly #scoredAt: number;
+  /** Records captured before this do not count under the snapshot's expiry (scoring.ts, countsFrom). */
+  readonly #countsFrom: number;
   readonly #previous: DeltaData | null;
   readonly #previousIndex: VpaIndex | null;
   readonly #vpas = new Map<string, VpaRow>();
@@ -158,6 +160,7 @@ class MergeState {
     this.#base = base;
     this.#baseIndex = new VpaIndex(base, base.maxKeyLength);
     this.#scoredAt = base.meta.scoredAt;
+    this.#countsFrom = countsFrom(base.meta.scoredAt, base.meta.evidenceMaxAgeMs);
     this.#previous = previous;
     this.#previousIndex = previous === null ? null : new VpaIndex(previous.overlay, previous.overlay.maxKeyLength);
     this.#keptVpas = this.#vpaCount = previous?.overlay.meta.vpaCount ?? 0;
@@ -176,6 +179,8 @@ class MergeState {
         if (f < 0) continue;
         writers[f]!.appendRaw(raw, reader.rawStart, reader.rawEnd);
         counts[f]!++;
+        // Stored and kept for the next snapshot's merge, but expired under this one: it changes no answer.
+        if (reader.capturedAt < this.#countsFrom) continue;
         this.#applyRecord(raw, reader.upiStart, reader.urlStart, reader.idStart, reader.capturedAt, reader.flags);
       }
     }
@@ -316,6 +321,7 @@ class MergeState {
       createdAt: Date.now(),
       dataAsOf: fields.dataAsOf,
       scoredAt: b.meta.scoredAt,
+      evidenceMaxAgeMs: b.meta.evidenceMaxAgeMs,
       evidenceFiles: fields.files,
       urlMemberCap: b.meta.urlMemberCap,
       vpaCount: n,

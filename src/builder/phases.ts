@@ -196,6 +196,8 @@ export interface AggregateTask {
   readonly inputs: ArrayBufferLike[];
   /** Reference time for recency weights. */
   readonly scoredAt: number;
+  /** Records captured before this instant do not count (scoring.ts, countsFrom): skipped as if absent. Default: all count. */
+  readonly countsFrom?: number;
 }
 
 /**
@@ -317,17 +319,19 @@ function gatherRows(task: AggregateTask, scratch: ArrayAllocator): Rows {
   const sourceShot = scratch.zeroed(Uint8Array, records);
   const sourceCounts = scratch.zeroed(Uint32Array, records * SOURCE_COUNT);
   let sources = 0;
+  const countsFrom = task.countsFrom ?? Number.NEGATIVE_INFINITY;
 
   for (const input of task.inputs) {
     const reader = new RecordReader(input);
     const raw = reader.raw;
     while (reader.next()) {
+      const captured = reader.capturedAt;
+      if (captured < countsFrom) continue;
       const vpa = vpas.intern(raw, reader.upiStart, reader.urlStart);
       if (vpas.added) {
         firstSeen[vpa] = Number.POSITIVE_INFINITY;
         sourceHead[vpa] = -1;
       }
-      const captured = reader.capturedAt;
       const flags = reader.flags;
       const sourceCategory = flags & 3;
       const riskCategory = (flags >> 2) & 7;

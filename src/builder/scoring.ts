@@ -55,6 +55,15 @@ export function recencyWeightUnits(capturedAt: number, scoredAt: number): number
   return Math.round(recencyWeight(capturedAt, scoredAt) * WEIGHT_UNITS);
 }
 
+/**
+ * The earliest capture instant that still counts when scoring at `scoredAt`
+ * with evidence expiring after `maxAgeMs` (0: never; SnapshotMeta.evidenceMaxAgeMs).
+ * An item captured before it is left out of every field, as if never stored.
+ */
+export function countsFrom(scoredAt: number, maxAgeMs: number): number {
+  return maxAgeMs > 0 ? scoredAt - maxAgeMs : Number.NEGATIVE_INFINITY;
+}
+
 /** The number of source categories in a mask of them (bit i: category i), for `VpaSignals.distinctSourceCategories`. */
 export function categoriesIn(mask: number): number {
   let count = 0;

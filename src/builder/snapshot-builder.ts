@@ -9,6 +9,7 @@ import { silentLogger, type Logger } from '../common/logger.js';
 import { removeStaleTempFiles } from '../common/temp-cleanup.js';
 import { statEvidenceFiles, evidenceFileTime, type StoredFile } from '../evidence/store.js';
 import { DEFAULT_URL_MEMBER_CAP } from './clustering.js';
+import { countsFrom } from './scoring.js';
 import { ARRAY_FIELDS, INDEX_FIELDS, type ArrayField, type SnapshotData, type SnapshotMeta } from '../engine/snapshot-data.js';
 import { aggregateBuffers, indexBuffers, internerBuffers, type AggregateResult, type DedupResult, type ParseResult } from './phases.js';
 import { carryBytes, extendsCarriedFiles, segmentsToMerge, type BuildCarry, type Segments } from './carry.js';
@@ -22,6 +23,11 @@ export interface BuildOptions {
   readonly urlMemberCap?: number;
   /** Reference time for recency in scoring; defaults to now. */
   readonly scoredAt?: number;
+  /**
+   * Evidence captured more than this many ms before `scoredAt` does not
+   * count (SnapshotMeta.evidenceMaxAgeMs); default 0, it never expires.
+   */
+  readonly evidenceMaxAgeMs?: number;
   readonly onProgress?: (progress: BuildProgress) => void;
   /**
    * Keep parsed chunks in DIR/state/parsed/ and reuse them (parse-cache.ts);
@@ -397,6 +403,11 @@ export class SnapshotBuilder {
       throw new RangeError(`urlMemberCap must be an integer of at least 2, got ${urlMemberCap}`);
     }
     const scoredAt = options.scoredAt ?? Date.now();
+    const evidenceMaxAgeMs = options.evidenceMaxAgeMs ?? 0;
+    if (!Number.isSafeInteger(evidenceMaxAgeMs) || evidenceMaxAgeMs < 0) {
+      throw new RangeError(`evidenceMaxAgeMs must be a non-negative integer, got ${evidenceMaxAgeMs}`);
+    }
+    const counting = countsFrom(scoredAt, evidenceMaxAgeMs);
     const phaseMs = { parse: 0, dedup: 0, aggregate: 0, assemble: 0, write: 0 };
     const { files, gathered, cachedChunks, reusedChunks } = await this.#gatherSerially(() =>
       this.#gather(options.dataDir, options.parseCache !== false, phaseMs, progress, this.#pool),
@@ -409,7 +420,7 @@ export class SnapshotBuilder {
       Array.from({ length: partitions }, async (_, q) => {
         // Id partition by id partition, oldest segment first: the order a build reading every file makes.
         const inputs = gathered.records.flatMap((segments) => segments[q]!);
-        const result = (await this.#pool.run({ kind: 'aggregate', inputs, scoredAt } satisfies BuildTask)) as AggregateResult;
+        const result = (await this.#pool.run({ kind: 'aggregate', inputs, scoredAt, countsFrom: counting } satisfies BuildTask)) as AggregateResult;
         progress({ phase: 'aggregate', done: ++done, total: partitions });
         return result;
       }),
@@ -435,6 +446,7 @@ export class SnapshotBuilder {
       dataDirRoot: options.dataDir.root,
       urlMemberCap,
       scoredAt,
+      evidenceMaxAgeMs,
       evidenceFiles: files.map((f) => f.name),
       dataAsOf: files.reduce((newest, f) => Math.max(newest, evidenceFileTime(f.name)), 0),
       skippedLines: invalidLines + duplicateEvidence,

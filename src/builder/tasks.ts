@@ -42,6 +42,7 @@ export interface AssembleTask {
   readonly dataDirRoot: string;
   readonly urlMemberCap: number;
   readonly scoredAt: number;
+  readonly evidenceMaxAgeMs: number;
   readonly evidenceFiles: readonly string[];
   readonly dataAsOf: number;
   readonly skippedLines: number;

@@ -25,6 +25,14 @@ export function parseCommandArgs<T extends Options>(argv: readonly string[], opt
   }
 }
 
+/** The longest age `--evidence-max-age-days` takes: a hundred years. */
+export const MAX_EVIDENCE_AGE_DAYS = 36_500;
+
+/** `--evidence-max-age-days` in ms (BuildOptions.evidenceMaxAgeMs): 0, evidence never expires, when absent. */
+export function evidenceMaxAge(value: string | undefined): number {
+  return intOption('evidence-max-age-days', value, 0, 1, MAX_EVIDENCE_AGE_DAYS) * 86_400_000;
+}
+
 /** A whole number option within [min, max]; throws ConfigError naming the option. */
 export function intOption(name: string, value: string | undefined, fallback: number, min: number, max: number): number {
   if (value === undefined) return fallback;

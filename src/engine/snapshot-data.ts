@@ -37,6 +37,13 @@ export interface SnapshotMeta {
   readonly dataAsOf: number;
   /** Reference time for recency in scoring, epoch ms. */
   readonly scoredAt: number;
+  /**
+   * How old evidence may be and still count, ms before `scoredAt` (0: it
+   * never expires). Evidence captured earlier is in none of the columns, and
+   * a delta over this snapshot leaves it out too (`countsFrom`). Absent in
+   * files written before evidence could expire, and read as 0.
+   */
+  readonly evidenceMaxAgeMs: number;
   /** Names of the evidence files this snapshot was built from, sorted. */
   readonly evidenceFiles: readonly string[];
   /** The url fan-out cap in force when clusters were formed. */

@@ -25,6 +25,13 @@ export interface BuilderRoleOptions {
   readonly buildThreads?: number;
   /** Log rows per mirrored evidence file (default 100,000). */
   readonly mirrorBatch?: number;
+  /**
+   * Evidence captured more than this many ms before a build's scoring time
+   * does not count (BuildOptions.evidenceMaxAgeMs; default 0, never). With
+   * it, a publication older than the policy's `afterMs` is due even when
+   * the log has not moved, so that what expired is taken back.
+   */
+  readonly evidenceMaxAgeMs?: number;
 }
 
 /**
@@ -146,15 +153,17 @@ export class BuilderRole {
     try {
       const published = await newestPublication(this.#pool, this.#options.location);
       await this.#mirror();
+      const expires = (this.#options.evidenceMaxAgeMs ?? 0) > 0;
       const due =
         requested ||
         published === null ||
         this.#mirrored - published.position >= this.#policy.items ||
-        (this.#mirrored > published.position && Date.now() - published.createdAt.getTime() >= this.#policy.afterMs);
+        ((expires || this.#mirrored > published.position) && Date.now() - published.createdAt.getTime() >= this.#policy.afterMs);
       if (!due) return;
       await this.#restoreClusterIds(published);
       const position = this.#mirrored;
-      const report = await this.#builder.build({ dataDir: this.#options.dataDir, logger: this.#logger });
+      const maxAge = this.#options.evidenceMaxAgeMs;
+      const report = await this.#builder.build({ dataDir: this.#options.dataDir, logger: this.#logger, ...(maxAge === undefined ? {} : { evidenceMaxAgeMs: maxAge }) });
       await this.#publish(report, position);
       this.#lastFailure = null;
     } catch (error) {

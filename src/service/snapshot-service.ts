@@ -16,6 +16,7 @@ import { removeStaleTempFiles } from '../common/temp-cleanup.js';
 import { ServingView } from '../engine/serving-view.js';
 import type { DeltaData } from '../engine/delta-data.js';
 import { emptyDelta, type AppliedFile } from '../builder/delta-merge.js';
+import { countsFrom } from '../builder/scoring.js';
 import type { ServedData, SwapEvent } from './served-data.js';
 import { subscribe } from '../common/listeners.js';
 
@@ -41,6 +42,14 @@ export interface SnapshotServiceOptions {
   readonly urlMemberCap?: number;
   /** Scoring reference time for background builds; defaults to the build's own clock. */
   readonly scoredAt?: () => number;
+  /**
+   * Evidence captured more than this many ms before a build's scoring time
+   * does not count (BuildOptions.evidenceMaxAgeMs; default 0, never). With
+   * it, a compaction runs at least every `compaction.afterMs` while the
+   * snapshot served holds evidence expired since, so a VPA whose evidence
+   * has all expired is CLEARED within that time.
+   */
+  readonly evidenceMaxAgeMs?: number;
   /**
    * When the live delta is folded into a new snapshot (a compaction): once
    * it holds more than `vpas` VPAs, or its oldest evidence was applied more
@@ -102,6 +111,8 @@ export class SnapshotService implements ServedData {
   #lastBuild: BuildReport | null = null;
   /** When the snapshot served was built or adopted here (Date.now()). */
   #lastCompaction = Date.now();
+  /** The snapshot's earliest first_seen, found once per snapshot (#oldestCapture). */
+  #oldest: { readonly id: string; readonly at: number } | null = null;
 
   private constructor(options: SnapshotServiceOptions, builder: SnapshotBuilder, first: SnapshotView) {
     this.#options = options;
@@ -335,6 +346,7 @@ export class SnapshotService implements ServedData {
     const unserved = files.some((name) => !served.has(name));
     if (this.#options.incrementalBuilds === false) {
       if (unserved) await this.#build('new evidence');
+      else if (this.#expiryDue()) await this.#build('evidence expired');
       return;
     }
     if (unserved) await this.#absorb();
@@ -369,8 +381,32 @@ export class SnapshotService implements ServedData {
 
   #compactionDue(): boolean {
     const meta = this.#delta.meta;
-    if (meta.vpaCount === 0) return false;
-    return meta.vpaCount > this.#policy.vpas || Date.now() - meta.since >= this.#policy.afterMs;
+    if (meta.vpaCount > 0 && (meta.vpaCount > this.#policy.vpas || Date.now() - meta.since >= this.#policy.afterMs)) return true;
+    return this.#expiryDue();
+  }
+
+  /**
+   * Whether a build would take back expired evidence: the snapshot served
+   * counts evidence by another age limit than this server's (the setting
+   * changed, or another process built it), or it was built `afterMs` ago or
+   * more and it or the delta holds evidence captured before now's limit.
+   */
+  #expiryDue(): boolean {
+    const maxAgeMs = this.#options.evidenceMaxAgeMs ?? 0;
+    const served = this.#current.meta;
+    if (served.evidenceMaxAgeMs !== maxAgeMs) return true;
+    if (maxAgeMs === 0 || Date.now() - this.#lastCompaction < this.#policy.afterMs) return false;
+    // By the clock builds score at: what a build now would leave out.
+    const now = this.#options.scoredAt?.() ?? Date.now();
+    return this.#oldestCapture() < countsFrom(now, maxAgeMs);
+  }
+
+  /** The earliest first_seen served, snapshot and delta: the oldest capture that still counts. */
+  #oldestCapture(): number {
+    const snapshot = this.#current.data;
+    if (this.#oldest?.id !== snapshot.meta.id) this.#oldest = { id: snapshot.meta.id, at: earliest(snapshot.firstSeen, snapshot.meta.vpaCount) };
+    const overlay = this.#delta.overlay;
+    return Math.min(this.#oldest.at, earliest(overlay.firstSeen, overlay.meta.vpaCount));
   }
 
   /** One change of what is served after the others; a failed one is logged and changes nothing. */
@@ -593,7 +629,15 @@ function buildOptions(options: SnapshotServiceOptions) {
     ...(options.logger === undefined ? {} : { logger: options.logger }),
     ...(options.urlMemberCap === undefined ? {} : { urlMemberCap: options.urlMemberCap }),
     ...(options.scoredAt === undefined ? {} : { scoredAt: options.scoredAt() }),
+    ...(options.evidenceMaxAgeMs === undefined ? {} : { evidenceMaxAgeMs: options.evidenceMaxAgeMs }),
   };
+}
+
+/** The least of the first `count` values (Infinity for none). */
+function earliest(values: Float64Array, count: number): number {
+  let least = Number.POSITIVE_INFINITY;
+  for (let i = 0; i < count; i++) if (values[i]! < least) least = values[i]!;
+  return least;
 }
 
 /** Newest snapshot that loads (newer than `after` when given), skipping and remembering bad files. */

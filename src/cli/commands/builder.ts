@@ -1,7 +1,7 @@
 import { dataDir } from '../../common/data-dir.js';
 import { MAX_BUILD_THREADS } from '../../builder/snapshot-builder.js';
 import { BuilderRole, DEFAULT_PUBLISH_POLICY } from '../../roles/builder-role.js';
-import { intOption, parseCommandArgs, type Command } from '../command.js';
+import { evidenceMaxAge, intOption, parseCommandArgs, type Command } from '../command.js';
 import { commandLogger } from '../cli-logger.js';
 import { STORE_OPTIONS, STORE_USAGE, requireStore } from '../store-options.js';
 
@@ -26,7 +26,12 @@ ${STORE_USAGE}
                           the log has moved past it (default: ${DEFAULT_PUBLISH_POLICY.afterMs / 60_000})
   --threads N             build threads (default: every core)
   --poll-ms MS            how often a standby tries for the lease and the
-                          active builder looks at the log (default: 2000)`;
+                          active builder looks at the log (default: 2000)
+  --evidence-max-age-days N
+                          evidence captured more than N days before a
+                          build's scoring time stops counting (1 to 36500;
+                          default: evidence counts for ever); a publication
+                          then follows at least every --publish-minutes`;
 
 export const builderCommand: Command = {
   name: 'builder',
@@ -40,6 +45,7 @@ export const builderCommand: Command = {
       'publish-minutes': { type: 'string' },
       threads: { type: 'string' },
       'poll-ms': { type: 'string' },
+      'evidence-max-age-days': { type: 'string' },
     });
     const location = requireStore(values, 'builder');
     const logger = commandLogger('builder');
@@ -52,6 +58,7 @@ export const builderCommand: Command = {
         afterMs: intOption('publish-minutes', values['publish-minutes'], DEFAULT_PUBLISH_POLICY.afterMs / 60_000, 1, 7 * 24 * 60) * 60_000,
       },
       pollMs: intOption('poll-ms', values['poll-ms'], 2000, 50, 60_000),
+      evidenceMaxAgeMs: evidenceMaxAge(values['evidence-max-age-days']),
       ...(values.threads === undefined ? {} : { buildThreads: intOption('threads', values.threads, 1, 1, MAX_BUILD_THREADS) }),
     });
     process.stdout.write(`upi-risk builder following ${location.schema}\n`);

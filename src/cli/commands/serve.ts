@@ -8,7 +8,7 @@ import { DEFAULT_DELIVERY } from '../../watch/webhook-delivery.js';
 import { serveEmbedded } from '../../roles/embedded-role.js';
 import { serveFollower } from '../../roles/follower-role.js';
 import { LOG_LEVELS, type LogLevel, type ServeOptions } from '../../roles/serving-process.js';
-import { intOption, parseCommandArgs, type Command } from '../command.js';
+import { evidenceMaxAge, intOption, parseCommandArgs, type Command } from '../command.js';
 import { REDIS_OPTIONS } from '../key-backend-options.js';
 import { STORE_OPTIONS, STORE_USAGE, chooseStore } from '../store-options.js';
 
@@ -48,6 +48,12 @@ Options:
                         (default: 100000; 0 compacts after every ingest)
   --compact-minutes M   compact once the oldest evidence in the live delta
                         is M minutes old (default: 10)
+  --evidence-max-age-days N
+                        evidence captured more than N days before a build's
+                        scoring time stops counting (1 to 36500; default:
+                        evidence counts for ever); a VPA whose evidence has
+                        all expired is CLEARED after the next compaction,
+                        which then runs at least every --compact-minutes
   --full-rebuilds       no live delta: rebuild the snapshot from every
                         evidence file on every ingest, instead of keeping
                         the deduplicated records and evidence ids in memory
@@ -105,6 +111,7 @@ export const serveCommand: Command = {
       'compact-vpas': { type: 'string' },
       'compact-minutes': { type: 'string' },
       'build-idle-seconds': { type: 'string' },
+      'evidence-max-age-days': { type: 'string' },
       threads: { type: 'string' },
       'log-level': { type: 'string' },
       'webhook-allow': { type: 'string' },
@@ -129,6 +136,7 @@ export const serveCommand: Command = {
       vpas: intOption('compact-vpas', values['compact-vpas'], DEFAULT_COMPACTION.vpas, 0, 100_000_000),
       afterMs: intOption('compact-minutes', values['compact-minutes'], DEFAULT_COMPACTION.afterMs / 60_000, 1, 7 * 24 * 60) * 60_000,
     };
+    const evidenceMaxAgeMs = evidenceMaxAge(values['evidence-max-age-days']);
     const webhookAllow = new Set((values['webhook-allow'] ?? '').split(',').map((h) => h.trim().toLowerCase().replace(/^\[|\]$/g, '')).filter((h) => h !== ''));
     const firstRetrySeconds = intOption('webhook-first-retry-seconds', values['webhook-first-retry-seconds'], DEFAULT_DELIVERY.firstRetryMs / 1000, 1, 3600);
     const level = values['log-level'] ?? 'info';
@@ -157,6 +165,7 @@ export const serveCommand: Command = {
         incrementalBuilds: values['full-rebuilds'] !== true,
         buildIdleMs: buildIdleSeconds * 1000,
         compaction,
+        evidenceMaxAgeMs,
         ...(buildThreads === undefined ? {} : { buildThreads }),
       },
     });
@@ -164,7 +173,7 @@ export const serveCommand: Command = {
 };
 
 /** Options serve takes only without a store: a follower builds nothing. */
-const EMBEDDED_ONLY = ['build-threads', 'full-rebuilds', 'compact-vpas', 'compact-minutes', 'build-idle-seconds'] as const;
+const EMBEDDED_ONLY = ['build-threads', 'full-rebuilds', 'compact-vpas', 'compact-minutes', 'build-idle-seconds', 'evidence-max-age-days'] as const;
 
 function isLogLevel(level: string): level is LogLevel {
   return (LOG_LEVELS as readonly string[]).includes(level);

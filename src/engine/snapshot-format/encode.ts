@@ -71,6 +71,7 @@ function plainMeta(meta: SnapshotMeta): SnapshotMeta {
     createdAt: meta.createdAt,
     dataAsOf: meta.dataAsOf,
     scoredAt: meta.scoredAt,
+    evidenceMaxAgeMs: meta.evidenceMaxAgeMs,
     evidenceFiles: [...meta.evidenceFiles],
     urlMemberCap: meta.urlMemberCap,
     vpaCount: meta.vpaCount,

@@ -28,6 +28,7 @@ export function readMeta(value: unknown): SnapshotMeta {
     createdAt: raw.createdAt,
     dataAsOf: raw.dataAsOf,
     scoredAt: raw.scoredAt,
+    evidenceMaxAgeMs: raw.evidenceMaxAgeMs ?? 0,
     evidenceFiles: Array.isArray(evidenceFiles) ? [...(evidenceFiles as unknown[])] : evidenceFiles,
     urlMemberCap: raw.urlMemberCap,
     vpaCount: raw.vpaCount,
@@ -42,7 +43,7 @@ export function readMeta(value: unknown): SnapshotMeta {
 }
 
 const TIME_FIELDS = ['createdAt', 'dataAsOf', 'scoredAt'] as const;
-const COUNT_FIELDS = ['vpaCount', 'urlCount', 'clusterCount', 'sourceCount', 'evidenceCount', 'skippedLines'] as const;
+const COUNT_FIELDS = ['vpaCount', 'urlCount', 'clusterCount', 'sourceCount', 'evidenceCount', 'skippedLines', 'evidenceMaxAgeMs'] as const;
 
 const SNAPSHOT_ID_TEXT = /^[\x21-\x7e]{1,64}$/;
 
