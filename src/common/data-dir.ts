@@ -7,8 +7,9 @@ import { join, resolve } from 'node:path';
  *   evidence/    accepted evidence, one NDJSON file per ingest (immutable)
  *   snapshots/   built snapshots; the newest valid one is served
  *   state/       build state that must survive rebuilds (cluster id assignment),
- *                and parsed evidence chunks kept to speed rebuilds up (state/parsed/,
- *                derived: safe to delete)
+ *                the data version positions handed out (never to be handed out
+ *                again), and parsed evidence chunks kept to speed rebuilds up
+ *                (state/parsed/, derived: safe to delete)
  */
 export interface DataDir {
   readonly root: string;
@@ -16,6 +17,8 @@ export interface DataDir {
   readonly snapshots: string;
   readonly state: string;
   readonly clusterIds: string;
+  /** The positions of data versions reserved so far (service/position-reserve.ts). */
+  readonly positions: string;
 }
 
 export const DEFAULT_DATA_DIR = 'var/data';
@@ -28,5 +31,6 @@ export function dataDir(root: string = process.env.UPI_RISK_DATA_DIR ?? DEFAULT_
     snapshots: join(absolute, 'snapshots'),
     state: join(absolute, 'state'),
     clusterIds: join(absolute, 'state', 'cluster-ids.bin'),
+    positions: join(absolute, 'state', 'data-version-positions.json'),
   };
 }

@@ -51,6 +51,8 @@ export const ErrorCode = {
   STORE_DATA: 'ERR_STORE_DATA',
   /** The console's records in the data directory (audit log, key usage) cannot be read, or are not what this service writes. */
   ADMIN_STATE: 'ERR_ADMIN_STATE',
+  /** The record of the data version positions handed out (state/data-version-positions.json) cannot be read or is not what this service writes. */
+  POSITION_STATE: 'ERR_POSITION_STATE',
 } as const;
 
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
@@ -180,5 +182,13 @@ export class AdminStateError extends UpiRiskError {
   constructor(message: string, options?: ErrorOptions) {
     super(ErrorCode.ADMIN_STATE, message, options);
     this.name = 'AdminStateError';
+  }
+}
+
+/** The data directory's record of data version positions is unreadable or invalid: serving could repeat a version. */
+export class PositionStateError extends UpiRiskError {
+  constructor(message: string, options?: ErrorOptions) {
+    super(ErrorCode.POSITION_STATE, message, options);
+    this.name = 'PositionStateError';
   }
 }

@@ -17,6 +17,7 @@ import { ServingView } from '../engine/serving-view.js';
 import type { DeltaData } from '../engine/delta-data.js';
 import { emptyDelta, type AppliedFile } from '../builder/delta-merge.js';
 import { countsFrom } from '../builder/scoring.js';
+import { PositionReserve } from './position-reserve.js';
 import type { ServedData, SwapEvent } from './served-data.js';
 import { subscribe } from '../common/listeners.js';
 
@@ -93,6 +94,8 @@ export class SnapshotService implements ServedData {
   readonly #policy: CompactionPolicy;
   readonly #logger: Logger;
   readonly #builder: SnapshotBuilder;
+  /** Positions of the versions this service serves, unique in the data directory. */
+  readonly #positions: PositionReserve;
   readonly #listeners: ((event: SwapEvent) => void)[] = [];
   readonly #deltaListeners: ((delta: DeltaData) => void)[] = [];
   readonly #buildListeners: ((report: BuildReport) => void)[] = [];
@@ -114,8 +117,9 @@ export class SnapshotService implements ServedData {
   /** The snapshot's earliest first_seen, found once per snapshot (#oldestCapture). */
   #oldest: { readonly id: string; readonly at: number } | null = null;
 
-  private constructor(options: SnapshotServiceOptions, builder: SnapshotBuilder, first: SnapshotView) {
+  private constructor(options: SnapshotServiceOptions, builder: SnapshotBuilder, first: SnapshotView, positions: PositionReserve) {
     this.#options = options;
+    this.#positions = positions;
     this.#policy = { ...DEFAULT_COMPACTION, ...options.compaction };
     this.#logger = options.logger ?? silentLogger;
     this.#builder = builder;
@@ -156,13 +160,14 @@ export class SnapshotService implements ServedData {
       const dir = options.dataDir;
       await removeStaleTempFiles([dir.evidence, dir.snapshots, dir.state, parseCacheDir(dir.state)], logger);
       let first = await loadNewest(options.dataDir, logger, new Set());
+      const positions = await PositionReserve.open(dir, first !== null);
       let lastBuild: BuildReport | null = null;
       if (first === null) {
         logger.info({ dataDir: options.dataDir.root }, 'no loadable snapshot; building one');
         lastBuild = await builder.build(buildOptions(options));
         first = new SnapshotView(await loadSnapshotOffThread(lastBuild.path, background));
       }
-      service = new SnapshotService(options, builder, first);
+      service = new SnapshotService(options, builder, first, positions);
       service.#lastBuild = lastBuild;
       logger.info(snapshotFields(first), 'serving snapshot');
       if (incremental) {
@@ -429,8 +434,9 @@ export class SnapshotService implements ServedData {
       const files = evidence.files.filter((f) => !served.has(f.name));
       if (files.length === 0) return;
       const started = performance.now();
+      const position = await this.#positions.next();
       const merged = await this.#builder
-        .mergeDelta({ base: base.data, previous: this.#delta, inputs: evidence.inputs, files, now: Date.now() })
+        .mergeDelta({ base: base.data, previous: this.#delta, inputs: evidence.inputs, files, now: Date.now(), position })
         .catch((error: unknown) => {
           // Read already, the evidence would not be read again: a compaction serves it instead.
           this.#logger.error({ err: String(error), files: files.length }, 'merging evidence into the delta failed; compacting to serve it');
@@ -478,6 +484,7 @@ export class SnapshotService implements ServedData {
           files: kept.map((a) => a.file),
           // Its age starts now: counted from the old delta's, it would be due again at once.
           now: Date.now(),
+          position: await this.#positions.next(),
         });
         delta = merged.delta;
         applied = [...merged.applied];
