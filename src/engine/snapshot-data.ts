@@ -241,3 +241,11 @@ export function riskCountsOf(
   for (let c = 0; c < MIXED_RISK_STRIDE; c++) out[c] = 0;
   out[data.riskCategory[id]!] = data.evidenceCount[id]!;
 }
+
+/** The earliest `first_seen` of a snapshot's VPAs, epoch ms: its oldest evidence that counts (Infinity with none). */
+export function earliestFirstSeen(data: SnapshotData): number {
+  const { firstSeen } = data;
+  let least = Number.POSITIVE_INFINITY;
+  for (let i = 0; i < data.meta.vpaCount; i++) if (firstSeen[i]! < least) least = firstSeen[i]!;
+  return least;
+}

@@ -78,7 +78,7 @@ export type FromEdge =
   | { readonly type: 'released'; readonly snapshot: string }
   /** Evidence sent to POST /v1/admin/evidence, for the main thread to store and serve. */
   | { readonly type: 'ingest'; readonly id: number; readonly body: Uint8Array }
-  /** An admin request (admin-routes.ts) for the main thread, which holds keys, sessions and records. */
+  /** An admin request (routes/admin.ts, routes/watchlists.ts) for the main thread, which holds keys, sessions and records. */
   | { readonly type: 'admin'; readonly id: number; readonly request: AdminRequest }
   /** Key usage counted since the last hand-over. */
   | { readonly type: 'usage'; readonly entries: readonly UsageEntry[] };

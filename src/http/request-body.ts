@@ -10,11 +10,12 @@ import { HttpError, badRequest } from '../api/http-error.js';
 export const MAX_DISCARDED_BODY_BYTES = 8 * 1024 * 1024;
 
 /**
- * How long a chunked body past its cap has to end before it is refused
+ * How long a chunked body past its cap may pause before it is refused
  * anyway, with its connection closed. Its length is unknown, so it is read
  * and dropped meanwhile, and refused at its end (the connection then serves
  * on) or at the discard limit: but a client may stop sending and wait for
- * the answer, and the refusal cannot wait for an end that never comes. uWS
+ * the answer, and the refusal cannot wait for an end that never comes. A
+ * client still sending is not cut off: each chunk starts the wait again. uWS
  * cannot close a connection after its answer, and after an answer reads and
  * drops the rest of a chunked body without a bound, so a body that has not
  * ended is answered with its connection closed.
@@ -50,8 +51,9 @@ export function isContentType(value: string, mediaType: string): boolean {
  * so that the client, which may be sending it all before it reads, gets the
  * answer (a declared Content-Length over the cap is refused at once, and uWS
  * drops the declared rest itself); past `discardLimit` the refusal closes the
- * connection. A chunked body past the cap that has not ended within
- * CHUNKED_OVERFLOW_WAIT_MS is refused then, closing the connection. uWS
+ * connection. A chunked body past the cap that pauses for
+ * CHUNKED_OVERFLOW_WAIT_MS without ending is refused then, closing the
+ * connection. uWS
  * reuses the chunk memory after the callback, so each chunk is copied once,
  * and the whole body concatenated once at the end.
  */
@@ -97,6 +99,9 @@ export function readBody(res: HttpResponse, limit: number, discardLimit: number,
             finished = true;
             resolve(tooLarge(true));
           }, CHUNKED_OVERFLOW_WAIT_MS);
+        } else {
+          // Still arriving: a client sending steadily is read to its end or the discard limit, not cut off mid-upload.
+          overflowWait.refresh();
         }
         return;
       }

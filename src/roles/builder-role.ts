@@ -8,6 +8,8 @@ import { silentLogger, type Logger } from '../common/logger.js';
 import { evidenceItem } from '../evidence/record.js';
 import { ingestBytes } from '../evidence/store.js';
 import { SnapshotBuilder, type BuildReport } from '../builder/snapshot-builder.js';
+import { countsFrom } from '../builder/scoring.js';
+import { earliestFirstSeen } from '../engine/snapshot-data.js';
 import { checkSchema } from '../store/migrations.js';
 import { connectStore, redactStoreUrl, storeError, storePool, type StoreLocation } from '../store/postgres.js';
 import { evidenceIdAt, readLog } from '../store/log-reader.js';
@@ -83,6 +85,8 @@ export class BuilderRole {
   #requested = false;
   #closed = false;
   #lastFailure: string | null = null;
+  /** The earliest first_seen of this process's last build (null before one): what expires first. */
+  #earliestCounted: number | null = null;
   #published: Publication | null = null;
 
   private constructor(options: BuilderRoleOptions) {
@@ -153,23 +157,39 @@ export class BuilderRole {
     try {
       const published = await newestPublication(this.#pool, this.#options.location);
       await this.#mirror();
-      const expires = (this.#options.evidenceMaxAgeMs ?? 0) > 0;
       const due =
         requested ||
         published === null ||
         this.#mirrored - published.position >= this.#policy.items ||
-        ((expires || this.#mirrored > published.position) && Date.now() - published.createdAt.getTime() >= this.#policy.afterMs);
+        ((this.#mirrored > published.position || this.#holdsExpired()) && Date.now() - published.createdAt.getTime() >= this.#policy.afterMs);
       if (!due) return;
       await this.#restoreClusterIds(published);
       const position = this.#mirrored;
       const maxAge = this.#options.evidenceMaxAgeMs;
-      const report = await this.#builder.build({ dataDir: this.#options.dataDir, logger: this.#logger, ...(maxAge === undefined ? {} : { evidenceMaxAgeMs: maxAge }) });
+      const report = await this.#builder.build({
+        dataDir: this.#options.dataDir,
+        logger: this.#logger,
+        ...(maxAge === undefined ? {} : { evidenceMaxAgeMs: maxAge }),
+        onAssembled: (data) => (this.#earliestCounted = earliestFirstSeen(data)),
+      });
       await this.#publish(report, position);
       this.#lastFailure = null;
     } catch (error) {
       this.#requested ||= requested;
       throw error;
     }
+  }
+
+  /**
+   * With an age limit on evidence: whether the newest publication may hold
+   * evidence expired since, so that time alone makes one due. Unknown before
+   * this process has built (a changed limit then applies at the next
+   * publication), and the last build's earliest first_seen after.
+   */
+  #holdsExpired(): boolean {
+    const maxAgeMs = this.#options.evidenceMaxAgeMs ?? 0;
+    if (maxAgeMs === 0) return false;
+    return this.#earliestCounted === null || this.#earliestCounted < countsFrom(Date.now(), maxAgeMs);
   }
 
   /** Try for the lease; on success, check the mirror against the log before anything is built from it. */

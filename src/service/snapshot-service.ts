@@ -6,7 +6,7 @@ import { silentLogger, type Logger } from '../common/logger.js';
 import { BuildLockedError } from '../common/errors.js';
 import { threadCollector } from '../common/collector.js';
 import { SnapshotView } from '../engine/snapshot-view.js';
-import type { SnapshotData } from '../engine/snapshot-data.js';
+import { earliestFirstSeen, type SnapshotData } from '../engine/snapshot-data.js';
 import { listSnapshots, loadNewestValidSnapshot } from '../engine/snapshot-files.js';
 import { loadSnapshotOffThread } from '../engine/snapshot-loader.js';
 import { listEvidenceFiles } from '../evidence/store.js';
@@ -101,6 +101,8 @@ export class SnapshotService implements ServedData {
   readonly #buildListeners: ((report: BuildReport) => void)[] = [];
   readonly #buildFailureListeners: ((error: unknown, durationMs: number) => void)[] = [];
   readonly #badSnapshots = new Set<string>();
+  /** Ids of snapshots another process wrote with another age limit on evidence (SnapshotMeta.evidenceMaxAgeMs): never adopted. */
+  readonly #otherLimit = new Set<string>();
   /** Changes of what is served (delta merges, swaps), one at a time, in order. */
   #changes: Promise<void> = Promise.resolve();
   #timer: NodeJS.Timeout | null = null;
@@ -342,9 +344,19 @@ export class SnapshotService implements ServedData {
   async #refresh(): Promise<void> {
     const dir = this.#options.dataDir;
     const newest = (await listSnapshots(dir))[0];
-    if (newest !== undefined && !this.#badSnapshots.has(newest) && snapshotIdOf(newest) > this.#current.meta.id) {
+    if (newest !== undefined && !this.#badSnapshots.has(newest) && !this.#otherLimit.has(snapshotIdOf(newest)) && snapshotIdOf(newest) > this.#current.meta.id) {
       const adopted = await loadNewest(dir, this.#logger, this.#badSnapshots, this.#current.meta.id);
-      if (adopted !== null) await this.#swap(adopted, 'new-snapshot');
+      if (adopted !== null && adopted.meta.evidenceMaxAgeMs !== (this.#options.evidenceMaxAgeMs ?? 0)) {
+        // Served, it would bring back what expired here (or take back what counts), only for the next compaction to undo it.
+        this.#otherLimit.add(adopted.meta.id);
+        this.#logger.warn(
+          { snapshot: adopted.meta.id, evidenceMaxAgeMs: adopted.meta.evidenceMaxAgeMs, serverEvidenceMaxAgeMs: this.#options.evidenceMaxAgeMs ?? 0 },
+          'snapshot written by another process counts evidence by another age limit; not served, building one instead',
+        );
+        void this.compact('a new snapshot counts evidence by another age limit').catch(() => {});
+      } else if (adopted !== null) {
+        await this.#swap(adopted, 'new-snapshot');
+      }
     }
     const files = await listEvidenceFiles(dir);
     const served = new Set([...this.#current.meta.evidenceFiles, ...this.#delta.meta.files]);
@@ -409,9 +421,8 @@ export class SnapshotService implements ServedData {
   /** The earliest first_seen served, snapshot and delta: the oldest capture that still counts. */
   #oldestCapture(): number {
     const snapshot = this.#current.data;
-    if (this.#oldest?.id !== snapshot.meta.id) this.#oldest = { id: snapshot.meta.id, at: earliest(snapshot.firstSeen, snapshot.meta.vpaCount) };
-    const overlay = this.#delta.overlay;
-    return Math.min(this.#oldest.at, earliest(overlay.firstSeen, overlay.meta.vpaCount));
+    if (this.#oldest?.id !== snapshot.meta.id) this.#oldest = { id: snapshot.meta.id, at: earliestFirstSeen(snapshot) };
+    return Math.min(this.#oldest.at, earliestFirstSeen(this.#delta.overlay));
   }
 
   /** One change of what is served after the others; a failed one is logged and changes nothing. */
@@ -434,9 +445,10 @@ export class SnapshotService implements ServedData {
       const files = evidence.files.filter((f) => !served.has(f.name));
       if (files.length === 0) return;
       const started = performance.now();
-      const position = await this.#positions.next();
-      const merged = await this.#builder
-        .mergeDelta({ base: base.data, previous: this.#delta, inputs: evidence.inputs, files, now: Date.now(), position })
+      // A position that cannot be reserved fails the merge like any other failure: a compaction serves the evidence.
+      const merged = await this.#positions
+        .next()
+        .then((position) => this.#builder.mergeDelta({ base: base.data, previous: this.#delta, inputs: evidence.inputs, files, now: Date.now(), position }))
         .catch((error: unknown) => {
           // Read already, the evidence would not be read again: a compaction serves it instead.
           this.#logger.error({ err: String(error), files: files.length }, 'merging evidence into the delta failed; compacting to serve it');
@@ -640,12 +652,6 @@ function buildOptions(options: SnapshotServiceOptions) {
   };
 }
 
-/** The least of the first `count` values (Infinity for none). */
-function earliest(values: Float64Array, count: number): number {
-  let least = Number.POSITIVE_INFINITY;
-  for (let i = 0; i < count; i++) if (values[i]! < least) least = values[i]!;
-  return least;
-}
 
 /** Newest snapshot that loads (newer than `after` when given), skipping and remembering bad files. */
 async function loadNewest(dir: DataDir, logger: Logger, bad: Set<string>, after = ''): Promise<SnapshotView | null> {

@@ -100,6 +100,21 @@ describe('batch bodies over the cap', () => {
     });
   }
 
+  test('a chunked body past the cap that keeps arriving, each piece within the wait, is read to its end and refused; the connection serves on', async () => {
+    const frame = unendedChunks(1, 16 * 1024);
+    // Past the cap in the first write, then a piece every CHUNKED_OVERFLOW_WAIT_MS / 2 for four waits and more.
+    const writes: Buffer[] = [Buffer.concat([Buffer.from(head('Transfer-Encoding: chunked\r\n'), 'latin1'), unendedChunks(MAX_BODY_BYTES / (16 * 1024) + 1, 16 * 1024)])];
+    for (let i = 0; i < 9; i++) writes.push(frame);
+    writes.push(Buffer.from('0\r\n\r\n'));
+    const result = await rawRequest(edge.port, [...writes, get(`/v1/verify/upi?upi=${edge.flagged}`, edge.key)], {
+      expect: 2,
+      gapMs: CHUNKED_OVERFLOW_WAIT_MS / 2,
+      timeoutMs: 20_000,
+    });
+    assert.deepEqual(result.answers.map((a) => a.status), [400, 200]);
+    assert.notEqual(result.answers[0]!.headers.get('connection'), 'close');
+  });
+
   test('every route that reads a body refuses a chunked body past its cap that has not ended', async () => {
     const routes = [
       // Without a key: refused for its size.

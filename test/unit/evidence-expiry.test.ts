@@ -9,6 +9,7 @@ import { decodeSnapshot } from '../../src/engine/snapshot-format/decode.js';
 import { encodeSnapshot } from '../../src/engine/snapshot-format/encode.js';
 import { readMeta } from '../../src/engine/snapshot-format/validate.js';
 import { SnapshotService } from '../../src/service/snapshot-service.js';
+import { SnapshotBuilder } from '../../src/builder/snapshot-builder.js';
 import { TEST_SCORED_AT, buildInProcess, evidence, ingest, tempDataDir, until, type EvidenceInput } from '../helpers.js';
 import { ASKED, evidenceArb, settledFields, snapshotAndDelta, urlsOf } from '../delta-fixtures.js';
 
@@ -131,6 +132,36 @@ test('a server with an age limit compacts once evidence it serves has expired, a
     assert.notEqual(service.current.meta.id, first, 'a compaction took it back');
     assert.equal(service.view.verdict('fresh@ybl').status, 'FLAGGED');
   } finally {
+    await service.close();
+    await t.cleanup();
+  }
+});
+
+test('a snapshot another process wrote with another age limit is not served: the server builds its own', async () => {
+  const t = await tempDataDir();
+  const maxAgeMs = 10 * DAY;
+  await ingest(t.dir, t.root, [
+    evidence('expired@ybl', 'https://old.example', { evidence_id: 'x1', captured_at: new Date(TEST_SCORED_AT - 11 * DAY).toISOString() }),
+    evidence('fresh@ybl', 'https://new.example', { evidence_id: 'f1', captured_at: new Date(TEST_SCORED_AT - DAY).toISOString() }),
+  ]);
+  const service = await SnapshotService.start({ dataDir: t.dir, pollMs: 0, buildThreads: 1, scoredAt: () => TEST_SCORED_AT, evidenceMaxAgeMs: maxAgeMs });
+  const other = new SnapshotBuilder({ threads: 1 });
+  try {
+    const statuses: string[] = [service.view.verdict('expired@ybl').status];
+    service.onSwap((event) => statuses.push(new ServingView(event.next, event.delta).verdict('expired@ybl').status));
+    // `upi-risk build` without the limit, beside the server.
+    const foreign = await other.build({ dataDir: t.dir, scoredAt: TEST_SCORED_AT });
+    assert.equal(foreign.meta.evidenceMaxAgeMs, 0);
+    await service.refresh();
+    assert.notEqual(service.current.meta.id, foreign.meta.id, 'not adopted');
+    await until('the server has built its own, newer snapshot', 20_000, async () => {
+      await service.refresh();
+      return service.current.meta.id > foreign.meta.id;
+    });
+    assert.equal(service.current.meta.evidenceMaxAgeMs, maxAgeMs);
+    assert.deepEqual([...new Set(statuses)], ['CLEARED'], 'the expired VPA was never served FLAGGED again');
+  } finally {
+    await other.close();
     await service.close();
     await t.cleanup();
   }

@@ -32,7 +32,7 @@ test('the served OpenAPI document passes redocly lint (redocly.yaml) with no war
   t.after(() => rm(dir, { recursive: true, force: true }));
   const { version } = JSON.parse(await readFile(join(ROOT, 'package.json'), 'utf8')) as { version: string };
   const file = join(dir, 'openapi.json');
-  // As the server serves it (src/http/app.ts).
+  // As the server serves it (src/http/routes/operations.ts).
   await writeFile(file, JSON.stringify(openApiDocument(version)));
 
   const run = await lint(file, dir);
