@@ -652,7 +652,6 @@ function buildOptions(options: SnapshotServiceOptions) {
   };
 }
 
-
 /** Newest snapshot that loads (newer than `after` when given), skipping and remembering bad files. */
 async function loadNewest(dir: DataDir, logger: Logger, bad: Set<string>, after = ''): Promise<SnapshotView | null> {
   const found = await loadNewestValidSnapshot(dir, {
