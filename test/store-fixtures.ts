@@ -4,7 +4,10 @@ import pg from 'pg';
 import { connectStore, type StoreLocation } from '../src/store/postgres.js';
 import { appendEvidenceBytes } from '../src/store/evidence-log.js';
 import type { PublishPolicy } from '../src/roles/builder-role.js';
-import { ndjson, type EvidenceInput } from './helpers.js';
+import { downloadSnapshot, type Publication } from '../src/store/snapshot-publications.js';
+import { readSnapshotFile } from '../src/engine/snapshot-files.js';
+import { SnapshotView } from '../src/engine/snapshot-view.js';
+import { ndjson, tempDataDir, type EvidenceInput } from './helpers.js';
 
 /** The PostgreSQL the tests use (trust authentication, database `test`); each test works in a schema of its own. */
 export const TEST_STORE_URL = process.env.UPI_RISK_TEST_STORE ?? 'postgres://postgres@127.0.0.1:5432/test';
@@ -47,3 +50,15 @@ export async function appendToLog(location: StoreLocation, items: readonly Evide
 
 /** A builder policy that publishes only when nothing is published yet, or when asked (requestBuild). */
 export const PUBLISH_WHEN_ASKED: PublishPolicy = { items: 1_000_000, afterMs: 60 * 60_000 };
+
+/** A publication's snapshot, downloaded (its checksum checked) and read. */
+export async function published(location: StoreLocation, publication: Publication): Promise<SnapshotView> {
+  const t = await tempDataDir();
+  const client = await connectStore(location);
+  try {
+    return new SnapshotView(await readSnapshotFile(await downloadSnapshot(client, location, publication, t.dir)));
+  } finally {
+    await client.end();
+    await t.cleanup();
+  }
+}

@@ -2,26 +2,11 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { writeFile, mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { PUBLISH_WHEN_ASKED, appendToLog, withTestSchema, testClient } from '../store-fixtures.js';
+import { PUBLISH_WHEN_ASKED, appendToLog, published, withTestSchema, testClient } from '../store-fixtures.js';
 import { evidence, ndjson, tempDataDir, until } from '../helpers.js';
 import { migrate } from '../../src/store/migrations.js';
-import { connectStore, type StoreLocation } from '../../src/store/postgres.js';
 import { BuilderRole } from '../../src/roles/builder-role.js';
-import { downloadSnapshot, KEPT_PUBLICATIONS, type Publication } from '../../src/store/snapshot-publications.js';
-import { readSnapshotFile } from '../../src/engine/snapshot-files.js';
-import { SnapshotView } from '../../src/engine/snapshot-view.js';
-
-/** A publication's snapshot, downloaded (its checksum checked) and read. */
-async function published(location: StoreLocation, publication: Publication): Promise<SnapshotView> {
-  const t = await tempDataDir();
-  const client = await connectStore(location);
-  try {
-    return new SnapshotView(await readSnapshotFile(await downloadSnapshot(client, location, publication, t.dir)));
-  } finally {
-    await client.end();
-    await t.cleanup();
-  }
-}
+import { KEPT_PUBLICATIONS } from '../../src/store/snapshot-publications.js';
 
 test('one builder is active; when it stops a standby takes over, and cluster ids carry on from the publication', { timeout: 120_000 }, async () => {
   await withTestSchema(async (location) => {

@@ -1,26 +1,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { appendToLog, withTestSchema, testClient } from '../store-fixtures.js';
+import { appendToLog, published, withTestSchema, testClient } from '../store-fixtures.js';
 import { evidence, tempDataDir, until } from '../helpers.js';
 import { migrate } from '../../src/store/migrations.js';
-import { connectStore, type StoreLocation } from '../../src/store/postgres.js';
 import { BuilderRole } from '../../src/roles/builder-role.js';
-import { downloadSnapshot, type Publication } from '../../src/store/snapshot-publications.js';
-import { readSnapshotFile } from '../../src/engine/snapshot-files.js';
-import { SnapshotView } from '../../src/engine/snapshot-view.js';
 
 const DAY = 86_400_000;
-
-async function published(location: StoreLocation, publication: Publication): Promise<SnapshotView> {
-  const t = await tempDataDir();
-  const client = await connectStore(location);
-  try {
-    return new SnapshotView(await readSnapshotFile(await downloadSnapshot(client, location, publication, t.dir)));
-  } finally {
-    await client.end();
-    await t.cleanup();
-  }
-}
 
 test('a builder with an age limit publishes again once evidence it published has expired, and not before', { timeout: 120_000 }, async () => {
   await withTestSchema(async (location) => {
