@@ -2,7 +2,7 @@
  * The console's shell: the session (asked for on load, ended by sign-out or
  * by any 401), the navigation, and the page the path names.
  */
-import { useEffect, useRef, useState } from 'preact/hooks';
+import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
 import { describeError, onUnauthorized, resumeSession, signOut } from './api/client.js';
 import type { Session } from './api/types.js';
 import { ErrorMessage } from './components/error-message.js';
@@ -80,8 +80,9 @@ function SignedIn({ session, justSignedIn, onSignedOut }: SignedInProps) {
   const first = useRef(true);
 
   // After a navigation or a sign-in, focus goes to the page's heading, so a
-  // screen reader starts there; on a load it stays where the browser put it.
-  useEffect(() => {
+  // screen reader starts there (in the commit that shows the page); on a load
+  // it stays where the browser put it.
+  useLayoutEffect(() => {
     if (first.current) {
       first.current = false;
       if (!justSignedIn) return;

@@ -458,8 +458,7 @@ describe('the console', () => {
     const cookie = (await session.context.cookies()).find((c) => c.name === '__Host-upi_risk_session')!;
     await page.getByRole('button', { name: 'Sign out' }).click();
     await page.getByRole('button', { name: 'Sign in' }).waitFor();
-    const focused = await page.evaluate<string>("document.activeElement.tagName + ' ' + document.activeElement.textContent");
-    assert.equal(focused, 'H1 Sign in', 'after sign-out, focus is on the sign-in heading');
+    assert.equal(await focusedElement(page, 'H1 Sign in'), 'H1 Sign in', 'after sign-out, focus is on the sign-in heading');
     const after = await service.request('/v1/admin/session', { headers: { cookie: `${cookie.name}=${cookie.value}` } });
     assert.equal(after.status, 401);
     await close(session);
@@ -505,8 +504,7 @@ describe('the console by keyboard, at 1280 and 320 px wide (WCAG 2.2 reflow)', (
       await page.getByRole('textbox', { name: 'API key' }).fill(service.adminKey);
       await page.getByRole('button', { name: 'Sign in' }).click();
       await page.getByRole('button', { name: 'Sign out' }).waitFor();
-      const focused = await page.evaluate<string>("document.activeElement.tagName + ' ' + document.activeElement.textContent");
-      assert.equal(focused, 'H1 Keys', 'after sign-in, focus is on the first heading');
+      assert.equal(await focusedElement(page, 'H1 Keys'), 'H1 Keys', 'after sign-in, focus is on the first heading');
       await page.getByRole('table', { name: /^API keys/ }).waitFor();
       await page.getByRole('table', { name: 'Changes, newest first' }).waitFor();
       await check('keys');
@@ -559,6 +557,17 @@ describe('the console by keyboard, at 1280 and 320 px wide (WCAG 2.2 reflow)', (
     });
   }
 });
+
+/**
+ * The focused element as "TAG text", once it is `expected` or after five
+ * seconds, whichever comes first: focus moves in the page's own commit, which
+ * may land a moment after the control a test waited for appears.
+ */
+async function focusedElement(page: Page, expected: string): Promise<string> {
+  const focus = "document.activeElement === null ? '' : document.activeElement.tagName + ' ' + document.activeElement.textContent";
+  await page.waitForFunction(`(${focus}) === ${JSON.stringify(expected)}`, undefined, { timeout: 5000 }).catch(() => {});
+  return page.evaluate<string>(focus);
+}
 
 function escapeRegExp(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');

@@ -2,7 +2,7 @@
  * Sign in with an admin key. The key goes once, in the body of the sign-in
  * request, and is cleared from the field whatever the outcome; nothing keeps it.
  */
-import { useEffect, useRef, useState } from 'preact/hooks';
+import { useLayoutEffect, useRef, useState } from 'preact/hooks';
 import { describeError, signIn } from '../api/client.js';
 import type { Session } from '../api/types.js';
 import { ErrorMessage } from '../components/error-message.js';
@@ -14,8 +14,9 @@ export function SignInPage({ notice, onSignedIn }: { readonly notice: string | n
   const [error, setError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
 
-  // Signed out (or the session ended): the control that had focus is gone, so focus starts again at the heading.
-  useEffect(() => {
+  // Signed out (or the session ended): the control that had focus is gone, so focus starts again at the heading,
+  // in the same commit that shows the page.
+  useLayoutEffect(() => {
     if (notice !== null) main.current?.querySelector<HTMLElement>('h1')?.focus();
   }, []);
 
