@@ -30,8 +30,9 @@ export interface BuilderRoleOptions {
   /**
    * Evidence captured more than this many ms before a build's scoring time
    * does not count (BuildOptions.evidenceMaxAgeMs; default 0, never). With
-   * it, a publication older than the policy's `afterMs` is due even when
-   * the log has not moved, so that what expired is taken back.
+   * it, a publication older than the policy's `afterMs` that holds evidence
+   * expired since is due even when the log has not moved, so that what
+   * expired is taken back (#holdsExpired).
    */
   readonly evidenceMaxAgeMs?: number;
 }

@@ -30,8 +30,9 @@ ${STORE_USAGE}
   --evidence-max-age-days N
                           evidence captured more than N days before a
                           build's scoring time stops counting (1 to 36500;
-                          default: evidence counts for ever); a publication
-                          then follows at least every --publish-minutes`;
+                          default: evidence counts for ever); once evidence
+                          of the newest publication has expired, the next
+                          follows within --publish-minutes`;
 
 export const builderCommand: Command = {
   name: 'builder',
