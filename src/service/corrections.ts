@@ -1,0 +1,107 @@
+/**
+ * Corrections: what can take a VPA, or one of its sources, back. Evidence
+ * only adds; a retraction of evidence items and a clearance of a VPA (with
+ * expiry, SnapshotServiceOptions.evidenceMaxAgeMs) are the only ways an
+ * answer goes backwards. This module holds the rule and the types shared by
+ * the engine that applies corrections and the desk that records them.
+ */
+
+/** The corrections in force: what every build and merge reads to decide which evidence counts. */
+export interface CorrectionState {
+  /** Retracted evidence ids: never count again, and stay duplicates when sent again. */
+  readonly retracted: ReadonlySet<string>;
+  /** Active clearances by canonical (lower-cased) VPA. */
+  readonly clearances: ReadonlyMap<string, ActiveClearance>;
+}
+
+/** What a clearance in force suppresses of its VPA's evidence (counts). */
+export interface ActiveClearance {
+  /** When it was made, epoch ms: evidence captured at or before it does not count. */
+  readonly createdAt: number;
+  /** The VPA's source urls when it was made: their evidence does not count, whenever captured. */
+  readonly urls: ReadonlySet<string>;
+}
+
+export const NO_CORRECTIONS: CorrectionState = { retracted: new Set(), clearances: new Map() };
+
+/**
+ * Whether an evidence item of a VPA counts under the VPA's clearance
+ * (undefined: none). Retraction is by id, and expiry by capture time; both
+ * are checked where the id and the clock are at hand.
+ */
+export function countsUnderClearance(clearance: ActiveClearance | undefined, capturedAt: number, url: string): boolean {
+  if (clearance === undefined) return true;
+  return capturedAt > clearance.createdAt && !clearance.urls.has(url);
+}
+
+/** One stored evidence item of a VPA, as analysts see it (GET /v1/admin/disputes/{id}). */
+export interface EvidenceItemView {
+  readonly evidence_id: string;
+  readonly url: string;
+  readonly source_category: string;
+  readonly risk_category: string;
+  /** RFC 3339. */
+  readonly captured_at: string;
+  readonly screenshot: boolean;
+  /** False when a clearance or expiry keeps it from counting now (retracted items are not listed). */
+  readonly counts: boolean;
+}
+
+/**
+ * What serves corrections: the engine under a data directory
+ * (SnapshotService) or the fleet's follower. The desk that records
+ * corrections (durably, before it acknowledges them) calls it.
+ */
+export interface CorrectionEngine {
+  /** Which of `ids` name stored evidence, each with the VPA it names (canonical). */
+  locate(ids: readonly string[]): Promise<ReadonlyMap<string, string>>;
+  /** The VPA's stored evidence items, retracted ones left out, oldest capture first. */
+  evidenceOf(upi: string): Promise<readonly EvidenceItemView[]>;
+  /**
+   * Serve `state` from now on: the VPAs `upis` are answered from the
+   * evidence that counts under it on every serving thread when this
+   * resolves, with the data version that serves it.
+   */
+  apply(state: CorrectionState, upis: readonly string[]): Promise<string>;
+}
+
+/** A clearance, in force or ended, as the API shows it (POST/GET /v1/admin/clearances). */
+export interface ClearanceRecord {
+  readonly id: string;
+  /** Canonical VPA. */
+  readonly upi: string;
+  readonly reason: string;
+  readonly reference: string | null;
+  /** RFC 3339. */
+  readonly created_at: string;
+  /** Key id of the admin key, or `cli`. */
+  readonly created_by: string;
+  /** RFC 3339; null while in force. */
+  readonly ended_at: string | null;
+  readonly ended_by: string | null;
+}
+
+/** What POST /v1/admin/retractions answers. */
+export interface RetractionOutcome {
+  readonly retracted: number;
+  readonly unknown: readonly string[];
+  readonly already_retracted: number;
+  readonly data_version: string;
+}
+
+/**
+ * Records corrections durably before it acknowledges them, audits them, and
+ * has the engine serve them. Disputes and accepted reports go through it.
+ * `by` is the key id of the caller, or `cli`.
+ */
+export interface CorrectionDesk {
+  retract(ids: readonly string[], reason: string, by: string): Promise<RetractionOutcome>;
+  /** Rejects with ClearanceConflictError (common/errors.ts) when the VPA has a clearance in force. */
+  clear(input: { readonly upi: string; readonly reason: string; readonly reference: string | null }, by: string): Promise<ClearanceRecord & { readonly data_version: string }>;
+  /** Ends a clearance in force; null when no clearance has the id. Ending an ended one returns it unchanged. */
+  endClearance(id: string, by: string): Promise<(ClearanceRecord & { readonly data_version: string }) | null>;
+  clearance(id: string): ClearanceRecord | null;
+  /** The clearance in force for a canonical VPA, if any. */
+  activeClearance(upi: string): ClearanceRecord | null;
+  evidenceOf(upi: string): Promise<readonly EvidenceItemView[]>;
+}
