@@ -44,9 +44,11 @@ export interface AssembleOptions {
   readonly snapshotArrays?: ArrayAllocator;
   /** SnapshotMeta.evidenceMaxAgeMs: what the partials were aggregated with (default 0, evidence never expires). */
   readonly evidenceMaxAgeMs?: number;
+  /** SnapshotMeta.correctionSequence: the corrections the partials were aggregated under (default 0). */
+  readonly correctionSequence?: number;
   readonly meta: Omit<
     SnapshotMeta,
-    'vpaCount' | 'urlCount' | 'clusterCount' | 'sourceCount' | 'evidenceCount' | 'urlMemberCap' | 'scoredAt' | 'evidenceMaxAgeMs'
+    'vpaCount' | 'urlCount' | 'clusterCount' | 'sourceCount' | 'evidenceCount' | 'urlMemberCap' | 'scoredAt' | 'evidenceMaxAgeMs' | 'correctionSequence'
   >;
 }
 
@@ -152,6 +154,7 @@ function finishSnapshot(plan: SnapshotPlan, columns: SnapshotColumns, index: Ind
     ...options.meta,
     scoredAt: options.scoredAt,
     evidenceMaxAgeMs: options.evidenceMaxAgeMs ?? 0,
+    correctionSequence: options.correctionSequence ?? 0,
     urlMemberCap: options.urlMemberCap,
     vpaCount: n,
     urlCount: t.urlCount,

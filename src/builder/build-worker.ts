@@ -104,6 +104,7 @@ async function assembleInto(task: AssembleTask, snapshotArrays: ReusedSharedArra
     urlMemberCap: task.urlMemberCap,
     scoredAt: task.scoredAt,
     evidenceMaxAgeMs: task.evidenceMaxAgeMs,
+    correctionSequence: task.correctionSequence,
     previousClusterIds: previous,
     scratch,
     sharedScratch,

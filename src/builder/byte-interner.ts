@@ -113,6 +113,23 @@ export class ByteInterner {
     return id;
   }
 
+  /** Id of bytes[start..end), or -1 when it was never interned. */
+  find(bytes: Uint8Array, start: number, end: number): number {
+    const hash = hashKeyBytes(bytes, start, end);
+    const table = this.#table;
+    const mask = this.#mask;
+    for (let slot = hash & mask; ; slot = (slot + 1) & mask) {
+      const id = table[2 * slot]!;
+      if (id < 0) return -1;
+      if (table[2 * slot + 1] === (hash | 0) && this.#equals(id, bytes, start, end - start)) return id;
+    }
+  }
+
+  /** The bytes of entry `id` (a view, not a copy). */
+  bytesOf(id: number): Uint8Array {
+    return this.#bytes.subarray(this.#offsets[id]!, this.#offsets[id + 1]!);
+  }
+
   /**
    * Offsets (size+1 entries) and bytes of every entry, in id order, trimmed;
    * copied into arrays from `arrays` when given (shared memory, for a

@@ -25,6 +25,15 @@ export interface BuildCarry {
   readonly partitions: number;
   /** Per id partition: every evidence id kept so far. */
   readonly seen: readonly ByteInternerState[];
+  /**
+   * Per id partition, per id of `seen` in its order: the VPA partition its
+   * record went to, with HOME_RETRACTED set once the item is retracted, or
+   * NO_RECORD for an id retracted before it was read (its record was
+   * dropped). The k-th record of records[p][q] is the item of the k-th id
+   * of partition p whose home is q: so a record, which does not keep its
+   * id, can be found from its id and its id from it (carry-reader.ts).
+   */
+  readonly homes: readonly Uint16Array[];
   /** records[idPartition][vpaPartition]: the kept records, in segments, oldest first. */
   readonly records: readonly (readonly Segments[])[];
   readonly invalidLines: number;
@@ -34,6 +43,13 @@ export interface BuildCarry {
 
 /** One (id partition, VPA partition) pair's records, in segments: concatenated, they are in ingestion order. */
 export type Segments = readonly SharedArrayBuffer[];
+
+/** In BuildCarry.homes: the item is retracted (its record stays, skipped by aggregation). */
+export const HOME_RETRACTED = 0x8000;
+/** In BuildCarry.homes: the id was retracted before its record was read; no record was kept. */
+export const NO_RECORD = 0xffff;
+/** The VPA partition of a home that has a record. */
+export const HOME_PARTITION = 0x7fff;
 
 export type CarriedFile = Pick<StoredFile, 'name' | 'size' | 'mtimeMs'>;
 
@@ -50,6 +66,7 @@ export function extendsCarriedFiles(carry: BuildCarry, files: readonly StoredFil
 export function carryBytes(carry: BuildCarry): number {
   let bytes = 0;
   for (const state of carry.seen) bytes += state.table.byteLength + state.offsets.byteLength + state.bytes.byteLength;
+  for (const homes of carry.homes) bytes += homes.byteLength;
   for (const pairs of carry.records) for (const segments of pairs) for (const segment of segments) bytes += segment.byteLength;
   return bytes;
 }

@@ -10,6 +10,7 @@ import { portableCardinality } from '../engine/roaring-portable.js';
 import { RISK_CATEGORIES, RISK_RANK, SOURCE_CATEGORIES, SOURCE_RANK, dominant } from '../vpa/categories.js';
 import { RecordReader, FLAG_SCREENSHOT, RecordWriter } from './record-codec.js';
 import { snapshotData } from './snapshot-parts.js';
+import { clearanceTable, type ClearanceEntry, type ClearanceTable } from './clearance-filter.js';
 import { WEIGHT_UNITS, categoriesIn, countsFrom, recencyWeightUnits, vpaConfidence } from './scoring.js';
 
 /**
@@ -54,6 +55,17 @@ export interface DeltaMergeTask {
    * default one more than before when anything was applied.
    */
   readonly position?: number;
+  /** Clearances in force (clearance-filter.ts): a record they suppress is kept for the next snapshot's merge but not applied. */
+  readonly clearances?: readonly ClearanceEntry[];
+  /**
+   * A correction: the VPAs `upis` answered afresh, after `inputs`, from
+   * `records` alone (every record of theirs that is not retracted; expiry
+   * and `clearances` apply as to any record). A VPA left with none is
+   * answered CLEARED (a row with no evidence, which ServingView does not
+   * find). What spans VPAs waits for compaction as with new evidence: the
+   * category of a url, the peers term of VPAs not reset, clusters.
+   */
+  readonly reset?: { readonly upis: readonly string[]; readonly records: ArrayBuffer };
 }
 
 /** An evidence file's place in the builder's chunk numbering (builder/carry.ts), and when it was stored. */
@@ -87,12 +99,13 @@ export function mergeDelta(task: DeltaMergeTask): DeltaMergeResult {
   if (previous !== null && previous.meta.baseId !== base.meta.id) {
     throw new RangeError(`delta over snapshot ${previous.meta.baseId} cannot be merged over snapshot ${base.meta.id}`);
   }
-  const state = new MergeState(base, previous);
+  const state = new MergeState(base, previous, task.clearances);
   const applied = state.apply(task.inputs, task.files);
+  if (task.reset !== undefined) state.reset(task.reset.upis, task.reset.records);
   const files = [...new Set([...(previous?.meta.files ?? []), ...task.files.map((f) => f.name)])];
   const dataAsOf = task.files.reduce((newest, f) => Math.max(newest, f.storedAt), previous?.meta.dataAsOf ?? 0);
   const evidenceItems = (previous?.meta.evidenceItems ?? 0) + applied.reduce((sum, a) => sum + a.count, 0);
-  const changed = applied.some((a) => a.count > 0);
+  const changed = applied.some((a) => a.count > 0) || task.reset !== undefined;
   const position = task.position ?? (previous?.meta.position ?? 0) + (changed ? 1 : 0);
   const since = previous === null || previous.meta.vpaCount === 0 ? task.now : previous.meta.since;
   const delta = state.finish({ baseId: base.meta.id, position, files, dataAsOf, since, evidenceItems });
@@ -146,6 +159,7 @@ class MergeState {
   readonly #scoredAt: number;
   /** Records captured before this do not count under the snapshot's expiry (scoring.ts, countsFrom). */
   readonly #countsFrom: number;
+  readonly #cleared: ClearanceTable | null;
   readonly #previous: DeltaData | null;
   readonly #previousIndex: VpaIndex | null;
   readonly #vpas = new Map<string, VpaRow>();
@@ -156,8 +170,9 @@ class MergeState {
   #vpaCount: number;
   #urlCount: number;
 
-  constructor(base: SnapshotData, previous: DeltaData | null) {
+  constructor(base: SnapshotData, previous: DeltaData | null, clearances?: readonly ClearanceEntry[]) {
     this.#base = base;
+    this.#cleared = clearanceTable(clearances);
     this.#baseIndex = new VpaIndex(base, base.maxKeyLength);
     this.#scoredAt = base.meta.scoredAt;
     this.#countsFrom = countsFrom(base.meta.scoredAt, base.meta.evidenceMaxAgeMs);
@@ -180,14 +195,46 @@ class MergeState {
         writers[f]!.appendRaw(raw, reader.rawStart, reader.rawEnd);
         counts[f]!++;
         // Stored and kept for the next snapshot's merge, but expired under this one: it changes no answer.
-        if (reader.capturedAt < this.#countsFrom) continue;
+        if (!this.#counts(reader)) continue;
         this.#applyRecord(raw, reader.upiStart, reader.urlStart, reader.idStart, reader.capturedAt, reader.flags);
       }
     }
     return files.map((file, i) => ({ file, records: writers[i]!.finish(), count: counts[i]! }));
   }
 
-  #applyRecord(raw: Uint8Array, upiStart: number, urlStart: number, urlEnd: number, capturedAt: number, flags: number): void {
+  /** DeltaMergeTask.reset: each of `upis` answered from `records` alone. */
+  reset(upis: readonly string[], records: ArrayBuffer): void {
+    for (const key of upis) {
+      // A VPA served nowhere has nothing to take back; its records, if any, add it below.
+      if (!this.#vpas.has(key) && !this.#served(key)) continue;
+      const old = this.#vpaRow(key);
+      // Off the urls it was on: the records put it back on those it still has.
+      for (const source of old.sources.values()) source.url.members--;
+      this.#vpas.set(key, emptyRow(key, old.id, old.base));
+    }
+    const reader = new RecordReader(records);
+    const raw = reader.raw;
+    while (reader.next()) {
+      if (!this.#counts(reader)) continue;
+      // Its evidence is already counted on the url (urlEvidence): only the VPA's own figures are made again.
+      this.#applyRecord(raw, reader.upiStart, reader.urlStart, reader.idStart, reader.capturedAt, reader.flags, false);
+    }
+  }
+
+  /** Whether the record counts under the snapshot's expiry and the clearances in force. */
+  #counts(reader: RecordReader): boolean {
+    // Stored and kept for the next snapshot's merge, but expired under this one: it changes no answer.
+    if (reader.capturedAt < this.#countsFrom) return false;
+    return this.#cleared === null || this.#cleared.counts(reader.raw, reader.upiStart, reader.urlStart, reader.idStart, reader.capturedAt);
+  }
+
+  /** Whether the delta so far or the snapshot holds the VPA. */
+  #served(key: string): boolean {
+    if (this.#previousIndex !== null && this.#previousIndex.lookup(key) !== NOT_FOUND) return true;
+    return this.#baseIndex.lookup(key) !== NOT_FOUND;
+  }
+
+  #applyRecord(raw: Uint8Array, upiStart: number, urlStart: number, urlEnd: number, capturedAt: number, flags: number, onUrl = true): void {
     const row = this.#vpaRow(latin1(raw.subarray(upiStart, urlStart)));
     const url = this.#urlRow(raw, urlStart, urlEnd);
     const sourceCategory = flags & 3;
@@ -198,7 +245,7 @@ class MergeState {
     row.weightUnits += recencyWeightUnits(capturedAt, this.#scoredAt);
     row.categoryMask |= 1 << sourceCategory;
     row.risk[riskCategory]!++;
-    url.evidence[sourceCategory]!++;
+    if (onUrl) url.evidence[sourceCategory]!++;
     const source = row.sources.get(url);
     if (source === undefined) {
       // The VPA is new on this url: one more VPA known there.
@@ -223,7 +270,7 @@ class MergeState {
       const b = this.#base;
       row =
         id === NOT_FOUND
-          ? { key, id: this.#vpaCount++, base: NOT_FOUND, firstSeen: Number.POSITIVE_INFINITY, evidenceCount: 0, weightUnits: 0, categoryMask: 0, risk: new Uint32Array(RISK_COUNT), sources: new Map() }
+          ? emptyRow(key, this.#vpaCount++, NOT_FOUND)
           : this.#loadRow(key, this.#vpaCount++, id, b, id, (u) => this.#urlRow(b.urlBytes, b.urlOffsets[u]!, b.urlOffsets[u + 1]!, u));
     }
     this.#vpas.set(key, row);
@@ -322,6 +369,7 @@ class MergeState {
       dataAsOf: fields.dataAsOf,
       scoredAt: b.meta.scoredAt,
       evidenceMaxAgeMs: b.meta.evidenceMaxAgeMs,
+      correctionSequence: b.meta.correctionSequence,
       evidenceFiles: fields.files,
       urlMemberCap: b.meta.urlMemberCap,
       vpaCount: n,
@@ -560,6 +608,11 @@ function fileOf(files: readonly DeltaFile[], chunk: number): number {
     else return mid;
   }
   return -1;
+}
+
+/** A VPA row with no evidence yet. */
+function emptyRow(key: string, id: number, base: number): VpaRow {
+  return { key, id, base, firstSeen: Number.POSITIVE_INFINITY, evidenceCount: 0, weightUnits: 0, categoryMask: 0, risk: new Uint32Array(RISK_COUNT), sources: new Map() };
 }
 
 /** A snapshot id as `baseVpa` and `urlBase` store it, as a lookup answers it. */

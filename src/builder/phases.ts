@@ -4,8 +4,9 @@ import { RISK_RANK, RISK_CATEGORIES, SOURCE_CATEGORIES, dominant } from '../vpa/
 import { RecordReader, RecordWriter, packFlags, partitionOf, partitionOfBytes, FLAG_SCREENSHOT } from './record-codec.js';
 import { ByteInterner, compareByteRanges, type ByteInternerState } from './byte-interner.js';
 import { recencyWeightUnits } from './scoring.js';
+import { clearanceTable, type ClearanceEntry } from './clearance-filter.js';
 import type { IndexArrays } from '../engine/vpa-index.js';
-import type { Segments } from './carry.js';
+import { NO_RECORD, type Segments } from './carry.js';
 import { freshArrays, type ArrayAllocator } from '../common/scratch-arrays.js';
 
 /**
@@ -143,6 +144,10 @@ export interface DedupTask {
    * the part holds only this task's records.
    */
   readonly leading?: readonly Segments[] | undefined;
+  /** `homes` of the ids in `seen` (DedupResult.homes); absent with `seen`. */
+  readonly homes?: Uint16Array | undefined;
+  /** Retracted evidence ids of this partition: a new one is kept as seen, its record dropped (NO_RECORD). */
+  readonly retracted?: readonly string[] | undefined;
 }
 
 export interface DedupResult {
@@ -155,6 +160,8 @@ export interface DedupResult {
   readonly duplicates: number;
   /** Every id kept so far, `seen` included: the next build's `seen`. */
   readonly seen: ByteInternerState;
+  /** Per id of `seen`, the VPA partition its record went to, or NO_RECORD (carry.ts, BuildCarry.homes). */
+  readonly homes: Uint16Array;
 }
 
 export function dedupPartition(task: DedupTask): DedupResult {
@@ -168,22 +175,44 @@ export function dedupPartition(task: DedupTask): DedupResult {
   });
   // Ids are compared as bytes: no string per record.
   const seen = task.seen === undefined ? new ByteInterner(Math.ceil(total / 100), Math.ceil(total / 4)) : ByteInterner.fromState(task.seen);
+  const records = task.inputs.reduce((sum, input) => sum + countRecords([input]), 0);
+  const before = seen.size;
+  const homes = new Uint16Array(before + records);
+  if (task.homes !== undefined) homes.set(task.homes.subarray(0, before));
+  const retracted = internedIds(task.retracted ?? []);
   let kept = 0;
   let duplicates = 0;
   for (const input of task.inputs) {
     const reader = new RecordReader(input);
     const raw = reader.raw;
     while (reader.next()) {
-      seen.intern(raw, reader.idStart, reader.rawEnd);
+      const id = seen.intern(raw, reader.idStart, reader.rawEnd);
       if (!seen.added) {
         duplicates++;
         continue;
       }
+      if (retracted !== null && retracted.find(raw, reader.idStart, reader.rawEnd) >= 0) {
+        homes[id] = NO_RECORD;
+        continue;
+      }
       kept++;
-      writers[partitionOfBytes(raw, reader.upiStart, reader.urlStart, task.partitions)]!.appendWithoutId(raw, reader.rawStart, reader.idStart);
+      const q = partitionOfBytes(raw, reader.upiStart, reader.urlStart, task.partitions);
+      homes[id] = q;
+      writers[q]!.appendWithoutId(raw, reader.rawStart, reader.idStart);
     }
   }
-  return { parts: writers.map((w) => w.finishShared()), kept, duplicates, seen: seen.compactState() };
+  return { parts: writers.map((w) => w.finishShared()), kept, duplicates, seen: seen.compactState(), homes: homes.slice(0, seen.size) };
+}
+
+/** `ids` interned as UTF-8 bytes, or null when there are none. */
+function internedIds(ids: readonly string[]): ByteInterner | null {
+  if (ids.length === 0) return null;
+  const interner = new ByteInterner(ids.length);
+  for (const id of ids) {
+    const bytes = Buffer.from(id, 'utf8');
+    interner.intern(bytes, 0, bytes.length);
+  }
+  return interner;
 }
 
 /** The buffers of an interner state, for moving it between threads. */
@@ -198,7 +227,22 @@ export interface AggregateTask {
   readonly scoredAt: number;
   /** Records captured before this instant do not count (scoring.ts, countsFrom): skipped as if absent. Default: all count. */
   readonly countsFrom?: number;
+  /**
+   * Records of retracted items, skipped as if absent: `inputs` in runs, each
+   * run's records numbered from 0 across its inputs, and the numbers to skip
+   * in ascending order (carry-reader.ts, retractedOrdinals). Absent: none.
+   */
+  readonly skip?: readonly SkipRun[];
+  /** Clearances in force for VPAs of this partition: their records that do not count are skipped. */
+  readonly clearances?: readonly ClearanceEntry[];
 }
+
+/** A run of consecutive AggregateTask inputs and the ordinals of its records to skip. */
+export interface SkipRun {
+  readonly inputs: number;
+  readonly ordinals: Uint32Array;
+}
+
 
 /**
  * One row per VPA of a partition, columnar. Sources of VPA i are
@@ -320,13 +364,18 @@ function gatherRows(task: AggregateTask, scratch: ArrayAllocator): Rows {
   const sourceCounts = scratch.zeroed(Uint32Array, records * SOURCE_COUNT);
   let sources = 0;
   const countsFrom = task.countsFrom ?? Number.NEGATIVE_INFINITY;
+  const skips = skipCursor(task.skip);
+  const cleared = clearanceTable(task.clearances);
 
   for (const input of task.inputs) {
     const reader = new RecordReader(input);
     const raw = reader.raw;
+    skips?.nextInput();
     while (reader.next()) {
+      if (skips !== null && skips.skipsNext()) continue;
       const captured = reader.capturedAt;
       if (captured < countsFrom) continue;
+      if (cleared !== null && !cleared.counts(raw, reader.upiStart, reader.urlStart, reader.idStart, captured)) continue;
       const vpa = vpas.intern(raw, reader.upiStart, reader.urlStart);
       if (vpas.added) {
         firstSeen[vpa] = Number.POSITIVE_INFINITY;
@@ -360,6 +409,40 @@ function gatherRows(task: AggregateTask, scratch: ArrayAllocator): Rows {
   return {
     vpas, urls, firstSeen, evidenceCount, evidenceWeight, categoryMask, riskCounts,
     sourceHead, sourceNext, sourceUrl, sourceCaptured, sourceShot, sourceCounts, sources,
+  };
+}
+
+/** Walks AggregateTask.skip beside the records: whether each record in turn is one to skip. */
+interface SkipCursor {
+  nextInput(): void;
+  skipsNext(): boolean;
+}
+
+function skipCursor(runs: readonly SkipRun[] | undefined): SkipCursor | null {
+  if (runs === undefined || runs.every((run) => run.ordinals.length === 0)) return null;
+  let run = -1;
+  let inputsLeft = 0;
+  let ordinal = 0;
+  let at = 0;
+  let ordinals: Uint32Array = new Uint32Array(0);
+  return {
+    nextInput() {
+      // Runs of zero inputs hold no records.
+      while (inputsLeft === 0 && run + 1 < runs.length) {
+        run++;
+        inputsLeft = runs[run]!.inputs;
+        ordinals = runs[run]!.ordinals;
+        ordinal = 0;
+        at = 0;
+      }
+      inputsLeft--;
+    },
+    skipsNext() {
+      const skip = at < ordinals.length && ordinals[at] === ordinal;
+      if (skip) at++;
+      ordinal++;
+      return skip;
+    },
   };
 }
 

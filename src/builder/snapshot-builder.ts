@@ -16,6 +16,10 @@ import { carryBytes, extendsCarriedFiles, segmentsToMerge, type BuildCarry, type
 import type { ByteInternerState } from './byte-interner.js';
 import type { AssembleOutcome, BuildTask, IndexReply, IndexResult, IndexTask } from './tasks.js';
 import type { DeltaFile, DeltaMergeResult, DeltaMergeTask } from './delta-merge.js';
+import { NO_CORRECTIONS, type CorrectionState } from '../evidence/corrections.js';
+import { locateIds, markRetracted, recordsOf, retractedOrdinals, type CarriedItem } from './carry-reader.js';
+import { partitionOf, partitionOfBytes } from './record-codec.js';
+import type { ClearanceEntry } from './clearance-filter.js';
 
 export interface BuildOptions {
   readonly dataDir: DataDir;
@@ -126,6 +130,12 @@ export interface BuilderOptions {
    * Called in the order the evidence was read.
    */
   readonly onEvidence?: (evidence: GatheredEvidence) => void;
+  /**
+   * The corrections in force (evidence/corrections.ts), read by each build
+   * as it starts and by each gathering: retracted items and what clearances
+   * suppress count in no snapshot. Default: none.
+   */
+  readonly corrections?: () => CorrectionState;
 }
 
 /**
@@ -171,6 +181,7 @@ export class SnapshotBuilder {
   /** Whole builds, one at a time; a build's gathering also queues on #gathering. */
   #building: Promise<unknown> = Promise.resolve();
   readonly #onEvidence: (evidence: GatheredEvidence) => void;
+  readonly #corrections: () => CorrectionState;
   /** What the last build left for the next; taken by each build, so a failed one leaves none. */
   #carry: BuildCarry | undefined;
   /** Whether this builder has cleared the parse cache of other format versions. */
@@ -206,6 +217,7 @@ export class SnapshotBuilder {
     this.#idleTimeoutMs = idleTimeoutMs;
     this.#collect = options.collect ?? (() => {});
     this.#onEvidence = options.onEvidence ?? (() => {});
+    this.#corrections = options.corrections ?? (() => NO_CORRECTIONS);
     this.#quickPool = new Piscina({
       filename: new URL('./build-worker.js', import.meta.url).href,
       minThreads: 0,
@@ -251,6 +263,33 @@ export class SnapshotBuilder {
     if (!this.#incremental) return Promise.reject(new RangeError('absorb needs an incremental builder'));
     return this.#gatherSerially(async () => {
       await this.#gather(dir, true, { parse: 0, dedup: 0 }, () => {}, this.#quickPool);
+    });
+  }
+
+  /**
+   * Run `read` over the carry (the deduplicated records and evidence ids of
+   * every file read, carry.ts), between gatherings, so that it is whole;
+   * without one, every file is read first (kept as the carry when the
+   * builder is incremental). Corrections read records through this
+   * (carry-reader.ts).
+   */
+  readCarry<T>(dir: DataDir, read: (carry: BuildCarry) => T): Promise<T> {
+    return this.#gatherSerially(async () => {
+      const carry = this.#carry ?? (await this.#gather(dir, true, { parse: 0, dedup: 0 }, () => {}, this.#pool)).gathered;
+      return read(carry);
+    });
+  }
+
+  /** Which of `ids` are stored evidence, and the VPA each names (carry-reader.ts, locateIds). */
+  locateEvidence(dir: DataDir, ids: readonly string[]): Promise<Map<string, string>> {
+    return this.readCarry(dir, (carry) => locateIds(carry, ids));
+  }
+
+  /** Mark `ids` retracted in the carry, so later builds skip their records; then every record of `upis` (carry-reader.ts, recordsOf). */
+  retractAndRead(dir: DataDir, ids: readonly string[], upis: ReadonlySet<string>, withIds = false): Promise<Map<string, CarriedItem[]>> {
+    return this.readCarry(dir, (carry) => {
+      markRetracted(carry, ids);
+      return recordsOf(carry, upis, withIds);
     });
   }
 
@@ -408,6 +447,8 @@ export class SnapshotBuilder {
       throw new RangeError(`evidenceMaxAgeMs must be a non-negative integer, got ${evidenceMaxAgeMs}`);
     }
     const counting = countsFrom(scoredAt, evidenceMaxAgeMs);
+    // Read before the evidence: corrections recorded later are applied again over the snapshot (SnapshotMeta.correctionSequence).
+    const corrections = this.#corrections();
     const phaseMs = { parse: 0, dedup: 0, aggregate: 0, assemble: 0, write: 0 };
     const { files, gathered, cachedChunks, reusedChunks } = await this.#gatherSerially(() =>
       this.#gather(options.dataDir, options.parseCache !== false, phaseMs, progress, this.#pool),
@@ -416,11 +457,21 @@ export class SnapshotBuilder {
 
     const mark = performance.now();
     let done = 0;
+    const skips = corrections.retracted.size === 0 ? undefined : retractedOrdinals(gathered);
+    const clearances = clearancesByPartition(corrections, partitions);
     const partials = await Promise.all(
       Array.from({ length: partitions }, async (_, q) => {
         // Id partition by id partition, oldest segment first: the order a build reading every file makes.
         const inputs = gathered.records.flatMap((segments) => segments[q]!);
-        const result = (await this.#pool.run({ kind: 'aggregate', inputs, scoredAt, countsFrom: counting } satisfies BuildTask)) as AggregateResult;
+        const task = {
+          kind: 'aggregate',
+          inputs,
+          scoredAt,
+          countsFrom: counting,
+          ...(skips === undefined ? {} : { skip: skips[q]! }),
+          ...(clearances[q]!.length === 0 ? {} : { clearances: clearances[q]! }),
+        } satisfies BuildTask;
+        const result = (await this.#pool.run(task)) as AggregateResult;
         progress({ phase: 'aggregate', done: ++done, total: partitions });
         return result;
       }),
@@ -447,6 +498,7 @@ export class SnapshotBuilder {
       urlMemberCap,
       scoredAt,
       evidenceMaxAgeMs,
+      correctionSequence: corrections.sequence,
       evidenceFiles: files.map((f) => f.name),
       dataAsOf: files.reduce((newest, f) => Math.max(newest, evidenceFileTime(f.name)), 0),
       skippedLines: invalidLines + duplicateEvidence,
@@ -574,7 +626,8 @@ export class SnapshotBuilder {
     phaseMs.parse = performance.now() - mark;
 
     mark = performance.now();
-    const deduped = await this.#dedup(parsed, partitions, carry, progress, reader);
+    const retracted = this.#corrections().retracted;
+    const deduped = await this.#dedup(parsed, partitions, carry, progress, reader, idsByPartition(retracted, partitions));
     phaseMs.dedup = performance.now() - mark;
 
     const gathered: BuildCarry = {
@@ -582,11 +635,14 @@ export class SnapshotBuilder {
       chunks: chunks.length,
       partitions,
       seen: deduped.seen,
+      homes: deduped.homes,
       records: deduped.records,
       invalidLines: (carry?.invalidLines ?? 0) + parsed.reduce((sum, r) => sum + r.invalidLines, 0),
       duplicateEvidence: deduped.duplicates,
       invalidSamples: [...(carry?.invalidSamples ?? []), ...parsed.flatMap((r) => r.invalidSamples)].slice(0, 10),
     };
+    // Items retracted since their records were carried: marked, so builds and merges skip them.
+    markRetracted(gathered, [...retracted]);
     if (this.#incremental) this.#carry = gathered;
     // Told of every new file, even one whose every item was a duplicate: it is read, and served as it is (unchanged).
     const newFiles = fileChunks.filter((f) => f.firstChunk >= firstNew);
@@ -605,10 +661,11 @@ export class SnapshotBuilder {
     carry: BuildCarry | undefined,
     progress: (progress: BuildProgress) => void,
     pool: Piscina,
-  ): Promise<{ seen: ByteInternerState[]; records: Segments[][]; duplicates: number; fresh: SharedArrayBuffer[] }> {
+    retracted: readonly (readonly string[])[],
+  ): Promise<{ seen: ByteInternerState[]; homes: Uint16Array[]; records: Segments[][]; duplicates: number; fresh: SharedArrayBuffer[] }> {
     if (carry !== undefined && parsed.length === 0) {
       progress({ phase: 'dedup', done: partitions, total: partitions });
-      return { seen: [...carry.seen], records: carry.records.map((pairs) => [...pairs]), duplicates: carry.duplicateEvidence, fresh: [] };
+      return { seen: [...carry.seen], homes: [...carry.homes], records: carry.records.map((pairs) => [...pairs]), duplicates: carry.duplicateEvidence, fresh: [] };
     }
     let done = 0;
     const results = await Promise.all(
@@ -617,9 +674,11 @@ export class SnapshotBuilder {
         const carried = carry?.records[p];
         const merge = carried?.map(segmentsToMerge);
         const seen = carry?.seen[p];
+        const homes = carry?.homes[p];
         const leading = carried?.map((segments, q) => segments.slice(segments.length - merge![q]!));
-        const result = (await pool.run({ kind: 'dedup', inputs, partitions, seen, leading } satisfies BuildTask, {
-          transferList: [...inputs, ...(seen === undefined ? [] : internerBuffers(seen))],
+        const task = { kind: 'dedup', inputs, partitions, seen, homes, leading, retracted: retracted[p]! } satisfies BuildTask;
+        const result = (await pool.run(task, {
+          transferList: [...inputs, ...(seen === undefined ? [] : internerBuffers(seen)), ...(homes === undefined ? [] : [homes.buffer as ArrayBuffer])],
         })) as DedupResult;
         progress({ phase: 'dedup', done: ++done, total: partitions });
         const records = result.parts.map((part, q) => {
@@ -627,14 +686,32 @@ export class SnapshotBuilder {
           // A small ingest leaves most pairs nothing new: no empty segment for aggregation to open.
           return part.byteLength === 0 && kept.length > 0 ? kept : [...kept, part];
         });
-        return { seen: result.seen, records, duplicates: result.duplicates, fresh: result.parts.filter((part) => part.byteLength > 0) };
+        return { seen: result.seen, homes: result.homes, records, duplicates: result.duplicates, fresh: result.parts.filter((part) => part.byteLength > 0) };
       }),
     );
     return {
       seen: results.map((r) => r.seen),
+      homes: results.map((r) => r.homes),
       records: results.map((r) => r.records),
       duplicates: (carry?.duplicateEvidence ?? 0) + results.reduce((sum, r) => sum + r.duplicates, 0),
       fresh: results.flatMap((r) => r.fresh),
     };
   }
+}
+
+/** Retracted ids by the id partition the dedup puts them in. */
+function idsByPartition(ids: ReadonlySet<string>, partitions: number): string[][] {
+  const parts: string[][] = Array.from({ length: partitions }, () => []);
+  for (const id of ids) parts[partitionOf(id, partitions)]!.push(id);
+  return parts;
+}
+
+/** The clearances in force by VPA partition, as aggregation tasks take them. */
+export function clearancesByPartition(state: CorrectionState, partitions: number): ClearanceEntry[][] {
+  const parts: ClearanceEntry[][] = Array.from({ length: partitions }, () => []);
+  for (const [upi, clearance] of state.clearances) {
+    const bytes = Buffer.from(upi, 'latin1');
+    parts[partitionOfBytes(bytes, 0, bytes.length, partitions)]!.push({ upi, createdAt: clearance.createdAt, urls: [...clearance.urls] });
+  }
+  return parts;
 }

@@ -43,6 +43,7 @@ export interface AssembleTask {
   readonly urlMemberCap: number;
   readonly scoredAt: number;
   readonly evidenceMaxAgeMs: number;
+  readonly correctionSequence: number;
   readonly evidenceFiles: readonly string[];
   readonly dataAsOf: number;
   readonly skippedLines: number;

@@ -14,7 +14,9 @@ import { clearedBatchItem } from './verdict.js';
  * from one snapshot and one state of the delta, the view `version` names.
  *
  * A VPA in the delta is answered from the delta alone (its fields there
- * are merged with the snapshot's); any other from the snapshot. With an
+ * are merged with the snapshot's), and is not found when the delta holds
+ * no evidence of it that counts (a correction took it back); any other VPA
+ * is answered from the snapshot. With an
  * empty delta, `delta` is null and a lookup costs one test more than the
  * snapshot's own.
  */
@@ -65,7 +67,8 @@ export class ServingView {
       const id = delta.lookupPacked(query);
       if (id !== NOT_FOUND) {
         this.located = delta;
-        return id;
+        // A VPA whose evidence a correction took back, all of it: CLEARED, whatever the snapshot says.
+        return delta.data.evidenceCount[id] === 0 ? NOT_FOUND : id;
       }
     }
     this.located = this.base;

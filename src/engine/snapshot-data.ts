@@ -44,6 +44,13 @@ export interface SnapshotMeta {
    * files written before evidence could expire, and read as 0.
    */
   readonly evidenceMaxAgeMs: number;
+  /**
+   * How many corrections (evidence/corrections.ts, CorrectionState.sequence)
+   * were recorded when the build read them: a server applies again over
+   * this snapshot those recorded after. Absent in files written before
+   * corrections existed, and read as 0.
+   */
+  readonly correctionSequence: number;
   /** Names of the evidence files this snapshot was built from, sorted. */
   readonly evidenceFiles: readonly string[];
   /** The url fan-out cap in force when clusters were formed. */

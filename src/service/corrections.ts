@@ -6,33 +6,8 @@
  * the engine that applies corrections and the desk that records them.
  */
 
-/** The corrections in force: what every build and merge reads to decide which evidence counts. */
-export interface CorrectionState {
-  /** Retracted evidence ids: never count again, and stay duplicates when sent again. */
-  readonly retracted: ReadonlySet<string>;
-  /** Active clearances by canonical (lower-cased) VPA. */
-  readonly clearances: ReadonlyMap<string, ActiveClearance>;
-}
-
-/** What a clearance in force suppresses of its VPA's evidence (counts). */
-export interface ActiveClearance {
-  /** When it was made, epoch ms: evidence captured at or before it does not count. */
-  readonly createdAt: number;
-  /** The VPA's source urls when it was made: their evidence does not count, whenever captured. */
-  readonly urls: ReadonlySet<string>;
-}
-
-export const NO_CORRECTIONS: CorrectionState = { retracted: new Set(), clearances: new Map() };
-
-/**
- * Whether an evidence item of a VPA counts under the VPA's clearance
- * (undefined: none). Retraction is by id, and expiry by capture time; both
- * are checked where the id and the clock are at hand.
- */
-export function countsUnderClearance(clearance: ActiveClearance | undefined, capturedAt: number, url: string): boolean {
-  if (clearance === undefined) return true;
-  return capturedAt > clearance.createdAt && !clearance.urls.has(url);
-}
+export { NO_CORRECTIONS, countsUnderClearance, type ActiveClearance, type CorrectionState } from '../evidence/corrections.js';
+import type { CorrectionState } from '../evidence/corrections.js';
 
 /** One stored evidence item of a VPA, as analysts see it (GET /v1/admin/disputes/{id}). */
 export interface EvidenceItemView {

@@ -20,6 +20,14 @@ import { countsFrom } from '../builder/scoring.js';
 import { PositionReserve } from './position-reserve.js';
 import type { ServedData, SwapEvent } from './served-data.js';
 import { subscribe } from '../common/listeners.js';
+import { NO_CORRECTIONS, countsUnderClearance, type CorrectionSource, type CorrectionState } from '../evidence/corrections.js';
+import type { CorrectionEngine, EvidenceItemView } from './corrections.js';
+import { clearancesByPartition } from '../builder/snapshot-builder.js';
+import type { ClearanceEntry } from '../builder/clearance-filter.js';
+import type { CarriedItem } from '../builder/carry-reader.js';
+import { FLAG_SCREENSHOT } from '../builder/record-codec.js';
+import { RISK_CATEGORIES, SOURCE_CATEGORIES } from '../vpa/categories.js';
+import { formatIso } from '../common/time.js';
 
 export interface SnapshotServiceOptions {
   readonly dataDir: DataDir;
@@ -58,6 +66,12 @@ export interface SnapshotServiceOptions {
    * incremental builds: without them every ingest rebuilds the snapshot.
    */
   readonly compaction?: Partial<CompactionPolicy>;
+  /**
+   * The corrections recorded for this data directory (retractions and
+   * clearances; evidence/corrections.ts). Builds and merges count evidence
+   * under them, and `apply` serves a new one within moments. Default: none.
+   */
+  readonly corrections?: CorrectionSource;
 }
 
 export interface CompactionPolicy {
@@ -84,7 +98,7 @@ export const DEFAULT_COMPACTION: CompactionPolicy = { vpas: 100_000, afterMs: 10
  * the builder's threads, never on a serving thread. Without incremental
  * builds there is no delta: every ingest rebuilds the snapshot.
  */
-export class SnapshotService implements ServedData {
+export class SnapshotService implements ServedData, CorrectionEngine {
   #current: SnapshotView;
   #delta: DeltaData;
   #view: ServingView;
@@ -116,6 +130,8 @@ export class SnapshotService implements ServedData {
   #lastBuild: BuildReport | null = null;
   /** When the snapshot served was built or adopted here (Date.now()). */
   #lastCompaction = Date.now();
+  /** How many of the retracted ids (CorrectionState.retracted, in insertion order) the builder's carry has been told of. */
+  #markedRetractions = 0;
   /** The snapshot's earliest first_seen, found once per snapshot (#oldestCapture). */
   #oldest: { readonly id: string; readonly at: number } | null = null;
 
@@ -139,7 +155,9 @@ export class SnapshotService implements ServedData {
     const logger = options.logger ?? silentLogger;
     const incremental = options.incrementalBuilds ?? true;
     let service: SnapshotService | null = null;
+    const corrections = options.corrections;
     const builder = new SnapshotBuilder({
+      ...(corrections === undefined ? {} : { corrections: () => corrections.state() }),
       niceIncrement: BACKGROUND_NICE,
       idleTimeoutMs: options.buildIdleMs ?? DEFAULT_BUILD_IDLE_MS,
       incremental,
@@ -190,6 +208,11 @@ export class SnapshotService implements ServedData {
             (error: unknown) => logger.error({ err: String(error) }, 'reading stored evidence ahead of ingests failed; the next ingest reads every file'),
           );
         }
+      }
+      // Corrections recorded after the snapshot was built are served from the start.
+      if (incremental) {
+        const since = corrections?.vpasSince(first.meta.correctionSequence) ?? [];
+        if (since.length > 0) await service.#queueCorrection(since);
       }
       const pollMs = options.pollMs ?? 1000;
       if (pollMs > 0) {
@@ -331,6 +354,42 @@ export class SnapshotService implements ServedData {
     return this.#compacting;
   }
 
+  /** CorrectionEngine: which of `ids` are stored evidence, with the VPA each names. */
+  locate(ids: readonly string[]): Promise<ReadonlyMap<string, string>> {
+    return this.#builder.locateEvidence(this.#options.dataDir, ids);
+  }
+
+  /** CorrectionEngine: the VPA's stored items, retracted ones left out, oldest capture first; `counts` as served now. */
+  async evidenceOf(upi: string): Promise<readonly EvidenceItemView[]> {
+    const found = await this.#builder.retractAndRead(this.#options.dataDir, this.#unmarkedRetractions(), new Set([upi]), true);
+    const meta = this.#current.meta;
+    const from = countsFrom(meta.scoredAt, meta.evidenceMaxAgeMs);
+    const clearance = this.#state().clearances.get(upi);
+    return (found.get(upi) ?? [])
+      .filter((item) => !item.retracted)
+      .sort((a, b) => a.capturedAt - b.capturedAt || (a.id ?? '').localeCompare(b.id ?? ''))
+      .map((item) => itemView(item, item.capturedAt >= from && countsUnderClearance(clearance, item.capturedAt, item.url)));
+  }
+
+  /**
+   * CorrectionEngine: serve the corrections in force (the source's state)
+   * for `upis`: once this resolves, every serving thread answers them from
+   * the evidence that counts, at the version returned. Without incremental
+   * builds, by a rebuild. Rejects when they could not be served (a
+   * compaction then serves them).
+   */
+  async apply(state: CorrectionState, upis: readonly string[]): Promise<string> {
+    if (this.#state().sequence < state.sequence) {
+      throw new RangeError(`corrections up to ${state.sequence} applied to a server that reads them up to ${this.#state().sequence}`);
+    }
+    if (this.#options.incrementalBuilds === false) {
+      await this.#build('corrections recorded');
+      return this.#view.version;
+    }
+    await this.#queueCorrection(upis);
+    return this.#view.version;
+  }
+
   async close(): Promise<void> {
     this.#closed = true;
     if (this.#timer !== null) clearTimeout(this.#timer);
@@ -425,6 +484,65 @@ export class SnapshotService implements ServedData {
     return Math.min(this.#oldest.at, earliestFirstSeen(this.#delta.overlay));
   }
 
+  #state(): CorrectionState {
+    return this.#options.corrections?.state() ?? NO_CORRECTIONS;
+  }
+
+  /** The clearances in force, as merges take them. */
+  #clearances(): ClearanceEntry[] {
+    return clearancesByPartition(this.#state(), 1)[0]!;
+  }
+
+  /** Retracted ids not yet handed to the builder's carry (the set only grows, in insertion order). */
+  #unmarkedRetractions(): string[] {
+    const retracted = this.#state().retracted;
+    const from = this.#markedRetractions;
+    this.#markedRetractions = retracted.size;
+    return from >= retracted.size ? [] : [...retracted].slice(from);
+  }
+
+  /** Every record of `upis` but the retracted ones, as a merge's reset takes them. */
+  async #resetOf(upis: readonly string[]): Promise<{ upis: readonly string[]; records: ArrayBuffer }> {
+    const found = await this.#builder.retractAndRead(this.#options.dataDir, this.#unmarkedRetractions(), new Set(upis));
+    const parts: Uint8Array[] = [];
+    for (const items of found.values()) for (const item of items) if (!item.retracted) parts.push(item.record);
+    const records = Buffer.concat(parts);
+    return { upis: [...new Set(upis)], records: records.buffer.slice(records.byteOffset, records.byteOffset + records.byteLength) as ArrayBuffer };
+  }
+
+  /**
+   * Answer `upis` afresh from the evidence that counts under the corrections
+   * in force, after the changes queued before. Rejects when it fails (what
+   * was served stays, and a compaction serves the corrections instead).
+   */
+  #queueCorrection(upis: readonly string[]): Promise<void> {
+    const run = this.#changes.then(async () => {
+      if (this.#closed) return;
+      const started = performance.now();
+      const base = this.#current;
+      const reset = await this.#resetOf(upis);
+      const { delta } = await this.#builder.mergeDelta({
+        base: base.data,
+        previous: this.#delta,
+        inputs: [],
+        files: [],
+        now: Date.now(),
+        position: await this.#positions.next(),
+        clearances: this.#clearances(),
+        reset,
+      });
+      this.#delta = delta;
+      this.#view = new ServingView(base, delta);
+      this.#logger.info({ ...deltaFields(delta), corrected: reset.upis.length, ms: Math.round(performance.now() - started) }, 'corrections served');
+      for (const listener of this.#deltaListeners) listener(delta);
+    });
+    this.#changes = run.catch((error: unknown) => {
+      this.#logger.error({ err: String(error) }, 'serving corrections failed; compacting to serve them');
+      if (!this.#closed) void this.compact('corrections could not be merged').catch(() => {});
+    });
+    return run;
+  }
+
   /** One change of what is served after the others; a failed one is logged and changes nothing. */
   #queueChange(change: () => Promise<void>, what: string): Promise<void> {
     const run = this.#changes.then(change).catch((error: unknown) => {
@@ -448,7 +566,9 @@ export class SnapshotService implements ServedData {
       // A position that cannot be reserved fails the merge like any other failure: a compaction serves the evidence.
       const merged = await this.#positions
         .next()
-        .then((position) => this.#builder.mergeDelta({ base: base.data, previous: this.#delta, inputs: evidence.inputs, files, now: Date.now(), position }))
+        .then((position) =>
+          this.#builder.mergeDelta({ base: base.data, previous: this.#delta, inputs: evidence.inputs, files, now: Date.now(), position, clearances: this.#clearances() }),
+        )
         .catch((error: unknown) => {
           // Read already, the evidence would not be read again: a compaction serves it instead.
           this.#logger.error({ err: String(error), files: files.length }, 'merging evidence into the delta failed; compacting to serve it');
@@ -488,7 +608,10 @@ export class SnapshotService implements ServedData {
       const kept = this.#applied.filter((a) => !covered.has(a.file.name));
       let delta = emptyDelta(next.data, Date.now());
       let applied: AppliedFile[] = [];
-      if (kept.length > 0) {
+      // Corrections recorded after `next` read them, answered afresh over it.
+      const since = this.#options.corrections?.vpasSince(next.meta.correctionSequence) ?? [];
+      const reset = since.length === 0 ? undefined : await this.#resetOf(since);
+      if (kept.length > 0 || reset !== undefined) {
         const merged = await this.#builder.mergeDelta({
           base: next.data,
           previous: null,
@@ -497,6 +620,8 @@ export class SnapshotService implements ServedData {
           // Its age starts now: counted from the old delta's, it would be due again at once.
           now: Date.now(),
           position: await this.#positions.next(),
+          clearances: this.#clearances(),
+          ...(reset === undefined ? {} : { reset }),
         });
         delta = merged.delta;
         applied = [...merged.applied];
@@ -681,4 +806,16 @@ function deltaFields(delta: DeltaData): Record<string, unknown> {
 function snapshotFields(view: SnapshotView): Record<string, unknown> {
   const m = view.meta;
   return { snapshot: m.id, vpas: m.vpaCount, clusters: m.clusterCount, dataAsOf: m.dataAsOf };
+}
+
+function itemView(item: CarriedItem, counts: boolean): EvidenceItemView {
+  return {
+    evidence_id: item.id ?? '',
+    url: item.url,
+    source_category: SOURCE_CATEGORIES[item.flags & 3]!,
+    risk_category: RISK_CATEGORIES[(item.flags >> 2) & 7]!,
+    captured_at: formatIso(item.capturedAt),
+    screenshot: (item.flags & FLAG_SCREENSHOT) !== 0,
+    counts,
+  };
 }

@@ -72,6 +72,7 @@ function plainMeta(meta: SnapshotMeta): SnapshotMeta {
     dataAsOf: meta.dataAsOf,
     scoredAt: meta.scoredAt,
     evidenceMaxAgeMs: meta.evidenceMaxAgeMs,
+    correctionSequence: meta.correctionSequence,
     evidenceFiles: [...meta.evidenceFiles],
     urlMemberCap: meta.urlMemberCap,
     vpaCount: meta.vpaCount,

@@ -29,6 +29,7 @@ export function readMeta(value: unknown): SnapshotMeta {
     dataAsOf: raw.dataAsOf,
     scoredAt: raw.scoredAt,
     evidenceMaxAgeMs: raw.evidenceMaxAgeMs ?? 0,
+    correctionSequence: raw.correctionSequence ?? 0,
     evidenceFiles: Array.isArray(evidenceFiles) ? [...(evidenceFiles as unknown[])] : evidenceFiles,
     urlMemberCap: raw.urlMemberCap,
     vpaCount: raw.vpaCount,
@@ -43,7 +44,7 @@ export function readMeta(value: unknown): SnapshotMeta {
 }
 
 const TIME_FIELDS = ['createdAt', 'dataAsOf', 'scoredAt'] as const;
-const COUNT_FIELDS = ['vpaCount', 'urlCount', 'clusterCount', 'sourceCount', 'evidenceCount', 'skippedLines', 'evidenceMaxAgeMs'] as const;
+const COUNT_FIELDS = ['vpaCount', 'urlCount', 'clusterCount', 'sourceCount', 'evidenceCount', 'skippedLines', 'evidenceMaxAgeMs', 'correctionSequence'] as const;
 
 const SNAPSHOT_ID_TEXT = /^[\x21-\x7e]{1,64}$/;
 

@@ -1,0 +1,213 @@
+import { ByteInterner } from './byte-interner.js';
+import { HOME_PARTITION, HOME_RETRACTED, NO_RECORD, type BuildCarry } from './carry.js';
+import { RecordReader, partitionOf, partitionOfBytes } from './record-codec.js';
+import type { SkipRun } from './phases.js';
+
+/**
+ * Reading a builder's carry (carry.ts) by evidence id and by VPA: what
+ * corrections need, since a carried record keeps no id. An id's record is
+ * found through BuildCarry.homes: the k-th record of records[p][q] belongs
+ * to the k-th id of partition p whose home is q. Each call costs a pass
+ * over the homes of the partitions involved and over the records of the
+ * VPA partitions involved; nothing is indexed ahead.
+ */
+
+/** One carried record of a VPA, decoded. */
+export interface CarriedItem {
+  /** Its evidence id, when asked for (recordsOf `withIds`). */
+  readonly id: string | null;
+  readonly upi: string;
+  readonly url: string;
+  readonly capturedAt: number;
+  /** record-codec.ts flags: source and risk category, screenshot. */
+  readonly flags: number;
+  readonly retracted: boolean;
+  /** The record as record-codec.ts lays it out, its id dropped (as the delta merge takes records). */
+  readonly record: Uint8Array;
+}
+
+function utf8(bytes: Uint8Array): Buffer {
+  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+}
+
+/** Where an id's record is, when it has one: its id partition, VPA partition and place among that pair's records. */
+interface Place {
+  readonly p: number;
+  readonly q: number;
+  readonly ordinal: number;
+}
+
+/** The interned index of each id in its partition, -1 for an id never read. */
+function indexesOf(carry: BuildCarry, ids: readonly string[]): { p: number; index: number }[] {
+  const interners = new Map<number, ByteInterner>();
+  return ids.map((id) => {
+    const p = partitionOf(id, carry.partitions);
+    let interner = interners.get(p);
+    if (interner === undefined) {
+      interner = ByteInterner.fromState(carry.seen[p]!);
+      interners.set(p, interner);
+    }
+    const bytes = Buffer.from(id, 'utf8');
+    return { p, index: interner.find(bytes, 0, bytes.length) };
+  });
+}
+
+/**
+ * Mark `ids` retracted (HOME_RETRACTED): their records stay, and builds
+ * and recordsOf skip them. Returns how many were marked now (found, with a
+ * record, not marked before).
+ */
+export function markRetracted(carry: BuildCarry, ids: readonly string[]): number {
+  let marked = 0;
+  for (const { p, index } of indexesOf(carry, ids)) {
+    if (index < 0) continue;
+    const homes = carry.homes[p]!;
+    const home = homes[index]!;
+    if (home === NO_RECORD || (home & HOME_RETRACTED) !== 0) continue;
+    homes[index] = home | HOME_RETRACTED;
+    marked++;
+  }
+  return marked;
+}
+
+/** Whether any carried item is marked retracted. */
+function anyRetracted(carry: BuildCarry): boolean {
+  for (const homes of carry.homes) for (let i = 0; i < homes.length; i++) if (homes[i] !== NO_RECORD && (homes[i]! & HOME_RETRACTED) !== 0) return true;
+  return false;
+}
+
+/**
+ * Per VPA partition q, the runs of an aggregation task's inputs (the
+ * segments of records[p][q], p ascending) with the ordinals of retracted
+ * records: AggregateTask.skip. Undefined when nothing is retracted.
+ */
+export function retractedOrdinals(carry: BuildCarry): SkipRun[][] | undefined {
+  if (!anyRetracted(carry)) return undefined;
+  const partitions = carry.partitions;
+  const runs: SkipRun[][] = Array.from({ length: partitions }, () => []);
+  for (let p = 0; p < partitions; p++) {
+    const homes = carry.homes[p]!;
+    const counts = new Uint32Array(partitions);
+    const found: number[][] = Array.from({ length: partitions }, () => []);
+    for (let i = 0; i < homes.length; i++) {
+      const home = homes[i]!;
+      if (home === NO_RECORD) continue;
+      const q = home & HOME_PARTITION;
+      if ((home & HOME_RETRACTED) !== 0) found[q]!.push(counts[q]!);
+      counts[q]!++;
+    }
+    for (let q = 0; q < partitions; q++) runs[q]!.push({ inputs: carry.records[p]![q]!.length, ordinals: Uint32Array.from(found[q]!) });
+  }
+  return runs;
+}
+
+/** The place of each id's record: null for an id never read or whose record was dropped. */
+function placesOf(carry: BuildCarry, ids: readonly string[]): (Place | null)[] {
+  const indexes = indexesOf(carry, ids);
+  const places: (Place | null)[] = ids.map(() => null);
+  for (let p = 0; p < carry.partitions; p++) {
+    const wanted = indexes.map((x, i) => ({ ...x, i })).filter((x) => x.p === p && x.index >= 0).sort((a, b) => a.index - b.index);
+    if (wanted.length === 0) continue;
+    const homes = carry.homes[p]!;
+    const counts = new Uint32Array(carry.partitions);
+    let w = 0;
+    for (let index = 0; index < homes.length && w < wanted.length; index++) {
+      const home = homes[index]!;
+      const q = home & HOME_PARTITION;
+      while (w < wanted.length && wanted[w]!.index === index) {
+        places[wanted[w]!.i] = home === NO_RECORD ? null : { p, q, ordinal: counts[q]! };
+        w++;
+      }
+      if (home !== NO_RECORD) counts[q]!++;
+    }
+  }
+  return places;
+}
+
+/** Calls `visit` with a reader on every record of records[p][q] in order, with its ordinal; stops when it returns false. */
+function walkPair(carry: BuildCarry, p: number, q: number, visit: (reader: RecordReader, ordinal: number) => boolean): void {
+  let ordinal = 0;
+  for (const segment of carry.records[p]![q]!) {
+    const reader = new RecordReader(segment);
+    while (reader.next()) if (!visit(reader, ordinal++)) return;
+  }
+}
+
+/** The VPA each stored id names (canonical form), by id; ids never read, or read after being retracted, are absent. */
+export function locateIds(carry: BuildCarry, ids: readonly string[]): Map<string, string> {
+  const places = placesOf(carry, ids);
+  const found = new Map<string, string>();
+  const byPair = new Map<string, { p: number; q: number; wanted: Map<number, string[]> }>();
+  places.forEach((place, i) => {
+    if (place === null) return;
+    const pair = `${place.p}/${place.q}`;
+    const entry = byPair.get(pair) ?? { p: place.p, q: place.q, wanted: new Map<number, string[]>() };
+    entry.wanted.set(place.ordinal, [...(entry.wanted.get(place.ordinal) ?? []), ids[i]!]);
+    byPair.set(pair, entry);
+  });
+  for (const { p, q, wanted } of byPair.values()) {
+    let left = wanted.size;
+    const last = Math.max(...wanted.keys());
+    walkPair(carry, p, q, (reader, ordinal) => {
+      const named = wanted.get(ordinal);
+      if (named !== undefined) {
+        const upi = utf8(reader.raw.subarray(reader.upiStart, reader.urlStart)).toString('latin1');
+        for (const id of named) found.set(id, upi);
+        left--;
+      }
+      return left > 0 && ordinal < last;
+    });
+  }
+  return found;
+}
+
+/**
+ * Every carried record of the VPAs `upis` (canonical), retracted ones
+ * marked, in ingestion order per VPA partition; with `withIds`, each with its
+ * evidence id (a further pass over the homes of every id partition).
+ */
+export function recordsOf(carry: BuildCarry, upis: ReadonlySet<string>, withIds = false): Map<string, CarriedItem[]> {
+  const result = new Map<string, CarriedItem[]>();
+  const keys = new ByteInterner(Math.max(1, upis.size));
+  const names: string[] = [];
+  const partitionsWanted = new Set<number>();
+  for (const upi of upis) {
+    const bytes = Buffer.from(upi, 'latin1');
+    names[keys.intern(bytes, 0, bytes.length)] = upi;
+    partitionsWanted.add(partitionOfBytes(bytes, 0, bytes.length, carry.partitions));
+  }
+  const skips = retractedOrdinals(carry);
+  for (let p = 0; p < carry.partitions; p++) {
+    const interner = withIds ? ByteInterner.fromState(carry.seen[p]!) : null;
+    for (const q of partitionsWanted) {
+      const retracted = skips?.[q]?.[p]?.ordinals;
+      let r = 0;
+      // With ids: the homes of partition p whose home is q, walked beside the records.
+      const homes = carry.homes[p]!;
+      let homeAt = -1;
+      walkPair(carry, p, q, (reader, ordinal) => {
+        if (interner !== null) {
+          do homeAt++;
+          while (homes[homeAt] === NO_RECORD || (homes[homeAt]! & HOME_PARTITION) !== q);
+        }
+        while (retracted !== undefined && r < retracted.length && retracted[r]! < ordinal) r++;
+        const raw = reader.raw;
+        const key = keys.find(raw, reader.upiStart, reader.urlStart);
+        if (key < 0) return true;
+        const upi = names[key]!;
+        const item: CarriedItem = {
+          id: interner === null ? null : utf8(interner.bytesOf(homeAt)).toString('utf8'),
+          upi,
+          url: utf8(raw.subarray(reader.urlStart, reader.idStart)).toString('utf8'),
+          capturedAt: reader.capturedAt,
+          flags: reader.flags,
+          retracted: retracted !== undefined && retracted[r] === ordinal,
+          record: raw.slice(reader.rawStart, reader.rawEnd),
+        };
+        result.set(upi, [...(result.get(upi) ?? []), item]);
+        return true;
+      });
+    }
+  }
+  return result;
+}
