@@ -19,6 +19,10 @@ import { readLog } from '../store/log-reader.js';
 import { downloadSnapshot, newestPublication, snapshotsChannel, type Publication } from '../store/snapshot-publications.js';
 import { StoreNotifications } from '../store/store-notifications.js';
 import { logRecords } from './log-records.js';
+import type { LoggedEvidence } from '../store/log-reader.js';
+import { clearancesAsOf, evidenceOfVpas, logHead, readCorrections, type LoggedCorrection } from '../store/correction-log.js';
+import type { ActiveClearance } from '../evidence/corrections.js';
+import type { ClearanceEntry } from '../builder/clearance-filter.js';
 import { subscribe } from '../common/listeners.js';
 
 export interface FollowerOptions {
@@ -56,6 +60,8 @@ export class FollowerService implements ServedData {
   #position: number;
   /** Chunk numbers given to the delta's batches (log-records.ts). */
   #chunks = 0;
+  /** The clearances in force at `#position` (the log's corrections, correction-log.ts). */
+  #clearances: ReadonlyMap<string, ActiveClearance>;
   readonly #options: FollowerOptions;
   readonly #logger: Logger;
   readonly #pool: pg.Pool;
@@ -87,6 +93,7 @@ export class FollowerService implements ServedData {
     this.#delta = first.delta;
     this.#position = first.position;
     this.#chunks = first.chunks;
+    this.#clearances = first.clearances;
     this.#view = new ServingView(first.view, first.delta);
   }
 
@@ -109,7 +116,7 @@ export class FollowerService implements ServedData {
       }
       const timings: LoadTimings = { downloadMs: 0, loadMs: 0 };
       const view = await loadPublication(pool, options, publication, timings);
-      const replayed = await replay(pool, merger, options, view, publication.position, null, 0);
+      const replayed = await replay(pool, merger, options, view, publication.position, null, 0, null);
       const service = new FollowerService(options, pool, merger, publication, replayed);
       await removeOtherSnapshots(options.dataDir, publication.id);
       logger.info(
@@ -218,7 +225,7 @@ export class FollowerService implements ServedData {
       this.#catchUpQueued = false;
       if (this.#closed) return;
       await this.#stored(async () => {
-        const replayed = await replay(this.#pool, this.#merger, this.#options, this.#current, this.#position, this.#delta, this.#chunks);
+        const replayed = await replay(this.#pool, this.#merger, this.#options, this.#current, this.#position, this.#delta, this.#chunks, this.#clearances);
         this.#caughtUpAt = Date.now();
         if (replayed.position === this.#position) return;
         this.#serve(replayed);
@@ -255,10 +262,10 @@ export class FollowerService implements ServedData {
         return;
       }
       // Most of the log after it is merged here, while merges over the served snapshot go on; the rest in the swap.
-      let replayed = await replay(this.#pool, this.#merger, this.#options, view, newest.position, null, 0);
+      let replayed = await replay(this.#pool, this.#merger, this.#options, view, newest.position, null, 0, null);
       await this.#queueChange(async () => {
         if (this.#closed) return;
-        replayed = await replay(this.#pool, this.#merger, this.#options, view, replayed.position, replayed.delta, replayed.chunks);
+        replayed = await replay(this.#pool, this.#merger, this.#options, view, replayed.position, replayed.delta, replayed.chunks, replayed.clearances);
         const previous = this.#current;
         this.#publication = newest;
         this.#serve(replayed);
@@ -282,6 +289,7 @@ export class FollowerService implements ServedData {
     this.#delta = replayed.delta;
     this.#position = replayed.position;
     this.#chunks = replayed.chunks;
+    this.#clearances = replayed.clearances;
     this.#view = new ServingView(replayed.view, replayed.delta);
     for (const waiter of this.#positionWaiters) {
       if (waiter.position > this.#position) continue;
@@ -347,9 +355,18 @@ interface Replayed {
   readonly position: number;
   readonly chunks: number;
   readonly startedAt: number;
+  /** The clearances in force at `position`, by VPA. */
+  readonly clearances: ReadonlyMap<string, ActiveClearance>;
 }
 
-/** The log after `after`, up to its end, merged over `view` onto `previous` (or a new delta). */
+/**
+ * The log after `after`, up to its head, merged over `view` onto
+ * `previous` (or a new delta): evidence and corrections in position order.
+ * A correction answers its VPAs afresh from their items logged up to it
+ * and not retracted by then (DeltaMergeTask.reset), so every follower
+ * serves the same answers at the same position. `clearances` are those in
+ * force at `after` (read from the store when null).
+ */
 async function replay(
   pool: pg.Pool,
   merger: SnapshotBuilder,
@@ -358,21 +375,67 @@ async function replay(
   after: number,
   previous: DeltaData | null,
   chunks: number,
+  clearances: ReadonlyMap<string, ActiveClearance> | null,
 ): Promise<Replayed> {
   const startedAt = performance.now();
+  const location = options.location;
   const batch = options.batchItems ?? DEFAULT_BATCH_ITEMS;
+  let inForce = clearances ?? (await clearancesAsOf(pool, location, after));
+  // Everything up to the head has committed: evidence and corrections are read up to it, not past.
+  const head = await logHead(pool, location);
   let delta = previous ?? emptyDelta(view.data, Date.now());
   let position = after;
-  for (;;) {
-    const rows = await readLog(pool, options.location, position, batch);
-    if (rows.length === 0) break;
+  const merge = async (rows: readonly LoggedEvidence[]) => {
+    if (rows.length === 0) return;
     const { records, file } = logRecords(rows, chunks++);
     const last = rows[rows.length - 1]!.position;
-    ({ delta } = await merger.mergeDelta({ base: view.data, previous: delta, inputs: [records], files: [file], now: Date.now(), position: last }));
+    ({ delta } = await merger.mergeDelta({ base: view.data, previous: delta, inputs: [records], files: [file], now: Date.now(), position: last, clearances: clearanceEntries(inForce) }));
     position = last;
-    if (rows.length < batch) break;
+  };
+  for (;;) {
+    const read = await readLog(pool, location, position, batch);
+    const rows = read.filter((row) => row.position <= head);
+    const full = read.length === batch && rows.length === batch;
+    const fixes = await readCorrections(pool, location, position, full ? rows[rows.length - 1]!.position : head);
+    if (rows.length === 0 && fixes.length === 0) break;
+    let next = 0;
+    for (const fix of fixes) {
+      const before = rows.findIndex((row, i) => i >= next && row.position > fix.position);
+      const upTo = before < 0 ? rows.length : before;
+      await merge(rows.slice(next, upTo));
+      next = upTo;
+      inForce = afterCorrection(inForce, fix);
+      const items = await evidenceOfVpas(pool, location, fix.upis, fix.position);
+      const records = items.length === 0 ? new ArrayBuffer(0) : logRecords(items, chunks++).records;
+      ({ delta } = await merger.mergeDelta({
+        base: view.data,
+        previous: delta,
+        inputs: [],
+        files: [],
+        now: Date.now(),
+        position: fix.position,
+        clearances: clearanceEntries(inForce),
+        reset: { upis: fix.upis, records },
+      }));
+      position = fix.position;
+    }
+    await merge(rows.slice(next));
+    if (!full) break;
   }
-  return { view, delta, position, chunks, startedAt };
+  return { view, delta, position, chunks, startedAt, clearances: inForce };
+}
+
+/** The clearances in force once `fix` is applied. */
+function afterCorrection(clearances: ReadonlyMap<string, ActiveClearance>, fix: LoggedCorrection): ReadonlyMap<string, ActiveClearance> {
+  if (fix.clearance === null) return clearances;
+  const next = new Map(clearances);
+  if (fix.kind === 'clearance') next.set(fix.clearance.upi, fix.clearance);
+  else next.delete(fix.clearance.upi);
+  return next;
+}
+
+function clearanceEntries(clearances: ReadonlyMap<string, ActiveClearance>): ClearanceEntry[] {
+  return [...clearances].map(([upi, c]) => ({ upi, createdAt: c.createdAt, urls: [...c.urls] }));
 }
 
 /** How long a publication's download (with its checksum) and its load took, ms. */

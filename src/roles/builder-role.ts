@@ -1,4 +1,6 @@
 import { readFile, rm } from 'node:fs/promises';
+import { NO_CORRECTIONS, type CorrectionState } from '../evidence/corrections.js';
+import { clearancesAsOf, logHead, retractedAsOf } from '../store/correction-log.js';
 import { join } from 'node:path';
 import pg from 'pg';
 import { writeFileAtomic } from '../common/atomic-file.js';
@@ -89,13 +91,15 @@ export class BuilderRole {
   /** The earliest first_seen of this process's last build (null before one): what expires first. */
   #earliestCounted: number | null = null;
   #published: Publication | null = null;
+  /** The corrections up to the position the next build covers (correction-log.ts), read before it starts. */
+  #corrections: CorrectionState = NO_CORRECTIONS;
 
   private constructor(options: BuilderRoleOptions) {
     this.#options = options;
     this.#logger = options.logger ?? silentLogger;
     this.#policy = { ...DEFAULT_PUBLISH_POLICY, ...options.policy };
     this.#pool = storePool(options.location, 2);
-    this.#builder = newBuilder(options);
+    this.#builder = newBuilder(options, () => this.#corrections);
   }
 
   /** Check the schema, then try for the lease now and every `pollMs`. */
@@ -157,15 +161,23 @@ export class BuilderRole {
     this.#requested = false;
     try {
       const published = await newestPublication(this.#pool, this.#options.location);
+      // Read before the mirror: all evidence up to the head is mirrored then, and corrections up to it are built in.
+      const head = await logHead(this.#pool, this.#options.location);
       await this.#mirror();
+      const covered = Math.max(head, this.#mirrored);
       const due =
         requested ||
         published === null ||
-        this.#mirrored - published.position >= this.#policy.items ||
-        ((this.#mirrored > published.position || this.#holdsExpired()) && Date.now() - published.createdAt.getTime() >= this.#policy.afterMs);
+        covered - published.position >= this.#policy.items ||
+        ((covered > published.position || this.#holdsExpired()) && Date.now() - published.createdAt.getTime() >= this.#policy.afterMs);
       if (!due) return;
       await this.#restoreClusterIds(published);
-      const position = this.#mirrored;
+      const position = covered;
+      this.#corrections = {
+        sequence: position,
+        retracted: await retractedAsOf(this.#pool, this.#options.location, position),
+        clearances: await clearancesAsOf(this.#pool, this.#options.location, position),
+      };
       const maxAge = this.#options.evidenceMaxAgeMs;
       const report = await this.#builder.build({
         dataDir: this.#options.dataDir,
@@ -248,7 +260,7 @@ export class BuilderRole {
     if (state !== null) this.#logger.warn({ dataDir: dir.root, position: state.position }, 'the mirrored log does not match the store; mirroring it again');
     await Promise.all([dir.evidence, dir.snapshots, dir.state].map((path) => rm(path, { recursive: true, force: true })));
     await this.#builder.close();
-    this.#builder = newBuilder(this.#options);
+    this.#builder = newBuilder(this.#options, () => this.#corrections);
     this.#mirrored = 0;
   }
 
@@ -327,8 +339,8 @@ export class BuilderRole {
 const DEFAULT_POLL_MS = 2000;
 const DEFAULT_MIRROR_BATCH = 100_000;
 
-function newBuilder(options: BuilderRoleOptions): SnapshotBuilder {
-  return new SnapshotBuilder({ ...(options.buildThreads === undefined ? {} : { threads: options.buildThreads }) });
+function newBuilder(options: BuilderRoleOptions, corrections: () => CorrectionState): SnapshotBuilder {
+  return new SnapshotBuilder({ corrections, ...(options.buildThreads === undefined ? {} : { threads: options.buildThreads }) });
 }
 
 /** The advisory lock every builder of one schema asks for. */

@@ -50,7 +50,7 @@ export async function evidenceIdAt(client: pg.ClientBase | pg.Pool, location: St
   }
 }
 
-interface LogRow {
+export interface LogRow {
   readonly position: string;
   readonly evidence_id: string;
   readonly upi: string;
@@ -62,7 +62,8 @@ interface LogRow {
   readonly ingested_at_ms: string;
 }
 
-function loggedEvidenceOf(row: LogRow, location: StoreLocation): LoggedEvidence {
+/** A row of the log, checked against the ingestion contract again. */
+export function loggedEvidenceOf(row: LogRow, location: StoreLocation): LoggedEvidence {
   const position = Number(row.position);
   const ingestedAt = Number(row.ingested_at_ms);
   const capturedAt = Number(row.captured_at_ms);
