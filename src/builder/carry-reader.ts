@@ -1,6 +1,6 @@
 import { ByteInterner } from './byte-interner.js';
 import { HOME_PARTITION, HOME_RETRACTED, NO_RECORD, type BuildCarry } from './carry.js';
-import { RecordReader, partitionOf, partitionOfBytes } from './record-codec.js';
+import { FIXED_BYTES, RecordReader, partitionOf, partitionOfBytes } from './record-codec.js';
 import type { SkipRun } from './phases.js';
 
 /**
@@ -161,6 +161,59 @@ export function locateIds(carry: BuildCarry, ids: readonly string[]): Map<string
   return found;
 }
 
+/** A record found by recordsOf: where it is and its ordinal among its pair's records. */
+interface Match {
+  readonly segment: Uint8Array;
+  readonly at: number;
+  readonly ordinal: number;
+  readonly key: number;
+}
+
+/**
+ * The records of records[p][q] whose VPA is among `keys`: one tight pass
+ * over the bytes, a record told apart by the length of its VPA before any
+ * hashing (the cost of a correction at scale: bench/MEASUREMENTS.md).
+ */
+function matchingRecords(carry: BuildCarry, p: number, q: number, keys: ByteInterner, lengths: Uint8Array): Match[] {
+  const matches: Match[] = [];
+  let ordinal = 0;
+  for (const segment of carry.records[p]![q]!) {
+    const bytes = new Uint8Array(segment);
+    const end = bytes.length;
+    let at = 0;
+    while (at < end) {
+      const upiLength = bytes[at + 17]! | (bytes[at + 18]! << 8);
+      const urlLength = bytes[at + 19]! | (bytes[at + 20]! << 8);
+      const idLength = bytes[at + 21]! | (bytes[at + 22]! << 8);
+      const upiStart = at + FIXED_BYTES;
+      if (lengths[upiLength] === 1) {
+        const key = keys.find(bytes, upiStart, upiStart + upiLength);
+        if (key >= 0) matches.push({ segment: bytes, at, ordinal, key });
+      }
+      at = upiStart + upiLength + urlLength + idLength;
+      ordinal++;
+    }
+  }
+  return matches;
+}
+
+/** The interned index in partition p of the records of pair (p, q) at `ordinals` (ascending). */
+function indexesOfOrdinals(homes: Uint16Array, q: number, ordinals: readonly number[]): number[] {
+  const indexes: number[] = [];
+  let ordinal = 0;
+  let w = 0;
+  for (let index = 0; index < homes.length && w < ordinals.length; index++) {
+    const home = homes[index]!;
+    if (home === NO_RECORD || (home & HOME_PARTITION) !== q) continue;
+    while (w < ordinals.length && ordinals[w] === ordinal) {
+      indexes.push(index);
+      w++;
+    }
+    ordinal++;
+  }
+  return indexes;
+}
+
 /**
  * Every carried record of the VPAs `upis` (canonical), retracted ones
  * marked, in ingestion order per VPA partition; with `withIds`, each with its
@@ -171,41 +224,36 @@ export function recordsOf(carry: BuildCarry, upis: ReadonlySet<string>, withIds 
   const keys = new ByteInterner(Math.max(1, upis.size));
   const names: string[] = [];
   const partitionsWanted = new Set<number>();
+  const lengths = new Uint8Array(65_536);
   for (const upi of upis) {
     const bytes = Buffer.from(upi, 'latin1');
     names[keys.intern(bytes, 0, bytes.length)] = upi;
     partitionsWanted.add(partitionOfBytes(bytes, 0, bytes.length, carry.partitions));
+    lengths[bytes.length] = 1;
   }
   const skips = retractedOrdinals(carry);
   for (let p = 0; p < carry.partitions; p++) {
-    const interner = withIds ? ByteInterner.fromState(carry.seen[p]!) : null;
     for (const q of partitionsWanted) {
-      const retracted = skips?.[q]?.[p]?.ordinals;
-      let r = 0;
-      // With ids: the homes of partition p whose home is q, walked beside the records.
-      const homes = carry.homes[p]!;
-      let homeAt = -1;
-      walkPair(carry, p, q, (reader, ordinal) => {
-        if (interner !== null) {
-          do homeAt++;
-          while (homes[homeAt] === NO_RECORD || (homes[homeAt]! & HOME_PARTITION) !== q);
-        }
-        while (retracted !== undefined && r < retracted.length && retracted[r]! < ordinal) r++;
+      const matches = matchingRecords(carry, p, q, keys, lengths);
+      if (matches.length === 0) continue;
+      const retracted = new Set(skips?.[q]?.[p]?.ordinals ?? []);
+      const interner = withIds ? ByteInterner.fromState(carry.seen[p]!) : null;
+      const indexes = interner === null ? [] : indexesOfOrdinals(carry.homes[p]!, q, matches.map((m) => m.ordinal));
+      matches.forEach((match, i) => {
+        const reader = new RecordReader(match.segment.buffer, match.at);
+        reader.next();
         const raw = reader.raw;
-        const key = keys.find(raw, reader.upiStart, reader.urlStart);
-        if (key < 0) return true;
-        const upi = names[key]!;
+        const upi = names[match.key]!;
         const item: CarriedItem = {
-          id: interner === null ? null : utf8(interner.bytesOf(homeAt)).toString('utf8'),
+          id: interner === null ? null : utf8(interner.bytesOf(indexes[i]!)).toString('utf8'),
           upi,
           url: utf8(raw.subarray(reader.urlStart, reader.idStart)).toString('utf8'),
           capturedAt: reader.capturedAt,
           flags: reader.flags,
-          retracted: retracted !== undefined && retracted[r] === ordinal,
+          retracted: retracted.has(match.ordinal),
           record: raw.slice(reader.rawStart, reader.rawEnd),
         };
         result.set(upi, [...(result.get(upi) ?? []), item]);
-        return true;
       });
     }
   }

@@ -153,9 +153,11 @@ export class RecordReader {
   #urlStart = 0;
   #idStart = 0;
 
-  constructor(buffer: ArrayBufferLike) {
+  /** Over the records of `buffer`, from byte `from` (the start of a record; default 0). */
+  constructor(buffer: ArrayBufferLike, from = 0) {
     this.#bytes = Buffer.from(buffer);
     this.#view = new DataView(buffer);
+    this.#at = from;
   }
 
   next(): boolean {
