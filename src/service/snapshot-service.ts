@@ -17,6 +17,7 @@ import { ServingView } from '../engine/serving-view.js';
 import type { DeltaData } from '../engine/delta-data.js';
 import { emptyDelta, type AppliedFile } from '../builder/delta-merge.js';
 import { countsFrom } from '../builder/scoring.js';
+import type { CorrectionState } from './corrections.js';
 import { PositionReserve } from './position-reserve.js';
 import type { ServedData, SwapEvent } from './served-data.js';
 import { subscribe } from '../common/listeners.js';
@@ -58,6 +59,14 @@ export interface SnapshotServiceOptions {
    * incremental builds: without them every ingest rebuilds the snapshot.
    */
   readonly compaction?: Partial<CompactionPolicy>;
+  /**
+   * The corrections in force (service/corrections.ts): retracted evidence
+   * ids and clearances, which every build and merge reads to decide what
+   * counts. Called whenever a build or merge starts; the object returned
+   * does not change afterwards (a change is a new object, with `apply`).
+   * Absent: no corrections. Not read yet: the engine's side is to come.
+   */
+  readonly corrections?: () => CorrectionState;
 }
 
 export interface CompactionPolicy {
