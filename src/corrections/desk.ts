@@ -120,7 +120,7 @@ export class JournalDesk implements CorrectionDesk {
     return this.#ledger.book.list(query);
   }
 
-  evidenceOf(upi: string): Promise<readonly EvidenceItemView[]> {
+  async evidenceOf(upi: string): Promise<readonly EvidenceItemView[]> {
     return this.#engineOrFail().evidenceOf(normalizeVpa(upi));
   }
 

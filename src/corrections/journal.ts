@@ -168,6 +168,8 @@ export class CorrectionJournal {
 
   /** Write one record whole at the end, cutting off a torn last line first, and fsync. */
   async #write(handle: FileHandle, record: CorrectionRecord): Promise<void> {
+    // A line read back is checked: one that would not pass would stop every reader of the journal.
+    readCorrectionRecord(record, (why) => new RangeError(`not a correction the journal takes: ${why}`));
     const size = (await handle.stat()).size;
     if (size > this.#offset) {
       // Under the lock no live writer is writing: what follows the last complete line is a crash's torn write.

@@ -198,3 +198,23 @@ test('two processes retracting overlapping ids at once: each id is retracted exa
     await cleanup();
   }
 });
+
+test('a record the journal would refuse when read is refused before it is written', async () => {
+  const { root, cleanup } = await tempDataDir();
+  try {
+    const path = join(root, 'corrections.ndjson');
+    const { journal } = await CorrectionJournal.open(path);
+    await write(journal, RETRACTION);
+    const before = await readFile(path, 'utf8');
+    for (const record of [
+      { ...CLEARANCE, upi: 'not a vpa' },
+      { ...CLEARANCE, reason: '' },
+      { ...RETRACTION, evidence: Array.from({ length: 1001 }, (_, i) => ({ id: `ev-${i}`, upi: 'a@ybl' })) },
+    ] as CorrectionRecord[]) {
+      await assert.rejects(write(journal, record), RangeError);
+    }
+    assert.equal(await readFile(path, 'utf8'), before);
+  } finally {
+    await cleanup();
+  }
+});
