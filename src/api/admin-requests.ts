@@ -23,7 +23,8 @@ export type AdminRequest =
   | { readonly op: 'stats'; readonly key: KeyRecord }
   /** Fold the live delta into a new snapshot now (docs/design.md, Compaction). */
   | { readonly op: 'compaction.start'; readonly key: KeyRecord }
-  | WatchRequest;
+  | WatchRequest
+  | CorrectionRequest;
 
 /**
  * A watchlist request a serving thread hands the main thread; `key` is the
@@ -44,11 +45,27 @@ export type WatchRequest =
   | { readonly op: 'watch.events'; readonly key: KeyRecord; readonly id: string; readonly cursor: string | null; readonly limit: number; readonly anyOwner?: boolean }
   | { readonly op: 'watch.redeliver'; readonly key: KeyRecord; readonly id: string; readonly eventId: string };
 
+/**
+ * A correction a serving thread hands the main thread (docs/api.md,
+ * Corrections): the body as sent, checked there; a list's `upi` is a
+ * canonical VPA or null.
+ */
+export type CorrectionRequest =
+  | { readonly op: 'retractions.create'; readonly key: KeyRecord; readonly body: unknown }
+  | { readonly op: 'clearances.create'; readonly key: KeyRecord; readonly body: unknown }
+  | { readonly op: 'clearances.list'; readonly key: KeyRecord; readonly upi: string | null; readonly cursor: string | null; readonly limit: number }
+  | { readonly op: 'clearances.get'; readonly key: KeyRecord; readonly id: string }
+  | { readonly op: 'clearances.end'; readonly key: KeyRecord; readonly id: string; readonly body: unknown };
+
 /** The admin requests of keys, sessions, the audit log and the figures. */
-export type KeyAdminRequest = Exclude<AdminRequest, WatchRequest>;
+export type KeyAdminRequest = Exclude<AdminRequest, WatchRequest | CorrectionRequest>;
 
 export function isWatchRequest(request: AdminRequest): request is WatchRequest {
   return request.op.startsWith('watch.');
+}
+
+export function isCorrectionRequest(request: AdminRequest): request is CorrectionRequest {
+  return request.op.startsWith('retractions.') || request.op.startsWith('clearances.');
 }
 
 /** A console session that stands, as a serving thread needs it. */

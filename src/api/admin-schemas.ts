@@ -1,7 +1,7 @@
 import { Type, type TSchema } from '@sinclair/typebox';
 import { AUDIT_ACTIONS } from '../access/audit-actions.js';
 import { KEY_SCOPES } from '../access/key-record.js';
-import { ClusterIdText, ClusterSchema, Confidence, Count, Nullable, RiskCategorySchema, SourceCategorySchema, Timestamp } from './schemas.js';
+import { ClusterIdText, ClusterSchema, Confidence, Count, Nullable, RiskCategorySchema, SourceCategorySchema, Timestamp, Vpa } from './schemas.js';
 
 /**
  * JSON Schemas of the admin API under /v1/admin/ (docs/console.md): the
@@ -156,6 +156,77 @@ export const CompactionStartedSchema = strict(
   'A compaction runs in the background; the new snapshot is served when built (GET /v1/admin/stats shows it)',
 );
 
+/** Evidence ids one retraction names at most. */
+export const MAX_RETRACTION_IDS = 1000;
+/** The longest evidence id: the ingestion contract's (evidence/record.ts, MAX_EVIDENCE_ID_LENGTH). */
+export const EVIDENCE_ID_MAX_LENGTH = 256;
+/** The longest reason of a retraction, a clearance or its end. */
+export const MAX_CORRECTION_REASON = 500;
+/** The longest reference of a clearance (a ticket, a case number). */
+export const MAX_CLEARANCE_REFERENCE = 200;
+/** A clearance's id: `clr_` and 16 random hex digits. */
+export const CLEARANCE_ID_PATTERN = '^clr_[0-9a-f]{16}$';
+
+const EvidenceId = Type.String({
+  minLength: 1,
+  maxLength: EVIDENCE_ID_MAX_LENGTH,
+  pattern: '^[^\\u0000-\\u001f\\u007f]*$',
+  description: 'an evidence_id as ingested: 1 to 256 characters, no control characters',
+});
+const Reason = Type.String({ minLength: 1, maxLength: MAX_CORRECTION_REASON, pattern: '\\S', description: 'why, for the audit log: 1 to 500 characters, not all spaces' });
+const Actor = Type.String({ description: 'the id of the key that made the change, or "cli"' });
+
+export const RetractionRequestSchema = strict(
+  { evidence_ids: Type.Array(EvidenceId, { minItems: 1, maxItems: MAX_RETRACTION_IDS }), reason: Reason },
+  'RetractionRequest',
+);
+export const RetractionOutcomeSchema = strict(
+  {
+    retracted: Type.Integer({ minimum: 0, description: 'ids retracted by this call' }),
+    unknown: Type.Array(Type.String(), { description: 'ids that name no stored evidence: nothing was stored for them' }),
+    already_retracted: Type.Integer({ minimum: 0, description: 'ids retracted before' }),
+    data_version: Type.String({ description: 'the version that serves the retraction on every serving thread' }),
+  },
+  'RetractionOutcome',
+  'Retracted evidence never counts again, even when its id is sent again (it stays a duplicate)',
+);
+
+export const ClearanceCreateRequestSchema = strict(
+  { upi: Vpa, reason: Reason, reference: Type.Optional(Type.String({ minLength: 1, maxLength: MAX_CLEARANCE_REFERENCE, description: 'a ticket or case number, up to 200 characters' })) },
+  'ClearanceCreateRequest',
+);
+export const ClearanceEndRequestSchema = strict({ reason: Type.Optional(Reason) }, 'ClearanceEndRequest', 'An optional body of DELETE: why the clearance ends, for the audit log');
+
+const clearanceFields = {
+  id: Type.String({ pattern: CLEARANCE_ID_PATTERN }),
+  upi: Type.String({ description: 'the VPA, lower-cased' }),
+  reason: Type.String(),
+  reference: Nullable(Type.String()),
+  created_at: Timestamp,
+  created_by: Actor,
+  ended_at: Nullable(Timestamp),
+  ended_by: Nullable(Actor),
+};
+export const ClearanceSchema = strict(
+  clearanceFields,
+  'Clearance',
+  "A clearance: while in force (ended_at null), the VPA's evidence captured at or before created_at, and any evidence from a url among its sources then, does not count",
+);
+export const ClearanceChangeSchema = strict(
+  { ...clearanceFields, data_version: Type.String({ description: 'the version that serves the change on every serving thread' }) },
+  'ClearanceChange',
+);
+export const ClearanceListSchema = strict(
+  { clearances: Type.Array(ClearanceSchema), next_cursor: Nullable(Type.String()) },
+  'ClearanceList',
+  'Clearances in the order they were made, in force and ended, a page at a time; pass next_cursor as cursor for the next page',
+);
+export const ClearanceConflictSchema = strict(
+  { error: Type.Literal('conflict'), message: Type.String(), clearance_id: Type.String({ pattern: CLEARANCE_ID_PATTERN, description: 'the clearance in force' }) },
+  'ClearanceConflict',
+  'The VPA has a clearance in force: one at a time per VPA',
+);
+
 /** Every admin schema by its $id, for the OpenAPI document's components. */
 export const ADMIN_SCHEMAS: Readonly<Record<string, TSchema>> = Object.fromEntries(
   [
@@ -174,5 +245,13 @@ export const ADMIN_SCHEMAS: Readonly<Record<string, TSchema>> = Object.fromEntri
     ClusterGraphSchema,
     SignedOutSchema,
     CompactionStartedSchema,
+    RetractionRequestSchema,
+    RetractionOutcomeSchema,
+    ClearanceCreateRequestSchema,
+    ClearanceEndRequestSchema,
+    ClearanceSchema,
+    ClearanceChangeSchema,
+    ClearanceListSchema,
+    ClearanceConflictSchema,
   ].map((s) => [s.$id!, s]),
 );

@@ -10,14 +10,17 @@ export class HttpError extends Error {
   readonly retryAfter: number | undefined;
   /** Close the connection after answering (the client may still be sending a body we will not read). */
   readonly closeConnection: boolean;
+  /** Fields the error body carries beside `error` and `message` (a 409's `clearance_id`). */
+  readonly fields: Readonly<Record<string, unknown>> | undefined;
 
-  constructor(status: number, code: ErrorCode, message: string, options: { retryAfter?: number; closeConnection?: boolean } = {}) {
+  constructor(status: number, code: ErrorCode, message: string, options: { retryAfter?: number; closeConnection?: boolean; fields?: Readonly<Record<string, unknown>> } = {}) {
     super(message);
     this.name = 'HttpError';
     this.status = status;
     this.code = code;
     this.retryAfter = options.retryAfter;
     this.closeConnection = options.closeConnection ?? false;
+    this.fields = options.fields;
   }
 }
 
@@ -26,6 +29,8 @@ export const validationError = (message: string) => new HttpError(422, 'validati
 export const unauthorized = (message: string) => new HttpError(401, 'unauthorized', message);
 export const forbidden = (message: string) => new HttpError(403, 'forbidden', message);
 export const notFound = (message: string) => new HttpError(404, 'not_found', message);
+/** The change contradicts the state it would change (a second clearance of a VPA); `fields` name what stands in the way. */
+export const conflict = (message: string, fields: Readonly<Record<string, unknown>>) => new HttpError(409, 'conflict', message, { fields });
 export const tooManyRequests = (retryAfter: number) =>
   new HttpError(429, 'rate_limit_exceeded', `request limit exceeded; retry after ${retryAfter} s`, { retryAfter });
 export const serviceUnavailable = (message: string) => new HttpError(503, 'service_unavailable', message);
@@ -39,15 +44,16 @@ export const STATUS_LINES: Readonly<Record<number, string>> = {
   401: '401 Unauthorized',
   403: '403 Forbidden',
   404: '404 Not Found',
+  409: '409 Conflict',
   422: '422 Unprocessable Entity',
   429: '429 Too Many Requests',
   500: '500 Internal Server Error',
   503: '503 Service Unavailable',
 };
 
-/** The spec's error body: `{error, message}`, and `retry_after` with a 429. */
+/** The spec's error body: `{error, message}`, `retry_after` with a 429, and the error's own fields. */
 export function errorJson(e: HttpError): string {
-  const body: Record<string, unknown> = { error: e.code, message: e.message };
+  const body: Record<string, unknown> = { error: e.code, message: e.message, ...e.fields };
   if (e.retryAfter !== undefined) body.retry_after = e.retryAfter;
   return JSON.stringify(body);
 }

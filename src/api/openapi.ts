@@ -19,6 +19,7 @@ import {
 import { ADMIN_SCHEMAS } from './admin-schemas.js';
 import { WATCH_SCHEMAS } from './watch-schemas.js';
 import { MAX_ADMIN_BODY_BYTES, MAX_WATCH_BODY_BYTES, MAX_WATCHED_PER_KEY, MAX_WATCHLISTS_PER_KEY } from './admin-requests.js';
+import { CLEARANCE_ID_PATTERN, MAX_RETRACTION_IDS } from './admin-schemas.js';
 
 /**
  * The OpenAPI 3.1 document served at /v1/openapi.json, generated from the
@@ -132,6 +133,7 @@ export function openApiDocument(version: string): Record<string, unknown> {
       },
       ...adminPaths({ ref, json, ok, error, common }),
       ...watchPaths({ ref, json, ok, error, common }),
+      ...correctionPaths({ ref, json, ok, error, common }),
       '/v1/cyber/check': {
         get: {
           operationId: 'checkEntityExposure',
@@ -194,6 +196,10 @@ const TAGS = [
   { name: 'Console', description: 'Console sessions: an admin key exchanged for a session cookie' },
   { name: 'Admin', description: "The audit log and every key's watchlists (an admin key or console session)" },
   { name: 'Operations', description: 'The figures of the service and compaction of the live delta (an admin key or console session)' },
+  {
+    name: 'Corrections',
+    description: 'Retractions of evidence (a key with the ingest scope) and clearances of VPAs (an admin key or console session): stored durably, audited, and served before the answer',
+  },
 ];
 
 /** What the document's path groups are written with. */
@@ -477,6 +483,89 @@ function watchPaths({ ref, json, ok, error, common }: DocumentParts): Record<str
         summary: 'Deliver an event again from now, whatever its state',
         parameters: [id, { name: 'event_id', in: 'path', required: true, schema: { type: 'string' } }],
         responses: { '202': { description: 'Queued', content: json(ref('Redelivered')) }, ...refusals },
+      },
+    },
+  };
+}
+
+/** Corrections (docs/api.md, Corrections): retractions with the ingest scope, clearances with the admin scope. */
+function correctionPaths({ ref, json, ok, error, common }: DocumentParts): Record<string, unknown> {
+  const security = [{ bearer: [] }, { session: [] }];
+  const body = (id: string, required: boolean) => ({
+    required,
+    description: `JSON, at most ${MAX_ADMIN_BODY_BYTES} bytes; unknown fields are refused with 422`,
+    content: json(ref(id)),
+  });
+  const id = { name: 'id', in: 'path', required: true, schema: { type: 'string', pattern: CLEARANCE_ID_PATTERN } };
+  const refusals = {
+    ...common,
+    '503': error('service_unavailable: the correction could not be stored (nothing was), or this server takes no corrections (a fleet follower)'),
+  };
+  const changes = {
+    ...refusals,
+    '400': error('bad_request: the body is not JSON, or a field has a value it cannot take (too many ids, a malformed id, a reason over 500 characters, not a VPA)'),
+    '422': error('validation_error: the body is JSON of the wrong shape (a field missing, unknown or of the wrong type)'),
+  };
+  const notFound = { '404': error('not_found: no such clearance') };
+  return {
+    '/v1/admin/retractions': {
+      post: {
+        operationId: 'retractEvidence',
+        tags: ['Corrections'],
+        summary: `Retract 1 to ${MAX_RETRACTION_IDS} evidence items by id (a key with the ingest scope)`,
+        description:
+          'A retracted item never counts again, even when its id is sent again (it stays a duplicate). Stored durably and audited before the answer, which comes once every serving thread serves the result.',
+        security,
+        requestBody: body('RetractionRequest', true),
+        responses: { ...ok('Retracted, and served', ref('RetractionOutcome')), ...changes },
+      },
+    },
+    '/v1/admin/clearances': {
+      post: {
+        operationId: 'createClearance',
+        tags: ['Corrections'],
+        summary: 'Clear a VPA: its evidence captured until now, and any from the urls among its sources now, stops counting',
+        description:
+          'Evidence from a new url captured afterwards counts, and flags the VPA again. A VPA may be cleared before any evidence names it. One clearance in force per VPA. Stored durably and audited before the answer, which comes once every serving thread serves it.',
+        security,
+        requestBody: body('ClearanceCreateRequest', true),
+        responses: {
+          '201': { description: 'Made, and served', content: json(ref('ClearanceChange')) },
+          ...changes,
+          '409': { description: 'conflict: the VPA has a clearance in force, named by clearance_id', content: json(ref('ClearanceConflict')) },
+        },
+      },
+      get: {
+        operationId: 'listClearances',
+        tags: ['Corrections'],
+        summary: 'Clearances in the order made, in force and ended, a page at a time',
+        security,
+        parameters: [
+          { name: 'upi', in: 'query', required: false, description: "only this VPA's clearances", schema: { type: 'string', pattern: VPA_PATTERN } },
+          { name: 'cursor', in: 'query', required: false, description: 'next_cursor of the page before', schema: { type: 'string' } },
+          { name: 'limit', in: 'query', required: false, schema: { type: 'integer', minimum: 1, maximum: 1000, default: 100 } },
+        ],
+        responses: { ...ok('A page', ref('ClearanceList')), ...refusals },
+      },
+    },
+    '/v1/admin/clearances/{id}': {
+      get: {
+        operationId: 'getClearance',
+        tags: ['Corrections'],
+        summary: 'A clearance, in force or ended',
+        security,
+        parameters: [id],
+        responses: { ...ok('The clearance', ref('Clearance')), ...refusals, ...notFound },
+      },
+      delete: {
+        operationId: 'endClearance',
+        tags: ['Corrections'],
+        summary: 'End a clearance: the evidence it suppressed counts again',
+        description: 'Ending an ended clearance changes nothing and answers it as it is. Stored durably and audited before the answer, which comes once every serving thread serves it.',
+        security,
+        parameters: [id],
+        requestBody: body('ClearanceEndRequest', false),
+        responses: { ...ok('Ended, and served', ref('ClearanceChange')), ...changes, ...notFound },
       },
     },
   };

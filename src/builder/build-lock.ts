@@ -1,57 +1,19 @@
-import { link, lstat, mkdir, open, rename, unlink, writeFile } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { tempFileName } from '../common/atomic-file.js';
 import type { DataDir } from '../common/data-dir.js';
 import { BuildLockedError } from '../common/errors.js';
-import { writerHasEnded, isValidBootId, isValidPid, ownIdentity, type ProcessIdentity } from '../common/process-identity.js';
+import { tryOwnerLock } from '../common/owner-lock.js';
 
 /**
  * One build at a time per data directory: `state/build.lock` names the
- * process that holds it, so a CLI build and a server's background build do
- * not race on the cluster id state. The lock names its owner by pid, start
- * time and boot id (process-identity.ts), so a lock left by a killed build
- * is taken over even once its pid belongs to another process, or the
- * machine has rebooted:
- *
- *   pid=<pid> start=<clock ticks since boot> boot=<boot id>\n
- *
- * Where /proc does not give the start time, the lock holds the pid alone,
- * as older versions wrote it, and a live pid holds it (one that started
- * after the lock was written cannot be its owner, where that can be told).
- * Anything else in the file (empty, torn, garbage) is a stale lock.
+ * process that holds it (common/owner-lock.ts), so a CLI build and a
+ * server's background build do not race on the cluster id state, and a
+ * lock left by a killed build is taken over.
  */
 export const BUILD_LOCK_FILE = 'build.lock';
 
-/** More than any lock this module writes; a longer file is garbage. */
-const MAX_LOCK_BYTES = 256;
-/** Rounds of "take it, or judge and clear the stale one"; more only when other processes keep racing for it. */
-const ATTEMPTS = 4;
-
-const IDENTITY_LOCK = /^pid=(\d{1,10}) start=(\d{1,15}) boot=([0-9a-f-]{36})\n?$/;
-const PID_ONLY_LOCK = /^\s*(\d{1,10})\s*$/;
-
-/** Who a lock's content names; null for content no version of this service writes. */
-export type LockOwner = { readonly pid: number; readonly identity: ProcessIdentity | null };
-
-export function parseBuildLock(text: string): LockOwner | null {
-  const full = IDENTITY_LOCK.exec(text);
-  if (full !== null) {
-    const pid = Number(full[1]);
-    const bootId = full[3]!;
-    if (!isValidPid(pid) || !isValidBootId(bootId)) return null;
-    return { pid, identity: { pid, startTicks: Number(full[2]), bootId } };
-  }
-  const pidOnly = PID_ONLY_LOCK.exec(text);
-  if (pidOnly === null) return null;
-  const pid = Number(pidOnly[1]);
-  return isValidPid(pid) ? { pid, identity: null } : null;
-}
-
-/** What this process writes into a lock it takes. */
-export function buildLockContent(): string {
-  const self = ownIdentity();
-  return self === null ? String(process.pid) : `pid=${self.pid} start=${self.startTicks} boot=${self.bootId}\n`;
-}
+/** Who a build lock's content names (the format of every owner lock). */
+export { parseOwnerLock as parseBuildLock } from '../common/owner-lock.js';
 
 /**
  * Take the build lock of `dir`, or fail with ERR_BUILD_LOCKED when a live
@@ -60,140 +22,7 @@ export function buildLockContent(): string {
  */
 export async function acquireBuildLock(dir: DataDir): Promise<() => Promise<void>> {
   await mkdir(dir.state, { recursive: true });
-  const path = join(dir.state, BUILD_LOCK_FILE);
-  for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
-    const taken = await createLock(path, dir.state);
-    if (taken !== null) return releaser(path, taken);
-    const found = await readLock(path);
-    if (found === null) continue; // released meanwhile
-    const owner = parseBuildLock(found.text);
-    if (owner !== null && !ownerHasEnded(owner, found.mtimeMs)) {
-      throw new BuildLockedError(`another build (pid ${owner.pid}) is running on ${dir.root}`);
-    }
-    await removeStaleLock(path, dir.state, found);
-  }
-  throw new BuildLockedError(`could not take the build lock in ${dir.state}`);
-}
-
-/**
- * Whether a lock's owner has certainly ended. A lock naming this process
- * is taken over, as before: a builder releases its lock when its build
- * ends, so one found here was left behind (its release failed), or was
- * written by an earlier process that had this pid.
- */
-function ownerHasEnded(owner: LockOwner, mtimeMs: number): boolean {
-  if (owner.pid === process.pid) return true;
-  return writerHasEnded(owner.identity ?? owner, mtimeMs);
-}
-
-/**
- * Create the lock whole or not at all: its content goes into a temporary
- * file that is then hard-linked to the lock's name, which fails with EEXIST
- * when a lock is there; a crash can leave the temporary file (removed by
- * temp-cleanup.ts) but never a torn lock. On a file system without hard
- * links, the lock is created exclusively and written in place (a crash
- * between the two leaves an empty lock: stale). Returns the lock's inode,
- * or null when a lock is there.
- */
-async function createLock(path: string, stateDir: string): Promise<bigint | null> {
-  const content = buildLockContent();
-  const temp = join(stateDir, tempFileName(BUILD_LOCK_FILE));
-  await writeFile(temp, content, { mode: 0o644, flag: 'wx' });
-  try {
-    // The lock will be this very file: its inode tells it from a lock put in its place later.
-    const { ino } = await lstat(temp, { bigint: true });
-    await link(temp, path);
-    return ino;
-  } catch (error) {
-    const code = errorCode(error);
-    if (code === 'EEXIST') return null;
-    if (!NO_HARD_LINKS.has(code)) throw error;
-  } finally {
-    await unlink(temp).catch(() => {});
-  }
-  let handle;
-  try {
-    handle = await open(path, 'wx', 0o644);
-  } catch (error) {
-    if (errorCode(error) === 'EEXIST') return null;
-    throw error;
-  }
-  try {
-    await handle.writeFile(content);
-    return (await handle.stat({ bigint: true })).ino;
-  } finally {
-    await handle.close();
-  }
-}
-
-/** link(2) errors that mean the file system has no hard links. */
-const NO_HARD_LINKS = new Set<unknown>(['EPERM', 'ENOTSUP', 'EOPNOTSUPP', 'ENOSYS', 'EMLINK']);
-
-/** The lock as found: content (at most MAX_LOCK_BYTES + 1 bytes of it), inode and modification time; null when there is none. */
-async function readLock(path: string): Promise<{ text: string; ino: bigint; mtimeMs: number } | null> {
-  let handle;
-  try {
-    handle = await open(path, 'r');
-  } catch (error) {
-    if (errorCode(error) === 'ENOENT') return null;
-    throw unreadable(path, error);
-  }
-  try {
-    const stats = await handle.stat({ bigint: true });
-    if (!stats.isFile()) throw unreadable(path, new Error('not a regular file'));
-    const buffer = Buffer.alloc(MAX_LOCK_BYTES + 1);
-    const { bytesRead } = await handle.read(buffer, 0, buffer.length, 0);
-    return { text: buffer.toString('latin1', 0, bytesRead), ino: stats.ino, mtimeMs: Number(stats.mtimeMs) };
-  } catch (error) {
-    throw error instanceof BuildLockedError ? error : unreadable(path, error);
-  } finally {
-    await handle.close();
-  }
-}
-
-function unreadable(path: string, cause: unknown): BuildLockedError {
-  return new BuildLockedError(`cannot read the build lock ${path}: ${(cause as Error).message}`, { cause });
-}
-
-/**
- * Remove the stale lock that was `found`, and only that one: another
- * process may have judged it stale too and already put its own lock in its
- * place. The lock is renamed aside first, then checked: if what was moved
- * is not the stale lock, it goes back (link: never over a lock taken in
- * that moment). Inode and content are both compared, since a file system
- * may hand the freed inode of the stale lock straight to the new one.
- */
-async function removeStaleLock(path: string, stateDir: string, found: { readonly text: string; readonly ino: bigint }): Promise<void> {
-  const aside = join(stateDir, tempFileName(`${BUILD_LOCK_FILE}.stale`));
-  try {
-    await rename(path, aside);
-  } catch (error) {
-    if (errorCode(error) === 'ENOENT') return;
-    throw error;
-  }
-  try {
-    const moved = await readLock(aside);
-    if (moved !== null && (moved.ino !== found.ino || moved.text !== found.text)) {
-      await link(aside, path).catch(async (error: unknown) => {
-        if (NO_HARD_LINKS.has(errorCode(error))) await rename(aside, path);
-      });
-    }
-  } finally {
-    await unlink(aside).catch(() => {});
-  }
-}
-
-/** Release: remove the lock if it is still the one taken (not one taken over meanwhile). */
-function releaser(path: string, ino: bigint): () => Promise<void> {
-  return async () => {
-    try {
-      if ((await lstat(path, { bigint: true })).ino === ino) await unlink(path);
-    } catch {
-      // Already gone.
-    }
-  };
-}
-
-function errorCode(error: unknown): unknown {
-  return error instanceof Error ? (error as NodeJS.ErrnoException).code : undefined;
+  const taken = await tryOwnerLock(join(dir.state, BUILD_LOCK_FILE), (message, cause) => new BuildLockedError(message, { cause }));
+  if ('holder' in taken) throw new BuildLockedError(`another build (pid ${taken.holder}) is running on ${dir.root}`);
+  return taken.release;
 }

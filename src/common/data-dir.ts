@@ -8,8 +8,10 @@ import { join, resolve } from 'node:path';
  *   snapshots/   built snapshots; the newest valid one is served
  *   state/       build state that must survive rebuilds (cluster id assignment),
  *                the data version positions handed out (never to be handed out
- *                again), and parsed evidence chunks kept to speed rebuilds up
- *                (state/parsed/, derived: safe to delete)
+ *                again), the corrections journal (retractions and clearances:
+ *                not derived, as precious as the evidence), and parsed evidence
+ *                chunks kept to speed rebuilds up (state/parsed/, derived: safe
+ *                to delete)
  */
 export interface DataDir {
   readonly root: string;

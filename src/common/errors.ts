@@ -53,6 +53,10 @@ export const ErrorCode = {
   ADMIN_STATE: 'ERR_ADMIN_STATE',
   /** The record of the data version positions handed out (state/data-version-positions.json) cannot be read or is not what this service writes. */
   POSITION_STATE: 'ERR_POSITION_STATE',
+  /** The corrections journal (state/corrections.ndjson) cannot be read or written, or holds a line this service does not write. */
+  CORRECTION_JOURNAL: 'ERR_CORRECTION_JOURNAL',
+  /** A clearance asked for a VPA that has one in force (409 `conflict` in the admin API). */
+  CLEARANCE_CONFLICT: 'ERR_CLEARANCE_CONFLICT',
 } as const;
 
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
@@ -190,5 +194,24 @@ export class PositionStateError extends UpiRiskError {
   constructor(message: string, options?: ErrorOptions) {
     super(ErrorCode.POSITION_STATE, message, options);
     this.name = 'PositionStateError';
+  }
+}
+
+/** The corrections journal is unreadable, unwritable, or holds a line that is not a correction this service writes. */
+export class CorrectionJournalError extends UpiRiskError {
+  constructor(message: string, options?: ErrorOptions) {
+    super(ErrorCode.CORRECTION_JOURNAL, message, options);
+    this.name = 'CorrectionJournalError';
+  }
+}
+
+/** A clearance asked for a VPA that has one in force: one at a time per VPA. */
+export class ClearanceConflictError extends UpiRiskError {
+  /** The clearance in force. */
+  readonly clearanceId: string;
+  constructor(upi: string, clearanceId: string) {
+    super(ErrorCode.CLEARANCE_CONFLICT, `${upi} has a clearance in force (${clearanceId}); end it before clearing the VPA again`);
+    this.name = 'ClearanceConflictError';
+    this.clearanceId = clearanceId;
   }
 }

@@ -1,6 +1,10 @@
 import type { DataDir } from '../common/data-dir.js';
 import type { Logger } from '../common/logger.js';
+import type { AuditLog } from '../access/audit-log.js';
 import { MemorySessionStore } from '../access/console-sessions.js';
+import type { KeyRegistry } from '../access/key-registry.js';
+import { JournalDesk } from '../corrections/desk.js';
+import { correctionJournalPath } from '../corrections/journal.js';
 import { FileUsageLedger, usageFilePath } from '../access/key-usage.js';
 import { BuildHistory } from '../admin/intelligence-stats.js';
 import type { ServiceMetrics } from '../http/metrics.js';
@@ -24,13 +28,25 @@ export function serveEmbedded(options: EmbeddedServeOptions): Promise<number> {
   return runServer(options, {
     keyStore: null,
     keyPollMs: 250,
-    start: (logger, metrics) => startEmbedded(options, logger, metrics),
+    start: (logger, metrics, keys, audit) => startEmbedded(options, logger, metrics, keys, audit),
   });
 }
 
-async function startEmbedded(options: EmbeddedServeOptions, logger: Logger, metrics: ServiceMetrics): Promise<ServedMode> {
+/** How often the corrections journal is looked at for what `upi-risk retract` appended, ms: at most this, so it is served within a second. */
+const CORRECTIONS_POLL_MS = 250;
+
+async function startEmbedded(options: EmbeddedServeOptions, logger: Logger, metrics: ServiceMetrics, keys: KeyRegistry, audit: AuditLog): Promise<ServedMode> {
   const { dir } = options;
-  const service = await SnapshotService.start({ dataDir: dir, logger, pollMs: options.pollMs, ...options.build });
+  // Before the engine: it starts with the corrections in force.
+  const desk = await JournalDesk.open({
+    path: correctionJournalPath(dir),
+    audit,
+    logger,
+    pollMs: options.pollMs === 0 ? 0 : Math.min(options.pollMs, CORRECTIONS_POLL_MS),
+    nameOf: (keyId) => keys.records().find((k) => k.id === keyId)?.name,
+  });
+  const service = await SnapshotService.start({ dataDir: dir, logger, pollMs: options.pollMs, ...options.build, corrections: desk.source });
+  desk.attach(service);
   metrics.observeSnapshot(service.current);
   service.onSwap((event) => metrics.observeSnapshot(event.next));
   service.onBuild((report) => metrics.observeBuild(Date.now(), report));
@@ -49,7 +65,7 @@ async function startEmbedded(options: EmbeddedServeOptions, logger: Logger, metr
     service,
     stats: { mode: 'embedded', served: service, delta, builds: async () => builds.recent() },
     sessions: new MemorySessionStore(),
-    startWatching: (settings) => watchDataDir(dir, settings),
+    startWatching: (settings) => watchDataDir(dir, settings, desk),
     usage: await FileUsageLedger.open(usageFilePath(dir)),
     ingest: (body) => takeEvidence(service, dir, body),
     compact: (why) => {
@@ -60,18 +76,28 @@ async function startEmbedded(options: EmbeddedServeOptions, logger: Logger, metr
       service.compact(why).catch(() => {});
       return { started, snapshot };
     },
-    close: () => service.close(),
+    corrections: desk,
+    close: async () => {
+      await desk.close();
+      await service.close();
+    },
   };
 }
 
-/** The data directory's watchlists, screened and delivered by this process. */
-async function watchDataDir(dir: DataDir, settings: WatchSettings): Promise<Watching> {
+/**
+ * The data directory's watchlists, screened and delivered by this process:
+ * after every change of what is served, and after every correction served
+ * (the engine may serve one without a new delta or snapshot).
+ */
+async function watchDataDir(dir: DataDir, settings: WatchSettings, desk: JournalDesk): Promise<Watching> {
   const store = await FileWatchStore.open(watchJournalPath(dir));
   const running = startScreening(store, settings);
+  const stopHearing = desk.onApplied(() => void running.rescreener.schedule());
   const { served, allowed, logger } = settings;
   return {
     service: new WatchService({ store, served, wake: () => running.delivery.wake(), allowed, logger }),
     close: async () => {
+      stopHearing();
       await running.stop();
       await store.close();
     },

@@ -61,6 +61,7 @@ async function startFollower(options: FollowerServeOptions, logger: Logger, metr
     usage: new PostgresUsageLedger(intake, location),
     ingest: (body) => takeEvidenceIntoLog(intake, location, follower, body),
     compact: null,
+    corrections: null,
     close: async () => {
       await keyChanges.close();
       await follower.close();

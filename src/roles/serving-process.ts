@@ -8,10 +8,12 @@ import { loadPlans } from '../access/plans.js';
 import { QuotaService } from '../access/quota.js';
 import { KeyAdmin } from '../access/key-admin.js';
 import type { SessionStore } from '../access/console-sessions.js';
+import type { AuditLog } from '../access/audit-log.js';
 import type { UsageLedger } from '../access/key-usage.js';
 import { AdminService } from '../admin/admin-service.js';
 import { IntelligenceStats, type StatsSources } from '../admin/intelligence-stats.js';
-import { isWatchRequest } from '../api/admin-requests.js';
+import { isCorrectionRequest, isWatchRequest } from '../api/admin-requests.js';
+import { CorrectionRequests, type ListingDesk } from '../corrections/requests.js';
 import type { DeltaData } from '../engine/delta-data.js';
 import { ServiceMetrics } from '../http/metrics.js';
 import { checkTlsFiles, createTlsApp, ensureSelfSignedCertificate, type TlsFiles } from '../http/tls.js';
@@ -62,8 +64,13 @@ export interface ServedMode {
   readonly ingest: (body: Uint8Array) => Promise<IntakeResult>;
   /** Start a compaction (SIGUSR2, POST /v1/admin/compaction); null where this server builds nothing (a follower). */
   readonly compact: ((why: string) => { readonly started: boolean; readonly snapshot: string }) | null;
+  /** Where retractions and clearances are recorded; null where they are not taken yet (a follower: the fleet store holds none). */
+  readonly corrections: ListingDesk | null;
   close(): Promise<void>;
 }
+
+/** What the corrections routes answer where a mode takes none. */
+const NO_CORRECTIONS_HERE = 'the fleet store does not hold corrections yet: retractions and clearances are taken by a server run with --data-dir';
 
 /** One of serve's modes, as the serving process both run needs it. */
 export interface ServingMode {
@@ -71,7 +78,8 @@ export interface ServingMode {
   readonly keyStore: StoreLocation | null;
   /** How often the keys are read again, ms: a follower also hears of changes from the store, so its poll is a fallback. */
   readonly keyPollMs: number;
-  start(logger: Logger, metrics: ServiceMetrics, keys: KeyRegistry): Promise<ServedMode>;
+  /** `audit`: where changes are recorded with who made them (the console's audit log). */
+  start(logger: Logger, metrics: ServiceMetrics, keys: KeyRegistry, audit: AuditLog): Promise<ServedMode>;
 }
 
 /**
@@ -117,7 +125,7 @@ export async function runServer(options: ServeOptions, mode: ServingMode): Promi
   keys.onChange((records) => logger.info({ activeKeys: records.length, store: store.backend.description }, 'API keys reloaded'));
   keys.watch(mode.keyPollMs);
   const metrics = new ServiceMetrics();
-  const served = await mode.start(logger, metrics, keys);
+  const served = await mode.start(logger, metrics, keys, store.audit);
   const service = served.service;
   const stats = new IntelligenceStats(served.stats);
   stats.start();
@@ -132,6 +140,7 @@ export async function runServer(options: ServeOptions, mode: ServingMode): Promi
     compact: served.compact,
     logger,
   });
+  const corrections = new CorrectionRequests({ desk: served.corrections, unavailable: NO_CORRECTIONS_HERE, logger });
   const watch = await served.startWatching({ served: service, logger, allowed: options.webhookAllow, firstRetryMs: options.webhookFirstRetryMs });
   // Built by `npm ci` (and `npm start`); without it the API is served alone.
   const consoleAssets = await loadConsoleAssets();
@@ -176,7 +185,7 @@ export async function runServer(options: ServeOptions, mode: ServingMode): Promi
       if (result.kind === 'stored') stats.noteIngest(result.items, Math.round(performance.now() - started));
       return result;
     },
-    admin: (request) => (isWatchRequest(request) ? watch.service.handle(request) : admin.handle(request)),
+    admin: (request) => (isWatchRequest(request) ? watch.service.handle(request) : isCorrectionRequest(request) ? corrections.handle(request) : admin.handle(request)),
     onUsage: (entries) => admin.recordUsage(entries),
     console: consoleAssets,
   });

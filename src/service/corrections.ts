@@ -30,6 +30,8 @@ export interface EvidenceItemView {
 export interface CorrectionEngine {
   /** Which of `ids` name stored evidence, each with the VPA it names (canonical). */
   locate(ids: readonly string[]): Promise<ReadonlyMap<string, string>>;
+  /** The urls of the VPA's sources as served now: what a clearance made now suppresses (canonical VPA). */
+  sourceUrls(upi: string): readonly string[];
   /** The VPA's stored evidence items, retracted ones left out, oldest capture first. */
   evidenceOf(upi: string): Promise<readonly EvidenceItemView[]>;
   /**

@@ -359,6 +359,11 @@ export class SnapshotService implements ServedData, CorrectionEngine {
     return this.#builder.locateEvidence(this.#options.dataDir, ids);
   }
 
+  /** CorrectionEngine: the urls of the VPA's sources as served now (every source a verdict lists). */
+  sourceUrls(upi: string): readonly string[] {
+    return this.#view.verdict(upi).sources.map((source) => source.url);
+  }
+
   /** CorrectionEngine: the VPA's stored items, retracted ones left out, oldest capture first; `counts` as served now. */
   async evidenceOf(upi: string): Promise<readonly EvidenceItemView[]> {
     const found = await this.#builder.retractAndRead(this.#options.dataDir, this.#unmarkedRetractions(), new Set([upi]), true);

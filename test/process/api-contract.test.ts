@@ -213,6 +213,8 @@ test('the OpenAPI document is served and names every live and planned path', asy
   assert.equal(r.body.openapi, '3.1.0');
   assert.deepEqual(Object.keys(r.body.paths as object).sort(), [
     '/v1/admin/audit',
+    '/v1/admin/clearances',
+    '/v1/admin/clearances/{id}',
     '/v1/admin/clusters',
     '/v1/admin/clusters/{cluster_id}/graph',
     '/v1/admin/compaction',
@@ -221,6 +223,7 @@ test('the OpenAPI document is served and names every live and planned path', asy
     '/v1/admin/keys/{id}',
     '/v1/admin/keys/{id}/revoke',
     '/v1/admin/keys/{id}/rotate',
+    '/v1/admin/retractions',
     '/v1/admin/session',
     '/v1/admin/stats',
     '/v1/admin/watchlists',

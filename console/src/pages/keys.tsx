@@ -265,6 +265,9 @@ const ACTIONS: Readonly<Record<string, string>> = {
   'key.plan_changed': 'plan changed',
   'session.signed_in': 'signed in',
   'session.signed_out': 'signed out',
+  'evidence.retracted': 'evidence retracted',
+  'clearance.created': 'VPA cleared',
+  'clearance.ended': 'clearance ended',
 };
 
 function AuditTable({ records, names }: { readonly records: readonly AuditRecord[]; readonly names: ReadonlyMap<string, string> }) {

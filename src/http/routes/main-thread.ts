@@ -1,5 +1,5 @@
 import type { HttpRequest } from 'uWebSockets.js';
-import type { KeyRecord } from '../../access/key-record.js';
+import type { KeyRecord, KeyScope } from '../../access/key-record.js';
 import { jsonObjectBody, type AdminAnswer, type AdminRequest } from '../../api/admin-requests.js';
 import { HttpError, serviceUnavailable } from '../../api/http-error.js';
 import type { Exchange } from '../exchange.js';
@@ -28,7 +28,7 @@ export function mainThreadCalls(kit: RouteKit, deps: Pick<ApiDependencies, 'admi
 export type JsonChange<T> = (x: Exchange, body: Record<string, unknown>, input: T) => Promise<void>;
 
 /** A keyed route whose body, of at most `limit` bytes, is a JSON object (or empty). */
-export function jsonChange<T = undefined>(kit: RouteKit, route: number, scope: 'admin' | 'screen', limit: number, answer: JsonChange<T>, read?: (req: HttpRequest) => T): Handler {
+export function jsonChange<T = undefined>(kit: RouteKit, route: number, scope: KeyScope, limit: number, answer: JsonChange<T>, read?: (req: HttpRequest) => T): Handler {
   return kit.keyedBody(route, scope, limit, 'application/json', (x, body, input) => answer(x, jsonObjectBody(body), input), true, read);
 }
 
