@@ -113,17 +113,17 @@ export class JournalDesk implements CorrectionDesk {
     });
   }
 
-  clearance(id: string): ClearanceRecord | null {
-    return this.#ledger.book.clearance(id);
+  clearance(id: string): Promise<ClearanceRecord | null> {
+    return Promise.resolve(this.#ledger.book.clearance(id));
   }
 
-  activeClearance(upi: string): ClearanceRecord | null {
-    return this.#ledger.book.active(normalizeVpa(upi));
+  activeClearance(upi: string): Promise<ClearanceRecord | null> {
+    return Promise.resolve(this.#ledger.book.active(normalizeVpa(upi)));
   }
 
   /** Clearances in the order made, in force and ended, a page at a time. */
-  listClearances(query: ClearanceQuery): ClearancePage {
-    return this.#ledger.book.list(query);
+  listClearances(query: ClearanceQuery): Promise<ClearancePage> {
+    return Promise.resolve(this.#ledger.book.list(query));
   }
 
   async evidenceOf(upi: string): Promise<readonly EvidenceItemView[]> {

@@ -11,7 +11,7 @@ import type { ClearancePage, ClearanceQuery } from './book.js';
 
 /** What the admin API needs of a desk: the shared interface, and the list. */
 export interface ListingDesk extends CorrectionDesk {
-  listClearances(query: ClearanceQuery): ClearancePage;
+  listClearances(query: ClearanceQuery): Promise<ClearancePage>;
   endClearance(id: string, by: string, reason?: string | null): ReturnType<CorrectionDesk['endClearance']>;
 }
 
@@ -49,23 +49,19 @@ const VALUE_ERRORS = new Set<ValueErrorType>([
  * The main thread's side of the corrections routes (docs/api.md,
  * Corrections): checks each body against its schema, hands the change to
  * the desk, and answers, always: a refusal as the API's error body, a
- * failure to record as 503. Without a desk (a fleet follower) every
- * request answers 503 with `unavailable`.
+ * failure to record as 503.
  */
 export class CorrectionRequests {
-  readonly #desk: ListingDesk | null;
-  readonly #unavailable: string;
+  readonly #desk: ListingDesk;
   readonly #logger: Logger;
 
-  constructor(options: { readonly desk: ListingDesk | null; readonly unavailable: string; readonly logger: Logger }) {
+  constructor(options: { readonly desk: ListingDesk; readonly logger: Logger }) {
     this.#desk = options.desk;
-    this.#unavailable = options.unavailable;
     this.#logger = options.logger;
   }
 
   async handle(request: CorrectionRequest): Promise<AdminAnswer> {
     try {
-      if (this.#desk === null) throw serviceUnavailable(this.#unavailable);
       return await this.#answer(this.#desk, request);
     } catch (error) {
       if (error instanceof HttpError) return { status: error.status, body: errorJson(error) };
@@ -89,12 +85,12 @@ export class CorrectionRequests {
         return answer(201, await desk.clear({ upi: body.upi, reason: body.reason, reference: body.reference ?? null }, by));
       }
       case 'clearances.list': {
-        const page = desk.listClearances({ upi: request.upi, cursor: request.cursor, limit: request.limit });
+        const page = await desk.listClearances({ upi: request.upi, cursor: request.cursor, limit: request.limit });
         if (page === 'bad-cursor') throw badRequest('"cursor" is not one this service handed out: pass the next_cursor of the page before');
         return answer(200, { clearances: page.clearances, next_cursor: page.nextCursor });
       }
       case 'clearances.get':
-        return answer(200, desk.clearance(request.id) ?? noClearance(request.id));
+        return answer(200, (await desk.clearance(request.id)) ?? noClearance(request.id));
       case 'clearances.end': {
         const body = checked<{ reason?: string }>(CLEARANCE_END, request.body);
         return answer(200, (await desk.endClearance(request.id, by, body.reason ?? null)) ?? noClearance(request.id));

@@ -1,4 +1,6 @@
 import type pg from 'pg';
+import type { AuditLog } from '../access/audit-log.js';
+import { StoreDesk } from '../corrections/store-desk.js';
 import type { KeyRegistry } from '../access/key-registry.js';
 import { PostgresSessionStore } from '../store/postgres-session-store.js';
 import { PostgresUsageLedger } from '../store/postgres-usage-ledger.js';
@@ -30,11 +32,11 @@ export function serveFollower(options: FollowerServeOptions): Promise<number> {
   return runServer(options, {
     keyStore: options.location,
     keyPollMs: 1000,
-    start: (logger, metrics, keys) => startFollower(options, logger, metrics, keys),
+    start: (logger, metrics, keys, audit) => startFollower(options, logger, metrics, keys, audit),
   });
 }
 
-async function startFollower(options: FollowerServeOptions, logger: Logger, metrics: ServiceMetrics, keys: KeyRegistry): Promise<ServedMode> {
+async function startFollower(options: FollowerServeOptions, logger: Logger, metrics: ServiceMetrics, keys: KeyRegistry, audit: AuditLog): Promise<ServedMode> {
   const { location } = options;
   const follower = await FollowerService.start({ location, dataDir: options.dir, logger, pollMs: options.pollMs });
   const intake = storePool(location, 4);
@@ -61,7 +63,7 @@ async function startFollower(options: FollowerServeOptions, logger: Logger, metr
     usage: new PostgresUsageLedger(intake, location),
     ingest: (body) => takeEvidenceIntoLog(intake, location, follower, body),
     compact: null,
-    corrections: null,
+    corrections: new StoreDesk({ pool: intake, location, follower, audit, nameOf: (keyId) => keys.records().find((k) => k.id === keyId)?.name }),
     close: async () => {
       await keyChanges.close();
       await follower.close();

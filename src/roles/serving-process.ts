@@ -64,13 +64,10 @@ export interface ServedMode {
   readonly ingest: (body: Uint8Array) => Promise<IntakeResult>;
   /** Start a compaction (SIGUSR2, POST /v1/admin/compaction); null where this server builds nothing (a follower). */
   readonly compact: ((why: string) => { readonly started: boolean; readonly snapshot: string }) | null;
-  /** Where retractions and clearances are recorded; null where they are not taken yet (a follower: the fleet store holds none). */
-  readonly corrections: ListingDesk | null;
+  /** Where retractions and clearances are recorded: the data directory's journal, or the store's log. */
+  readonly corrections: ListingDesk;
   close(): Promise<void>;
 }
-
-/** What the corrections routes answer where a mode takes none. */
-const NO_CORRECTIONS_HERE = 'the fleet store does not hold corrections yet: retractions and clearances are taken by a server run with --data-dir';
 
 /** One of serve's modes, as the serving process both run needs it. */
 export interface ServingMode {
@@ -140,7 +137,7 @@ export async function runServer(options: ServeOptions, mode: ServingMode): Promi
     compact: served.compact,
     logger,
   });
-  const corrections = new CorrectionRequests({ desk: served.corrections, unavailable: NO_CORRECTIONS_HERE, logger });
+  const corrections = new CorrectionRequests({ desk: served.corrections, logger });
   const watch = await served.startWatching({ served: service, logger, allowed: options.webhookAllow, firstRetryMs: options.webhookFirstRetryMs });
   // Built by `npm ci` (and `npm start`); without it the API is served alone.
   const consoleAssets = await loadConsoleAssets();

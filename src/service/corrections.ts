@@ -77,8 +77,8 @@ export interface CorrectionDesk {
   clear(input: { readonly upi: string; readonly reason: string; readonly reference: string | null }, by: string): Promise<ClearanceRecord & { readonly data_version: string }>;
   /** Ends a clearance in force; null when no clearance has the id. Ending an ended one returns it unchanged. */
   endClearance(id: string, by: string): Promise<(ClearanceRecord & { readonly data_version: string }) | null>;
-  clearance(id: string): ClearanceRecord | null;
-  /** The clearance in force for a canonical VPA, if any. */
-  activeClearance(upi: string): ClearanceRecord | null;
+  clearance(id: string): Promise<ClearanceRecord | null>;
+  /** The clearance in force for a VPA (any letter case), if any. */
+  activeClearance(upi: string): Promise<ClearanceRecord | null>;
   evidenceOf(upi: string): Promise<readonly EvidenceItemView[]>;
 }

@@ -250,7 +250,8 @@ export function logClearance(client: pg.ClientBase, location: StoreLocation, cle
 /** What logClearanceEnd found: the clearance, and whether this call ended it. */
 export interface ClearanceEnd {
   readonly clearance: StoredClearance;
-  readonly ended: boolean;
+  /** The end's position, when this call ended it; null when it was ended before. */
+  readonly position: number | null;
 }
 
 /** End a clearance in force: the ended one, the one ended before (unchanged), or null when no clearance has the id. */
@@ -258,11 +259,11 @@ export function logClearanceEnd(client: pg.ClientBase, location: StoreLocation, 
   return inTransaction<ClearanceEnd | null>(client, location, async () => {
     const head = await lockHead(client, location);
     const current = await clearanceById(client, location, id, true);
-    if (current === null || current.endedAt !== null) return { value: current === null ? null : { clearance: current, ended: false }, position: null };
+    if (current === null || current.endedAt !== null) return { value: current === null ? null : { clearance: current, position: null }, position: null };
     const position = await head.take();
     await run(client, location, 'UPDATE clearances SET ended_at_ms = $2, ended_by = $3, ended_position = $4 WHERE id = $1', [id, at, actor, position]);
     await run(client, location, 'INSERT INTO corrections (position, kind, upis, clearance_id, actor) VALUES ($1, $2, $3, $4, $5)', [position, 'clearance_ended', [current.upi], id, actor]);
-    return { value: { clearance: { ...current, endedAt: at, endedBy: actor }, ended: true }, position };
+    return { value: { clearance: { ...current, endedAt: at, endedBy: actor }, position }, position };
   });
 }
 
@@ -306,19 +307,19 @@ export async function clearanceInForce(client: pg.ClientBase | pg.Pool, location
   return row === undefined ? null : clearanceOf(location, row);
 }
 
-/** Clearances newest first (by position), of one VPA when `upi` is given, after the cursor position when given. */
+/** Clearances in the order made (by position), of one VPA when `upi` is given, after position `after` when given. */
 export async function listClearances(
   client: pg.ClientBase | pg.Pool,
   location: StoreLocation,
-  query: { readonly upi: string | null; readonly before: number | null; readonly limit: number },
+  query: { readonly upi: string | null; readonly after: number | null; readonly limit: number },
 ): Promise<StoredClearance[]> {
   const result = await run<ClearanceRow>(
     client,
     location,
     `SELECT ${CLEARANCE_COLUMNS} FROM clearances
-     WHERE ($1::text IS NULL OR upi = $1) AND ($2::bigint IS NULL OR position < $2)
-     ORDER BY position DESC LIMIT $3`,
-    [query.upi, query.before, query.limit],
+     WHERE ($1::text IS NULL OR upi = $1) AND ($2::bigint IS NULL OR position > $2)
+     ORDER BY position LIMIT $3`,
+    [query.upi, query.after, query.limit],
   );
   return result.rows.map((row) => clearanceOf(location, row));
 }

@@ -40,7 +40,7 @@ test("a clearance suppresses the VPA's evidence until now and from its sources' 
     fake.items.push({ evidence_id: 'ev-4', upi: 'shop@ybl', url: 'https://c.example/new', capturedAt: clearance.createdAt + 60_000 });
     assert.ok(fake.flagged('shop@ybl'), 'FLAGGED again');
 
-    assert.deepEqual(desk.activeClearance('SHOP@ybl'), desk.clearance(made.id));
+    assert.deepEqual(await desk.activeClearance('SHOP@ybl'), await desk.clearance(made.id));
     assert.equal(audit.records[0]!.action, 'clearance.created');
     assert.equal(audit.records[0]!.target, made.id);
     assert.equal(audit.records[0]!.details.reason, 'merchant verified by phone');
@@ -85,7 +85,7 @@ test('ending a clearance makes its evidence count again; ending it again changes
     assert.equal(fake.served.clearances.has('shop@ybl'), false);
     assert.deepEqual(fake.applied[1]!.upis, ['shop@ybl']);
     assert.ok(fake.flagged('shop@ybl'), 'FLAGGED again');
-    assert.equal(desk.activeClearance('shop@ybl'), null);
+    assert.equal(await desk.activeClearance('shop@ybl'), null);
     assert.equal(audit.records[1]!.action, 'clearance.ended');
     assert.deepEqual(audit.records[1]!.actor, { key_id: null, name: 'cli' });
     assert.equal(audit.records[1]!.details.reason, 'new complaints');
@@ -110,8 +110,8 @@ test('clearances and their ends survive a restart', () =>
     const desk = await JournalDesk.open({ path, audit: new MemoryAuditLog(), pollMs: 0 });
     assert.deepEqual([...desk.state.clearances.keys()], ['shop@ybl']);
     assert.equal(desk.state.clearances.get('shop@ybl')!.createdAt, Date.parse(standing.created_at));
-    assert.equal(desk.clearance(ended.id)?.ended_by, KEY);
-    assert.equal(desk.clearance(ended.id)?.reference, 'T-1');
-    assert.equal(desk.activeClearance('shop@ybl')?.id, standing.id);
+    assert.equal((await desk.clearance(ended.id))?.ended_by, KEY);
+    assert.equal((await desk.clearance(ended.id))?.reference, 'T-1');
+    assert.equal((await desk.activeClearance('shop@ybl'))?.id, standing.id);
     await desk.close();
   }));

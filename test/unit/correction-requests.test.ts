@@ -33,7 +33,7 @@ interface Answered {
 /** Run `work` with the requests of a desk on a fake engine that knows one item. */
 function withRequests(work: (ask: (request: CorrectionRequest) => Promise<Answered>, fake: FakeCorrectionEngine, journal: string) => Promise<void>): Promise<void> {
   return withTestDesk([{ evidence_id: 'ev-1', upi: 'mule@ybl', url: 'https://a.example', capturedAt: T0 }], async ({ desk, fake, path }) => {
-    const requests = new CorrectionRequests({ desk, unavailable: 'not here', logger: silentLogger });
+    const requests = new CorrectionRequests({ desk, logger: silentLogger });
     const ask = async (request: CorrectionRequest) => {
       const answer = await requests.handle(request);
       return { status: answer.status, body: JSON.parse(answer.body) as Record<string, unknown> };
@@ -161,15 +161,6 @@ test('clearances are listed in the order made, a page at a time, by VPA or all',
     assert.equal(bad.status, 400);
     assert.match(bad.body.message as string, /"cursor"/);
   }));
-
-test('where no desk takes corrections (a fleet follower), every request answers 503 with why', async () => {
-  const requests = new CorrectionRequests({ desk: null, unavailable: 'the fleet store does not hold corrections yet', logger: silentLogger });
-  for (const request of [retract({ evidence_ids: ['ev-1'], reason: 'x' }), clear({ upi: 'a@ybl', reason: 'x' }), { op: 'clearances.get', key: KEY, id: 'clr_0000000000000000' } as const]) {
-    const answer = await requests.handle(request);
-    assert.equal(answer.status, 503);
-    assert.deepEqual(JSON.parse(answer.body), { error: 'service_unavailable', message: 'the fleet store does not hold corrections yet' });
-  }
-});
 
 test('a correction the engine cannot serve answers 503; it was stored', () =>
   withRequests(async (ask, fake) => {
