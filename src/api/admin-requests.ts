@@ -1,5 +1,5 @@
 import type { KeyRecord } from '../access/key-record.js';
-import { badRequest, validationError } from './http-error.js';
+import { HttpError, badRequest, errorJson, serviceUnavailable, validationError } from './http-error.js';
 
 /**
  * What a serving thread asks the main thread for on an admin route: the
@@ -95,4 +95,19 @@ export function jsonObjectBody(body: Uint8Array): Record<string, unknown> {
   }
   if (typeof value !== 'object' || value === null || Array.isArray(value)) throw validationError('the request body must be a JSON object');
   return value as Record<string, unknown>;
+}
+
+/**
+ * The answer `work` gives, whatever happens: a refusal (HttpError) as the
+ * API's error body, any other failure (a store that cannot be read or
+ * written) as 503, reported to `failed` first.
+ */
+export async function answerAlways(work: () => Promise<AdminAnswer>, failed: (error: Error) => void): Promise<AdminAnswer> {
+  try {
+    return await work();
+  } catch (error) {
+    if (error instanceof HttpError) return { status: error.status, body: errorJson(error) };
+    failed(error as Error);
+    return { status: 503, body: errorJson(serviceUnavailable(`the request could not be carried out: ${(error as Error).message}`)) };
+  }
 }

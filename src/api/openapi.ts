@@ -18,6 +18,7 @@ import {
 } from './schemas.js';
 import { ADMIN_SCHEMAS } from './admin-schemas.js';
 import { WATCH_SCHEMAS } from './watch-schemas.js';
+import type { DocumentParts } from './openapi-parts.js';
 import { MAX_ADMIN_BODY_BYTES, MAX_WATCH_BODY_BYTES, MAX_WATCHED_PER_KEY, MAX_WATCHLISTS_PER_KEY } from './admin-requests.js';
 
 /**
@@ -195,15 +196,6 @@ const TAGS = [
   { name: 'Admin', description: "The audit log and every key's watchlists (an admin key or console session)" },
   { name: 'Operations', description: 'The figures of the service and compaction of the live delta (an admin key or console session)' },
 ];
-
-/** What the document's path groups are written with. */
-interface DocumentParts {
-  readonly ref: (id: string) => unknown;
-  readonly json: (schema: unknown) => unknown;
-  readonly ok: (description: string, schema: unknown) => Record<string, unknown>;
-  readonly error: (description: string) => unknown;
-  readonly common: Record<string, unknown>;
-}
 
 /** The admin API (docs/console.md): an admin-scoped key or a console session. */
 function adminPaths({ ref, json, ok, error, common }: DocumentParts): Record<string, unknown> {
