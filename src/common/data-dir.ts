@@ -8,7 +8,8 @@ import { join, resolve } from 'node:path';
  *   snapshots/   built snapshots; the newest valid one is served
  *   state/       build state that must survive rebuilds (cluster id assignment),
  *                the data version positions handed out (never to be handed out
- *                again), and parsed evidence chunks kept to speed rebuilds up
+ *                again), the journal of disputes and reports (disputes.ndjson),
+ *                and parsed evidence chunks kept to speed rebuilds up
  *                (state/parsed/, derived: safe to delete)
  */
 export interface DataDir {

@@ -53,6 +53,8 @@ export const ErrorCode = {
   ADMIN_STATE: 'ERR_ADMIN_STATE',
   /** The record of the data version positions handed out (state/data-version-positions.json) cannot be read or is not what this service writes. */
   POSITION_STATE: 'ERR_POSITION_STATE',
+  /** The disputes and reports journal of a data directory (state/disputes.ndjson) cannot be read or written, or holds a line this service did not write. */
+  DISPUTE_STATE: 'ERR_DISPUTE_STATE',
 } as const;
 
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
@@ -190,5 +192,13 @@ export class PositionStateError extends UpiRiskError {
   constructor(message: string, options?: ErrorOptions) {
     super(ErrorCode.POSITION_STATE, message, options);
     this.name = 'PositionStateError';
+  }
+}
+
+/** The data directory's journal of disputes and reports is unreadable, unwritable or holds a line this service did not write. */
+export class DisputeStateError extends UpiRiskError {
+  constructor(message: string, options?: ErrorOptions) {
+    super(ErrorCode.DISPUTE_STATE, message, options);
+    this.name = 'DisputeStateError';
   }
 }

@@ -27,6 +27,7 @@ test('migrate creates the schema once, from several processes at once, and again
         { version: 3, name: 'snapshots' },
         { version: 4, name: 'console' },
         { version: 5, name: 'watchlists' },
+        { version: 6, name: 'disputes' },
       ]);
     } finally {
       await client.end();
