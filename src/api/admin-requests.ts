@@ -44,6 +44,25 @@ export type WatchRequest =
   | { readonly op: 'watch.events'; readonly key: KeyRecord; readonly id: string; readonly cursor: string | null; readonly limit: number; readonly anyOwner?: boolean }
   | { readonly op: 'watch.redeliver'; readonly key: KeyRecord; readonly id: string; readonly eventId: string };
 
+/**
+ * A dispute or report request (docs/api.md, Disputes and reports): `key` is
+ * the caller, whose disputes and reports the `screen` routes read; the
+ * `admin` routes (`dispute.review`, `dispute.resolve`, `dispute.list.all`,
+ * `report.*` but `report.create`) see every key's. Bodies and ids are
+ * checked by the main thread, which answers every refusal.
+ */
+export type DisputeRequest =
+  | { readonly op: 'dispute.open'; readonly key: KeyRecord; readonly body: unknown }
+  | { readonly op: 'dispute.get'; readonly key: KeyRecord; readonly id: string }
+  | { readonly op: 'dispute.list'; readonly key: KeyRecord; readonly cursor: string | null; readonly limit: number }
+  | { readonly op: 'dispute.list.all'; readonly key: KeyRecord; readonly status: string | null; readonly cursor: string | null; readonly limit: number }
+  | { readonly op: 'dispute.review'; readonly key: KeyRecord; readonly id: string }
+  | { readonly op: 'dispute.resolve'; readonly key: KeyRecord; readonly id: string; readonly body: unknown }
+  | { readonly op: 'report.create'; readonly key: KeyRecord; readonly body: unknown }
+  | { readonly op: 'report.list'; readonly key: KeyRecord; readonly status: string | null; readonly cursor: string | null; readonly limit: number }
+  | { readonly op: 'report.accept'; readonly key: KeyRecord; readonly id: string; readonly body: unknown }
+  | { readonly op: 'report.dismiss'; readonly key: KeyRecord; readonly id: string; readonly body: unknown };
+
 /** The admin requests of keys, sessions, the audit log and the figures. */
 export type KeyAdminRequest = Exclude<AdminRequest, WatchRequest>;
 

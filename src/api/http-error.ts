@@ -10,14 +10,17 @@ export class HttpError extends Error {
   readonly retryAfter: number | undefined;
   /** Close the connection after answering (the client may still be sending a body we will not read). */
   readonly closeConnection: boolean;
+  /** Fields the error body carries beside `error` and `message` (a 409's `dispute_id`). */
+  readonly fields: Readonly<Record<string, string>> | undefined;
 
-  constructor(status: number, code: ErrorCode, message: string, options: { retryAfter?: number; closeConnection?: boolean } = {}) {
+  constructor(status: number, code: ErrorCode, message: string, options: { retryAfter?: number; closeConnection?: boolean; fields?: Readonly<Record<string, string>> } = {}) {
     super(message);
     this.name = 'HttpError';
     this.status = status;
     this.code = code;
     this.retryAfter = options.retryAfter;
     this.closeConnection = options.closeConnection ?? false;
+    this.fields = options.fields;
   }
 }
 
@@ -26,6 +29,8 @@ export const validationError = (message: string) => new HttpError(422, 'validati
 export const unauthorized = (message: string) => new HttpError(401, 'unauthorized', message);
 export const forbidden = (message: string) => new HttpError(403, 'forbidden', message);
 export const notFound = (message: string) => new HttpError(404, 'not_found', message);
+/** 409: the change collides with the state it would change (a second open dispute, a decision made already); `fields` name what it collides with. */
+export const conflict = (message: string, fields?: Readonly<Record<string, string>>) => new HttpError(409, 'conflict', message, fields === undefined ? {} : { fields });
 export const tooManyRequests = (retryAfter: number) =>
   new HttpError(429, 'rate_limit_exceeded', `request limit exceeded; retry after ${retryAfter} s`, { retryAfter });
 export const serviceUnavailable = (message: string) => new HttpError(503, 'service_unavailable', message);
@@ -35,10 +40,12 @@ export const internalError = () => new HttpError(500, 'internal_error', 'unexpec
 export const STATUS_LINES: Readonly<Record<number, string>> = {
   200: '200 OK',
   201: '201 Created',
+  202: '202 Accepted',
   400: '400 Bad Request',
   401: '401 Unauthorized',
   403: '403 Forbidden',
   404: '404 Not Found',
+  409: '409 Conflict',
   422: '422 Unprocessable Entity',
   429: '429 Too Many Requests',
   500: '500 Internal Server Error',
@@ -47,7 +54,7 @@ export const STATUS_LINES: Readonly<Record<number, string>> = {
 
 /** The spec's error body: `{error, message}`, and `retry_after` with a 429. */
 export function errorJson(e: HttpError): string {
-  const body: Record<string, unknown> = { error: e.code, message: e.message };
+  const body: Record<string, unknown> = { ...e.fields, error: e.code, message: e.message };
   if (e.retryAfter !== undefined) body.retry_after = e.retryAfter;
   return JSON.stringify(body);
 }

@@ -115,6 +115,7 @@ export const ERROR_CODES = [
   'unauthorized',
   'forbidden',
   'not_found',
+  'conflict',
   'validation_error',
   'rate_limit_exceeded',
   'internal_error',

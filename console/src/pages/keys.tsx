@@ -265,6 +265,9 @@ const ACTIONS: Readonly<Record<string, string>> = {
   'key.plan_changed': 'plan changed',
   'session.signed_in': 'signed in',
   'session.signed_out': 'signed out',
+  'dispute.resolved': 'dispute resolved',
+  'report.accepted': 'report accepted',
+  'report.dismissed': 'report dismissed',
 };
 
 function AuditTable({ records, names }: { readonly records: readonly AuditRecord[]; readonly names: ReadonlyMap<string, string> }) {

@@ -147,6 +147,7 @@ export interface ErrorBody {
     | 'unauthorized'
     | 'forbidden'
     | 'not_found'
+    | 'conflict'
     | 'validation_error'
     | 'rate_limit_exceeded'
     | 'internal_error'
