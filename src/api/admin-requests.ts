@@ -23,7 +23,8 @@ export type AdminRequest =
   | { readonly op: 'stats'; readonly key: KeyRecord }
   /** Fold the live delta into a new snapshot now (docs/design.md, Compaction). */
   | { readonly op: 'compaction.start'; readonly key: KeyRecord }
-  | WatchRequest;
+  | WatchRequest
+  | DisputeRequest;
 
 /**
  * A watchlist request a serving thread hands the main thread; `key` is the
@@ -64,10 +65,14 @@ export type DisputeRequest =
   | { readonly op: 'report.dismiss'; readonly key: KeyRecord; readonly id: string; readonly body: unknown };
 
 /** The admin requests of keys, sessions, the audit log and the figures. */
-export type KeyAdminRequest = Exclude<AdminRequest, WatchRequest>;
+export type KeyAdminRequest = Exclude<AdminRequest, WatchRequest | DisputeRequest>;
 
 export function isWatchRequest(request: AdminRequest): request is WatchRequest {
   return request.op.startsWith('watch.');
+}
+
+export function isDisputeRequest(request: AdminRequest): request is DisputeRequest {
+  return request.op.startsWith('dispute.') || request.op.startsWith('report.');
 }
 
 /** A console session that stands, as a serving thread needs it. */

@@ -18,6 +18,8 @@ import {
 } from './schemas.js';
 import { ADMIN_SCHEMAS } from './admin-schemas.js';
 import { WATCH_SCHEMAS } from './watch-schemas.js';
+import { DISPUTE_SCHEMAS } from './dispute-schemas.js';
+import { DISPUTE_TAGS, disputePaths } from './dispute-paths.js';
 import type { DocumentParts } from './openapi-parts.js';
 import { MAX_ADMIN_BODY_BYTES, MAX_WATCH_BODY_BYTES, MAX_WATCHED_PER_KEY, MAX_WATCHLISTS_PER_KEY } from './admin-requests.js';
 
@@ -85,6 +87,7 @@ export function openApiDocument(version: string): Record<string, unknown> {
         EvidenceRefusal: EvidenceRefusalSchema,
         ...ADMIN_SCHEMAS,
         ...WATCH_SCHEMAS,
+        ...DISPUTE_SCHEMAS,
       })),
     },
     paths: {
@@ -133,6 +136,7 @@ export function openApiDocument(version: string): Record<string, unknown> {
       },
       ...adminPaths({ ref, json, ok, error, common }),
       ...watchPaths({ ref, json, ok, error, common }),
+      ...disputePaths({ ref, json, ok, error, common }),
       '/v1/cyber/check': {
         get: {
           operationId: 'checkEntityExposure',
@@ -189,6 +193,7 @@ const TAGS = [
   { name: 'Clusters', description: 'Clusters of VPAs seen together: the cluster of a verdict, and for an admin the largest clusters and their graphs' },
   { name: 'Evidence', description: 'Sending fraud evidence, stored and served before the answer (a key with the ingest scope)' },
   { name: 'Watchlists', description: "A key's watchlists of VPAs, and the signed webhook events sent when a watched verdict changes (a key with the screen scope)" },
+  ...DISPUTE_TAGS,
   { name: 'Exposure', description: 'Entity dark-web exposure check (planned, not yet available)' },
   { name: 'AppAudit', description: 'Mobile app audits (planned, not yet available)' },
   { name: 'Keys', description: 'API keys: create, change the plan of, rotate and revoke (an admin key or console session)' },

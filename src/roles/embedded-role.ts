@@ -3,6 +3,7 @@ import type { Logger } from '../common/logger.js';
 import { MemorySessionStore } from '../access/console-sessions.js';
 import { FileUsageLedger, usageFilePath } from '../access/key-usage.js';
 import { BuildHistory } from '../admin/intelligence-stats.js';
+import { FileDisputeStore, disputeJournalPath } from '../corrections/file-dispute-store.js';
 import type { ServiceMetrics } from '../http/metrics.js';
 import { takeEvidence } from '../service/evidence-intake.js';
 import { SnapshotService, type SnapshotServiceOptions } from '../service/snapshot-service.js';
@@ -52,6 +53,7 @@ async function startEmbedded(options: EmbeddedServeOptions, logger: Logger, metr
     startWatching: (settings) => watchDataDir(dir, settings),
     usage: await FileUsageLedger.open(usageFilePath(dir)),
     ingest: (body) => takeEvidence(service, dir, body),
+    openDisputes: () => FileDisputeStore.open(disputeJournalPath(dir)),
     compact: (why) => {
       const started = !service.compacting;
       const snapshot = service.current.meta.id;

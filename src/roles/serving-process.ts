@@ -11,12 +11,15 @@ import type { SessionStore } from '../access/console-sessions.js';
 import type { UsageLedger } from '../access/key-usage.js';
 import { AdminService } from '../admin/admin-service.js';
 import { IntelligenceStats, type StatsSources } from '../admin/intelligence-stats.js';
-import { isWatchRequest } from '../api/admin-requests.js';
+import { isDisputeRequest, isWatchRequest } from '../api/admin-requests.js';
+import type { DisputeStore } from '../corrections/dispute-store.js';
+import { DisputeService } from '../corrections/disputes.js';
 import type { DeltaData } from '../engine/delta-data.js';
 import { ServiceMetrics } from '../http/metrics.js';
 import { checkTlsFiles, createTlsApp, ensureSelfSignedCertificate, type TlsFiles } from '../http/tls.js';
 import { EdgePool } from '../http/edge-pool.js';
 import { loadConsoleAssets } from '../http/console-assets.js';
+import type { CorrectionDesk } from '../service/corrections.js';
 import type { IntakeResult } from '../service/evidence-intake.js';
 import type { DeltaFigures, ServedData } from '../service/served-data.js';
 import type { StoreLocation } from '../store/postgres.js';
@@ -49,7 +52,7 @@ export interface ServeOptions {
   readonly webhookFirstRetryMs: number;
 }
 
-/** What a mode serves: the data, how evidence sent over HTTP is taken, watchlists, SIGUSR2, and the end. */
+/** What a mode serves: the data, how evidence sent over HTTP is taken, watchlists, disputes and reports, SIGUSR2, and the end. */
 export interface ServedMode {
   readonly service: ServedData;
   /** What the console's Intelligence page shows of this mode. */
@@ -60,6 +63,10 @@ export interface ServedMode {
   /** Watchlists kept in the data directory's journal, or in the store's. */
   readonly startWatching: (settings: WatchSettings) => Promise<Watching>;
   readonly ingest: (body: Uint8Array) => Promise<IntakeResult>;
+  /** Disputes and reports kept in the data directory's journal, or in the store's tables. */
+  readonly openDisputes: () => Promise<DisputeStore>;
+  /** What records corrections (clearances, retractions); absent, a dispute cannot be upheld (503). */
+  readonly desk?: CorrectionDesk;
   /** Start a compaction (SIGUSR2, POST /v1/admin/compaction); null where this server builds nothing (a follower). */
   readonly compact: ((why: string) => { readonly started: boolean; readonly snapshot: string }) | null;
   close(): Promise<void>;
@@ -133,6 +140,13 @@ export async function runServer(options: ServeOptions, mode: ServingMode): Promi
     logger,
   });
   const watch = await served.startWatching({ served: service, logger, allowed: options.webhookAllow, firstRetryMs: options.webhookFirstRetryMs });
+  const ingest = async (body: Uint8Array): Promise<IntakeResult> => {
+    const started = performance.now();
+    const result = await served.ingest(body);
+    if (result.kind === 'stored') stats.noteIngest(result.items, Math.round(performance.now() - started));
+    return result;
+  };
+  const disputes = new DisputeService({ store: await served.openDisputes(), served: service, audit: store.audit, ingest, desk: served.desk, logger });
   // Built by `npm ci` (and `npm start`); without it the API is served alone.
   const consoleAssets = await loadConsoleAssets();
   const quota = new QuotaService({ plans, ...(store.redis === null ? {} : { redis: store.redis, redisPrefix: store.prefix }) });
@@ -170,13 +184,8 @@ export async function runServer(options: ServeOptions, mode: ServingMode): Promi
     logger,
     // A process whose serving threads fail over and over is best started afresh by whatever runs it.
     onGiveUp: (error) => stop({ reason: error.message }, 1),
-    ingest: async (body) => {
-      const started = performance.now();
-      const result = await served.ingest(body);
-      if (result.kind === 'stored') stats.noteIngest(result.items, Math.round(performance.now() - started));
-      return result;
-    },
-    admin: (request) => (isWatchRequest(request) ? watch.service.handle(request) : admin.handle(request)),
+    ingest,
+    admin: (request) => (isWatchRequest(request) ? watch.service.handle(request) : isDisputeRequest(request) ? disputes.handle(request) : admin.handle(request)),
     onUsage: (entries) => admin.recordUsage(entries),
     console: consoleAssets,
   });
@@ -201,6 +210,7 @@ export async function runServer(options: ServeOptions, mode: ServingMode): Promi
   await stopServing();
   stats.stop();
   await watch.close();
+  await disputes.close();
   await admin.close();
   await served.close();
   await store.close();
