@@ -1,6 +1,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import type { TSchema } from '@sinclair/typebox';
+import { ConflictError, NotFoundError, UpiRiskClient, ValidationError } from '@upi-risk/client';
 import { evidence, ingest, tempDataDir } from '../helpers.js';
 import { lastLine, runCli, startServer, type RunningServer } from '../server-process.js';
 import { assertSchema } from '../schema-check.js';
@@ -196,3 +197,19 @@ test('disputes, reports and decisions survive SIGKILL and a restart', async () =
   assert.equal(reports.find((r) => r.id === decided)?.decision_note, 'duplicate');
 });
 
+test('the built client: dispute, getDispute, listDisputes and report against the server', async () => {
+  const client = new UpiRiskClient({ baseUrl: server.base, apiKey: other });
+  const opened = await client.dispute({ upi: 'kirana@ybl', reason: 'owner_request', details: 'the owner wrote to us', reference: 'CASE-7' });
+  assert.equal(opened.status, 'OPEN');
+  assert.deepEqual(await client.getDispute(opened.id), opened);
+  const conflict = await client.dispute({ upi: 'KIRANA@ybl', reason: 'other', details: '' }).catch((error: unknown) => error);
+  assert.ok(conflict instanceof ConflictError);
+  assert.equal(conflict.disputeId, opened.id);
+  await assert.rejects(client.dispute({ upi: 'nobody@ybl', reason: 'other', details: '' }), ValidationError);
+  await assert.rejects(new UpiRiskClient({ baseUrl: server.base, apiKey: bank }).getDispute(opened.id), NotFoundError);
+  const ids: string[] = [];
+  for await (const page of client.listDisputes({ limit: 1 })) ids.push(...page.disputes.map((d) => d.id));
+  assert.ok(ids.includes(opened.id));
+  assert.equal(new Set(ids).size, ids.length, 'every dispute once');
+  assert.deepEqual(Object.keys(await client.report({ upi: 'kirana@ybl', outcome: 'confirmed_fraud', risk_category: 'mule' })), ['id', 'status']);
+});
