@@ -87,11 +87,16 @@ export function disputeStoreCases(name: string, open: () => Promise<DisputeStore
   withStore('a change runs with the record held: changes of one record one after another, a refused one stores nothing', async (store) => {
     const d = await store.openDispute(openDisputeOf(KEY_A, 'held@ybl'));
     const order: string[] = [];
+    let entered: () => void = () => {};
+    const holding = new Promise<void>((resolve) => (entered = resolve));
     const slow = store.changeDispute(d.id, async (current) => {
       order.push(`slow saw ${current.status}`);
+      entered();
       await new Promise((resolve) => setTimeout(resolve, 50));
       return rejected(current);
     });
+    // Asked for once the first change holds the record: it must wait for it, and see what it stored.
+    await holding;
     const second = store.changeDispute(d.id, async (current) => {
       order.push(`second saw ${current.status}`);
       if (current.status !== 'OPEN') throw new Error('decided already');
