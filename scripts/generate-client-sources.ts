@@ -47,6 +47,12 @@ const CLIENT_COMPONENTS: Readonly<Record<string, string>> = {
   WatchEventWithDelivery: 'WatchEventWithDelivery',
   WatchEventPage: 'WatchEventPage',
   Redelivered: 'Redelivered',
+  DisputeCreateRequest: 'DisputeCreateRequest',
+  Dispute: 'Dispute',
+  DisputeList: 'DisputeList',
+  DisputeConflict: 'DisputeConflict',
+  ReportCreateRequest: 'ReportCreateRequest',
+  ReportReceipt: 'ReportReceipt',
 };
 
 /**

@@ -86,6 +86,16 @@ export async function startServer(dataDirRoot: string, options: ServerOptions = 
   };
 }
 
+/** A call with a key and an optional JSON body: the status and the JSON answer. */
+export async function callWithKey(server: RunningServer, path: string, key: string, method = 'GET', body?: unknown): Promise<{ status: number; body: Record<string, unknown> }> {
+  const response = await fetch(`${server.base}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${key}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  return { status: response.status, body: (await response.json()) as Record<string, unknown> };
+}
+
 /** Run the CLI to completion. */
 export function runCli(args: readonly string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {

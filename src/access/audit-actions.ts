@@ -10,5 +10,8 @@ export const AUDIT_ACTIONS = [
   'evidence.retracted',
   'clearance.created',
   'clearance.ended',
+  'dispute.resolved',
+  'report.accepted',
+  'report.dismissed',
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];

@@ -13,7 +13,8 @@ export interface KeyLimits {
 
 /**
  * What a key may do: `screen` the spec's lookups (single, batch, cluster),
- * `ingest` send evidence, `admin` manage keys and read the figures.
+ * watchlists, disputes and reports; `ingest` send evidence; `admin` manage
+ * keys, read the figures and review disputes and reports.
  */
 export const KEY_SCOPES = ['screen', 'ingest', 'admin'] as const;
 export type KeyScope = (typeof KEY_SCOPES)[number];

@@ -5,8 +5,8 @@ import { KEY_SCOPES, type KeyRecord, type KeyScope, type PublicKeyRecord } from 
 import type { KeyRegistry } from '../access/key-registry.js';
 import type { KeyUsage, UsageEntry, UsageLedger } from '../access/key-usage.js';
 import type { PlansConfig } from '../access/plans.js';
-import { sessionJson, type AdminAnswer, type KeyAdminRequest } from '../api/admin-requests.js';
-import { HttpError, badRequest, errorJson, notFound, serviceUnavailable, validationError } from '../api/http-error.js';
+import { answerAlways, sessionJson, type AdminAnswer, type KeyAdminRequest } from '../api/admin-requests.js';
+import { badRequest, notFound, validationError } from '../api/http-error.js';
 import { ConfigError, UnknownKeyError } from '../common/errors.js';
 import type { Logger } from '../common/logger.js';
 import type { IntelligenceStats } from './intelligence-stats.js';
@@ -57,14 +57,11 @@ export class AdminService {
     this.#now = options.now ?? Date.now;
   }
 
-  async handle(request: KeyAdminRequest): Promise<AdminAnswer> {
-    try {
-      return await this.#answer(request);
-    } catch (error) {
-      if (error instanceof HttpError) return { status: error.status, body: errorJson(error) };
-      this.#o.logger.error({ op: request.op, err: (error as Error).message }, 'admin request failed');
-      return { status: 503, body: errorJson(serviceUnavailable(`the request could not be carried out: ${(error as Error).message}`)) };
-    }
+  handle(request: KeyAdminRequest): Promise<AdminAnswer> {
+    return answerAlways(
+      () => this.#answer(request),
+      (error) => this.#o.logger.error({ op: request.op, err: error.message }, 'admin request failed'),
+    );
   }
 
   /** Key usage handed over by a serving thread. */

@@ -1,5 +1,5 @@
 import type { KeyRecord } from '../access/key-record.js';
-import { badRequest, validationError } from './http-error.js';
+import { HttpError, badRequest, errorJson, serviceUnavailable, validationError } from './http-error.js';
 
 /**
  * What a serving thread asks the main thread for on an admin route: the
@@ -24,7 +24,8 @@ export type AdminRequest =
   /** Fold the live delta into a new snapshot now (docs/design.md, Compaction). */
   | { readonly op: 'compaction.start'; readonly key: KeyRecord }
   | WatchRequest
-  | CorrectionRequest;
+  | CorrectionRequest
+  | DisputeRequest;
 
 /**
  * A watchlist request a serving thread hands the main thread; `key` is the
@@ -57,8 +58,28 @@ export type CorrectionRequest =
   | { readonly op: 'clearances.get'; readonly key: KeyRecord; readonly id: string }
   | { readonly op: 'clearances.end'; readonly key: KeyRecord; readonly id: string; readonly body: unknown };
 
+
+/**
+ * A dispute or report request (docs/api.md, Disputes and reports): `key` is
+ * the caller, whose disputes and reports the `screen` routes read; the
+ * `admin` routes (`dispute.review`, `dispute.resolve`, `dispute.list.all`,
+ * `report.*` but `report.create`) see every key's. Bodies and ids are
+ * checked by the main thread, which answers every refusal.
+ */
+export type DisputeRequest =
+  | { readonly op: 'dispute.open'; readonly key: KeyRecord; readonly body: unknown }
+  | { readonly op: 'dispute.get'; readonly key: KeyRecord; readonly id: string }
+  | { readonly op: 'dispute.list'; readonly key: KeyRecord; readonly cursor: string | null; readonly limit: number }
+  | { readonly op: 'dispute.list.all'; readonly key: KeyRecord; readonly status: string | null; readonly cursor: string | null; readonly limit: number }
+  | { readonly op: 'dispute.review'; readonly key: KeyRecord; readonly id: string }
+  | { readonly op: 'dispute.resolve'; readonly key: KeyRecord; readonly id: string; readonly body: unknown }
+  | { readonly op: 'report.create'; readonly key: KeyRecord; readonly body: unknown }
+  | { readonly op: 'report.list'; readonly key: KeyRecord; readonly status: string | null; readonly cursor: string | null; readonly limit: number }
+  | { readonly op: 'report.accept'; readonly key: KeyRecord; readonly id: string; readonly body: unknown }
+  | { readonly op: 'report.dismiss'; readonly key: KeyRecord; readonly id: string; readonly body: unknown };
+
 /** The admin requests of keys, sessions, the audit log and the figures. */
-export type KeyAdminRequest = Exclude<AdminRequest, WatchRequest | CorrectionRequest>;
+export type KeyAdminRequest = Exclude<AdminRequest, WatchRequest | CorrectionRequest | DisputeRequest>;
 
 export function isWatchRequest(request: AdminRequest): request is WatchRequest {
   return request.op.startsWith('watch.');
@@ -66,6 +87,11 @@ export function isWatchRequest(request: AdminRequest): request is WatchRequest {
 
 export function isCorrectionRequest(request: AdminRequest): request is CorrectionRequest {
   return request.op.startsWith('retractions.') || request.op.startsWith('clearances.');
+}
+
+/** Whether a request is a dispute's or a report's (DisputeRequest). */
+export function isDisputeRequest(request: AdminRequest): request is DisputeRequest {
+  return request.op.startsWith('dispute.') || request.op.startsWith('report.');
 }
 
 /** A console session that stands, as a serving thread needs it. */
@@ -112,4 +138,19 @@ export function jsonObjectBody(body: Uint8Array): Record<string, unknown> {
   }
   if (typeof value !== 'object' || value === null || Array.isArray(value)) throw validationError('the request body must be a JSON object');
   return value as Record<string, unknown>;
+}
+
+/**
+ * The answer `work` gives, whatever happens: a refusal (HttpError) as the
+ * API's error body, any other failure (a store that cannot be read or
+ * written) as 503, reported to `failed` first.
+ */
+export async function answerAlways(work: () => Promise<AdminAnswer>, failed: (error: Error) => void): Promise<AdminAnswer> {
+  try {
+    return await work();
+  } catch (error) {
+    if (error instanceof HttpError) return { status: error.status, body: errorJson(error) };
+    failed(error as Error);
+    return { status: 503, body: errorJson(serviceUnavailable(`the request could not be carried out: ${(error as Error).message}`)) };
+  }
 }

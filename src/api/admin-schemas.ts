@@ -1,7 +1,7 @@
 import { Type, type TSchema } from '@sinclair/typebox';
 import { AUDIT_ACTIONS } from '../access/audit-actions.js';
 import { KEY_SCOPES } from '../access/key-record.js';
-import { ClusterIdText, ClusterSchema, Confidence, Count, Nullable, RiskCategorySchema, SourceCategorySchema, Timestamp, Vpa } from './schemas.js';
+import { ClusterIdText, ClusterSchema, Confidence, Count, Nullable, RiskCategorySchema, SourceCategorySchema, Timestamp, Vpa, strict } from './schemas.js';
 
 /**
  * JSON Schemas of the admin API under /v1/admin/ (docs/console.md): the
@@ -9,8 +9,6 @@ import { ClusterIdText, ClusterSchema, Confidence, Count, Nullable, RiskCategory
  */
 const Scope = Type.Union(KEY_SCOPES.map((s) => Type.Literal(s)));
 const Scopes = Type.Array(Scope, { minItems: 1, uniqueItems: true });
-const strict = <T extends Parameters<typeof Type.Object>[0]>(properties: T, id: string, description?: string) =>
-  Type.Object(properties, { $id: id, additionalProperties: false, ...(description === undefined ? {} : { description }) });
 
 export const SignInRequestSchema = strict({ api_key: Type.String({ minLength: 1, description: 'an API key with the admin scope; sent once, never stored by the console' }) }, 'SignInRequest');
 

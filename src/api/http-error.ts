@@ -29,8 +29,8 @@ export const validationError = (message: string) => new HttpError(422, 'validati
 export const unauthorized = (message: string) => new HttpError(401, 'unauthorized', message);
 export const forbidden = (message: string) => new HttpError(403, 'forbidden', message);
 export const notFound = (message: string) => new HttpError(404, 'not_found', message);
-/** The change contradicts the state it would change (a second clearance of a VPA); `fields` name what stands in the way. */
-export const conflict = (message: string, fields: Readonly<Record<string, unknown>>) => new HttpError(409, 'conflict', message, { fields });
+/** 409: the change collides with the state it would change (a second clearance of a VPA, a second open dispute, a decision made already); `fields` name what it collides with. */
+export const conflict = (message: string, fields?: Readonly<Record<string, unknown>>) => new HttpError(409, 'conflict', message, fields === undefined ? {} : { fields });
 export const tooManyRequests = (retryAfter: number) =>
   new HttpError(429, 'rate_limit_exceeded', `request limit exceeded; retry after ${retryAfter} s`, { retryAfter });
 export const serviceUnavailable = (message: string) => new HttpError(503, 'service_unavailable', message);
@@ -40,6 +40,7 @@ export const internalError = () => new HttpError(500, 'internal_error', 'unexpec
 export const STATUS_LINES: Readonly<Record<number, string>> = {
   200: '200 OK',
   201: '201 Created',
+  202: '202 Accepted',
   400: '400 Bad Request',
   401: '401 Unauthorized',
   403: '403 Forbidden',
@@ -53,7 +54,7 @@ export const STATUS_LINES: Readonly<Record<number, string>> = {
 
 /** The spec's error body: `{error, message}`, `retry_after` with a 429, and the error's own fields. */
 export function errorJson(e: HttpError): string {
-  const body: Record<string, unknown> = { error: e.code, message: e.message, ...e.fields };
+  const body: Record<string, unknown> = { ...e.fields, error: e.code, message: e.message };
   if (e.retryAfter !== undefined) body.retry_after = e.retryAfter;
   return JSON.stringify(body);
 }

@@ -18,6 +18,9 @@ import {
 } from './schemas.js';
 import { ADMIN_SCHEMAS } from './admin-schemas.js';
 import { WATCH_SCHEMAS } from './watch-schemas.js';
+import { DISPUTE_SCHEMAS } from './dispute-schemas.js';
+import { DISPUTE_TAGS, disputePaths } from './dispute-paths.js';
+import type { DocumentParts } from './openapi-parts.js';
 import { MAX_ADMIN_BODY_BYTES, MAX_WATCH_BODY_BYTES, MAX_WATCHED_PER_KEY, MAX_WATCHLISTS_PER_KEY } from './admin-requests.js';
 import { CLEARANCE_ID_PATTERN, MAX_RETRACTION_IDS } from './admin-schemas.js';
 
@@ -85,6 +88,7 @@ export function openApiDocument(version: string): Record<string, unknown> {
         EvidenceRefusal: EvidenceRefusalSchema,
         ...ADMIN_SCHEMAS,
         ...WATCH_SCHEMAS,
+        ...DISPUTE_SCHEMAS,
       })),
     },
     paths: {
@@ -134,6 +138,7 @@ export function openApiDocument(version: string): Record<string, unknown> {
       ...adminPaths({ ref, json, ok, error, common }),
       ...watchPaths({ ref, json, ok, error, common }),
       ...correctionPaths({ ref, json, ok, error, common }),
+      ...disputePaths({ ref, json, ok, error, common }),
       '/v1/cyber/check': {
         get: {
           operationId: 'checkEntityExposure',
@@ -190,6 +195,7 @@ const TAGS = [
   { name: 'Clusters', description: 'Clusters of VPAs seen together: the cluster of a verdict, and for an admin the largest clusters and their graphs' },
   { name: 'Evidence', description: 'Sending fraud evidence, stored and served before the answer (a key with the ingest scope)' },
   { name: 'Watchlists', description: "A key's watchlists of VPAs, and the signed webhook events sent when a watched verdict changes (a key with the screen scope)" },
+  ...DISPUTE_TAGS,
   { name: 'Exposure', description: 'Entity dark-web exposure check (planned, not yet available)' },
   { name: 'AppAudit', description: 'Mobile app audits (planned, not yet available)' },
   { name: 'Keys', description: 'API keys: create, change the plan of, rotate and revoke (an admin key or console session)' },
@@ -201,15 +207,6 @@ const TAGS = [
     description: 'Retractions of evidence (a key with the ingest scope) and clearances of VPAs (an admin key or console session): stored durably, audited, and served before the answer',
   },
 ];
-
-/** What the document's path groups are written with. */
-interface DocumentParts {
-  readonly ref: (id: string) => unknown;
-  readonly json: (schema: unknown) => unknown;
-  readonly ok: (description: string, schema: unknown) => Record<string, unknown>;
-  readonly error: (description: string) => unknown;
-  readonly common: Record<string, unknown>;
-}
 
 /** The admin API (docs/console.md): an admin-scoped key or a console session. */
 function adminPaths({ ref, json, ok, error, common }: DocumentParts): Record<string, unknown> {

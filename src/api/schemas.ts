@@ -27,6 +27,9 @@ if (!FormatRegistry.Has('date')) {
 }
 
 export const Timestamp = Type.String({ format: 'date-time', description: 'ISO 8601 timestamp, UTC' });
+/** A component of the document (`id`) with no field but those named. */
+export const strict = <T extends Parameters<typeof Type.Object>[0]>(properties: T, id: string, description?: string) =>
+  Type.Object(properties, { $id: id, additionalProperties: false, ...(description === undefined ? {} : { description }) });
 export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
 
 export const RiskCategorySchema = Type.Union(

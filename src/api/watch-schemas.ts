@@ -1,12 +1,10 @@
 import { Type, type TSchema } from '@sinclair/typebox';
-import { BatchItemSchema, Count, Nullable, RiskCategorySchema, Timestamp } from './schemas.js';
+import { BatchItemSchema, Count, Nullable, RiskCategorySchema, Timestamp, strict } from './schemas.js';
 
 /**
  * JSON Schemas of the watchlist routes and of the webhook events
  * (docs/watchlists.md), for the OpenAPI document and the contract tests.
  */
-const strict = <T extends Parameters<typeof Type.Object>[0]>(properties: T, id: string, description?: string) =>
-  Type.Object(properties, { $id: id, additionalProperties: false, ...(description === undefined ? {} : { description }) });
 const Status = Type.Union([Type.Literal('FLAGGED'), Type.Literal('CLEARED')]);
 
 export const WatchFiltersSchema = Type.Object(

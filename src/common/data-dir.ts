@@ -9,9 +9,10 @@ import { join, resolve } from 'node:path';
  *   state/       build state that must survive rebuilds (cluster id assignment),
  *                the data version positions handed out (never to be handed out
  *                again), the corrections journal (retractions and clearances:
- *                not derived, as precious as the evidence), and parsed evidence
- *                chunks kept to speed rebuilds up (state/parsed/, derived: safe
- *                to delete)
+ *                not derived, as precious as the evidence), the journal of
+ *                disputes and reports (disputes.ndjson), and parsed evidence
+ *                chunks kept to speed rebuilds up (state/parsed/, derived:
+ *                safe to delete)
  */
 export interface DataDir {
   readonly root: string;

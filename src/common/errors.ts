@@ -57,6 +57,8 @@ export const ErrorCode = {
   CORRECTION_JOURNAL: 'ERR_CORRECTION_JOURNAL',
   /** A clearance asked for a VPA that has one in force (409 `conflict` in the admin API). */
   CLEARANCE_CONFLICT: 'ERR_CLEARANCE_CONFLICT',
+  /** The disputes and reports journal of a data directory (state/disputes.ndjson) cannot be read or written, or holds a line this service did not write. */
+  DISPUTE_STATE: 'ERR_DISPUTE_STATE',
 } as const;
 
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
@@ -213,5 +215,13 @@ export class ClearanceConflictError extends UpiRiskError {
     super(ErrorCode.CLEARANCE_CONFLICT, `${upi} has a clearance in force (${clearanceId}); end it before clearing the VPA again`);
     this.name = 'ClearanceConflictError';
     this.clearanceId = clearanceId;
+  }
+}
+
+/** The data directory's journal of disputes and reports is unreadable, unwritable or holds a line this service did not write. */
+export class DisputeStateError extends UpiRiskError {
+  constructor(message: string, options?: ErrorOptions) {
+    super(ErrorCode.DISPUTE_STATE, message, options);
+    this.name = 'DisputeStateError';
   }
 }

@@ -5,6 +5,7 @@ import { registerAdminRoutes } from './routes/admin.js';
 import { registerClusterRoutes } from './routes/clusters.js';
 import { registerConsoleRoutes } from './routes/console.js';
 import { registerCorrectionRoutes } from './routes/corrections.js';
+import { registerDisputeRoutes } from './routes/disputes.js';
 import { registerEvidenceRoutes } from './routes/evidence.js';
 import { registerOperationsRoutes } from './routes/operations.js';
 import { registerVerifyRoutes } from './routes/verify.js';
@@ -31,6 +32,7 @@ export function createApiApp(deps: ApiDependencies, app: TemplatedApp = uWS.App(
   registerAdminRoutes(kit, deps);
   registerWatchlistRoutes(kit, deps);
   registerCorrectionRoutes(kit, deps);
+  registerDisputeRoutes(kit, deps);
   if (deps.console !== undefined) registerConsoleRoutes(app, deps.console);
   // Last: it holds the catch-all routes (HEAD and any method on /*).
   registerOperationsRoutes(kit, deps);

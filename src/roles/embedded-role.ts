@@ -7,6 +7,7 @@ import { JournalDesk } from '../corrections/desk.js';
 import { correctionJournalPath } from '../corrections/journal.js';
 import { FileUsageLedger, usageFilePath } from '../access/key-usage.js';
 import { BuildHistory } from '../admin/intelligence-stats.js';
+import { FileDisputeStore, disputeJournalPath } from '../corrections/file-dispute-store.js';
 import type { ServiceMetrics } from '../http/metrics.js';
 import { takeEvidence } from '../service/evidence-intake.js';
 import { SnapshotService, type SnapshotServiceOptions } from '../service/snapshot-service.js';
@@ -68,6 +69,7 @@ async function startEmbedded(options: EmbeddedServeOptions, logger: Logger, metr
     startWatching: (settings) => watchDataDir(dir, settings, desk),
     usage: await FileUsageLedger.open(usageFilePath(dir)),
     ingest: (body) => takeEvidence(service, dir, body),
+    openDisputes: () => FileDisputeStore.open(disputeJournalPath(dir)),
     compact: (why) => {
       const started = !service.compacting;
       const snapshot = service.current.meta.id;

@@ -5,6 +5,7 @@ import type { KeyRegistry } from '../access/key-registry.js';
 import { PostgresSessionStore } from '../store/postgres-session-store.js';
 import { PostgresUsageLedger } from '../store/postgres-usage-ledger.js';
 import type { BuildRecord } from '../admin/intelligence-stats.js';
+import { PostgresDisputeStore } from '../corrections/postgres-dispute-store.js';
 import type { Logger } from '../common/logger.js';
 import { FollowerService } from '../fleet/follower-service.js';
 import { takeEvidenceIntoLog } from '../fleet/log-intake.js';
@@ -62,6 +63,7 @@ async function startFollower(options: FollowerServeOptions, logger: Logger, metr
     startWatching: (settings) => watchStore(intake, location, settings),
     usage: new PostgresUsageLedger(intake, location),
     ingest: (body) => takeEvidenceIntoLog(intake, location, follower, body),
+    openDisputes: () => Promise.resolve(new PostgresDisputeStore(location)),
     compact: null,
     corrections: new StoreDesk({ pool: intake, location, follower, audit, nameOf: (keyId) => keys.records().find((k) => k.id === keyId)?.name }),
     close: async () => {

@@ -12,8 +12,10 @@ import type { AuditLog } from '../access/audit-log.js';
 import type { UsageLedger } from '../access/key-usage.js';
 import { AdminService } from '../admin/admin-service.js';
 import { IntelligenceStats, type StatsSources } from '../admin/intelligence-stats.js';
-import { isCorrectionRequest, isWatchRequest } from '../api/admin-requests.js';
+import { isCorrectionRequest, isDisputeRequest, isWatchRequest } from '../api/admin-requests.js';
 import { CorrectionRequests, type ListingDesk } from '../corrections/requests.js';
+import type { DisputeStore } from '../corrections/dispute-store.js';
+import { DisputeService } from '../corrections/disputes.js';
 import type { DeltaData } from '../engine/delta-data.js';
 import { ServiceMetrics } from '../http/metrics.js';
 import { checkTlsFiles, createTlsApp, ensureSelfSignedCertificate, type TlsFiles } from '../http/tls.js';
@@ -51,7 +53,7 @@ export interface ServeOptions {
   readonly webhookFirstRetryMs: number;
 }
 
-/** What a mode serves: the data, how evidence sent over HTTP is taken, watchlists, SIGUSR2, and the end. */
+/** What a mode serves: the data, how evidence sent over HTTP is taken, watchlists, disputes and reports, SIGUSR2, and the end. */
 export interface ServedMode {
   readonly service: ServedData;
   /** What the console's Intelligence page shows of this mode. */
@@ -62,6 +64,8 @@ export interface ServedMode {
   /** Watchlists kept in the data directory's journal, or in the store's. */
   readonly startWatching: (settings: WatchSettings) => Promise<Watching>;
   readonly ingest: (body: Uint8Array) => Promise<IntakeResult>;
+  /** Disputes and reports kept in the data directory's journal, or in the store's tables. */
+  readonly openDisputes: () => Promise<DisputeStore>;
   /** Start a compaction (SIGUSR2, POST /v1/admin/compaction); null where this server builds nothing (a follower). */
   readonly compact: ((why: string) => { readonly started: boolean; readonly snapshot: string }) | null;
   /** Where retractions and clearances are recorded: the data directory's journal, or the store's log. */
@@ -139,6 +143,13 @@ export async function runServer(options: ServeOptions, mode: ServingMode): Promi
   });
   const corrections = new CorrectionRequests({ desk: served.corrections, logger });
   const watch = await served.startWatching({ served: service, logger, allowed: options.webhookAllow, firstRetryMs: options.webhookFirstRetryMs });
+  const ingest = async (body: Uint8Array): Promise<IntakeResult> => {
+    const started = performance.now();
+    const result = await served.ingest(body);
+    if (result.kind === 'stored') stats.noteIngest(result.items, Math.round(performance.now() - started));
+    return result;
+  };
+  const disputes = new DisputeService({ store: await served.openDisputes(), served: service, audit: store.audit, ingest, desk: served.corrections, logger });
   // Built by `npm ci` (and `npm start`); without it the API is served alone.
   const consoleAssets = await loadConsoleAssets();
   const quota = new QuotaService({ plans, ...(store.redis === null ? {} : { redis: store.redis, redisPrefix: store.prefix }) });
@@ -176,13 +187,15 @@ export async function runServer(options: ServeOptions, mode: ServingMode): Promi
     logger,
     // A process whose serving threads fail over and over is best started afresh by whatever runs it.
     onGiveUp: (error) => stop({ reason: error.message }, 1),
-    ingest: async (body) => {
-      const started = performance.now();
-      const result = await served.ingest(body);
-      if (result.kind === 'stored') stats.noteIngest(result.items, Math.round(performance.now() - started));
-      return result;
-    },
-    admin: (request) => (isWatchRequest(request) ? watch.service.handle(request) : isCorrectionRequest(request) ? corrections.handle(request) : admin.handle(request)),
+    ingest,
+    admin: (request) =>
+      isWatchRequest(request)
+        ? watch.service.handle(request)
+        : isCorrectionRequest(request)
+          ? corrections.handle(request)
+          : isDisputeRequest(request)
+            ? disputes.handle(request)
+            : admin.handle(request),
     onUsage: (entries) => admin.recordUsage(entries),
     console: consoleAssets,
   });
@@ -207,6 +220,7 @@ export async function runServer(options: ServeOptions, mode: ServingMode): Promi
   await stopServing();
   stats.stop();
   await watch.close();
+  await disputes.close();
   await admin.close();
   await served.close();
   await store.close();

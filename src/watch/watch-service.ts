@@ -1,5 +1,5 @@
-import { MAX_WATCHED_PER_KEY, MAX_WATCHLISTS_PER_KEY, type AdminAnswer, type WatchRequest } from '../api/admin-requests.js';
-import { HttpError, badRequest, errorJson, notFound, serviceUnavailable, validationError } from '../api/http-error.js';
+import { MAX_WATCHED_PER_KEY, MAX_WATCHLISTS_PER_KEY, answerAlways, type AdminAnswer, type WatchRequest } from '../api/admin-requests.js';
+import { badRequest, notFound, validationError } from '../api/http-error.js';
 import type { Logger } from '../common/logger.js';
 import type { ServedData } from '../service/served-data.js';
 import { RISK_CATEGORIES } from '../vpa/categories.js';
@@ -41,14 +41,11 @@ export class WatchService {
     this.#logger = options.logger;
   }
 
-  async handle(request: WatchRequest): Promise<AdminAnswer> {
-    try {
-      return await this.#answer(request);
-    } catch (error) {
-      if (error instanceof HttpError) return { status: error.status, body: errorJson(error) };
-      this.#logger.error({ op: request.op, err: (error as Error).message }, 'watchlist request failed');
-      return { status: 503, body: errorJson(serviceUnavailable(`the request could not be carried out: ${(error as Error).message}`)) };
-    }
+  handle(request: WatchRequest): Promise<AdminAnswer> {
+    return answerAlways(
+      () => this.#answer(request),
+      (error) => this.#logger.error({ op: request.op, err: error.message }, 'watchlist request failed'),
+    );
   }
 
   async #answer(request: WatchRequest): Promise<AdminAnswer> {

@@ -5,17 +5,8 @@ import { migrate } from '../../src/store/migrations.js';
 import { BuilderRole } from '../../src/roles/builder-role.js';
 import { appendToLog, PUBLISH_WHEN_ASKED, withTestSchema } from '../store-fixtures.js';
 import { evidence, ndjson, tempDataDir, until } from '../helpers.js';
-import { lastLine, runCli, startServer, type RunningServer } from '../server-process.js';
+import { callWithKey as call, lastLine, runCli, startServer, type RunningServer } from '../server-process.js';
 import { startReceiver } from '../webhook-receiver.js';
-
-async function call(server: RunningServer, path: string, key: string, method = 'GET', body?: unknown) {
-  const response = await fetch(`${server.base}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${key}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  return { status: response.status, body: (await response.json()) as Record<string, unknown> };
-}
 
 test('fleet: watchlists kept in the store, screened and delivered by one follower, taken over when it dies', { timeout: 180_000 }, async () => {
   await withTestSchema(async (location) => {

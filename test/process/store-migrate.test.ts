@@ -28,6 +28,7 @@ test('migrate creates the schema once, from several processes at once, and again
         { version: 4, name: 'console' },
         { version: 5, name: 'watchlists' },
         { version: 6, name: 'corrections' },
+        { version: 7, name: 'disputes' },
       ]);
     } finally {
       await client.end();

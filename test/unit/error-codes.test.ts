@@ -48,8 +48,16 @@ describe('the one list of error codes', () => {
     }
   });
 
-  it('is documented: every API code in docs/api.md', () => {
+  it('is documented: every API code has a row, with its status, in the error table of docs/api.md', () => {
     const api = readFileSync(join(ROOT, 'docs', 'api.md'), 'utf8');
-    for (const code of API_ERROR_CODES) assert.ok(api.includes(`\`${code}\``), `docs/api.md does not name ${code}`);
+    const table = api.slice(api.indexOf('## Errors'));
+    for (const code of API_ERROR_CODES) assert.match(table, new RegExp(`^\\| [45]\\d\\d \\| \`${code}\` \\|`, 'm'), `docs/api.md has no row for ${code} under "Errors"`);
+  });
+
+  it('gives each API code one status', () => {
+    const api = readFileSync(join(ROOT, 'docs', 'api.md'), 'utf8');
+    const rows = [...api.slice(api.indexOf('## Errors')).matchAll(/^\| ([45]\d\d) \| `([a-z_]+)` \|/gm)].map((m) => [m[2], m[1]] as const);
+    assert.equal(new Set(rows.map(([code]) => code)).size, rows.length, 'a code in two rows');
+    assert.deepEqual(rows.map(([code]) => code).sort(), [...API_ERROR_CODES].sort());
   });
 });

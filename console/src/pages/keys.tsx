@@ -268,6 +268,9 @@ const ACTIONS: Readonly<Record<string, string>> = {
   'evidence.retracted': 'evidence retracted',
   'clearance.created': 'VPA cleared',
   'clearance.ended': 'clearance ended',
+  'dispute.resolved': 'dispute resolved',
+  'report.accepted': 'report accepted',
+  'report.dismissed': 'report dismissed',
 };
 
 function AuditTable({ records, names }: { readonly records: readonly AuditRecord[]; readonly names: ReadonlyMap<string, string> }) {

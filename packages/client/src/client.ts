@@ -11,8 +11,13 @@ import { batchItemsOf, objectOf, toVpaVerdict } from './verdicts.js';
 import type {
   BatchItem,
   Cluster,
+  Dispute,
+  DisputeCreateRequest,
+  DisputeList,
   NewWatchlist,
   Redelivered,
+  ReportCreateRequest,
+  ReportReceipt,
   VpaVerdict,
   WatchEventPage,
   WatchVpasAdded,
@@ -209,6 +214,37 @@ export class UpiRiskClient {
     return this.#json({ method: 'POST', path, idempotent: true }, options);
   }
 
+  /**
+   * Dispute a FLAGGED verdict: `POST /v1/disputes` (201). A second open
+   * dispute of the VPA by this key rejects with ConflictError, whose
+   * `disputeId` is the first; a CLEARED VPA with ValidationError.
+   */
+  async dispute(request: DisputeCreateRequest, options: CallOptions = {}): Promise<Dispute> {
+    text('upi', (objectArgument('request', request) as Partial<DisputeCreateRequest>).upi);
+    return this.#json({ method: 'POST', path: '/v1/disputes', body: request, idempotent: false }, options);
+  }
+
+  /** A dispute of this key, with its resolution once resolved; another key's rejects with NotFoundError. */
+  async getDispute(id: string, options: CallOptions = {}): Promise<Dispute> {
+    return this.#json({ method: 'GET', path: `/v1/disputes/${encodeURIComponent(text('dispute id', id))}`, idempotent: true }, options);
+  }
+
+  /** This key's disputes, newest first; paged as listWatchlistVpas. */
+  listDisputes(options: PageOptions = {}): PageQuery<DisputeList> {
+    return this.#pages<DisputeList>(() => '/v1/disputes', options);
+  }
+
+  /**
+   * Report what happened after a payment: `POST /v1/reports` (202). It
+   * changes no verdict by itself: a `false_positive` report of a FLAGGED
+   * VPA opens a dispute (see listDisputes), a `confirmed_fraud` one goes to
+   * the analysts. Not retried after a lost answer, which could report twice.
+   */
+  async report(request: ReportCreateRequest, options: CallOptions = {}): Promise<ReportReceipt> {
+    text('upi', (objectArgument('request', request) as Partial<ReportCreateRequest>).upi);
+    return this.#json({ method: 'POST', path: '/v1/reports', body: request, idempotent: false }, options);
+  }
+
   #scope(options: CallOptions): CallScope {
     const deadlineMs = positive('deadlineMs', options.deadlineMs, this.#deadlineMs);
     return { deadline: this.#transport.now() + deadlineMs, signal: options.signal };
@@ -257,6 +293,11 @@ function watchlistPath(id: string): string {
 
 function text(name: string, value: unknown): string {
   if (typeof value !== 'string' || value === '') throw new TypeError(`${name} must be a non-empty string, got ${JSON.stringify(value)}`);
+  return value;
+}
+
+function objectArgument(name: string, value: unknown): object {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) throw new TypeError(`${name} must be an object, got ${JSON.stringify(value)}`);
   return value;
 }
 

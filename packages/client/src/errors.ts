@@ -66,11 +66,26 @@ export class ForbiddenError extends ApiError {
   }
 }
 
-/** 404: no such cluster, watchlist or event (or another key's watchlist). Not retried. */
+/** 404: no such cluster, watchlist, event or dispute (or another key's watchlist or dispute). Not retried. */
 export class NotFoundError extends ApiError {
   override readonly name: string = 'NotFoundError';
   constructor(message: string, details: ErrorDetails = {}) {
     super('not_found', message, details);
+  }
+}
+
+/**
+ * 409: the change collides with what is stored: a second open dispute of a
+ * VPA by the same key (`disputeId` names the first), a dispute resolved
+ * already. Not retried.
+ */
+export class ConflictError extends ApiError {
+  override readonly name: string = 'ConflictError';
+  /** The dispute the answer names (`dispute_id`), or null when it names none. */
+  readonly disputeId: string | null;
+  constructor(message: string, disputeId: string | null, details: ErrorDetails = {}) {
+    super('conflict', message, details);
+    this.disputeId = disputeId;
   }
 }
 
@@ -157,7 +172,7 @@ export class WebhookSignatureError extends UpiRiskError {
 
 type AnswerErrorClass = new (message: string, details: ErrorDetails) => ApiError;
 
-/** The class of each stable code of the spec, but 429, whose class takes `retryAfter`. */
+/** The class of each stable code of the spec, but 429 and 409, whose classes take more. */
 const BY_CODE: Readonly<Record<string, AnswerErrorClass>> = {
   bad_request: BadRequestError,
   unauthorized: UnauthorizedError,
@@ -174,6 +189,7 @@ const CODE_BY_STATUS: Readonly<Record<number, string>> = {
   401: 'unauthorized',
   403: 'forbidden',
   404: 'not_found',
+  409: 'conflict',
   422: 'validation_error',
   429: 'rate_limit_exceeded',
   500: 'internal_error',
@@ -195,6 +211,7 @@ export function errorForAnswer(
   const message = typeof fields.message === 'string' ? fields.message : `HTTP ${status}`;
   const details = { status, requestId };
   if (code === 'rate_limit_exceeded') return new RateLimitError(message, retryAfter, details);
+  if (code === 'conflict') return new ConflictError(message, typeof fields.dispute_id === 'string' ? fields.dispute_id : null, details);
   const known = BY_CODE[code];
   return known === undefined ? new ApiError(code, message, details) : new known(message, details);
 }

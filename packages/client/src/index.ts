@@ -53,6 +53,7 @@ export {
   AbortError,
   ApiError,
   BadRequestError,
+  ConflictError,
   ForbiddenError,
   InternalError,
   NetworkError,

@@ -4,7 +4,7 @@
  *
  * | answer | retried | delays |
  * |---|---|---|
- * | 400, 401, 403, 404, 422 (any other 4xx) | never | |
+ * | 400, 401, 403, 404, 409, 422 (any other 4xx) | never | |
  * | 429 | while the wait ends before the call's deadline | `Retry-After` s, else 1 s doubling to 32 s; plus 0-500 ms jitter |
  * | 500, 503 (any 5xx), no answer | up to 3 times | 1 s, 2 s, 4 s |
  *

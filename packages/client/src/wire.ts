@@ -63,6 +63,12 @@ export interface WireTypes {
   WatchEventWithDelivery: WatchEventWithDelivery;
   WatchEventPage: WatchEventPage;
   Redelivered: Redelivered;
+  DisputeCreateRequest: DisputeCreateRequest;
+  Dispute: Dispute;
+  DisputeList: DisputeList;
+  DisputeConflict: DisputeConflict;
+  ReportCreateRequest: ReportCreateRequest;
+  ReportReceipt: ReportReceipt;
   ClusterMember: ClusterMember;
   ClusterSource: ClusterSource;
   WatchFilters: WatchFilters;
@@ -299,4 +305,65 @@ export interface WatchEventPage {
 }
 export interface Redelivered {
   event: WatchEventWithDelivery;
+}
+export interface DisputeCreateRequest {
+  /**
+   * handle@provider
+   */
+  upi: string;
+  reason: 'not_fraud' | 'owner_request' | 'other';
+  /**
+   * what the analyst should know
+   */
+  details: string;
+  reference?: string | null;
+}
+/**
+ * A dispute of a FLAGGED verdict, as the key that opened it sees it
+ */
+export interface Dispute {
+  id: string;
+  /**
+   * the VPA disputed, lower-cased
+   */
+  upi: string;
+  status: 'OPEN' | 'UPHELD' | 'REJECTED';
+  reason: 'not_fraud' | 'owner_request' | 'other';
+  details: string;
+  reference: string | null;
+  /**
+   * ISO 8601 timestamp, UTC
+   */
+  created_at: string;
+  resolved_at: string | null;
+  resolution_note: string | null;
+}
+/**
+ * Newest first; pass next_cursor as cursor for the next page
+ */
+export interface DisputeList {
+  disputes: Dispute[];
+  next_cursor: string | null;
+}
+/**
+ * The key has an open dispute of the VPA already: dispute_id names it
+ */
+export interface DisputeConflict {
+  error: 'conflict';
+  message: string;
+  dispute_id: string;
+}
+export interface ReportCreateRequest {
+  /**
+   * handle@provider
+   */
+  upi: string;
+  outcome: 'confirmed_fraud' | 'false_positive';
+  risk_category?: RiskCategory | null;
+  occurred_at?: string | null;
+  reference?: string | null;
+}
+export interface ReportReceipt {
+  id: string;
+  status: 'RECEIVED';
 }

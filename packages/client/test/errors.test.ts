@@ -1,11 +1,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as client from '../src/index.js';
-import { ApiError, RateLimitError, UnauthorizedError, UpiRiskError, errorForAnswer } from '../src/errors.js';
+import { ApiError, ConflictError, RateLimitError, UnauthorizedError, UpiRiskError, errorForAnswer } from '../src/errors.js';
 
 test('every error class the package exports is an UpiRiskError named after itself', () => {
   const classes = Object.entries(client).filter(([name]) => name.endsWith('Error'));
-  assert.equal(classes.length, 15);
+  assert.equal(classes.length, 16);
   for (const [name, ErrorClass] of classes) {
     assert.equal((ErrorClass as { prototype: object }).prototype instanceof Error || ErrorClass === UpiRiskError, true, name);
   }
@@ -17,6 +17,7 @@ test('every error class the package exports is an UpiRiskError named after itsel
     new client.ResponseFormatError('m'),
     new client.WebhookSignatureError('malformed_header', 'm'),
     new client.RateLimitError('m', 3),
+    new client.ConflictError('m', 'dsp_1'),
   ];
   for (const error of samples) {
     assert.ok(error instanceof UpiRiskError && error instanceof Error);
@@ -34,8 +35,10 @@ test('answers map to classes by their stable code, else by status', () => {
   assert.equal(byStatus.message, 'HTTP 401');
   const limited = errorForAnswer(429, { error: 'rate_limit_exceeded', message: 'm', retry_after: 3 }, null, 3);
   assert.ok(limited instanceof RateLimitError && limited.retryAfter === 3);
-  const unknown = errorForAnswer(409, { error: 'conflict', message: 'taken' }, null, null);
+  const taken = errorForAnswer(409, { error: 'conflict', message: 'taken', dispute_id: 'dsp_1' }, null, null);
+  assert.ok(taken instanceof ConflictError && taken.disputeId === 'dsp_1');
+  const unknown = errorForAnswer(410, { error: 'gone', message: 'gone' }, null, null);
   assert.ok(unknown instanceof ApiError && unknown.constructor === ApiError);
-  assert.equal(unknown.code, 'conflict');
+  assert.equal(unknown.code, 'gone');
   assert.equal(errorForAnswer(418, 'teapot', null, null).code, 'http_418');
 });

@@ -1,0 +1,109 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { UpiRiskClient } from '../src/client.js';
+import { ConflictError, NotFoundError, ServiceUnavailableError, ValidationError } from '../src/errors.js';
+import { BASE_URL, fakeClock, scriptedFetch, type Reply, type SentRequest } from './fakes.js';
+
+const dispute = {
+  id: 'dsp_019cbf2a41c8a3f09e1d5b27c4e6',
+  upi: 'shop.42@okaxis',
+  status: 'OPEN',
+  reason: 'not_fraud',
+  details: 'our merchant since 2019',
+  reference: 'CASE-1',
+  created_at: '2027-01-15T08:00:00.000Z',
+  resolved_at: null,
+  resolution_note: null,
+};
+
+function clientFor(answer: (request: SentRequest, index: number) => Reply) {
+  const clock = fakeClock();
+  const { fetch, requests } = scriptedFetch(answer);
+  return { client: new UpiRiskClient({ baseUrl: BASE_URL, apiKey: 'k', fetch, now: clock.now, sleep: clock.sleep, random: () => 0 }), requests, clock };
+}
+
+const call = (r: SentRequest) => `${r.method} ${r.url.pathname}${r.url.search}`;
+
+test('dispute, getDispute, listDisputes and report: methods, paths and bodies of docs/api.md', async () => {
+  const { client, requests } = clientFor((request) => {
+    switch (`${request.method} ${request.url.pathname}`) {
+      case 'POST /v1/disputes':
+        return { status: 201, body: dispute };
+      case `GET /v1/disputes/${dispute.id}`:
+        return { status: 200, body: dispute };
+      case 'GET /v1/disputes':
+        return { status: 200, body: { disputes: [dispute], next_cursor: null } };
+      case 'POST /v1/reports':
+        return { status: 202, body: { id: 'rep_019cbf2a41c8a3f09e1d5b27c4e7', status: 'RECEIVED' } };
+      default:
+        return { status: 404, body: { error: 'not_found', message: request.url.pathname } };
+    }
+  });
+  const request = { upi: 'Shop.42@okaxis', reason: 'not_fraud' as const, details: 'our merchant since 2019', reference: 'CASE-1' };
+  assert.deepEqual(await client.dispute(request), dispute);
+  assert.deepEqual(requests[0]!.body, request);
+  assert.equal(requests[0]!.headers['content-type'], 'application/json');
+  assert.deepEqual(await client.getDispute(dispute.id), dispute);
+  assert.deepEqual((await client.listDisputes({ limit: 10 })).disputes, [dispute]);
+  const report = { upi: 'payee@ybl', outcome: 'confirmed_fraud' as const, risk_category: 'mule' as const, occurred_at: '2027-01-14T10:00:00Z' };
+  assert.deepEqual(await client.report(report), { id: 'rep_019cbf2a41c8a3f09e1d5b27c4e7', status: 'RECEIVED' });
+  assert.deepEqual(requests[3]!.body, report);
+  await assert.rejects(client.getDispute('dsp/../x'), NotFoundError);
+  assert.deepEqual(requests.map(call), [
+    'POST /v1/disputes',
+    `GET /v1/disputes/${dispute.id}`,
+    'GET /v1/disputes?limit=10',
+    'POST /v1/reports',
+    // Ids are path segments, encoded: they cannot reach another route.
+    'GET /v1/disputes/dsp%2F..%2Fx',
+  ]);
+  // Bad arguments reject (never throw), and send nothing.
+  const sent = requests.length;
+  for (const bad of [
+    () => client.getDispute(''),
+    () => client.dispute(null as never),
+    () => client.dispute({ ...request, upi: '' }),
+    () => client.report('payee@ybl' as never),
+    () => client.report({ outcome: 'false_positive' } as never),
+  ]) {
+    await assert.rejects(bad(), TypeError);
+  }
+  await assert.rejects(async () => await client.listDisputes({ limit: 0 }), RangeError);
+  assert.equal(requests.length, sent);
+});
+
+test("a second open dispute is a ConflictError naming the first; the service's refusals keep their classes", async () => {
+  const { client } = clientFor((request) => {
+    const upi = (request.body as { upi: string }).upi;
+    if (upi === 'again@ybl') return { status: 409, body: { error: 'conflict', message: 'this key has an open dispute of again@ybl already', dispute_id: dispute.id } };
+    if (upi === 'clean@ybl') return { status: 422, body: { error: 'validation_error', message: 'clean@ybl is CLEARED' } };
+    // A proxy's page, without the service's body: taken by its status.
+    return { status: 409, body: '<html>conflict</html>' };
+  });
+  const conflict = await client.dispute({ upi: 'again@ybl', reason: 'other', details: '' }).then(
+    () => assert.fail('resolved'),
+    (error: unknown) => error,
+  );
+  assert.ok(conflict instanceof ConflictError);
+  assert.equal(conflict.code, 'conflict');
+  assert.equal(conflict.status, 409);
+  assert.equal(conflict.name, 'ConflictError');
+  assert.equal(conflict.disputeId, dispute.id);
+  await assert.rejects(client.dispute({ upi: 'clean@ybl', reason: 'other', details: '' }), ValidationError);
+  await assert.rejects(client.dispute({ upi: 'proxied@ybl', reason: 'other', details: '' }), (error: unknown) => error instanceof ConflictError && error.disputeId === null);
+});
+
+test('a report is not sent again after a lost answer (it could count twice); a 503 is retried, it was not stored', async () => {
+  const lost = clientFor(() => ({ reset: true }));
+  await assert.rejects(lost.client.report({ upi: 'payee@ybl', outcome: 'confirmed_fraud' }));
+  assert.equal(lost.requests.length, 1);
+
+  const busy = clientFor((_, index) => (index < 2 ? { status: 503, body: { error: 'service_unavailable', message: 'store down' } } : { status: 202, body: { id: 'rep_1', status: 'RECEIVED' } }));
+  assert.deepEqual(await busy.client.report({ upi: 'payee@ybl', outcome: 'false_positive' }), { id: 'rep_1', status: 'RECEIVED' });
+  assert.equal(busy.requests.length, 3);
+  assert.deepEqual(busy.clock.delays, [1_000, 2_000]);
+
+  const down = clientFor(() => ({ status: 503, body: { error: 'service_unavailable', message: 'store down' } }));
+  await assert.rejects(down.client.getDispute(dispute.id), ServiceUnavailableError);
+  assert.equal(down.requests.length, 4, 'a read is retried 3 times');
+});

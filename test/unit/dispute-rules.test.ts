@@ -1,0 +1,294 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { FileAuditLog } from '../../src/access/audit-log.js';
+import type { KeyRecord } from '../../src/access/key-record.js';
+import type { DisputeRequest } from '../../src/api/admin-requests.js';
+import { DisputeService } from '../../src/corrections/disputes.js';
+import { FileDisputeStore, disputeJournalPath } from '../../src/corrections/file-dispute-store.js';
+import { silentLogger } from '../../src/common/logger.js';
+import { ServingView } from '../../src/engine/serving-view.js';
+import type { IntakeResult } from '../../src/service/evidence-intake.js';
+import type { ServedData } from '../../src/service/served-data.js';
+import { buildInProcess, evidence, tempDataDir } from '../helpers.js';
+import { FakeDesk } from '../fixtures/fake-desk.js';
+
+const key = (id: string, name: string): KeyRecord => ({ id, name, plan: 'default', scopes: ['screen'], limits: null, created_at: '2026-11-01T00:00:00.000Z', rotated_at: null, revoked_at: null, hash: id });
+const BANK = key('key_aaaaaaaaaaaa', 'bank A');
+const OTHER = key('key_bbbbbbbbbbbb', 'bank B');
+const ANALYST = key('key_cccccccccccc', 'analyst');
+
+type Body = Record<string, unknown>;
+
+/** A service over a data directory's journal, serving FLAGGED flagged@ybl and second@ybl, with the desk given (null: none). */
+async function disputes(desk: FakeDesk | null = new FakeDesk()) {
+  const t = await tempDataDir();
+  const store = await FileDisputeStore.open(disputeJournalPath(t.dir));
+  const snapshot = buildInProcess([evidence('flagged@ybl', 'https://scam.example/a', { risk_category: 'mule' }), evidence('second@ybl', 'https://scam.example/b')]);
+  const served = { view: new ServingView(snapshot) } as unknown as ServedData;
+  const audit = new FileAuditLog(join(t.root, 'audit.ndjson'));
+  const ingested: string[] = [];
+  const ingest = (body: Uint8Array): Promise<IntakeResult> => {
+    ingested.push(Buffer.from(body).toString('utf8'));
+    return Promise.resolve({ kind: 'stored', items: 1, added: 1, duplicates: 0, dataVersion: 'snap+9' });
+  };
+  let clock = Date.parse('2026-11-28T09:00:00Z');
+  const service = new DisputeService({ store, served, audit, ingest, desk: desk ?? undefined, logger: silentLogger, now: () => clock++ });
+  const ask = async (request: DisputeRequest) => {
+    const answer = await service.handle(request);
+    return { status: answer.status, body: JSON.parse(answer.body) as Body };
+  };
+  const open = (by: KeyRecord, body: Body) => ask({ op: 'dispute.open', key: by, body });
+  const resolve = (id: string, body: Body) => ask({ op: 'dispute.resolve', key: ANALYST, id, body });
+  const all = async () => (await ask({ op: 'dispute.list.all', key: ANALYST, status: null, cursor: null, limit: 100 })).body.disputes as Body[];
+  return { service, store, audit, ingested, ask, open, resolve, all, close: async () => (await service.close(), await t.cleanup()) };
+}
+
+const dispute = (upi = 'flagged@ybl', extra: Body = {}): Body => ({ upi, reason: 'not_fraud', details: 'our merchant since 2019', ...extra });
+
+test('a FLAGGED verdict is disputed once per key: the second answers 409 with the first id; another key has its own', async () => {
+  const d = await disputes();
+  try {
+    const first = await d.open(BANK, dispute('Flagged@YBL', { reference: 'CASE-1' }));
+    assert.equal(first.status, 201);
+    assert.match(String(first.body.id), /^dsp_[0-9a-f]{28}$/);
+    assert.deepEqual({ ...first.body, id: 'x', created_at: 'x' }, {
+      id: 'x',
+      upi: 'flagged@ybl',
+      status: 'OPEN',
+      reason: 'not_fraud',
+      details: 'our merchant since 2019',
+      reference: 'CASE-1',
+      created_at: 'x',
+      resolved_at: null,
+      resolution_note: null,
+    });
+    const again = await d.open(BANK, dispute('flagged@ybl', { reason: 'other' }));
+    assert.equal(again.status, 409);
+    assert.equal(again.body.error, 'conflict');
+    assert.equal(again.body.dispute_id, first.body.id);
+    assert.equal((await d.open(OTHER, dispute())).status, 201);
+    assert.equal((await d.all()).length, 2);
+  } finally {
+    await d.close();
+  }
+});
+
+test('refused with nothing stored: a CLEARED VPA (422), a bad VPA (400), unknown or wrongly typed fields, details too long (422)', async () => {
+  const d = await disputes();
+  try {
+    const refusals: [Body, number, RegExp][] = [
+      [dispute('nobody@ybl'), 422, /CLEARED/],
+      [dispute('not a vpa'), 400, /not a valid VPA/],
+      [dispute('flagged@ybl', { note: 'x' }), 422, /unknown field "note"/],
+      [dispute('flagged@ybl', { reason: 'fraud' }), 422, /"reason" must be one of not_fraud, owner_request, other/],
+      [dispute('flagged@ybl', { details: 42 }), 422, /"details"/],
+      [dispute('flagged@ybl', { details: 'x'.repeat(2001) }), 422, /at most 2,000 characters/],
+      [dispute('flagged@ybl', { reference: 7 }), 422, /"reference"/],
+      [{ reason: 'other', details: '' }, 422, /"upi" must be a string/],
+      [dispute(42 as unknown as string), 422, /"upi" must be a string/],
+    ];
+    for (const [body, status, message] of refusals) {
+      const answer = await d.open(BANK, body);
+      assert.equal(answer.status, status, JSON.stringify(body));
+      assert.match(String(answer.body.message), message);
+    }
+    assert.equal((await d.open(BANK, dispute('flagged@ybl', { details: 'x'.repeat(2000) }))).status, 201, '2,000 characters are allowed');
+    assert.equal((await d.all()).length, 1);
+  } finally {
+    await d.close();
+  }
+});
+
+test("a key reads its own disputes only: another key's is 404 as one that does not exist; malformed ids and cursors are 400", async () => {
+  const d = await disputes();
+  try {
+    const id = String((await d.open(BANK, dispute())).body.id);
+    await d.open(BANK, dispute('second@ybl'));
+    assert.equal((await d.ask({ op: 'dispute.get', key: BANK, id })).status, 200);
+    const foreign = await d.ask({ op: 'dispute.get', key: OTHER, id });
+    const unknown = await d.ask({ op: 'dispute.get', key: BANK, id: 'dsp_0000000000000000000000000000' });
+    assert.deepEqual([foreign.status, foreign.body.error, unknown.status], [404, 'not_found', 404]);
+    assert.equal((await d.ask({ op: 'dispute.get', key: BANK, id: 'dsp_../../x' })).status, 400);
+    const mine = await d.ask({ op: 'dispute.list', key: BANK, cursor: null, limit: 1 });
+    assert.equal((mine.body.disputes as Body[]).length, 1);
+    const rest = await d.ask({ op: 'dispute.list', key: BANK, cursor: String(mine.body.next_cursor), limit: 1 });
+    assert.deepEqual([(rest.body.disputes as Body[])[0]?.id, rest.body.next_cursor], [id, null]);
+    assert.equal(((mine.body.disputes as Body[])[0] as Body).owner, undefined, 'a caller is not shown whose it is');
+    assert.deepEqual((await d.ask({ op: 'dispute.list', key: OTHER, cursor: null, limit: 10 })).body.disputes, []);
+    assert.equal((await d.ask({ op: 'dispute.list', key: BANK, cursor: 'rep_0000000000000000000000000000', limit: 10 })).status, 400);
+    assert.equal((await d.ask({ op: 'dispute.list.all', key: ANALYST, status: 'CLOSED', cursor: null, limit: 10 })).status, 400);
+  } finally {
+    await d.close();
+  }
+});
+
+test('rejected changes nothing and is resolved once; upheld clears the VPA through the desk, with the dispute as reference', async () => {
+  const desk = new FakeDesk();
+  const d = await disputes(desk);
+  try {
+    const a = String((await d.open(BANK, dispute())).body.id);
+    const b = String((await d.open(OTHER, dispute('flagged@ybl', { reason: 'owner_request' }))).body.id);
+    const rejected = await d.resolve(a, { outcome: 'rejected', note: 'two victims confirmed' });
+    assert.equal(rejected.status, 200);
+    assert.deepEqual(rejected.body.data_version, null);
+    assert.deepEqual(desk.changes(), []);
+    const seen = (await d.ask({ op: 'dispute.get', key: BANK, id: a })).body;
+    assert.deepEqual([seen.status, seen.resolution_note, typeof seen.resolved_at], ['REJECTED', 'two victims confirmed', 'string']);
+    const twice = await d.resolve(a, { outcome: 'upheld', note: 'changed my mind' });
+    assert.deepEqual([twice.status, twice.body.error, twice.body.dispute_id], [409, 'conflict', a]);
+
+    const upheld = await d.resolve(b, { outcome: 'upheld', note: 'the owner proved it' });
+    assert.equal(upheld.status, 200);
+    assert.deepEqual(desk.changes(), [{ method: 'clear', upi: 'flagged@ybl', reason: 'owner_request', reference: b, by: ANALYST.id }]);
+    const resolved = upheld.body.dispute as Body;
+    assert.deepEqual([resolved.status, resolved.clearance_id, resolved.resolved_by, resolved.owner, upheld.body.data_version], ['UPHELD', 'clr_1', ANALYST.id, OTHER.id, 'fake+1']);
+    // Another dispute of the VPA upheld later keeps the clearance in force.
+    const c = String((await d.open(BANK, dispute())).body.id);
+    assert.equal(((await d.resolve(c, { outcome: 'upheld', note: 'same VPA' })).body.dispute as Body).clearance_id, 'clr_1');
+    assert.equal(desk.changes().length, 1);
+
+    const audit = await d.audit.recent(10);
+    assert.deepEqual(
+      audit.map((r) => [r.action, r.target, r.actor.key_id, r.details.outcome, r.details.note]),
+      [
+        ['dispute.resolved', c, ANALYST.id, 'upheld', 'same VPA'],
+        ['dispute.resolved', b, ANALYST.id, 'upheld', 'the owner proved it'],
+        ['dispute.resolved', a, ANALYST.id, 'rejected', 'two victims confirmed'],
+      ],
+    );
+  } finally {
+    await d.close();
+  }
+});
+
+test("upheld with retract retracts the VPA's items named; another VPA's item, a bad body or a failing desk store nothing", async () => {
+  const desk = new FakeDesk();
+  desk.holds('flagged@ybl', 'ev-a', 'ev-b');
+  desk.holds('second@ybl', 'ev-z');
+  const d = await disputes(desk);
+  try {
+    const id = String((await d.open(BANK, dispute())).body.id);
+    const review = await d.ask({ op: 'dispute.review', key: ANALYST, id });
+    assert.equal(review.status, 200);
+    assert.deepEqual((review.body.evidence as Body[]).map((e) => e.evidence_id), ['ev-a', 'ev-b']);
+    assert.equal((review.body.verdict as Body).status, 'FLAGGED');
+    assert.equal((review.body.dispute as Body).owner, BANK.id);
+
+    const refused: [Body, number][] = [
+      [{ outcome: 'upheld', note: 'x', retract: ['ev-a', 'ev-z'] }, 422],
+      [{ outcome: 'rejected', note: 'x', retract: ['ev-a'] }, 422],
+      [{ outcome: 'upheld', note: '' }, 422],
+      [{ outcome: 'upheld' }, 422],
+      [{ outcome: 'kept', note: 'x' }, 422],
+      [{ outcome: 'upheld', note: 'x', retract: [] }, 422],
+      [{ outcome: 'upheld', note: 'x', why: 'x' }, 422],
+    ];
+    for (const [body, status] of refused) assert.equal((await d.resolve(id, body)).status, status, JSON.stringify(body));
+    desk.failNext = new Error('clearance store down');
+    const failed = await d.resolve(id, { outcome: 'upheld', note: 'x' });
+    assert.deepEqual([failed.status, failed.body.error], [503, 'service_unavailable']);
+    assert.equal((await d.ask({ op: 'dispute.get', key: BANK, id })).body.status, 'OPEN');
+    assert.deepEqual(await d.audit.recent(10), []);
+
+    const retracted = await d.resolve(id, { outcome: 'upheld', note: 'a wrong sighting', retract: ['ev-b', 'ev-b'] });
+    assert.equal(retracted.status, 200);
+    assert.deepEqual((retracted.body.dispute as Body).retracted, ['ev-b']);
+    assert.equal((retracted.body.dispute as Body).clearance_id, null);
+    assert.deepEqual(desk.changes().at(-1), { method: 'retract', ids: ['ev-b'], reason: `not_fraud, dispute ${id}`, by: ANALYST.id });
+    assert.equal((await d.resolve('dsp_0000000000000000000000000000', { outcome: 'rejected', note: 'x' })).status, 404);
+  } finally {
+    await d.close();
+  }
+});
+
+test('without a desk an upheld dispute answers 503 and stays open; everything else works', async () => {
+  const d = await disputes(null);
+  try {
+    const id = String((await d.open(BANK, dispute())).body.id);
+    const upheld = await d.resolve(id, { outcome: 'upheld', note: 'x' });
+    assert.deepEqual([upheld.status, upheld.body.error], [503, 'service_unavailable']);
+    const review = await d.ask({ op: 'dispute.review', key: ANALYST, id });
+    assert.deepEqual([review.status, review.body.evidence, (review.body.dispute as Body).status], [200, null, 'OPEN']);
+    assert.equal((await d.resolve(id, { outcome: 'rejected', note: 'the evidence stands' })).status, 200);
+  } finally {
+    await d.close();
+  }
+});
+
+test('reports: confirmed fraud waits for an analyst and is accepted once as one evidence item; false positives open or join a dispute', async () => {
+  const d = await disputes();
+  try {
+    const report = (by: KeyRecord, body: Body) => d.ask({ op: 'report.create', key: by, body });
+    const fraud = await report(BANK, { upi: 'Victim.Payee@ybl', outcome: 'confirmed_fraud', risk_category: 'phishing', occurred_at: '2026-11-27T10:00:00+05:30', reference: 'PAY-77' });
+    assert.equal(fraud.status, 202);
+    assert.deepEqual(Object.keys(fraud.body), ['id', 'status']);
+    assert.equal(fraud.body.status, 'RECEIVED');
+    const id = String(fraud.body.id);
+    assert.equal(d.ingested.length, 0, 'a report changes nothing by itself');
+
+    const accepted = await d.ask({ op: 'report.accept', key: ANALYST, id, body: { note: 'matches a complaint' } });
+    assert.equal(accepted.status, 200);
+    assert.equal(accepted.body.data_version, 'snap+9');
+    assert.deepEqual(d.ingested.map((text) => JSON.parse(text) as Body), [
+      { evidence_id: `report:${id}`, upi: 'victim.payee@ybl', url: `report:${id}`, source_category: 'phishing', risk_category: 'phishing', captured_at: '2026-11-27T04:30:00.000Z', screenshot_available: false },
+    ]);
+    assert.ok(d.ingested[0]!.endsWith('\n'));
+    const stored = accepted.body.report as Body;
+    assert.deepEqual([stored.status, stored.evidence_id, stored.decided_by, stored.decision_note], ['ACCEPTED', `report:${id}`, ANALYST.id, 'matches a complaint']);
+    assert.equal((await d.ask({ op: 'report.accept', key: ANALYST, id, body: {} })).status, 409);
+    assert.equal((await d.ask({ op: 'report.dismiss', key: ANALYST, id, body: {} })).status, 409);
+    assert.equal(d.ingested.length, 1);
+
+    // No category: scam, captured when reported.
+    const plain = String((await report(OTHER, { upi: 'plain@ybl', outcome: 'confirmed_fraud' })).body.id);
+    const plainReport = (await d.ask({ op: 'report.accept', key: ANALYST, id: plain, body: {} })).body.report as Body;
+    const item = JSON.parse(d.ingested[1]!) as Body;
+    assert.deepEqual([item.risk_category, item.source_category, item.captured_at], ['scam', 'scam', plainReport.created_at]);
+
+    const falsePositive = String((await report(BANK, { upi: 'flagged@ybl', outcome: 'false_positive' })).body.id);
+    const opened = (await d.ask({ op: 'dispute.list', key: BANK, cursor: null, limit: 10 })).body.disputes as Body[];
+    assert.equal(opened.length, 1);
+    assert.deepEqual([opened[0]!.upi, opened[0]!.reason, opened[0]!.details], ['flagged@ybl', 'not_fraud', `opened by false_positive report ${falsePositive}`]);
+    await report(BANK, { upi: 'flagged@ybl', outcome: 'false_positive' });
+    await report(BANK, { upi: 'nobody@ybl', outcome: 'false_positive' });
+    assert.equal(((await d.ask({ op: 'dispute.list', key: BANK, cursor: null, limit: 10 })).body.disputes as Body[]).length, 1, 'joined, not opened again; a CLEARED VPA has none');
+    const queue = (await d.ask({ op: 'report.list', key: ANALYST, status: 'RECEIVED', cursor: null, limit: 10 })).body.reports as Body[];
+    assert.deepEqual(queue.map((r) => [r.upi, r.dispute_id]), [['nobody@ybl', null], ['flagged@ybl', opened[0]!.id], ['flagged@ybl', opened[0]!.id]]);
+    const notEvidence = await d.ask({ op: 'report.accept', key: ANALYST, id: falsePositive, body: {} });
+    assert.deepEqual([notEvidence.status, notEvidence.body.error], [422, 'validation_error']);
+    const dismissed = await d.ask({ op: 'report.dismiss', key: ANALYST, id: falsePositive, body: { note: 'handled in its dispute' } });
+    assert.deepEqual([dismissed.status, (dismissed.body.report as Body).status, dismissed.body.data_version], [200, 'DISMISSED', null]);
+
+    const audit = await d.audit.recent(10);
+    assert.deepEqual(audit.map((r) => [r.action, r.actor.key_id]), [['report.dismissed', ANALYST.id], ['report.accepted', ANALYST.id], ['report.accepted', ANALYST.id]]);
+    assert.equal(audit[2]!.details.evidence_id, `report:${id}`);
+  } finally {
+    await d.close();
+  }
+});
+
+test('a bad report or decision is refused with nothing stored', async () => {
+  const d = await disputes();
+  try {
+    const refusals: [Body, number][] = [
+      [{ upi: 'payee@ybl', outcome: 'fraud' }, 422],
+      [{ upi: 'payee', outcome: 'confirmed_fraud' }, 400],
+      [{ upi: 'payee@ybl', outcome: 'confirmed_fraud', risk_category: 'theft' }, 422],
+      [{ upi: 'payee@ybl', outcome: 'confirmed_fraud', occurred_at: 'yesterday' }, 422],
+      [{ upi: 'payee@ybl', outcome: 'confirmed_fraud', occurred_at: '2099-01-01T00:00:00Z' }, 422],
+      [{ upi: 'payee@ybl', outcome: 'confirmed_fraud', reference: 'x'.repeat(201) }, 422],
+      [{ upi: 'payee@ybl', outcome: 'confirmed_fraud', amount: 5 }, 422],
+    ];
+    for (const [body, status] of refusals) assert.equal((await d.ask({ op: 'report.create', key: BANK, body })).status, status, JSON.stringify(body));
+    assert.deepEqual((await d.ask({ op: 'report.list', key: ANALYST, status: null, cursor: null, limit: 10 })).body.reports, []);
+    assert.equal((await d.ask({ op: 'report.accept', key: ANALYST, id: 'rep_x', body: {} })).status, 400);
+    assert.equal((await d.ask({ op: 'report.accept', key: ANALYST, id: 'rep_0000000000000000000000000000', body: {} })).status, 404);
+    const id = String((await d.ask({ op: 'report.create', key: BANK, body: { upi: 'payee@ybl', outcome: 'confirmed_fraud' } })).body.id);
+    assert.equal((await d.ask({ op: 'report.dismiss', key: ANALYST, id, body: { note: 5 } })).status, 422);
+    assert.equal((await d.ask({ op: 'report.list', key: ANALYST, status: 'RECEIVED', cursor: null, limit: 10 })).body.reports instanceof Array, true);
+    assert.equal(d.ingested.length, 0);
+  } finally {
+    await d.close();
+  }
+});
