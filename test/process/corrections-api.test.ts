@@ -138,7 +138,7 @@ test('upi-risk retract: usage errors exit 2, ids from the line and a file, the a
     [['--reason', 'wrong'], /no evidence ids/],
     [['--reason', 'wrong', 'x'.repeat(257)], /not an evidence id/],
     [['--reason', 'wrong', '--file', join(root, 'missing.txt')], /cannot read --file/],
-    [['--reason', 'wrong', '--store', 'postgres://postgres@127.0.0.1:5432/test', 'ev-known-1'], /fleet store does not hold corrections yet/],
+    [['--reason', 'wrong', '--store', 'postgres://postgres@127.0.0.1:5432/test', 'ev-known-1'], /--data-dir and --store exclude each other/],
     [['--reason', 'wrong', '--bogus', 'ev-known-1'], /bogus/],
   ];
   for (const [args, message] of usage) {

@@ -47,7 +47,11 @@ before(async () => {
   const t = await tempDataDir();
   dataDirRoot = t.dir.root;
   cleanup = t.cleanup;
-  await ingest(t.dir, t.root, ['shop@ybl', 'kirana@ybl', 'again@ybl', 'killed@ybl'].map((upi) => evidence(upi, `https://scam.example/${upi}`, { source_category: 'scam' })));
+  await ingest(t.dir, t.root, [
+    ...['shop@ybl', 'kirana@ybl', 'again@ybl', 'killed@ybl', 'upheld@ybl'].map((upi) => evidence(upi, `https://scam.example/${upi}`, { source_category: 'scam' })),
+    evidence('twice.seen@ybl', 'https://scam.example/one', { evidence_id: 'tw-1', source_category: 'scam' }),
+    evidence('twice.seen@ybl', 'https://scam.example/two', { evidence_id: 'tw-2', source_category: 'scam' }),
+  ]);
   bank = lastLine((await runCli(['keys', 'create', '--data-dir', dataDirRoot, '--name', 'bank A'])).stdout);
   other = lastLine((await runCli(['keys', 'create', '--data-dir', dataDirRoot, '--name', 'bank B'])).stdout);
   analyst = lastLine((await runCli(['keys', 'create', '--data-dir', dataDirRoot, '--name', 'analyst', '--scopes', 'admin'])).stdout);
@@ -112,7 +116,7 @@ test('refusals: a CLEARED VPA 422, bad input 4xx, wrong scope 403, a body over 6
   assert.equal(((await call('/v1/admin/disputes?limit=1000', analyst)).body.disputes as Body[]).length, before);
 });
 
-test('analysts review and resolve a dispute once; upheld needs the correction desk (503 without it)', async () => {
+test('analysts review a dispute beside the verdict and its evidence, and resolve it once: rejected, upheld by a clearance, or by retracting items', async () => {
   const id = String((await call('/v1/disputes', bank, 'POST', dispute('kirana@ybl'), DisputeSchema)).body.id);
   const open = (await call('/v1/admin/disputes?status=OPEN', analyst, 'GET', undefined, AdminDisputeListSchema)).body.disputes as Body[];
   assert.ok(open.some((d) => d.id === id && typeof d.owner === 'string'));
@@ -120,10 +124,13 @@ test('analysts review and resolve a dispute once; upheld needs the correction de
   assert.equal(review.status, 200);
   assertSchema(VpaVerdictSchema, review.body.verdict);
   assert.equal((review.body.verdict as Body).status, 'FLAGGED');
-  assert.equal(review.body.evidence, null, 'a server without the correction desk lists no evidence items');
+  const items = review.body.evidence as Body[];
+  assert.deepEqual(
+    items.map((item) => [item.url, item.counts]),
+    [['https://scam.example/kirana@ybl', true]],
+  );
+  assert.match(String(items[0]!.evidence_id), /^ev-/);
 
-  const upheld = await call(`/v1/admin/disputes/${id}/resolve`, analyst, 'POST', { outcome: 'upheld', note: 'the owner proved it' });
-  assert.deepEqual([upheld.status, upheld.body.error], [503, 'service_unavailable']);
   assert.equal((await call(`/v1/admin/disputes/${id}/resolve`, analyst, 'POST', { outcome: 'rejected', note: 5 })).status, 422);
   assert.equal((await call(`/v1/disputes/${id}`, bank)).body.status, 'OPEN');
 
@@ -138,6 +145,28 @@ test('analysts review and resolve a dispute once; upheld needs the correction de
   assert.ok(!((await call('/v1/admin/disputes?status=OPEN', analyst)).body.disputes as Body[]).some((d) => d.id === id));
   // Resolved, the VPA may be disputed again.
   assert.equal((await call('/v1/disputes', bank, 'POST', dispute('kirana@ybl'))).status, 201);
+
+  // Upheld: the VPA is cleared, and served CLEARED before the answer.
+  const toUphold = String((await call('/v1/disputes', bank, 'POST', dispute('upheld@ybl'))).body.id);
+  const upheld = await call(`/v1/admin/disputes/${toUphold}/resolve`, analyst, 'POST', { outcome: 'upheld', note: 'the owner proved it' }, DisputeResolvedSchema);
+  assert.equal(upheld.status, 200, JSON.stringify(upheld.body));
+  const made = upheld.body.dispute as Body;
+  assert.equal(made.status, 'UPHELD');
+  assert.equal((await call('/v1/verify/upi?upi=upheld@ybl', bank)).body.status, 'CLEARED');
+  const clearance = await call(`/v1/admin/clearances/${String(made.clearance_id)}`, analyst);
+  assert.deepEqual([clearance.body.upi, clearance.body.reference], ['upheld@ybl', toUphold]);
+  assert.equal((await call(`/v1/admin/disputes/${toUphold}/resolve`, analyst, 'POST', { outcome: 'upheld', note: 'again' })).status, 409);
+
+  // Upheld by retracting the items named, which must be the VPA's.
+  const toRetract = String((await call('/v1/disputes', bank, 'POST', dispute('twice.seen@ybl'))).body.id);
+  const foreign = await call(`/v1/admin/disputes/${toRetract}/resolve`, analyst, 'POST', { outcome: 'upheld', note: 'one page was wrong', retract: ['tw-1', 'not-its-item'] });
+  assert.equal(foreign.status, 422);
+  assert.equal((await call('/v1/verify/upi?upi=twice.seen@ybl', bank)).body.evidence_count, 2, 'nothing retracted');
+  const retracted = await call(`/v1/admin/disputes/${toRetract}/resolve`, analyst, 'POST', { outcome: 'upheld', note: 'one page was wrong', retract: ['tw-1'] }, DisputeResolvedSchema);
+  assert.equal(retracted.status, 200, JSON.stringify(retracted.body));
+  assert.deepEqual((retracted.body.dispute as Body).retracted, ['tw-1']);
+  const left = (await call('/v1/verify/upi?upi=twice.seen@ybl', bank)).body;
+  assert.deepEqual([left.status, left.evidence_count, (left.sources as Body[]).map((s) => s.url)], ['FLAGGED', 1, ['https://scam.example/two']]);
 });
 
 test('an accepted confirmed_fraud report makes the VPA FLAGGED with a report: source; a report is decided once', async () => {

@@ -48,6 +48,7 @@ export const retractCommand: Command = {
   async run(argv) {
     const { values, positionals } = parseCommandArgs(argv, { 'data-dir': { type: 'string' }, reason: { type: 'string' }, file: { type: 'string' }, ...STORE_OPTIONS }, true);
     const location = chooseStore(values);
+    if (location !== null && values['data-dir'] !== undefined) throw new ConfigError('--data-dir and --store exclude each other');
     const reason = values.reason;
     if (reason === undefined || !isReason(reason)) throw new ConfigError(`--reason must be 1 to ${MAX_CORRECTION_REASON} characters, not all spaces`);
     const ids = [...positionals, ...(values.file === undefined ? [] : await idsOfFile(values.file))];
