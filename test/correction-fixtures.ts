@@ -54,6 +54,23 @@ export class MemoryCorrections implements CorrectionSource {
     );
   }
 
+  /**
+   * The urls on which corrections since the last compaction (`compacted`)
+   * took or gave back evidence: their category, which spans VPAs, waits for
+   * the next compaction (docs/design.md, "Corrections in the engine").
+   */
+  urlsCorrected(): Set<string> {
+    const upis = new Set(this.#log.slice(this.#compactedAt).flat());
+    return new Set([...this.#stored.values()].filter((item) => upis.has(item.upi)).map((item) => item.url));
+  }
+
+  /** A compaction has folded every correction recorded so far in. */
+  compacted(): void {
+    this.#compactedAt = this.#log.length;
+  }
+
+  #compactedAt = 0;
+
   #record(next: Omit<CorrectionState, 'sequence'>, upis: string[]): string[] {
     this.#log.push(upis);
     this.#state = { ...next, sequence: this.#log.length };

@@ -197,6 +197,12 @@ function matchingRecords(carry: BuildCarry, p: number, q: number, keys: ByteInte
   return matches;
 }
 
+/** A matched record's chunk (record-codec.ts: the first four bytes, little endian). */
+function chunkAt(match: Match): number {
+  const b = match.segment;
+  return (b[match.at]! | (b[match.at + 1]! << 8) | (b[match.at + 2]! << 16) | (b[match.at + 3]! << 24)) >>> 0;
+}
+
 /** The interned index in partition p of the records of pair (p, q) at `ordinals` (ascending). */
 function indexesOfOrdinals(homes: Uint16Array, q: number, ordinals: readonly number[]): number[] {
   const indexes: number[] = [];
@@ -216,10 +222,11 @@ function indexesOfOrdinals(homes: Uint16Array, q: number, ordinals: readonly num
 
 /**
  * Every carried record of the VPAs `upis` (canonical), retracted ones
- * marked, in ingestion order per VPA partition; with `withIds`, each with its
- * evidence id (a further pass over the homes of every id partition).
+ * marked, in ingestion order per VPA partition, of the chunks `inChunk`
+ * accepts when given; with `withIds`, each with its evidence id (a further
+ * pass over the homes of every id partition).
  */
-export function recordsOf(carry: BuildCarry, upis: ReadonlySet<string>, withIds = false): Map<string, CarriedItem[]> {
+export function recordsOf(carry: BuildCarry, upis: ReadonlySet<string>, withIds = false, inChunk?: (chunk: number) => boolean): Map<string, CarriedItem[]> {
   const result = new Map<string, CarriedItem[]>();
   const keys = new ByteInterner(Math.max(1, upis.size));
   const names: string[] = [];
@@ -234,7 +241,7 @@ export function recordsOf(carry: BuildCarry, upis: ReadonlySet<string>, withIds 
   const skips = retractedOrdinals(carry);
   for (let p = 0; p < carry.partitions; p++) {
     for (const q of partitionsWanted) {
-      const matches = matchingRecords(carry, p, q, keys, lengths);
+      const matches = matchingRecords(carry, p, q, keys, lengths).filter((m) => inChunk === undefined || inChunk(chunkAt(m)));
       if (matches.length === 0) continue;
       const retracted = new Set(skips?.[q]?.[p]?.ordinals ?? []);
       const interner = withIds ? ByteInterner.fromState(carry.seen[p]!) : null;

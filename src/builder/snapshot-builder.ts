@@ -285,12 +285,30 @@ export class SnapshotBuilder {
     return this.readCarry(dir, (carry) => locateIds(carry, ids));
   }
 
-  /** Mark `ids` retracted in the carry, so later builds skip their records; then every record of `upis` (carry-reader.ts, recordsOf). */
-  retractAndRead(dir: DataDir, ids: readonly string[], upis: ReadonlySet<string>, withIds = false): Promise<Map<string, CarriedItem[]>> {
+  /**
+   * Mark `ids` retracted in the carry, so later builds skip their records;
+   * then every record of `upis` (carry-reader.ts, recordsOf), of the files
+   * `files` only when given: a file read but not yet merged into what is
+   * served brings its records in its own merge.
+   */
+  retractAndRead(dir: DataDir, ids: readonly string[], upis: ReadonlySet<string>, options: { readonly withIds?: boolean; readonly files?: ReadonlySet<string> } = {}): Promise<Map<string, CarriedItem[]>> {
     return this.readCarry(dir, (carry) => {
       markRetracted(carry, ids);
-      return recordsOf(carry, upis, withIds);
+      const files = options.files;
+      return recordsOf(carry, upis, options.withIds ?? false, files === undefined ? undefined : this.#chunksOf(carry, files));
     });
+  }
+
+  /** Whether a chunk number of `carry` is one of the files `files` (chunks are numbered in file order, as #gather cuts them). */
+  #chunksOf(carry: BuildCarry, files: ReadonlySet<string>): (chunk: number) => boolean {
+    const inFiles = new Uint8Array(carry.chunks);
+    let chunk = 0;
+    for (const file of carry.files) {
+      const count = Math.max(1, Math.ceil(file.size / this.#chunkBytes));
+      if (files.has(file.name)) inFiles.fill(1, chunk, chunk + count);
+      chunk += count;
+    }
+    return (c) => inFiles[c] === 1;
   }
 
   /** Merge records into a live delta (delta-merge.ts) on the quick thread. */

@@ -366,7 +366,7 @@ export class SnapshotService implements ServedData, CorrectionEngine {
 
   /** CorrectionEngine: the VPA's stored items, retracted ones left out, oldest capture first; `counts` as served now. */
   async evidenceOf(upi: string): Promise<readonly EvidenceItemView[]> {
-    const found = await this.#builder.retractAndRead(this.#options.dataDir, this.#unmarkedRetractions(), new Set([upi]), true);
+    const found = await this.#builder.retractAndRead(this.#options.dataDir, this.#unmarkedRetractions(), new Set([upi]), { withIds: true });
     const meta = this.#current.meta;
     const from = countsFrom(meta.scoredAt, meta.evidenceMaxAgeMs);
     const clearance = this.#state().clearances.get(upi);
@@ -506,9 +506,13 @@ export class SnapshotService implements ServedData, CorrectionEngine {
     return from >= retracted.size ? [] : [...retracted].slice(from);
   }
 
-  /** Every record of `upis` but the retracted ones, as a merge's reset takes them. */
-  async #resetOf(upis: readonly string[]): Promise<{ upis: readonly string[]; records: ArrayBuffer }> {
-    const found = await this.#builder.retractAndRead(this.#options.dataDir, this.#unmarkedRetractions(), new Set(upis));
+  /**
+   * Every record of `upis` but the retracted ones, as a merge's reset takes
+   * them, of the evidence files served with it (`files`): one read but not
+   * merged yet brings its records in its own merge, after this one.
+   */
+  async #resetOf(upis: readonly string[], files: ReadonlySet<string>): Promise<{ upis: readonly string[]; records: ArrayBuffer }> {
+    const found = await this.#builder.retractAndRead(this.#options.dataDir, this.#unmarkedRetractions(), new Set(upis), { files });
     const parts: Uint8Array[] = [];
     for (const items of found.values()) for (const item of items) if (!item.retracted) parts.push(item.record);
     const records = Buffer.concat(parts);
@@ -525,7 +529,7 @@ export class SnapshotService implements ServedData, CorrectionEngine {
       if (this.#closed) return;
       const started = performance.now();
       const base = this.#current;
-      const reset = await this.#resetOf(upis);
+      const reset = await this.#resetOf(upis, new Set([...base.meta.evidenceFiles, ...this.#delta.meta.files]));
       const { delta } = await this.#builder.mergeDelta({
         base: base.data,
         previous: this.#delta,
@@ -615,7 +619,7 @@ export class SnapshotService implements ServedData, CorrectionEngine {
       let applied: AppliedFile[] = [];
       // Corrections recorded after `next` read them, answered afresh over it.
       const since = this.#options.corrections?.vpasSince(next.meta.correctionSequence) ?? [];
-      const reset = since.length === 0 ? undefined : await this.#resetOf(since);
+      const reset = since.length === 0 ? undefined : await this.#resetOf(since, new Set([...next.meta.evidenceFiles, ...kept.map((a) => a.file.name)]));
       if (kept.length > 0 || reset !== undefined) {
         const merged = await this.#builder.mergeDelta({
           base: next.data,

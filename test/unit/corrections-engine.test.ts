@@ -37,7 +37,8 @@ async function startService(first: readonly EvidenceInput[], corrections: Memory
 /** Every VPA asked about answers as a full build of the counting evidence: the fields the delta settles, or with `every`, all but the cluster id. */
 function assertAnswersAsRebuilt(view: ServingView, corrections: MemoryCorrections, every: boolean, context: string): void {
   const rebuilt = buildInProcess(corrections.counting());
-  const baseUrls = urlsOf(view.base);
+  // A url's category is settled by the delta only for urls new in it, and not on urls a correction touched.
+  const baseUrls = new Set([...urlsOf(view.base), ...corrections.urlsCorrected()]);
   for (const upi of ASKED) {
     const served = view.verdict(upi);
     const expected = rebuilt.verdict(upi);
@@ -65,6 +66,7 @@ test('a retraction takes an item back at once; a resend of its id stays a duplic
     assert.equal(s.service.view.verdict('b@ybl').status, 'CLEARED', 'the retracted id sent again is a duplicate');
     assertAnswersAsRebuilt(s.service.view, corrections, false, 'before compaction');
     await s.service.compact();
+    corrections.compacted();
     assertAnswersAsRebuilt(s.service.view, corrections, true, 'after compaction');
     assert.equal(s.service.view.delta, null);
     assert.deepEqual(
@@ -93,6 +95,7 @@ test('a clearance suppresses what was known; a new url flags again; its end rest
     assert.equal(flagged.evidence_count, 1);
     assertAnswersAsRebuilt(s.service.view, corrections, false, 'cleared');
     await s.service.compact();
+    corrections.compacted();
     assertAnswersAsRebuilt(s.service.view, corrections, true, 'cleared, compacted');
     await s.service.apply(corrections.state(), corrections.endClearance('shop@ybl'));
     assert.equal(s.service.view.verdict('shop@ybl').evidence_count, 3);
@@ -108,7 +111,8 @@ type Step =
   | { readonly kind: 'clear'; readonly upi: string; readonly daysAgo: number }
   | { readonly kind: 'end'; readonly upi: string }
   | { readonly kind: 'compact' }
-  | { readonly kind: 'restart' };
+  | { readonly kind: 'restart' }
+  | { readonly kind: 'ingest-and-retract'; readonly items: readonly EvidenceInput[]; readonly ids: readonly string[] };
 
 const stepArb: fc.Arbitrary<Step> = fc.oneof(
   fc.record({ kind: fc.constant('ingest' as const), items: fc.array(evidenceArb, { minLength: 1, maxLength: 6 }) }),
@@ -117,6 +121,11 @@ const stepArb: fc.Arbitrary<Step> = fc.oneof(
   fc.record({ kind: fc.constant('end' as const), upi: fc.constantFrom(...ASKED) }),
   fc.constant({ kind: 'compact' as const }),
   fc.constant({ kind: 'restart' as const }),
+  fc.record({
+    kind: fc.constant('ingest-and-retract' as const),
+    items: fc.array(evidenceArb, { minLength: 1, maxLength: 4 }),
+    ids: fc.array(fc.integer({ min: 1, max: 44 }).map((n) => `id-${n}`), { minLength: 1, maxLength: 3 }),
+  }),
 );
 
 test('snapshot, delta and corrections answer as a full build of the evidence that counts, after every step', async () => {
@@ -137,10 +146,21 @@ test('snapshot, delta and corrections answer as a full build of the evidence tha
           } else if (step.kind === 'end') {
             if (!corrections.state().clearances.has(step.upi)) continue;
             await s.service.apply(corrections.state(), corrections.endClearance(step.upi));
+          } else if (step.kind === 'ingest-and-retract') {
+            // Evidence read while a correction reads the same VPAs: neither may count it twice, nor lose it.
+            await Promise.all([
+              s.ingest(step.items),
+              (async () => {
+                const located = await s.service.locate(step.ids);
+                await s.service.apply(corrections.state(), corrections.retract(located));
+              })(),
+            ]);
+            await s.service.refresh();
           } else if (step.kind === 'restart') {
             await s.restart();
           } else {
             await s.service.compact();
+            corrections.compacted();
             every = true;
           }
           assertAnswersAsRebuilt(s.service.view, corrections, every, `step ${i} (${step.kind})`);
