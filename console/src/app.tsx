@@ -16,6 +16,8 @@ import { ClusterPage } from './pages/cluster.js';
 import { IntelligencePage } from './pages/intelligence.js';
 import { WatchlistsPage } from './pages/watchlists.js';
 import { WatchlistPage } from './pages/watchlist.js';
+import { DisputesPage } from './pages/disputes.js';
+import { DisputePage } from './pages/dispute.js';
 
 type SessionState =
   | { readonly kind: 'checking' }
@@ -29,6 +31,7 @@ const NAV: readonly { readonly href: string; readonly label: string; readonly pa
   { href: `${BASE}clusters`, label: 'Clusters', pages: ['clusters', 'cluster'] },
   { href: `${BASE}intelligence`, label: 'Intelligence', pages: ['intelligence'] },
   { href: `${BASE}watchlists`, label: 'Watchlists', pages: ['watchlists', 'watchlist'] },
+  { href: `${BASE}disputes`, label: 'Disputes', pages: ['disputes', 'dispute'] },
 ];
 
 export function App() {
@@ -145,6 +148,11 @@ function Page({ route, session }: { readonly route: Route; readonly session: Ses
     case 'watchlist':
       // Keyed, so another watchlist starts again on its first pages.
       return <WatchlistPage key={route.watchlistId} watchlistId={route.watchlistId} />;
+    case 'disputes':
+      return <DisputesPage />;
+    case 'dispute':
+      // Keyed, so another dispute starts with an empty note and nothing chosen.
+      return <DisputePage key={route.disputeId} disputeId={route.disputeId} />;
     case 'not-found':
       return (
         <>
