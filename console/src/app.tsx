@@ -18,6 +18,7 @@ import { WatchlistsPage } from './pages/watchlists.js';
 import { WatchlistPage } from './pages/watchlist.js';
 import { DisputesPage } from './pages/disputes.js';
 import { DisputePage } from './pages/dispute.js';
+import { ReportsPage } from './pages/reports.js';
 
 type SessionState =
   | { readonly kind: 'checking' }
@@ -32,6 +33,7 @@ const NAV: readonly { readonly href: string; readonly label: string; readonly pa
   { href: `${BASE}intelligence`, label: 'Intelligence', pages: ['intelligence'] },
   { href: `${BASE}watchlists`, label: 'Watchlists', pages: ['watchlists', 'watchlist'] },
   { href: `${BASE}disputes`, label: 'Disputes', pages: ['disputes', 'dispute'] },
+  { href: `${BASE}reports`, label: 'Reports', pages: ['reports'] },
 ];
 
 export function App() {
@@ -153,6 +155,8 @@ function Page({ route, session }: { readonly route: Route; readonly session: Ses
     case 'dispute':
       // Keyed, so another dispute starts with an empty note and nothing chosen.
       return <DisputePage key={route.disputeId} disputeId={route.disputeId} />;
+    case 'reports':
+      return <ReportsPage />;
     case 'not-found':
       return (
         <>

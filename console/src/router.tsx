@@ -18,6 +18,7 @@ export type Route =
   | { readonly page: 'watchlist'; readonly watchlistId: string }
   | { readonly page: 'disputes' }
   | { readonly page: 'dispute'; readonly disputeId: string }
+  | { readonly page: 'reports' }
   | { readonly page: 'not-found' };
 
 export function parseRoute(pathname: string, search: string): Route {
@@ -33,6 +34,7 @@ export function parseRoute(pathname: string, search: string): Route {
   if (first === 'watchlists' && second !== undefined && parts.length === 2) return { page: 'watchlist', watchlistId: decodeURIComponent(second) };
   if (first === 'disputes' && parts.length === 1) return { page: 'disputes' };
   if (first === 'disputes' && second !== undefined && parts.length === 2) return { page: 'dispute', disputeId: decodeURIComponent(second) };
+  if (first === 'reports' && parts.length === 1) return { page: 'reports' };
   return { page: 'not-found' };
 }
 
