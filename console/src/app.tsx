@@ -144,7 +144,7 @@ function Page({ route, session }: { readonly route: Route; readonly session: Ses
     case 'cluster':
       return <ClusterPage clusterId={route.clusterId} />;
     case 'intelligence':
-      return <IntelligencePage />;
+      return <IntelligencePage session={session} />;
     case 'watchlists':
       return <WatchlistsPage />;
     case 'watchlist':
