@@ -92,7 +92,7 @@ describe('the console', () => {
     await page.getByRole('textbox', { name: 'API key' }).fill(service.adminKey);
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.getByRole('button', { name: 'Sign out' }).waitFor();
-    for (const name of ['Keys', 'Screen', 'Clusters', 'Intelligence', 'Watchlists']) await page.getByRole('link', { name, exact: true }).waitFor();
+    for (const name of ['Keys', 'Screen', 'Clusters', 'Intelligence', 'Watchlists', 'Disputes', 'Reports']) await page.getByRole('link', { name, exact: true }).waitFor();
     // A string, evaluated in the page (this project's types have no DOM).
     const kept = await page.evaluate<string>('JSON.stringify({ local: { ...localStorage }, session: { ...sessionStorage }, url: location.href, cookie: document.cookie })');
     assert.equal(kept.includes(service.adminKey), false, `the key is kept: ${kept}`);
