@@ -16,6 +16,9 @@ import { ClusterPage } from './pages/cluster.js';
 import { IntelligencePage } from './pages/intelligence.js';
 import { WatchlistsPage } from './pages/watchlists.js';
 import { WatchlistPage } from './pages/watchlist.js';
+import { DisputesPage } from './pages/disputes.js';
+import { DisputePage } from './pages/dispute.js';
+import { ReportsPage } from './pages/reports.js';
 
 type SessionState =
   | { readonly kind: 'checking' }
@@ -29,6 +32,8 @@ const NAV: readonly { readonly href: string; readonly label: string; readonly pa
   { href: `${BASE}clusters`, label: 'Clusters', pages: ['clusters', 'cluster'] },
   { href: `${BASE}intelligence`, label: 'Intelligence', pages: ['intelligence'] },
   { href: `${BASE}watchlists`, label: 'Watchlists', pages: ['watchlists', 'watchlist'] },
+  { href: `${BASE}disputes`, label: 'Disputes', pages: ['disputes', 'dispute'] },
+  { href: `${BASE}reports`, label: 'Reports', pages: ['reports'] },
 ];
 
 export function App() {
@@ -139,12 +144,19 @@ function Page({ route, session }: { readonly route: Route; readonly session: Ses
     case 'cluster':
       return <ClusterPage clusterId={route.clusterId} />;
     case 'intelligence':
-      return <IntelligencePage />;
+      return <IntelligencePage session={session} />;
     case 'watchlists':
       return <WatchlistsPage />;
     case 'watchlist':
       // Keyed, so another watchlist starts again on its first pages.
       return <WatchlistPage key={route.watchlistId} watchlistId={route.watchlistId} />;
+    case 'disputes':
+      return <DisputesPage />;
+    case 'dispute':
+      // Keyed, so another dispute starts with an empty note and nothing chosen.
+      return <DisputePage key={route.disputeId} disputeId={route.disputeId} />;
+    case 'reports':
+      return <ReportsPage />;
     case 'not-found':
       return (
         <>

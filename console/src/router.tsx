@@ -16,6 +16,9 @@ export type Route =
   | { readonly page: 'intelligence' }
   | { readonly page: 'watchlists' }
   | { readonly page: 'watchlist'; readonly watchlistId: string }
+  | { readonly page: 'disputes' }
+  | { readonly page: 'dispute'; readonly disputeId: string }
+  | { readonly page: 'reports' }
   | { readonly page: 'not-found' };
 
 export function parseRoute(pathname: string, search: string): Route {
@@ -29,6 +32,9 @@ export function parseRoute(pathname: string, search: string): Route {
   if (first === 'intelligence' && parts.length === 1) return { page: 'intelligence' };
   if (first === 'watchlists' && parts.length === 1) return { page: 'watchlists' };
   if (first === 'watchlists' && second !== undefined && parts.length === 2) return { page: 'watchlist', watchlistId: decodeURIComponent(second) };
+  if (first === 'disputes' && parts.length === 1) return { page: 'disputes' };
+  if (first === 'disputes' && second !== undefined && parts.length === 2) return { page: 'dispute', disputeId: decodeURIComponent(second) };
+  if (first === 'reports' && parts.length === 1) return { page: 'reports' };
   return { page: 'not-found' };
 }
 
@@ -42,6 +48,10 @@ export function clusterPath(clusterId: string): string {
 
 export function watchlistPath(watchlistId: string): string {
   return `${BASE}watchlists/${encodeURIComponent(watchlistId)}`;
+}
+
+export function disputePath(disputeId: string): string {
+  return `${BASE}disputes/${encodeURIComponent(disputeId)}`;
 }
 
 const NAVIGATED = 'console:navigated';

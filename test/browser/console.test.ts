@@ -3,11 +3,22 @@ import assert from 'node:assert/strict';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { recommendedAction } from '../../src/api/advice.js';
 import { writeDemoData } from '../../src/demo/generator.js';
-import { axeViolations, indicatorFaults, scrollWidth, tabThrough } from '../fixtures/console-audit.js';
-import { launchChromium, signIn, startConsoleServer, watchPage, type ConsoleServer } from '../fixtures/console-browser.js';
+import { auditPage } from '../fixtures/console-audit.js';
+import {
+  closeTab,
+  escapeRegExp,
+  focusedElement,
+  launchChromium,
+  openTab,
+  signIn,
+  signedInTab,
+  startConsoleServer,
+  type ConsoleServer,
+  type ConsoleTab,
+} from '../fixtures/console-browser.js';
 import { until } from '../helpers.js';
 import { startReceiver } from '../webhook-receiver.js';
 
@@ -44,30 +55,16 @@ after(async () => {
   if (ownShots) await rm(shots, { recursive: true, force: true });
 });
 
-interface Session {
-  readonly context: BrowserContext;
-  readonly page: Page;
-  /** CSP violations and uncaught errors: none by the end of each test. */
-  readonly problems: string[];
+function openConsole(width?: number): Promise<ConsoleTab> {
+  return openTab(browser, width);
 }
 
-async function openConsole(width = 1360): Promise<Session> {
-  const context = await browser.newContext({ ignoreHTTPSErrors: true, acceptDownloads: true, viewport: { width, height: 900 } });
-  const page = await context.newPage();
-  page.setDefaultTimeout(20_000);
-  return { context, page, problems: watchPage(page) };
+function signedIn(): Promise<ConsoleTab> {
+  return signedInTab(browser, service.base, service.adminKey);
 }
 
-async function signedIn(): Promise<Session> {
-  const session = await openConsole();
-  await signIn(session.page, service.base, service.adminKey);
-  await session.page.getByRole('button', { name: 'Sign out' }).waitFor();
-  return session;
-}
-
-async function close(session: Session): Promise<void> {
-  await session.context.close();
-  assert.deepEqual(session.problems, [], 'no Content Security Policy violation or uncaught error');
+function close(session: ConsoleTab): Promise<void> {
+  return closeTab(session);
 }
 
 async function screenshot(page: Page, name: string): Promise<void> {
@@ -95,7 +92,7 @@ describe('the console', () => {
     await page.getByRole('textbox', { name: 'API key' }).fill(service.adminKey);
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.getByRole('button', { name: 'Sign out' }).waitFor();
-    for (const name of ['Keys', 'Screen', 'Clusters', 'Intelligence', 'Watchlists']) await page.getByRole('link', { name, exact: true }).waitFor();
+    for (const name of ['Keys', 'Screen', 'Clusters', 'Intelligence', 'Watchlists', 'Disputes', 'Reports']) await page.getByRole('link', { name, exact: true }).waitFor();
     // A string, evaluated in the page (this project's types have no DOM).
     const kept = await page.evaluate<string>('JSON.stringify({ local: { ...localStorage }, session: { ...sessionStorage }, url: location.href, cookie: document.cookie })');
     assert.equal(kept.includes(service.adminKey), false, `the key is kept: ${kept}`);
@@ -488,11 +485,7 @@ describe('the console by keyboard, at 1280 and 320 px wide (WCAG 2.2 reflow)', (
       const { page } = session;
       const faults: string[] = [];
       const check = async (state: string) => {
-        for (const violation of await axeViolations(page)) faults.push(`${state}: ${violation}`);
-        const wide = await scrollWidth(page);
-        if (wide > width) faults.push(`${state}: the page scrolls sideways, ${wide} px wide`);
-        // Enough stops for the header and the first controls of the page; the rest are more of the same.
-        for (const stop of await tabThrough(page, 40)) for (const fault of indicatorFaults(stop)) faults.push(`${state}: ${fault}`);
+        faults.push(...(await auditPage(page, width, state)));
       };
 
       await page.goto(`${service.base}/console/`);
@@ -557,18 +550,3 @@ describe('the console by keyboard, at 1280 and 320 px wide (WCAG 2.2 reflow)', (
     });
   }
 });
-
-/**
- * The focused element as "TAG text", once it is `expected` or after five
- * seconds, whichever comes first: focus moves in the page's own commit, which
- * may land a moment after the control a test waited for appears.
- */
-async function focusedElement(page: Page, expected: string): Promise<string> {
-  const focus = "document.activeElement === null ? '' : document.activeElement.tagName + ' ' + document.activeElement.textContent";
-  await page.waitForFunction(`(${focus}) === ${JSON.stringify(expected)}`, undefined, { timeout: 5000 }).catch(() => {});
-  return page.evaluate<string>(focus);
-}
-
-function escapeRegExp(text: string): string {
-  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-}

@@ -80,9 +80,11 @@ export async function fetchWatchlist(id: string, signal?: AbortSignal): Promise<
   }
 }
 
-function pageQuery(limit: number, cursor: string | null): string {
+/** A cursor-paged listing's query: `limit` items after `cursor` (null for the first page), and any filter that is not null. */
+export function pageQuery(limit: number, cursor: string | null, filters: Readonly<Record<string, string | null>> = {}): string {
   const query = new URLSearchParams({ limit: String(limit) });
   if (cursor !== null) query.set('cursor', cursor);
+  for (const [name, value] of Object.entries(filters)) if (value !== null) query.set(name, value);
   return query.toString();
 }
 

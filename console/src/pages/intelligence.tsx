@@ -1,15 +1,18 @@
 /**
  * Intelligence: the snapshot in service, the live delta, recent builds (or
  * publications, in the fleet), freshness, charts of the last hour
- * (refreshed every 15 s) and evidence upload.
+ * (refreshed every 15 s), evidence upload, retraction of evidence, and the
+ * clearances of VPAs.
  */
 import { useEffect } from 'preact/hooks';
 import { fetchStats } from '../api/admin.js';
-import type { Stats, StatsSample } from '../api/types.js';
+import type { Session, Stats, StatsSample } from '../api/types.js';
+import { ClearanceList } from '../components/clearance-list.js';
 import { ErrorMessage } from '../components/error-message.js';
 import { CompactNow } from '../components/compact-now.js';
 import { EvidenceUpload } from '../components/evidence-upload.js';
 import { PageHeading } from '../components/page-heading.js';
+import { RetractEvidence } from '../components/retract-evidence.js';
 import { Sparkline } from '../components/sparkline.js';
 import { Time } from '../components/time.js';
 import { formatBytes, formatMilliseconds, formatNumber, formatSeconds } from '../format.js';
@@ -26,7 +29,7 @@ const SERIES: readonly { readonly field: keyof Omit<StatsSample, 'at'>; readonly
   { field: 'resident_bytes', title: 'Resident memory', format: formatBytes },
 ];
 
-export function IntelligencePage() {
+export function IntelligencePage({ session }: { readonly session: Session }) {
   const stats = useLoad((signal) => fetchStats(signal), []);
 
   useEffect(() => {
@@ -42,6 +45,8 @@ export function IntelligencePage() {
       <ErrorMessage message={stats.error} />
       {stats.data === null ? stats.loading ? <p role="status">Loading…</p> : null : <StatsView stats={stats.data} onCompaction={() => void stats.reload()} />}
       <EvidenceUpload onStored={() => void stats.reload()} />
+      <RetractEvidence session={session} onRetracted={() => void stats.reload()} />
+      <ClearanceList onEnded={() => void stats.reload()} />
     </>
   );
 }

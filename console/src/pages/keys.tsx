@@ -20,7 +20,7 @@ const AUDIT_LIMIT = 100;
 
 const SCOPE_HINTS: Readonly<Record<KeyScope, string>> = {
   screen: 'look up VPAs and clusters',
-  ingest: 'send evidence',
+  ingest: 'send and retract evidence',
   admin: 'manage keys and sign in to this console',
 };
 
