@@ -3,6 +3,7 @@ import { getHeapStatistics } from 'node:v8';
 import { AggregatorRegistry, Counter, Gauge, Registry, type GaugeConfiguration, type MetricObjectWithValues, type MetricValue } from 'prom-client';
 import type { BuildReport } from '../builder/snapshot-builder.js';
 import type { SnapshotView } from '../engine/snapshot-view.js';
+import { ARRAY_FIELDS, type SnapshotData } from '../engine/snapshot-data.js';
 import type { DeltaFigures } from '../service/served-data.js';
 import { RequestStats, type MetricJson } from './request-stats.js';
 
@@ -15,7 +16,7 @@ const GC_KINDS = new Map<number, string>([
 ]);
 
 /** The main thread's gauges whose values are read at each scrape from a function set later. */
-type ScrapeReader = 'carriedBytes' | 'reusableBytes' | 'replacedSnapshots' | 'buildThreads' | 'deltaVpas' | 'deltaItems' | 'deltaBytes' | 'deltaAge' | 'sinceCompaction' | 'storeConnected' | 'sinceCaughtUp';
+type ScrapeReader = 'residentBytes' | 'carriedBytes' | 'reusableBytes' | 'replacedSnapshots' | 'buildThreads' | 'deltaVpas' | 'deltaItems' | 'deltaBytes' | 'deltaAge' | 'sinceCompaction' | 'storeConnected' | 'sinceCaughtUp';
 
 /**
  * Prometheus metrics of one thread: request counts and latency
@@ -39,6 +40,12 @@ export class ServiceMetrics {
     registers: [this.registry],
   });
   readonly snapshotVpas = this.#gauge({ name: 'upi_risk_snapshot_vpas', help: 'Flagged VPAs in the served snapshot' });
+  readonly snapshotBytes = this.#gauge({
+    name: 'upi_risk_snapshot_bytes',
+    help: "Bytes of the served snapshot's arrays: one copy, in shared memory, read by every serving thread",
+  });
+  /** The served snapshot's bytes, found once per snapshot. */
+  #snapshotBytesOf: { readonly id: string; readonly bytes: number } | null = null;
   readonly snapshotAge = this.#gauge({
     name: 'upi_risk_snapshot_age_seconds',
     help: 'Seconds since the newest evidence in the served snapshot was ingested',
@@ -109,6 +116,10 @@ export class ServiceMetrics {
   readonly lastBuildReusedBytes = this.#gauge({
     name: 'upi_risk_last_build_reused_bytes',
     help: "Bytes of the last build's snapshot laid out in the memory of a replaced snapshot instead of new memory",
+  });
+  readonly residentBytes = this.#readAtScrape('residentBytes', {
+    name: 'upi_risk_resident_bytes',
+    help: "The process's resident memory (RSS): every thread, the snapshot and delta, what builds keep, and the allocator's slack",
   });
   readonly buildCarriedBytes = this.#readAtScrape('carriedBytes', {
     name: 'upi_risk_build_carried_bytes',
@@ -222,6 +233,8 @@ export class ServiceMetrics {
   observeSnapshot(view: SnapshotView, now = Date.now()): void {
     const meta = view.meta;
     this.snapshotVpas.set(meta.vpaCount);
+    if (this.#snapshotBytesOf?.id !== meta.id) this.#snapshotBytesOf = { id: meta.id, bytes: snapshotBytes(view.data) };
+    this.snapshotBytes.set(this.#snapshotBytesOf.bytes);
     this.snapshotAge.set(Math.max(0, (now - view.asOf) / 1000));
     this.snapshotInfo.reset();
     this.snapshotInfo.set({ id: meta.id }, 1);
@@ -231,6 +244,11 @@ export class ServiceMetrics {
     this.lastBuildTime.set(finishedAt / 1000);
     this.lastBuildDuration.set(report.durationMs / 1000);
     this.lastBuildReusedBytes.set(report.reusedBytes);
+  }
+
+  /** Read the process's resident memory at every scrape (main thread only: it is the whole process's). */
+  watchResidentBytes(read: () => number = () => process.memoryUsage.rss()): void {
+    this.#readers.residentBytes = read;
   }
 
   /** Read the builder's carried memory at every scrape: it changes at start (the evidence read ahead) as well as with builds. */
@@ -267,4 +285,11 @@ export class ServiceMetrics {
   watchReplacedSnapshots(read: () => number): void {
     this.#readers.replacedSnapshots = read;
   }
+}
+
+/** Bytes of a snapshot's arrays (a file's one buffer, or a build's many). */
+function snapshotBytes(data: SnapshotData): number {
+  let bytes = 0;
+  for (const field of ARRAY_FIELDS) bytes += data[field].byteLength;
+  return bytes;
 }

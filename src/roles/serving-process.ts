@@ -126,6 +126,7 @@ export async function runServer(options: ServeOptions, mode: ServingMode): Promi
   keys.onChange((records) => logger.info({ activeKeys: records.length, store: store.backend.description }, 'API keys reloaded'));
   keys.watch(mode.keyPollMs);
   const metrics = new ServiceMetrics();
+  metrics.watchResidentBytes();
   const served = await mode.start(logger, metrics, keys, store.audit);
   const service = served.service;
   const stats = new IntelligenceStats(served.stats);

@@ -87,6 +87,8 @@ describe('operations', { concurrency: true }, () => {
     'upi_risk_http_request_duration_seconds',
     'upi_risk_rate_limit_rejections_total',
     'upi_risk_snapshot_vpas',
+    'upi_risk_snapshot_bytes',
+    'upi_risk_resident_bytes',
     'upi_risk_snapshot_age_seconds',
     'upi_risk_snapshot_info',
     'upi_risk_event_loop_delay_max_seconds',
@@ -116,6 +118,11 @@ describe('operations', { concurrency: true }, () => {
       assert.equal(sample(text, 'upi_risk_http_request_duration_seconds_count{route="verify"}'), 2);
       assert.equal(sample(text, 'upi_risk_rate_limit_rejections_total{kind="key"}'), 1);
       assert.equal(sample(text, 'upi_risk_snapshot_vpas'), 40);
+      // One copy of the snapshot, whatever the number of serving threads, inside the whole process's memory.
+      const snapshotBytes = sample(text, 'upi_risk_snapshot_bytes')!;
+      const resident = sample(text, 'upi_risk_resident_bytes')!;
+      assert.ok(snapshotBytes > 40 * 8 && snapshotBytes < 1_000_000, `snapshot bytes ${snapshotBytes}`);
+      assert.ok(resident > 20_000_000 && resident > snapshotBytes, `resident bytes ${resident}`);
       assert.equal(sample(text, `upi_risk_snapshot_info{id="${ok.headers.get('x-data-version')!}"}`), 1);
       const age = sample(text, 'upi_risk_snapshot_age_seconds');
       assert.ok(age !== undefined && age >= 0, 'snapshot age is a number of seconds');
