@@ -30,6 +30,8 @@ interface Clearance {
  */
 export class CorrectionBook {
   readonly #retracted = new Set<string>();
+  /** The copy of #retracted handed out in `state`, until a retraction changes it: a clearance need not copy 100,000 ids. */
+  #retractedCopy: ReadonlySet<string> | null = null;
   /** Every clearance, in the order made (the list's order and its cursors). */
   readonly #clearances: Clearance[] = [];
   readonly #byId = new Map<string, number>();
@@ -66,6 +68,7 @@ export class CorrectionBook {
         for (const item of record.evidence) {
           if (this.#retracted.has(item.id)) continue;
           this.#retracted.add(item.id);
+          this.#retractedCopy = null;
           upis.add(item.upi);
         }
         if (upis.size > 0) this.#state = null;
@@ -107,7 +110,8 @@ export class CorrectionBook {
     if (this.#state === null) {
       const clearances = new Map<string, ActiveClearance>();
       for (const [upi, c] of this.#active) clearances.set(upi, { createdAt: c.createdAt, urls: c.urls });
-      this.#state = { sequence: this.#changed.length, retracted: new Set(this.#retracted), clearances };
+      this.#retractedCopy ??= new Set(this.#retracted);
+      this.#state = { sequence: this.#changed.length, retracted: this.#retractedCopy, clearances };
     }
     return this.#state;
   }
