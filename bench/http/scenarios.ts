@@ -5,7 +5,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { link, mkdir, readFile, readdir, writeFile } from 'node:fs/promises';
+import { copyFile, link, mkdir, readFile, readdir, writeFile } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { performance } from 'node:perf_hooks';
@@ -630,19 +630,28 @@ export async function readyOf(server: RunningServer): Promise<{ snapshot: string
 }
 
 /**
- * A copy of a data directory made of hard links: instant, and safe because
- * every file there is written once, under a temporary name, and renamed
- * into place (evidence, snapshots, state, keys), never changed.
+ * A copy of a data directory made of hard links: instant, and safe for
+ * every file written once, under a temporary name, and renamed into place
+ * (evidence, snapshots, parsed state, keys), never changed. The journals
+ * are appended to in place (the audit log, the corrections, watch and
+ * dispute journals: `.ndjson` outside `evidence/`), so those are copied:
+ * linked, a server on the copy would write into the original's.
  */
 export async function cloneDataDir(from: string, to: string): Promise<string> {
+  await cloneFolder(from, to, false);
+  return to;
+}
+
+async function cloneFolder(from: string, to: string, evidence: boolean): Promise<void> {
   await mkdir(to, { recursive: true });
   for (const entry of await readdir(from, { withFileTypes: true })) {
     const source = join(from, entry.name);
     const target = join(to, entry.name);
-    if (entry.isDirectory()) await cloneDataDir(source, target);
-    else if (entry.isFile()) await link(source, target);
+    if (entry.isDirectory()) await cloneFolder(source, target, evidence || entry.name === 'evidence');
+    else if (!entry.isFile()) continue;
+    else if (entry.name.endsWith('.ndjson') && !evidence) await copyFile(source, target);
+    else await link(source, target);
   }
-  return to;
 }
 
 export function sleep(ms: number): Promise<void> {
