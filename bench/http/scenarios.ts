@@ -263,6 +263,36 @@ export async function rotatedPeakRounds(
   return rounds;
 }
 
+/** Medians over rotatedPeakRounds' rounds, by run name (the ceiling's named `ceiling`). */
+export interface RoundMedians {
+  /** Median peak, req/s. */
+  peak(name: string): number;
+  /** Median of each round's peak / the ceiling's. */
+  toCeiling(name: string): number;
+  /** Median of each round's `a` peak / `b` peak. */
+  ratio(a: string, b: string): number;
+  /** Lowest and highest round's `a` / `b`. */
+  ratioRange(a: string, b: string): readonly [number, number];
+  /** Median server CPU per request, µs (null where /proc could not tell). */
+  cpuUs(name: string): number | null;
+}
+
+export function roundMedians(rounds: readonly RotatedRound[], ceiling = 'ceiling'): RoundMedians {
+  const median = (values: readonly number[]) => medianBy(values, (v) => v);
+  const rates = (name: string) => rounds.map((r) => r.runs[name]!.requestsPerSecond);
+  const ratios = (a: string, b: string) => rounds.map((r) => r.runs[a]!.requestsPerSecond / r.runs[b]!.requestsPerSecond);
+  return {
+    peak: (name) => median(rates(name)),
+    toCeiling: (name) => round3(median(ratios(name, ceiling))),
+    ratio: (a, b) => round3(median(ratios(a, b))),
+    ratioRange: (a, b) => [round3(Math.min(...ratios(a, b))), round3(Math.max(...ratios(a, b)))],
+    cpuUs: (name) => {
+      const known = rounds.map((r) => r.runs[name]!.serverCpuUsPerRequest).filter((v): v is number => v !== null);
+      return known.length === 0 ? null : median(known);
+    },
+  };
+}
+
 /** Peak and latency of every scenario, service then ceiling, in one TLS mode. */
 export async function runHttp(options: HttpOptions, token: string): Promise<HttpResult> {
   const { workload, tls, log } = options;
