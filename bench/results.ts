@@ -437,10 +437,11 @@ function correctionsSection(c: CorrectionsResult): string[] {
   parts.push(`## Corrections: single lookups with ${fmt(l.clearances)} clearances and ${fmt(l.retractedItems)} retracted items (plain HTTP, wrk, ${fmt(l.bodyBytes)}-byte answers)`);
   parts.push(
     table(
-      ['phase', 'delta VPAs', 'resident, MiB', 'corrected, req/s', 'other', 'ceiling', 'corrected / ceiling', 'other / ceiling', 'corrected / other', 'CPU per request, µs'],
+      ['phase', 'delta VPAs (bytes)', 'carried', 'resident, MiB', 'corrected, req/s', 'other', 'ceiling', 'corrected / ceiling', 'other / ceiling', 'corrected / other', 'CPU per request, µs'],
       l.phases.map((p) => [
         p.phase === 'none' ? 'before the corrections' : p.phase === 'delta' ? 'corrections in the live delta' : 'compacted',
-        fmt(p.deltaVpas),
+        `${fmt(p.deltaVpas)} (${mb(p.deltaBytes, 1)})`,
+        mb(p.carriedBytes),
         `${fmt(p.rssMiB.corrected)} / ${fmt(p.rssMiB.other)}`,
         fmt(p.correctedPeak),
         fmt(p.otherPeak),
@@ -478,7 +479,8 @@ function correctionsSection(c: CorrectionsResult): string[] {
       `The same request lists for both: ${pct(l.correctedLookupShare)} of the lookups name a corrected VPA (cleared, or with an item retracted), the rest known and unknown VPAs as in the http section. ` +
       `Between the first phase and the second, the corrected server took ${fmt(l.retractedItems)} retracted items (one each of as many VPAs, ${fmt(l.retractionAnswers.count)} requests of up to 1,000 ids) ` +
       `and ${fmt(l.clearances)} clearances (one request each), all over HTTP; before the third, both were compacted (\`POST /v1/admin/compaction\`), the corrected one in ${fmt(l.compactionS, 1)} s. ` +
-      'With / without: the corrected server against itself before the corrections, its peak to the ceiling of each round, and against the other server in the same rounds.',
+      'With / without: the corrected server against itself before the corrections, its peak to the ceiling of each round, and against the other server in the same rounds. ' +
+      "Delta bytes (`upi_risk_delta_bytes`), carried (`upi_risk_build_carried_bytes`: what the corrected server keeps for its next build) and resident memory (VmRSS, the corrected server / the other) are read at each phase's start, idle.",
   );
   return parts;
 }

@@ -37,7 +37,7 @@ import type { BuilderProcess, RunningServer } from '../../test/server-process.js
 import { round1, round3 } from '../support/report.js';
 import { clear, postJson, retract, servedSeries, type Desk, type ServedSeries, type Watched } from './correction-latency.js';
 import { pickTargets, type CorrectionTargets, type SeriesTargets } from './correction-targets.js';
-import { METRICS_TOKEN, serveArgs } from './delta.js';
+import { METRICS_TOKEN, gauge, serveArgs } from './delta.js';
 import { cli, measureBuilders, measureIngest, startFollower, type FleetBuilder, type FleetIngest } from './fleet.js';
 import { freshnessOf, type Freshness } from './freshness.js';
 import { startOpenLoop, type OpenLoopResult, type RunningOpenLoop } from './load-tools.js';
@@ -84,8 +84,11 @@ export interface CorrectionsOptions extends LoadOptions {
 /** One phase of the lookup cost: rounds of the corrected server and the other, then the ceiling. */
 export interface LookupPhase {
   readonly phase: 'none' | 'delta' | 'compacted';
-  /** VPAs in the corrected server's live delta, from /readyz. */
+  /** VPAs in the corrected server's live delta, from /readyz, and its bytes (upi_risk_delta_bytes). */
   readonly deltaVpas: number;
+  readonly deltaBytes: number;
+  /** What the corrected server keeps for its next build (upi_risk_build_carried_bytes). */
+  readonly carriedBytes: number;
   /** Resident memory of the corrected server and the other at the phase's start, idle, MiB. */
   readonly rssMiB: { readonly corrected: number; readonly other: number };
   readonly rounds: readonly RotatedRound[];
@@ -215,8 +218,13 @@ async function measureLookupCost(o: CorrectionsOptions, base: string, workload: 
     const ceiling = { name: 'ceiling', target: targetFor('single', workload, bare.port, false, token), pid: bare.pid };
     const phase = async (name: LookupPhase['phase']): Promise<LookupPhase> => {
       const deltaVpas = (await readyOf(corrected)).delta_vpas;
+      const text = await metricsOf(corrected, METRICS_TOKEN)();
+      const memory = { deltaBytes: gauge(text, 'upi_risk_delta_bytes'), carriedBytes: gauge(text, 'upi_risk_build_carried_bytes') };
       const rssMiB = { corrected: await residentMiB(corrected.child.pid!), other: await residentMiB(servers.other.child.pid!) };
-      log(`  ${name}: corrected server's delta ${deltaVpas} VPAs; resident ${rssMiB.corrected} and ${rssMiB.other} MiB`);
+      log(
+        `  ${name}: corrected server's delta ${deltaVpas} VPAs, ${memory.deltaBytes} bytes; carried ${memory.carriedBytes} bytes; ` +
+          `resident ${rssMiB.corrected} and ${rssMiB.other} MiB`,
+      );
       const rounds = await rotatedPeakRounds(
         (['corrected', 'other'] as const).map((key) => ({ name: key, target: targetFor('single', workload, portOf(servers[key]), false, token), pid: servers[key].child.pid! })),
         ceiling,
@@ -230,7 +238,7 @@ async function measureLookupCost(o: CorrectionsOptions, base: string, workload: 
               `: corrected / other ${((runs.corrected!.requestsPerSecond / runs.other!.requestsPerSecond) * 100).toFixed(1)}%`,
           ),
       );
-      return lookupPhase(name, deltaVpas, rssMiB, rounds);
+      return { ...lookupPhase(name, rounds), deltaVpas, ...memory, rssMiB };
     };
 
     const none = await phase('none');
@@ -303,12 +311,11 @@ async function compact(server: RunningServer, dataDir: string, token: string, th
   }
 }
 
-function lookupPhase(phase: LookupPhase['phase'], deltaVpas: number, rssMiB: LookupPhase['rssMiB'], rounds: readonly RotatedRound[]): LookupPhase {
+/** A phase's figures from its rounds. */
+function lookupPhase(phase: LookupPhase['phase'], rounds: readonly RotatedRound[]): Omit<LookupPhase, 'deltaVpas' | 'deltaBytes' | 'carriedBytes' | 'rssMiB'> {
   const m = roundMedians(rounds);
   return {
     phase,
-    deltaVpas,
-    rssMiB,
     rounds,
     correctedPeak: m.peak('corrected'),
     otherPeak: m.peak('other'),

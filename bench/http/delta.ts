@@ -325,7 +325,8 @@ function sampleLoad(metrics: () => Promise<string>, serverPid: number, generator
   };
 }
 
-function gauge(text: string, name: string): number {
+/** The unlabelled gauge `name` of a /metrics text. */
+export function gauge(text: string, name: string): number {
   const match = new RegExp(`^${name} (\\S+)$`, 'm').exec(text);
   if (match === null) throw new Error(`the server reports no ${name}`);
   return Number(match[1]);
