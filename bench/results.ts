@@ -6,6 +6,8 @@
 import type { HttpResult, ScenarioResult, SwapResult } from './http/scenarios.js';
 import type { MachineStallResult } from './machine-stall.bench.js';
 import { describeWindows, type DeltaResult, type HotPathScenario } from './http/delta.js';
+import type { CorrectionsResult, LookupPhase } from './http/corrections.js';
+import type { CorrectionSeries, ServedSeries } from './http/correction-latency.js';
 import type { FleetResult } from './http/fleet.js';
 import type { Freshness } from './http/freshness.js';
 import type { OpenLoopResult } from './http/load-tools.js';
@@ -31,6 +33,8 @@ export interface SuiteResult {
   delta?: DeltaResult | null;
   /** The fleet mode (http/fleet.ts); absent in reports from before it. */
   fleet?: FleetResult | null;
+  /** Retractions and clearances (http/corrections.ts); absent in reports from before it. */
+  corrections?: CorrectionsResult | null;
 }
 
 type Check = readonly [figure: string, target: string, measured: string, met: boolean | null];
@@ -128,6 +132,7 @@ function checks(suite: SuiteResult): Check[] {
   }
   if (suite.delta !== undefined && suite.delta !== null) out.push(...deltaChecks(suite.delta));
   if (suite.fleet !== undefined && suite.fleet !== null) out.push(...fleetChecks(suite.fleet));
+  if (suite.corrections !== undefined && suite.corrections !== null) out.push(...correctionsChecks(suite.corrections));
   return out;
 }
 
@@ -336,6 +341,146 @@ function fleetSection(f: FleetResult): string[] {
     `Each small file: ${f.smallFile.newVpas} VPAs never seen before, ${f.smallFile.knownItems} items for known VPAs, ${f.smallFile.againItems} for VPAs earlier files added; ` +
       'each ingest is `upi-risk ingest --store` as a process, the next one once both followers serve the last. Every serving thread of each follower is polled on a keep-alive connection of its own every 5 ms; ' +
       `followers hear of new evidence by LISTEN/NOTIFY, with their poll every second behind it. Freshness polls answered other than 200: ${f.pollFailures}.`,
+  );
+  return parts;
+}
+
+/** Both kinds of a series: served p99 and p50 each, and the answers' p99. */
+function servedText(s: ServedSeries): string {
+  const kind = (name: string, c: CorrectionSeries) => `${name} p99 ${fmt(c.served.p99)} ms (p50 ${fmt(c.served.p50)}, answered p99 ${fmt(c.answered.p99)})`;
+  return `${kind('retraction', s.retraction)}, ${kind('clearance', s.clearance)}; ${s.retraction.served.count} of each`;
+}
+
+const servedMet = (s: ServedSeries) => s.retraction.served.p99 <= 1000 && s.clearance.served.p99 <= 1000;
+
+function correctionsChecks(c: CorrectionsResult): Check[] {
+  const out: Check[] = [];
+  const loadText = (l: OpenLoopResult) => `; load p99 ${l.p99} ms, failed ${l.errors + l.non2xx} of ${fmt(l.sent)}`;
+  const served: readonly (readonly [string, ServedSeries, OpenLoopResult | null])[] = [
+    ['corrections served, idle: sent → changed answer on every serving thread', c.embedded.idle, null],
+    [`corrections served under ${fmt(c.rate)} single lookups/s (${c.rateFrom})`, c.embedded.underLoad, c.embedded.load],
+    ['fleet: corrections sent to one follower, idle → changed answer on every thread of the other', c.fleet.idle, null],
+    [`fleet: the same, the other follower under ${fmt(c.rate)} single lookups/s`, c.fleet.underLoad, c.fleet.load],
+  ];
+  for (const [figure, series, load] of served) out.push([figure, '≤ 1,000 ms (p99)', `${servedText(series)}${load === null ? '' : loadText(load)}`, servedMet(series)]);
+  const l = c.lookupCost;
+  const [none, delta, compacted] = l.phases as [LookupPhase, LookupPhase, LookupPhase];
+  const corrections = `${fmt(l.clearances)} clearances and ${fmt(l.retractedItems)} retracted items`;
+  const phases = [
+    [`in the live delta (${fmt(delta.deltaVpas)} VPAs)`, delta, l.delta],
+    ['compacted into the snapshot', compacted, l.compacted],
+  ] as const;
+  for (const [where, phase, ratios] of phases) {
+    out.push([
+      `single lookup peak with ${corrections} ${where} / without, same server, each to the ceiling of its rounds`,
+      '≥ 97%',
+      `${pct(ratios.sameServerToCeiling)}: ${pct(phase.correctedToCeiling)} of the ceiling against ${pct(none.correctedToCeiling)} before (${fmt(phase.correctedPeak)} and ${fmt(none.correctedPeak)} req/s: ${pct(ratios.sameServer)}; ` +
+        `ceiling ${fmt(phase.ceilingPeak)} and ${fmt(none.ceilingPeak)} req/s)`,
+      ratios.sameServerToCeiling >= 0.97,
+    ]);
+    out.push([
+      `the same against a server without corrections, in the same rounds`,
+      '≥ 97%',
+      `${pct(ratios.againstOther)}: corrected / other ${pct(phase.correctedToOther)} (${pct(phase.correctedToOtherRange[0])}–${pct(phase.correctedToOtherRange[1])} over ${phase.rounds.length} rounds) against ${pct(none.correctedToOther)} before; ` +
+        `server CPU per request ${cpuText(phase.cpuUs.corrected)} / ${cpuText(phase.cpuUs.other)} µs, ceiling ${cpuText(phase.cpuUs.ceiling)} µs`,
+      ratios.againstOther >= 0.97,
+    ]);
+  }
+  out.push([
+    `applying ${corrections} over HTTP, one request after another`,
+    'report',
+    `clearances ${fmt(l.clearingS, 1)} s (each answered in p50 ${fmt(l.clearanceAnswers.p50)} ms, p99 ${fmt(l.clearanceAnswers.p99)} ms, max ${fmt(l.clearanceAnswers.max)} ms); ` +
+      `retractions ${fmt(l.retractingS, 1)} s (${l.retractionAnswers.count} requests, p50 ${fmt(l.retractionAnswers.p50)} ms, max ${fmt(l.retractionAnswers.max)} ms); the compaction after them ${fmt(l.compactionS, 1)} s`,
+    null,
+  ]);
+  return out;
+}
+
+function correctionsSection(c: CorrectionsResult): string[] {
+  const parts: string[] = [];
+  const l = c.lookupCost;
+  parts.push(`## Corrections: served, ms, server(s) on ${c.serverThreads} thread(s)`);
+  const rows: (string | number)[][] = [];
+  const scenarios = [
+    ['embedded', 'idle', c.embedded.idle, null],
+    ['embedded', `under ${fmt(c.rate)} single lookups/s`, c.embedded.underLoad, c.embedded.load],
+    ['fleet: sent to one follower, watched on the other', 'idle', c.fleet.idle, null],
+    ['fleet: sent to one follower, watched on the other', `the other under ${fmt(c.rate)} single lookups/s`, c.fleet.underLoad, c.fleet.load],
+  ] as const;
+  for (const [server, series, s, load] of scenarios) {
+    for (const kind of ['retraction', 'clearance'] as const) {
+      const k = s[kind];
+      rows.push([
+        server,
+        series,
+        kind,
+        k.served.count,
+        `${fmt(k.served.p50)} / ${fmt(k.served.p99)} / ${fmt(k.served.max)}`,
+        `${fmt(k.answered.p50)} / ${fmt(k.answered.p99)} / ${fmt(k.answered.max)}`,
+        k.served.mergeP50 === null ? '' : `${k.served.mergeP50} / ${k.served.mergeMax}`,
+        kind === 'clearance' || load === null ? '' : `p99 ${load.p99} ms, max ${load.max} ms, lag ${load.maxSendLag} ms, failed ${load.errors + load.non2xx} of ${fmt(load.sent)}`,
+        kind === 'clearance' ? '' : s.pollFailures,
+      ]);
+    }
+  }
+  parts.push(
+    table(['server', 'series', 'correction', 'count', 'served p50 / p99 / max', 'answered p50 / p99 / max', "the server's own p50 / max", 'load', 'failed polls'], rows),
+  );
+  parts.push(
+    'Served: from sending the request until every serving thread of the server watched answers the VPA\'s changed verdict (a retraction: one evidence item fewer, ' +
+      'or CLEARED when it was the only one; a clearance: CLEARED), each thread polled every 5 ms on a keep-alive connection of its own. Answered: the request\'s own response time. ' +
+      'Each retraction names one evidence id of a FLAGGED VPA of the data set, each clearance another FLAGGED VPA, drawn at random; a retraction, then a clearance, one at a time. ' +
+      "The server's own: the embedded server's `corrections served` log line (`ms`), the watched follower's merge of the log's records into its delta. " +
+      `The fleet: PostgreSQL ${c.fleet.postgres}, schema \`${c.fleet.schema}\` made for the run and dropped after it; the data set's evidence ingested with \`upi-risk ingest --store\` ` +
+      `(${fmt(c.fleet.ingest.linesPerSecond)} lines/s), published by a builder (${fmt(c.fleet.builder.firstPublicationS, 1)} s from its start), two followers (\`serve --store\`).`,
+  );
+  parts.push(`## Corrections: single lookups with ${fmt(l.clearances)} clearances and ${fmt(l.retractedItems)} retracted items (plain HTTP, wrk, ${fmt(l.bodyBytes)}-byte answers)`);
+  parts.push(
+    table(
+      ['phase', 'delta VPAs (bytes)', 'carried', 'resident, MiB', 'corrected, req/s', 'other', 'ceiling', 'corrected / ceiling', 'other / ceiling', 'corrected / other', 'CPU per request, µs'],
+      l.phases.map((p) => [
+        p.phase === 'none' ? 'before the corrections' : p.phase === 'delta' ? 'corrections in the live delta' : 'compacted',
+        `${fmt(p.deltaVpas)} (${mb(p.deltaBytes, 1)})`,
+        mb(p.carriedBytes),
+        `${fmt(p.rssMiB.corrected)} / ${fmt(p.rssMiB.other)}`,
+        fmt(p.correctedPeak),
+        fmt(p.otherPeak),
+        fmt(p.ceilingPeak),
+        pct(p.correctedToCeiling),
+        pct(p.otherToCeiling),
+        `${pct(p.correctedToOther)} (${pct(p.correctedToOtherRange[0])}–${pct(p.correctedToOtherRange[1])})`,
+        `${cpuText(p.cpuUs.corrected)} / ${cpuText(p.cpuUs.other)} / ${cpuText(p.cpuUs.ceiling)}`,
+      ]),
+    ),
+  );
+  parts.push(
+    table(
+      ['phase', 'round', 'first', 'corrected, req/s (CPU per request)', 'other', 'ceiling', 'corrected / other', 'failed'],
+      l.phases.flatMap((p) =>
+        p.rounds.map((r, n) => {
+          const [co, ot, ce] = [r.runs.corrected!, r.runs.other!, r.runs.ceiling!];
+          return [
+            p.phase,
+            n + 1,
+            r.order[0] ?? '',
+            `${fmt(co.requestsPerSecond)} (${cpuText(co.serverCpuUsPerRequest)} µs)`,
+            `${fmt(ot.requestsPerSecond)} (${cpuText(ot.serverCpuUsPerRequest)} µs)`,
+            `${fmt(ce.requestsPerSecond)} (${cpuText(ce.serverCpuUsPerRequest)} µs)`,
+            pct(co.requestsPerSecond / ot.requestsPerSecond),
+            co.errors + co.non2xx + ot.errors + ot.non2xx,
+          ];
+        }),
+      ),
+    ),
+  );
+  parts.push(
+    'Two servers started alike on hard-linked copies of the data set (`--build-idle-seconds 0`, compactions only on request), measured once each had read its stored evidence and its build threads had exited; ' +
+      'each round runs the two, in alternating order, then the bare ceiling, each warmed first by a run as long as a measurement. ' +
+      `The same request lists for both: ${pct(l.correctedLookupShare)} of the lookups name a corrected VPA (cleared, or with an item retracted), the rest known and unknown VPAs as in the http section. ` +
+      `Between the first phase and the second, the corrected server took ${fmt(l.retractedItems)} retracted items (one each of as many VPAs, ${fmt(l.retractionAnswers.count)} requests of up to 1,000 ids) ` +
+      `and ${fmt(l.clearances)} clearances (one request each), all over HTTP; before the third, both were compacted (\`POST /v1/admin/compaction\`), the corrected one in ${fmt(l.compactionS, 1)} s. ` +
+      'With / without: the corrected server against itself before the corrections, its peak to the ceiling of each round, and against the other server in the same rounds. ' +
+      "Delta bytes (`upi_risk_delta_bytes`), carried (`upi_risk_build_carried_bytes`: what the corrected server keeps for its next build) and resident memory (VmRSS, the corrected server / the other) are read at each phase's start, idle.",
   );
   return parts;
 }
@@ -576,6 +721,7 @@ export function renderMarkdown(suite: SuiteResult): string {
 
   if (suite.delta !== undefined && suite.delta !== null) parts.push(...deltaSection(suite.delta));
   if (suite.fleet !== undefined && suite.fleet !== null) parts.push(...fleetSection(suite.fleet));
+  if (suite.corrections !== undefined && suite.corrections !== null) parts.push(...correctionsSection(suite.corrections));
 
   if (suite.engine !== null) {
     parts.push('## Engine');

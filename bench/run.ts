@@ -3,10 +3,11 @@
  * every figure set against its target, written as markdown and JSON to
  * bench/results/bench-<size>.{md,json}.
  *
- *   npm run bench -- [--vpas 1000000] [--only engine,micro,http,swap,delta,fleet] [--modes plain,tls]
+ *   npm run bench -- [--vpas 1000000] [--only engine,micro,http,swap,delta,fleet,corrections] [--modes plain,tls]
  *                    [--seconds 10] [--rounds 3] [--connections 64] [--hit-ratio 0.1] [--server-threads N] [--quick]
  *                    [--swap-rate R] [--build-idle-seconds S] [--build-threads N]
  *                    [--ingests 25] [--compactions 3] [--delta-vpas 100000] [--store URL]
+ *                    [--corrections 20] [--bulk-clearances 10000] [--bulk-retractions 100000]
  *
  * Sections:
  * - engine: demo evidence generated, ingested and built (kept in
@@ -26,7 +27,12 @@
  *   dropped afterwards): ingest into the log, a builder's first publication,
  *   followers' start and memory, a follower's single-lookup peak against an
  *   embedded server's and the ceiling, freshness across two followers idle
- *   and under load (http/fleet.ts).
+ *   and under load (http/fleet.ts);
+ * - corrections: retractions and clearances: single-lookup peaks of a server
+ *   given many (in its live delta, then compacted) against itself before
+ *   them, a server without them and the ceiling; how long each takes to be
+ *   served, idle and under load, on one server and across two followers
+ *   (--store, as the fleet section) (http/corrections.ts).
  *
  * The server and the ceiling run on --server-threads threads, by default one
  * per core, as `serve` does.
@@ -52,20 +58,22 @@ import { requireWrk } from './http/load-tools.js';
 import { createBenchKey, runHttp, runSwap, type HttpOptions, type HttpResult, type LoadOptions } from './http/scenarios.js';
 import { runDelta } from './http/delta.js';
 import { requireStoreReachable, runFleet } from './http/fleet.js';
+import { runCorrections } from './http/corrections.js';
 import { writeWorkload, type Workload } from './http/workload.js';
 import type { MachineStallResult } from './machine-stall.bench.js';
 import { renderMarkdown, type MicroResult, type SuiteResult } from './results.js';
 import { wholeNumberOption } from './support/report.js';
 
-const SECTIONS = ['engine', 'micro', 'http', 'swap', 'delta', 'fleet'] as const;
-/** The fleet section's database when neither --store nor $UPI_RISK_STORE names one. */
+const SECTIONS = ['engine', 'micro', 'http', 'swap', 'delta', 'fleet', 'corrections'] as const;
+/** The fleet and corrections sections' database when neither --store nor $UPI_RISK_STORE names one. */
 const DEFAULT_STORE = 'postgres://postgres@127.0.0.1:5432/test';
 type Section = (typeof SECTIONS)[number];
 
 const USAGE = `usage: npm run bench -- [options]
 
   --vpas N                data set size (default 1000000)
-  --only LIST             sections, from engine,micro,http,swap,delta,fleet (default all)
+  --only LIST             sections, from engine,micro,http,swap,delta,fleet,corrections
+                          (default all)
   --modes LIST            HTTP modes, from plain,tls (default both)
   --seconds S             length of each measurement (default 10)
   --rounds N              peak rounds of the service and the ceiling per scenario (default 3)
@@ -73,11 +81,13 @@ const USAGE = `usage: npm run bench -- [options]
   --hit-ratio R           share of known VPAs among lookups (default 0.1)
   --server-threads N      serving threads of the service and the ceiling (default one per core)
   --wrk-threads N         wrk threads (default 1)
-  --swap-rate R           single lookups a second during the swap and the delta
-                          and fleet sections' load (default half the plain
-                          single-lookup peak of this run; else 10000 for the
-                          swap, half the delta section's own empty-delta peak
-                          for it, and half the follower's peak for the fleet)
+  --swap-rate R           single lookups a second during the swap and the delta,
+                          fleet and corrections sections' load (default half
+                          the plain single-lookup peak of this run; else 10000
+                          for the swap, half the delta section's own
+                          empty-delta peak for it, half the follower's peak
+                          for the fleet, and half the corrections section's
+                          peak before corrections for it)
   --compaction-rate R     single lookups a second around the delta section's
                           compactions (default: its --swap-rate load)
   --build-idle-seconds S  the swap section's server runs with serve --build-idle-seconds S
@@ -87,9 +97,16 @@ const USAGE = `usage: npm run bench -- [options]
                           (default 25, at least 20)
   --compactions N         the delta section's compactions under load (default 3)
   --delta-vpas N          VPAs of the delta section's large file (default 100000)
-  --store URL             the fleet section's PostgreSQL database, where it makes
-                          a schema of its own and drops it afterwards (default
-                          $UPI_RISK_STORE, else ${DEFAULT_STORE})
+  --store URL             the fleet and corrections sections' PostgreSQL database,
+                          where each makes a schema of its own and drops it
+                          afterwards (default $UPI_RISK_STORE, else
+                          ${DEFAULT_STORE})
+  --corrections N         the corrections section's retractions, and as many
+                          clearances, per series (default 20, at least 20)
+  --bulk-clearances N     clearances the corrections section's lookup cost is
+                          measured with (default 10000)
+  --bulk-retractions N    retracted items it is measured with, one each of as
+                          many VPAs (default 100000)
   --quick                 index micro bench at 1M keys only
   --out DIR               where the report goes (default bench/results)
   --help                  this text`;
@@ -116,6 +133,9 @@ const OPTIONS = {
   ingests: { type: 'string', default: '25' },
   compactions: { type: 'string', default: '3' },
   'delta-vpas': { type: 'string', default: '100000' },
+  corrections: { type: 'string', default: '20' },
+  'bulk-clearances': { type: 'string', default: '10000' },
+  'bulk-retractions': { type: 'string', default: '100000' },
   store: { type: 'string', default: process.env.UPI_RISK_STORE ?? DEFAULT_STORE },
   quick: { type: 'boolean', default: false },
   out: { type: 'string', default: 'bench/results' },
@@ -139,7 +159,7 @@ function orUsage<T>(read: () => T): T {
   }
 }
 
-const { vpas, seconds, rounds, connections, serverThreads, wrkThreads, buildIdleSeconds, buildThreads, swapRate, compactionRate, hitRatio, only, modes, ingests, compactions, deltaVpas } = orUsage(() => {
+const { vpas, seconds, rounds, connections, serverThreads, wrkThreads, buildIdleSeconds, buildThreads, swapRate, compactionRate, hitRatio, only, modes, ingests, compactions, deltaVpas, corrections, bulkClearances, bulkRetractions } = orUsage(() => {
   const vpas = wholeNumberOption('vpas', args.vpas, 1000);
   const seconds = wholeNumberOption('seconds', args.seconds, 1);
   const rounds = wholeNumberOption('rounds', args.rounds, 1);
@@ -154,6 +174,10 @@ const { vpas, seconds, rounds, connections, serverThreads, wrkThreads, buildIdle
   const ingests = wholeNumberOption('ingests', args.ingests, 20);
   const compactions = wholeNumberOption('compactions', args.compactions, 1);
   const deltaVpas = wholeNumberOption('delta-vpas', args['delta-vpas'], 2);
+  // The issue's floor for a p99 of served corrections, as for ingests.
+  const corrections = wholeNumberOption('corrections', args.corrections, 20);
+  const bulkClearances = wholeNumberOption('bulk-clearances', args['bulk-clearances'], 1);
+  const bulkRetractions = wholeNumberOption('bulk-retractions', args['bulk-retractions'], 1);
   // serve's own bound, checked here so that a bad value fails before the data set is built rather than at the swap.
   if (buildIdleSeconds !== undefined && buildIdleSeconds > MAX_BUILD_IDLE_SECONDS) {
     throw new Error(`--build-idle-seconds must be at most ${MAX_BUILD_IDLE_SECONDS}, got ${buildIdleSeconds}`);
@@ -167,7 +191,7 @@ const { vpas, seconds, rounds, connections, serverThreads, wrkThreads, buildIdle
   for (const s of only) if (!SECTIONS.includes(s as Section)) throw new Error(`--only takes ${SECTIONS.join(', ')}; got ${s}`);
   const modes = args.modes.split(',').map((s) => s.trim());
   for (const m of modes) if (m !== 'plain' && m !== 'tls') throw new Error(`--modes takes plain and tls; got ${m}`);
-  return { vpas, seconds, rounds, connections, serverThreads, wrkThreads, buildIdleSeconds, buildThreads, swapRate, compactionRate, hitRatio, only, modes, ingests, compactions, deltaVpas };
+  return { vpas, seconds, rounds, connections, serverThreads, wrkThreads, buildIdleSeconds, buildThreads, swapRate, compactionRate, hitRatio, only, modes, ingests, compactions, deltaVpas, corrections, bulkClearances, bulkRetractions };
 });
 
 const DIST_BENCH = fileURLToPath(new URL('.', import.meta.url));
@@ -198,8 +222,9 @@ async function main(): Promise<void> {
   // added to whatever the caller set.
   const missingTunables = missingGlibcTunables(process.env.GLIBC_TUNABLES, true);
   if (missingTunables.length > 0) process.env.GLIBC_TUNABLES = [process.env.GLIBC_TUNABLES, ...missingTunables].filter(Boolean).join(':');
-  if (only.has('http') || only.has('swap') || only.has('delta') || only.has('fleet')) requireWrk();
-  if (only.has('fleet')) await requireStoreReachable(args.store);
+  if (only.has('http') || only.has('swap') || only.has('delta') || only.has('fleet') || only.has('corrections')) requireWrk();
+  if (only.has('fleet')) await requireStoreReachable(args.store, 'the fleet section');
+  if (only.has('corrections')) await requireStoreReachable(args.store, 'the corrections section');
   const started = new Date();
   const suite: SuiteResult = {
     date: started.toISOString(),
@@ -215,6 +240,7 @@ async function main(): Promise<void> {
       modes,
       quick: args.quick,
       ...(only.has('delta') ? { ingests, compactions, deltaVpas } : only.has('fleet') ? { ingests } : {}),
+      ...(only.has('corrections') ? { corrections, bulkClearances, bulkRetractions } : {}),
     },
     engine: null,
     micro: [],
@@ -223,6 +249,7 @@ async function main(): Promise<void> {
     machineStall: null,
     delta: null,
     fleet: null,
+    corrections: null,
   };
 
   if (only.has('engine') || !(await hasSnapshot())) {
@@ -248,7 +275,7 @@ async function main(): Promise<void> {
   }
 
   // The data set's snapshot, for request lists and evidence files; how every HTTP section loads servers.
-  const view = only.has('http') || only.has('swap') || only.has('delta') || only.has('fleet') ? await dataSetView() : null;
+  const view = only.has('http') || only.has('swap') || only.has('delta') || only.has('fleet') || only.has('corrections') ? await dataSetView() : null;
   const load: LoadOptions = { seconds, rounds, connections, wrkThreads, serverThreads, log };
   if (view !== null && (only.has('http') || only.has('swap') || only.has('delta'))) {
     const work = join(root, 'workload');
@@ -276,13 +303,7 @@ async function main(): Promise<void> {
       suite.machineStall = (await benchFile('machine-stall.bench.js', [])) as unknown as MachineStallResult;
     }
     if (only.has('delta')) {
-      const plainSingle = results.find((r) => !r.tls)?.scenarios.find((s) => s.scenario === 'single');
-      const rate =
-        plainSingle !== undefined
-          ? { perSecond: Math.round(plainSingle.service.requestsPerSecond / 2), from: "half the plain single-lookup peak of this run's http section" }
-          : swapRate !== undefined
-            ? { perSecond: swapRate, from: '--swap-rate' }
-            : null;
+      const rate = sectionRate(results);
       log(`delta: the live delta, ${ingests} ingests a series, ${compactions} compactions, a large file of ${deltaVpas} VPAs`);
       suite.delta = await runDelta({
         ...load,
@@ -313,12 +334,35 @@ async function main(): Promise<void> {
     });
   }
 
+  if (view !== null && only.has('corrections')) {
+    log(`corrections: ${corrections} of each kind a series, lookups with ${bulkClearances} clearances and ${bulkRetractions} retracted items`);
+    suite.corrections = await runCorrections({
+      ...load,
+      dataDir: dataDirPath,
+      workDir: join(root, 'corrections-run'),
+      view,
+      storeUrl: args.store,
+      hitRatio,
+      operations: corrections,
+      bulkClearances,
+      bulkRetractions,
+      rate: sectionRate(suite.http),
+    });
+  }
+
   const size = vpas >= 1e6 ? `${vpas / 1e6}m` : `${vpas / 1e3}k`;
   await mkdir(args.out, { recursive: true });
   await writeFile(join(args.out, `bench-${size}.json`), `${JSON.stringify(suite, null, 2)}\n`);
   const markdown = renderMarkdown(suite);
   await writeFile(join(args.out, `bench-${size}.md`), markdown);
   process.stdout.write(markdown);
+}
+
+/** The delta and corrections sections' load: half the plain single-lookup peak of this run's http section, else --swap-rate, else null (each section's own). */
+function sectionRate(http: readonly HttpResult[]): { perSecond: number; from: string } | null {
+  const plainSingle = http.find((r) => !r.tls)?.scenarios.find((s) => s.scenario === 'single');
+  if (plainSingle !== undefined) return { perSecond: Math.round(plainSingle.service.requestsPerSecond / 2), from: "half the plain single-lookup peak of this run's http section" };
+  return swapRate === undefined ? null : { perSecond: swapRate, from: '--swap-rate' };
 }
 
 async function dataSetView(): Promise<SnapshotView> {

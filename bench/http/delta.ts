@@ -203,7 +203,8 @@ export interface DeltaResult {
   readonly overLarge: Freshness;
 }
 
-const METRICS_TOKEN = 'bench-metrics';
+/** The /metrics token of the section's servers (and the corrections section's). */
+export const METRICS_TOKEN = 'bench-metrics';
 /** How often the load around the compactions is sampled (LoadWindow), ms. */
 const LOAD_WINDOW_MS = 5000;
 /** Around the compactions, ingests start at most this often, ms. */
@@ -253,8 +254,8 @@ export async function runDelta(o: DeltaOptions): Promise<DeltaResult> {
   }
 }
 
-/** The flags every server of the section runs with: default serving threads, compactions only on request. */
-function serveArgs(extra: readonly string[] = []): string[] {
+/** The flags every server of the section (and of the corrections section) runs with: default serving threads, compactions only on request. */
+export function serveArgs(extra: readonly string[] = []): string[] {
   return ['--compact-vpas', '100000000', '--compact-minutes', '10080', '--metrics-token', METRICS_TOKEN, '--poll-ms', '1000', ...extra];
 }
 
@@ -324,7 +325,8 @@ function sampleLoad(metrics: () => Promise<string>, serverPid: number, generator
   };
 }
 
-function gauge(text: string, name: string): number {
+/** The unlabelled gauge `name` of a /metrics text. */
+export function gauge(text: string, name: string): number {
   const match = new RegExp(`^${name} (\\S+)$`, 'm').exec(text);
   if (match === null) throw new Error(`the server reports no ${name}`);
   return Number(match[1]);

@@ -38,7 +38,7 @@ import pg from 'pg';
 import type { SnapshotView } from '../../src/engine/snapshot-view.js';
 import { redactStoreUrl } from '../../src/store/postgres.js';
 import { runCli, startBuilder, type BuilderProcess, type RunningServer } from '../../test/server-process.js';
-import { medianBy, round1, round3 } from '../support/report.js';
+import { round1, round3 } from '../support/report.js';
 import { DeltaEvidence, SMALL_FILE } from './delta-evidence.js';
 import { flaggedByEveryThread, freshnessOf, ingestCli, logEntries, loggedMs, type Freshness } from './freshness.js';
 import { startOpenLoop, type OpenLoopResult, type RunningOpenLoop } from './load-tools.js';
@@ -52,6 +52,7 @@ import {
   residentBytes,
   residentMiB,
   rotatedPeakRounds,
+  roundMedians,
   sleep,
   startBare,
   startService,
@@ -205,14 +206,7 @@ export async function runFleet(o: FleetOptions): Promise<FleetResult> {
     const startParts: FollowerStart[] = [];
     for (const n of [1, 2]) {
       const started = performance.now();
-      const follower = await startService(
-        join(o.workDir, `follower-${n}`),
-        false,
-        o.serverThreads,
-        // At info, a follower logs each merge into its delta with its duration; the poll behind LISTEN/NOTIFY at its default.
-        [...store, '--poll-ms', '1000', '--log-level', 'info'],
-        START_LIMIT_MS,
-      );
+      const follower = await startFollower(o, store, n);
       readyS.push(round3((performance.now() - started) / 1000));
       servers.push(follower);
       followers.push(follower);
@@ -312,21 +306,33 @@ export async function runFleet(o: FleetOptions): Promise<FleetResult> {
   }
 }
 
-/** Fail at once, saying what to do, when the section's database cannot be reached: before hours of other sections. */
-export async function requireStoreReachable(storeUrl: string): Promise<void> {
+/** Fail at once, saying what to do, when the database `section` needs cannot be reached: before hours of other sections. */
+export async function requireStoreReachable(storeUrl: string, section = 'the fleet section'): Promise<void> {
   const db = new pg.Client({ connectionString: storeUrl, connectionTimeoutMillis: 5_000 });
   try {
     await db.connect();
     await db.query('SELECT 1');
   } catch (error) {
-    throw new Error(`the fleet section needs PostgreSQL, and ${redactStoreUrl(storeUrl)} answered: ${(error as Error).message}; give --store URL, or leave the section out (--only)`);
+    throw new Error(`${section} needs PostgreSQL, and ${redactStoreUrl(storeUrl)} answered: ${(error as Error).message}; give --store URL, or leave the section out (--only)`);
   } finally {
     await db.end().catch(() => {});
   }
 }
 
+/** Follower `n` (`serve --store`), in a directory of its own under the work directory, once it listens. */
+export function startFollower(o: Pick<FleetOptions, 'workDir' | 'serverThreads'>, store: readonly string[], n: number): Promise<RunningServer> {
+  return startService(
+    join(o.workDir, `follower-${n}`),
+    false,
+    o.serverThreads,
+    // At info, a follower logs each merge into its delta with its duration; the poll behind LISTEN/NOTIFY at its default.
+    [...store, '--poll-ms', '1000', '--log-level', 'info'],
+    START_LIMIT_MS,
+  );
+}
+
 /** Run the CLI with `args`; its standard output, or an error with its standard error when it failed. */
-async function cli(args: readonly string[], what: string): Promise<string> {
+export async function cli(args: readonly string[], what: string): Promise<string> {
   const result = await runCli(args);
   if (result.code !== 0) throw new Error(`${what} failed (status ${result.code}):\n${result.stderr}`);
   return result.stdout;
@@ -341,7 +347,7 @@ async function countLines(file: string): Promise<number> {
   return lines;
 }
 
-async function measureIngest(o: FleetOptions, store: readonly string[], db: pg.Client, schema: string): Promise<FleetIngest> {
+export async function measureIngest(o: Pick<FleetOptions, 'dataDir' | 'log'>, store: readonly string[], db: pg.Client, schema: string): Promise<FleetIngest> {
   const dir = join(o.dataDir, 'evidence');
   const files = (await readdir(dir))
     .filter((name) => name.endsWith('.ndjson'))
@@ -375,7 +381,7 @@ async function measureIngest(o: FleetOptions, store: readonly string[], db: pg.C
 }
 
 /** The first builder started and timed to its first publication, then the second, standing by; both left running in `builders`. */
-async function measureBuilders(o: FleetOptions, store: readonly string[], builders: BuilderProcess[]): Promise<{ builder: FleetBuilder; snapshotId: string }> {
+export async function measureBuilders(o: Pick<FleetOptions, 'workDir' | 'log'>, store: readonly string[], builders: BuilderProcess[]): Promise<{ builder: FleetBuilder; snapshotId: string }> {
   const args = (n: number) => [...store, '--data-dir', join(o.workDir, `builder-${n}`), '--publish-minutes', PUBLISH_MINUTES];
   o.log('fleet: the first builder, until its first publication');
   const spawnedAt = Date.now();
@@ -469,26 +475,18 @@ async function measureThroughput(o: FleetOptions, follower: RunningServer, token
             `: follower / embedded ${((runs.follower!.requestsPerSecond / runs.embedded!.requestsPerSecond) * 100).toFixed(1)}%`,
         ),
     );
-    const median = (values: readonly number[]) => medianBy(values, (v) => v);
-    const medianKnown = (values: readonly (number | null)[]) => {
-      const known = values.filter((v): v is number => v !== null);
-      return known.length === 0 ? null : median(known);
-    };
-    const rate = (name: string) => rounds.map((r) => r.runs[name]!.requestsPerSecond);
-    const toCeiling = (name: string) => round3(median(rounds.map((r) => r.runs[name]!.requestsPerSecond / r.runs.ceiling!.requestsPerSecond)));
-    const followerToEmbedded = rounds.map((r) => r.runs.follower!.requestsPerSecond / r.runs.embedded!.requestsPerSecond);
-    const cpu = (name: string) => medianKnown(rounds.map((r) => r.runs[name]!.serverCpuUsPerRequest));
+    const m = roundMedians(rounds);
     return {
       bodyBytes: workload.singleBytes,
       rounds,
-      followerToCeiling: toCeiling('follower'),
-      embeddedToCeiling: toCeiling('embedded'),
-      followerToEmbedded: round3(median(followerToEmbedded)),
-      followerToEmbeddedRange: [round3(Math.min(...followerToEmbedded)), round3(Math.max(...followerToEmbedded))],
-      followerPeak: median(rate('follower')),
-      embeddedPeak: median(rate('embedded')),
-      ceilingPeak: median(rate('ceiling')),
-      cpuUs: { follower: cpu('follower'), embedded: cpu('embedded'), ceiling: cpu('ceiling') },
+      followerToCeiling: m.toCeiling('follower'),
+      embeddedToCeiling: m.toCeiling('embedded'),
+      followerToEmbedded: m.ratio('follower', 'embedded'),
+      followerToEmbeddedRange: m.ratioRange('follower', 'embedded'),
+      followerPeak: m.peak('follower'),
+      embeddedPeak: m.peak('embedded'),
+      ceilingPeak: m.peak('ceiling'),
+      cpuUs: { follower: m.cpuUs('follower'), embedded: m.cpuUs('embedded'), ceiling: m.cpuUs('ceiling') },
       embeddedRssMiB,
     };
   } finally {

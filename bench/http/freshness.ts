@@ -3,7 +3,8 @@
  * `upi-risk ingest` run as a process, then every serving thread polled on a
  * connection of its own until it answers FLAGGED for a VPA the file adds;
  * percentiles over a series, beside the servers' own merge times from their
- * logs.
+ * logs. The corrections section polls the same way for a VPA's answer to
+ * change.
  */
 import { spawn } from 'node:child_process';
 import { performance } from 'node:perf_hooks';
@@ -59,6 +60,23 @@ export function flaggedByEveryThread(
   since: number,
   watch: { readonly alive?: () => void; readonly failed?: () => void } = {},
 ): Promise<number> {
+  return answeredByEveryThread(connections, token, upi, since, (body) => body.includes('"status":"FLAGGED"'), watch);
+}
+
+/**
+ * Until every serving thread behind `connections` gives an answer about
+ * `upi` that `done` accepts (the body of a 200), each asked every POLL_MS:
+ * ms from `since` (performance.now()) to the last of them; `watch` as for
+ * flaggedByEveryThread.
+ */
+export function answeredByEveryThread(
+  connections: ThreadConnections,
+  token: string,
+  upi: string,
+  since: number,
+  done: (body: string) => boolean,
+  watch: { readonly alive?: () => void; readonly failed?: () => void } = {},
+): Promise<number> {
   const path = `/v1/verify/upi?upi=${encodeURIComponent(upi)}`;
   return Promise.all(
     Array.from({ length: connections.threads }, async (_, thread) => {
@@ -66,10 +84,10 @@ export function flaggedByEveryThread(
         watch.alive?.();
         const answer = await connections.get(thread, path, token).catch((error: unknown): Answer => ({ status: 0, body: String(error) }));
         if (answer.status !== 200) watch.failed?.();
-        else if (answer.body.includes('"status":"FLAGGED"')) return performance.now() - since;
+        else if (done(answer.body)) return performance.now() - since;
         await sleep(POLL_MS);
       }
-      throw new Error(`thread ${thread} did not serve ${upi} within 600 s of its ingest`);
+      throw new Error(`thread ${thread} did not serve the change to ${upi} within 600 s`);
     }),
   ).then((perThread) => Math.max(...perThread));
 }

@@ -5,7 +5,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { link, mkdir, readFile, readdir, writeFile } from 'node:fs/promises';
+import { copyFile, link, mkdir, readFile, readdir, writeFile } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { performance } from 'node:perf_hooks';
@@ -261,6 +261,36 @@ export async function rotatedPeakRounds(
     onRound(round + 1, result);
   }
   return rounds;
+}
+
+/** Medians over rotatedPeakRounds' rounds, by run name (the ceiling's named `ceiling`). */
+export interface RoundMedians {
+  /** Median peak, req/s. */
+  peak(name: string): number;
+  /** Median of each round's peak / the ceiling's. */
+  toCeiling(name: string): number;
+  /** Median of each round's `a` peak / `b` peak. */
+  ratio(a: string, b: string): number;
+  /** Lowest and highest round's `a` / `b`. */
+  ratioRange(a: string, b: string): readonly [number, number];
+  /** Median server CPU per request, µs (null where /proc could not tell). */
+  cpuUs(name: string): number | null;
+}
+
+export function roundMedians(rounds: readonly RotatedRound[], ceiling = 'ceiling'): RoundMedians {
+  const median = (values: readonly number[]) => medianBy(values, (v) => v);
+  const rates = (name: string) => rounds.map((r) => r.runs[name]!.requestsPerSecond);
+  const ratios = (a: string, b: string) => rounds.map((r) => r.runs[a]!.requestsPerSecond / r.runs[b]!.requestsPerSecond);
+  return {
+    peak: (name) => median(rates(name)),
+    toCeiling: (name) => round3(median(ratios(name, ceiling))),
+    ratio: (a, b) => round3(median(ratios(a, b))),
+    ratioRange: (a, b) => [round3(Math.min(...ratios(a, b))), round3(Math.max(...ratios(a, b)))],
+    cpuUs: (name) => {
+      const known = rounds.map((r) => r.runs[name]!.serverCpuUsPerRequest).filter((v): v is number => v !== null);
+      return known.length === 0 ? null : median(known);
+    },
+  };
 }
 
 /** Peak and latency of every scenario, service then ceiling, in one TLS mode. */
@@ -630,19 +660,28 @@ export async function readyOf(server: RunningServer): Promise<{ snapshot: string
 }
 
 /**
- * A copy of a data directory made of hard links: instant, and safe because
- * every file there is written once, under a temporary name, and renamed
- * into place (evidence, snapshots, state, keys), never changed.
+ * A copy of a data directory made of hard links: instant, and safe for
+ * every file written once, under a temporary name, and renamed into place
+ * (evidence, snapshots, parsed state, keys), never changed. The journals
+ * are appended to in place (the audit log, the corrections, watch and
+ * dispute journals: `.ndjson` outside `evidence/`), so those are copied:
+ * linked, a server on the copy would write into the original's.
  */
 export async function cloneDataDir(from: string, to: string): Promise<string> {
+  await cloneFolder(from, to, false);
+  return to;
+}
+
+async function cloneFolder(from: string, to: string, evidence: boolean): Promise<void> {
   await mkdir(to, { recursive: true });
   for (const entry of await readdir(from, { withFileTypes: true })) {
     const source = join(from, entry.name);
     const target = join(to, entry.name);
-    if (entry.isDirectory()) await cloneDataDir(source, target);
-    else if (entry.isFile()) await link(source, target);
+    if (entry.isDirectory()) await cloneFolder(source, target, evidence || entry.name === 'evidence');
+    else if (!entry.isFile()) continue;
+    else if (entry.name.endsWith('.ndjson') && !evidence) await copyFile(source, target);
+    else await link(source, target);
   }
-  return to;
 }
 
 export function sleep(ms: number): Promise<void> {
