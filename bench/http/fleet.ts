@@ -199,29 +199,7 @@ export async function runFleet(o: FleetOptions): Promise<FleetResult> {
     const ingest = await measureIngest(o, store, db, schema);
     const { builder, snapshotId } = await measureBuilders(o, store, builders);
 
-    log('fleet: two followers (serve --store), one after the other');
-    const followers: RunningServer[] = [];
-    const readyS: number[] = [];
-    const startParts: FollowerStart[] = [];
-    for (const n of [1, 2]) {
-      const started = performance.now();
-      const follower = await startService(
-        join(o.workDir, `follower-${n}`),
-        false,
-        o.serverThreads,
-        // At info, a follower logs each merge into its delta with its duration; the poll behind LISTEN/NOTIFY at its default.
-        [...store, '--poll-ms', '1000', '--log-level', 'info'],
-        START_LIMIT_MS,
-      );
-      readyS.push(round3((performance.now() - started) / 1000));
-      servers.push(follower);
-      followers.push(follower);
-      const served = (await readyOf(follower)).snapshot;
-      if (served !== snapshotId) throw new Error(`follower ${n} serves snapshot ${served}, not the publication ${snapshotId}`);
-      const entry = logEntries(follower.stderr(), 'following the store')[0] ?? {};
-      startParts.push({ downloadMs: Number(entry.downloadMs ?? NaN), loadMs: Number(entry.loadMs ?? NaN), replayMs: Number(entry.replayMs ?? NaN) });
-      log(`  follower ${n}: listening ${readyS.at(-1)} s after it was started, serving ${served}; download ${entry.downloadMs} ms, load ${entry.loadMs} ms, log replay ${entry.replayMs} ms`);
-    }
+    const { followers, readyS, startParts } = await startFollowers(o, store, 2, snapshotId, servers);
     // Idle: a merge thread would go 5 s after its last task.
     await sleep(6000);
     const rssBytes = await Promise.all(followers.map((f) => residentBytes(f.child.pid!)));
@@ -325,6 +303,45 @@ export async function requireStoreReachable(storeUrl: string): Promise<void> {
   }
 }
 
+/**
+ * `count` followers (serve --store) started one after the other, each
+ * timed from its spawn until it listens, with the download, load and log
+ * replay its log reports; each is checked to serve `snapshotId` and left
+ * running in `servers`.
+ */
+export async function startFollowers(
+  o: Pick<FleetOptions, 'log' | 'workDir' | 'serverThreads'>,
+  store: readonly string[],
+  count: number,
+  snapshotId: string,
+  servers: RunningServer[],
+): Promise<{ followers: RunningServer[]; readyS: number[]; startParts: FollowerStart[] }> {
+  o.log(`fleet: ${count} followers (serve --store), one after the other`);
+  const followers: RunningServer[] = [];
+  const readyS: number[] = [];
+  const startParts: FollowerStart[] = [];
+  for (let n = 1; n <= count; n++) {
+    const started = performance.now();
+    const follower = await startService(
+      join(o.workDir, `follower-${n}`),
+      false,
+      o.serverThreads,
+      // At info, a follower logs each merge into its delta with its duration; the poll behind LISTEN/NOTIFY at its default.
+      [...store, '--poll-ms', '1000', '--log-level', 'info'],
+      START_LIMIT_MS,
+    );
+    readyS.push(round3((performance.now() - started) / 1000));
+    servers.push(follower);
+    followers.push(follower);
+    const served = (await readyOf(follower)).snapshot;
+    if (served !== snapshotId) throw new Error(`follower ${n} serves snapshot ${served}, not the publication ${snapshotId}`);
+    const entry = logEntries(follower.stderr(), 'following the store')[0] ?? {};
+    startParts.push({ downloadMs: Number(entry.downloadMs ?? NaN), loadMs: Number(entry.loadMs ?? NaN), replayMs: Number(entry.replayMs ?? NaN) });
+    o.log(`  follower ${n}: listening ${readyS.at(-1)} s after it was started, serving ${served}; download ${entry.downloadMs} ms, load ${entry.loadMs} ms, log replay ${entry.replayMs} ms`);
+  }
+  return { followers, readyS, startParts };
+}
+
 /** Run the CLI with `args`; its standard output, or an error with its standard error when it failed. */
 async function cli(args: readonly string[], what: string): Promise<string> {
   const result = await runCli(args);
@@ -341,7 +358,7 @@ async function countLines(file: string): Promise<number> {
   return lines;
 }
 
-async function measureIngest(o: FleetOptions, store: readonly string[], db: pg.Client, schema: string): Promise<FleetIngest> {
+export async function measureIngest(o: Pick<FleetOptions, 'log' | 'dataDir'>, store: readonly string[], db: pg.Client, schema: string): Promise<FleetIngest> {
   const dir = join(o.dataDir, 'evidence');
   const files = (await readdir(dir))
     .filter((name) => name.endsWith('.ndjson'))
@@ -375,7 +392,7 @@ async function measureIngest(o: FleetOptions, store: readonly string[], db: pg.C
 }
 
 /** The first builder started and timed to its first publication, then the second, standing by; both left running in `builders`. */
-async function measureBuilders(o: FleetOptions, store: readonly string[], builders: BuilderProcess[]): Promise<{ builder: FleetBuilder; snapshotId: string }> {
+export async function measureBuilders(o: Pick<FleetOptions, 'log' | 'workDir'>, store: readonly string[], builders: BuilderProcess[]): Promise<{ builder: FleetBuilder; snapshotId: string }> {
   const args = (n: number) => [...store, '--data-dir', join(o.workDir, `builder-${n}`), '--publish-minutes', PUBLISH_MINUTES];
   o.log('fleet: the first builder, until its first publication');
   const spawnedAt = Date.now();
