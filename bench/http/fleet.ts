@@ -200,22 +200,7 @@ export async function runFleet(o: FleetOptions): Promise<FleetResult> {
     const ingest = await measureIngest(o, store, db, schema);
     const { builder, snapshotId } = await measureBuilders(o, store, builders);
 
-    log('fleet: two followers (serve --store), one after the other');
-    const followers: RunningServer[] = [];
-    const readyS: number[] = [];
-    const startParts: FollowerStart[] = [];
-    for (const n of [1, 2]) {
-      const started = performance.now();
-      const follower = await startFollower(o, store, n);
-      readyS.push(round3((performance.now() - started) / 1000));
-      servers.push(follower);
-      followers.push(follower);
-      const served = (await readyOf(follower)).snapshot;
-      if (served !== snapshotId) throw new Error(`follower ${n} serves snapshot ${served}, not the publication ${snapshotId}`);
-      const entry = logEntries(follower.stderr(), 'following the store')[0] ?? {};
-      startParts.push({ downloadMs: Number(entry.downloadMs ?? NaN), loadMs: Number(entry.loadMs ?? NaN), replayMs: Number(entry.replayMs ?? NaN) });
-      log(`  follower ${n}: listening ${readyS.at(-1)} s after it was started, serving ${served}; download ${entry.downloadMs} ms, load ${entry.loadMs} ms, log replay ${entry.replayMs} ms`);
-    }
+    const { followers, readyS, startParts } = await startFollowers(o, store, 2, snapshotId, servers);
     // Idle: a merge thread would go 5 s after its last task.
     await sleep(6000);
     const rssBytes = await Promise.all(followers.map((f) => residentBytes(f.child.pid!)));
@@ -329,6 +314,38 @@ export function startFollower(o: Pick<FleetOptions, 'workDir' | 'serverThreads'>
     [...store, '--poll-ms', '1000', '--log-level', 'info'],
     START_LIMIT_MS,
   );
+}
+
+/**
+ * `count` followers (serve --store) started one after the other, each
+ * timed from its spawn until it listens, with the download, load and log
+ * replay its log reports; each is checked to serve `snapshotId` and left
+ * running in `servers`.
+ */
+export async function startFollowers(
+  o: Pick<FleetOptions, 'log' | 'workDir' | 'serverThreads'>,
+  store: readonly string[],
+  count: number,
+  snapshotId: string,
+  servers: RunningServer[],
+): Promise<{ followers: RunningServer[]; readyS: number[]; startParts: FollowerStart[] }> {
+  o.log(`fleet: ${count} followers (serve --store), one after the other`);
+  const followers: RunningServer[] = [];
+  const readyS: number[] = [];
+  const startParts: FollowerStart[] = [];
+  for (let n = 1; n <= count; n++) {
+    const started = performance.now();
+    const follower = await startFollower(o, store, n);
+    readyS.push(round3((performance.now() - started) / 1000));
+    servers.push(follower);
+    followers.push(follower);
+    const served = (await readyOf(follower)).snapshot;
+    if (served !== snapshotId) throw new Error(`follower ${n} serves snapshot ${served}, not the publication ${snapshotId}`);
+    const entry = logEntries(follower.stderr(), 'following the store')[0] ?? {};
+    startParts.push({ downloadMs: Number(entry.downloadMs ?? NaN), loadMs: Number(entry.loadMs ?? NaN), replayMs: Number(entry.replayMs ?? NaN) });
+    o.log(`  follower ${n}: listening ${readyS.at(-1)} s after it was started, serving ${served}; download ${entry.downloadMs} ms, load ${entry.loadMs} ms, log replay ${entry.replayMs} ms`);
+  }
+  return { followers, readyS, startParts };
 }
 
 /** Run the CLI with `args`; its standard output, or an error with its standard error when it failed. */

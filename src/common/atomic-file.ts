@@ -1,4 +1,4 @@
-import { open, rename, unlink, mkdir } from 'node:fs/promises';
+import { open, rename, unlink, mkdir, type FileHandle } from 'node:fs/promises';
 import { dirname, basename, join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { isValidPid, ownIdentity } from './process-identity.js';
@@ -16,14 +16,7 @@ export async function writeFileAtomic(path: string, data: Uint8Array | readonly 
   const temp = join(dir, tempFileName(basename(path)));
   const handle = await open(temp, 'w', mode);
   try {
-    const parts = data instanceof Uint8Array ? [data] : data;
-    for (const part of parts) {
-      let written = 0;
-      while (written < part.byteLength) {
-        const { bytesWritten } = await handle.write(part, written, part.byteLength - written);
-        written += bytesWritten;
-      }
-    }
+    await writeAllAt(handle, data instanceof Uint8Array ? [data] : data, 0);
     await handle.sync();
   } catch (error) {
     await handle.close().catch(() => {});
@@ -38,6 +31,19 @@ export async function writeFileAtomic(path: string, data: Uint8Array | readonly 
     throw error;
   }
   await syncDirectory(dir);
+}
+
+/** Write every byte of `parts`, in order, from `position` on, however the system splits the writes. */
+export async function writeAllAt(file: FileHandle, parts: readonly Uint8Array[], position: number): Promise<void> {
+  const rest = parts.filter((part) => part.byteLength > 0);
+  let at = position;
+  while (rest.length > 0) {
+    const { bytesWritten } = await file.writev(rest, at);
+    at += bytesWritten;
+    let skipped = bytesWritten;
+    while (rest.length > 0 && skipped >= rest[0]!.byteLength) skipped -= rest.shift()!.byteLength;
+    if (skipped > 0) rest[0] = rest[0]!.subarray(skipped);
+  }
 }
 
 export const TEMP_PREFIX = '.tmp-';

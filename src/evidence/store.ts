@@ -1,12 +1,13 @@
 import { createReadStream } from 'node:fs';
-import { mkdir, open, readdir, rename, unlink, stat } from 'node:fs/promises';
+import { mkdir, open, readdir, rename, unlink, stat, type FileHandle } from 'node:fs/promises';
 import { join, basename } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { Readable } from 'node:stream';
-import { syncDirectory, tempFileName } from '../common/atomic-file.js';
+import { syncDirectory, tempFileName, writeAllAt } from '../common/atomic-file.js';
 import type { DataDir } from '../common/data-dir.js';
 import { ErrorCode, EvidenceError } from '../common/errors.js';
 import { LineCheck, type LineError } from './lines.js';
+import { evidenceLine, type EvidenceRecord } from './record.js';
 
 /**
  * The evidence folder: one immutable NDJSON file per accepted input file,
@@ -56,11 +57,8 @@ export function ingestBytes(dir: DataDir, bytes: Uint8Array, label: string, now:
 }
 
 async function ingestFrom(dir: DataDir, file: string, openInput: () => Promise<Readable>, now: () => number): Promise<FileIngestResult> {
-  await mkdir(dir.evidence, { recursive: true });
-  const temp = join(dir.evidence, tempFileName('ingest'));
-  const output = await open(temp, 'w', 0o644);
+  const output = await NewEvidenceFile.open(dir);
   const check = new LineCheck(file);
-  let renamed = false;
   try {
     let pending: string[] = [];
     let pendingLength = 0;
@@ -84,16 +82,120 @@ async function ingestFrom(dir: DataDir, file: string, openInput: () => Promise<R
       return { file, accepted: invalidLines === 0, validLines, invalidLines, errors, storedAs: null };
     }
     await flush();
-    await output.sync();
-    await output.close();
-    const name = await freeEvidenceName(dir, now());
-    await rename(temp, join(dir.evidence, name));
-    renamed = true;
-    await syncDirectory(dir.evidence);
+    const name = await output.store(now());
     return { file, accepted: true, validLines, invalidLines, errors, storedAs: name };
   } finally {
-    await output.close().catch(() => {});
-    if (!renamed) await unlink(temp).catch(() => {});
+    await output.discard();
+  }
+}
+
+/**
+ * Records already checked against the ingestion contract (the fleet
+ * builder's mirror of the store's log, checked as it is read), gathered as
+ * the bytes of one evidence file for storeCheckedEvidence: each line is
+ * encoded as it is added, so a batch of a hundred thousand holds buffers,
+ * not objects (held objects cost more in garbage collection than the
+ * checks did; bench/MEASUREMENTS.md, "Fleet start: the download and the
+ * mirror").
+ */
+export class EvidenceBatch {
+  readonly #chunks: Buffer[] = [];
+  #chunk = Buffer.allocUnsafe(0);
+  #used = 0;
+  #records = 0;
+
+  get records(): number {
+    return this.#records;
+  }
+
+  add(record: EvidenceRecord): void {
+    const line = evidenceLine(record);
+    // UTF-8 takes at most 3 bytes per UTF-16 unit, and the newline one.
+    const most = line.length * 3 + 1;
+    if (this.#chunk.length - this.#used < most) this.#next(most);
+    this.#used += this.#chunk.write(line, this.#used);
+    this.#chunk[this.#used++] = NEWLINE;
+    this.#records++;
+  }
+
+  /** The file's bytes. */
+  bytes(): Buffer[] {
+    return [...this.#chunks, this.#chunk.subarray(0, this.#used)];
+  }
+
+  #next(most: number): void {
+    if (this.#used > 0) this.#chunks.push(this.#chunk.subarray(0, this.#used));
+    this.#chunk = Buffer.allocUnsafe(Math.max(CHUNK_BYTES, most));
+    this.#used = 0;
+  }
+}
+
+const NEWLINE = 0x0a;
+/** Encoded lines are gathered in buffers of this size, written together with one call. */
+const CHUNK_BYTES = 1 << 20;
+
+/**
+ * Store a batch of checked records as one evidence file, as an ingest
+ * stores an accepted file (the same names, flushes and renames) but
+ * without parsing and checking every line again. Returns the stored name.
+ */
+export async function storeCheckedEvidence(dir: DataDir, batch: EvidenceBatch, now: () => number = Date.now): Promise<string> {
+  if (batch.records === 0) throw new RangeError('storeCheckedEvidence needs at least one record');
+  const output = await NewEvidenceFile.open(dir);
+  try {
+    await output.write(batch.bytes());
+    return await output.store(now());
+  } finally {
+    await output.discard();
+  }
+}
+
+/**
+ * An evidence file being written: a temporary file in the evidence folder
+ * until `store` flushes it to disk, gives it the next name and flushes the
+ * folder, so a crash leaves the whole file or none of it.
+ */
+class NewEvidenceFile {
+  readonly #dir: DataDir;
+  readonly #temp: string;
+  readonly #output: FileHandle;
+  #stored = false;
+
+  private constructor(dir: DataDir, temp: string, output: FileHandle) {
+    this.#dir = dir;
+    this.#temp = temp;
+    this.#output = output;
+  }
+
+  static async open(dir: DataDir): Promise<NewEvidenceFile> {
+    await mkdir(dir.evidence, { recursive: true });
+    const temp = join(dir.evidence, tempFileName('ingest'));
+    return new NewEvidenceFile(dir, temp, await open(temp, 'w', 0o644));
+  }
+
+  async write(data: string | readonly Buffer[]): Promise<void> {
+    if (typeof data === 'string') {
+      await this.#output.write(data);
+      return;
+    }
+    await writeAllAt(this.#output, data, 0);
+  }
+
+  /** Flush, name and rename it; returns its name. */
+  async store(at: number): Promise<string> {
+    await this.#output.sync();
+    await this.#output.close();
+    const name = await freeEvidenceName(this.#dir, at);
+    await rename(this.#temp, join(this.#dir.evidence, name));
+    this.#stored = true;
+    await syncDirectory(this.#dir.evidence);
+    return name;
+  }
+
+  /** Close it and remove it unless stored. */
+  async discard(): Promise<void> {
+    await this.#output.close().catch(() => {});
+    if (!this.#stored) await unlink(this.#temp).catch(() => {});
   }
 }
 

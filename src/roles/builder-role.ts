@@ -7,14 +7,13 @@ import { writeFileAtomic } from '../common/atomic-file.js';
 import type { DataDir } from '../common/data-dir.js';
 import { ErrorCode, StoreError, UpiRiskError } from '../common/errors.js';
 import { silentLogger, type Logger } from '../common/logger.js';
-import { evidenceItem } from '../evidence/record.js';
-import { ingestBytes } from '../evidence/store.js';
+import { EvidenceBatch, storeCheckedEvidence } from '../evidence/store.js';
 import { SnapshotBuilder, type BuildReport } from '../builder/snapshot-builder.js';
 import { countsFrom } from '../builder/scoring.js';
 import { earliestFirstSeen } from '../engine/snapshot-data.js';
 import { checkSchema } from '../store/migrations.js';
 import { connectStore, redactStoreUrl, storeError, storePool, type StoreLocation } from '../store/postgres.js';
-import { evidenceIdAt, readLog } from '../store/log-reader.js';
+import { copyLog, evidenceIdAt, type MirroredEvidence } from '../store/log-reader.js';
 import { newestPublication, publishSnapshot, publishedClusterIds, type Publication } from '../store/snapshot-publications.js';
 
 export interface BuilderRoleOptions {
@@ -264,24 +263,53 @@ export class BuilderRole {
     this.#mirrored = 0;
   }
 
-  /** Append what was logged since the mirror's position to the data directory, as evidence files. */
+  /**
+   * Append what was logged since the mirror's position to the data
+   * directory, as evidence files of `mirrorBatch` rows. Rows are checked
+   * once, as they are read (copyLog), and stored as they are
+   * (storeCheckedEvidence). One file is written, flushed and recorded
+   * while the next batch is read; files are stored in log order and the
+   * mirror's state (log-mirror.json) names the last row of a stored file
+   * only once that file is stored. A crash between a file and its state
+   * leaves rows that the next pass mirrors again, which the build reads
+   * once (the first of an evidence id is kept).
+   */
   async #mirror(): Promise<void> {
     const { location, dataDir } = this.#options;
     const batch = this.#options.mirrorBatch ?? DEFAULT_MIRROR_BATCH;
-    for (;;) {
-      const rows = await readLog(this.#pool, location, this.#mirrored, batch);
-      if (rows.length === 0) return;
-      const ndjson = rows.map((row) => `${JSON.stringify(evidenceItem(row.record))}\n`).join('');
-      // Stored as an ingest stores a file: named after the newest, so name order stays log order.
-      const result = await ingestBytes(dataDir, Buffer.from(ndjson), `log ${rows[0]!.position}-${rows[rows.length - 1]!.position}`);
-      if (!result.accepted) {
-        throw new StoreError(ErrorCode.STORE_DATA, `log rows after ${this.#mirrored} could not be mirrored: ${result.errors[0]?.reason ?? 'refused'}`);
-      }
-      const last = rows[rows.length - 1]!;
-      this.#mirrored = last.position;
+    const rowsPerCopy = batch * MIRROR_BATCHES_PER_COPY;
+    const store = async (records: EvidenceBatch, last: MirroredEvidence) => {
+      await storeCheckedEvidence(dataDir, records);
       await writeFileAtomic(mirrorStatePath(dataDir), Buffer.from(JSON.stringify({ schema: location.schema, position: last.position, evidenceId: last.record.evidenceId })));
-      if (rows.length < batch) return;
+      this.#mirrored = last.position;
+    };
+    let storing: Promise<void> = Promise.resolve();
+    let records = new EvidenceBatch();
+    let last: MirroredEvidence | null = null;
+    const handOff = async () => {
+      const full = records;
+      records = new EvidenceBatch();
+      await storing;
+      storing = store(full, last!);
+      // Awaited with the next batch or at the end; until then a failure must not count as unhandled.
+      storing.catch(() => {});
+    };
+    let read = this.#mirrored;
+    try {
+      for (;;) {
+        const copied = await copyLog(this.#pool, location, read, rowsPerCopy, (entry) => {
+          records.add(entry.record);
+          last = entry;
+          return records.records < batch ? undefined : handOff();
+        });
+        read = copied.position;
+        if (copied.rows < rowsPerCopy) break;
+      }
+      if (records.records > 0) await handOff();
+    } finally {
+      await storing.catch(() => {});
     }
+    await storing;
   }
 
   /** Make the build's cluster id state the newest publication's (none: the empty state), unless it is already. */
@@ -338,6 +366,8 @@ export class BuilderRole {
 
 const DEFAULT_POLL_MS = 2000;
 const DEFAULT_MIRROR_BATCH = 100_000;
+/** Batches a COPY of the log reads: what a failure mid-mirror reads and drops at most (copyLog). */
+const MIRROR_BATCHES_PER_COPY = 10;
 
 function newBuilder(options: BuilderRoleOptions, corrections: () => CorrectionState): SnapshotBuilder {
   return new SnapshotBuilder({ corrections, ...(options.buildThreads === undefined ? {} : { threads: options.buildThreads }) });

@@ -1,6 +1,8 @@
 import type pg from 'pg';
 import { ErrorCode, StoreError } from '../common/errors.js';
 import { evidenceItem, validateEvidence, type EvidenceRecord } from '../evidence/record.js';
+import { readCopyOut, withPoolClient } from './copy-out.js';
+import { CopyTextRows } from './copy-text.js';
 import { storeError, type StoreLocation } from './postgres.js';
 
 /**
@@ -16,29 +18,97 @@ export interface LoggedEvidence {
   readonly ingestedAt: number;
 }
 
+/** A row of the log as the builder's mirror reads it: when it was ingested is not read. */
+export type MirroredEvidence = Omit<LoggedEvidence, 'ingestedAt'>;
+
 /** Rows after `after`, oldest first, at most `limit`. */
 export async function readLog(client: pg.ClientBase | pg.Pool, location: StoreLocation, after: number, limit: number): Promise<LoggedEvidence[]> {
   let result: pg.QueryResult<LogRow>;
   try {
-    result = await client.query<LogRow>(
-      `SELECT position, evidence_id, upi, url, source_category, risk_category, captured_at_ms, screenshot,
-              (extract(epoch FROM ingested_at) * 1000)::bigint AS ingested_at_ms
-       FROM evidence WHERE position > $1 ORDER BY position LIMIT $2`,
-      [after, limit],
-    );
+    result = await client.query<LogRow>(`SELECT ${LOG_COLUMNS} FROM evidence WHERE position > $1 ORDER BY position LIMIT $2`, [after, limit]);
   } catch (error) {
     throw storeError(location, error);
   }
-  // Positions only increase (a duplicate leaves one unused, evidence-log.ts); the query's order says so, the rows are checked all the same.
-  let previous = after;
-  return result.rows.map((row) => {
-    const entry = loggedEvidenceOf(row, location);
-    if (entry.position <= previous) {
-      throw new StoreError(ErrorCode.STORE_DATA, `store schema ${location.schema}: the evidence log goes from position ${previous} to ${entry.position}`);
+  const order = new LogOrder(location, after);
+  return result.rows.map((row) => order.check(loggedEvidenceOf(row, location)));
+}
+
+/**
+ * The log after `after`, oldest first, at most `limit` rows, checked as
+ * readLog checks them and handed to `onRow` one by one as they stream in:
+ * one COPY, so that PostgreSQL reads and sends the next rows while these
+ * are checked, and no result object is made per row (bench/MEASUREMENTS.md,
+ * "Fleet start: the download and the mirror"). When `onRow` returns a
+ * promise, the next rows wait for it. Resolves with the rows read and the
+ * last one's position (`after` when none). A failure of `onRow` or of a
+ * check ends the call with it once the rest of the COPY is read and
+ * dropped, which `limit` bounds, so the connection goes back to the pool
+ * usable.
+ */
+export async function copyLog(
+  pool: pg.Pool,
+  location: StoreLocation,
+  after: number,
+  limit: number,
+  onRow: (entry: MirroredEvidence) => Promise<void> | undefined,
+): Promise<{ rows: number; position: number }> {
+  if (!Number.isSafeInteger(after) || after < 0) throw new RangeError(`copyLog: after must be a whole number, got ${after}`);
+  if (!Number.isSafeInteger(limit) || limit < 1) throw new RangeError(`copyLog: limit must be a positive whole number, got ${limit}`);
+  const order = new LogOrder(location, after);
+  const parser = new CopyTextRows();
+  let count = 0;
+  const sql = `COPY (SELECT ${MIRROR_COLUMNS} FROM evidence WHERE position > ${after} ORDER BY position LIMIT ${limit}) TO STDOUT`;
+  await withPoolClient(pool, location, (client) =>
+    readCopyOut(client, location, sql, async (piece) => {
+      for (const fields of parser.push(piece)) {
+        count++;
+        const waiting = onRow(order.check(mirroredEvidenceOf(mirrorRowOf(fields, location), location)));
+        if (waiting !== undefined) await waiting;
+      }
+    }),
+  );
+  if (!parser.complete) throw new StoreError(ErrorCode.STORE, `store schema ${location.schema}: the log's COPY ended inside a row`);
+  return { rows: count, position: order.position };
+}
+
+/** Positions only increase (a duplicate leaves one unused, evidence-log.ts); the query's order says so, the rows are checked all the same. */
+class LogOrder {
+  readonly #location: StoreLocation;
+  position: number;
+
+  constructor(location: StoreLocation, after: number) {
+    this.#location = location;
+    this.position = after;
+  }
+
+  check<T extends MirroredEvidence>(entry: T): T {
+    if (entry.position <= this.position) {
+      throw new StoreError(ErrorCode.STORE_DATA, `store schema ${this.#location.schema}: the evidence log goes from position ${this.position} to ${entry.position}`);
     }
-    previous = entry.position;
+    this.position = entry.position;
     return entry;
-  });
+  }
+}
+
+const MIRROR_COLUMNS = 'position, evidence_id, upi, url, source_category, risk_category, captured_at_ms, screenshot';
+const LOG_COLUMNS = `${MIRROR_COLUMNS}, (extract(epoch FROM ingested_at) * 1000)::bigint AS ingested_at_ms`;
+
+/** A row of the COPY's text as the row a query gives (MIRROR_COLUMNS, in order). */
+function mirrorRowOf(fields: readonly string[], location: StoreLocation): MirrorRow {
+  const [position, evidenceId, upi, url, source, risk, capturedAt, screenshot] = fields;
+  if (fields.length !== 8 || (screenshot !== 't' && screenshot !== 'f')) {
+    throw new StoreError(ErrorCode.STORE_DATA, `store schema ${location.schema}: a row of the evidence log (position ${JSON.stringify(fields[0])}) is not in the form of its table`);
+  }
+  return {
+    position: position!,
+    evidence_id: evidenceId!,
+    upi: upi!,
+    url: url!,
+    source_category: Number(source),
+    risk_category: Number(risk),
+    captured_at_ms: capturedAt!,
+    screenshot: screenshot === 't',
+  };
 }
 
 /** The evidence id at `position`, or null when the log has no such position. */
@@ -50,7 +120,7 @@ export async function evidenceIdAt(client: pg.ClientBase | pg.Pool, location: St
   }
 }
 
-export interface LogRow {
+export interface MirrorRow {
   readonly position: string;
   readonly evidence_id: string;
   readonly upi: string;
@@ -59,17 +129,26 @@ export interface LogRow {
   readonly risk_category: number;
   readonly captured_at_ms: string;
   readonly screenshot: boolean;
+}
+
+export interface LogRow extends MirrorRow {
   readonly ingested_at_ms: string;
 }
 
 /** A row of the log, checked against the ingestion contract again. */
 export function loggedEvidenceOf(row: LogRow, location: StoreLocation): LoggedEvidence {
-  const position = Number(row.position);
+  const { position, record } = mirroredEvidenceOf(row, location);
   const ingestedAt = Number(row.ingested_at_ms);
+  if (!Number.isSafeInteger(ingestedAt)) throw badRow(row, location, 'has no valid ingest time');
+  return { position, record, ingestedAt };
+}
+
+/** A row of the log without its ingest time, checked against the ingestion contract again. */
+function mirroredEvidenceOf(row: MirrorRow, location: StoreLocation): MirroredEvidence {
+  const position = Number(row.position);
   const capturedAt = Number(row.captured_at_ms);
-  const bad = (why: string) => new StoreError(ErrorCode.STORE_DATA, `store schema ${location.schema}: evidence at position ${row.position} ${why}`);
-  if (!Number.isSafeInteger(position) || position < 1 || !Number.isSafeInteger(ingestedAt)) throw bad('has no valid position or ingest time');
-  if (!Number.isSafeInteger(capturedAt)) throw bad('has no valid capture time');
+  if (!Number.isSafeInteger(position) || position < 1) throw badRow(row, location, 'has no valid position');
+  if (!Number.isSafeInteger(capturedAt)) throw badRow(row, location, 'has no valid capture time');
   const stored: EvidenceRecord = {
     evidenceId: row.evidence_id,
     upi: row.upi,
@@ -81,10 +160,14 @@ export function loggedEvidenceOf(row: LogRow, location: StoreLocation): LoggedEv
   };
   // The row as the contract item it came from, validated again; stored as validated, it reads back the same.
   const checked = validateEvidence(evidenceItem(stored));
-  if (!checked.ok) throw bad(`breaks the ingestion contract: ${checked.reason}`);
+  if (!checked.ok) throw badRow(row, location, `breaks the ingestion contract: ${checked.reason}`);
   const record = checked.record;
   if (record.upi !== stored.upi || record.capturedAt !== capturedAt || record.riskCategory !== stored.riskCategory || record.sourceCategory !== stored.sourceCategory) {
-    throw bad('is not in the form ingest stores');
+    throw badRow(row, location, 'is not in the form ingest stores');
   }
-  return { position, record, ingestedAt };
+  return { position, record };
+}
+
+function badRow(row: MirrorRow, location: StoreLocation, why: string): StoreError {
+  return new StoreError(ErrorCode.STORE_DATA, `store schema ${location.schema}: evidence at position ${row.position} ${why}`);
 }

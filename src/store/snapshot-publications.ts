@@ -1,11 +1,13 @@
 import { createHash } from 'node:crypto';
-import { mkdir, open, rename, rm } from 'node:fs/promises';
+import { mkdir, open, rename, rm, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
-import type pg from 'pg';
-import { syncDirectory, tempFileName } from '../common/atomic-file.js';
+import pg from 'pg';
+import { syncDirectory, tempFileName, writeAllAt } from '../common/atomic-file.js';
 import type { DataDir } from '../common/data-dir.js';
 import { isSnapshotId, snapshotPath } from '../engine/snapshot-files.js';
 import { ErrorCode, SnapshotError, StoreError } from '../common/errors.js';
+import { BinaryCopyColumn } from './binary-copy.js';
+import { readCopyOut, withPoolClient } from './copy-out.js';
 import { storeError, type StoreLocation } from './postgres.js';
 
 /**
@@ -121,9 +123,16 @@ export async function publishedClusterIds(client: pg.ClientBase | pg.Pool, locat
 }
 
 /**
- * Download a publication into the data directory's snapshots, chunk by
- * chunk, and check its size and SHA-256 before it gets its name: a
- * mismatch is ERR_SNAPSHOT_CHECKSUM and leaves no file. Returns the path.
+ * Download a publication into the data directory's snapshots and check its
+ * size and SHA-256 before it gets its name: a mismatch is
+ * ERR_SNAPSHOT_CHECKSUM and leaves no file. Returns the path.
+ *
+ * The chunks come in one binary COPY, in order, and are hashed as they
+ * arrive while earlier ones are written: the bytes cross the connection
+ * once as they are, where a query's result would carry them as hex text
+ * (see bench/MEASUREMENTS.md, "Fleet start: the download and the mirror").
+ * One statement reads them all, so a publication deleted meanwhile (three
+ * newer were published) comes as no rows, never as part of its bytes.
  */
 export async function downloadSnapshot(client: pg.ClientBase | pg.Pool, location: StoreLocation, publication: Publication, dir: DataDir): Promise<string> {
   const path = snapshotPath(dir, publication.id);
@@ -132,23 +141,9 @@ export async function downloadSnapshot(client: pg.ClientBase | pg.Pool, location
   const file = await open(temp, 'w', 0o644);
   let renamed = false;
   try {
-    const hash = createHash('sha256');
-    let size = 0;
-    for (let part = 0; part < publication.chunks; part++) {
-      let result: pg.QueryResult<{ bytes: Buffer }>;
-      try {
-        result = await client.query<{ bytes: Buffer }>('SELECT bytes FROM snapshot_chunks WHERE seq = $1 AND part = $2', [publication.seq, part]);
-      } catch (error) {
-        throw storeError(location, error);
-      }
-      const bytes = result.rows[0]?.bytes;
-      // Deleted meanwhile (three newer were published): the caller looks for the newest again.
-      if (bytes === undefined) throw new StoreError(ErrorCode.STORE, `snapshot ${publication.id} was removed from the store while it was downloaded`);
-      hash.update(bytes);
-      size += bytes.length;
-      await file.write(bytes);
-    }
-    const sha256 = hash.digest('hex');
+    const { rows, size, sha256 } = await copyChunks(client, location, publication, new ChunkWriter(file));
+    // Deleted meanwhile: the caller looks for the newest again.
+    if (rows === 0) throw new StoreError(ErrorCode.STORE, `snapshot ${publication.id} was removed from the store while it was downloaded`);
     if (size !== publication.size || sha256 !== publication.sha256) {
       throw new SnapshotError(
         ErrorCode.SNAPSHOT_CHECKSUM,
@@ -168,6 +163,125 @@ export async function downloadSnapshot(client: pg.ClientBase | pg.Pool, location
     }
   }
 }
+
+/** A publication's chunks, in order, through `writer`: how many rows came, their bytes and SHA-256. */
+async function copyChunks(
+  client: pg.ClientBase | pg.Pool,
+  location: StoreLocation,
+  publication: Publication,
+  writer: ChunkWriter,
+): Promise<{ rows: number; size: number; sha256: string }> {
+  const hash = createHash('sha256');
+  let size = 0;
+  const column = new BinaryCopyColumn((piece) => {
+    hash.update(piece);
+    size += piece.length;
+    writer.add(piece);
+  });
+  // seq is a checked whole number (publicationOf); COPY takes no parameters.
+  const sql = `COPY (SELECT bytes FROM snapshot_chunks WHERE seq = ${publication.seq} ORDER BY part) TO STDOUT (FORMAT binary)`;
+  const read = (connection: pg.ClientBase) =>
+    readCopyOut(connection, location, sql, (piece) => {
+      column.push(piece);
+      return writer.drained();
+    });
+  try {
+    await (client instanceof pg.Pool ? withPoolClient(client, location, read) : read(client));
+    if (!column.complete) throw new StoreError(ErrorCode.STORE, `the download of snapshot ${publication.id} ended before its last chunk`);
+    await writer.end();
+    return { rows: column.rows, size, sha256: hash.digest('hex') };
+  } finally {
+    await writer.settled();
+  }
+}
+
+/**
+ * Writes a download's pieces in order, in batches, one batch at a time while
+ * the next is gathered, and has what is written flushed to disk every
+ * SYNC_BYTES: the kernel would start writing back only at its dirty
+ * threshold (a tenth of memory), leaving the whole file to the final fsync.
+ * The first failure of a write or a flush is kept and thrown by the next
+ * call (after a failed fsync the kernel may report the next one clean).
+ */
+class ChunkWriter {
+  readonly #file: FileHandle;
+  #batch: Buffer[] = [];
+  #batchBytes = 0;
+  #position = 0;
+  #unsynced = 0;
+  /** The batch being written and the flush under way; neither rejects: a failure goes to #failure. */
+  #writing: Promise<void> = Promise.resolve();
+  #syncing: Promise<void> | null = null;
+  #failure: { readonly error: unknown } | null = null;
+
+  constructor(file: FileHandle) {
+    this.#file = file;
+  }
+
+  /** Add a piece; it is written as it is, not copied. */
+  add(piece: Buffer): void {
+    this.#batch.push(piece);
+    this.#batchBytes += piece.length;
+  }
+
+  /** Once a batch is gathered: wait for the one before it, and start writing it. */
+  async drained(): Promise<void> {
+    if (this.#batchBytes < WRITE_BATCH_BYTES) return;
+    await this.#writing;
+    this.#check();
+    this.#write();
+  }
+
+  /** Write what is left and wait for every write and flush. */
+  async end(): Promise<void> {
+    await this.#writing;
+    this.#check();
+    if (this.#batchBytes > 0) this.#write();
+    await this.settled();
+    this.#check();
+  }
+
+  /** Wait for what is under way, whatever its outcome. */
+  async settled(): Promise<void> {
+    await this.#writing;
+    await this.#syncing;
+  }
+
+  #write(): void {
+    const batch = this.#batch;
+    const position = this.#position;
+    this.#position += this.#batchBytes;
+    this.#unsynced += this.#batchBytes;
+    this.#batch = [];
+    this.#batchBytes = 0;
+    this.#writing = writeAllAt(this.#file, batch, position).then(
+      () => this.#flushSometimes(),
+      (error: unknown) => this.#fail(error),
+    );
+  }
+
+  #flushSometimes(): void {
+    if (this.#unsynced < SYNC_BYTES || this.#syncing !== null) return;
+    this.#unsynced = 0;
+    this.#syncing = this.#file
+      .datasync()
+      .catch((error: unknown) => this.#fail(error))
+      .finally(() => (this.#syncing = null));
+  }
+
+  #fail(error: unknown): void {
+    this.#failure ??= { error };
+  }
+
+  #check(): void {
+    if (this.#failure !== null) throw this.#failure.error;
+  }
+}
+
+/** Bytes of one write: large enough that a write's cost is the copy, not the call. */
+const WRITE_BATCH_BYTES = 4 * 1024 * 1024;
+/** Bytes written between two background flushes to disk. */
+const SYNC_BYTES = 128 * 1024 * 1024;
 
 /** The channel on which a publication announces its seq. */
 export function snapshotsChannel(location: StoreLocation): string {
