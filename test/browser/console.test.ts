@@ -412,6 +412,8 @@ describe('the console', () => {
     await operator.page.getByRole('row', { name: /e2e admin only/ }).getByRole('button', { name: 'Revoke', exact: true }).click();
     await operator.page.getByRole('dialog').getByRole('button', { name: 'Confirm revoke' }).click();
     await operator.page.getByRole('cell', { name: 'key revoked' }).first().waitFor();
+    // Served within a second of the revocation: only then does the session's next call fail.
+    await until('the revoked key refused', 5000, async () => (await lookupStatus(adminOnly)) === 401);
     await page.getByRole('link', { name: 'Keys', exact: true }).click();
     await page.getByRole('button', { name: 'Sign in' }).waitFor();
     await close(session);
