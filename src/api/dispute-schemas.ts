@@ -98,7 +98,7 @@ export const DisputeReviewSchema = strict(
   {
     dispute: AdminDisputeSchema,
     verdict: VpaVerdictSchema,
-    evidence: Nullable(Type.Array(EvidenceItemSchema, { description: 'null on a server that keeps no corrections' })),
+    evidence: Type.Array(EvidenceItemSchema, { description: "the VPA's stored evidence items, retracted ones left out, with whether each counts now" }),
     data_version: Type.String({ description: 'the intelligence the verdict is from (X-Data-Version)' }),
   },
   'DisputeReview',

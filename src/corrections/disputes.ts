@@ -2,7 +2,7 @@ import type { AuditLog } from '../access/audit-log.js';
 import { ClearanceConflictError } from '../common/errors.js';
 import type { KeyRecord } from '../access/key-record.js';
 import { answerAlways, type AdminAnswer, type DisputeRequest } from '../api/admin-requests.js';
-import { conflict, notFound, serviceUnavailable, validationError } from '../api/http-error.js';
+import { conflict, notFound, validationError } from '../api/http-error.js';
 import type { Logger } from '../common/logger.js';
 import type { CorrectionDesk } from '../service/corrections.js';
 import type { IntakeResult } from '../service/evidence-intake.js';
@@ -19,8 +19,8 @@ export interface DisputeServiceOptions {
   readonly audit: AuditLog;
   /** Store evidence as POST /v1/admin/evidence does (an accepted report). */
   readonly ingest: (body: Uint8Array) => Promise<IntakeResult>;
-  /** What clears a VPA or retracts its evidence; absent, an upheld dispute is refused (503) and the review shows no evidence. */
-  readonly desk: CorrectionDesk | undefined;
+  /** What clears a VPA or retracts its evidence (the corrections desk of the data directory or of the store). */
+  readonly desk: CorrectionDesk;
   readonly logger: Logger;
   readonly now?: () => number;
 }
@@ -80,7 +80,7 @@ export class DisputeService {
         const d = await store.dispute(disputeIdOf(request.id));
         if (d === null) throw notFound(`no dispute ${request.id}`);
         const view = this.#o.served.view;
-        const evidence = this.#o.desk === undefined ? null : await this.#o.desk.evidenceOf(d.upi);
+        const evidence = await this.#o.desk.evidenceOf(d.upi);
         return ok({ dispute: d, verdict: view.verdict(d.upi), evidence, data_version: view.version });
       }
       case 'dispute.resolve':
@@ -126,11 +126,10 @@ export class DisputeService {
     disputeIdOf(id);
     const input = resolutionInput(body);
     const desk = this.#o.desk;
-    if (input.outcome === 'upheld' && desk === undefined) throw serviceUnavailable('this server keeps no corrections: a dispute cannot be upheld here');
     let dataVersion: string | null = null;
     const resolved = await this.#o.store.changeDispute(id, async (current) => {
       if (current.status !== 'OPEN') throw conflict(`dispute ${id} was ${current.status.toLowerCase()} already`, { dispute_id: id });
-      const correction = input.outcome === 'upheld' ? await this.#correct(desk!, current, input, key) : { clearance_id: null, retracted: null, data_version: null };
+      const correction = input.outcome === 'upheld' ? await this.#correct(desk, current, input, key) : { clearance_id: null, retracted: null, data_version: null };
       dataVersion = correction.data_version;
       const next: Dispute = {
         ...current,
