@@ -33,7 +33,7 @@ export function createApiApp(deps: ApiDependencies, app: TemplatedApp = uWS.App(
   registerWatchlistRoutes(kit, deps);
   registerCorrectionRoutes(kit, deps);
   registerDisputeRoutes(kit, deps);
-  if (deps.console !== undefined) registerConsoleRoutes(app, deps.console);
+  if (deps.console !== undefined) registerConsoleRoutes(kit.routes, deps.console);
   // Last: it holds the catch-all routes (HEAD and any method on /*).
   registerOperationsRoutes(kit, deps);
   return { app, inFlight, drain };

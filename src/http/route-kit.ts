@@ -49,12 +49,26 @@ export interface ApiDependencies {
 export type Handler = (res: HttpResponse, req: HttpRequest) => void;
 
 /**
+ * Where the route groups register their handlers: uWS's methods of the same
+ * names, each handler wrapped by the kit's guard (createRouteKit).
+ */
+export interface Routes {
+  get: (pattern: string, handler: Handler) => void;
+  post: (pattern: string, handler: Handler) => void;
+  put: (pattern: string, handler: Handler) => void;
+  patch: (pattern: string, handler: Handler) => void;
+  del: (pattern: string, handler: Handler) => void;
+  head: (pattern: string, handler: Handler) => void;
+  any: (pattern: string, handler: Handler) => void;
+}
+
+/**
  * What every route group is built from (routes/*.ts): the exchange's life
  * (begun, answered, failed) and the route shapes (keyed, with a body). Built
  * once per app; the handlers the groups make from it are fixed at start-up.
  */
 export interface RouteKit {
-  readonly app: TemplatedApp;
+  readonly routes: Routes;
   begin: (res: HttpResponse, route: number) => Exchange;
   /** The answer comes after the handler returns: call within the handler. */
   answerLater: (x: Exchange) => void;
@@ -123,9 +137,12 @@ export function createRouteKit(deps: ApiDependencies, app: TemplatedApp): BuiltR
     return lines;
   };
 
+  /** The exchange the running handler began, if it began one (guard). */
+  let begun: Exchange | null = null;
+
   const begin = (res: HttpResponse, route: number): Exchange => {
     inFlight++;
-    return {
+    return (begun = {
       res,
       route,
       requestNumber: requestIds.next(),
@@ -136,7 +153,7 @@ export function createRouteKit(deps: ApiDependencies, app: TemplatedApp): BuiltR
       quota: null,
       key: null,
       session: null,
-    };
+    });
   };
 
   /**
@@ -172,10 +189,15 @@ export function createRouteKit(deps: ApiDependencies, app: TemplatedApp): BuiltR
     metrics?.requests.record(x.route, status, (performance.now() - x.started) / 1000);
   };
 
+  /** Log a failure; a log that cannot be written must not stop the answer. */
+  const logFailure = (fields: Record<string, unknown>, error: unknown): void => {
+    try {
+      deps.logger.error({ ...fields, err: String((error as Error)?.stack ?? error) }, 'request failed');
+    } catch {}
+  };
+
   const fail = (x: Exchange, error: unknown, forceClose = false): void => {
-    if (!(error instanceof HttpError)) {
-      deps.logger.error({ requestId: requestIds.text(x.requestNumber), route: ROUTE_NAMES[x.route], err: String((error as Error)?.stack ?? error) }, 'request failed');
-    }
+    if (!(error instanceof HttpError)) logFailure({ requestId: requestIds.text(x.requestNumber), route: ROUTE_NAMES[x.route] }, error);
     const e = error instanceof HttpError ? error : internalError();
     const extra: readonly [string, string] | undefined =
       e.status === 401 ? ['WWW-Authenticate', 'Bearer'] : e.retryAfter !== undefined ? ['Retry-After', String(e.retryAfter)] : undefined;
@@ -265,12 +287,65 @@ export function createRouteKit(deps: ApiDependencies, app: TemplatedApp): BuiltR
       .catch((error: unknown) => fail(x, error, cutOff));
   };
 
+  /**
+   * What the handler leaves when it throws, or returns having neither
+   * answered nor left the answer for later: its exchange's 500, or, for a
+   * handler that began none (the console's files), its connection closed.
+   */
+  const rescue = (res: HttpResponse, error: unknown): void => {
+    const x = begun;
+    begun = null;
+    try {
+      if (x !== null && x.res === res) {
+        // The connection is closed after it: the handler may have left it in any state.
+        if (!x.closed) fail(x, error, true);
+        return;
+      }
+      logFailure({}, error);
+      res.close();
+    } catch {
+      try {
+        res.close();
+      } catch {}
+    }
+  };
+
+  /**
+   * Every handler runs under this: uWS ends the whole process when a handler
+   * returns without answering or attaching an abort handler, which an
+   * exception escaping the handler amounts to. With the guard either is a
+   * 500 of that request, logged, and the server serves on.
+   */
+  const guard =
+    (handler: Handler): Handler =>
+    (res, req) => {
+      begun = null;
+      try {
+        handler(res, req);
+      } catch (error) {
+        rescue(res, error);
+        return;
+      }
+      // Set by begin() within the handler, which the compiler cannot see.
+      const x = begun as Exchange | null;
+      if (x !== null && !x.closed && !x.later) rescue(res, new Error(`the ${ROUTE_NAMES[x.route]} handler returned without answering`));
+    };
+  const routes: Routes = {
+    get: (pattern, handler) => void app.get(pattern, guard(handler)),
+    post: (pattern, handler) => void app.post(pattern, guard(handler)),
+    put: (pattern, handler) => void app.put(pattern, guard(handler)),
+    patch: (pattern, handler) => void app.patch(pattern, guard(handler)),
+    del: (pattern, handler) => void app.del(pattern, guard(handler)),
+    head: (pattern, handler) => void app.head(pattern, guard(handler)),
+    any: (pattern, handler) => void app.any(pattern, guard(handler)),
+  };
+
   const peekIp = async (x: Exchange, ip: string): Promise<void> => {
     x.quota = await deps.quota.peekIp(ip);
   };
 
   return {
-    kit: { app, begin, answerLater, send, sendHead, sendBare, fail, keyed, keyedBody, admitKey, refuseKey, peekIp },
+    kit: { routes, begin, answerLater, send, sendHead, sendBare, fail, keyed, keyedBody, admitKey, refuseKey, peekIp },
     inFlight: () => inFlight,
     drain: () => {
       draining = true;

@@ -21,7 +21,7 @@ import { limitOf, noInput, page, pathId } from './request-input.js';
  * (POST /v1/admin/evidence) has a group of its own (evidence.ts).
  */
 export function registerAdminRoutes(kit: RouteKit, deps: Pick<ApiDependencies, 'admin' | 'keys'>): void {
-  const { app, keyed, send } = kit;
+  const { routes, keyed, send } = kit;
   const { ask, relay } = mainThreadCalls(kit, deps);
   const change = <T = undefined>(answer: JsonChange<T>, read?: (req: HttpRequest) => T): Handler => jsonChange(kit, ROUTE.admin, 'admin', MAX_ADMIN_BODY_BYTES, answer, read);
 
@@ -96,25 +96,25 @@ export function registerAdminRoutes(kit: RouteKit, deps: Pick<ApiDependencies, '
     send(x, 200, JSON.stringify(found));
   };
 
-  app.post('/v1/admin/session', signIn);
-  app.get('/v1/admin/session', keyed(ROUTE.admin, 'admin', noInput, currentSession));
-  app.del('/v1/admin/session', change(signOut));
+  routes.post('/v1/admin/session', signIn);
+  routes.get('/v1/admin/session', keyed(ROUTE.admin, 'admin', noInput, currentSession));
+  routes.del('/v1/admin/session', change(signOut));
 
-  app.get('/v1/admin/keys', keyed(ROUTE.admin, 'admin', noInput, listKeys));
-  app.post('/v1/admin/keys', change(createKey));
-  app.post('/v1/admin/keys/:id/rotate', change(rotateKey, pathId));
-  app.post('/v1/admin/keys/:id/revoke', change(revokeKey, pathId));
-  app.patch('/v1/admin/keys/:id', change(updateKey, pathId));
+  routes.get('/v1/admin/keys', keyed(ROUTE.admin, 'admin', noInput, listKeys));
+  routes.post('/v1/admin/keys', change(createKey));
+  routes.post('/v1/admin/keys/:id/rotate', change(rotateKey, pathId));
+  routes.post('/v1/admin/keys/:id/revoke', change(revokeKey, pathId));
+  routes.patch('/v1/admin/keys/:id', change(updateKey, pathId));
 
-  app.get('/v1/admin/audit', keyed(ROUTE.admin, 'admin', auditLimit, listAudit));
-  app.get('/v1/admin/watchlists', keyed(ROUTE.admin, 'admin', page, listAllWatchlists));
-  app.get('/v1/admin/watchlists/:id', keyed(ROUTE.admin, 'admin', pathId, getAnyWatchlist));
+  routes.get('/v1/admin/audit', keyed(ROUTE.admin, 'admin', auditLimit, listAudit));
+  routes.get('/v1/admin/watchlists', keyed(ROUTE.admin, 'admin', page, listAllWatchlists));
+  routes.get('/v1/admin/watchlists/:id', keyed(ROUTE.admin, 'admin', pathId, getAnyWatchlist));
   registerPagedWatchReads(kit, ask, '/v1/admin/watchlists', ROUTE.admin, 'admin');
-  app.get('/v1/admin/stats', keyed(ROUTE.admin, 'admin', noInput, figures));
-  app.post('/v1/admin/compaction', change(startCompaction));
+  routes.get('/v1/admin/stats', keyed(ROUTE.admin, 'admin', noInput, figures));
+  routes.post('/v1/admin/compaction', change(startCompaction));
 
-  app.get('/v1/admin/clusters', keyed(ROUTE.admin, 'admin', clusterListLimit, largest));
-  app.get('/v1/admin/clusters/:id/graph', keyed(ROUTE.admin, 'admin', pathId, graph));
+  routes.get('/v1/admin/clusters', keyed(ROUTE.admin, 'admin', clusterListLimit, largest));
+  routes.get('/v1/admin/clusters/:id/graph', keyed(ROUTE.admin, 'admin', pathId, graph));
 }
 
 function auditLimit(req: HttpRequest): number | HttpError {

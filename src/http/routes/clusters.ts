@@ -12,7 +12,7 @@ import { pathId } from './request-input.js';
  * under /v1/admin/clusters (admin.ts).
  */
 export function registerClusterRoutes(kit: RouteKit): void {
-  const { app, keyed, send } = kit;
+  const { routes, keyed, send } = kit;
   const cluster: Answer<string> = (x, id) => {
     if (id === '') throw badRequest('missing cluster id');
     if (!isClusterIdShape(id)) throw badRequest('cluster id must have the form MC-<number>');
@@ -21,7 +21,7 @@ export function registerClusterRoutes(kit: RouteKit): void {
     send(x, 200, answer);
   };
   const clusterRoute = keyed(ROUTE.cluster, 'screen', pathId, cluster);
-  app.get('/v1/verify/upi/cluster/:id', clusterRoute);
+  routes.get('/v1/verify/upi/cluster/:id', clusterRoute);
   // Without an id: answered 400 by the same handler, not 404.
-  app.get('/v1/verify/upi/cluster/', clusterRoute);
+  routes.get('/v1/verify/upi/cluster/', clusterRoute);
 }

@@ -1,5 +1,6 @@
 import { extname } from 'node:path';
-import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js';
+import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
+import type { Routes } from '../route-kit.js';
 import { CONSOLE_SECURITY_HEADERS, acceptsEncoding, type ConsoleAsset, type ConsoleAssets } from '../console-assets.js';
 
 /**
@@ -8,7 +9,7 @@ import { CONSOLE_SECURITY_HEADERS, acceptsEncoding, type ConsoleAsset, type Cons
  * app, so it gets index.html. The console's sign-in is an admin route
  * (POST /v1/admin/session, admin.ts).
  */
-export function registerConsoleRoutes(app: TemplatedApp, assets: ConsoleAssets): void {
+export function registerConsoleRoutes(routes: Routes, assets: ConsoleAssets): void {
   const index = assets.files['index.html']!;
   const redirectToConsole = (res: HttpResponse): void => {
     res.writeStatus('308 Permanent Redirect').writeHeader('Location', '/console/');
@@ -29,8 +30,8 @@ export function registerConsoleRoutes(app: TemplatedApp, assets: ConsoleAssets):
       answer(res, req, '200 OK', index);
     }
   };
-  app.get('/console', redirectToConsole);
-  app.get('/console/*', consoleFile);
+  routes.get('/console', redirectToConsole);
+  routes.get('/console/*', consoleFile);
 }
 
 function answer(res: HttpResponse, req: HttpRequest, status: string, asset: ConsoleAsset): void {

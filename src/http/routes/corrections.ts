@@ -16,7 +16,7 @@ import { page, pathId } from './request-input.js';
  * every serving thread serves them.
  */
 export function registerCorrectionRoutes(kit: RouteKit, deps: Pick<ApiDependencies, 'admin'>): void {
-  const { app, keyed } = kit;
+  const { routes, keyed } = kit;
   const { ask, relay } = mainThreadCalls(kit, deps);
 
   const retract: JsonChange<undefined> = async (x, body) => relay(x, await ask({ op: 'retractions.create', key: caller(x), body }));
@@ -30,11 +30,11 @@ export function registerCorrectionRoutes(kit: RouteKit, deps: Pick<ApiDependenci
   const get: Answer<string> = async (x, id) => relay(x, await ask({ op: 'clearances.get', key: caller(x), id }));
   const end: JsonChange<string> = async (x, body, id) => relay(x, await ask({ op: 'clearances.end', key: caller(x), id, body }));
 
-  app.post('/v1/admin/retractions', jsonChange(kit, ROUTE.admin, 'ingest', MAX_ADMIN_BODY_BYTES, retract));
-  app.post('/v1/admin/clearances', jsonChange(kit, ROUTE.admin, 'admin', MAX_ADMIN_BODY_BYTES, clear));
-  app.get('/v1/admin/clearances', keyed(ROUTE.admin, 'admin', clearancePage, list));
-  app.get('/v1/admin/clearances/:id', keyed(ROUTE.admin, 'admin', pathId, get));
-  app.del('/v1/admin/clearances/:id', jsonChange(kit, ROUTE.admin, 'admin', MAX_ADMIN_BODY_BYTES, end, pathId));
+  routes.post('/v1/admin/retractions', jsonChange(kit, ROUTE.admin, 'ingest', MAX_ADMIN_BODY_BYTES, retract));
+  routes.post('/v1/admin/clearances', jsonChange(kit, ROUTE.admin, 'admin', MAX_ADMIN_BODY_BYTES, clear));
+  routes.get('/v1/admin/clearances', keyed(ROUTE.admin, 'admin', clearancePage, list));
+  routes.get('/v1/admin/clearances/:id', keyed(ROUTE.admin, 'admin', pathId, get));
+  routes.del('/v1/admin/clearances/:id', jsonChange(kit, ROUTE.admin, 'admin', MAX_ADMIN_BODY_BYTES, end, pathId));
 }
 
 type ClearancePage = ReturnType<typeof page> & { readonly upi: string | null | HttpError };

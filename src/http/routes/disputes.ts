@@ -16,7 +16,7 @@ import { page, pathId } from './request-input.js';
  * checks every body, id and cursor.
  */
 export function registerDisputeRoutes(kit: RouteKit, deps: Pick<ApiDependencies, 'admin'>): void {
-  const { app, keyed } = kit;
+  const { routes, keyed } = kit;
   const { ask, relay } = mainThreadCalls(kit, deps);
   const change = <T = undefined>(route: number, scope: 'admin' | 'screen', answer: JsonChange<T>, read?: (req: HttpRequest) => T): Handler =>
     jsonChange(kit, route, scope, MAX_ADMIN_BODY_BYTES, answer, read);
@@ -33,17 +33,17 @@ export function registerDisputeRoutes(kit: RouteKit, deps: Pick<ApiDependencies,
   const acceptReport: JsonChange<string> = async (x, body, id) => relay(x, await ask({ op: 'report.accept', key: caller(x), id, body }));
   const dismissReport: JsonChange<string> = async (x, body, id) => relay(x, await ask({ op: 'report.dismiss', key: caller(x), id, body }));
 
-  app.post('/v1/disputes', change(ROUTE.disputes, 'screen', openDispute));
-  app.get('/v1/disputes', keyed(ROUTE.disputes, 'screen', listInput, listDisputes));
-  app.get('/v1/disputes/:id', keyed(ROUTE.disputes, 'screen', pathId, getDispute));
-  app.post('/v1/reports', change(ROUTE.reports, 'screen', createReport));
+  routes.post('/v1/disputes', change(ROUTE.disputes, 'screen', openDispute));
+  routes.get('/v1/disputes', keyed(ROUTE.disputes, 'screen', listInput, listDisputes));
+  routes.get('/v1/disputes/:id', keyed(ROUTE.disputes, 'screen', pathId, getDispute));
+  routes.post('/v1/reports', change(ROUTE.reports, 'screen', createReport));
 
-  app.get('/v1/admin/disputes', keyed(ROUTE.admin, 'admin', listInput, listAllDisputes));
-  app.get('/v1/admin/disputes/:id', keyed(ROUTE.admin, 'admin', pathId, reviewDispute));
-  app.post('/v1/admin/disputes/:id/resolve', change(ROUTE.admin, 'admin', resolveDispute, pathId));
-  app.get('/v1/admin/reports', keyed(ROUTE.admin, 'admin', listInput, listReports));
-  app.post('/v1/admin/reports/:id/accept', change(ROUTE.admin, 'admin', acceptReport, pathId));
-  app.post('/v1/admin/reports/:id/dismiss', change(ROUTE.admin, 'admin', dismissReport, pathId));
+  routes.get('/v1/admin/disputes', keyed(ROUTE.admin, 'admin', listInput, listAllDisputes));
+  routes.get('/v1/admin/disputes/:id', keyed(ROUTE.admin, 'admin', pathId, reviewDispute));
+  routes.post('/v1/admin/disputes/:id/resolve', change(ROUTE.admin, 'admin', resolveDispute, pathId));
+  routes.get('/v1/admin/reports', keyed(ROUTE.admin, 'admin', listInput, listReports));
+  routes.post('/v1/admin/reports/:id/accept', change(ROUTE.admin, 'admin', acceptReport, pathId));
+  routes.post('/v1/admin/reports/:id/dismiss', change(ROUTE.admin, 'admin', dismissReport, pathId));
 }
 
 type ListInput = ReturnType<typeof listInput>;

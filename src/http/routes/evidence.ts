@@ -10,13 +10,13 @@ import type { ApiDependencies, RouteKit } from '../route-kit.js';
  * answered once it is served, or refused whole with every bad line.
  */
 export function registerEvidenceRoutes(kit: RouteKit, deps: Pick<ApiDependencies, 'ingest'>): void {
-  const { app, keyedBody, send } = kit;
+  const { routes, keyedBody, send } = kit;
   const ingestEvidence: BodyAnswer<undefined> = async (x, body) => {
     if (deps.ingest === undefined) throw serviceUnavailable('this server does not take evidence over HTTP');
     if (body.length === 0) throw badRequest('request body missing; send NDJSON evidence, one item per line');
     send(x, ...evidenceAnswer(await deps.ingest(body)));
   };
-  app.post('/v1/admin/evidence', keyedBody(ROUTE.evidence, 'ingest', MAX_EVIDENCE_BODY_BYTES, 'application/x-ndjson', ingestEvidence));
+  routes.post('/v1/admin/evidence', keyedBody(ROUTE.evidence, 'ingest', MAX_EVIDENCE_BODY_BYTES, 'application/x-ndjson', ingestEvidence));
 }
 
 /** The status and JSON of the answer to POST /v1/admin/evidence. */

@@ -41,7 +41,7 @@ export function registerPagedWatchReads(kit: RouteKit, ask: Ask, prefix: string,
     [`${prefix}/:id/vpas`, 'watch.vpas'],
     [`${prefix}/:id/events`, 'watch.events'],
   ] as const) {
-    kit.app.get(
+    kit.routes.get(
       path,
       kit.keyed(route, scope, page, async (x, p) => {
         if (p.limit instanceof HttpError) throw p.limit;

@@ -18,7 +18,7 @@ const HEALTHY = '{"status":"ok"}';
  * catch-all routes come last.
  */
 export function registerOperationsRoutes(kit: RouteKit, deps: Pick<ApiDependencies, 'version' | 'quota' | 'metrics' | 'metricsToken' | 'scrape' | 'thread'>): void {
-  const { app, begin, answerLater, send, sendHead, sendBare, fail } = kit;
+  const { routes, begin, answerLater, send, sendHead, sendBare, fail } = kit;
   const openApiBody = JSON.stringify(openApiDocument(deps.version));
   // Compared as hashes in constant time, like API keys.
   const metricsTokenHash = deps.metricsToken === undefined ? undefined : hashApiKey(deps.metricsToken);
@@ -95,15 +95,15 @@ export function registerOperationsRoutes(kit: RouteKit, deps: Pick<ApiDependenci
     else sendHead(x, 404, errorJson(notFound(`no such endpoint: HEAD ${url}`)));
   };
 
-  app.get('/v1/openapi.json', open(ROUTE.openapi, (x) => send(x, 200, openApiBody)));
-  app.get('/healthz', health);
-  app.get('/readyz', readiness);
-  app.get('/metrics', scrapeMetrics);
-  app.head('/*', headOfAny);
+  routes.get('/v1/openapi.json', open(ROUTE.openapi, (x) => send(x, 200, openApiBody)));
+  routes.get('/healthz', health);
+  routes.get('/readyz', readiness);
+  routes.get('/metrics', scrapeMetrics);
+  routes.head('/*', headOfAny);
   // Every other method the HTTP library parses (PUT, DELETE, PATCH, OPTIONS,
   // TRACE, and GET/POST on unknown paths). Methods it does not know never
   // reach the app: uWebSockets.js closes their connection unanswered.
-  app.any(
+  routes.any(
     '/*',
     open(ROUTE.unknown, (x, method, url) => fail(x, notFound(`no such endpoint: ${method} ${url}`))),
   );

@@ -25,7 +25,7 @@ const SINGLE_BODY_CAPACITY = 16_384;
  * screening endpoints, which answer 503 until they exist.
  */
 export function registerVerifyRoutes(kit: RouteKit): void {
-  const { app, keyed, keyedBody, send } = kit;
+  const { routes, keyed, keyedBody, send } = kit;
   // The body of the answer being written, when it is written as bytes (single lookups).
   const bodyBytes = new ByteScratch(SINGLE_BODY_CAPACITY);
 
@@ -42,10 +42,10 @@ export function registerVerifyRoutes(kit: RouteKit): void {
     send(x, 200, answer);
   };
 
-  app.get('/v1/verify/upi', keyed(ROUTE.verify, 'screen', readUpi, verifySingle));
-  app.post('/v1/verify/upi/batch', keyedBody(ROUTE.batch, 'screen', MAX_BODY_BYTES, 'application/json', verifyBatch));
-  app.get('/v1/cyber/check', keyed(ROUTE.cyber_check, 'screen', noInput, entityExposurePlanned));
-  app.post('/v1/audit/app', keyed(ROUTE.audit_app, 'screen', noInput, appAuditPlanned));
+  routes.get('/v1/verify/upi', keyed(ROUTE.verify, 'screen', readUpi, verifySingle));
+  routes.post('/v1/verify/upi/batch', keyedBody(ROUTE.batch, 'screen', MAX_BODY_BYTES, 'application/json', verifyBatch));
+  routes.get('/v1/cyber/check', keyed(ROUTE.cyber_check, 'screen', noInput, entityExposurePlanned));
+  routes.post('/v1/audit/app', keyed(ROUTE.audit_app, 'screen', noInput, appAuditPlanned));
 }
 
 /**

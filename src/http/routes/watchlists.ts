@@ -13,7 +13,7 @@ import { noInput, pathId } from './request-input.js';
  * /v1/admin/watchlists (admin.ts).
  */
 export function registerWatchlistRoutes(kit: RouteKit, deps: Pick<ApiDependencies, 'admin'>): void {
-  const { app, keyed } = kit;
+  const { routes, keyed } = kit;
   const { ask, relay } = mainThreadCalls(kit, deps);
   const change = <T = undefined>(limit: number, answer: JsonChange<T>, read?: (req: HttpRequest) => T): Handler => jsonChange(kit, ROUTE.watchlists, 'screen', limit, answer, read);
 
@@ -26,15 +26,15 @@ export function registerWatchlistRoutes(kit: RouteKit, deps: Pick<ApiDependencie
   const removeVpas: JsonChange<string> = async (x, body, id) => relay(x, await ask({ op: 'watch.remove', key: caller(x), id, body }));
   const redeliver: JsonChange<WatchEvent> = async (x, _body, event) => relay(x, await ask({ op: 'watch.redeliver', key: caller(x), id: event.id, eventId: event.eventId }));
 
-  app.post('/v1/watchlists', change(MAX_ADMIN_BODY_BYTES, create));
-  app.get('/v1/watchlists', keyed(ROUTE.watchlists, 'screen', noInput, list));
-  app.get('/v1/watchlists/:id', keyed(ROUTE.watchlists, 'screen', pathId, get));
-  app.del('/v1/watchlists/:id', change(MAX_ADMIN_BODY_BYTES, remove, pathId));
-  app.post('/v1/watchlists/:id/secret', change(MAX_ADMIN_BODY_BYTES, newSecret, pathId));
-  app.put('/v1/watchlists/:id/vpas', change(MAX_WATCH_BODY_BYTES, addVpas, pathId));
-  app.del('/v1/watchlists/:id/vpas', change(MAX_WATCH_BODY_BYTES, removeVpas, pathId));
+  routes.post('/v1/watchlists', change(MAX_ADMIN_BODY_BYTES, create));
+  routes.get('/v1/watchlists', keyed(ROUTE.watchlists, 'screen', noInput, list));
+  routes.get('/v1/watchlists/:id', keyed(ROUTE.watchlists, 'screen', pathId, get));
+  routes.del('/v1/watchlists/:id', change(MAX_ADMIN_BODY_BYTES, remove, pathId));
+  routes.post('/v1/watchlists/:id/secret', change(MAX_ADMIN_BODY_BYTES, newSecret, pathId));
+  routes.put('/v1/watchlists/:id/vpas', change(MAX_WATCH_BODY_BYTES, addVpas, pathId));
+  routes.del('/v1/watchlists/:id/vpas', change(MAX_WATCH_BODY_BYTES, removeVpas, pathId));
   registerPagedWatchReads(kit, ask, '/v1/watchlists', ROUTE.watchlists, 'screen');
-  app.post('/v1/watchlists/:id/events/:event/redeliver', change(MAX_ADMIN_BODY_BYTES, redeliver, watchEvent));
+  routes.post('/v1/watchlists/:id/events/:event/redeliver', change(MAX_ADMIN_BODY_BYTES, redeliver, watchEvent));
 }
 
 interface WatchEvent {
