@@ -1,6 +1,7 @@
 import { ByteInterner } from './byte-interner.js';
 import { HOME_PARTITION, HOME_RETRACTED, NO_RECORD, type BuildCarry } from './carry.js';
 import { FIXED_BYTES, RecordReader, partitionOf, partitionOfBytes } from './record-codec.js';
+import { BLOCK_RECORDS, blockMayHold, recordEnd, vpaProbe, type BlockIndex } from './record-blocks.js';
 import type { SkipRun } from './phases.js';
 
 /**
@@ -8,8 +9,8 @@ import type { SkipRun } from './phases.js';
  * corrections need, since a carried record keeps no id. An id's record is
  * found through BuildCarry.homes: the k-th record of records[p][q] belongs
  * to the k-th id of partition p whose home is q. Each call costs a pass
- * over the homes of the partitions involved and over the records of the
- * VPA partitions involved; nothing is indexed ahead.
+ * over the homes of the partitions involved, and reads only the blocks of
+ * records that may hold the VPAs or ordinals asked for (record-blocks.ts).
  */
 
 /** One carried record of a VPA, decoded. */
@@ -124,40 +125,28 @@ function placesOf(carry: BuildCarry, ids: readonly string[]): (Place | null)[] {
   return places;
 }
 
-/** Calls `visit` with a reader on every record of records[p][q] in order, with its ordinal; stops when it returns false. */
-function walkPair(carry: BuildCarry, p: number, q: number, visit: (reader: RecordReader, ordinal: number) => boolean): void {
-  let ordinal = 0;
-  for (const segment of carry.records[p]![q]!) {
-    const reader = new RecordReader(segment);
-    while (reader.next()) if (!visit(reader, ordinal++)) return;
-  }
-}
-
 /** The VPA each stored id names (canonical form), by id; ids never read, or read after being retracted, are absent. */
-export function locateIds(carry: BuildCarry, ids: readonly string[]): Map<string, string> {
+export function locateIds(carry: BuildCarry, ids: readonly string[], index: BlockIndex): Map<string, string> {
   const places = placesOf(carry, ids);
   const found = new Map<string, string>();
-  const byPair = new Map<string, { p: number; q: number; wanted: Map<number, string[]> }>();
   places.forEach((place, i) => {
     if (place === null) return;
-    const pair = `${place.p}/${place.q}`;
-    const entry = byPair.get(pair) ?? { p: place.p, q: place.q, wanted: new Map<number, string[]>() };
-    entry.wanted.set(place.ordinal, [...(entry.wanted.get(place.ordinal) ?? []), ids[i]!]);
-    byPair.set(pair, entry);
-  });
-  for (const { p, q, wanted } of byPair.values()) {
-    let left = wanted.size;
-    const last = Math.max(...wanted.keys());
-    walkPair(carry, p, q, (reader, ordinal) => {
-      const named = wanted.get(ordinal);
-      if (named !== undefined) {
-        const upi = utf8(reader.raw.subarray(reader.upiStart, reader.urlStart)).toString('latin1');
-        for (const id of named) found.set(id, upi);
-        left--;
+    // The segment that holds the ordinal, then its block: only the records before it in that block are read.
+    let ordinal = place.ordinal;
+    for (const segment of carry.records[place.p]![place.q]!) {
+      const blocks = index.of(segment);
+      if (ordinal >= blocks.records) {
+        ordinal -= blocks.records;
+        continue;
       }
-      return left > 0 && ordinal < last;
-    });
-  }
+      const bytes = new Uint8Array(segment);
+      let at = blocks.starts[Math.floor(ordinal / BLOCK_RECORDS)]!;
+      for (let skip = ordinal % BLOCK_RECORDS; skip > 0; skip--) at = recordEnd(bytes, at);
+      const upiLength = bytes[at + 17]! | (bytes[at + 18]! << 8);
+      found.set(ids[i]!, utf8(bytes.subarray(at + FIXED_BYTES, at + FIXED_BYTES + upiLength)).toString('latin1'));
+      return;
+    }
+  });
   return found;
 }
 
@@ -169,30 +158,40 @@ interface Match {
   readonly key: number;
 }
 
+/** Past this many VPAs a block's filter passes nearly always, and reading every record is as quick. */
+const MAX_FILTERED_VPAS = 64;
+
 /**
- * The records of records[p][q] whose VPA is among `keys`: one tight pass
- * over the bytes, a record told apart by the length of its VPA before any
- * hashing (the cost of a correction at scale: bench/MEASUREMENTS.md).
+ * The records of records[p][q] whose VPA is among `keys`: the blocks whose
+ * filter may hold one of `probes` (every block past MAX_FILTERED_VPAS), each
+ * in one tight pass over its bytes, a record told apart by the length of
+ * its VPA before any hashing (the cost of a correction at scale:
+ * bench/MEASUREMENTS.md).
  */
-function matchingRecords(carry: BuildCarry, p: number, q: number, keys: ByteInterner, lengths: Uint8Array): Match[] {
+function matchingRecords(carry: BuildCarry, p: number, q: number, keys: ByteInterner, lengths: Uint8Array, probes: Uint32Array, index: BlockIndex): Match[] {
   const matches: Match[] = [];
-  let ordinal = 0;
+  const filtered = probes.length <= MAX_FILTERED_VPAS;
+  let first = 0;
   for (const segment of carry.records[p]![q]!) {
     const bytes = new Uint8Array(segment);
-    const end = bytes.length;
-    let at = 0;
-    while (at < end) {
-      const upiLength = bytes[at + 17]! | (bytes[at + 18]! << 8);
-      const urlLength = bytes[at + 19]! | (bytes[at + 20]! << 8);
-      const idLength = bytes[at + 21]! | (bytes[at + 22]! << 8);
-      const upiStart = at + FIXED_BYTES;
-      if (lengths[upiLength] === 1) {
-        const key = keys.find(bytes, upiStart, upiStart + upiLength);
-        if (key >= 0) matches.push({ segment: bytes, at, ordinal, key });
+    const blocks = index.of(segment);
+    for (let b = 0; b < blocks.blocks; b++) {
+      if (filtered && !blockMayHold(blocks, b, probes)) continue;
+      const end = blocks.starts[b + 1]!;
+      let at = blocks.starts[b]!;
+      let ordinal = first + b * BLOCK_RECORDS;
+      while (at < end) {
+        const upiLength = bytes[at + 17]! | (bytes[at + 18]! << 8);
+        const upiStart = at + FIXED_BYTES;
+        if (lengths[upiLength] === 1) {
+          const key = keys.find(bytes, upiStart, upiStart + upiLength);
+          if (key >= 0) matches.push({ segment: bytes, at, ordinal, key });
+        }
+        at = recordEnd(bytes, at);
+        ordinal++;
       }
-      at = upiStart + upiLength + urlLength + idLength;
-      ordinal++;
     }
+    first += blocks.records;
   }
   return matches;
 }
@@ -223,29 +222,31 @@ function indexesOfOrdinals(homes: Uint16Array, q: number, ordinals: readonly num
 /**
  * Every carried record of the VPAs `upis` (canonical), retracted ones
  * marked, in ingestion order per VPA partition, of the chunks `inChunk`
- * accepts when given; with `withIds`, each with its evidence id (a further
- * pass over the homes of every id partition).
+ * accepts when given; with `withIds`, each with its evidence id.
  */
-export function recordsOf(carry: BuildCarry, upis: ReadonlySet<string>, withIds = false, inChunk?: (chunk: number) => boolean): Map<string, CarriedItem[]> {
+export function recordsOf(carry: BuildCarry, upis: ReadonlySet<string>, index: BlockIndex, withIds = false, inChunk?: (chunk: number) => boolean): Map<string, CarriedItem[]> {
   const result = new Map<string, CarriedItem[]>();
   const keys = new ByteInterner(Math.max(1, upis.size));
   const names: string[] = [];
   const partitionsWanted = new Set<number>();
   const lengths = new Uint8Array(65_536);
+  const probes = new Uint32Array(upis.size);
   for (const upi of upis) {
     const bytes = Buffer.from(upi, 'latin1');
-    names[keys.intern(bytes, 0, bytes.length)] = upi;
+    const key = keys.intern(bytes, 0, bytes.length);
+    names[key] = upi;
+    probes[key] = vpaProbe(bytes, 0, bytes.length);
     partitionsWanted.add(partitionOfBytes(bytes, 0, bytes.length, carry.partitions));
     lengths[bytes.length] = 1;
   }
-  const skips = retractedOrdinals(carry);
   for (let p = 0; p < carry.partitions; p++) {
     for (const q of partitionsWanted) {
-      const matches = matchingRecords(carry, p, q, keys, lengths).filter((m) => inChunk === undefined || inChunk(chunkAt(m)));
+      const matches = matchingRecords(carry, p, q, keys, lengths, probes, index).filter((m) => inChunk === undefined || inChunk(chunkAt(m)));
       if (matches.length === 0) continue;
-      const retracted = new Set(skips?.[q]?.[p]?.ordinals ?? []);
+      // The id of each match, by one pass over the homes of p: whether it is retracted, and the id itself when asked for.
+      const homes = carry.homes[p]!;
+      const indexes = indexesOfOrdinals(homes, q, matches.map((m) => m.ordinal));
       const interner = withIds ? ByteInterner.fromState(carry.seen[p]!) : null;
-      const indexes = interner === null ? [] : indexesOfOrdinals(carry.homes[p]!, q, matches.map((m) => m.ordinal));
       matches.forEach((match, i) => {
         const reader = new RecordReader(match.segment.buffer, match.at);
         reader.next();
@@ -257,7 +258,7 @@ export function recordsOf(carry: BuildCarry, upis: ReadonlySet<string>, withIds 
           url: utf8(raw.subarray(reader.urlStart, reader.idStart)).toString('utf8'),
           capturedAt: reader.capturedAt,
           flags: reader.flags,
-          retracted: retracted.has(match.ordinal),
+          retracted: (homes[indexes[i]!]! & HOME_RETRACTED) !== 0,
           record: raw.slice(reader.rawStart, reader.rawEnd),
         };
         result.set(upi, [...(result.get(upi) ?? []), item]);

@@ -161,6 +161,8 @@ export class SnapshotService implements ServedData, CorrectionEngine {
       niceIncrement: BACKGROUND_NICE,
       idleTimeoutMs: options.buildIdleMs ?? DEFAULT_BUILD_IDLE_MS,
       incremental,
+      // Corrections read the records of their VPAs from the carry.
+      indexCarry: true,
       // Looked up when needed: a server enables the collector after the service starts (EdgePool.start).
       collect: () => threadCollector()?.(),
       threads: options.buildThreads ?? defaultBuildThreads(),

@@ -1,0 +1,193 @@
+import { FIXED_BYTES } from './record-codec.js';
+
+/**
+ * Blocks of a segment of carried records (carry.ts), each with a small
+ * Bloom filter of its records' VPAs, so that a correction finds the records
+ * of a few VPAs by reading the few blocks that may hold them instead of
+ * every record of their partition (carry-reader.ts; the cost per record:
+ * bench/MEASUREMENTS.md, "Corrections at 1M").
+ *
+ * A block is BLOCK_RECORDS records; its filter is FILTER_BITS bits with two
+ * probes per VPA: about 5 % of the blocks that hold none of a VPA's records
+ * still pass, for 1 KiB a block (about 1 byte a record, 1 % of a record).
+ * Segments never change once written, so their blocks are made once, a
+ * slice at a time on the main thread (BlockIndex.warm), or at once when a
+ * correction needs them first.
+ */
+
+export const BLOCK_RECORDS = 1024;
+const FILTER_BITS = 8192;
+const FILTER_WORDS = FILTER_BITS / 32;
+const PROBE_MASK = FILTER_BITS - 1;
+
+/** Offsets of the lengths in a record (record-codec.ts). */
+const UPI_LENGTH_AT = 17;
+const URL_LENGTH_AT = 19;
+const ID_LENGTH_AT = 21;
+
+/** A segment's blocks. */
+export interface RecordBlocks {
+  /** Records in the segment. */
+  readonly records: number;
+  readonly blocks: number;
+  /** Where block b starts in the segment, bytes; starts[blocks] is the segment's length. */
+  readonly starts: Float64Array;
+  /** Block b's filter: words [b * FILTER_WORDS, (b + 1) * FILTER_WORDS). */
+  readonly filters: Int32Array;
+}
+
+/** The 32-bit hash the filters are probed with, of a VPA's bytes: FNV-1a, mixed so that both probes take well-spread bits. */
+export function vpaProbe(bytes: Uint8Array, start: number, end: number): number {
+  let hash = 0x811c9dc5;
+  for (let i = start; i < end; i++) {
+    hash ^= bytes[i]!;
+    hash = Math.imul(hash, 0x01000193);
+  }
+  hash ^= hash >>> 16;
+  hash = Math.imul(hash, 0x7feb352d);
+  hash ^= hash >>> 15;
+  hash = Math.imul(hash, 0x846ca68b);
+  return (hash ^ (hash >>> 16)) >>> 0;
+}
+
+/** Whether block `b` may hold a record of a VPA whose probe is among `probes`. */
+export function blockMayHold(blocks: RecordBlocks, b: number, probes: Uint32Array): boolean {
+  const filters = blocks.filters;
+  const base = b * FILTER_WORDS;
+  for (let i = 0; i < probes.length; i++) {
+    const probe = probes[i]!;
+    const first = probe & PROBE_MASK;
+    const second = (probe >>> 13) & PROBE_MASK;
+    if ((filters[base + (first >>> 5)]! & (1 << (first & 31))) !== 0 && (filters[base + (second >>> 5)]! & (1 << (second & 31))) !== 0) return true;
+  }
+  return false;
+}
+
+/** Where the record at `at` of `bytes` ends. */
+export function recordEnd(bytes: Uint8Array, at: number): number {
+  const upiLength = bytes[at + UPI_LENGTH_AT]! | (bytes[at + UPI_LENGTH_AT + 1]! << 8);
+  const urlLength = bytes[at + URL_LENGTH_AT]! | (bytes[at + URL_LENGTH_AT + 1]! << 8);
+  const idLength = bytes[at + ID_LENGTH_AT]! | (bytes[at + ID_LENGTH_AT + 1]! << 8);
+  return at + FIXED_BYTES + upiLength + urlLength + idLength;
+}
+
+/** Makes a segment's blocks a number of records at a time. */
+class BlockMaker {
+  readonly #bytes: Uint8Array;
+  #at = 0;
+  #records = 0;
+  #starts: number[] = [];
+  #filters = new Int32Array(FILTER_WORDS * 16);
+
+  constructor(segment: SharedArrayBuffer) {
+    this.#bytes = new Uint8Array(segment);
+  }
+
+  /** Read up to `records` more records: the blocks once the segment is read whole, else null. */
+  step(records: number): RecordBlocks | null {
+    const bytes = this.#bytes;
+    const end = bytes.length;
+    let left = records;
+    while (this.#at < end && left-- > 0) {
+      const at = this.#at;
+      const b = Math.floor(this.#records / BLOCK_RECORDS);
+      if (this.#records % BLOCK_RECORDS === 0) {
+        this.#starts.push(at);
+        if ((b + 1) * FILTER_WORDS > this.#filters.length) {
+          const grown = new Int32Array(this.#filters.length * 2);
+          grown.set(this.#filters);
+          this.#filters = grown;
+        }
+      }
+      const upiStart = at + FIXED_BYTES;
+      const upiLength = bytes[at + UPI_LENGTH_AT]! | (bytes[at + UPI_LENGTH_AT + 1]! << 8);
+      const probe = vpaProbe(bytes, upiStart, upiStart + upiLength);
+      const first = probe & PROBE_MASK;
+      const second = (probe >>> 13) & PROBE_MASK;
+      const base = b * FILTER_WORDS;
+      this.#filters[base + (first >>> 5)]! |= 1 << (first & 31);
+      this.#filters[base + (second >>> 5)]! |= 1 << (second & 31);
+      this.#at = recordEnd(bytes, at);
+      this.#records++;
+    }
+    if (this.#at < end) return null;
+    const blocks = this.#starts.length;
+    return {
+      records: this.#records,
+      blocks,
+      starts: Float64Array.from([...this.#starts, end]),
+      filters: this.#filters.slice(0, blocks * FILTER_WORDS),
+    };
+  }
+}
+
+/** Records read per slice of a warm-up: about a millisecond of the main thread. */
+const WARM_SLICE_RECORDS = 50_000;
+
+/**
+ * The blocks of every segment a builder has carried, made once per segment
+ * and forgotten with it (the segments are the keys).
+ */
+export class BlockIndex {
+  readonly #done = new WeakMap<SharedArrayBuffer, RecordBlocks>();
+  readonly #making = new WeakMap<SharedArrayBuffer, BlockMaker>();
+  #warming: readonly SharedArrayBuffer[] = [];
+
+  /** `segment`'s blocks, made now if the warm-up has not made them yet. */
+  of(segment: SharedArrayBuffer): RecordBlocks {
+    const done = this.#done.get(segment);
+    if (done !== undefined) return done;
+    const maker = this.#making.get(segment) ?? new BlockMaker(segment);
+    const blocks = maker.step(Number.POSITIVE_INFINITY)!;
+    this.#making.delete(segment);
+    this.#done.set(segment, blocks);
+    return blocks;
+  }
+
+  /**
+   * Make the blocks of `segments` that are not made yet, a slice at a time
+   * between the event loop's other work: the next correction then reads
+   * only blocks. A later call replaces the segments being warmed.
+   */
+  warm(segments: readonly SharedArrayBuffer[]): void {
+    const idle = this.#warming.length === 0;
+    this.#warming = segments.filter((segment) => !this.#done.has(segment));
+    if (idle && this.#warming.length > 0) this.#next();
+  }
+
+  #warmSlice(): void {
+    const segment = this.#warming[0];
+    if (segment === undefined) return;
+    if (!this.#done.has(segment)) {
+      let maker = this.#making.get(segment);
+      if (maker === undefined) {
+        maker = new BlockMaker(segment);
+        this.#making.set(segment, maker);
+      }
+      const blocks = maker.step(WARM_SLICE_RECORDS);
+      if (blocks === null) {
+        this.#next();
+        return;
+      }
+      this.#making.delete(segment);
+      this.#done.set(segment, blocks);
+    }
+    this.#warming = this.#warming.slice(1);
+    if (this.#warming.length > 0) this.#next();
+  }
+
+  /** The next slice, after whatever the event loop has waiting; it keeps no process alive. */
+  #next(): void {
+    setImmediate(() => this.#warmSlice()).unref();
+  }
+
+  /** Bytes the blocks of `segments` hold, those made so far. */
+  bytesOf(segments: readonly SharedArrayBuffer[]): number {
+    let bytes = 0;
+    for (const segment of segments) {
+      const blocks = this.#done.get(segment);
+      if (blocks !== undefined) bytes += blocks.starts.byteLength + blocks.filters.byteLength;
+    }
+    return bytes;
+  }
+}
