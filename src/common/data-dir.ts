@@ -12,7 +12,9 @@ import { join, resolve } from 'node:path';
  *                not derived, as precious as the evidence), the journal of
  *                disputes and reports (disputes.ndjson), and parsed evidence
  *                chunks kept to speed rebuilds up (state/parsed/, derived:
- *                safe to delete)
+ *                safe to delete); and the locks naming the live processes
+ *                that hold them: the `serve` that owns the directory
+ *                (serve.lock) and the build running (build.lock)
  */
 export interface DataDir {
   readonly root: string;
@@ -22,6 +24,8 @@ export interface DataDir {
   readonly clusterIds: string;
   /** The positions of data versions reserved so far (service/position-reserve.ts). */
   readonly positions: string;
+  /** The lock of the one `serve` (embedded) that owns the directory while it runs (service/serve-lock.ts). */
+  readonly serveLock: string;
 }
 
 export const DEFAULT_DATA_DIR = 'var/data';
@@ -35,5 +39,6 @@ export function dataDir(root: string = process.env.UPI_RISK_DATA_DIR ?? DEFAULT_
     state: join(absolute, 'state'),
     clusterIds: join(absolute, 'state', 'cluster-ids.bin'),
     positions: join(absolute, 'state', 'data-version-positions.json'),
+    serveLock: join(absolute, 'state', 'serve.lock'),
   };
 }

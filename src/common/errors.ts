@@ -35,6 +35,8 @@ export const ErrorCode = {
   CLUSTER_STATE: 'ERR_CLUSTER_STATE',
   /** Another live process holds the data directory's build lock. */
   BUILD_LOCKED: 'ERR_BUILD_LOCKED',
+  /** Another live `serve` holds the data directory (state/serve.lock). */
+  DATA_DIR_IN_USE: 'ERR_DATA_DIR_IN_USE',
   /** The server cannot listen on its address. */
   LISTEN: 'ERR_LISTEN',
   /** A serving thread exited while asked something. */
@@ -156,6 +158,14 @@ export class BuildLockedError extends UpiRiskError {
   constructor(message: string, options?: { cause?: unknown }) {
     super(ErrorCode.BUILD_LOCKED, message, options);
     this.name = 'BuildLockedError';
+  }
+}
+
+/** Another live `serve` holds the data directory: two would write its snapshots, journals and positions. */
+export class DataDirInUseError extends UpiRiskError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(ErrorCode.DATA_DIR_IN_USE, message, options);
+    this.name = 'DataDirInUseError';
   }
 }
 

@@ -11,6 +11,7 @@ import { FileDisputeStore, disputeJournalPath } from '../corrections/file-disput
 import type { ServiceMetrics } from '../http/metrics.js';
 import { takeEvidence } from '../service/evidence-intake.js';
 import { SnapshotService, type SnapshotServiceOptions } from '../service/snapshot-service.js';
+import { acquireServeLock } from '../service/serve-lock.js';
 import { FileWatchStore, watchJournalPath } from '../watch/file-watch-store.js';
 import { WatchService } from '../watch/watch-service.js';
 import { deltaFigures, runServer, type ServeOptions, type ServedMode } from './serving-process.js';
@@ -29,6 +30,8 @@ export function serveEmbedded(options: EmbeddedServeOptions): Promise<number> {
   return runServer(options, {
     keyStore: null,
     keyPollMs: 250,
+    // One server per data directory: a second one would fork its snapshots, journals and positions.
+    claimDataDir: () => acquireServeLock(options.dir),
     start: (logger, metrics, keys, audit) => startEmbedded(options, logger, metrics, keys, audit),
   });
 }

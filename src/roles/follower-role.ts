@@ -33,6 +33,7 @@ export function serveFollower(options: FollowerServeOptions): Promise<number> {
   return runServer(options, {
     keyStore: options.location,
     keyPollMs: 1000,
+    claimDataDir: null,
     start: (logger, metrics, keys, audit) => startFollower(options, logger, metrics, keys, audit),
   });
 }

@@ -4,7 +4,7 @@ import type { DataDir } from '../common/data-dir.js';
 import type { Logger } from '../common/logger.js';
 import { missingGlibcTunables, runsOnGlibc } from '../common/malloc-tuning.js';
 import { KeyRegistry } from '../access/key-registry.js';
-import { loadPlans } from '../access/plans.js';
+import { loadPlans, type PlansConfig } from '../access/plans.js';
 import { QuotaService } from '../access/quota.js';
 import { KeyAdmin } from '../access/key-admin.js';
 import type { SessionStore } from '../access/console-sessions.js';
@@ -79,6 +79,12 @@ export interface ServingMode {
   readonly keyStore: StoreLocation | null;
   /** How often the keys are read again, ms: a follower also hears of changes from the store, so its poll is a fallback. */
   readonly keyPollMs: number;
+  /**
+   * Take the data directory for this process, resolving to its release;
+   * null where the mode needs no hold on it (a follower keeps only its
+   * downloaded snapshot there, and the store is the truth).
+   */
+  readonly claimDataDir: (() => Promise<() => Promise<void>>) | null;
   /** `audit`: where changes are recorded with who made them (the console's audit log). */
   start(logger: Logger, metrics: ServiceMetrics, keys: KeyRegistry, audit: AuditLog): Promise<ServedMode>;
 }
@@ -89,7 +95,6 @@ export interface ServingMode {
  * process.
  */
 export async function runServer(options: ServeOptions, mode: ServingMode): Promise<number> {
-  const { dir, host, threads } = options;
   // Synchronous: lines are out before the process exits, and a log reader that has gone away
   // (EPIPE) only silences the log. An asynchronous stream is flushed at exit by a loop that
   // retries EPIPE for ever, so a shutdown could hang.
@@ -101,8 +106,33 @@ export async function runServer(options: ServeOptions, mode: ServingMode): Promi
     if (error.code !== 'EPIPE') logger.error({ err: error.message }, 'standard output failed');
   });
 
+  // The operator's own files first: a set-up that cannot work fails at once, whoever holds the data directory.
   const plans = await loadPlans(options.plansFile);
-  const tls = await tlsFiles(options, logger);
+  const givenTls = typeof options.tls === 'object' ? options.tls : null;
+  if (givenTls !== null) {
+    await checkTlsFiles(givenTls);
+    // Before loading or building a snapshot (each serving thread loads it again).
+    createTlsApp(givenTls);
+  }
+  // Then the data directory, before anything of it is read or written (a self-signed certificate
+  // generated into it included) and long before the port is bound: a second server of the
+  // directory refuses to start, instead of sharing the port with the first (SO_REUSEPORT).
+  const release = mode.claimDataDir === null ? null : await mode.claimDataDir();
+  let status: number;
+  try {
+    status = await serveUntilStopped(options, mode, logger, plans, givenTls);
+  } finally {
+    // Also when the start failed: the error is printed and the process ends right after.
+    await release?.();
+  }
+  // Idle keep-alive connections would hold the event loop open; everything in flight is answered.
+  process.exit(status);
+}
+
+/** The server's life: started, served until stopped, and everything closed; resolves to the exit status. */
+async function serveUntilStopped(options: ServeOptions, mode: ServingMode, logger: Logger, plans: PlansConfig, givenTls: TlsFiles | null): Promise<number> {
+  const { dir, host, threads } = options;
+  const tls = givenTls ?? (await generatedTls(options, logger));
   const missingTunables = missingGlibcTunables(process.env.GLIBC_TUNABLES, runsOnGlibc());
   if (missingTunables.length > 0) {
     logger.info(
@@ -110,9 +140,6 @@ export async function runServer(options: ServeOptions, mode: ServingMode): Promi
       'GLIBC_TUNABLES lacks allocator settings the service is measured with: expect more resident memory after builds (docs/operations.md, Memory)',
     );
   }
-  // Before loading or building a snapshot, so a TLS set-up that cannot work fails at once
-  // (each serving thread loads it again).
-  if (tls !== null) createTlsApp(tls);
 
   const store = await chooseKeyBackend(dir, { redis: options.redisUrl, 'redis-prefix': options.redisPrefix }, logger, undefined, mode.keyStore);
   const keys = new KeyRegistry(store.backend, (error) => logger.error({ err: error.message, keys: store.backend.description }, 'keys not reloaded; previous keys stay in force'));
@@ -226,23 +253,20 @@ export async function runServer(options: ServeOptions, mode: ServingMode): Promi
   await served.close();
   await store.close();
   logger.info({ status }, 'stopped');
-  // Idle keep-alive connections would hold the event loop open; everything in flight is answered.
-  process.exit(status);
+  return status;
 }
 
-/** The certificate and key to serve, checked or generated; null for plain HTTP. */
-async function tlsFiles(options: ServeOptions, logger: Logger): Promise<TlsFiles | null> {
+/** The self-signed certificate generated into the data directory, checked; null for plain HTTP. Given files are checked before. */
+async function generatedTls(options: ServeOptions, logger: Logger): Promise<TlsFiles | null> {
   if (options.tls === 'plain-http') {
     logger.warn({}, '--plain-http: serving unencrypted HTTP; the spec requires TLS 1.3, so put a TLS-terminating proxy in front');
     return null;
   }
-  if (options.tls === 'self-signed') {
-    const generated = await ensureSelfSignedCertificate(options.dir);
-    logger.warn({ cert: generated.certFile }, 'no --tls-cert given: serving a self-signed certificate for localhost');
-    return generated;
-  }
-  await checkTlsFiles(options.tls);
-  return options.tls;
+  const generated = await ensureSelfSignedCertificate(options.dir);
+  logger.warn({ cert: generated.certFile }, 'no --tls-cert given: serving a self-signed certificate for localhost');
+  // Before loading or building a snapshot, so a TLS set-up that cannot work fails at once.
+  createTlsApp(generated);
+  return generated;
 }
 
 /** The live delta's figures for metrics and the console. */

@@ -60,11 +60,14 @@ async function status(server: RunningServer, key: string): Promise<number> {
 test('two servers sharing Redis enforce one quota per key and honour key changes made through the CLI', { timeout: 120_000 }, async () => {
   await withPrefix(async (prefix) => {
     const t = await tempDataDir();
+    // Each replica has a data directory of its own (one serve per directory); keys and quotas are shared in Redis.
+    const other = await tempDataDir();
     await ingest(t.dir, t.root, [evidence('a@ybl', 'https://u.example')]);
+    await ingest(other.dir, other.root, [evidence('a@ybl', 'https://u.example')]);
     const plans = await plansFile(t.root, 6);
     const redisArgs = ['--redis', SHARED_REDIS, '--redis-prefix', prefix];
     const one = await startServer(t.dir.root, { plans, args: redisArgs });
-    const two = await startServer(t.dir.root, { plans, args: redisArgs });
+    const two = await startServer(other.dir.root, { plans, args: redisArgs });
     try {
       const created = await runCli(['keys', 'create', '--data-dir', t.dir.root, ...redisArgs]);
       assert.equal(created.code, 0, created.stderr);
@@ -90,6 +93,7 @@ test('two servers sharing Redis enforce one quota per key and honour key changes
       await one.stop();
       await two.stop();
       await t.cleanup();
+      await other.cleanup();
     }
   });
 });

@@ -20,7 +20,9 @@ served within a second from a live delta beside the snapshot; the delta is
 folded into a new snapshot in the background (a compaction) when it grows
 past --compact-vpas or --compact-minutes, on SIGUSR2, or when
 \`upi-risk build\` writes one. API keys created, rotated or revoked with
-\`upi-risk keys\` take effect within a second.
+\`upi-risk keys\` take effect within a second. One serve holds DIR while it
+runs (DIR/state/serve.lock): another serve of DIR, on any port, exits at
+once with status 1; \`ingest\`, \`retract\`, \`build\` and \`keys\` work beside it.
 
 Options:
   --data-dir DIR        data directory (default: $UPI_RISK_DATA_DIR or var/data)
@@ -82,7 +84,7 @@ evidence item logged after it as its live delta, and follows new evidence
 and new snapshots; keys live in the store, and --redis only shares quotas.
 It listens once it serves the newest snapshot and the log after it. The
 build and compaction options above do not apply; DIR keeps the downloaded
-snapshot.
+snapshot, and a follower does not hold it (give each follower its own).
 ${STORE_USAGE}
 
 Operations endpoints (no key, outside the quotas): GET /healthz, GET /readyz,
