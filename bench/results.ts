@@ -7,6 +7,7 @@ import type { HttpResult, ScenarioResult, SwapResult } from './http/scenarios.js
 import type { MachineStallResult } from './machine-stall.bench.js';
 import { describeWindows, type DeltaResult, type HotPathScenario } from './http/delta.js';
 import type { CorrectionsResult, LookupPhase } from './http/corrections.js';
+import type { MemoryResult, MemorySample } from './http/memory.js';
 import type { CorrectionSeries, ServedSeries } from './http/correction-latency.js';
 import type { FleetResult } from './http/fleet.js';
 import type { Freshness } from './http/freshness.js';
@@ -35,6 +36,8 @@ export interface SuiteResult {
   fleet?: FleetResult | null;
   /** Retractions and clearances (http/corrections.ts); absent in reports from before it. */
   corrections?: CorrectionsResult | null;
+  /** Where an embedded server's memory goes, idle and over two compactions (http/memory.ts); absent in reports from before it. */
+  memory?: MemoryResult | null;
 }
 
 type Check = readonly [figure: string, target: string, measured: string, met: boolean | null];
@@ -133,6 +136,7 @@ function checks(suite: SuiteResult): Check[] {
   if (suite.delta !== undefined && suite.delta !== null) out.push(...deltaChecks(suite.delta));
   if (suite.fleet !== undefined && suite.fleet !== null) out.push(...fleetChecks(suite.fleet));
   if (suite.corrections !== undefined && suite.corrections !== null) out.push(...correctionsChecks(suite.corrections));
+  if (suite.memory !== undefined && suite.memory !== null) out.push(...memoryChecks(suite.memory));
   return out;
 }
 
@@ -352,6 +356,43 @@ function servedText(s: ServedSeries): string {
 }
 
 const servedMet = (s: ServedSeries) => s.retraction.served.p99 <= 1000 && s.clearance.served.p99 <= 1000;
+
+/** MiB as MB (10^6 bytes), the targets' unit. */
+const mibAsMB = (mib: number) => Math.round((mib * 2 ** 20) / 1e6);
+
+function memoryChecks(m: MemoryResult): Check[] {
+  const file = `the snapshot file ${fmt(m.snapshotFileMB)} MB`;
+  const peaks = m.compactions.map((c) => mibAsMB(c.peak.resident));
+  const last = (c: MemoryResult['compactions'][number]) => c.after[c.after.length - 1]!;
+  return [
+    ['embedded server resident, idle (after the read-ahead)', `≤ 2 × snapshot file + 300 MB = ${fmt(m.idleTargetMB)} MB (${file})`, `${fmt(mibAsMB(m.idle.resident))} MB`, mibAsMB(m.idle.resident) <= m.idleTargetMB],
+    ['resident at the peak of a compaction', `≤ 3 × snapshot file + 500 MB = ${fmt(m.peakTargetMB)} MB`, peaks.map((p) => `${fmt(p)} MB`).join(', '), Math.max(...peaks) <= m.peakTargetMB],
+    [
+      'resident a minute after a compaction',
+      `back to the idle figure (${fmt(mibAsMB(m.idle.resident))} MB)`,
+      m.compactions.map((c) => `${fmt(mibAsMB(last(c).resident))} MB${c.backToIdleS === null ? '' : ` (back after ${c.backToIdleS} s)`}`).join(', '),
+      m.compactions.every((c) => c.backToIdleS !== null),
+    ],
+  ];
+}
+
+function memorySection(m: MemoryResult): string[] {
+  const row = (what: string, s: MemorySample): (string | number)[] => {
+    const p = s.parts;
+    return [what, fmt(mibAsMB(s.resident)), fmt(mibAsMB(s.anonymous)), fmt(mibAsMB(s.file)), fmt(mibAsMB(s.shared)), ...(p === null ? ['', '', '', '', '', ''] : [p.snapshot, p.carried, p.delta, p.reusable, p.heaps, p.buildThreads].map((v) => fmt(v)))];
+  };
+  const rows = [row(`idle (${m.idleAfterS} s after start${m.idleSettled ? '' : ', not settled'})`, m.idle)];
+  m.compactions.forEach((c, i) => {
+    rows.push(row(`compaction ${i + 1}: peak (${c.peak.atS} s into its ${c.seconds} s)`, c.peak));
+    rows.push(row(`compaction ${i + 1}: a minute after`, c.after[c.after.length - 1]!));
+  });
+  return [
+    '## Memory',
+    `An embedded server with serve's ${(m.serveOptions ?? []).length === 0 ? 'default options' : `default options but ${m.serveOptions!.join(' ')}`} (${m.serverThreads} serving threads), on a copy of the data set; its snapshot file ${fmt(m.snapshotFileMB)} MB. ` +
+      'Resident and its parts from /proc (MB); the server\'s own account from /metrics (MiB): the snapshot, the carried build state, the live delta, a replaced snapshot kept for the next build, every thread\'s JavaScript heap in use, build threads alive.',
+    table(['when', 'resident', 'anonymous', 'file', 'shared', 'snapshot', 'carried', 'delta', 'reusable', 'heaps', 'build threads'], rows),
+  ];
+}
 
 function correctionsChecks(c: CorrectionsResult): Check[] {
   const out: Check[] = [];
@@ -722,6 +763,7 @@ export function renderMarkdown(suite: SuiteResult): string {
   if (suite.delta !== undefined && suite.delta !== null) parts.push(...deltaSection(suite.delta));
   if (suite.fleet !== undefined && suite.fleet !== null) parts.push(...fleetSection(suite.fleet));
   if (suite.corrections !== undefined && suite.corrections !== null) parts.push(...correctionsSection(suite.corrections));
+  if (suite.memory !== undefined && suite.memory !== null) parts.push(...memorySection(suite.memory));
 
   if (suite.engine !== null) {
     parts.push('## Engine');

@@ -3,7 +3,7 @@
  * every figure set against its target, written as markdown and JSON to
  * bench/results/bench-<size>.{md,json}.
  *
- *   npm run bench -- [--vpas 1000000] [--only engine,micro,http,swap,delta,fleet,corrections] [--modes plain,tls]
+ *   npm run bench -- [--vpas 1000000] [--only engine,micro,http,swap,delta,fleet,corrections,memory] [--modes plain,tls]
  *                    [--seconds 10] [--rounds 3] [--connections 64] [--hit-ratio 0.1] [--server-threads N] [--quick]
  *                    [--swap-rate R] [--build-idle-seconds S] [--build-threads N]
  *                    [--ingests 25] [--compactions 3] [--delta-vpas 100000] [--store URL]
@@ -32,7 +32,10 @@
  *   given many (in its live delta, then compacted) against itself before
  *   them, a server without them and the ceiling; how long each takes to be
  *   served, idle and under load, on one server and across two followers
- *   (--store, as the fleet section) (http/corrections.ts).
+ *   (--store, as the fleet section) (http/corrections.ts);
+ * - memory: where an embedded server's memory goes with serve's default
+ *   options, idle and over two compactions, against the memory targets
+ *   (http/memory.ts).
  *
  * The server and the ceiling run on --server-threads threads, by default one
  * per core, as `serve` does.
@@ -59,12 +62,13 @@ import { createBenchKey, runHttp, runSwap, type HttpOptions, type HttpResult, ty
 import { runDelta } from './http/delta.js';
 import { requireStoreReachable, runFleet } from './http/fleet.js';
 import { runCorrections } from './http/corrections.js';
+import { runMemory } from './http/memory.js';
 import { writeWorkload, type Workload } from './http/workload.js';
 import type { MachineStallResult } from './machine-stall.bench.js';
 import { renderMarkdown, type MicroResult, type SuiteResult } from './results.js';
 import { wholeNumberOption } from './support/report.js';
 
-const SECTIONS = ['engine', 'micro', 'http', 'swap', 'delta', 'fleet', 'corrections'] as const;
+const SECTIONS = ['engine', 'micro', 'http', 'swap', 'delta', 'fleet', 'corrections', 'memory'] as const;
 /** The fleet and corrections sections' database when neither --store nor $UPI_RISK_STORE names one. */
 const DEFAULT_STORE = 'postgres://postgres@127.0.0.1:5432/test';
 type Section = (typeof SECTIONS)[number];
@@ -72,7 +76,7 @@ type Section = (typeof SECTIONS)[number];
 const USAGE = `usage: npm run bench -- [options]
 
   --vpas N                data set size (default 1000000)
-  --only LIST             sections, from engine,micro,http,swap,delta,fleet,corrections
+  --only LIST             sections, from engine,micro,http,swap,delta,fleet,corrections,memory
                           (default all)
   --modes LIST            HTTP modes, from plain,tls (default both)
   --seconds S             length of each measurement (default 10)
@@ -90,8 +94,8 @@ const USAGE = `usage: npm run bench -- [options]
                           peak before corrections for it)
   --compaction-rate R     single lookups a second around the delta section's
                           compactions (default: its --swap-rate load)
-  --build-idle-seconds S  the swap section's server runs with serve --build-idle-seconds S
-  --build-threads N       the swap section's server runs with serve --build-threads N
+  --build-idle-seconds S  the swap and memory sections' servers run with serve --build-idle-seconds S
+  --build-threads N       the swap and memory sections' servers run with serve --build-threads N
                           (default: serve's, every core but one)
   --ingests N             the delta and fleet sections' small ingests per series
                           (default 25, at least 20)
@@ -250,6 +254,7 @@ async function main(): Promise<void> {
     delta: null,
     fleet: null,
     corrections: null,
+    memory: null,
   };
 
   if (only.has('engine') || !(await hasSnapshot())) {
@@ -348,6 +353,15 @@ async function main(): Promise<void> {
       bulkRetractions,
       rate: sectionRate(suite.http),
     });
+  }
+
+  if (only.has('memory')) {
+    log('memory: an embedded server with the default options, idle and over two compactions');
+    const serveOptions = [
+      ...(buildIdleSeconds === undefined ? [] : ['--build-idle-seconds', String(buildIdleSeconds)]),
+      ...(buildThreads === undefined ? [] : ['--build-threads', String(buildThreads)]),
+    ];
+    suite.memory = await runMemory({ dataDir: dataDirPath, workDir: join(root, 'memory-run'), log, serveOptions });
   }
 
   const size = vpas >= 1e6 ? `${vpas / 1e6}m` : `${vpas / 1e3}k`;

@@ -679,6 +679,8 @@ async function cloneFolder(from: string, to: string, evidence: boolean): Promise
     const target = join(to, entry.name);
     if (entry.isDirectory()) await cloneFolder(source, target, evidence || entry.name === 'evidence');
     else if (!entry.isFile()) continue;
+    // A lock names the process that holds it: the copy's server takes its own.
+    else if (entry.name.endsWith('.lock')) continue;
     else if (entry.name.endsWith('.ndjson') && !evidence) await copyFile(source, target);
     else await link(source, target);
   }

@@ -771,10 +771,13 @@ export function defaultBuildThreads(cores: number = availableParallelism()): num
 
 /**
  * How long a serving process keeps its build threads and the memory they
- * reuse after a background build, ms: ingests a few minutes apart or less
- * then all find it, at the cost of that memory staying resident meanwhile.
+ * reuse after a background build, ms. Builds are compactions, minutes
+ * apart (the live delta serves ingests), so memory held longer is seldom
+ * reused and only keeps the process large after each: this keeps the
+ * threads for the phases of one compaction and for one that follows at
+ * once, and the process is back to its idle size well within a minute.
  */
-export const DEFAULT_BUILD_IDLE_MS = 120_000;
+export const DEFAULT_BUILD_IDLE_MS = 20_000;
 /** The longest wait `serve --build-idle-seconds` accepts, s: a day. */
 export const MAX_BUILD_IDLE_SECONDS = 86_400;
 

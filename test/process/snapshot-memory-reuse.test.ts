@@ -342,7 +342,8 @@ async function serveRounds(extraArgs: readonly string[]) {
 }
 
 test('a server lays out each rebuild in the memory of the snapshot before the one it replaces, and answers from it as from new memory', { timeout: 180_000 }, async () => {
-  const server = await serveRounds([]);
+  // Held long enough that a slow round on a busy machine still finds it.
+  const server = await serveRounds(['--build-idle-seconds', '120']);
   try {
     // The first snapshot is read from its file, one buffer for all its arrays: the rebuild replacing it has nothing to reuse.
     await server.rebuild();

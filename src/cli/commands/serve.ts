@@ -64,7 +64,7 @@ Options:
   --build-idle-seconds S
                         how long the build threads, with the working memory
                         they keep and the memory of the snapshot last
-                        replaced, wait for the next build (default: 120;
+                        replaced, wait for the next build (default: 20;
                         threads live at least a second after a build);
                         0 holds no replaced snapshot and lets the threads go
                         a second after each build, where memory is tighter
