@@ -46,6 +46,12 @@ export interface AssembleOptions {
   readonly evidenceMaxAgeMs?: number;
   /** SnapshotMeta.correctionSequence: the corrections the partials were aggregated under (default 0). */
   readonly correctionSequence?: number;
+  /**
+   * Called once the partials are copied into one set of rows, before the
+   * snapshot's own arrays are made: what holds them may let them go then,
+   * so that they and the snapshot are never in memory together.
+   */
+  readonly partialsCopied?: () => void;
   readonly meta: Omit<
     SnapshotMeta,
     'vpaCount' | 'urlCount' | 'clusterCount' | 'sourceCount' | 'evidenceCount' | 'urlMemberCap' | 'scoredAt' | 'evidenceMaxAgeMs' | 'correctionSequence'
@@ -71,6 +77,7 @@ export interface AssembleResult {
  */
 export function assembleSnapshot(partials: readonly AggregateResult[], options: AssembleOptions): AssembleResult {
   const t = concatenate(partials, options);
+  options.partialsCopied?.();
   const index = buildIndexArrays(t.keyBytes, t.keyOffsets, t.vpaCount, { arrays: options.snapshotArrays ?? freshSharedArrays });
   const plan = planSnapshot(t, options);
   return finishSnapshot(plan, snapshotColumns(plan), renumberIndex(index, plan.order.tempToFinal), options);
@@ -92,6 +99,7 @@ export async function assembleSnapshotIndexedElsewhere(
   buildIndex: (keyBytes: Uint8Array, keyOffsets: Uint32Array, count: number) => Promise<IndexArrays>,
 ): Promise<AssembleResult> {
   const t = concatenate(partials, options);
+  options.partialsCopied?.();
   const index = buildIndex(t.keyBytes, t.keyOffsets, t.vpaCount);
   let plan: SnapshotPlan;
   let columns: SnapshotColumns;

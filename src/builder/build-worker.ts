@@ -1,6 +1,6 @@
 import { Piscina } from 'piscina';
 import { performance } from 'node:perf_hooks';
-import { aggregateBuffers, aggregatePartition, dedupPartition, indexBuffers, internerBuffers, parseChunk } from './phases.js';
+import { aggregateBuffers, aggregatePartition, type AggregateResult, dedupPartition, indexBuffers, internerBuffers, parseChunk } from './phases.js';
 import { assembleSnapshot, assembleSnapshotIndexedElsewhere } from './assemble.js';
 import { mergeDelta } from './delta-merge.js';
 import { readParsedChunk, writeParsedChunk } from './parse-cache.js';
@@ -101,6 +101,12 @@ async function assembleInto(task: AssembleTask, snapshotArrays: ReusedSharedArra
   const previous = await readClusterIdState(dir.clusterIds);
   const createdAt = Date.now();
   const options = {
+    // Moved here with the task, the partials are this thread's to drop: a collection then gives their memory back
+    // before the snapshot's arrays take as much again (bench/MEASUREMENTS.md, "Memory of an embedded server").
+    partialsCopied: () => {
+      (task.partials as AggregateResult[]).length = 0;
+      threadCollector()?.();
+    },
     urlMemberCap: task.urlMemberCap,
     scoredAt: task.scoredAt,
     evidenceMaxAgeMs: task.evidenceMaxAgeMs,

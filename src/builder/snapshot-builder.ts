@@ -86,6 +86,13 @@ export interface BuildReport {
   readonly reusedBytes: number;
 }
 
+/**
+ * The fewest partitions a build splits its records into: with one build
+ * thread, a quarter of the working memory of one partition for about 10 %
+ * more build time (bench/MEASUREMENTS.md, "Memory of an embedded server").
+ */
+const MIN_PARTITIONS = 4;
+
 export interface BuilderOptions {
   /** Pool threads; defaults to every core. */
   readonly threads?: number;
@@ -613,8 +620,10 @@ export class SnapshotBuilder {
       await removeOtherVersions(cacheDir);
     }
     const files = await statEvidenceFiles(dir);
-    // Enough partitions to keep every thread busy while the slowest finishes.
-    const partitions = this.#threads === 1 ? 1 : this.#threads * 2;
+    // Enough partitions to keep every thread busy while the slowest finishes, and at least
+    // MIN_PARTITIONS: an aggregation's working memory is its partition's, and a lone build thread
+    // runs its partitions one after the other in the same memory.
+    const partitions = Math.max(MIN_PARTITIONS, this.#threads * 2);
     // The carry's id tables move into this build's tasks: whatever happens next, it is not the next build's.
     const previous = this.#carry;
     this.#carry = undefined;

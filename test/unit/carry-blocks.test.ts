@@ -60,14 +60,15 @@ test('a warm-up a slice at a time makes the same blocks as making them at once',
 
 test('records of a VPA and the VPA of an id are found through the blocks as by reading every record', async () => {
   const t = await tempDataDir();
-  // One partition; each ingest read on its own adds a segment of several blocks.
+  // Four id and four VPA partitions (a lone build thread's): each ingest read on its own adds a segment of
+  // about 2,250 records, three blocks, to each pair.
   const builder = new SnapshotBuilder({ threads: 1, indexCarry: true });
   const items: EvidenceInput[] = [];
   let n = 0;
   try {
     for (let batch = 0; batch < 3; batch++) {
       const batchItems: EvidenceInput[] = [];
-      for (let i = 0; i < 3000; i++, n++) batchItems.push(evidence(`p${(n * 31) % 900}@ybl`, `https://s${n % 40}.example`, { evidence_id: `id-${n}` }));
+      for (let i = 0; i < 36_000; i++, n++) batchItems.push(evidence(`p${(n * 31) % 900}@ybl`, `https://s${n % 40}.example`, { evidence_id: `id-${n}` }));
       items.push(...batchItems);
       await ingest(t.dir, t.root, batchItems);
       await builder.absorb(t.dir);
@@ -87,7 +88,7 @@ test('records of a VPA and the VPA of an id are found through the blocks as by r
       ['id-31'],
     );
     // Ids anywhere in the carried records, first and last of a batch included.
-    const ids = ['id-0', 'id-1023', 'id-1024', 'id-2999', 'id-3000', 'id-8999', 'missing'];
+    const ids = ['id-0', 'id-1023', 'id-1024', 'id-2999', 'id-3000', 'id-35999', 'id-36000', 'id-107999', 'missing'];
     const located = await builder.locateEvidence(t.dir, ids);
     for (const id of ids) {
       const item = items.find((e) => e.evidence_id === id);
