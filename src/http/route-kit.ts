@@ -292,9 +292,7 @@ export function createRouteKit(deps: ApiDependencies, app: TemplatedApp): BuiltR
    * answered nor left the answer for later: its exchange's 500, or, for a
    * handler that began none (the console's files), its connection closed.
    */
-  const rescue = (res: HttpResponse, error: unknown): void => {
-    const x = begun;
-    begun = null;
+  const rescue = (res: HttpResponse, x: Exchange | null, error: unknown): void => {
     try {
       if (x !== null && x.res === res) {
         // The connection is closed after it: the handler may have left it in any state.
@@ -320,15 +318,18 @@ export function createRouteKit(deps: ApiDependencies, app: TemplatedApp): BuiltR
     (handler: Handler): Handler =>
     (res, req) => {
       begun = null;
+      let thrown: { readonly error: unknown } | null = null;
       try {
         handler(res, req);
       } catch (error) {
-        rescue(res, error);
-        return;
+        thrown = { error };
       }
       // Set by begin() within the handler, which the compiler cannot see.
       const x = begun as Exchange | null;
-      if (x !== null && !x.closed && !x.later) rescue(res, new Error(`the ${ROUTE_NAMES[x.route]} handler returned without answering`));
+      // Not kept past the handler: its view would hold a replaced snapshot's memory on an idle thread.
+      begun = null;
+      if (thrown !== null) rescue(res, x, thrown.error);
+      else if (x !== null && !x.closed && !x.later) rescue(res, x, new Error(`the ${ROUTE_NAMES[x.route]} handler returned without answering`));
     };
   const routes: Routes = {
     get: (pattern, handler) => void app.get(pattern, guard(handler)),
