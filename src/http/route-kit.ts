@@ -297,6 +297,8 @@ export function createRouteKit(deps: ApiDependencies, app: TemplatedApp): BuiltR
       if (x !== null && x.res === res) {
         // The connection is closed after it: the handler may have left it in any state.
         if (!x.closed) fail(x, error, true);
+        // Answered already: the failure is only logged.
+        else logFailure({ requestId: requestIds.text(x.requestNumber), route: ROUTE_NAMES[x.route] }, error);
         return;
       }
       logFailure({}, error);
