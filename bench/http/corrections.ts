@@ -27,7 +27,7 @@
  *    load at `rate`.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdir, rm } from 'node:fs/promises';
+import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import pg from 'pg';
@@ -39,7 +39,7 @@ import { clear, postJson, retract, servedSeries, type Desk, type ServedSeries, t
 import { pickTargets, type CorrectionTargets, type SeriesTargets } from './correction-targets.js';
 import { METRICS_TOKEN, gauge, serveArgs } from './delta.js';
 import { cli, measureBuilders, measureIngest, startFollower, type FleetBuilder, type FleetIngest } from './fleet.js';
-import { freshnessOf, type Freshness } from './freshness.js';
+import { freshnessOf, logEntries, type Freshness } from './freshness.js';
 import { startOpenLoop, type OpenLoopResult, type RunningOpenLoop } from './load-tools.js';
 import {
   cloneDataDir,
@@ -192,6 +192,20 @@ export async function runCorrections(o: CorrectionsOptions): Promise<Corrections
   }
 }
 
+/**
+ * Keep a server's log beside the data set as `corrections-<name>-server.log`
+ * (the work directory goes at the end), and say how many requests it
+ * answered 500 for an exception (the route kit's "request failed"), with
+ * the first of them.
+ */
+async function keepLog(o: CorrectionsOptions, name: string, stderr: string): Promise<void> {
+  const path = join(o.workDir, '..', `corrections-${name}-server.log`);
+  await writeFile(path, stderr).catch((error: unknown) => o.log(`  ${name}: log not kept: ${String(error)}`));
+  const failed = logEntries(stderr, 'request failed');
+  o.log(`  ${name}: ${failed.length} "request failed" lines in its log (${path})`);
+  for (const entry of failed.slice(0, 3)) o.log(`    ${JSON.stringify(entry)}`);
+}
+
 /** Once `server` has read its stored evidence and its build threads have gone (--build-idle-seconds 0), idle. */
 async function settled(server: RunningServer): Promise<void> {
   const metrics = metricsOf(server, METRICS_TOKEN);
@@ -285,6 +299,8 @@ async function measureLookupCost(o: CorrectionsOptions, base: string, workload: 
     };
   } finally {
     await Promise.allSettled([corrected.stop(), other?.stop(), bare?.stop()]);
+    await keepLog(o, 'lookup-corrected', corrected.stderr());
+    if (other !== null) await keepLog(o, 'lookup-other', other.stderr());
   }
 }
 
@@ -387,6 +403,7 @@ async function measureEmbedded(o: CorrectionsOptions, base: string, workload: Wo
   } finally {
     connections?.close();
     await server.stop();
+    await keepLog(o, 'embedded', server.stderr());
   }
 }
 
@@ -422,6 +439,8 @@ async function measureFleet(o: CorrectionsOptions, workload: Workload, series: r
   } finally {
     connections?.close();
     await Promise.allSettled([...followers.map((f) => f.stop()), ...builders.map((b) => b.stop())]);
+    for (const [i, follower] of followers.entries()) await keepLog(o, `follower-${i + 1}`, follower.stderr());
+    for (const [i, builder] of builders.entries()) await keepLog(o, `builder-${i + 1}`, builder.stderr());
     await db.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`).catch((error: unknown) => log(`corrections: schema ${schema} not dropped: ${String(error)}`));
     await db.end().catch(() => {});
   }
