@@ -29,6 +29,7 @@ test('migrate creates the schema once, from several processes at once, and again
         { version: 5, name: 'watchlists' },
         { version: 6, name: 'corrections' },
         { version: 7, name: 'disputes' },
+        { version: 8, name: 'evidence_by_upi_position' },
       ]);
     } finally {
       await client.end();
