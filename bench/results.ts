@@ -397,14 +397,18 @@ function memorySection(m: MemoryResult): string[] {
 function correctionsChecks(c: CorrectionsResult): Check[] {
   const out: Check[] = [];
   const loadText = (l: OpenLoopResult) => `; load p99 ${l.p99} ms, failed ${l.errors + l.non2xx} of ${fmt(l.sent)}`;
-  const served: readonly (readonly [string, ServedSeries, OpenLoopResult | null])[] = [
-    ['corrections served, idle: sent → changed answer on every serving thread', c.embedded.idle, null],
-    [`corrections served under ${fmt(c.rate)} single lookups/s (${c.rateFrom})`, c.embedded.underLoad, c.embedded.load],
-    ['fleet: corrections sent to one follower, idle → changed answer on every thread of the other', c.fleet.idle, null],
-    [`fleet: the same, the other follower under ${fmt(c.rate)} single lookups/s`, c.fleet.underLoad, c.fleet.load],
-  ];
+  const served: (readonly [string, ServedSeries, OpenLoopResult | null])[] = [];
+  if (c.embedded !== null) {
+    served.push(['corrections served, idle: sent → changed answer on every serving thread', c.embedded.idle, null]);
+    served.push([`corrections served under ${fmt(c.rate)} single lookups/s (${c.rateFrom})`, c.embedded.underLoad, c.embedded.load]);
+  }
+  if (c.fleet !== null) {
+    served.push(['fleet: corrections sent to one follower, idle → changed answer on every thread of the other', c.fleet.idle, null]);
+    served.push([`fleet: the same, the other follower under ${fmt(c.rate)} single lookups/s`, c.fleet.underLoad, c.fleet.load]);
+  }
   for (const [figure, series, load] of served) out.push([figure, '≤ 1,000 ms (p99)', `${servedText(series)}${load === null ? '' : loadText(load)}`, servedMet(series)]);
   const l = c.lookupCost;
+  if (l === null) return out;
   const [none, delta, compacted] = l.phases as [LookupPhase, LookupPhase, LookupPhase];
   const corrections = `${fmt(l.clearances)} clearances and ${fmt(l.retractedItems)} retracted items`;
   const phases = [
@@ -442,12 +446,15 @@ function correctionsSection(c: CorrectionsResult): string[] {
   const l = c.lookupCost;
   parts.push(`## Corrections: served, ms, server(s) on ${c.serverThreads} thread(s)`);
   const rows: (string | number)[][] = [];
-  const scenarios = [
-    ['embedded', 'idle', c.embedded.idle, null],
-    ['embedded', `under ${fmt(c.rate)} single lookups/s`, c.embedded.underLoad, c.embedded.load],
-    ['fleet: sent to one follower, watched on the other', 'idle', c.fleet.idle, null],
-    ['fleet: sent to one follower, watched on the other', `the other under ${fmt(c.rate)} single lookups/s`, c.fleet.underLoad, c.fleet.load],
-  ] as const;
+  const scenarios: (readonly [string, string, ServedSeries, OpenLoopResult | null])[] = [];
+  if (c.embedded !== null) {
+    scenarios.push(['embedded', 'idle', c.embedded.idle, null]);
+    scenarios.push(['embedded', `under ${fmt(c.rate)} single lookups/s`, c.embedded.underLoad, c.embedded.load]);
+  }
+  if (c.fleet !== null) {
+    scenarios.push(['fleet: sent to one follower, watched on the other', 'idle', c.fleet.idle, null]);
+    scenarios.push(['fleet: sent to one follower, watched on the other', `the other under ${fmt(c.rate)} single lookups/s`, c.fleet.underLoad, c.fleet.load]);
+  }
   for (const [server, series, s, load] of scenarios) {
     for (const kind of ['retraction', 'clearance'] as const) {
       const k = s[kind];
@@ -471,10 +478,13 @@ function correctionsSection(c: CorrectionsResult): string[] {
     'Served: from sending the request until every serving thread of the server watched answers the VPA\'s changed verdict (a retraction: one evidence item fewer, ' +
       'or CLEARED when it was the only one; a clearance: CLEARED), each thread polled every 5 ms on a keep-alive connection of its own. Answered: the request\'s own response time. ' +
       'Each retraction names one evidence id of a FLAGGED VPA of the data set, each clearance another FLAGGED VPA, drawn at random; a retraction, then a clearance, one at a time. ' +
-      "The server's own: the embedded server's `corrections served` log line (`ms`), the watched follower's merge of the log's records into its delta. " +
-      `The fleet: PostgreSQL ${c.fleet.postgres}, schema \`${c.fleet.schema}\` made for the run and dropped after it; the data set's evidence ingested with \`upi-risk ingest --store\` ` +
-      `(${fmt(c.fleet.ingest.linesPerSecond)} lines/s), published by a builder (${fmt(c.fleet.builder.firstPublicationS, 1)} s from its start), two followers (\`serve --store\`).`,
+      "The server's own: the embedded server's `corrections served` log line (`ms`), the watched follower's merge of the log's records into its delta." +
+      (c.fleet === null
+        ? ''
+        : ` The fleet: PostgreSQL ${c.fleet.postgres}, schema \`${c.fleet.schema}\` made for the run and dropped after it; the data set's evidence ingested with \`upi-risk ingest --store\` ` +
+          `(${fmt(c.fleet.ingest.linesPerSecond)} lines/s), published by a builder (${fmt(c.fleet.builder.firstPublicationS, 1)} s from its start), two followers (\`serve --store\`).`),
   );
+  if (l === null) return parts;
   parts.push(`## Corrections: single lookups with ${fmt(l.clearances)} clearances and ${fmt(l.retractedItems)} retracted items (plain HTTP, wrk, ${fmt(l.bodyBytes)}-byte answers)`);
   parts.push(
     table(

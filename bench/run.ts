@@ -61,7 +61,7 @@ import { requireWrk } from './http/load-tools.js';
 import { createBenchKey, runHttp, runSwap, type HttpOptions, type HttpResult, type LoadOptions } from './http/scenarios.js';
 import { runDelta } from './http/delta.js';
 import { requireStoreReachable, runFleet } from './http/fleet.js';
-import { runCorrections } from './http/corrections.js';
+import { CORRECTION_PARTS, runCorrections, type CorrectionPart } from './http/corrections.js';
 import { runMemory } from './http/memory.js';
 import { writeWorkload, type Workload } from './http/workload.js';
 import type { MachineStallResult } from './machine-stall.bench.js';
@@ -140,6 +140,7 @@ const OPTIONS = {
   corrections: { type: 'string', default: '20' },
   'bulk-clearances': { type: 'string', default: '10000' },
   'bulk-retractions': { type: 'string', default: '100000' },
+  'corrections-parts': { type: 'string', default: CORRECTION_PARTS.join(',') },
   store: { type: 'string', default: process.env.UPI_RISK_STORE ?? DEFAULT_STORE },
   quick: { type: 'boolean', default: false },
   out: { type: 'string', default: 'bench/results' },
@@ -163,7 +164,7 @@ function orUsage<T>(read: () => T): T {
   }
 }
 
-const { vpas, seconds, rounds, connections, serverThreads, wrkThreads, buildIdleSeconds, buildThreads, swapRate, compactionRate, hitRatio, only, modes, ingests, compactions, deltaVpas, corrections, bulkClearances, bulkRetractions } = orUsage(() => {
+const { vpas, seconds, rounds, connections, serverThreads, wrkThreads, buildIdleSeconds, buildThreads, swapRate, compactionRate, hitRatio, only, modes, ingests, compactions, deltaVpas, corrections, bulkClearances, bulkRetractions, correctionParts } = orUsage(() => {
   const vpas = wholeNumberOption('vpas', args.vpas, 1000);
   const seconds = wholeNumberOption('seconds', args.seconds, 1);
   const rounds = wholeNumberOption('rounds', args.rounds, 1);
@@ -189,13 +190,15 @@ const { vpas, seconds, rounds, connections, serverThreads, wrkThreads, buildIdle
   if (buildThreads !== undefined && buildThreads > MAX_BUILD_THREADS) {
     throw new Error(`--build-threads must be at most ${MAX_BUILD_THREADS}, got ${buildThreads}`);
   }
+  const correctionParts = new Set(args['corrections-parts'].split(',').map((s) => s.trim()));
+  for (const part of correctionParts) if (!CORRECTION_PARTS.includes(part as CorrectionPart)) throw new Error(`--corrections-parts takes ${CORRECTION_PARTS.join(', ')}; got ${part}`);
   const hitRatio = Number(args['hit-ratio']);
   if (!(hitRatio >= 0 && hitRatio <= 1)) throw new Error(`--hit-ratio must be within [0, 1], got ${args['hit-ratio']}`);
   const only = new Set(args.only.split(',').map((s) => s.trim()));
   for (const s of only) if (!SECTIONS.includes(s as Section)) throw new Error(`--only takes ${SECTIONS.join(', ')}; got ${s}`);
   const modes = args.modes.split(',').map((s) => s.trim());
   for (const m of modes) if (m !== 'plain' && m !== 'tls') throw new Error(`--modes takes plain and tls; got ${m}`);
-  return { vpas, seconds, rounds, connections, serverThreads, wrkThreads, buildIdleSeconds, buildThreads, swapRate, compactionRate, hitRatio, only, modes, ingests, compactions, deltaVpas, corrections, bulkClearances, bulkRetractions };
+  return { vpas, seconds, rounds, connections, serverThreads, wrkThreads, buildIdleSeconds, buildThreads, swapRate, compactionRate, hitRatio, only, modes, ingests, compactions, deltaVpas, corrections, bulkClearances, bulkRetractions, correctionParts: correctionParts as Set<CorrectionPart> };
 });
 
 const DIST_BENCH = fileURLToPath(new URL('.', import.meta.url));
@@ -244,7 +247,7 @@ async function main(): Promise<void> {
       modes,
       quick: args.quick,
       ...(only.has('delta') ? { ingests, compactions, deltaVpas } : only.has('fleet') ? { ingests } : {}),
-      ...(only.has('corrections') ? { corrections, bulkClearances, bulkRetractions } : {}),
+      ...(only.has('corrections') ? { corrections, bulkClearances, bulkRetractions, correctionParts: [...correctionParts] } : {}),
     },
     engine: null,
     micro: [],
@@ -351,6 +354,7 @@ async function main(): Promise<void> {
       operations: corrections,
       bulkClearances,
       bulkRetractions,
+      parts: correctionParts,
       rate: sectionRate(suite.http),
     });
   }

@@ -79,6 +79,8 @@ export interface CorrectionsOptions extends LoadOptions {
   readonly bulkRetractions: number;
   /** Single lookups a second of the load, and where that figure came from; null: half this section's single-lookup peak before corrections. */
   readonly rate: { readonly perSecond: number; readonly from: string } | null;
+  /** The parts measured; without 'lookups', `rate` must be given. */
+  readonly parts: ReadonlySet<CorrectionPart>;
 }
 
 /** One phase of the lookup cost: rounds of the corrected server and the other, then the ceiling. */
@@ -151,10 +153,15 @@ export interface CorrectionsResult {
   readonly operations: number;
   readonly rate: number;
   readonly rateFrom: string;
-  readonly lookupCost: LookupCost;
-  readonly embedded: ServedResult;
-  readonly fleet: FleetServedResult;
+  /** Each part is null when the run left it out (CorrectionsOptions.parts). */
+  readonly lookupCost: LookupCost | null;
+  readonly embedded: ServedResult | null;
+  readonly fleet: FleetServedResult | null;
 }
+
+/** The parts of the section, each measured on its own servers. */
+export const CORRECTION_PARTS = ['lookups', 'embedded', 'fleet'] as const;
+export type CorrectionPart = (typeof CORRECTION_PARTS)[number];
 
 /** Share of the known VPAs among lookups drawn from the corrected ones. */
 const CORRECTED_SHARE_OF_KNOWN = 0.5;
@@ -180,12 +187,16 @@ export async function runCorrections(o: CorrectionsOptions): Promise<Corrections
     await mkdir(workloadDir, { recursive: true });
     const corrected = [...targets.bulkClearances, ...targets.bulkRetractions.map((r) => r.upi)];
     const workload = await writeWorkload(o.view, workloadDir, { hitRatio: o.hitRatio, delta: { vpas: corrected, share: CORRECTED_SHARE_OF_KNOWN } });
-    const lookupCost = await measureLookupCost(o, base, workload, token, targets);
-    const none = lookupCost.phases[0]!;
-    const rate = o.rate ?? { perSecond: Math.round(none.otherPeak / 2), from: "half this section's single-lookup peak before corrections" };
+    const lookupCost = o.parts.has('lookups') ? await measureLookupCost(o, base, workload, token, targets) : null;
+    const rate =
+      o.rate ??
+      (lookupCost === null
+        ? null
+        : { perSecond: Math.round(lookupCost.phases[0]!.otherPeak / 2), from: "half this section's single-lookup peak before corrections" });
+    if (rate === null) throw new Error('corrections: without its lookup part the section needs --swap-rate for its load');
     log(`corrections: load of ${rate.perSecond} single lookups a second (${rate.from})`);
-    const embedded = await measureEmbedded(o, base, workload, token, targets.series, rate.perSecond);
-    const fleet = await measureFleet(o, workload, targets.series, rate.perSecond);
+    const embedded = o.parts.has('embedded') ? await measureEmbedded(o, base, workload, token, targets.series, rate.perSecond) : null;
+    const fleet = o.parts.has('fleet') ? await measureFleet(o, workload, targets.series, rate.perSecond) : null;
     return { serverThreads: o.serverThreads, operations: o.operations, rate: rate.perSecond, rateFrom: rate.from, lookupCost, embedded, fleet };
   } finally {
     await rm(o.workDir, { recursive: true, force: true });
