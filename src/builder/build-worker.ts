@@ -12,6 +12,7 @@ import type { MessagePort } from 'node:worker_threads';
 import { dataDir } from '../common/data-dir.js';
 import { ScratchArrays } from '../common/scratch-arrays.js';
 import { threadCollector } from '../common/collector.js';
+import { DELTA_COLLECT_BYTES, DroppedSharedMemory } from '../common/dropped-shared-memory.js';
 import { ReusedSharedArrays } from '../engine/shared-arrays.js';
 import type { AssembleOutcome, AssembleTask, BuildTask, IndexReply, IndexResult, IndexTask } from './tasks.js';
 
@@ -26,6 +27,9 @@ import type { AssembleOutcome, AssembleTask, BuildTask, IndexReply, IndexResult,
 const scratch = new ScratchArrays();
 /** The same for working arrays another pool thread reads during the task (the keys an index is built from). */
 const sharedScratch = new ScratchArrays({ shared: true });
+
+/** The deltas this thread made, in shared memory, collected once enough have piled up (dropped-shared-memory.ts). */
+const droppedDeltas = new DroppedSharedMemory(DELTA_COLLECT_BYTES, () => threadCollector()?.());
 
 /** Pool thread entry: runs one build phase. Outputs are moved, never cloned. */
 export default async function runBuildTask(task: BuildTask): Promise<unknown> {
@@ -56,6 +60,8 @@ export default async function runBuildTask(task: BuildTask): Promise<unknown> {
     case 'delta': {
       // The delta's arrays are shared memory; the records applied, kept for a later merge, move.
       const result = mergeDelta(task);
+      // This thread lets go of the delta it made once posted, and of the one it merged onto.
+      droppedDeltas.dropped(result.delta.meta.bytes);
       return movable(result, result.applied.map((a) => a.records));
     }
     case 'index': {

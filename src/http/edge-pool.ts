@@ -14,7 +14,9 @@ import { readUsageEntries, type UsageEntry } from '../access/key-usage.js';
 import type { ServiceMetrics } from './metrics.js';
 import type { MetricJson } from './request-stats.js';
 import { RetiredSnapshots } from './snapshot-release.js';
-import { enableCollector, threadCollector } from '../common/collector.js';
+import { enableCollector, startIncrementalMarking, threadCollector } from '../common/collector.js';
+import { DELTA_COLLECT_BYTES, DroppedSharedMemory } from '../common/dropped-shared-memory.js';
+import type { DeltaData } from '../engine/delta-data.js';
 import type { EdgeWorkerData, FromEdge, ToEdge } from './edge-worker.js';
 
 /** What every serving thread is configured with (EdgeWorkerData), plus what the main thread keeps. */
@@ -226,10 +228,23 @@ export class EdgePool {
       for (const worker of workers) worker.postMessage(message);
     };
     send({ type: 'snapshot', data: options.service.current.data, delta: options.service.delta });
-    options.service.onDelta((delta) => send({ type: 'delta', delta }));
+    // Each new delta replaces one in shared memory, here as on the serving threads (dropped-shared-memory.ts).
+    const droppedDeltas = new DroppedSharedMemory(DELTA_COLLECT_BYTES, () => {
+      if (!startIncrementalMarking()) collect?.();
+    });
+    let served = options.service.delta;
+    const replaceDelta = (delta: DeltaData) => {
+      if (delta !== served) droppedDeltas.dropped(served.meta.bytes);
+      served = delta;
+    };
+    options.service.onDelta((delta) => {
+      send({ type: 'delta', delta });
+      replaceDelta(delta);
+    });
     send({ type: 'keys', records: options.keys.records() });
     options.service.onSwap((event) => {
       send({ type: 'snapshot', data: event.next.data, delta: event.delta });
+      replaceDelta(event.delta);
       // The old snapshot's memory is let go on this thread, not a serving one (snapshot-release.ts).
       if (event.previous !== null) retired.retire(event.previous.data);
     });
