@@ -60,7 +60,7 @@ export default async function runBuildTask(task: BuildTask): Promise<unknown> {
     case 'delta': {
       // The delta's arrays are shared memory; the records applied, kept for a later merge, move.
       const result = mergeDelta(task);
-      // This thread lets go of the delta it made once posted, and of the one it merged onto.
+      // This thread lets go of the delta it made once it is posted, and of the one it merged onto, about as large: counted once.
       droppedDeltas.dropped(result.delta.meta.bytes);
       return movable(result, result.applied.map((a) => a.records));
     }
