@@ -1,7 +1,7 @@
 import { ByteInterner } from './byte-interner.js';
 import { HOME_PARTITION, HOME_RETRACTED, NO_RECORD, type BuildCarry } from './carry.js';
-import { FIXED_BYTES, RecordReader, partitionOf, partitionOfBytes } from './record-codec.js';
-import { BLOCK_RECORDS, blockMayHold, recordEnd, vpaProbe, type BlockIndex } from './record-blocks.js';
+import { FIXED_BYTES, RecordReader, partitionOf, partitionOfBytes, recordEndAt, upiLengthAt } from './record-codec.js';
+import { BLOCK_RECORDS, blockMayHold, vpaProbe, type BlockIndex } from './record-blocks.js';
 import type { SkipRun } from './phases.js';
 
 /**
@@ -141,8 +141,8 @@ export function locateIds(carry: BuildCarry, ids: readonly string[], index: Bloc
       }
       const bytes = new Uint8Array(segment);
       let at = blocks.starts[Math.floor(ordinal / BLOCK_RECORDS)]!;
-      for (let skip = ordinal % BLOCK_RECORDS; skip > 0; skip--) at = recordEnd(bytes, at);
-      const upiLength = bytes[at + 17]! | (bytes[at + 18]! << 8);
+      for (let skip = ordinal % BLOCK_RECORDS; skip > 0; skip--) at = recordEndAt(bytes, at);
+      const upiLength = upiLengthAt(bytes, at);
       found.set(ids[i]!, utf8(bytes.subarray(at + FIXED_BYTES, at + FIXED_BYTES + upiLength)).toString('latin1'));
       return;
     }
@@ -181,13 +181,13 @@ function matchingRecords(carry: BuildCarry, p: number, q: number, keys: ByteInte
       let at = blocks.starts[b]!;
       let ordinal = first + b * BLOCK_RECORDS;
       while (at < end) {
-        const upiLength = bytes[at + 17]! | (bytes[at + 18]! << 8);
+        const upiLength = upiLengthAt(bytes, at);
         const upiStart = at + FIXED_BYTES;
         if (lengths[upiLength] === 1) {
           const key = keys.find(bytes, upiStart, upiStart + upiLength);
           if (key >= 0) matches.push({ segment: bytes, at, ordinal, key });
         }
-        at = recordEnd(bytes, at);
+        at = recordEndAt(bytes, at);
         ordinal++;
       }
     }

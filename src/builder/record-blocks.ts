@@ -1,4 +1,4 @@
-import { FIXED_BYTES } from './record-codec.js';
+import { FIXED_BYTES, fnv1aBytes, recordEndAt, upiLengthAt } from './record-codec.js';
 
 /**
  * Blocks of a segment of carried records (carry.ts), each with a small
@@ -20,11 +20,6 @@ const FILTER_BITS = 8192;
 const FILTER_WORDS = FILTER_BITS / 32;
 const PROBE_MASK = FILTER_BITS - 1;
 
-/** Offsets of the lengths in a record (record-codec.ts). */
-const UPI_LENGTH_AT = 17;
-const URL_LENGTH_AT = 19;
-const ID_LENGTH_AT = 21;
-
 /** A segment's blocks. */
 export interface RecordBlocks {
   /** Records in the segment. */
@@ -36,13 +31,9 @@ export interface RecordBlocks {
   readonly filters: Int32Array;
 }
 
-/** The 32-bit hash the filters are probed with, of a VPA's bytes: FNV-1a, mixed so that both probes take well-spread bits. */
+/** The 32-bit hash the filters are probed with, of a VPA's bytes: FNV-1a (record-codec.ts), mixed so that both probes take well-spread bits. */
 export function vpaProbe(bytes: Uint8Array, start: number, end: number): number {
-  let hash = 0x811c9dc5;
-  for (let i = start; i < end; i++) {
-    hash ^= bytes[i]!;
-    hash = Math.imul(hash, 0x01000193);
-  }
+  let hash = fnv1aBytes(bytes, start, end);
   hash ^= hash >>> 16;
   hash = Math.imul(hash, 0x7feb352d);
   hash ^= hash >>> 15;
@@ -61,14 +52,6 @@ export function blockMayHold(blocks: RecordBlocks, b: number, probes: Uint32Arra
     if ((filters[base + (first >>> 5)]! & (1 << (first & 31))) !== 0 && (filters[base + (second >>> 5)]! & (1 << (second & 31))) !== 0) return true;
   }
   return false;
-}
-
-/** Where the record at `at` of `bytes` ends. */
-export function recordEnd(bytes: Uint8Array, at: number): number {
-  const upiLength = bytes[at + UPI_LENGTH_AT]! | (bytes[at + UPI_LENGTH_AT + 1]! << 8);
-  const urlLength = bytes[at + URL_LENGTH_AT]! | (bytes[at + URL_LENGTH_AT + 1]! << 8);
-  const idLength = bytes[at + ID_LENGTH_AT]! | (bytes[at + ID_LENGTH_AT + 1]! << 8);
-  return at + FIXED_BYTES + upiLength + urlLength + idLength;
 }
 
 /** Makes a segment's blocks a number of records at a time. */
@@ -100,14 +83,13 @@ class BlockMaker {
         }
       }
       const upiStart = at + FIXED_BYTES;
-      const upiLength = bytes[at + UPI_LENGTH_AT]! | (bytes[at + UPI_LENGTH_AT + 1]! << 8);
-      const probe = vpaProbe(bytes, upiStart, upiStart + upiLength);
+      const probe = vpaProbe(bytes, upiStart, upiStart + upiLengthAt(bytes, at));
       const first = probe & PROBE_MASK;
       const second = (probe >>> 13) & PROBE_MASK;
       const base = b * FILTER_WORDS;
       this.#filters[base + (first >>> 5)]! |= 1 << (first & 31);
       this.#filters[base + (second >>> 5)]! |= 1 << (second & 31);
-      this.#at = recordEnd(bytes, at);
+      this.#at = recordEndAt(bytes, at);
       this.#records++;
     }
     if (this.#at < end) return null;

@@ -223,12 +223,33 @@ export function partitionOf(text: string, partitions: number): number {
 
 /** partitionOf over the bytes of a string, when only its UTF-8 bytes are at hand (same result for ASCII). */
 export function partitionOfBytes(bytes: Uint8Array, start: number, end: number, partitions: number): number {
+  return fnv1aBytes(bytes, start, end) % partitions;
+}
+
+/** FNV-1a over bytes [start, end): partitionOfBytes's hash, unreduced. */
+export function fnv1aBytes(bytes: Uint8Array, start: number, end: number): number {
   let hash = 0x811c9dc5;
   for (let i = start; i < end; i++) {
     hash ^= bytes[i]!;
     hash = Math.imul(hash, 0x01000193);
   }
-  return (hash >>> 0) % partitions;
+  return hash >>> 0;
+}
+
+/**
+ * The length of the VPA of the record that starts at `at` in `bytes`, read
+ * from the bytes as RecordReader reads it through a DataView: for tight
+ * passes over many records that look at few of them.
+ */
+export function upiLengthAt(bytes: Uint8Array, at: number): number {
+  return bytes[at + OFFSET_UPI_LENGTH]! | (bytes[at + OFFSET_UPI_LENGTH + 1]! << 8);
+}
+
+/** Where the record that starts at `at` in `bytes` ends (upiLengthAt says why bytes). */
+export function recordEndAt(bytes: Uint8Array, at: number): number {
+  const urlLength = bytes[at + OFFSET_URL_LENGTH]! | (bytes[at + OFFSET_URL_LENGTH + 1]! << 8);
+  const idLength = bytes[at + OFFSET_ID_LENGTH]! | (bytes[at + OFFSET_ID_LENGTH + 1]! << 8);
+  return at + FIXED_BYTES + upiLengthAt(bytes, at) + urlLength + idLength;
 }
 
 function fnv1a(text: string): number {
