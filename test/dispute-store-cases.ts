@@ -102,8 +102,10 @@ export function disputeStoreCases(name: string, open: () => Promise<DisputeStore
       if (current.status !== 'OPEN') throw new Error('decided already');
       return current;
     });
+    // Its refusal is awaited from now: it may come before the first change's answer does.
+    const secondRefused = assert.rejects(second, /decided already/);
     assert.equal((await slow)?.status, 'REJECTED');
-    await assert.rejects(second, /decided already/);
+    await secondRefused;
     assert.deepEqual(order, ['slow saw OPEN', 'second saw REJECTED']);
     assert.equal((await store.dispute(d.id))?.resolution_note, 'the evidence stands');
     assert.equal(await store.changeDispute(newDisputeId(clock++), () => assert.fail('run for no dispute')), null);
