@@ -529,7 +529,7 @@ function correctionsSection(c: CorrectionsResult): string[] {
       'each round runs the two, in alternating order, then the bare ceiling, each warmed first by a run as long as a measurement. ' +
       `The same request lists for both: ${pct(l.correctedLookupShare)} of the lookups name a corrected VPA (cleared, or with an item retracted), the rest known and unknown VPAs as in the http section. ` +
       `Between the first phase and the second, the corrected server took ${fmt(l.retractedItems)} retracted items (one each of as many VPAs, ${fmt(l.retractionAnswers.count)} requests of up to 1,000 ids) ` +
-      `and ${fmt(l.clearances)} clearances (one request each), all over HTTP; before the third, both were compacted (\`POST /v1/admin/compaction\`), the corrected one in ${fmt(l.compactionS, 1)} s. ` +
+      `and ${fmt(l.clearances)} clearances (one request each), all over HTTP, 32 requests in flight (the server serves the corrections recorded together in one serve); before the third, both were compacted (\`POST /v1/admin/compaction\`), the corrected one in ${fmt(l.compactionS, 1)} s. ` +
       'With / without: the corrected server against itself before the corrections, its peak to the ceiling of each round, and against the other server in the same rounds. ' +
       "Delta bytes (`upi_risk_delta_bytes`), carried (`upi_risk_build_carried_bytes`: what the corrected server keeps for its next build) and resident memory (VmRSS, the corrected server / the other) are read at each phase's start, idle.",
   );

@@ -30,8 +30,11 @@ export type ClearanceChange = ClearanceRecord & { readonly data_version: string 
  * them, and has the engine serve them before it answers. Opened before the
  * engine starts, so the engine starts with the corrections in force
  * (`state`); attached to it once it runs. Changes, and the records other
- * processes append (polled), are handed to the engine one at a time, in
- * journal order.
+ * processes append (polled), are recorded one at a time, in journal order;
+ * the engine serves them one serve at a time, and a serve takes every change
+ * recorded before it starts, so that changes made together (a caller
+ * clearing many VPAs at once) are served together rather than queueing for
+ * a serve each.
  */
 export class JournalDesk implements CorrectionDesk {
   readonly #ledger: CorrectionLedger;
@@ -40,8 +43,14 @@ export class JournalDesk implements CorrectionDesk {
   readonly #nameOf: (keyId: string) => string | undefined;
   readonly #listeners: ((upis: readonly string[]) => void)[] = [];
   #engine: CorrectionEngine | null = null;
-  /** Changes and polls, one at a time. */
+  /** Records and polls, one at a time. */
   #queue: Promise<unknown> = Promise.resolve();
+  /** Serves, one at a time. */
+  #serving: Promise<unknown> = Promise.resolve();
+  /** The serve that has not started yet: it takes every change recorded until it starts. */
+  #nextServe: Promise<string> | null = null;
+  /** The VPAs of the serve under way. */
+  #beingServed: ReadonlySet<string> = new Set();
   #timer: NodeJS.Timeout | null = null;
   #closed = false;
 
@@ -78,39 +87,41 @@ export class JournalDesk implements CorrectionDesk {
     return subscribe(this.#listeners, listener);
   }
 
-  retract(ids: readonly string[], reason: string, by: string): Promise<RetractionOutcome> {
-    return this.#inTurn(async () => {
-      const engine = this.#engineOrFail();
+  async retract(ids: readonly string[], reason: string, by: string): Promise<RetractionOutcome> {
+    const engine = this.#engineOrFail();
+    const tally = await this.#inTurn(async () => {
       await this.#ledger.catchUp();
       const located = await engine.locate([...new Set(ids)]);
-      const tally = await this.#ledger.retract(ids, located, reason, this.#actor(by));
-      return { ...tally, data_version: await this.#serve(engine) };
+      return this.#ledger.retract(ids, located, reason, this.#actor(by));
     });
+    return { ...tally, data_version: await this.#served(engine) };
   }
 
-  clear(input: { readonly upi: string; readonly reason: string; readonly reference: string | null }, by: string): Promise<ClearanceChange> {
+  async clear(input: { readonly upi: string; readonly reason: string; readonly reference: string | null }, by: string): Promise<ClearanceChange> {
     const upi = normalizeVpa(input.upi);
-    return this.#inTurn(async () => {
+    const engine = this.#engineOrFail();
+    const record = await this.#inTurn(async () => {
       await this.#ledger.catchUp();
       // Refused before the engine is asked; the ledger checks again under the journal's lock.
       const standing = this.#ledger.book.active(upi);
       if (standing !== null) throw new ClearanceConflictError(upi, standing.id);
-      const engine = this.#engineOrFail();
+      // The sources a clearance suppresses are those of every change recorded before it.
+      while (this.#ledger.isChanged(upi) || this.#beingServed.has(upi)) await this.#served(engine);
       const urls = engine.sourceUrls(upi);
-      const record = await this.#ledger.clear({ upi, reason: input.reason, reference: input.reference, urls }, this.#actor(by));
-      return { ...record, data_version: await this.#serve(engine) };
+      return this.#ledger.clear({ upi, reason: input.reason, reference: input.reference, urls }, this.#actor(by));
     });
+    return { ...record, data_version: await this.#served(engine) };
   }
 
   /** `reason`, when given, goes to the audit log with the end. */
-  endClearance(id: string, by: string, reason: string | null = null): Promise<ClearanceChange | null> {
-    return this.#inTurn(async () => {
+  async endClearance(id: string, by: string, reason: string | null = null): Promise<ClearanceChange | null> {
+    const engine = this.#engineOrFail();
+    const record = await this.#inTurn(async () => {
       await this.#ledger.catchUp();
       if (this.#ledger.book.clearance(id) === null) return null;
-      const engine = this.#engineOrFail();
-      const record = await this.#ledger.end(id, reason, this.#actor(by));
-      return record === null ? null : { ...record, data_version: await this.#serve(engine) };
+      return this.#ledger.end(id, reason, this.#actor(by));
     });
+    return record === null ? null : { ...record, data_version: await this.#served(engine) };
   }
 
   clearance(id: string): Promise<ClearanceRecord | null> {
@@ -136,17 +147,39 @@ export class JournalDesk implements CorrectionDesk {
     if (this.#timer !== null) clearTimeout(this.#timer);
     this.#timer = null;
     await this.#queue.catch(() => {});
+    await this.#serving.catch(() => {});
   }
 
-  /** Have the engine serve the corrections in force, for `upis` (by default the VPAs changed since it last did). */
-  async #serve(engine: CorrectionEngine, upis: readonly string[] = this.#ledger.takeChanged()): Promise<string> {
+  /**
+   * Resolves with the data version once every change recorded so far is
+   * served: joins the serve that has not started yet, or starts one after
+   * the serve under way.
+   */
+  #served(engine: CorrectionEngine): Promise<string> {
+    if (this.#nextServe === null) {
+      const next = this.#serving.then(() => {
+        this.#nextServe = null;
+        return this.#serve(engine);
+      });
+      this.#nextServe = next;
+      this.#serving = next.catch(() => {});
+    }
+    return this.#nextServe;
+  }
+
+  /** Have the engine serve the corrections in force, for the VPAs changed since it last did. */
+  async #serve(engine: CorrectionEngine): Promise<string> {
+    const upis = this.#ledger.takeChanged();
     let version: string;
+    this.#beingServed = new Set(upis);
     try {
       version = await engine.apply(this.#ledger.book.state, upis);
     } catch (error) {
       // Recorded, not yet served: the next change or poll serves them.
       this.#ledger.markChanged(upis);
       throw error;
+    } finally {
+      this.#beingServed = new Set();
     }
     if (upis.length > 0) {
       for (const listener of this.#listeners) {
@@ -165,13 +198,12 @@ export class JournalDesk implements CorrectionDesk {
     if (this.#closed) return;
     this.#timer = setTimeout(() => {
       if (this.#closed) return;
-      this.#inTurn(async () => {
-        await this.#ledger.catchUp();
-        const upis = this.#ledger.takeChanged();
-        if (upis.length === 0) return;
-        const version = await this.#serve(this.#engineOrFail(), upis);
-        this.#logger.info({ vpas: upis.length, data_version: version }, 'corrections another process recorded are served');
-      })
+      this.#inTurn(() => this.#ledger.catchUp())
+        .then(async () => {
+          if (!this.#ledger.hasChanged()) return;
+          const version = await this.#served(this.#engineOrFail());
+          this.#logger.info({ data_version: version }, 'corrections another process recorded are served');
+        })
         .catch((error: unknown) => this.#logger.error({ err: (error as Error).message }, 'corrections another process recorded are not served yet; retrying at the next poll'))
         .finally(() => this.#poll());
     }, this.#pollMs);

@@ -61,6 +61,16 @@ export class CorrectionLedger {
     return upis;
   }
 
+  /** Whether a record changed any VPA since the last takeChanged(). */
+  hasChanged(): boolean {
+    return this.#changed.size > 0;
+  }
+
+  /** Whether a record changed `upi` (canonical) since the last takeChanged(). */
+  isChanged(upi: string): boolean {
+    return this.#changed.has(upi);
+  }
+
   /** Put back VPAs taken by takeChanged that the engine did not serve. */
   markChanged(upis: readonly string[]): void {
     for (const upi of upis) this.#changed.add(upi);
