@@ -64,6 +64,13 @@ export default async function runBuildTask(task: BuildTask): Promise<unknown> {
       droppedDeltas.dropped(result.delta.meta.bytes);
       return movable(result, result.applied.map((a) => a.records));
     }
+    case 'collect':
+      if (task.scratch === true) {
+        scratch.release();
+        sharedScratch.release();
+      }
+      threadCollector()?.();
+      return null;
     case 'index': {
       scratch.reset();
       sharedScratch.reset();

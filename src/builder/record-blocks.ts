@@ -137,6 +137,11 @@ export class BlockIndex {
     if (idle && this.#warming.length > 0) this.#next();
   }
 
+  /** Stop warming: the segments being warmed are let go (a lean build drops the carry). */
+  forget(): void {
+    this.#warming = [];
+  }
+
   #warmSlice(): void {
     const segment = this.#warming[0];
     if (segment === undefined) return;

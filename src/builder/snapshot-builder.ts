@@ -49,6 +49,15 @@ export interface BuildOptions {
   readonly onAssembled?: (data: SnapshotData) => void;
   /** Told what the build did besides building (temporary files of ended writers removed); silent by default. */
   readonly logger?: Logger;
+  /**
+   * Build in less memory (service/build-memory.ts): the carry is let go
+   * first and every stored evidence file is read again; the records are
+   * dropped once aggregated, before the snapshot is assembled; partitions
+   * are aggregated one after the other, and the index is built by the
+   * assemble task itself rather than on a thread beside it. Nothing is
+   * carried to the next build (prime() reads it again). Default false.
+   */
+  readonly lean?: boolean;
 }
 
 export type BuildPhase = 'parse' | 'dedup' | 'aggregate' | 'assemble';
@@ -443,8 +452,32 @@ export class SnapshotBuilder {
     const result = this.#gathering.then(work).finally(() => {
       this.#carriedBytes = this.#carry === undefined ? 0 : carryBytes(this.#carry);
     });
-    this.#gathering = result.catch(() => {});
+    // Settled to nothing: a gathering's result (every record, for a lean build) is not held until the next.
+    this.#gathering = result.then(
+      () => {},
+      () => {},
+    );
     return result;
+  }
+
+  /**
+   * A full collection on this thread and on every build thread alive (the
+   * quick one's included), so that shared memory let go of is given back
+   * now: a build thread keeps the records it made or read until its own
+   * next collection. With `scratch`, the working memory the threads keep
+   * for the next build goes too.
+   */
+  async #collectEverywhere(scratch = false): Promise<void> {
+    this.#collect();
+    // One task per thread alive, each taking one; the quick thread too: an ingest's deduplication there reads carried records.
+    const collect = (pool: Piscina) => Array.from({ length: pool.threads.length }, () => pool.run({ kind: 'collect', scratch } satisfies BuildTask));
+    await Promise.all([...collect(this.#pool), ...collect(this.#quickPool)]);
+  }
+
+  /** Let go of the carry and its blocks (a lean build reads every file again). */
+  #dropCarry(): void {
+    this.#carry = undefined;
+    this.#blocks.forget();
   }
 
   async close(): Promise<void> {
@@ -488,32 +521,52 @@ export class SnapshotBuilder {
     // Read before the evidence: corrections recorded later are applied again over the snapshot (SnapshotMeta.correctionSequence).
     const corrections = this.#corrections();
     const phaseMs = { parse: 0, dedup: 0, aggregate: 0, assemble: 0, write: 0 };
-    const { files, gathered, cachedChunks, reusedChunks } = await this.#gatherSerially(() =>
-      this.#gather(options.dataDir, options.parseCache !== false, phaseMs, progress, this.#pool),
-    );
-    const { partitions, invalidLines, duplicateEvidence, invalidSamples } = gathered;
+    const lean = options.lean === true;
+    // Let go (a lean build's records go once aggregated): only this frame holds them then.
+    let gathering: Gathering | undefined = await this.#gatherSerially(async () => {
+      if (lean) {
+        this.#dropCarry();
+        await this.#collectEverywhere();
+      }
+      return this.#gather(options.dataDir, options.parseCache !== false, phaseMs, progress, this.#pool, !lean);
+    });
+    const { files, cachedChunks, reusedChunks } = gathering;
+    let gathered: BuildCarry | undefined = gathering.gathered;
+    gathering = undefined;
+    const { partitions, invalidLines, duplicateEvidence, invalidSamples, chunks: chunkCount } = gathered;
+    const carriedBytes = this.#incremental && !lean ? carryBytes(gathered) : 0;
 
     const mark = performance.now();
     let done = 0;
     const skips = corrections.retracted.size === 0 ? undefined : retractedOrdinals(gathered);
     const clearances = clearancesByPartition(corrections, partitions);
-    const partials = await Promise.all(
-      Array.from({ length: partitions }, async (_, q) => {
-        // Id partition by id partition, oldest segment first: the order a build reading every file makes.
-        const inputs = gathered.records.flatMap((segments) => segments[q]!);
-        const task = {
-          kind: 'aggregate',
-          inputs,
-          scoredAt,
-          countsFrom: counting,
-          ...(skips === undefined ? {} : { skip: skips[q]! }),
-          ...(clearances[q]!.length === 0 ? {} : { clearances: clearances[q]! }),
-        } satisfies BuildTask;
-        const result = (await this.#pool.run(task)) as AggregateResult;
-        progress({ phase: 'aggregate', done: ++done, total: partitions });
-        return result;
-      }),
-    );
+    let records: BuildCarry['records'] = gathered.records;
+    const aggregate = async (q: number): Promise<AggregateResult> => {
+      // Id partition by id partition, oldest segment first: the order a build reading every file makes.
+      const inputs = records.flatMap((segments) => segments[q]!);
+      const task = {
+        kind: 'aggregate',
+        inputs,
+        scoredAt,
+        countsFrom: counting,
+        ...(skips === undefined ? {} : { skip: skips[q]! }),
+        ...(clearances[q]!.length === 0 ? {} : { clearances: clearances[q]! }),
+      } satisfies BuildTask;
+      const result = (await this.#pool.run(task)) as AggregateResult;
+      progress({ phase: 'aggregate', done: ++done, total: partitions });
+      return result;
+    };
+    let partials: AggregateResult[];
+    if (lean) {
+      partials = [];
+      for (let q = 0; q < partitions; q++) partials.push(await aggregate(q));
+      // The records are aggregated: nothing reads them again in this build.
+      records = [];
+      gathered = undefined;
+      await this.#collectEverywhere();
+    } else {
+      partials = await Promise.all(Array.from({ length: partitions }, (_, q) => aggregate(q)));
+    }
     phaseMs.aggregate = performance.now() - mark;
 
     progress({ phase: 'assemble', done: 0, total: 1 });
@@ -526,7 +579,7 @@ export class SnapshotBuilder {
     // Taken now, not when the build began: a snapshot replaced meanwhile may have been let go since.
     const reuse = this.#takeReusable();
     const indexed = { reusedBytes: 0 };
-    const index = this.#threads > 1 ? this.#indexOnRequest(reuse.index, indexed) : undefined;
+    const index = this.#threads > 1 && !lean ? this.#indexOnRequest(reuse.index, indexed) : undefined;
     if (index !== undefined) transferList.push(index.port2);
     const assembleReuse = index === undefined ? [...reuse.index, ...reuse.columns] : reuse.columns;
     const task = {
@@ -559,6 +612,8 @@ export class SnapshotBuilder {
       }
     })) as AssembleOutcome;
     progress({ phase: 'assemble', done: 1, total: 1 });
+    // A lean build keeps nothing for the next: its threads' working memory goes now, not after their idle timeout.
+    if (lean) await this.#collectEverywhere(true);
     phaseMs.assemble = outcome.assembleMs;
     phaseMs.write = outcome.writeMs;
 
@@ -571,9 +626,9 @@ export class SnapshotBuilder {
       duplicateEvidence,
       invalidSamples,
       cachedChunks,
-      chunks: gathered.chunks,
+      chunks: chunkCount,
       reusedChunks,
-      carriedBytes: this.#incremental ? carryBytes(gathered) : 0,
+      carriedBytes,
       reusedBytes: outcome.reusedBytes + indexed.reusedBytes,
     };
   }
@@ -603,7 +658,8 @@ export class SnapshotBuilder {
   /**
    * Phases A and B: every evidence id and deduplicated record, as a carry.
    * Starts from the last build's when the files only grew since, and then
-   * parses and deduplicates only the chunks after it.
+   * parses and deduplicates only the chunks after it. Kept as the next
+   * build's carry when the builder is incremental and `keep` holds.
    */
   async #gather(
     dir: DataDir,
@@ -611,7 +667,8 @@ export class SnapshotBuilder {
     phaseMs: { parse: number; dedup: number },
     progress: (progress: BuildProgress) => void,
     pool: Piscina,
-  ): Promise<{ files: StoredFile[]; gathered: BuildCarry; cachedChunks: number; reusedChunks: number }> {
+    keep = true,
+  ): Promise<Gathering> {
     const begun = performance.now();
     const cacheDir = parseCache ? parseCacheDir(dir.state) : undefined;
     if (cacheDir !== undefined && !this.#cacheVersionsChecked) {
@@ -683,7 +740,7 @@ export class SnapshotBuilder {
     };
     // Items retracted since their records were carried: marked, so builds and merges skip them.
     markRetracted(gathered, [...retracted]);
-    if (this.#incremental) {
+    if (this.#incremental && keep) {
       this.#carry = gathered;
       if (this.#indexCarry) this.#blocks.warm(gathered.records.flat(2));
     }
@@ -740,6 +797,14 @@ export class SnapshotBuilder {
       fresh: results.flatMap((r) => r.fresh),
     };
   }
+}
+
+/** What a gathering read: the files, their records as a carry, and how many chunks came from the parse cache and the carry before. */
+interface Gathering {
+  readonly files: StoredFile[];
+  readonly gathered: BuildCarry;
+  readonly cachedChunks: number;
+  readonly reusedChunks: number;
 }
 
 /** Retracted ids by the id partition the dedup puts them in. */

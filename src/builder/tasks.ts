@@ -11,7 +11,13 @@ export type BuildTask =
   | ({ readonly kind: 'aggregate' } & AggregateTask)
   | ({ readonly kind: 'assemble' } & AssembleTask)
   | ({ readonly kind: 'index' } & IndexTask & { readonly reuse?: readonly SharedArrayBuffer[] })
-  | ({ readonly kind: 'delta' } & DeltaMergeTask);
+  | ({ readonly kind: 'delta' } & DeltaMergeTask)
+  /**
+   * A full collection of the thread's heap, so that the shared memory it
+   * alone still holds is given back; with `scratch`, its working memory
+   * kept for the next task goes too.
+   */
+  | { readonly kind: 'collect'; readonly scratch?: boolean };
 
 /**
  * Build the index of the keys an assemble task has gathered (in shared

@@ -119,6 +119,11 @@ export class ScratchArrays implements ArrayAllocator {
     this.#chunks = kept;
   }
 
+  /** Let go of every chunk: for a thread that must give its working memory back now (a lean build's). */
+  release(): void {
+    this.#chunks = [];
+  }
+
   /** Bytes this thread keeps for scratch arrays. */
   get retainedBytes(): number {
     let bytes = 0;

@@ -256,3 +256,10 @@ export function earliestFirstSeen(data: SnapshotData): number {
   for (let i = 0; i < data.meta.vpaCount; i++) if (firstSeen[i]! < least) least = firstSeen[i]!;
   return least;
 }
+
+/** Bytes of a snapshot's arrays (a file's one buffer, or a build's many). */
+export function snapshotBytes(data: SnapshotData): number {
+  let bytes = 0;
+  for (const field of ARRAY_FIELDS) bytes += data[field].byteLength;
+  return bytes;
+}

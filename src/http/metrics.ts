@@ -3,7 +3,7 @@ import { getHeapStatistics } from 'node:v8';
 import { AggregatorRegistry, Counter, Gauge, Registry, type GaugeConfiguration, type MetricObjectWithValues, type MetricValue } from 'prom-client';
 import type { BuildReport } from '../builder/snapshot-builder.js';
 import type { SnapshotView } from '../engine/snapshot-view.js';
-import { ARRAY_FIELDS, type SnapshotData } from '../engine/snapshot-data.js';
+import { snapshotBytes } from '../engine/snapshot-data.js';
 import type { DeltaFigures } from '../service/served-data.js';
 import { RequestStats, type MetricJson } from './request-stats.js';
 
@@ -16,7 +16,7 @@ const GC_KINDS = new Map<number, string>([
 ]);
 
 /** The main thread's gauges whose values are read at each scrape from a function set later. */
-type ScrapeReader = 'residentBytes' | 'carriedBytes' | 'reusableBytes' | 'replacedSnapshots' | 'buildThreads' | 'deltaVpas' | 'deltaItems' | 'deltaBytes' | 'deltaAge' | 'sinceCompaction' | 'storeConnected' | 'sinceCaughtUp';
+type ScrapeReader = 'residentBytes' | 'memoryLimit' | 'leanCompactions' | 'carriedBytes' | 'reusableBytes' | 'replacedSnapshots' | 'buildThreads' | 'deltaVpas' | 'deltaItems' | 'deltaBytes' | 'deltaAge' | 'sinceCompaction' | 'storeConnected' | 'sinceCaughtUp';
 
 /**
  * Prometheus metrics of one thread: request counts and latency
@@ -120,6 +120,14 @@ export class ServiceMetrics {
   readonly residentBytes = this.#readAtScrape('residentBytes', {
     name: 'upi_risk_resident_bytes',
     help: "The process's resident memory (RSS): every thread, the snapshot and delta, what builds keep, and the allocator's slack",
+  });
+  readonly memoryLimitBytes = this.#readAtScrape('memoryLimit', {
+    name: 'upi_risk_memory_limit_bytes',
+    help: 'The memory compactions plan under (serve --max-memory, or the control group limit); 0 without one',
+  });
+  readonly leanCompactions = this.#readAtScrape('leanCompactions', {
+    name: 'upi_risk_lean_compactions',
+    help: 'Compactions since start that ran lean to stay under the memory limit (the carried build state let go, every evidence file read again)',
   });
   readonly buildCarriedBytes = this.#readAtScrape('carriedBytes', {
     name: 'upi_risk_build_carried_bytes',
@@ -256,6 +264,12 @@ export class ServiceMetrics {
     this.#readers.carriedBytes = read;
   }
 
+  /** Read the memory limit and the compactions run lean under it at every scrape (main thread only). */
+  watchMemoryLimit(limitBytes: number | null, leanCompactions: () => number): void {
+    this.#readers.memoryLimit = () => limitBytes ?? 0;
+    this.#readers.leanCompactions = leanCompactions;
+  }
+
   /** Read the replaced snapshot's memory the builder holds for the next build at every scrape (main thread only). */
   watchReusableBytes(read: () => number): void {
     this.#readers.reusableBytes = read;
@@ -285,11 +299,4 @@ export class ServiceMetrics {
   watchReplacedSnapshots(read: () => number): void {
     this.#readers.replacedSnapshots = read;
   }
-}
-
-/** Bytes of a snapshot's arrays (a file's one buffer, or a build's many). */
-function snapshotBytes(data: SnapshotData): number {
-  let bytes = 0;
-  for (const field of ARRAY_FIELDS) bytes += data[field].byteLength;
-  return bytes;
 }

@@ -20,6 +20,8 @@ import { startScreening, type WatchSettings, type Watching } from './watch-scree
 /** The options of serve without a store: how this process builds and compacts. */
 export interface EmbeddedServeOptions extends ServeOptions {
   readonly build: Omit<SnapshotServiceOptions, 'dataDir' | 'logger' | 'pollMs'>;
+  /** Where build.memoryLimitBytes came from, for the log. */
+  readonly memoryLimitFrom?: 'max-memory' | 'cgroup';
 }
 
 /**
@@ -49,6 +51,8 @@ async function startEmbedded(options: EmbeddedServeOptions, logger: Logger, metr
     pollMs: options.pollMs === 0 ? 0 : Math.min(options.pollMs, CORRECTIONS_POLL_MS),
     nameOf: (keyId) => keys.records().find((k) => k.id === keyId)?.name,
   });
+  const limit = options.build.memoryLimitBytes;
+  if (limit !== undefined) logger.info({ limitBytes: limit, from: options.memoryLimitFrom ?? 'max-memory' }, 'compactions plan their memory under a limit');
   const service = await SnapshotService.start({ dataDir: dir, logger, pollMs: options.pollMs, ...options.build, corrections: desk.source });
   desk.attach(service);
   metrics.observeSnapshot(service.current);
@@ -57,6 +61,7 @@ async function startEmbedded(options: EmbeddedServeOptions, logger: Logger, metr
   metrics.watchCarriedBytes(() => service.carriedBytes);
   metrics.watchReusableBytes(() => service.reusableBytes);
   metrics.watchBuildThreads(() => service.buildThreads);
+  metrics.watchMemoryLimit(limit ?? null, () => service.leanBuilds);
   const delta = () => deltaFigures(service.delta, service.deltaBytes, service.lastCompaction);
   metrics.watchDelta(delta);
   const builds = new BuildHistory();

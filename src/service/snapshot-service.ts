@@ -6,7 +6,7 @@ import { silentLogger, type Logger } from '../common/logger.js';
 import { BuildLockedError } from '../common/errors.js';
 import { threadCollector } from '../common/collector.js';
 import { SnapshotView } from '../engine/snapshot-view.js';
-import { earliestFirstSeen, type SnapshotData } from '../engine/snapshot-data.js';
+import { earliestFirstSeen, snapshotBytes, type SnapshotData } from '../engine/snapshot-data.js';
 import { listSnapshots, loadNewestValidSnapshot } from '../engine/snapshot-files.js';
 import { loadSnapshotOffThread } from '../engine/snapshot-loader.js';
 import { listEvidenceFiles } from '../evidence/store.js';
@@ -28,6 +28,19 @@ import type { CarriedItem } from '../builder/carry-reader.js';
 import { FLAG_SCREENSHOT } from '../builder/record-codec.js';
 import { RISK_CATEGORIES, SOURCE_CATEGORIES } from '../vpa/categories.js';
 import { formatIso } from '../common/time.js';
+import { BuildMemory, samplePeak, type BuildMemoryPlan } from './build-memory.js';
+
+/**
+ * After a lean build, how long the stored evidence waits to be read again:
+ * at most CARRY_AGAIN_MS, or CARRY_AFTER_LET_GO_MS once the replaced
+ * snapshot is let go (its memory is given back a second after:
+ * snapshot-release.ts), so that the read's working memory is never beside it.
+ */
+const CARRY_AGAIN_MS = 10_000;
+const CARRY_AFTER_LET_GO_MS = 2_000;
+
+/** The process's resident memory, bytes. */
+const residentBytes = (): number => process.memoryUsage.rss();
 
 export interface SnapshotServiceOptions {
   readonly dataDir: DataDir;
@@ -72,6 +85,12 @@ export interface SnapshotServiceOptions {
    * under them, and `apply` serves a new one within moments. Default: none.
    */
   readonly corrections?: CorrectionSource;
+  /**
+   * The memory this process may use, bytes (`serve --max-memory`, or the
+   * control group's limit): a compaction that would not fit beside what is
+   * held runs lean (build-memory.ts). Default: none, every build as usual.
+   */
+  readonly memoryLimitBytes?: number;
 }
 
 export interface CompactionPolicy {
@@ -132,6 +151,12 @@ export class SnapshotService implements ServedData, CorrectionEngine {
   #lastCompaction = Date.now();
   /** How many of the retracted ids (CorrectionState.retracted, in insertion order) the builder's carry has been told of. */
   #markedRetractions = 0;
+  /** Plans each build's memory under the limit; null without one. */
+  readonly #memory: BuildMemory | null;
+  /** The read of the stored evidence after a lean build, while it waits (#readCarryAgainIn). */
+  #carryAgain: NodeJS.Timeout | null = null;
+  /** Whether a replaced snapshot was let go since the last build began (#readCarryAgainIn). */
+  #letGoSinceLean = false;
   /** The snapshot's earliest first_seen, found once per snapshot (#oldestCapture). */
   #oldest: { readonly id: string; readonly at: number } | null = null;
 
@@ -141,6 +166,7 @@ export class SnapshotService implements ServedData, CorrectionEngine {
     this.#policy = { ...DEFAULT_COMPACTION, ...options.compaction };
     this.#logger = options.logger ?? silentLogger;
     this.#builder = builder;
+    this.#memory = options.memoryLimitBytes === undefined || options.incrementalBuilds === false ? null : new BuildMemory(options.memoryLimitBytes);
     this.#current = first;
     this.#delta = emptyDelta(first.data, Date.now());
     this.#view = new ServingView(first, this.#delta);
@@ -271,6 +297,13 @@ export class SnapshotService implements ServedData, CorrectionEngine {
   reuseMemoryOf(data: SnapshotData): boolean {
     // Never the one being served, whatever the caller believes.
     if (data === this.#current.data) return false;
+    // Under a memory limit the last build came near, a replaced snapshot's memory is given back at once,
+    // and the evidence is read again once it is (a second later, when the caller has let go).
+    if (this.#memory?.tight === true) {
+      this.#letGoSinceLean = true;
+      if (this.#carryAgain !== null) this.#readCarryAgainIn(CARRY_AFTER_LET_GO_MS);
+      return false;
+    }
     return this.#builder.reuseMemoryOf(data);
   }
 
@@ -291,6 +324,11 @@ export class SnapshotService implements ServedData, CorrectionEngine {
 
   get lastBuild(): BuildReport | null {
     return this.#lastBuild;
+  }
+
+  /** Compactions run lean under the memory limit (SnapshotServiceOptions.memoryLimitBytes). */
+  get leanBuilds(): number {
+    return this.#memory?.leanBuilds ?? 0;
   }
 
   onSwap(listener: (event: SwapEvent) => void): () => void {
@@ -400,6 +438,7 @@ export class SnapshotService implements ServedData, CorrectionEngine {
   async close(): Promise<void> {
     this.#closed = true;
     if (this.#timer !== null) clearTimeout(this.#timer);
+    if (this.#carryAgain !== null) clearTimeout(this.#carryAgain);
     this.#watcher?.close();
     await this.#refreshing?.catch(() => {});
     await this.#compacting?.catch(() => {});
@@ -564,6 +603,43 @@ export class SnapshotService implements ServedData, CorrectionEngine {
   }
 
   /** Merge evidence the builder has read into the delta (SnapshotBuilder's onEvidence). */
+  /** The memory plan of the build about to run (build-memory.ts), logged when it is lean; null without a limit. */
+  #planMemory(): (BuildMemoryPlan & { readonly startBytes: number }) | null {
+    if (this.#memory === null) return null;
+    const startBytes = residentBytes();
+    const plan = this.#memory.plan({ residentBytes: startBytes, snapshotBytes: snapshotBytes(this.#current.data) });
+    if (plan.lean) {
+      this.#logger.warn(
+        { residentBytes: startBytes, expectedPeakBytes: plan.expectedPeak, limitBytes: plan.limit, carriedBytes: this.#builder.carriedBytes },
+        'a usual build would come near the memory limit; building lean: the carried build state is let go and every evidence file read again',
+      );
+    }
+    return { ...plan, startBytes };
+  }
+
+  /**
+   * After a lean build: read the stored evidence again in the background,
+   * in `ms`, so that ingests and corrections read only what is new. A read
+   * already scheduled is moved.
+   */
+  #readCarryAgainIn(ms: number): void {
+    if (this.#carryAgain !== null) clearTimeout(this.#carryAgain);
+    this.#carryAgain = setTimeout(() => {
+      this.#carryAgain = null;
+      this.#readCarryAgain();
+    }, ms);
+    this.#carryAgain.unref();
+  }
+
+  #readCarryAgain(): void {
+    if (this.#closed) return;
+    const started = performance.now();
+    this.#builder.prime(this.#options.dataDir).then(
+      () => this.#logger.info({ ms: Math.round(performance.now() - started), carriedBytes: this.#builder.carriedBytes }, 'stored evidence read again after a lean build'),
+      (error: unknown) => this.#logger.error({ err: String(error) }, 'reading stored evidence again after a lean build failed; the next ingest reads every file'),
+    );
+  }
+
   #merge(evidence: GatheredEvidence): void {
     const handed = performance.now();
     void this.#queueChange(async () => {
@@ -664,9 +740,14 @@ export class SnapshotService implements ServedData, CorrectionEngine {
       servedEarly = this.#swap(new SnapshotView(data), 'rebuild');
     };
     const started = performance.now();
+    const plan = this.#planMemory();
+    this.#letGoSinceLean = false;
+    const peak = samplePeak(residentBytes);
     try {
-      report = await this.#builder.build({ ...buildOptions(this.#options), onAssembled });
+      report = await this.#builder.build({ ...buildOptions(this.#options), onAssembled, lean: plan?.lean === true });
     } catch (error) {
+      peak();
+      if (plan?.lean === true) this.#readCarryAgainIn(0);
       if (!(error instanceof BuildLockedError)) {
         for (const listener of this.#buildFailureListeners) listener(error, performance.now() - started);
       }
@@ -685,6 +766,13 @@ export class SnapshotService implements ServedData, CorrectionEngine {
       }
       throw error;
     }
+    const peakBytes = peak();
+    if (plan !== null) {
+      this.#memory!.measured(plan, plan.startBytes, peakBytes);
+      // Not beside the snapshot just replaced: once it is let go (reuseMemoryOf; it may have been, the new
+      // one being served before its file is written), or at the latest after CARRY_AGAIN_MS.
+      if (plan.lean) this.#readCarryAgainIn(this.#letGoSinceLean ? CARRY_AFTER_LET_GO_MS : CARRY_AGAIN_MS);
+    }
     this.#lastBuild = report;
     for (const listener of this.#buildListeners) listener(report);
     this.#logger.info(
@@ -697,6 +785,8 @@ export class SnapshotService implements ServedData, CorrectionEngine {
         reusedChunks: report.reusedChunks,
         chunks: report.chunks,
         reusedBytes: report.reusedBytes,
+        lean: plan?.lean === true,
+        peakResidentBytes: peakBytes,
       },
       'build finished',
     );

@@ -1,5 +1,6 @@
 import { availableParallelism } from 'node:os';
 import { dataDir } from '../../common/data-dir.js';
+import { cgroupMemoryLimit, parseMemorySize } from '../../common/memory-limit.js';
 import { ConfigError } from '../../common/errors.js';
 import { DEFAULT_PLANS_FILE } from '../../access/plans.js';
 import { DEFAULT_BUILD_IDLE_MS, DEFAULT_COMPACTION, MAX_BUILD_IDLE_SECONDS } from '../../service/snapshot-service.js';
@@ -61,6 +62,12 @@ Options:
                         the deduplicated records and evidence ids in memory
                         (upi_risk_build_carried_bytes) so that an ingest
                         reads only the new file
+  --max-memory SIZE     memory this process may use, such as 4G or 1500M
+                        (default: the limit of its control group, as in a
+                        container with a memory limit; none: no limit);
+                        a compaction that would come near it runs lean,
+                        reading every evidence file again instead of
+                        keeping the carried build state beside it
   --build-idle-seconds S
                         how long the build threads, with the working memory
                         they keep and the memory of the snapshot last
@@ -114,6 +121,7 @@ export const serveCommand: Command = {
       'compact-minutes': { type: 'string' },
       'build-idle-seconds': { type: 'string' },
       'evidence-max-age-days': { type: 'string' },
+      'max-memory': { type: 'string' },
       threads: { type: 'string' },
       'log-level': { type: 'string' },
       'webhook-allow': { type: 'string' },
@@ -139,6 +147,7 @@ export const serveCommand: Command = {
       afterMs: intOption('compact-minutes', values['compact-minutes'], DEFAULT_COMPACTION.afterMs / 60_000, 1, 7 * 24 * 60) * 60_000,
     };
     const evidenceMaxAgeMs = evidenceMaxAge(values['evidence-max-age-days']);
+    const memoryLimit = memoryLimitOf(values['max-memory']);
     const webhookAllow = new Set((values['webhook-allow'] ?? '').split(',').map((h) => h.trim().toLowerCase().replace(/^\[|\]$/g, '')).filter((h) => h !== ''));
     const firstRetrySeconds = intOption('webhook-first-retry-seconds', values['webhook-first-retry-seconds'], DEFAULT_DELIVERY.firstRetryMs / 1000, 1, 3600);
     const level = values['log-level'] ?? 'info';
@@ -163,7 +172,9 @@ export const serveCommand: Command = {
     if (location !== null) return serveFollower({ ...options, location });
     return serveEmbedded({
       ...options,
+      ...(memoryLimit === null ? {} : { memoryLimitFrom: memoryLimit.from }),
       build: {
+        ...(memoryLimit === null ? {} : { memoryLimitBytes: memoryLimit.bytes }),
         incrementalBuilds: values['full-rebuilds'] !== true,
         buildIdleMs: buildIdleSeconds * 1000,
         compaction,
@@ -175,7 +186,15 @@ export const serveCommand: Command = {
 };
 
 /** Options serve takes only without a store: a follower builds nothing. */
-const EMBEDDED_ONLY = ['build-threads', 'full-rebuilds', 'compact-vpas', 'compact-minutes', 'build-idle-seconds', 'evidence-max-age-days'] as const;
+const EMBEDDED_ONLY = ['build-threads', 'full-rebuilds', 'compact-vpas', 'compact-minutes', 'build-idle-seconds', 'evidence-max-age-days', 'max-memory'] as const;
+
+/** --max-memory: a size, `none`, or by default the control group's limit when there is one. */
+function memoryLimitOf(text: string | undefined): { readonly bytes: number; readonly from: 'max-memory' | 'cgroup' } | null {
+  if (text === 'none') return null;
+  if (text !== undefined) return { bytes: parseMemorySize('max-memory', text), from: 'max-memory' };
+  const bytes = cgroupMemoryLimit();
+  return bytes === null ? null : { bytes, from: 'cgroup' };
+}
 
 function isLogLevel(level: string): level is LogLevel {
   return (LOG_LEVELS as readonly string[]).includes(level);
