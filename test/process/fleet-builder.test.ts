@@ -55,6 +55,9 @@ test('the store keeps the three newest publications, each whole', { timeout: 120
     const role = await BuilderRole.start({ location, dataDir: t.dir, pollMs: 50, policy: PUBLISH_WHEN_ASKED });
     const client = await testClient(location);
     try {
+      // The first publication, made at start, would otherwise end the first round's wait without its evidence,
+      // and every later round would wait for the build of the round before.
+      await until('the first publication', 30_000, () => role.published !== null);
       for (let i = 0; i < KEPT_PUBLICATIONS + 2; i++) {
         await appendToLog(location, [evidence(`round${i}@ybl`, `https://round${i}.example`)]);
         const before = role.published?.seq ?? 0;
