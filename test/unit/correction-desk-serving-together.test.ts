@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { setImmediate as turn } from 'node:timers/promises';
 import { withTestDesk, type FakeItem } from '../fixtures/fake-correction-engine.js';
+import { until } from '../helpers.js';
 
 const KEY = 'key_0123456789ab';
 const T0 = Date.parse('2026-11-01T00:00:00Z');
@@ -13,23 +13,25 @@ const ITEMS: readonly FakeItem[] = Array.from({ length: 20 }, (_, i) => ({
   capturedAt: T0 + i,
 }));
 
-/** Wait until `done` holds, a turn of the event loop at a time (journal writes are real file I/O). */
-async function until(done: () => boolean): Promise<void> {
-  for (let i = 0; i < 10_000 && !done(); i++) await turn();
-  assert.ok(done(), 'in time');
-}
+/** Journal writes are real file I/O, fsynced: on a loaded machine twenty take a while. */
+const WAIT_MS = 30_000;
 
 test('changes recorded while a serve is under way are served together by the next one, each answered with a version that serves it', () =>
   withTestDesk(ITEMS, async ({ desk, fake }) => {
     const release = fake.holdApplies();
     const first = desk.clear({ upi: 'shop0@ybl', reason: 'verified', reference: null }, KEY);
-    await until(() => fake.started.length === 1);
-    const rest = Array.from({ length: 19 }, (_, i) => desk.clear({ upi: `shop${i + 1}@ybl`, reason: 'verified', reference: null }, KEY));
-    // Every one is recorded while the first serve waits; none is served before it ends.
-    await until(() => desk.state.clearances.size === 20);
-    assert.equal(fake.started.length, 1);
-    release();
-    const made = await Promise.all([first, ...rest]);
+    let rest: Promise<unknown>[] = [];
+    try {
+      await until('the first serve starts', WAIT_MS, () => fake.started.length === 1);
+      rest = Array.from({ length: 19 }, (_, i) => desk.clear({ upi: `shop${i + 1}@ybl`, reason: 'verified', reference: null }, KEY));
+      // Every one is recorded while the first serve waits; none is served before it ends.
+      await until('every clearance is recorded', WAIT_MS, () => desk.state.clearances.size === 20);
+      assert.equal(fake.started.length, 1);
+    } finally {
+      // Never left waiting: the desk's close waits for the serve.
+      release();
+    }
+    const made = (await Promise.all([first, ...rest])) as Awaited<typeof first>[];
 
     assert.deepEqual(fake.started, [['shop0@ybl'], Array.from({ length: 19 }, (_, i) => `shop${i + 1}@ybl`)], 'two serves for twenty clearances');
     assert.equal(made[0]!.data_version, 'fake+1');
@@ -41,12 +43,17 @@ test('a clearance waits for the serve of a change to its VPA recorded before it,
   withTestDesk([...ITEMS, { evidence_id: 'ev-b', upi: 'shop0@ybl', url: 'https://b.example/other', capturedAt: T0 + 100 }], async ({ desk, fake }) => {
     const release = fake.holdApplies();
     const other = desk.clear({ upi: 'shop5@ybl', reason: 'verified', reference: null }, KEY);
-    await until(() => fake.started.length === 1);
-    // Recorded while that serve waits, so not yet served when the clearance below is made.
-    const retraction = desk.retract(['ev-b'], 'wrong page', KEY);
-    const clearance = desk.clear({ upi: 'shop0@ybl', reason: 'verified', reference: null }, KEY);
-    await until(() => desk.state.retracted.has('ev-b'));
-    release();
+    let retraction: ReturnType<typeof desk.retract> | undefined;
+    let clearance: ReturnType<typeof desk.clear> | undefined;
+    try {
+      await until('the first serve starts', WAIT_MS, () => fake.started.length === 1);
+      // Recorded while that serve waits, so not yet served when the clearance below is made.
+      retraction = desk.retract(['ev-b'], 'wrong page', KEY);
+      clearance = desk.clear({ upi: 'shop0@ybl', reason: 'verified', reference: null }, KEY);
+      await until('the retraction is recorded', WAIT_MS, () => desk.state.retracted.has('ev-b'));
+    } finally {
+      release();
+    }
     const [, retracted, cleared] = await Promise.all([other, retraction, clearance]);
 
     assert.equal(retracted.retracted, 1);
