@@ -88,7 +88,9 @@ export interface SnapshotServiceOptions {
   /**
    * The memory this process may use, bytes (`serve --max-memory`, or the
    * control group's limit): a compaction that would not fit beside what is
-   * held runs lean (build-memory.ts). Default: none, every build as usual.
+   * held runs lean (build-memory.ts). Default: none, every build as usual;
+   * without incremental builds there is no carried state to let go, and it
+   * changes nothing.
    */
   readonly memoryLimitBytes?: number;
 }
@@ -602,7 +604,6 @@ export class SnapshotService implements ServedData, CorrectionEngine {
     return run;
   }
 
-  /** Merge evidence the builder has read into the delta (SnapshotBuilder's onEvidence). */
   /** The memory plan of the build about to run (build-memory.ts), logged when it is lean; null without a limit. */
   #planMemory(): (BuildMemoryPlan & { readonly startBytes: number }) | null {
     if (this.#memory === null) return null;
@@ -640,6 +641,7 @@ export class SnapshotService implements ServedData, CorrectionEngine {
     );
   }
 
+  /** Merge evidence the builder has read into the delta (SnapshotBuilder's onEvidence). */
   #merge(evidence: GatheredEvidence): void {
     const handed = performance.now();
     void this.#queueChange(async () => {
