@@ -75,6 +75,18 @@ test('usage errors exit 2 with a message; --help exits 0', async () => {
   const manyBuildThreads = await run(['serve', '--build-threads', '257']);
   assert.equal(manyBuildThreads.code, 2);
   assert.match(manyBuildThreads.stderr, /--build-threads must be between 1 and 256/);
+  for (const [value, message] of [
+    ['lots', /--max-memory must be a size such as 2G/],
+    ['10M', /--max-memory must be from 64M to 1P/],
+  ] as const) {
+    const badMemory = await run(['serve', '--max-memory', value]);
+    assert.equal(badMemory.code, 2, value);
+    assert.match(badMemory.stderr, message);
+    assert.match(badMemory.stderr, /ERR_CONFIG/);
+  }
+  const followerMemory = await run(['serve', '--store', 'postgres://127.0.0.1:1/none', '--max-memory', '2G']);
+  assert.equal(followerMemory.code, 2);
+  assert.match(followerMemory.stderr, /--max-memory is for the embedded mode/);
   const help = await run(['build', '--help']);
   assert.equal(help.code, 0);
   assert.match(help.stdout, /Usage: upi-risk build/);
