@@ -26,6 +26,8 @@ export interface BuildMemoryPlan {
   readonly expectedPeak: number;
   /** The limit the plan was made under, bytes. */
   readonly limit: number;
+  /** The resident memory at the build's start (BuildMemoryInput.residentBytes). */
+  readonly startBytes: number;
 }
 
 /** What the plan is made from, read at the build's start. */
@@ -70,12 +72,12 @@ export class BuildMemory {
     const lean = expectedPeak > PLANNED_SHARE * this.limit;
     if (lean) this.#leanBuilds++;
     this.#tight = lean;
-    return { lean, expectedPeak, limit: this.limit };
+    return { lean, expectedPeak, limit: this.limit, startBytes: input.residentBytes };
   }
 
-  /** A build planned by `plan` has ended: `startBytes` resident at its start, `peakBytes` the most while it ran. */
-  measured(plan: BuildMemoryPlan, startBytes: number, peakBytes: number): void {
-    if (!plan.lean) this.#usualGrowth = Math.max(0, peakBytes - startBytes);
+  /** A build planned by `plan` has ended: `peakBytes` resident at most while it ran. */
+  measured(plan: BuildMemoryPlan, peakBytes: number): void {
+    if (!plan.lean) this.#usualGrowth = Math.max(0, peakBytes - plan.startBytes);
   }
 }
 

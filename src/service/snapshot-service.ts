@@ -605,7 +605,7 @@ export class SnapshotService implements ServedData, CorrectionEngine {
   }
 
   /** The memory plan of the build about to run (build-memory.ts), logged when it is lean; null without a limit. */
-  #planMemory(): (BuildMemoryPlan & { readonly startBytes: number }) | null {
+  #planMemory(): BuildMemoryPlan | null {
     if (this.#memory === null) return null;
     const startBytes = residentBytes();
     const plan = this.#memory.plan({ residentBytes: startBytes, snapshotBytes: snapshotBytes(this.#current.data) });
@@ -615,7 +615,7 @@ export class SnapshotService implements ServedData, CorrectionEngine {
         'a usual build would come near the memory limit; building lean: the carried build state is let go and every evidence file read again',
       );
     }
-    return { ...plan, startBytes };
+    return plan;
   }
 
   /**
@@ -770,7 +770,7 @@ export class SnapshotService implements ServedData, CorrectionEngine {
     }
     const peakBytes = peak();
     if (plan !== null) {
-      this.#memory!.measured(plan, plan.startBytes, peakBytes);
+      this.#memory!.measured(plan, peakBytes);
       // Not beside the snapshot just replaced: once it is let go (reuseMemoryOf; it may have been, the new
       // one being served before its file is written), or at the latest after CARRY_AGAIN_MS.
       if (plan.lean) this.#readCarryAgainIn(this.#letGoSinceLean ? CARRY_AFTER_LET_GO_MS : CARRY_AGAIN_MS);

@@ -18,11 +18,11 @@ test('a measured usual build sets the growth expected of the next; lean builds t
   const memory = new BuildMemory(1000 * MB);
   const first = memory.plan({ residentBytes: 300 * MB, snapshotBytes: 100 * MB });
   assert.equal(first.lean, false);
-  memory.measured(first, 300 * MB, 850 * MB);
+  memory.measured(first, 850 * MB);
   const second = memory.plan({ residentBytes: 400 * MB, snapshotBytes: 100 * MB });
   assert.equal(second.expectedPeak, 950 * MB);
   assert.equal(second.lean, true);
-  memory.measured(second, 400 * MB, 500 * MB);
+  memory.measured(second, 500 * MB);
   assert.equal(memory.plan({ residentBytes: 400 * MB, snapshotBytes: 100 * MB }).expectedPeak, 950 * MB);
 });
 
