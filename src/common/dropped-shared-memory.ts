@@ -1,3 +1,5 @@
+import { startIncrementalMarking } from './collector.js';
+
 /**
  * Shared memory a thread has let go of, counted until it is collected.
  *
@@ -37,3 +39,14 @@ export class DroppedSharedMemory {
 
 /** Replaced deltas a thread may hold before it collects: a few of a large delta, many of a small one. */
 export const DELTA_COLLECT_BYTES = 64 * 1024 * 1024;
+
+/**
+ * The replaced deltas of a thread that must not pause for long (a serving
+ * thread, or the main thread that hands deltas to them): collected by
+ * marking in steps, or with `collect` at once where marking cannot start.
+ */
+export function droppedDeltas(collect: (() => unknown) | undefined): DroppedSharedMemory {
+  return new DroppedSharedMemory(DELTA_COLLECT_BYTES, () => {
+    if (!startIncrementalMarking()) collect?.();
+  });
+}

@@ -14,8 +14,8 @@ import { readUsageEntries, type UsageEntry } from '../access/key-usage.js';
 import type { ServiceMetrics } from './metrics.js';
 import type { MetricJson } from './request-stats.js';
 import { RetiredSnapshots } from './snapshot-release.js';
-import { enableCollector, startIncrementalMarking, threadCollector } from '../common/collector.js';
-import { DELTA_COLLECT_BYTES, DroppedSharedMemory } from '../common/dropped-shared-memory.js';
+import { enableCollector, threadCollector } from '../common/collector.js';
+import { droppedDeltas } from '../common/dropped-shared-memory.js';
 import type { DeltaData } from '../engine/delta-data.js';
 import type { EdgeWorkerData, FromEdge, ToEdge } from './edge-worker.js';
 
@@ -229,12 +229,10 @@ export class EdgePool {
     };
     send({ type: 'snapshot', data: options.service.current.data, delta: options.service.delta });
     // Each new delta replaces one in shared memory, here as on the serving threads (dropped-shared-memory.ts).
-    const droppedDeltas = new DroppedSharedMemory(DELTA_COLLECT_BYTES, () => {
-      if (!startIncrementalMarking()) collect?.();
-    });
+    const dropped = droppedDeltas(collect);
     let served = options.service.delta;
     const replaceDelta = (delta: DeltaData) => {
-      if (delta !== served) droppedDeltas.dropped(served.meta.bytes);
+      if (delta !== served) dropped.dropped(served.meta.bytes);
       served = delta;
     };
     options.service.onDelta((delta) => {

@@ -20,7 +20,7 @@ import { listen, type Listening } from './server.js';
 import { createTlsApp, type TlsFiles } from './tls.js';
 import { ReleaseWatch } from './snapshot-release.js';
 import { startIncrementalMarking, threadCollector } from '../common/collector.js';
-import { DELTA_COLLECT_BYTES, DroppedSharedMemory } from '../common/dropped-shared-memory.js';
+import { droppedDeltas } from '../common/dropped-shared-memory.js';
 import { serviceUnavailable } from '../api/http-error.js';
 import type { IntakeResult } from '../service/evidence-intake.js';
 import type { AdminAnswer, AdminRequest } from '../api/admin-requests.js';
@@ -134,13 +134,8 @@ const releases = new ReleaseWatch(
         markAfterMs: config.index * MARKING_TURN_MS,
       },
 );
-/**
- * Replaced deltas, collected once enough have piled up (dropped-shared-memory.ts):
- * by marking in steps, which holds no request for long, or at once where that cannot start.
- */
-const droppedDeltas = new DroppedSharedMemory(DELTA_COLLECT_BYTES, () => {
-  if (!startIncrementalMarking()) collect?.();
-});
+/** Replaced deltas, collected once enough have piled up (dropped-shared-memory.ts), without a long pause. */
+const replacedDeltas = droppedDeltas(collect);
 let quota: Quota;
 if (config.redis === null && config.threads === 1) {
   // The only serving thread: its quotas are the process's, decided here without a message per request.
@@ -265,7 +260,7 @@ port.on('message', (message: ToEdge) => {
       const current = holder.current as ServingView | null;
       if (current === null || message.delta.meta.baseId !== current.base.meta.id) break;
       holder.current = new ServingView(current.base, message.delta);
-      droppedDeltas.dropped(current.deltaMeta?.bytes ?? 0);
+      replacedDeltas.dropped(current.deltaMeta?.bytes ?? 0);
       break;
     }
     case 'keys':
