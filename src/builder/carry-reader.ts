@@ -3,6 +3,7 @@ import { HOME_PARTITION, HOME_RETRACTED, NO_RECORD, type BuildCarry } from './ca
 import { FIXED_BYTES, RecordReader, partitionOf, partitionOfBytes, recordEndAt, upiLengthAt } from './record-codec.js';
 import { BLOCK_RECORDS, blockMayHold, vpaProbe, type BlockIndex } from './record-blocks.js';
 import type { SkipRun } from './phases.js';
+import { segmentRange } from './spilled-segments.js';
 
 /**
  * Reading a builder's carry (carry.ts) by evidence id and by VPA: what
@@ -139,8 +140,10 @@ export function locateIds(carry: BuildCarry, ids: readonly string[], index: Bloc
         ordinal -= blocks.records;
         continue;
       }
-      const bytes = new Uint8Array(segment);
-      let at = blocks.starts[Math.floor(ordinal / BLOCK_RECORDS)]!;
+      // Only that block is read: a spilled segment is in a file.
+      const b = Math.floor(ordinal / BLOCK_RECORDS);
+      const bytes = segmentRange(segment, blocks.starts[b]!, blocks.starts[b + 1]!);
+      let at = 0;
       for (let skip = ordinal % BLOCK_RECORDS; skip > 0; skip--) at = recordEndAt(bytes, at);
       const upiLength = upiLengthAt(bytes, at);
       found.set(ids[i]!, utf8(bytes.subarray(at + FIXED_BYTES, at + FIXED_BYTES + upiLength)).toString('latin1'));
@@ -150,7 +153,7 @@ export function locateIds(carry: BuildCarry, ids: readonly string[], index: Bloc
   return found;
 }
 
-/** A record found by recordsOf: where it is and its ordinal among its pair's records. */
+/** A record found by recordsOf: where it is (in the bytes of its block) and its ordinal among its pair's records. */
 interface Match {
   readonly segment: Uint8Array;
   readonly at: number;
@@ -173,12 +176,13 @@ function matchingRecords(carry: BuildCarry, p: number, q: number, keys: ByteInte
   const filtered = probes.length <= MAX_FILTERED_VPAS;
   let first = 0;
   for (const segment of carry.records[p]![q]!) {
-    const bytes = new Uint8Array(segment);
     const blocks = index.of(segment);
     for (let b = 0; b < blocks.blocks; b++) {
       if (filtered && !blockMayHold(blocks, b, probes)) continue;
-      const end = blocks.starts[b + 1]!;
-      let at = blocks.starts[b]!;
+      // The block alone: a view of a segment in memory, read from the file of a spilled one.
+      const bytes = segmentRange(segment, blocks.starts[b]!, blocks.starts[b + 1]!);
+      const end = bytes.length;
+      let at = 0;
       let ordinal = first + b * BLOCK_RECORDS;
       while (at < end) {
         const upiLength = upiLengthAt(bytes, at);
@@ -248,7 +252,7 @@ export function recordsOf(carry: BuildCarry, upis: ReadonlySet<string>, index: B
       const indexes = indexesOfOrdinals(homes, q, matches.map((m) => m.ordinal));
       const interner = withIds ? ByteInterner.fromState(carry.seen[p]!) : null;
       matches.forEach((match, i) => {
-        const reader = new RecordReader(match.segment.buffer, match.at);
+        const reader = new RecordReader(match.segment.buffer, match.segment.byteOffset + match.at);
         reader.next();
         const raw = reader.raw;
         const upi = names[match.key]!;

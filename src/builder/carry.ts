@@ -41,8 +41,20 @@ export interface BuildCarry {
   readonly invalidSamples: readonly string[];
 }
 
-/** One (id partition, VPA partition) pair's records, in segments: concatenated, they are in ingestion order. */
-export type Segments = readonly SharedArrayBuffer[];
+/**
+ * One (id partition, VPA partition) pair's records, in segments:
+ * concatenated, they are in ingestion order. A segment is in shared memory
+ * when made, and may then move to a file (spilled-segments.ts).
+ */
+export type Segments = readonly Segment[];
+
+export type Segment = SharedArrayBuffer | SpilledSegment;
+
+/** A segment written to a file: its bytes as they were in memory. */
+export interface SpilledSegment {
+  readonly path: string;
+  readonly byteLength: number;
+}
 
 /** In BuildCarry.homes: the item is retracted (its record stays, skipped by aggregation). */
 export const HOME_RETRACTED = 0x8000;
@@ -62,13 +74,25 @@ export function extendsCarriedFiles(carry: BuildCarry, files: readonly StoredFil
   });
 }
 
-/** Bytes a carry holds: its records and its id tables, slack included. */
+/** Bytes of memory a carry holds: its records not in files and its id tables, slack included. */
 export function carryBytes(carry: BuildCarry): number {
   let bytes = 0;
   for (const state of carry.seen) bytes += state.table.byteLength + state.offsets.byteLength + state.bytes.byteLength;
   for (const homes of carry.homes) bytes += homes.byteLength;
-  for (const pairs of carry.records) for (const segments of pairs) for (const segment of segments) bytes += segment.byteLength;
+  for (const segment of carriedSegments(carry)) if (segment instanceof SharedArrayBuffer) bytes += segment.byteLength;
   return bytes;
+}
+
+/** Bytes of a carry's records in files. */
+export function carriedFileBytes(carry: BuildCarry): number {
+  let bytes = 0;
+  for (const segment of carriedSegments(carry)) if (!(segment instanceof SharedArrayBuffer)) bytes += segment.byteLength;
+  return bytes;
+}
+
+/** Every segment of a carry's records. */
+export function carriedSegments(carry: BuildCarry): Segment[] {
+  return carry.records.flat(2);
 }
 
 /**

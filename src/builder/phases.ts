@@ -6,8 +6,9 @@ import { ByteInterner, compareByteRanges, type ByteInternerState } from './byte-
 import { recencyWeightUnits } from './scoring.js';
 import { clearanceTable, type ClearanceEntry } from './clearance-filter.js';
 import type { IndexArrays } from '../engine/vpa-index.js';
-import { NO_RECORD, type Segments } from './carry.js';
+import { NO_RECORD, type Segments, type SpilledSegment } from './carry.js';
 import { freshArrays, type ArrayAllocator } from '../common/scratch-arrays.js';
+import { segmentBuffer } from './spilled-segments.js';
 
 /**
  * The parallel phases of a build. Each is a plain function of transferable
@@ -170,7 +171,7 @@ export function dedupPartition(task: DedupTask): DedupResult {
   const writers = Array.from({ length: task.partitions }, (_, q) => {
     const leading = task.leading?.[q] ?? [];
     const writer = new RecordWriter(share + leading.reduce((sum, records) => sum + records.byteLength, 0));
-    for (const records of leading) writer.appendRaw(new Uint8Array(records), 0, records.byteLength);
+    for (const records of leading) writer.appendRaw(new Uint8Array(segmentBuffer(records)), 0, records.byteLength);
     return writer;
   });
   // Ids are compared as bytes: no string per record.
@@ -221,8 +222,8 @@ export function internerBuffers(state: ByteInternerState): ArrayBuffer[] {
 }
 
 export interface AggregateTask {
-  /** This VPA partition's deduplicated records, from every dedup task in id-partition order. */
-  readonly inputs: ArrayBufferLike[];
+  /** This VPA partition's deduplicated records, from every dedup task in id-partition order: in memory, or files read whole by the task. */
+  readonly inputs: readonly (ArrayBufferLike | SpilledSegment)[];
   /** Reference time for recency weights. */
   readonly scoredAt: number;
   /** Records captured before this instant do not count (scoring.ts, countsFrom): skipped as if absent. Default: all count. */
@@ -293,7 +294,7 @@ const SOURCE_COUNT = SOURCE_CATEGORIES.length;
 export function aggregatePartition(task: AggregateTask, scratch: ArrayAllocator = freshArrays): AggregateResult {
   // One function per pass, as in assemble.ts: V8 optimises a function with
   // several long loops one loop at a time and deoptimises at the next.
-  const rows = gatherRows(task, scratch);
+  const rows = gatherRows({ ...task, inputs: task.inputs.map(segmentBuffer) }, scratch);
   const n = rows.vpas.size;
   const keys = rows.vpas.finish();
   const urlTable = rows.urls.finish();
@@ -346,7 +347,7 @@ function countRecords(inputs: readonly ArrayBufferLike[]): number {
 }
 
 /** One pass over the records: keys and urls interned as bytes, each VPA's figures and sources. */
-function gatherRows(task: AggregateTask, scratch: ArrayAllocator): Rows {
+function gatherRows(task: AggregateTask & { readonly inputs: readonly ArrayBufferLike[] }, scratch: ArrayAllocator): Rows {
   const records = countRecords(task.inputs);
   const bytes = task.inputs.reduce((sum, input) => sum + input.byteLength, 0);
   const vpas = new ByteInterner(records, Math.ceil(bytes / 4), scratch);

@@ -1,4 +1,6 @@
+import type { Segment, SpilledSegment } from './carry.js';
 import { FIXED_BYTES, fnv1aBytes, recordEndAt, upiLengthAt } from './record-codec.js';
+import { isSpilled, segmentBuffer } from './spilled-segments.js';
 
 /**
  * Blocks of a segment of carried records (carry.ts), each with a small
@@ -11,8 +13,9 @@ import { FIXED_BYTES, fnv1aBytes, recordEndAt, upiLengthAt } from './record-code
  * probes per VPA: about 5 % of the blocks that hold none of a VPA's records
  * still pass, for 1 KiB a block (about 1 byte a record, 1 % of a record).
  * Segments never change once written, so their blocks are made once, a
- * slice at a time on the main thread (BlockIndex.warm), or at once when a
- * correction needs them first.
+ * slice at a time on the main thread (BlockIndex.warm, BlockIndex.made), or
+ * at once when a correction needs them first; a segment moved to a file
+ * keeps the blocks made of it in memory (BlockIndex.adopt).
  */
 
 export const BLOCK_RECORDS = 1024;
@@ -62,7 +65,7 @@ class BlockMaker {
   #starts: number[] = [];
   #filters = new Int32Array(FILTER_WORDS * 16);
 
-  constructor(segment: SharedArrayBuffer) {
+  constructor(segment: ArrayBufferLike) {
     this.#bytes = new Uint8Array(segment);
   }
 
@@ -111,14 +114,19 @@ const WARM_SLICE_RECORDS = 50_000;
  * and forgotten with it (the segments are the keys).
  */
 export class BlockIndex {
-  readonly #done = new WeakMap<SharedArrayBuffer, RecordBlocks>();
+  readonly #done = new WeakMap<Segment, RecordBlocks>();
   readonly #making = new WeakMap<SharedArrayBuffer, BlockMaker>();
   #warming: readonly SharedArrayBuffer[] = [];
 
-  /** `segment`'s blocks, made now if the warm-up has not made them yet. */
-  of(segment: SharedArrayBuffer): RecordBlocks {
+  /** `segment`'s blocks, made now (a spilled one read whole for it) if they are not made yet. */
+  of(segment: Segment): RecordBlocks {
     const done = this.#done.get(segment);
     if (done !== undefined) return done;
+    if (isSpilled(segment)) {
+      const blocks = new BlockMaker(segmentBuffer(segment)).step(Number.POSITIVE_INFINITY)!;
+      this.#done.set(segment, blocks);
+      return blocks;
+    }
     const maker = this.#making.get(segment) ?? new BlockMaker(segment);
     const blocks = maker.step(Number.POSITIVE_INFINITY)!;
     this.#making.delete(segment);
@@ -126,14 +134,40 @@ export class BlockIndex {
     return blocks;
   }
 
+  /** `segment`'s blocks, made a slice at a time between the event loop's other work if they are not made yet. */
+  async made(segment: SharedArrayBuffer): Promise<RecordBlocks> {
+    for (;;) {
+      const done = this.#done.get(segment);
+      if (done !== undefined) return done;
+      let maker = this.#making.get(segment);
+      if (maker === undefined) {
+        maker = new BlockMaker(segment);
+        this.#making.set(segment, maker);
+      }
+      const blocks = maker.step(WARM_SLICE_RECORDS);
+      if (blocks !== null) {
+        this.#making.delete(segment);
+        this.#done.set(segment, blocks);
+        return blocks;
+      }
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+  }
+
+  /** `spilled` holds the records of `segment`, whose blocks it keeps. */
+  adopt(spilled: SpilledSegment, blocks: RecordBlocks): void {
+    this.#done.set(spilled, blocks);
+  }
+
   /**
    * Make the blocks of `segments` that are not made yet, a slice at a time
    * between the event loop's other work: the next correction then reads
-   * only blocks. A later call replaces the segments being warmed.
+   * only blocks. A later call replaces the segments being warmed; spilled
+   * ones are left until a correction needs them.
    */
-  warm(segments: readonly SharedArrayBuffer[]): void {
+  warm(segments: readonly Segment[]): void {
     const idle = this.#warming.length === 0;
-    this.#warming = segments.filter((segment) => !this.#done.has(segment));
+    this.#warming = segments.filter((segment): segment is SharedArrayBuffer => !isSpilled(segment) && !this.#done.has(segment));
     if (idle && this.#warming.length > 0) this.#next();
   }
 
@@ -169,7 +203,7 @@ export class BlockIndex {
   }
 
   /** Bytes the blocks of `segments` hold, those made so far. */
-  bytesOf(segments: readonly SharedArrayBuffer[]): number {
+  bytesOf(segments: readonly Segment[]): number {
     let bytes = 0;
     for (const segment of segments) {
       const blocks = this.#done.get(segment);

@@ -12,12 +12,13 @@ import { DEFAULT_URL_MEMBER_CAP } from './clustering.js';
 import { countsFrom } from './scoring.js';
 import { ARRAY_FIELDS, INDEX_FIELDS, type ArrayField, type SnapshotData, type SnapshotMeta } from '../engine/snapshot-data.js';
 import { aggregateBuffers, indexBuffers, internerBuffers, type AggregateResult, type DedupResult, type ParseResult } from './phases.js';
-import { carryBytes, extendsCarriedFiles, segmentsToMerge, type BuildCarry, type Segments } from './carry.js';
+import { carriedFileBytes, carriedSegments, carryBytes, extendsCarriedFiles, segmentsToMerge, type BuildCarry, type Segment, type Segments } from './carry.js';
 import type { ByteInternerState } from './byte-interner.js';
 import type { AssembleOutcome, BuildTask, IndexReply, IndexResult, IndexTask } from './tasks.js';
 import type { DeltaFile, DeltaMergeResult, DeltaMergeTask } from './delta-merge.js';
 import { NO_CORRECTIONS, type CorrectionState } from '../evidence/corrections.js';
 import { BlockIndex } from './record-blocks.js';
+import { SegmentFiles, isSpilled } from './spilled-segments.js';
 import { locateIds, markRetracted, recordsOf, retractedOrdinals, type CarriedItem } from './carry-reader.js';
 import { partitionOf, partitionOfBytes } from './record-codec.js';
 import type { ClearanceEntry } from './clearance-filter.js';
@@ -86,7 +87,7 @@ export interface BuildReport {
    * read every file.
    */
   readonly reusedChunks: number;
-  /** Memory the builder keeps for the next build (its deduplicated records and id tables); 0 when not incremental. */
+  /** What the builder keeps for the next build (its deduplicated records and id tables), in memory or in files (BuilderOptions.spillDir); 0 when not incremental. */
   readonly carriedBytes: number;
   /**
    * Bytes of the snapshot's arrays laid out in the memory of a replaced
@@ -160,6 +161,17 @@ export interface BuilderOptions {
    * from its carry. About 1 % of the carried records' memory. Default false.
    */
   readonly indexCarry?: boolean;
+  /**
+   * Move the carry's records to files in this directory once their blocks
+   * are made (spilled-segments.ts), so that between builds the builder
+   * holds only its evidence-id tables and the blocks' filters in memory;
+   * builds and corrections read the files. The directory is the builder's
+   * own: what it holds is removed at the first write. Default: records stay
+   * in memory.
+   */
+  readonly spillDir?: string;
+  /** Told of a segment that could not be written to spillDir: it stays in memory. */
+  readonly onSpillFailed?: (error: unknown) => void;
 }
 
 /**
@@ -213,8 +225,15 @@ export class SnapshotBuilder {
   readonly #indexCarry: boolean;
   /** Whether this builder has cleared the parse cache of other format versions. */
   #cacheVersionsChecked = false;
-  /** Bytes of the carry this builder holds, also while a build has taken it; 0 once a build or prime that took it fails. */
+  /** Bytes of the carry this builder holds in memory, also while a build has taken it; 0 once a build or prime that took it fails. */
   #carriedBytes = 0;
+  /** Where the carry's records go once their blocks are made (BuilderOptions.spillDir). */
+  readonly #spill: SegmentFiles | undefined;
+  readonly #onSpillFailed: (error: unknown) => void;
+  /** The spill under way (#spillCarry): one at a time. */
+  #spilling: Promise<void> = Promise.resolve();
+  /** close() was called: a spill under way stops after its segment. */
+  #closing = false;
   readonly #idleTimeoutMs: number;
   readonly #collect: () => void;
   /** A replaced snapshot's buffers for the next build's arrays (reuseMemoryOf), split as the tasks lay them out. */
@@ -238,6 +257,8 @@ export class SnapshotBuilder {
     this.#chunkBytes = chunkBytes;
     this.#incremental = options.incremental ?? true;
     this.#indexCarry = options.indexCarry ?? false;
+    this.#spill = options.spillDir === undefined ? undefined : new SegmentFiles(options.spillDir);
+    this.#onSpillFailed = options.onSpillFailed ?? (() => {});
     const idleTimeoutMs = options.idleTimeoutMs ?? 5_000;
     if (!Number.isSafeInteger(idleTimeoutMs) || idleTimeoutMs < 0) {
       throw new RangeError(`idleTimeoutMs must be a whole number of ms, at least 0, got ${idleTimeoutMs}`);
@@ -351,6 +372,17 @@ export class SnapshotBuilder {
    */
   get carriedBytes(): number {
     return this.#carriedBytes;
+  }
+
+  /** Settles once the segments of the carry held now are in files, or a write failed (BuilderOptions.spillDir). */
+  async whenSpilled(): Promise<void> {
+    await this.#gathering;
+    await this.#spilling;
+  }
+
+  /** Bytes of the carry's records in files (BuilderOptions.spillDir), those of segments a running build still reads included. */
+  get spilledBytes(): number {
+    return this.#spill?.bytes ?? 0;
   }
 
   /**
@@ -478,11 +510,52 @@ export class SnapshotBuilder {
   #dropCarry(): void {
     this.#carry = undefined;
     this.#blocks.forget();
+    void this.#removeSpilled();
+  }
+
+  /**
+   * Move the carry's segments still in memory to files, one after the
+   * other once its blocks are made; each takes the segment's place in the
+   * carry between gatherings (a gathering may have merged it away
+   * meanwhile: its file goes then). Started after each gathering that
+   * keeps a carry; the files no carry holds go at its end.
+   */
+  #spillCarry(): void {
+    const spill = this.#spill!;
+    this.#spilling = this.#spilling.then(async () => {
+      while (!this.#closing) {
+        const segment = this.#carry === undefined ? undefined : carriedSegments(this.#carry).find((s): s is SharedArrayBuffer => !isSpilled(s) && s.byteLength > 0);
+        if (segment === undefined) break;
+        const blocks = await this.#blocks.made(segment);
+        let spilled;
+        try {
+          spilled = await spill.write(segment);
+        } catch (error) {
+          this.#onSpillFailed(error);
+          return;
+        }
+        this.#blocks.adopt(spilled, blocks);
+        await this.#gatherSerially(async () => {
+          if (this.#carry !== undefined) replaceSegment(this.#carry, segment, spilled);
+        });
+      }
+      await this.#gatherSerially(() => this.#removeSpilled());
+      // The shared memory of what was written out goes now, not at some later collection (collector.ts).
+      this.#collect();
+    });
+  }
+
+  /** Remove the files of segments no carry holds and no build reads. Between gatherings only: a gathering's dedup reads the last carry's. */
+  async #removeSpilled(): Promise<void> {
+    await this.#spill?.removeAllBut(this.#carry === undefined ? [] : carriedSegments(this.#carry)).catch((error: unknown) => this.#onSpillFailed(error));
   }
 
   async close(): Promise<void> {
+    this.#closing = true;
     await this.#building;
     await this.#gathering;
+    await this.#spilling;
+    await this.#spill?.removeAllBut([]).catch((error: unknown) => this.#onSpillFailed(error));
     this.#dropReusable();
     await Promise.all([this.#pool.destroy(), this.#quickPool.destroy()]);
   }
@@ -534,13 +607,15 @@ export class SnapshotBuilder {
     let gathered: BuildCarry | undefined = gathering.gathered;
     gathering = undefined;
     const { partitions, invalidLines, duplicateEvidence, invalidSamples, chunks: chunkCount } = gathered;
-    const carriedBytes = this.#incremental && !lean ? carryBytes(gathered) : 0;
+    const carriedBytes = this.#incremental && !lean ? carryBytes(gathered) + carriedFileBytes(gathered) : 0;
 
     const mark = performance.now();
     let done = 0;
     const skips = corrections.retracted.size === 0 ? undefined : retractedOrdinals(gathered);
     const clearances = clearancesByPartition(corrections, partitions);
     let records: BuildCarry['records'] = gathered.records;
+    // Files of the records aggregated here stay until the aggregation is done, whatever the next gathering keeps.
+    const pinned = this.#spill?.pin(carriedSegments(gathered)) ?? [];
     const aggregate = async (q: number): Promise<AggregateResult> => {
       // Id partition by id partition, oldest segment first: the order a build reading every file makes.
       const inputs = records.flatMap((segments) => segments[q]!);
@@ -557,15 +632,19 @@ export class SnapshotBuilder {
       return result;
     };
     let partials: AggregateResult[];
-    if (lean) {
-      partials = [];
-      for (let q = 0; q < partitions; q++) partials.push(await aggregate(q));
-      // The records are aggregated: nothing reads them again in this build.
-      records = [];
-      gathered = undefined;
-      await this.#collectEverywhere();
-    } else {
-      partials = await Promise.all(Array.from({ length: partitions }, (_, q) => aggregate(q)));
+    try {
+      if (lean) {
+        partials = [];
+        for (let q = 0; q < partitions; q++) partials.push(await aggregate(q));
+        // The records are aggregated: nothing reads them again in this build.
+        records = [];
+        gathered = undefined;
+        await this.#collectEverywhere();
+      } else {
+        partials = await Promise.all(Array.from({ length: partitions }, (_, q) => aggregate(q)));
+      }
+    } finally {
+      this.#spill?.unpin(pinned);
     }
     phaseMs.aggregate = performance.now() - mark;
 
@@ -742,7 +821,8 @@ export class SnapshotBuilder {
     markRetracted(gathered, [...retracted]);
     if (this.#incremental && keep) {
       this.#carry = gathered;
-      if (this.#indexCarry) this.#blocks.warm(gathered.records.flat(2));
+      if (this.#spill !== undefined) this.#spillCarry();
+      else if (this.#indexCarry) this.#blocks.warm(carriedSegments(gathered));
     }
     // Told of every new file, even one whose every item was a duplicate: it is read, and served as it is (unchanged).
     const newFiles = fileChunks.filter((f) => f.firstChunk >= firstNew);
@@ -796,6 +876,16 @@ export class SnapshotBuilder {
       duplicates: (carry?.duplicateEvidence ?? 0) + results.reduce((sum, r) => sum + r.duplicates, 0),
       fresh: results.flatMap((r) => r.fresh),
     };
+  }
+}
+
+/** Put `to` in the place of the segment `from` in `carry`'s records, wherever it is. */
+function replaceSegment(carry: BuildCarry, from: Segment, to: Segment): void {
+  for (const pairs of carry.records) {
+    for (const segments of pairs) {
+      const at = segments.indexOf(from);
+      if (at >= 0) (segments as Segment[])[at] = to;
+    }
   }
 }
 

@@ -12,7 +12,9 @@ import { join, resolve } from 'node:path';
  *                not derived, as precious as the evidence), the journal of
  *                disputes and reports (disputes.ndjson), and parsed evidence
  *                chunks kept to speed rebuilds up (state/parsed/, derived:
- *                safe to delete); and the locks naming the live processes
+ *                safe to delete), the carried records of the `serve` that owns
+ *                the directory (state/carry/, its own: removed when it starts
+ *                and stops); and the locks naming the live processes
  *                that hold them: the `serve` that owns the directory
  *                (serve.lock) and the build running (build.lock)
  */
@@ -26,6 +28,8 @@ export interface DataDir {
   readonly positions: string;
   /** The lock of the one `serve` (embedded) that owns the directory while it runs (service/serve-lock.ts). */
   readonly serveLock: string;
+  /** That `serve`'s carried build records, in files (builder/spilled-segments.ts). */
+  readonly carry: string;
 }
 
 export const DEFAULT_DATA_DIR = 'var/data';
@@ -40,5 +44,6 @@ export function dataDir(root: string = process.env.UPI_RISK_DATA_DIR ?? DEFAULT_
     clusterIds: join(absolute, 'state', 'cluster-ids.bin'),
     positions: join(absolute, 'state', 'data-version-positions.json'),
     serveLock: join(absolute, 'state', 'serve.lock'),
+    carry: join(absolute, 'state', 'carry'),
   };
 }

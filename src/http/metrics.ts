@@ -16,7 +16,7 @@ const GC_KINDS = new Map<number, string>([
 ]);
 
 /** The main thread's gauges whose values are read at each scrape from a function set later. */
-type ScrapeReader = 'residentBytes' | 'memoryLimit' | 'leanCompactions' | 'carriedBytes' | 'reusableBytes' | 'replacedSnapshots' | 'buildThreads' | 'deltaVpas' | 'deltaItems' | 'deltaBytes' | 'deltaAge' | 'sinceCompaction' | 'storeConnected' | 'sinceCaughtUp';
+type ScrapeReader = 'residentBytes' | 'memoryLimit' | 'leanCompactions' | 'carriedBytes' | 'carriedDiskBytes' | 'reusableBytes' | 'replacedSnapshots' | 'buildThreads' | 'deltaVpas' | 'deltaItems' | 'deltaBytes' | 'deltaAge' | 'sinceCompaction' | 'storeConnected' | 'sinceCaughtUp';
 
 /**
  * Prometheus metrics of one thread: request counts and latency
@@ -131,7 +131,11 @@ export class ServiceMetrics {
   });
   readonly buildCarriedBytes = this.#readAtScrape('carriedBytes', {
     name: 'upi_risk_build_carried_bytes',
-    help: 'Memory kept so the next build reads only new evidence files: from the last build, or read ahead at start (0 with --full-rebuilds)',
+    help: 'Memory kept so the next build reads only new evidence files (evidence ids, and records not yet written to state/carry): from the last build, or read ahead at start (0 with --full-rebuilds)',
+  });
+  readonly buildCarriedDiskBytes = this.#readAtScrape('carriedDiskBytes', {
+    name: 'upi_risk_build_carried_disk_bytes',
+    help: "The carried records written to the data directory (state/carry) instead of kept in memory: read back by builds and corrections, through the page cache",
   });
   readonly buildReusableBytes = this.#readAtScrape('reusableBytes', {
     name: 'upi_risk_build_reusable_bytes',
@@ -260,8 +264,9 @@ export class ServiceMetrics {
   }
 
   /** Read the builder's carried memory at every scrape: it changes at start (the evidence read ahead) as well as with builds. */
-  watchCarriedBytes(read: () => number): void {
+  watchCarriedBytes(read: () => number, readOnDisk: () => number = () => 0): void {
     this.#readers.carriedBytes = read;
+    this.#readers.carriedDiskBytes = readOnDisk;
   }
 
   /** Read the memory limit and the compactions run lean under it at every scrape (main thread only). */

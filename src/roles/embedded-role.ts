@@ -58,7 +58,7 @@ async function startEmbedded(options: EmbeddedServeOptions, logger: Logger, metr
   metrics.observeSnapshot(service.current);
   service.onSwap((event) => metrics.observeSnapshot(event.next));
   service.onBuild((report) => metrics.observeBuild(Date.now(), report));
-  metrics.watchCarriedBytes(() => service.carriedBytes);
+  metrics.watchCarriedBytes(() => service.carriedBytes, () => service.carriedDiskBytes);
   metrics.watchReusableBytes(() => service.reusableBytes);
   metrics.watchBuildThreads(() => service.buildThreads);
   metrics.watchMemoryLimit(limit ?? null, () => service.leanBuilds);

@@ -191,6 +191,9 @@ export class SnapshotService implements ServedData, CorrectionEngine {
       incremental,
       // Corrections read the records of their VPAs from the carry.
       indexCarry: true,
+      // Between builds the records are read from files, not held (spilled-segments.ts).
+      spillDir: options.dataDir.carry,
+      onSpillFailed: (error: unknown) => logger.warn({ err: String(error) }, 'carried records could not be written to the data directory; they stay in memory'),
       // Looked up when needed: a server enables the collector after the service starts (EdgePool.start).
       collect: () => threadCollector()?.(),
       threads: options.buildThreads ?? defaultBuildThreads(),
@@ -322,6 +325,11 @@ export class SnapshotService implements ServedData, CorrectionEngine {
   /** Memory kept so the next build and ingest read only new evidence files (0 with incrementalBuilds off). */
   get carriedBytes(): number {
     return this.#builder.carriedBytes;
+  }
+
+  /** Bytes of the carried records in files of the data directory's state (state/carry). */
+  get carriedDiskBytes(): number {
+    return this.#builder.spilledBytes;
   }
 
   get lastBuild(): BuildReport | null {

@@ -1,0 +1,120 @@
+import { closeSync, openSync, readSync } from 'node:fs';
+import { mkdir, open, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Segment, SpilledSegment } from './carry.js';
+
+/**
+ * Carried segments of records in files (BuilderOptions.spillDir): a segment
+ * never changes once made, so once its blocks are made (record-blocks.ts)
+ * it is written out and its shared memory let go. Builds read a spilled
+ * segment whole on the thread that aggregates it; corrections read only
+ * the blocks that may hold their VPAs. The page cache, not the process,
+ * holds what is read often (the memory this saves: bench/MEASUREMENTS.md,
+ * "Carried records in files").
+ */
+
+/** Whether `segment` is in a file rather than in memory. */
+export function isSpilled(segment: ArrayBufferLike | SpilledSegment): segment is SpilledSegment {
+  return typeof (segment as Partial<SpilledSegment>).path === 'string';
+}
+
+/** Bytes [start, end) of `segment`: a view of its memory, or read from its file. */
+export function segmentRange(segment: ArrayBufferLike | SpilledSegment, start: number, end: number): Uint8Array {
+  if (!isSpilled(segment)) return new Uint8Array(segment, start, end - start);
+  const bytes = new Uint8Array(end - start);
+  const fd = openSync(segment.path, 'r');
+  try {
+    let done = 0;
+    while (done < bytes.length) {
+      const read = readSync(fd, bytes, done, bytes.length - done, start + done);
+      if (read === 0) throw new Error(`carried records file ${segment.path} ends at ${start + done} bytes, ${segment.byteLength} were written`);
+      done += read;
+    }
+  } finally {
+    closeSync(fd);
+  }
+  return bytes;
+}
+
+/** `segment`'s records whole, as a buffer the record readers take. */
+export function segmentBuffer(segment: ArrayBufferLike | SpilledSegment): ArrayBufferLike {
+  return isSpilled(segment) ? segmentRange(segment, 0, segment.byteLength).buffer : segment;
+}
+
+/**
+ * The files of one builder's spilled segments: written, then removed once
+ * no carry holds them and no build reads them (pinned).
+ */
+export class SegmentFiles {
+  readonly #dir: string;
+  #next = 0;
+  #ready: Promise<void> | undefined;
+  /** Every file written and not yet removed. */
+  readonly #files = new Set<SpilledSegment>();
+  /** How many running builds read each file. */
+  readonly #pins = new Map<SpilledSegment, number>();
+
+  constructor(dir: string) {
+    this.#dir = dir;
+  }
+
+  /** Write `segment` to a file of its own. What a process left before is removed first: its files name no carry of this one. */
+  async write(segment: SharedArrayBuffer): Promise<SpilledSegment> {
+    this.#ready ??= rm(this.#dir, { recursive: true, force: true }).then(() => mkdir(this.#dir, { recursive: true })).then(() => {});
+    try {
+      await this.#ready;
+    } catch (error) {
+      // Tried again at the next write.
+      this.#ready = undefined;
+      throw error;
+    }
+    const spilled: SpilledSegment = { path: join(this.#dir, `${process.pid}-${this.#next++}.records`), byteLength: segment.byteLength };
+    const file = await open(spilled.path, 'w', 0o600);
+    try {
+      const bytes = new Uint8Array(segment);
+      let done = 0;
+      while (done < bytes.length) done += (await file.write(bytes, done, bytes.length - done, done)).bytesWritten;
+    } catch (error) {
+      await file.close().catch(() => {});
+      await rm(spilled.path, { force: true });
+      throw error;
+    }
+    await file.close();
+    this.#files.add(spilled);
+    return spilled;
+  }
+
+  /** Keep the spilled ones of `segments` until `unpin`: a build reads them. */
+  pin(segments: Iterable<Segment>): SpilledSegment[] {
+    const pinned: SpilledSegment[] = [];
+    for (const segment of segments) {
+      if (!isSpilled(segment)) continue;
+      this.#pins.set(segment, (this.#pins.get(segment) ?? 0) + 1);
+      pinned.push(segment);
+    }
+    return pinned;
+  }
+
+  unpin(pinned: readonly SpilledSegment[]): void {
+    for (const segment of pinned) {
+      const count = (this.#pins.get(segment) ?? 1) - 1;
+      if (count > 0) this.#pins.set(segment, count);
+      else this.#pins.delete(segment);
+    }
+  }
+
+  /** Remove every file but those `held` (the carry's) and those pinned. */
+  async removeAllBut(held: Iterable<Segment>): Promise<void> {
+    const keep = new Set<Segment>(held);
+    const gone = [...this.#files].filter((segment) => !keep.has(segment) && !this.#pins.has(segment));
+    for (const segment of gone) this.#files.delete(segment);
+    await Promise.all(gone.map((segment) => rm(segment.path, { force: true })));
+  }
+
+  /** Bytes of the files kept. */
+  get bytes(): number {
+    let bytes = 0;
+    for (const segment of this.#files) bytes += segment.byteLength;
+    return bytes;
+  }
+}
