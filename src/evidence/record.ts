@@ -52,10 +52,8 @@ export function validateEvidence(value: unknown): ParseResult {
 
   const evidenceId = item.evidence_id;
   if (typeof evidenceId !== 'string') return fail('evidence_id must be a string');
-  if (evidenceId.length === 0 || evidenceId.length > MAX_EVIDENCE_ID_LENGTH) {
-    return fail(`evidence_id must be 1 to ${MAX_EVIDENCE_ID_LENGTH} characters`);
-  }
-  if (hasControl(evidenceId)) return fail('evidence_id must not contain control characters');
+  const idProblem = evidenceIdProblem(evidenceId);
+  if (idProblem !== null) return fail(idProblem);
 
   const upi = item.upi;
   if (typeof upi !== 'string') return fail('upi must be a string');
@@ -63,8 +61,8 @@ export function validateEvidence(value: unknown): ParseResult {
 
   const url = item.url;
   if (typeof url !== 'string') return fail('url must be a string');
-  if (url.trim().length === 0 || url.length > MAX_URL_LENGTH) return fail(`url must be 1 to ${MAX_URL_LENGTH} characters`);
-  if (hasControl(url)) return fail('url must not contain control characters');
+  const urlProblem = urlProblemOf(url);
+  if (urlProblem !== null) return fail(urlProblem);
 
   const sourceName = item.source_category;
   const sourceCategory = typeof sourceName === 'string' ? sourceCategoryCode(sourceName) : -1;
@@ -101,6 +99,43 @@ export function validateEvidence(value: unknown): ParseResult {
       screenshot: screenshotValue === true,
     },
   };
+}
+
+function evidenceIdProblem(evidenceId: string): string | null {
+  if (evidenceId.length === 0 || evidenceId.length > MAX_EVIDENCE_ID_LENGTH) return `evidence_id must be 1 to ${MAX_EVIDENCE_ID_LENGTH} characters`;
+  if (hasControl(evidenceId)) return 'evidence_id must not contain control characters';
+  return null;
+}
+
+function urlProblemOf(url: string): string | null {
+  if (url.trim().length === 0 || url.length > MAX_URL_LENGTH) return `url must be 1 to ${MAX_URL_LENGTH} characters`;
+  if (hasControl(url)) return 'url must not contain control characters';
+  return null;
+}
+
+/** The first and last instants a capture time of the contract can name: `captured_at` has a four-digit year. */
+const FIRST_CAPTURE_MS = Date.parse('0000-01-01T00:00:00Z');
+const LAST_CAPTURE_MS = Date.parse('9999-12-31T23:59:59.999Z');
+
+/**
+ * Why a record read back from storage (the store's evidence log) is not
+ * one validateEvidence could have made, or null when it is: the item it
+ * stands for (evidenceItem) passes validateEvidence and gives the same
+ * record back. Checked on the record itself, without writing and parsing
+ * its timestamp as text, since a log mirror checks millions of rows (a
+ * property test holds the two ways together).
+ */
+export function storedRecordProblem(record: EvidenceRecord): string | null {
+  const idProblem = evidenceIdProblem(record.evidenceId);
+  if (idProblem !== null) return idProblem;
+  if (!isValidVpa(record.upi)) return `upi ${JSON.stringify(truncate(record.upi))} is not a valid VPA: ${describeInvalidVpa(record.upi)}`;
+  if (normalizeVpa(record.upi) !== record.upi) return 'upi is not in the form ingest stores (lower-cased)';
+  const urlProblem = urlProblemOf(record.url);
+  if (urlProblem !== null) return urlProblem;
+  if (!Number.isInteger(record.sourceCategory) || record.sourceCategory < 0 || record.sourceCategory >= SOURCE_CATEGORIES.length) return 'source_category is not a known category';
+  if (!Number.isInteger(record.riskCategory) || record.riskCategory < 0 || record.riskCategory >= RISK_CATEGORIES.length) return 'risk_category is not a known category';
+  if (!Number.isInteger(record.capturedAt) || record.capturedAt < FIRST_CAPTURE_MS || record.capturedAt > LAST_CAPTURE_MS) return 'captured_at is not a time with a four-digit year';
+  return null;
 }
 
 function fail(reason: string): ParseResult {

@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import { ErrorCode, StoreError } from '../common/errors.js';
-import { evidenceItem, validateEvidence, type EvidenceRecord } from '../evidence/record.js';
+import { storedRecordProblem, type EvidenceRecord } from '../evidence/record.js';
 import { readCopyOut, withPoolClient } from './copy-out.js';
 import { CopyTextRows } from './copy-text.js';
 import { storeError, type StoreLocation } from './postgres.js';
@@ -158,14 +158,10 @@ function mirroredEvidenceOf(row: MirrorRow, location: StoreLocation): MirroredEv
     capturedAt,
     screenshot: row.screenshot,
   };
-  // The row as the contract item it came from, validated again; stored as validated, it reads back the same.
-  const checked = validateEvidence(evidenceItem(stored));
-  if (!checked.ok) throw badRow(row, location, `breaks the ingestion contract: ${checked.reason}`);
-  const record = checked.record;
-  if (record.upi !== stored.upi || record.capturedAt !== capturedAt || record.riskCategory !== stored.riskCategory || record.sourceCategory !== stored.sourceCategory) {
-    throw badRow(row, location, 'is not in the form ingest stores');
-  }
-  return { position, record };
+  // Checked as the contract item it stands for would be: stored as validated, it reads back the same.
+  const problem = storedRecordProblem(stored);
+  if (problem !== null) throw badRow(row, location, `breaks the ingestion contract: ${problem}`);
+  return { position, record: stored };
 }
 
 function badRow(row: MirrorRow, location: StoreLocation, why: string): StoreError {
