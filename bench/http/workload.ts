@@ -8,7 +8,8 @@
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { NOT_FOUND } from '../../src/common/brand.js';
-import { answerBatchBody } from '../../src/api/batch-answer.js';
+import { BATCH_ANSWER_BOUND, answerBatchBody } from '../../src/api/batch-answer.js';
+import { ByteScratch } from '../../src/common/byte-scratch.js';
 import { SnapshotView } from '../../src/engine/snapshot-view.js';
 import { ServingView } from '../../src/engine/serving-view.js';
 import { formatClusterId } from '../../src/engine/verdict.js';
@@ -80,14 +81,15 @@ export async function writeWorkload(view: SnapshotView, dir: string, options: Wo
 
   const bodies: string[] = [];
   let batchBytes = 0;
+  const batchScratch = new ByteScratch(BATCH_ANSWER_BOUND);
   for (let i = 0; i < (options.batches ?? 2_000); i++) {
     const upis: string[] = [];
     for (let k = 0; k < 100; k++) upis.push(vpa());
     const body = JSON.stringify({ upis });
     bodies.push(body);
-    const answer = answerBatchBody(new ServingView(view), Buffer.from(body));
-    if (typeof answer !== 'string') throw new Error(`workload batch refused: ${answer.message}`);
-    batchBytes += Buffer.byteLength(answer);
+    const answer = answerBatchBody(new ServingView(view), Buffer.from(body), batchScratch);
+    if (!(answer instanceof Uint8Array)) throw new Error(`workload batch refused: ${answer.message}`);
+    batchBytes += answer.length;
   }
 
   const clusters: string[] = [];

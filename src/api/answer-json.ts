@@ -43,11 +43,6 @@ export function batchItemJson(item: BatchItem): string {
   return `{"upi":${jsonString(item.upi)},"status":"${item.status}","confidence":${item.confidence},"risk_category":${nullableText(item.risk_category)},"cluster_id":${nullableText(item.cluster_id)},"cluster_size":${item.cluster_size},"evidence_count":${item.evidence_count}}`;
 }
 
-/** batchItemJson of the CLEARED item for `upi`: the same text, without building the item. */
-export function clearedBatchItemJson(upi: string): string {
-  return `{"upi":${jsonString(upi)},"status":"CLEARED","confidence":null,"risk_category":null,"cluster_id":null,"cluster_size":0,"evidence_count":0}`;
-}
-
 export function batchResponseJson(response: BatchResponse): string {
   let items = '';
   const results = response.results;
@@ -55,12 +50,7 @@ export function batchResponseJson(response: BatchResponse): string {
     if (i > 0) items += ',';
     items += batchItemJson(results[i]!);
   }
-  return batchEnvelopeJson(items, response.total, response.flagged_count);
-}
-
-/** The batch response around its items' JSON, already joined with commas (answerBatchBody writes them as it looks up). */
-export function batchEnvelopeJson(itemsJson: string, total: number, flagged: number): string {
-  return `{"results":[${itemsJson}],"total":${total},"flagged_count":${flagged},"cleared_count":${total - flagged}}`;
+  return `{"results":[${items}],"total":${response.total},"flagged_count":${response.flagged_count},"cleared_count":${response.total - response.flagged_count}}`;
 }
 
 function sourceJson(s: Source): string {

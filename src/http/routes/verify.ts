@@ -1,6 +1,6 @@
 import type { HttpRequest } from 'uWebSockets.js';
 import { MAX_BODY_BYTES } from '../../api/schemas.js';
-import { answerBatchBody } from '../../api/batch-answer.js';
+import { BATCH_ANSWER_BOUND, answerBatchBody } from '../../api/batch-answer.js';
 import { answerSingle } from '../../api/single-answer.js';
 import { HttpError, badRequest, serviceUnavailable } from '../../api/http-error.js';
 import { ByteScratch } from '../../common/byte-scratch.js';
@@ -28,6 +28,8 @@ export function registerVerifyRoutes(kit: RouteKit): void {
   const { routes, keyed, keyedBody, send } = kit;
   // The body of the answer being written, when it is written as bytes (single lookups).
   const bodyBytes = new ByteScratch(SINGLE_BODY_CAPACITY);
+  // The body of a batch answer: written and handed to uWS within one call, like a single one.
+  const batchBytes = new ByteScratch(BATCH_ANSWER_BOUND);
 
   const verifySingle: Answer<string | undefined | null> = (x, upi) => {
     if (upi === MALFORMED_QUERY) throw badRequest('the query string has a malformed percent-encoding (a "%" not followed by two hex digits, or bytes that are not UTF-8)');
@@ -37,7 +39,7 @@ export function registerVerifyRoutes(kit: RouteKit): void {
   };
 
   const verifyBatch: BodyAnswer<undefined> = (x, body) => {
-    const answer = answerBatchBody(x.view, body);
+    const answer = answerBatchBody(x.view, body, batchBytes);
     if (answer instanceof HttpError) throw answer;
     send(x, 200, answer);
   };
