@@ -28,7 +28,8 @@ export function registerVerifyRoutes(kit: RouteKit): void {
   const { routes, keyed, keyedBody, send } = kit;
   // The body of the answer being written, when it is written as bytes (single lookups).
   const bodyBytes = new ByteScratch(SINGLE_BODY_CAPACITY);
-  // The body of a batch answer: written and handed to uWS within one call, like a single one.
+  // The body of a batch answer: written and handed to uWS within one call, like a single one. Its views
+  // (one per answer length, byte-scratch.ts) are a few thousand in practice, answers of 100 being 12-16 KB.
   const batchBytes = new ByteScratch(BATCH_ANSWER_BOUND);
 
   const verifySingle: Answer<string | undefined | null> = (x, upi) => {
