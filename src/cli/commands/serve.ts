@@ -59,9 +59,10 @@ Options:
                         which then runs at least every --compact-minutes
   --full-rebuilds       no live delta: rebuild the snapshot from every
                         evidence file on every ingest, instead of keeping
-                        the deduplicated records and evidence ids in memory
-                        (upi_risk_build_carried_bytes) so that an ingest
-                        reads only the new file
+                        the evidence ids in memory and the deduplicated
+                        records in state/carry (upi_risk_build_carried_bytes,
+                        upi_risk_build_carried_disk_bytes) so that an
+                        ingest reads only the new file
   --max-memory SIZE     memory this process may use, such as 4G or 1500M
                         (default: the limit of its control group, as in a
                         container with a memory limit; none: no limit);
