@@ -5,7 +5,7 @@
  *
  *   npm run bench -- [--vpas 1000000] [--only engine,micro,http,swap,delta,fleet,corrections,memory] [--modes plain,tls]
  *                    [--seconds 10] [--rounds 3] [--connections 64] [--hit-ratio 0.1] [--server-threads N] [--quick]
- *                    [--swap-rate R] [--build-idle-seconds S] [--build-threads N]
+ *                    [--swap-rate R] [--build-idle-seconds S] [--build-threads N] [--max-memory SIZE]
  *                    [--ingests 25] [--compactions 3] [--delta-vpas 100000] [--store URL]
  *                    [--corrections 20] [--bulk-clearances 10000] [--bulk-retractions 100000]
  *
@@ -67,6 +67,7 @@ import { writeWorkload, type Workload } from './http/workload.js';
 import type { MachineStallResult } from './machine-stall.bench.js';
 import { renderMarkdown, type MicroResult, type SuiteResult } from './results.js';
 import { wholeNumberOption } from './support/report.js';
+import { parseMemorySize } from '../src/common/memory-limit.js';
 
 const SECTIONS = ['engine', 'micro', 'http', 'swap', 'delta', 'fleet', 'corrections', 'memory'] as const;
 /** The fleet and corrections sections' database when neither --store nor $UPI_RISK_STORE names one. */
@@ -96,6 +97,8 @@ const USAGE = `usage: npm run bench -- [options]
                           compactions (default: its --swap-rate load)
   --build-idle-seconds S  the swap and memory sections' servers run with serve --build-idle-seconds S
   --build-threads N       the swap and memory sections' servers run with serve --build-threads N
+  --max-memory SIZE       the memory section's server runs with serve --max-memory SIZE (default:
+                          serve's, the control group's limit or none)
                           (default: serve's, every core but one)
   --ingests N             the delta and fleet sections' small ingests per series
                           (default 25, at least 20)
@@ -134,6 +137,8 @@ const OPTIONS = {
   'build-idle-seconds': { type: 'string' },
   // Passed to the swap section's server (serve --build-threads); its default when absent.
   'build-threads': { type: 'string' },
+  // Passed to the memory section's server (serve --max-memory); serve's default when absent.
+  'max-memory': { type: 'string' },
   ingests: { type: 'string', default: '25' },
   compactions: { type: 'string', default: '3' },
   'delta-vpas': { type: 'string', default: '100000' },
@@ -164,7 +169,7 @@ function orUsage<T>(read: () => T): T {
   }
 }
 
-const { vpas, seconds, rounds, connections, serverThreads, wrkThreads, buildIdleSeconds, buildThreads, swapRate, compactionRate, hitRatio, only, modes, ingests, compactions, deltaVpas, corrections, bulkClearances, bulkRetractions, correctionParts } = orUsage(() => {
+const { vpas, seconds, rounds, connections, serverThreads, wrkThreads, buildIdleSeconds, buildThreads, maxMemory, swapRate, compactionRate, hitRatio, only, modes, ingests, compactions, deltaVpas, corrections, bulkClearances, bulkRetractions, correctionParts } = orUsage(() => {
   const vpas = wholeNumberOption('vpas', args.vpas, 1000);
   const seconds = wholeNumberOption('seconds', args.seconds, 1);
   const rounds = wholeNumberOption('rounds', args.rounds, 1);
@@ -173,6 +178,9 @@ const { vpas, seconds, rounds, connections, serverThreads, wrkThreads, buildIdle
   const wrkThreads = wholeNumberOption('wrk-threads', args['wrk-threads'], 1);
   const buildIdleSeconds = args['build-idle-seconds'] === undefined ? undefined : wholeNumberOption('build-idle-seconds', args['build-idle-seconds'], 0);
   const buildThreads = args['build-threads'] === undefined ? undefined : wholeNumberOption('build-threads', args['build-threads'], 1);
+  // Checked here as serve checks it, so that a bad value fails before the data set is built.
+  const maxMemory = args['max-memory'];
+  if (maxMemory !== undefined && maxMemory !== 'none') parseMemorySize('max-memory', maxMemory);
   const swapRate = args['swap-rate'] === undefined ? undefined : wholeNumberOption('swap-rate', args['swap-rate'], 1);
   const compactionRate = args['compaction-rate'] === undefined ? null : wholeNumberOption('compaction-rate', args['compaction-rate'], 1);
   // The issue's own floor: freshness is a percentile over at least twenty ingests.
@@ -198,7 +206,7 @@ const { vpas, seconds, rounds, connections, serverThreads, wrkThreads, buildIdle
   for (const s of only) if (!SECTIONS.includes(s as Section)) throw new Error(`--only takes ${SECTIONS.join(', ')}; got ${s}`);
   const modes = args.modes.split(',').map((s) => s.trim());
   for (const m of modes) if (m !== 'plain' && m !== 'tls') throw new Error(`--modes takes plain and tls; got ${m}`);
-  return { vpas, seconds, rounds, connections, serverThreads, wrkThreads, buildIdleSeconds, buildThreads, swapRate, compactionRate, hitRatio, only, modes, ingests, compactions, deltaVpas, corrections, bulkClearances, bulkRetractions, correctionParts: correctionParts as Set<CorrectionPart> };
+  return { vpas, seconds, rounds, connections, serverThreads, wrkThreads, buildIdleSeconds, buildThreads, maxMemory, swapRate, compactionRate, hitRatio, only, modes, ingests, compactions, deltaVpas, corrections, bulkClearances, bulkRetractions, correctionParts: correctionParts as Set<CorrectionPart> };
 });
 
 const DIST_BENCH = fileURLToPath(new URL('.', import.meta.url));
@@ -360,11 +368,12 @@ async function main(): Promise<void> {
   }
 
   if (only.has('memory')) {
-    log('memory: an embedded server with the default options, idle and over two compactions');
     const serveOptions = [
       ...(buildIdleSeconds === undefined ? [] : ['--build-idle-seconds', String(buildIdleSeconds)]),
       ...(buildThreads === undefined ? [] : ['--build-threads', String(buildThreads)]),
+      ...(maxMemory === undefined ? [] : ['--max-memory', maxMemory]),
     ];
+    log(`memory: an embedded server with ${serveOptions.length === 0 ? 'the default options' : serveOptions.join(' ')}, idle and over two compactions`);
     suite.memory = await runMemory({ dataDir: dataDirPath, workDir: join(root, 'memory-run'), log, serveOptions });
   }
 
