@@ -137,21 +137,25 @@ export class BlockIndex {
   /** `segment`'s blocks, made a slice at a time between the event loop's other work if they are not made yet. */
   async made(segment: SharedArrayBuffer): Promise<RecordBlocks> {
     for (;;) {
-      const done = this.#done.get(segment);
-      if (done !== undefined) return done;
-      let maker = this.#making.get(segment);
-      if (maker === undefined) {
-        maker = new BlockMaker(segment);
-        this.#making.set(segment, maker);
-      }
-      const blocks = maker.step(WARM_SLICE_RECORDS);
-      if (blocks !== null) {
-        this.#making.delete(segment);
-        this.#done.set(segment, blocks);
-        return blocks;
-      }
+      const blocks = this.#done.get(segment) ?? this.#slice(segment);
+      if (blocks !== null) return blocks;
       await new Promise((resolve) => setImmediate(resolve));
     }
+  }
+
+  /** Make one slice more of `segment`'s blocks: the blocks once the last is made, else null. */
+  #slice(segment: SharedArrayBuffer): RecordBlocks | null {
+    let maker = this.#making.get(segment);
+    if (maker === undefined) {
+      maker = new BlockMaker(segment);
+      this.#making.set(segment, maker);
+    }
+    const blocks = maker.step(WARM_SLICE_RECORDS);
+    if (blocks !== null) {
+      this.#making.delete(segment);
+      this.#done.set(segment, blocks);
+    }
+    return blocks;
   }
 
   /** `spilled` holds the records of `segment`, whose blocks it keeps. */
@@ -179,19 +183,9 @@ export class BlockIndex {
   #warmSlice(): void {
     const segment = this.#warming[0];
     if (segment === undefined) return;
-    if (!this.#done.has(segment)) {
-      let maker = this.#making.get(segment);
-      if (maker === undefined) {
-        maker = new BlockMaker(segment);
-        this.#making.set(segment, maker);
-      }
-      const blocks = maker.step(WARM_SLICE_RECORDS);
-      if (blocks === null) {
-        this.#next();
-        return;
-      }
-      this.#making.delete(segment);
-      this.#done.set(segment, blocks);
+    if (!this.#done.has(segment) && this.#slice(segment) === null) {
+      this.#next();
+      return;
     }
     this.#warming = this.#warming.slice(1);
     if (this.#warming.length > 0) this.#next();
