@@ -56,6 +56,11 @@ export interface SpilledSegment {
   readonly byteLength: number;
 }
 
+/** Whether `segment` (or any buffer of records) is in a file rather than in memory. */
+export function isSpilled(segment: ArrayBufferLike | SpilledSegment): segment is SpilledSegment {
+  return typeof (segment as Partial<SpilledSegment>).path === 'string';
+}
+
 /** In BuildCarry.homes: the item is retracted (its record stays, skipped by aggregation). */
 export const HOME_RETRACTED = 0x8000;
 /** In BuildCarry.homes: the id was retracted before its record was read; no record was kept. */
@@ -79,14 +84,14 @@ export function carryBytes(carry: BuildCarry): number {
   let bytes = 0;
   for (const state of carry.seen) bytes += state.table.byteLength + state.offsets.byteLength + state.bytes.byteLength;
   for (const homes of carry.homes) bytes += homes.byteLength;
-  for (const segment of carriedSegments(carry)) if (segment instanceof SharedArrayBuffer) bytes += segment.byteLength;
+  for (const segment of carriedSegments(carry)) if (!isSpilled(segment)) bytes += segment.byteLength;
   return bytes;
 }
 
 /** Bytes of a carry's records in files. */
 export function carriedFileBytes(carry: BuildCarry): number {
   let bytes = 0;
-  for (const segment of carriedSegments(carry)) if (!(segment instanceof SharedArrayBuffer)) bytes += segment.byteLength;
+  for (const segment of carriedSegments(carry)) if (isSpilled(segment)) bytes += segment.byteLength;
   return bytes;
 }
 

@@ -1,6 +1,6 @@
-import type { Segment, SpilledSegment } from './carry.js';
+import { isSpilled, type Segment, type SpilledSegment } from './carry.js';
 import { FIXED_BYTES, fnv1aBytes, recordEndAt, upiLengthAt } from './record-codec.js';
-import { isSpilled, segmentBuffer } from './spilled-segments.js';
+import { segmentBuffer } from './spilled-segments.js';
 
 /**
  * Blocks of a segment of carried records (carry.ts), each with a small

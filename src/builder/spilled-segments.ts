@@ -1,7 +1,7 @@
 import { closeSync, openSync, readSync } from 'node:fs';
 import { mkdir, open, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { Segment, SpilledSegment } from './carry.js';
+import { isSpilled, type Segment, type SpilledSegment } from './carry.js';
 
 /**
  * Carried segments of records in files (BuilderOptions.spillDir): a segment
@@ -12,11 +12,6 @@ import type { Segment, SpilledSegment } from './carry.js';
  * holds what is read often (the memory this saves: bench/MEASUREMENTS.md,
  * "Carried records in files").
  */
-
-/** Whether `segment` is in a file rather than in memory. */
-export function isSpilled(segment: ArrayBufferLike | SpilledSegment): segment is SpilledSegment {
-  return typeof (segment as Partial<SpilledSegment>).path === 'string';
-}
 
 /** Bytes [start, end) of `segment`: a view of its memory, or read from its file. */
 export function segmentRange(segment: ArrayBufferLike | SpilledSegment, start: number, end: number): Uint8Array {
