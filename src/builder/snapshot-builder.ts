@@ -162,9 +162,9 @@ export interface BuilderOptions {
    */
   readonly indexCarry?: boolean;
   /**
-   * Move the carry's records to files in this directory once their blocks
-   * are made (spilled-segments.ts), so that between builds the builder
-   * holds only its evidence-id tables and the blocks' filters in memory;
+   * Move the carry's records to files in this directory (once their blocks
+   * are made, with indexCarry: spilled-segments.ts), so that between builds
+   * the builder holds only its evidence-id tables (and the blocks' filters) in memory;
    * builds and corrections read the files. The directory is the builder's
    * own: what it holds is removed at the first write. Default: records stay
    * in memory.
@@ -526,7 +526,8 @@ export class SnapshotBuilder {
       while (!this.#closing) {
         const segment = this.#carry === undefined ? undefined : carriedSegments(this.#carry).find((s): s is SharedArrayBuffer => !isSpilled(s) && s.byteLength > 0);
         if (segment === undefined) break;
-        const blocks = await this.#blocks.made(segment);
+        // Blocks only for a builder whose corrections read them (indexCarry); made from the file if ever needed.
+        const blocks = this.#indexCarry ? await this.#blocks.made(segment) : null;
         let spilled;
         try {
           spilled = await spill.write(segment);
@@ -534,7 +535,7 @@ export class SnapshotBuilder {
           this.#onSpillFailed(error);
           return;
         }
-        this.#blocks.adopt(spilled, blocks);
+        if (blocks !== null) this.#blocks.adopt(spilled, blocks);
         await this.#gatherSerially(async () => {
           if (this.#carry !== undefined) replaceSegment(this.#carry, segment, spilled);
         });

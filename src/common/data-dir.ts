@@ -12,9 +12,10 @@ import { join, resolve } from 'node:path';
  *                not derived, as precious as the evidence), the journal of
  *                disputes and reports (disputes.ndjson), and parsed evidence
  *                chunks kept to speed rebuilds up (state/parsed/, derived:
- *                safe to delete), the carried records of the `serve` that owns
- *                the directory (state/carry/, its own: removed when it starts
- *                and stops); and the locks naming the live processes
+ *                safe to delete), the carried records of the process that
+ *                builds in it, a `serve` or a fleet builder (state/carry/, its
+ *                own: emptied when it starts writing and when it stops); and
+ *                the locks naming the live processes
  *                that hold them: the `serve` that owns the directory
  *                (serve.lock) and the build running (build.lock)
  */
@@ -28,7 +29,7 @@ export interface DataDir {
   readonly positions: string;
   /** The lock of the one `serve` (embedded) that owns the directory while it runs (service/serve-lock.ts). */
   readonly serveLock: string;
-  /** That `serve`'s carried build records, in files (builder/spilled-segments.ts). */
+  /** The carried build records of the process that builds here, in files (builder/spilled-segments.ts). */
   readonly carry: string;
 }
 

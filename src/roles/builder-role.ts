@@ -257,8 +257,9 @@ export class BuilderRole {
       }
     }
     if (state !== null) this.#logger.warn({ dataDir: dir.root, position: state.position }, 'the mirrored log does not match the store; mirroring it again');
-    await Promise.all([dir.evidence, dir.snapshots, dir.state].map((path) => rm(path, { recursive: true, force: true })));
+    // The builder first: it stops writing its carried records into state/ before that goes.
     await this.#builder.close();
+    await Promise.all([dir.evidence, dir.snapshots, dir.state].map((path) => rm(path, { recursive: true, force: true })));
     this.#builder = newBuilder(this.#options, () => this.#corrections);
     this.#mirrored = 0;
   }
@@ -370,7 +371,13 @@ const DEFAULT_MIRROR_BATCH = 100_000;
 const MIRROR_BATCHES_PER_COPY = 10;
 
 function newBuilder(options: BuilderRoleOptions, corrections: () => CorrectionState): SnapshotBuilder {
-  return new SnapshotBuilder({ corrections, ...(options.buildThreads === undefined ? {} : { threads: options.buildThreads }) });
+  return new SnapshotBuilder({
+    corrections,
+    // Between builds the records are read from files of its directory, not held (spilled-segments.ts).
+    spillDir: options.dataDir.carry,
+    onSpillFailed: (error: unknown) => options.logger?.warn({ err: String(error) }, 'carried records could not be written to the data directory; they stay in memory'),
+    ...(options.buildThreads === undefined ? {} : { threads: options.buildThreads }),
+  });
 }
 
 /** The advisory lock every builder of one schema asks for. */

@@ -135,3 +135,27 @@ test('a spill directory that cannot be written leaves the records in memory, say
     await t.cleanup();
   }
 });
+
+test('a builder that keeps no blocks (a fleet builder) spills its records too, and reads them back whole when asked', async () => {
+  const t = await tempDataDir();
+  const spillDir = join(t.dir.state, 'carry');
+  const builder = new SnapshotBuilder({ threads: 1, chunkBytes: 2048, spillDir });
+  const reference = new SnapshotBuilder({ threads: 1, chunkBytes: 2048 });
+  try {
+    for (let round = 0; round < 4; round++) {
+      await ingest(t.dir, t.root, batch(round));
+      const mine = await built(builder, t.dir);
+      await builder.whenSpilled();
+      assert.deepEqual(sameBuild(mine.data, (await built(reference, t.dir)).data), [], `round ${round}`);
+    }
+    assert.ok(builder.spilledBytes > 0);
+    assert.ok((await filesIn(spillDir)).length > 0);
+    const asked = new Set(['r0.member4@ybl', 'r3.member0@ybl']);
+    assert.deepEqual(await builder.retractAndRead(t.dir, [], asked), await reference.retractAndRead(t.dir, [], asked));
+  } finally {
+    await builder.close();
+    await reference.close();
+  }
+  assert.deepEqual(await filesIn(spillDir), []);
+  await t.cleanup();
+});
