@@ -3,7 +3,7 @@ import { HOME_PARTITION, HOME_RETRACTED, NO_RECORD, type BuildCarry } from './ca
 import { FIXED_BYTES, RecordReader, partitionOf, partitionOfBytes, recordEndAt, upiLengthAt } from './record-codec.js';
 import { BLOCK_RECORDS, blockMayHold, vpaProbe, type BlockIndex } from './record-blocks.js';
 import type { SkipRun } from './phases.js';
-import { segmentRange } from './spilled-segments.js';
+import { readSegment } from './spilled-segments.js';
 
 /**
  * Reading a builder's carry (carry.ts) by evidence id and by VPA: what
@@ -142,7 +142,7 @@ export function locateIds(carry: BuildCarry, ids: readonly string[], index: Bloc
       }
       // Only that block is read: a spilled segment is in a file.
       const b = Math.floor(ordinal / BLOCK_RECORDS);
-      const bytes = segmentRange(segment, blocks.starts[b]!, blocks.starts[b + 1]!);
+      const bytes = readSegment(segment, (range) => range(blocks.starts[b]!, blocks.starts[b + 1]!));
       let at = 0;
       for (let skip = ordinal % BLOCK_RECORDS; skip > 0; skip--) at = recordEndAt(bytes, at);
       const upiLength = upiLengthAt(bytes, at);
@@ -177,24 +177,27 @@ function matchingRecords(carry: BuildCarry, p: number, q: number, keys: ByteInte
   let first = 0;
   for (const segment of carry.records[p]![q]!) {
     const blocks = index.of(segment);
-    for (let b = 0; b < blocks.blocks; b++) {
-      if (filtered && !blockMayHold(blocks, b, probes)) continue;
-      // The block alone: a view of a segment in memory, read from the file of a spilled one.
-      const bytes = segmentRange(segment, blocks.starts[b]!, blocks.starts[b + 1]!);
-      const end = bytes.length;
-      let at = 0;
-      let ordinal = first + b * BLOCK_RECORDS;
-      while (at < end) {
-        const upiLength = upiLengthAt(bytes, at);
-        const upiStart = at + FIXED_BYTES;
-        if (lengths[upiLength] === 1) {
-          const key = keys.find(bytes, upiStart, upiStart + upiLength);
-          if (key >= 0) matches.push({ segment: bytes, at, ordinal, key });
+    // A segment's file is opened once for the blocks read of it.
+    readSegment(segment, (range) => {
+      for (let b = 0; b < blocks.blocks; b++) {
+        if (filtered && !blockMayHold(blocks, b, probes)) continue;
+        // The block alone: a view of a segment in memory, read from the file of a spilled one.
+        const bytes = range(blocks.starts[b]!, blocks.starts[b + 1]!);
+        const end = bytes.length;
+        let at = 0;
+        let ordinal = first + b * BLOCK_RECORDS;
+        while (at < end) {
+          const upiLength = upiLengthAt(bytes, at);
+          const upiStart = at + FIXED_BYTES;
+          if (lengths[upiLength] === 1) {
+            const key = keys.find(bytes, upiStart, upiStart + upiLength);
+            if (key >= 0) matches.push({ segment: bytes, at, ordinal, key });
+          }
+          at = recordEndAt(bytes, at);
+          ordinal++;
         }
-        at = recordEndAt(bytes, at);
-        ordinal++;
       }
-    }
+    });
     first += blocks.records;
   }
   return matches;

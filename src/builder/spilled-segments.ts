@@ -13,27 +13,36 @@ import { isSpilled, type Segment, type SpilledSegment } from './carry.js';
  * "Carried records in files").
  */
 
-/** Bytes [start, end) of `segment`: a view of its memory, or read from its file. */
-export function segmentRange(segment: ArrayBufferLike | SpilledSegment, start: number, end: number): Uint8Array {
-  if (!isSpilled(segment)) return new Uint8Array(segment, start, end - start);
-  const bytes = new Uint8Array(end - start);
+/** Reads ranges of one segment's bytes, [start, end). */
+export type SegmentRange = (start: number, end: number) => Uint8Array;
+
+/**
+ * Run `read` with a way to read ranges of `segment`: views of its memory,
+ * or reads of its file, opened once for all the ranges `read` asks for (a
+ * correction may read dozens of blocks of one segment).
+ */
+export function readSegment<T>(segment: ArrayBufferLike | SpilledSegment, read: (range: SegmentRange) => T): T {
+  if (!isSpilled(segment)) return read((start, end) => new Uint8Array(segment, start, end - start));
   const fd = openSync(segment.path, 'r');
   try {
-    let done = 0;
-    while (done < bytes.length) {
-      const read = readSync(fd, bytes, done, bytes.length - done, start + done);
-      if (read === 0) throw new Error(`carried records file ${segment.path} ends at ${start + done} bytes, ${segment.byteLength} were written`);
-      done += read;
-    }
+    return read((start, end) => {
+      const bytes = new Uint8Array(end - start);
+      let done = 0;
+      while (done < bytes.length) {
+        const count = readSync(fd, bytes, done, bytes.length - done, start + done);
+        if (count === 0) throw new Error(`carried records file ${segment.path} ends at ${start + done} bytes, ${segment.byteLength} were written`);
+        done += count;
+      }
+      return bytes;
+    });
   } finally {
     closeSync(fd);
   }
-  return bytes;
 }
 
 /** `segment`'s records whole, as a buffer the record readers take. */
 export function segmentBuffer(segment: ArrayBufferLike | SpilledSegment): ArrayBufferLike {
-  return isSpilled(segment) ? segmentRange(segment, 0, segment.byteLength).buffer : segment;
+  return isSpilled(segment) ? readSegment(segment, (range) => range(0, segment.byteLength)).buffer : segment;
 }
 
 /**
