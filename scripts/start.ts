@@ -17,6 +17,7 @@ import { FileAuditLog, auditLogPath } from '../src/access/audit-log.js';
 import { KeyRegistry } from '../src/access/key-registry.js';
 import { serveCommand } from '../src/cli/commands/serve.js';
 import { ensureSelfSignedCertificate } from '../src/http/tls.js';
+import { createMirrorKey, loadMirrorKey } from '../src/mirror/signing-key.js';
 import { relative } from 'node:path';
 
 const DEMO_VPAS = Number(process.env.UPI_RISK_DEMO_VPAS ?? 100_000);
@@ -35,6 +36,8 @@ if ((await listEvidenceFiles(dir)).length === 0) {
 }
 
 const key = await developmentKey();
+// The demo serves the local mirror too: its signing key is made once, beside the data.
+const mirrorKey = (await loadMirrorKey(dir.mirror)) ?? (await createMirrorKey(dir.mirror));
 // serve generates it on first start; the examples point curl at it.
 const CERT = relative(process.cwd(), (await ensureSelfSignedCertificate(dir)).certFile);
 const flagged = await firstStoredVpa();
@@ -42,6 +45,7 @@ process.stdout.write(
   [
     '',
     `development API key (scopes screen, ingest, admin): ${key}`,
+    `mirror public key (UpiRiskMirror's publicKey): ${mirrorKey.publicKey}`,
     `console: https://127.0.0.1:${PORT}/console/ (sign in with the key above; the certificate is self-signed)`,
     'try (once the server says it is listening):',
     `  curl -s --cacert ${CERT} -H "Authorization: Bearer ${key}" "https://127.0.0.1:${PORT}/v1/verify/upi?upi=${encodeURIComponent(flagged)}"`,

@@ -20,6 +20,8 @@ import { ADMIN_SCHEMAS } from './admin-schemas.js';
 import { WATCH_SCHEMAS } from './watch-schemas.js';
 import { DISPUTE_SCHEMAS } from './dispute-schemas.js';
 import { DISPUTE_TAGS, disputePaths } from './dispute-paths.js';
+import { PRIVATE_LOOKUP_SCHEMAS } from './private-lookup-schemas.js';
+import { PRIVATE_LOOKUP_TAGS, privateLookupPaths } from './private-lookup-paths.js';
 import type { DocumentParts } from './openapi-parts.js';
 import { MAX_ADMIN_BODY_BYTES, MAX_WATCH_BODY_BYTES, MAX_WATCHED_PER_KEY, MAX_WATCHLISTS_PER_KEY } from './admin-requests.js';
 import { CLEARANCE_ID_PATTERN, MAX_RETRACTION_IDS } from './admin-schemas.js';
@@ -89,6 +91,7 @@ export function openApiDocument(version: string): Record<string, unknown> {
         ...ADMIN_SCHEMAS,
         ...WATCH_SCHEMAS,
         ...DISPUTE_SCHEMAS,
+        ...PRIVATE_LOOKUP_SCHEMAS,
       })),
     },
     paths: {
@@ -139,6 +142,7 @@ export function openApiDocument(version: string): Record<string, unknown> {
       ...watchPaths({ ref, json, ok, error, common }),
       ...correctionPaths({ ref, json, ok, error, common }),
       ...disputePaths({ ref, json, ok, error, common }),
+      ...privateLookupPaths({ ref, json, ok, error, common }),
       '/v1/cyber/check': {
         get: {
           operationId: 'checkEntityExposure',
@@ -193,6 +197,7 @@ export function openApiDocument(version: string): Record<string, unknown> {
 const TAGS = [
   { name: 'Verify', description: 'Screening payee VPAs, one or up to 100 at a time (a key with the screen scope)' },
   { name: 'Clusters', description: 'Clusters of VPAs seen together: the cluster of a verdict, and for an admin the largest clusters and their graphs' },
+  ...PRIVATE_LOOKUP_TAGS,
   { name: 'Evidence', description: 'Sending fraud evidence, stored and served before the answer (a key with the ingest scope)' },
   { name: 'Watchlists', description: "A key's watchlists of VPAs, and the signed webhook events sent when a watched verdict changes (a key with the screen scope)" },
   ...DISPUTE_TAGS,

@@ -9,8 +9,9 @@ import { keysCommand } from './commands/keys.js';
 import { migrateCommand } from './commands/migrate.js';
 import { builderCommand } from './commands/builder.js';
 import { retractCommand } from './commands/retract.js';
+import { mirrorKeyCommand } from './commands/mirror-key.js';
 
-const COMMANDS: readonly Command[] = [serveCommand, ingestCommand, retractCommand, buildCommand, keysCommand, migrateCommand, builderCommand, demoDataCommand];
+const COMMANDS: readonly Command[] = [serveCommand, ingestCommand, retractCommand, buildCommand, keysCommand, mirrorKeyCommand, migrateCommand, builderCommand, demoDataCommand];
 
 function overview(): string {
   const width = Math.max(...COMMANDS.map((c) => c.name.length));

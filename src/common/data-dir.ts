@@ -31,6 +31,8 @@ export interface DataDir {
   readonly serveLock: string;
   /** The carried build records of the process that builds here, in files (builder/spilled-segments.ts). */
   readonly carry: string;
+  /** The local mirror's signing key (upi-risk mirror-key create) and the last mirror version made. */
+  readonly mirror: string;
 }
 
 export const DEFAULT_DATA_DIR = 'var/data';
@@ -46,5 +48,6 @@ export function dataDir(root: string = process.env.UPI_RISK_DATA_DIR ?? DEFAULT_
     positions: join(absolute, 'state', 'data-version-positions.json'),
     serveLock: join(absolute, 'state', 'serve.lock'),
     carry: join(absolute, 'state', 'carry'),
+    mirror: join(absolute, 'mirror'),
   };
 }

@@ -61,6 +61,10 @@ export const ErrorCode = {
   CLEARANCE_CONFLICT: 'ERR_CLEARANCE_CONFLICT',
   /** The disputes and reports journal of a data directory (state/disputes.ndjson) cannot be read or written, or holds a line this service did not write. */
   DISPUTE_STATE: 'ERR_DISPUTE_STATE',
+  /** The mirror's signing key (DIR/mirror/signing-key.pem) cannot be read, is not an Ed25519 private key, or exists where a new one was asked for. */
+  MIRROR_KEY: 'ERR_MIRROR_KEY',
+  /** The mirror's record of the last version it made (DIR/mirror/last-version.json) cannot be read or written, or is not what this service writes. */
+  MIRROR_STATE: 'ERR_MIRROR_STATE',
 } as const;
 
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];

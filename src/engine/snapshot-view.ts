@@ -75,6 +75,11 @@ export class SnapshotView {
     return this.#index.lookupPacked(query);
   }
 
+  /** The key (lower-cased VPA) of the VPA with id `id`. */
+  keyOf(id: number): string {
+    return this.#index.keyOf(id);
+  }
+
   /** The length of the longest VPA this snapshot holds. */
   get maxKeyLength(): number {
     return this.#index.maxKeyLength;

@@ -22,6 +22,9 @@ import { ByteScratch, asciiBytes, isDigitable } from '../common/byte-scratch.js'
 import type { RequestIds } from './request-ids.js';
 
 /** Rate-limit state for the X-RateLimit-* headers. */
+/** Headers an answer adds to the usual ones: name, value, name, value... */
+export type ExtraHeaders = readonly string[];
+
 export interface RateLimitHeaders {
   readonly limit: number;
   readonly remaining: number;
@@ -40,11 +43,12 @@ const LINE_BREAK = asciiBytes('\r\n');
 const COLON = asciiBytes(': ');
 
 /**
- * The lines that are the same for every JSON answer from one snapshot:
- * Content-Type's value, X-Data-Version, X-Data-As-Of. Made once per snapshot.
+ * The lines that are the same for every answer from one snapshot:
+ * Content-Type's value, X-Data-Version, X-Data-As-Of. Made once per snapshot
+ * for JSON answers.
  */
-export function snapshotHeaderLines(dataVersion: string, dataAsOf: string): Uint8Array {
-  return asciiBytes(`application/json\r\nX-Data-Version: ${dataVersion}\r\nX-Data-As-Of: ${dataAsOf}`);
+export function snapshotHeaderLines(dataVersion: string, dataAsOf: string, contentType = 'application/json'): Uint8Array {
+  return asciiBytes(`${contentType}\r\nX-Data-Version: ${dataVersion}\r\nX-Data-As-Of: ${dataAsOf}`);
 }
 
 /**
@@ -88,12 +92,12 @@ export class AnswerHead {
   /**
    * The header lines of one answer, joined: Content-Type's value, then the
    * snapshot's lines, the id of request `requestNumber`, the rate-limit
-   * state when there is one, and one extra header (WWW-Authenticate,
-   * Retry-After) when given. Valid until the next call.
+   * state when there is one, and the extra headers (WWW-Authenticate,
+   * Retry-After, ETag) when given. Valid until the next call.
    */
-  lines(snapshotLines: Uint8Array, requestNumber: number, rateLimit: RateLimitHeaders | null, extraName?: string, extraValue?: string): Uint8Array {
+  lines(snapshotLines: Uint8Array, requestNumber: number, rateLimit: RateLimitHeaders | null, extra?: ExtraHeaders): Uint8Array {
     const out = this.#out;
-    if (snapshotLines === this.#startFor && extraName === undefined && rateLimit !== null && this.#stepped(requestNumber, rateLimit)) return out.view();
+    if (snapshotLines === this.#startFor && extra === undefined && rateLimit !== null && this.#stepped(requestNumber, rateLimit)) return out.view();
     this.#tail = null;
     // Everything up to the request id's number is the same from one answer to the next while the snapshot is.
     if (snapshotLines === this.#startFor) {
@@ -112,11 +116,11 @@ export class AnswerHead {
       out.decimal(rateLimit.remaining);
       const remainingEnd = out.length;
       out.bytes(RESET).decimal(rateLimit.reset);
-      if (extraName === undefined && isDigitable(requestNumber) && isDigitable(rateLimit.remaining)) {
+      if (extra === undefined && isDigitable(requestNumber) && isDigitable(rateLimit.remaining)) {
         this.#tail = { number: requestNumber, limit: rateLimit.limit, remaining: rateLimit.remaining, reset: rateLimit.reset, numberEnd, remainingStart, remainingEnd };
       }
     }
-    if (extraName !== undefined) out.bytes(LINE_BREAK).text(extraName).bytes(COLON).text(extraValue ?? '');
+    if (extra !== undefined) for (let i = 0; i + 1 < extra.length; i += 2) out.bytes(LINE_BREAK).text(extra[i]!).bytes(COLON).text(extra[i + 1]!);
     return out.view();
   }
 

@@ -8,6 +8,8 @@ import { registerCorrectionRoutes } from './routes/corrections.js';
 import { registerDisputeRoutes } from './routes/disputes.js';
 import { registerEvidenceRoutes } from './routes/evidence.js';
 import { registerOperationsRoutes } from './routes/operations.js';
+import { registerPrivateLookupRoutes } from './routes/private-lookups.js';
+import { registerMirrorRoutes } from './routes/mirror.js';
 import { registerVerifyRoutes } from './routes/verify.js';
 import { registerWatchlistRoutes } from './routes/watchlists.js';
 
@@ -29,6 +31,8 @@ export function createApiApp(deps: ApiDependencies, app: TemplatedApp = uWS.App(
   registerVerifyRoutes(kit);
   registerEvidenceRoutes(kit, deps);
   registerClusterRoutes(kit);
+  registerPrivateLookupRoutes(kit, deps);
+  registerMirrorRoutes(kit, deps);
   registerAdminRoutes(kit, deps);
   registerWatchlistRoutes(kit, deps);
   registerCorrectionRoutes(kit, deps);

@@ -8,6 +8,8 @@ import type { Quota } from '../access/quota.js';
 import { serveQuota } from '../access/remote-quota.js';
 import { SharedWindowTable } from '../access/shared-windows.js';
 import type { ServedData } from '../service/served-data.js';
+import type { HashRangeKeeper } from '../service/hash-range-keeper.js';
+import type { MirrorKeeper } from '../service/mirror-keeper.js';
 import type { IntakeResult } from '../service/evidence-intake.js';
 import type { AdminAnswer, AdminRequest } from '../api/admin-requests.js';
 import { readUsageEntries, type UsageEntry } from '../access/key-usage.js';
@@ -17,10 +19,11 @@ import { RetiredSnapshots } from './snapshot-release.js';
 import { enableCollector, threadCollector } from '../common/collector.js';
 import { droppedDeltas } from '../common/dropped-shared-memory.js';
 import type { DeltaData } from '../engine/delta-data.js';
+import type { SnapshotData } from '../engine/snapshot-data.js';
 import type { EdgeWorkerData, FromEdge, ToEdge } from './edge-worker.js';
 
 /** What every serving thread is configured with (EdgeWorkerData), plus what the main thread keeps. */
-export interface EdgePoolOptions extends Omit<EdgeWorkerData, 'index' | 'quotaPort' | 'sharedWindows'> {
+export interface EdgePoolOptions extends Omit<EdgeWorkerData, 'index' | 'quotaPort' | 'sharedWindows' | 'mirrorUnavailable'> {
   readonly service: ServedData;
   readonly keys: KeyRegistry;
   /** The main thread's quota: failed authentications per IP, asked by threads when there is no Redis. */
@@ -42,6 +45,12 @@ export interface EdgePoolOptions extends Omit<EdgeWorkerData, 'index' | 'quotaPo
   readonly admin?: (request: AdminRequest) => Promise<AdminAnswer>;
   /** Each serving thread's key usage counts, every few seconds. */
   readonly onUsage?: (entries: readonly UsageEntry[]) => void;
+  /** What is served by hash, for range lookups: handed to the threads with each snapshot and delta. */
+  readonly hashes?: HashRangeKeeper;
+  /** The local mirror's versions, handed to the threads as each is made. */
+  readonly mirror?: MirrorKeeper;
+  /** Why there is no `mirror`, for its routes' 503. */
+  readonly mirrorUnavailable?: string;
 }
 
 /**
@@ -114,6 +123,9 @@ export class EdgePool {
       ingest: _ingest,
       admin: _admin,
       onUsage: _onUsage,
+      hashes: _hashes,
+      mirror: _mirror,
+      mirrorUnavailable,
       ...shared
     } = options;
     // Threads share the port through SO_REUSEPORT, which uWS sets only for a concrete port.
@@ -140,7 +152,7 @@ export class EdgePool {
     const startThread = (index: number): Worker => {
       const channel = new MessageChannel();
       serveQuota(channel.port1, options.quota);
-      const data: EdgeWorkerData = { ...shared, index, quotaPort: channel.port2, sharedWindows };
+      const data: EdgeWorkerData = { ...shared, index, quotaPort: channel.port2, sharedWindows, mirrorUnavailable: options.mirror === undefined ? (mirrorUnavailable ?? 'this server does not serve the mirror') : null };
       const worker = new Worker(new URL('./edge-worker.js', import.meta.url), { workerData: data, transferList: [channel.port2] });
       worker.on('error', (error) => options.logger.error({ thread: index, err: error.stack ?? error.message }, 'serving thread failed'));
       worker.once('exit', (code) => {
@@ -207,8 +219,10 @@ export class EdgePool {
         const worker = startThread(index);
         workers[index] = worker;
         retired.started(index);
-        worker.postMessage({ type: 'snapshot', data: options.service.current.data, delta: options.service.delta } satisfies ToEdge);
+        worker.postMessage(snapshotMessage(options.service.current.data, options.service.delta));
         worker.postMessage({ type: 'keys', records: options.keys.records() } satisfies ToEdge);
+        const publication = options.mirror?.publication ?? null;
+        if (publication !== null) worker.postMessage({ type: 'mirror', publication } satisfies ToEdge);
         listenOn(worker, port).then(
           () => options.logger.warn({ thread: index, afterMs: delay }, 'serving thread replaced'),
           (error: Error) => {
@@ -223,11 +237,15 @@ export class EdgePool {
       replacements.add(timer);
     };
 
+    const snapshotMessage = (data: SnapshotData, delta: DeltaData): ToEdge => {
+      const made = options.hashes?.snapshot ?? null;
+      return { type: 'snapshot', data, delta, ranges: made?.data === data ? made.ranges : null, deltaHashes: options.hashes?.hashesOf(delta) ?? null };
+    };
     for (let index = 0; index < options.threads; index++) workers.push(startThread(index));
     const send = (message: ToEdge) => {
       for (const worker of workers) worker.postMessage(message);
     };
-    send({ type: 'snapshot', data: options.service.current.data, delta: options.service.delta });
+    send(snapshotMessage(options.service.current.data, options.service.delta));
     // Each new delta replaces one in shared memory, here as on the serving threads (dropped-shared-memory.ts).
     const dropped = droppedDeltas(collect);
     let served = options.service.delta;
@@ -236,17 +254,19 @@ export class EdgePool {
       served = delta;
     };
     options.service.onDelta((delta) => {
-      send({ type: 'delta', delta });
+      send({ type: 'delta', delta, deltaHashes: options.hashes?.hashesOf(delta) ?? null });
       replaceDelta(delta);
     });
     send({ type: 'keys', records: options.keys.records() });
     options.service.onSwap((event) => {
-      send({ type: 'snapshot', data: event.next.data, delta: event.delta });
+      send(snapshotMessage(event.next.data, event.delta));
       replaceDelta(event.delta);
       // The old snapshot's memory is let go on this thread, not a serving one (snapshot-release.ts).
       if (event.previous !== null) retired.retire(event.previous.data);
     });
     options.keys.onChange((records) => send({ type: 'keys', records }));
+    options.hashes?.onRanges((made) => send({ type: 'ranges', ranges: made.ranges }));
+    options.mirror?.onPublication((publication) => send({ type: 'mirror', publication }));
 
     let nextId = 0;
     scrapeFromAll = async () => {

@@ -6,6 +6,8 @@ import { SnapshotView } from '../engine/snapshot-view.js';
 import { ServingView } from '../engine/serving-view.js';
 import type { SnapshotData } from '../engine/snapshot-data.js';
 import type { DeltaData } from '../engine/delta-data.js';
+import type { DeltaHashes, HashRanges } from '../engine/hash-ranges.js';
+import type { MirrorPublication } from '../mirror/mirror-publication.js';
 import type { KeyRecord } from '../access/key-record.js';
 import { ActiveKeys } from '../access/active-keys.js';
 import { QuotaService, type Quota } from '../access/quota.js';
@@ -15,6 +17,7 @@ import type { PlansConfig } from '../access/plans.js';
 import { createRedisClient, redisReady } from '../common/redis.js';
 import { silentLogger } from '../common/logger.js';
 import { createApiApp } from './app.js';
+import type { RangeSource } from './route-kit.js';
 import { ServiceMetrics } from './metrics.js';
 import { listen, type Listening } from './server.js';
 import { createTlsApp, type TlsFiles } from './tls.js';
@@ -52,13 +55,19 @@ export interface EdgeWorkerData {
   readonly sharedWindows: SharedArrayBuffer | null;
   /** The console's files, when it is built. */
   readonly console: ConsoleAssets | null;
+  /** Why this server serves no mirror, or null when it does (its versions come as 'mirror' messages). */
+  readonly mirrorUnavailable: string | null;
 }
 
 export type ToEdge =
   /** A snapshot and the delta over it, served together from now on. */
-  | { readonly type: 'snapshot'; readonly data: SnapshotData; readonly delta: DeltaData }
+  | { readonly type: 'snapshot'; readonly data: SnapshotData; readonly delta: DeltaData; readonly ranges: HashRanges | null; readonly deltaHashes: DeltaHashes | null }
   /** A new state of the delta over the snapshot served. */
-  | { readonly type: 'delta'; readonly delta: DeltaData }
+  | { readonly type: 'delta'; readonly delta: DeltaData; readonly deltaHashes: DeltaHashes | null }
+  /** The served snapshot's ranges, made after it was first served. */
+  | { readonly type: 'ranges'; readonly ranges: HashRanges }
+  /** The local mirror's newest version. */
+  | { readonly type: 'mirror'; readonly publication: MirrorPublication }
   | { readonly type: 'keys'; readonly records: readonly KeyRecord[] }
   | { readonly type: 'listen'; readonly port: number }
   | { readonly type: 'drain' }
@@ -110,6 +119,17 @@ const logger = pino({ level: config.logLevel, base: { service: 'upi-risk', threa
 const keys = new ActiveKeys();
 const holder: { current: ServingView } = { current: null as unknown as ServingView };
 const metrics = new ServiceMetrics(String(config.index));
+/** The served snapshot's hash ranges once made, and each view's delta hashes (for range lookups). */
+const hashed = { ranges: null as HashRanges | null, deltas: new WeakMap<ServingView, DeltaHashes | null>() };
+const mirror: { current: MirrorPublication | null; readonly unavailable: string | null } = { current: null, unavailable: config.mirrorUnavailable };
+const ranges: RangeSource = {
+  rangesFor(view) {
+    const made = hashed.ranges;
+    if (made === null || made.snapshotId !== view.base.meta.id) return null;
+    const delta = hashed.deltas.get(view);
+    return delta === undefined ? null : { ranges: made, delta };
+  },
+};
 const collect = threadCollector();
 /** When this thread last replaced its snapshot (performance.now): the collection log says how long after it each step came. */
 let swappedAt = 0;
@@ -174,6 +194,8 @@ setInterval(handOverUsage, USAGE_HAND_OVER_MS).unref();
 const api = createApiApp(
   {
     served: holder,
+    ranges,
+    mirror,
     keys,
     quota,
     logger,
@@ -250,6 +272,8 @@ port.on('message', (message: ToEdge) => {
       const started = performance.now();
       const previous = holder.current as ServingView | null;
       holder.current = new ServingView(new SnapshotView(message.data), message.delta);
+      hashed.ranges = message.ranges ?? (hashed.ranges?.snapshotId === message.data.meta.id ? hashed.ranges : null);
+      hashed.deltas.set(holder.current, message.deltaHashes);
       swappedAt = performance.now();
       metrics.observeSwap((swappedAt - started) / 1000);
       if (previous !== null) releases.watch(previous.base.data);
@@ -260,9 +284,16 @@ port.on('message', (message: ToEdge) => {
       const current = holder.current as ServingView | null;
       if (current === null || message.delta.meta.baseId !== current.base.meta.id) break;
       holder.current = new ServingView(current.base, message.delta);
+      hashed.deltas.set(holder.current, message.deltaHashes);
       replacedDeltas.dropped(current.deltaMeta?.bytes ?? 0);
       break;
     }
+    case 'mirror':
+      mirror.current = message.publication;
+      break;
+    case 'ranges':
+      if (message.ranges.snapshotId === holder.current.base.meta.id) hashed.ranges = message.ranges;
+      break;
     case 'keys':
       keys.replace(message.records);
       break;

@@ -2,6 +2,8 @@ import { performance } from 'node:perf_hooks';
 import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js';
 import type { Logger } from '../common/logger.js';
 import type { ServingView } from '../engine/serving-view.js';
+import type { DeltaHashes, HashRanges } from '../engine/hash-ranges.js';
+import type { MirrorPublication } from '../mirror/mirror-publication.js';
 import type { IntakeResult } from '../service/evidence-intake.js';
 import type { KeyRecord, KeyScope } from '../access/key-record.js';
 import type { UsageCounter } from '../access/key-usage.js';
@@ -9,7 +11,7 @@ import type { Quota } from '../access/quota.js';
 import type { AdminAnswer, AdminRequest } from '../api/admin-requests.js';
 import { HttpError, STATUS_LINES, errorJson, badRequest, internalError } from '../api/http-error.js';
 import { createAdmission } from './admission.js';
-import { AnswerHead, snapshotHeaderLines } from './answer-headers.js';
+import { AnswerHead, snapshotHeaderLines, type ExtraHeaders } from './answer-headers.js';
 import type { ConsoleAssets } from './console-assets.js';
 import type { Answer, BodyAnswer, Exchange } from './exchange.js';
 import type { ServiceMetrics } from './metrics.js';
@@ -43,6 +45,24 @@ export interface ApiDependencies {
   readonly usage?: UsageCounter;
   /** The console's built files, served at /console/; absent, /console/ is not found. */
   readonly console?: ConsoleAssets;
+  /** The served VPAs by hash, for range lookups; absent, or null for a view, they answer 503. */
+  readonly ranges?: RangeSource;
+  /** The local mirror's newest version; absent, its routes answer 503. */
+  readonly mirror?: MirrorSource;
+}
+
+/** The local mirror as the serving threads hold it. */
+export interface MirrorSource {
+  /** The newest version published, null before the first. */
+  readonly current: MirrorPublication | null;
+  /** Why this server serves no mirror (no signing key, a fleet follower), or null when it does. */
+  readonly unavailable: string | null;
+}
+
+/** The hash ranges (engine/hash-ranges.ts) of what a view serves. */
+export interface RangeSource {
+  /** The snapshot's ranges and the delta's hashes of `view`, or null while they are being made. */
+  rangesFor(view: ServingView): { readonly ranges: HashRanges; readonly delta: DeltaHashes | null } | null;
 }
 
 /** A uWebSockets.js route handler. */
@@ -73,7 +93,9 @@ export interface RouteKit {
   /** The answer comes after the handler returns: call within the handler. */
   answerLater: (x: Exchange) => void;
   /** `body` may be bytes another answer will write over: it is handed to uWS (which copies it) before this returns. */
-  send: (x: Exchange, status: number, body: string | Uint8Array, extra?: readonly [string, string], closeConnection?: boolean) => void;
+  send: (x: Exchange, status: number, body: string | Uint8Array, extra?: ExtraHeaders, closeConnection?: boolean) => void;
+  /** As `send`, for a body of another type than JSON (the mirror's files). */
+  sendTyped: (x: Exchange, status: number, contentType: string, body: Uint8Array, extra?: ExtraHeaders) => void;
   /**
    * Answer a HEAD request: the status and headers of the GET answer, whose
    * body (`getBody`) gives Content-Length, and no body. Within the handler,
@@ -169,10 +191,10 @@ export function createRouteKit(deps: ApiDependencies, app: TemplatedApp): BuiltR
     });
   };
 
-  const send = (x: Exchange, status: number, body: string | Uint8Array, extra?: readonly [string, string], closeConnection = false): void => {
+  const send = (x: Exchange, status: number, body: string | Uint8Array, extra?: ExtraHeaders, closeConnection = false, typedLines?: Uint8Array): void => {
     if (x.closed) return;
     // Made before the exchange is closed: were it to throw, the caller's fail() could still answer.
-    const headLines = head.lines(snapshotLines(x.view), x.requestNumber, x.quota, extra?.[0], extra?.[1]);
+    const headLines = head.lines(typedLines ?? snapshotLines(x.view), x.requestNumber, x.quota, extra);
     x.closed = true;
     inFlight--;
     const statusLine = STATUS_LINES[status] ?? `${status}`;
@@ -204,6 +226,9 @@ export function createRouteKit(deps: ApiDependencies, app: TemplatedApp): BuiltR
     // A refused upload may still be streaming in; closing the connection stops reading it.
     send(x, e.status, errorJson(e), extra, e.closeConnection || forceClose);
   };
+
+  const sendTyped = (x: Exchange, status: number, contentType: string, body: Uint8Array, extra?: ExtraHeaders): void =>
+    send(x, status, body, extra, false, snapshotHeaderLines(x.view.version, x.view.asOfIso, contentType));
 
   const sendHead = (x: Exchange, status: number, getBody: string): void => {
     const headLines = head.lines(snapshotLines(x.view), x.requestNumber, x.quota);
@@ -348,7 +373,7 @@ export function createRouteKit(deps: ApiDependencies, app: TemplatedApp): BuiltR
   };
 
   return {
-    kit: { routes, begin, answerLater, send, sendHead, sendBare, fail, keyed, keyedBody, admitKey, refuseKey, peekIp },
+    kit: { routes, begin, answerLater, send, sendTyped, sendHead, sendBare, fail, keyed, keyedBody, admitKey, refuseKey, peekIp },
     inFlight: () => inFlight,
     drain: () => {
       draining = true;

@@ -34,6 +34,7 @@ export function serveFollower(options: FollowerServeOptions): Promise<number> {
     keyStore: options.location,
     keyPollMs: 1000,
     claimDataDir: null,
+    noMirror: 'a fleet follower does not serve the mirror yet: screen privately with range lookups (GET /v1/verify/upi/range/{prefix})',
     start: (logger, metrics, keys, audit) => startFollower(options, logger, metrics, keys, audit),
   });
 }

@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import { readFileSync } from 'node:fs';
 import { pino } from 'pino';
 import type { DataDir } from '../common/data-dir.js';
@@ -20,6 +21,9 @@ import type { DeltaData } from '../engine/delta-data.js';
 import { ServiceMetrics } from '../http/metrics.js';
 import { checkTlsFiles, createTlsApp, ensureSelfSignedCertificate, type TlsFiles } from '../http/tls.js';
 import { EdgePool } from '../http/edge-pool.js';
+import { HashRangeKeeper } from '../service/hash-range-keeper.js';
+import { MirrorKeeper } from '../service/mirror-keeper.js';
+import { loadMirrorKey } from '../mirror/signing-key.js';
 import { loadConsoleAssets } from '../http/console-assets.js';
 import type { IntakeResult } from '../service/evidence-intake.js';
 import type { DeltaFigures, ServedData } from '../service/served-data.js';
@@ -51,6 +55,8 @@ export interface ServeOptions {
   /** Hosts webhooks may reach although they are private or loopback. */
   readonly webhookAllow: ReadonlySet<string>;
   readonly webhookFirstRetryMs: number;
+  /** The least time between two mirror versions, ms. */
+  readonly mirrorIntervalMs: number;
 }
 
 /** What a mode serves: the data, how evidence sent over HTTP is taken, watchlists, disputes and reports, SIGUSR2, and the end. */
@@ -85,6 +91,12 @@ export interface ServingMode {
    * downloaded snapshot there, and the store is the truth).
    */
   readonly claimDataDir: (() => Promise<() => Promise<void>>) | null;
+  /**
+   * Why this mode makes no mirror versions of its own, or null when it
+   * makes them with the data directory's signing key (a follower serves
+   * one fleet's data, which no single follower may sign).
+   */
+  readonly noMirror: string | null;
   /** `audit`: where changes are recorded with who made them (the console's audit log). */
   start(logger: Logger, metrics: ServiceMetrics, keys: KeyRegistry, audit: AuditLog): Promise<ServedMode>;
 }
@@ -198,8 +210,15 @@ async function serveUntilStopped(options: ServeOptions, mode: ServingMode, logge
       resolve(status);
     };
   });
+  // Hashed on as many threads as serve: at 10M that is seconds after each swap.
+  const hashes = new HashRangeKeeper(service, { threads: Math.max(1, Math.min(threads, availableParallelism())), logger });
+  const mirrorKey = mode.noMirror === null ? await loadMirrorKey(dir.mirror) : null;
+  const mirror = mirrorKey === null ? null : await MirrorKeeper.start(service, hashes, { dir: dir.mirror, key: mirrorKey, logger, intervalMs: options.mirrorIntervalMs });
+  const noMirror = mode.noMirror ?? 'the mirror is not served: the data directory holds no signing key (upi-risk mirror-key create)';
   const pool = await EdgePool.start({
     threads,
+    hashes,
+    ...(mirror === null ? { mirrorUnavailable: noMirror } : { mirror }),
     host,
     port: options.port,
     tls,
@@ -246,6 +265,8 @@ async function serveUntilStopped(options: ServeOptions, mode: ServingMode, logge
   });
   const status = await stopped;
   await stopServing();
+  mirror?.close();
+  hashes.close();
   stats.stop();
   await watch.close();
   await disputes.close();

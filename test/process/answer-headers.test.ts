@@ -37,7 +37,7 @@ test('an answer head written in one call is the same header lines, each once', a
   const app = uWS.App().get('/', (res) => {
     res.cork(() => {
       if (mode === 'limited') head.write(res, '200 OK', head.lines(lines, 1, { limit: 600, remaining: 599, reset: 1795420000 }));
-      else if (mode === 'extra') head.write(res, '429 Too Many Requests', head.lines(lines, 2, { limit: 600, remaining: 0, reset: 1795420000 }, 'Retry-After', '7'));
+      else if (mode === 'extra') head.write(res, '429 Too Many Requests', head.lines(lines, 2, { limit: 600, remaining: 0, reset: 1795420000 }, ['Retry-After', '7']));
       else head.write(res, '200 OK', head.lines(lines, 3, null));
       res.end('{"ok":true}');
     });
@@ -97,7 +97,7 @@ test('the lines of one answer after another: the start is kept while the snapsho
   // A longer id, a shorter answer, then one with an extra header: nothing of the one before is left.
   assert.equal(text(head.lines(older, 123_456_789, null)), expected('20261122T074338123Z-00abcd', '2026-11-22T07:43:38.123Z', 123_456_789, ''));
   assert.equal(
-    text(head.lines(older, 2, { limit: 600, remaining: 0, reset: 1795420000 }, 'Retry-After', '7')),
+    text(head.lines(older, 2, { limit: 600, remaining: 0, reset: 1795420000 }, ['Retry-After', '7'])),
     expected('20261122T074338123Z-00abcd', '2026-11-22T07:43:38.123Z', 2, `${limits(0)}\r\nRetry-After: 7`),
   );
   assert.equal(text(head.lines(newer, 3, null)), expected('20261123T000000000Z-00beef', '2026-11-23T00:00:00.000Z', 3, ''));

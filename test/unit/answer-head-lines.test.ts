@@ -14,7 +14,7 @@ const snapshots = [snapshotHeaderLines('20261128T000000000Z-000001+3', '2026-11-
 /** The lines written afresh, by a head that has written nothing before. */
 function fresh(snapshot: number, n: number, rateLimit: RateLimitHeaders | null, extra: readonly [string, string] | null): string {
   const head = new AnswerHead(ids);
-  return Buffer.from(head.lines(snapshots[snapshot]!, n, rateLimit, extra?.[0], extra?.[1])).toString('latin1');
+  return Buffer.from(head.lines(snapshots[snapshot]!, n, rateLimit, extra ?? undefined)).toString('latin1');
 }
 
 /** One answer after another: mostly the next request of the same key, its remaining count one down or the same; sometimes anything else. */
@@ -59,7 +59,7 @@ test('lines stepped from the answer before are the lines written afresh, for any
             rateLimit = s.noQuota ? null : { limit: s.limit, remaining: s.remaining, reset: s.reset };
             extra = s.extra;
           }
-          const written = Buffer.from(head.lines(snapshots[snapshot]!, n, rateLimit, extra?.[0], extra?.[1])).toString('latin1');
+          const written = Buffer.from(head.lines(snapshots[snapshot]!, n, rateLimit, extra ?? undefined)).toString('latin1');
           assert.equal(written, fresh(snapshot, n, rateLimit, extra), `request ${n}, ${JSON.stringify(rateLimit)}`);
         }
       },

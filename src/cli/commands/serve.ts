@@ -1,3 +1,4 @@
+import { DEFAULT_MIRROR_INTERVAL_MS } from '../../service/mirror-keeper.js';
 import { availableParallelism } from 'node:os';
 import { dataDir } from '../../common/data-dir.js';
 import { cgroupMemoryLimit, parseMemorySize } from '../../common/memory-limit.js';
@@ -84,6 +85,10 @@ Options:
   --webhook-first-retry-seconds S
                         wait before a failed webhook is sent again; each
                         retry doubles it, up to 15 minutes (default: 10)
+  --mirror-seconds S    the least time between two versions of the local mirror
+                        (docs/api.md, The mirror), made when what is served
+                        changes and DIR/mirror holds a signing key (upi-risk
+                        mirror-key create) (default: 60)
   --log-level LEVEL     fatal, error, warn, info, debug or trace (default: info)
 
 Fleet mode (docs/deployment.md): with a store, serve is a follower. It
@@ -127,6 +132,7 @@ export const serveCommand: Command = {
       'log-level': { type: 'string' },
       'webhook-allow': { type: 'string' },
       'webhook-first-retry-seconds': { type: 'string' },
+      'mirror-seconds': { type: 'string' },
       ...REDIS_OPTIONS,
       ...STORE_OPTIONS,
     });
@@ -151,6 +157,7 @@ export const serveCommand: Command = {
     const memoryLimit = memoryLimitOf(values['max-memory']);
     const webhookAllow = new Set((values['webhook-allow'] ?? '').split(',').map((h) => h.trim().toLowerCase().replace(/^\[|\]$/g, '')).filter((h) => h !== ''));
     const firstRetrySeconds = intOption('webhook-first-retry-seconds', values['webhook-first-retry-seconds'], DEFAULT_DELIVERY.firstRetryMs / 1000, 1, 3600);
+    const mirrorSeconds = intOption('mirror-seconds', values['mirror-seconds'], DEFAULT_MIRROR_INTERVAL_MS / 1000, 1, 86_400);
     const level = values['log-level'] ?? 'info';
     if (!isLogLevel(level)) throw new ConfigError(`--log-level must be fatal, error, warn, info, debug or trace`);
     if ((values['tls-cert'] === undefined) !== (values['tls-key'] === undefined)) throw new ConfigError('--tls-cert and --tls-key go together');
@@ -169,6 +176,7 @@ export const serveCommand: Command = {
       redisPrefix: values['redis-prefix'],
       webhookAllow,
       webhookFirstRetryMs: firstRetrySeconds * 1000,
+      mirrorIntervalMs: mirrorSeconds * 1000,
     };
     if (location !== null) return serveFollower({ ...options, location });
     return serveEmbedded({

@@ -1,0 +1,17 @@
+/**
+ * Worker side of hashRangesOffThread: one task, its answer posted back. The
+ * arrays are in shared memory, so nothing big is copied either way.
+ */
+import { parentPort, workerData } from 'node:worker_threads';
+import { answerOneOff } from '../common/one-off-worker.js';
+import { hashHeads, rangesFromHeads, type HashRangesTask } from './hash-ranges.js';
+
+const task = workerData as HashRangesTask;
+answerOneOff(
+  (reply) => parentPort!.postMessage(reply),
+  () => {
+    if (task.kind === 'ranges') return rangesFromHeads(task.snapshotId, task.count, task.heads);
+    hashHeads(task.data, task.heads, task.from, task.to);
+    return null;
+  },
+);

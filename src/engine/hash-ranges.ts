@@ -1,0 +1,226 @@
+import { runOneOffWorker } from '../common/one-off-worker.js';
+import { vpaHashWords } from '../vpa/vpa-hash.js';
+import { sharedArray } from './shared-arrays.js';
+import type { SnapshotData } from './snapshot-data.js';
+import type { DeltaData } from './delta-data.js';
+import { NOT_IN_SNAPSHOT } from './delta-data.js';
+import { VpaIndex } from './vpa-index.js';
+
+/**
+ * A snapshot's VPAs by h(upi) (vpa/vpa-hash.ts), for range lookups and the
+ * mirror (docs/api.md, "Private lookups"): the ids ordered by their hash's
+ * first 64 bits, and where each range (the first RANGE_PREFIX_BITS bits,
+ * five hex digits) starts. Derived from the snapshot off the serving
+ * threads (hash-ranges-worker.ts) and shared with them: 4 bytes a VPA and
+ * 4 MiB of starts.
+ */
+export interface HashRanges {
+  readonly snapshotId: string;
+  /** Range r's VPAs are order[starts[r] .. starts[r + 1]); RANGES + 1 entries. */
+  readonly starts: Uint32Array;
+  readonly order: Uint32Array;
+  /** The most VPAs any one range holds. */
+  readonly largest: number;
+}
+
+/** Bits of a range prefix: five hex digits. */
+export const RANGE_PREFIX_BITS = 20;
+export const RANGES = 1 << RANGE_PREFIX_BITS;
+/** A hash's range: its first 20 bits. */
+export const rangeOf = (hi: number): number => hi >>> (32 - RANGE_PREFIX_BITS);
+
+/** The first 64 bits of every VPA's hash, by id (hi, lo): the mirror's entries are made from them. */
+export interface VpaHashHeads {
+  readonly hi: Uint32Array;
+  readonly lo: Uint32Array;
+}
+
+/** The first 64 bits of h(upi) of the VPAs [from, to) of a snapshot (or a delta's overlay), by id, into `heads`. */
+export function hashHeads(data: SnapshotData, heads: VpaHashHeads, from = 0, to = data.meta.vpaCount): void {
+  const index = new VpaIndex(data, data.maxKeyLength);
+  const words = new Uint32Array(8);
+  for (let id = from; id < to; id++) {
+    vpaHashWords(index.keyOf(id), words);
+    heads.hi[id] = words[0]!;
+    heads.lo[id] = words[1]!;
+  }
+}
+
+/** The ranges of a snapshot whose hash heads are known: ids bucketed by range, then ordered by head within each. */
+export function rangesFromHeads(snapshotId: string, count: number, heads: VpaHashHeads): HashRanges {
+  const starts = sharedArray(Uint32Array, RANGES + 1);
+  for (let id = 0; id < count; id++) starts[rangeOf(heads.hi[id]!) + 1]!++;
+  let largest = 0;
+  for (let r = 0; r < RANGES; r++) {
+    if (starts[r + 1]! > largest) largest = starts[r + 1]!;
+    starts[r + 1]! += starts[r]!;
+  }
+  const order = sharedArray(Uint32Array, count);
+  const next = starts.slice(0, RANGES);
+  for (let id = 0; id < count; id++) order[next[rangeOf(heads.hi[id]!)]!++] = id;
+  // Each range is a handful of ids: insertion sort by head.
+  for (let r = 0; r < RANGES; r++) {
+    const end = starts[r + 1]!;
+    for (let i = starts[r]! + 1; i < end; i++) {
+      const id = order[i]!;
+      let j = i - 1;
+      while (j >= starts[r]! && headAfter(heads, order[j]!, id)) {
+        order[j + 1] = order[j]!;
+        j--;
+      }
+      order[j + 1] = id;
+    }
+  }
+  return { snapshotId, starts, order, largest };
+}
+
+function compareHeads(heads: VpaHashHeads, a: number, b: number): number {
+  return headAfter(heads, a, b) ? 1 : headAfter(heads, b, a) ? -1 : 0;
+}
+
+/** Into `out`: the ids below `kept` of `previous` (sorted by head), merged with `fresh` (sorted by head). */
+function mergeSorted(previous: Uint32Array, kept: number, fresh: readonly number[], heads: VpaHashHeads, out: Uint32Array): void {
+  let n = 0;
+  let f = 0;
+  for (let p = 0; p < previous.length; p++) {
+    const id = previous[p]!;
+    if (id >= kept) continue;
+    while (f < fresh.length && headAfter(heads, id, fresh[f]!)) out[n++] = fresh[f++]!;
+    out[n++] = id;
+  }
+  while (f < fresh.length) out[n++] = fresh[f++]!;
+}
+
+function headAfter(heads: VpaHashHeads, a: number, b: number): boolean {
+  const ha = heads.hi[a]!;
+  const hb = heads.hi[b]!;
+  return ha !== hb ? ha > hb : heads.lo[a]! > heads.lo[b]!;
+}
+
+/**
+ * The live delta's VPAs by hash: each overlay VPA's head, and the overlay
+ * ids sorted by head (a delta is small: a binary search finds a range).
+ * Made by the thread that makes each state of the delta, hashing only the
+ * VPAs the state before did not hold (a merge appends to the overlay).
+ */
+export interface DeltaHashes {
+  /** The delta state these are of: its snapshot and position. */
+  readonly baseId: string;
+  readonly position: number;
+  /** The overlay's keys (DeltaData's), to tell which of them the next state still holds. */
+  readonly keyBytes: Uint8Array;
+  readonly keyOffsets: Uint32Array;
+  readonly heads: VpaHashHeads;
+  /** Overlay ids sorted by head. */
+  readonly sorted: Uint32Array;
+  /**
+   * Per range the delta touches (ascending in `touched`), how many VPAs it
+   * adds there: its VPAs the snapshot does not hold and that count, less
+   * those the snapshot holds and a correction took back.
+   */
+  readonly touched: Uint32Array;
+  readonly added: Int32Array;
+}
+
+/**
+ * The hashes of `delta`, reusing `previous` (of an earlier state over the
+ * same snapshot) for the overlay VPAs both hold. Null for an empty delta.
+ */
+export function deltaHashes(delta: DeltaData, previous: DeltaHashes | null): DeltaHashes | null {
+  const overlay = delta.overlay;
+  const count = overlay.meta.vpaCount;
+  if (count === 0) return null;
+  const heads = { hi: sharedArray(Uint32Array, count), lo: sharedArray(Uint32Array, count) };
+  const from = previous !== null && previous.baseId === delta.meta.baseId ? keptKeys(previous, delta) : 0;
+  if (from > 0) {
+    heads.hi.set(previous!.heads.hi.subarray(0, from));
+    heads.lo.set(previous!.heads.lo.subarray(0, from));
+  }
+  hashHeads(overlay, heads, from);
+  const sorted = sharedArray(Uint32Array, count);
+  const fresh = Array.from({ length: count - from }, (_, i) => from + i).sort((a, b) => compareHeads(heads, a, b));
+  if (from === 0) sorted.set(fresh);
+  else mergeSorted(previous!.sorted, from, fresh, heads, sorted);
+  const added = new Map<number, number>();
+  for (let id = 0; id < count; id++) {
+    const inSnapshot = delta.baseVpa[id] !== NOT_IN_SNAPSHOT;
+    const counts = overlay.evidenceCount[id]! > 0;
+    if (inSnapshot === counts) continue;
+    const range = rangeOf(heads.hi[id]!);
+    added.set(range, (added.get(range) ?? 0) + (counts ? 1 : -1));
+  }
+  const ranges = [...added.keys()].sort((a, b) => a - b);
+  const touched = sharedArray(Uint32Array, ranges.length);
+  const addedCounts = new Int32Array(sharedArray(Uint32Array, ranges.length).buffer);
+  ranges.forEach((r, i) => {
+    touched[i] = r;
+    addedCounts[i] = added.get(r)!;
+  });
+  return { baseId: delta.meta.baseId, position: delta.meta.position, keyBytes: delta.keyBytes, keyOffsets: delta.keyOffsets, heads, sorted, touched, added: addedCounts };
+}
+
+/**
+ * How many overlay VPAs, from id 0, `delta` holds as `previous` held them:
+ * a merge keeps the overlay's keys and appends (delta-merge.ts); a state
+ * made afresh over the snapshot may not.
+ */
+function keptKeys(previous: DeltaHashes, delta: DeltaData): number {
+  const limit = Math.min(previous.heads.hi.length, delta.overlay.meta.vpaCount);
+  let kept = 0;
+  while (kept < limit && previous.keyOffsets[kept + 1] === delta.keyOffsets[kept + 1]) kept++;
+  const bytes = delta.keyOffsets[kept]!;
+  return Buffer.from(previous.keyBytes.buffer, previous.keyBytes.byteOffset, bytes).equals(Buffer.from(delta.keyBytes.buffer, delta.keyBytes.byteOffset, bytes)) ? kept : 0;
+}
+
+/** The most VPAs any one range holds in a view of the snapshot whose ranges are `ranges` with the delta `delta`. */
+export function largestRange(ranges: HashRanges, delta: DeltaHashes | null): number {
+  let largest = ranges.largest;
+  if (delta === null) return largest;
+  for (let i = 0; i < delta.touched.length; i++) {
+    const r = delta.touched[i]!;
+    const count = ranges.starts[r + 1]! - ranges.starts[r]! + delta.added[i]!;
+    if (count > largest) largest = count;
+  }
+  return largest;
+}
+
+/** The first index in `sorted` (a DeltaHashes') whose head's range is at least `range`. */
+export function firstInRange(delta: DeltaHashes, range: number): number {
+  let low = 0;
+  let high = delta.sorted.length;
+  while (low < high) {
+    const mid = (low + high) >>> 1;
+    if (rangeOf(delta.heads.hi[delta.sorted[mid]!]!) < range) low = mid + 1;
+    else high = mid;
+  }
+  return low;
+}
+
+/** What a hash-ranges worker does (hash-ranges-worker.ts): hash ids [from, to) into `heads`, or order the hashed ids into ranges. */
+export type HashRangesTask =
+  | { readonly kind: 'heads'; readonly data: SnapshotData; readonly heads: VpaHashHeads; readonly from: number; readonly to: number }
+  | { readonly kind: 'ranges'; readonly snapshotId: string; readonly count: number; readonly heads: VpaHashHeads };
+
+const WORKER_URL = new URL('./hash-ranges-worker.js', import.meta.url);
+
+/**
+ * A snapshot's ranges and hash heads, made on `threads` short-lived worker
+ * threads (the hashing is split between them), so that no serving or
+ * coordinating thread stalls: at 10M VPAs it is seconds of work
+ * (bench/MEASUREMENTS.md, "VPA hashes").
+ */
+export async function hashRangesOffThread(data: SnapshotData, threads: number): Promise<{ ranges: HashRanges; heads: VpaHashHeads }> {
+  const count = data.meta.vpaCount;
+  const heads = { hi: sharedArray(Uint32Array, count), lo: sharedArray(Uint32Array, count) };
+  const slices = Math.max(1, Math.min(threads, Math.ceil(count / 100_000)));
+  const step = Math.ceil(count / slices);
+  await Promise.all(
+    Array.from({ length: slices }, (_, i) => runTask<null>({ kind: 'heads', data, heads, from: i * step, to: Math.min(count, (i + 1) * step) })),
+  );
+  const ranges = await runTask<HashRanges>({ kind: 'ranges', snapshotId: data.meta.id, count, heads });
+  return { ranges, heads };
+}
+
+function runTask<T>(task: HashRangesTask): Promise<T> {
+  return runOneOffWorker<T>(WORKER_URL, task, 'hashing VPAs');
+}
