@@ -2,11 +2,13 @@
  * Writes the client's sources that are derived from the server's, so the
  * client cannot drift from it: packages/client/src/wire.ts, the types of
  * the v1 wire shapes, from the component schemas of the OpenAPI document
- * (the TypeBox schemas that validate requests); and
- * packages/client/src/advice-table.ts, a copy of src/api/advice.ts (the
- * package is built and shipped on its own, so it cannot import it).
+ * (the TypeBox schemas that validate requests); and copies of the server's
+ * pure modules the client runs too (the package is built and shipped on its
+ * own, so it cannot import them): packages/client/src/advice-table.ts of
+ * src/api/advice.ts, vpa-hash.ts of src/vpa/vpa-hash.ts and
+ * mirror-format.ts of src/mirror/mirror-format.ts.
  * `npm run generate:client` runs it; a unit test
- * (test/unit/client-generated-sources.test.ts) fails when either is stale.
+ * (test/unit/client-generated-sources.test.ts) fails when any is stale.
  */
 import { readFile, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
@@ -17,6 +19,8 @@ import { openApiDocument } from '../src/api/openapi.js';
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const CLIENT_SRC = join(ROOT, 'packages', 'client', 'src');
 const ADVICE_SOURCE = join(ROOT, 'src', 'api', 'advice.ts');
+const VPA_HASH_SOURCE = join(ROOT, 'src', 'vpa', 'vpa-hash.ts');
+const MIRROR_FORMAT_SOURCE = join(ROOT, 'src', 'mirror', 'mirror-format.ts');
 export const REGENERATE_COMMAND = 'npm run generate:client';
 
 /**
@@ -78,6 +82,8 @@ const banner = (what: string) => `/**
 export const GENERATED_SOURCES: Readonly<Record<string, () => Promise<string>>> = {
   [join(CLIENT_SRC, 'wire.ts')]: generateWireTypes,
   [join(CLIENT_SRC, 'advice-table.ts')]: copyAdvice,
+  [join(CLIENT_SRC, 'vpa-hash.ts')]: copyVpaHash,
+  [join(CLIENT_SRC, 'mirror-format.ts')]: copyMirrorFormat,
 };
 
 /** What wire.ts should hold for the current OpenAPI document. */
@@ -116,13 +122,29 @@ async function generateWireTypes(): Promise<string> {
   });
 }
 
-/** src/api/advice.ts as it is, under a banner; it must stay free of imports to be copied. */
-async function copyAdvice(): Promise<string> {
-  const source = await readFile(ADVICE_SOURCE, 'utf8');
-  if (/^\s*(import|export\s+[^;]*\bfrom\b)/m.test(source)) {
-    throw new Error(`${ADVICE_SOURCE} imports another module: the client can no longer copy it as it is`);
+/** src/api/advice.ts as it is, under a banner. */
+function copyAdvice(): Promise<string> {
+  return copySource(ADVICE_SOURCE, "A copy of src/api/advice.ts: the spec's advice table");
+}
+
+/** src/vpa/vpa-hash.ts as it is, under a banner. */
+function copyVpaHash(): Promise<string> {
+  return copySource(VPA_HASH_SOURCE, 'A copy of src/vpa/vpa-hash.ts: h(upi), the hash range lookups and the mirror name VPAs by');
+}
+
+/** src/mirror/mirror-format.ts as it is, under a banner. */
+function copyMirrorFormat(): Promise<string> {
+  return copySource(MIRROR_FORMAT_SOURCE, "A copy of src/mirror/mirror-format.ts: the local mirror's files and manifest");
+}
+
+/** A server source as it is, under a banner saying `what` it is; it must stay free of imports to be copied. */
+async function copySource(path: string, what: string): Promise<string> {
+  const source = await readFile(path, 'utf8');
+  // `from` followed by a module's name: a parameter named `from` is no re-export.
+  if (/^\s*(import|export\s+[^;]*\bfrom\s*['"])/m.test(source)) {
+    throw new Error(`${path} imports another module: the client can no longer copy it as it is`);
   }
-  return `${banner("A copy of src/api/advice.ts: the spec's advice table")}\n\n${source}`;
+  return `${banner(what)}\n\n${source}`;
 }
 
 /**

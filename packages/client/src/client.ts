@@ -1,13 +1,17 @@
 /**
  * UpiRiskClient: the v1 API's calls, typed from the OpenAPI document, with
  * the spec's retry advice applied and what a screening record should log
- * returned beside every verdict.
+ * returned beside every verdict. UpiRiskMirror (mirror.ts) builds on its
+ * options and transport.
  */
 import { timerSleep, type Sleep } from './abort.js';
 import { chunksOf, mapConcurrently } from './chunked.js';
+import { ResponseFormatError } from './errors.js';
 import { PageQuery } from './page-query.js';
 import { sendWithRetries, type ApiRequest, type CallScope, type FetchLike, type ResponseMeta, type TransportConfig } from './transport.js';
-import { batchItemsOf, objectOf, toVpaVerdict } from './verdicts.js';
+import { batchItemsOf, objectOf, privateVerdictOf, toVpaVerdict, type PrivateVerdict } from './verdicts.js';
+import { checkedVpa } from './vpa-check.js';
+import { vpaHashHex } from './vpa-hash.js';
 import type {
   BatchItem,
   Cluster,
@@ -37,6 +41,8 @@ export const WATCHLIST_REQUEST_SIZE = 1000;
 export const DEFAULT_TIMEOUT_MS = 10_000;
 export const DEFAULT_DEADLINE_MS = 60_000;
 export const DEFAULT_BATCH_CONCURRENCY = 4;
+/** Hex digits of h(upi) a private lookup sends: 20 bits, a range of about a millionth of all VPAs, its flagged ones listed among padding. */
+export const RANGE_PREFIX_DIGITS = 5;
 
 export interface UpiRiskClientOptions {
   /** Where the service is, e.g. `https://risk.example.com` (the `/v1/` paths are added). */
@@ -89,6 +95,9 @@ export interface BatchResult {
   readonly requests: readonly ResponseMeta[];
 }
 
+/** A private lookup's verdict with the answer's headers; `data_version` is the body's, `dataVersion` the header's. */
+export type PrivateVerifyResult = PrivateVerdict & ResponseMeta;
+
 export interface ClusterResult extends ResponseMeta {
   readonly cluster: Cluster;
 }
@@ -99,23 +108,7 @@ export class UpiRiskClient {
   readonly #batchConcurrency: number;
 
   constructor(options: UpiRiskClientOptions) {
-    if (options === null || typeof options !== 'object') throw new TypeError('options must be an object with baseUrl and apiKey');
-    if (typeof options.baseUrl !== 'string' || !URL.canParse(options.baseUrl)) {
-      throw new TypeError(`baseUrl must be an absolute URL, got ${String(options.baseUrl)}`);
-    }
-    if (typeof options.apiKey !== 'string' || options.apiKey === '') throw new TypeError('apiKey must be a non-empty string');
-    const fetch = options.fetch ?? (globalThis.fetch as FetchLike | undefined);
-    if (typeof fetch !== 'function') throw new TypeError('fetch: this platform has none; pass one');
-    this.#transport = {
-      baseUrl: options.baseUrl.replace(/\/+$/, ''),
-      apiKey: options.apiKey,
-      // Called unbound: the platform's fetch throws when called as a method of another object.
-      fetch: (url, init) => fetch(url, init),
-      now: options.now ?? Date.now,
-      sleep: options.sleep ?? timerSleep,
-      random: options.random ?? Math.random,
-      timeoutMs: positive('timeoutMs', options.timeoutMs, DEFAULT_TIMEOUT_MS),
-    };
+    this.#transport = transportConfig(options);
     this.#deadlineMs = positive('deadlineMs', options.deadlineMs, DEFAULT_DEADLINE_MS);
     this.#batchConcurrency = positive('batchConcurrency', options.batchConcurrency, DEFAULT_BATCH_CONCURRENCY);
     if (!Number.isInteger(this.#batchConcurrency)) throw new RangeError(`batchConcurrency must be a whole number, got ${this.#batchConcurrency}`);
@@ -125,6 +118,23 @@ export class UpiRiskClient {
   async verify(upi: string, options: CallOptions = {}): Promise<VerifyResult> {
     const answer = await this.#send({ method: 'GET', path: `/v1/verify/upi?upi=${encodeURIComponent(text('upi', upi))}`, idempotent: true }, this.#scope(options));
     return { verdict: toVpaVerdict(answer.body, answer.meta), ...answer.meta };
+  }
+
+  /**
+   * Private lookup (k-anonymity): `GET /v1/verify/upi/range/{prefix}` with
+   * the first RANGE_PREFIX_DIGITS hex digits of h(upi), SHA-256 of the
+   * lower-cased VPA; the VPA and the rest of its hash never leave the
+   * caller. The answer lists the flagged VPAs of that range (and padding)
+   * by the rest of their hashes: FLAGGED when one is this VPA's, else
+   * CLEARED. A VPA outside the grammar is refused here (BadRequestError),
+   * since the service never sees it to refuse it.
+   */
+  async verifyPrivately(upi: string, options: CallOptions = {}): Promise<PrivateVerifyResult> {
+    const vpa = checkedVpa(upi);
+    const hash = vpaHashHex(vpa);
+    const prefix = hash.slice(0, RANGE_PREFIX_DIGITS);
+    const answer = await this.#send({ method: 'GET', path: `/v1/verify/upi/range/${prefix}`, idempotent: true }, this.#scope(options));
+    return { ...privateVerdictOf(answer.body, vpa, hash, prefix, answer.meta), ...answer.meta };
   }
 
   /**
@@ -157,6 +167,18 @@ export class UpiRiskClient {
     const path = `/v1/verify/upi/cluster/${encodeURIComponent(text('clusterId', clusterId))}`;
     const answer = await this.#send({ method: 'GET', path, idempotent: true }, this.#scope(options));
     return { cluster: objectOf(answer.body, 'the cluster', answer.meta) as unknown as Cluster, ...answer.meta };
+  }
+
+  /**
+   * `GET /v1/mirror/public-key`: the key that signs the mirror's manifests,
+   * base64 of its 32 raw bytes. For reading it once to pin it in
+   * configuration: a mirror handed the key from the same connection it
+   * syncs over would trust whoever answers that connection.
+   */
+  async mirrorPublicKey(options: CallOptions = {}): Promise<string> {
+    const body = await this.#json<{ public_key?: unknown }>({ method: 'GET', path: '/v1/mirror/public-key', idempotent: true }, options);
+    if (typeof body.public_key !== 'string') throw new ResponseFormatError('the public key answer has no public_key string');
+    return body.public_key;
   }
 
   /** `POST /v1/watchlists`. The answer is the only one that shows the webhook secret: keep it. */
@@ -287,6 +309,27 @@ export class UpiRiskClient {
   }
 }
 
+/** The transport of a client (or mirror) with these options; a bad option is a TypeError or RangeError naming it. */
+export function transportConfig(options: UpiRiskClientOptions): TransportConfig {
+  if (options === null || typeof options !== 'object') throw new TypeError('options must be an object with baseUrl and apiKey');
+  if (typeof options.baseUrl !== 'string' || !URL.canParse(options.baseUrl)) {
+    throw new TypeError(`baseUrl must be an absolute URL, got ${String(options.baseUrl)}`);
+  }
+  if (typeof options.apiKey !== 'string' || options.apiKey === '') throw new TypeError('apiKey must be a non-empty string');
+  const fetch = options.fetch ?? (globalThis.fetch as FetchLike | undefined);
+  if (typeof fetch !== 'function') throw new TypeError('fetch: this platform has none; pass one');
+  return {
+    baseUrl: options.baseUrl.replace(/\/+$/, ''),
+    apiKey: options.apiKey,
+    // Called unbound: the platform's fetch throws when called as a method of another object.
+    fetch: (url, init) => fetch(url, init),
+    now: options.now ?? Date.now,
+    sleep: options.sleep ?? timerSleep,
+    random: options.random ?? Math.random,
+    timeoutMs: positive('timeoutMs', options.timeoutMs, DEFAULT_TIMEOUT_MS),
+  };
+}
+
 function watchlistPath(id: string): string {
   return `/v1/watchlists/${encodeURIComponent(text('watchlist id', id))}`;
 }
@@ -301,7 +344,7 @@ function objectArgument(name: string, value: unknown): object {
   return value;
 }
 
-function positive(name: string, value: number | undefined, fallback: number): number {
+export function positive(name: string, value: number | undefined, fallback: number): number {
   if (value === undefined) return fallback;
   if (!(typeof value === 'number' && value > 0 && Number.isFinite(value))) throw new RangeError(`${name} must be a positive number of ms, got ${String(value)}`);
   return value;

@@ -1,7 +1,8 @@
 /**
  * Every error the client throws, in one module. Error answers of the
  * service are keyed on the spec's stable `error` codes (never on the
- * message); transport failures and webhook refusals have codes of their own.
+ * message); transport failures, webhook refusals and the local mirror's
+ * refusals have codes of their own.
  * Every class has a `name` equal to its class name (set explicitly, so
  * minified bundles keep it) and a stable `code`.
  */
@@ -168,6 +169,78 @@ export class WebhookSignatureError extends UpiRiskError {
     super(message);
     this.reason = reason;
   }
+}
+
+/**
+ * Base of the local mirror's errors (mirror.ts). A sync or load that
+ * throws one has changed nothing: the mirror keeps the state it held and
+ * goes on answering from it.
+ */
+export abstract class MirrorError extends UpiRiskError {
+  override readonly name: string = 'MirrorError';
+}
+
+/**
+ * The manifest's signature does not verify under the mirror's public key:
+ * another key signed it, or it was changed on the way.
+ */
+export class MirrorSignatureError extends MirrorError {
+  override readonly name: string = 'MirrorSignatureError';
+  readonly code = 'mirror_signature';
+}
+
+/**
+ * The entry set a file built does not hash to the signed manifest's
+ * `sha256`, or its size is not the manifest's `count`: a byte changed on the
+ * way, or a diff made for another state.
+ */
+export class MirrorChecksumError extends MirrorError {
+  override readonly name: string = 'MirrorChecksumError';
+  readonly code = 'mirror_checksum';
+}
+
+/** Why a mirror file or manifest could not be read. */
+export type MirrorFileProblem = 'format' | 'truncated' | 'order';
+
+/**
+ * A mirror file or manifest that cannot be read: `truncated` (shorter than
+ * its header or the manifest's `bytes` say), `order` (entries not strictly
+ * ascending), `format` (anything else: magic, kind, lengths, unknown codes,
+ * a diff that does not fit the state held, a manifest missing a field).
+ */
+export class MirrorFileError extends MirrorError {
+  override readonly name: string = 'MirrorFileError';
+  readonly code = 'mirror_format';
+  readonly problem: MirrorFileProblem;
+  constructor(problem: MirrorFileProblem, message: string, details: ErrorDetails = {}) {
+    super(message, details);
+    this.problem = problem;
+  }
+}
+
+/** A signed manifest older than the version held: an old answer replayed. */
+export class MirrorReplayError extends MirrorError {
+  override readonly name: string = 'MirrorReplayError';
+  readonly code = 'mirror_replay';
+  readonly heldVersion: number;
+  readonly offeredVersion: number;
+  constructor(heldVersion: number, offeredVersion: number) {
+    super(`the manifest offers version ${offeredVersion}, older than version ${heldVersion} held`);
+    this.heldVersion = heldVersion;
+    this.offeredVersion = offeredVersion;
+  }
+}
+
+/** `check` before the mirror holds any state: nothing synced or loaded yet. */
+export class MirrorNotReadyError extends MirrorError {
+  override readonly name: string = 'MirrorNotReadyError';
+  readonly code = 'mirror_not_ready';
+}
+
+/** The mirror's directory could not be written (the synced state is then not taken either) or read. */
+export class MirrorStorageError extends MirrorError {
+  override readonly name: string = 'MirrorStorageError';
+  readonly code = 'mirror_storage';
 }
 
 type AnswerErrorClass = new (message: string, details: ErrorDetails) => ApiError;

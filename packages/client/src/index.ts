@@ -1,7 +1,8 @@
 /**
  * @upi-risk/client: the TypeScript client of the upi-risk v1 API. No
- * runtime dependencies: the platform's fetch, AbortSignal and Web Crypto.
- * docs/client.md describes it.
+ * runtime dependencies: the platform's fetch, AbortSignal and Web Crypto
+ * (and node:fs, loaded only for a mirror's directory). docs/client.md
+ * describes it.
  */
 export {
   UpiRiskClient,
@@ -10,14 +11,29 @@ export {
   DEFAULT_BATCH_CONCURRENCY,
   DEFAULT_DEADLINE_MS,
   DEFAULT_TIMEOUT_MS,
+  RANGE_PREFIX_DIGITS,
   type BatchResult,
   type CallOptions,
   type ClusterResult,
   type PageOptions,
+  type PrivateVerifyResult,
   type Screening,
   type UpiRiskClientOptions,
   type VerifyResult,
 } from './client.js';
+export type { PrivateVerdict } from './verdicts.js';
+export {
+  UpiRiskMirror,
+  DEFAULT_DOWNLOAD_TIMEOUT_MS,
+  DEFAULT_SYNC_DEADLINE_MS,
+  type MirrorBand,
+  type MirrorCheck,
+  type MirrorRiskCategory,
+  type MirrorSyncResult,
+  type MirrorVerifyResult,
+  type UpiRiskMirrorOptions,
+} from './mirror.js';
+export { MIRROR_BANDS, MIRROR_RISK_CATEGORIES, type MirrorManifest } from './mirror-format.js';
 export type { FetchInit, FetchLike, FetchResponse, ResponseMeta } from './transport.js';
 export type { Sleep } from './abort.js';
 export { PageQuery, type Page } from './page-query.js';
@@ -56,6 +72,13 @@ export {
   ConflictError,
   ForbiddenError,
   InternalError,
+  MirrorChecksumError,
+  MirrorError,
+  MirrorFileError,
+  MirrorNotReadyError,
+  MirrorReplayError,
+  MirrorSignatureError,
+  MirrorStorageError,
   NetworkError,
   NotFoundError,
   RateLimitError,
@@ -67,6 +90,7 @@ export {
   ValidationError,
   WebhookSignatureError,
   type ErrorDetails,
+  type MirrorFileProblem,
   type WebhookRefusal,
 } from './errors.js';
 export type * from './wire.js';

@@ -1,8 +1,8 @@
 /**
  * One API request with the spec's retries: each attempt under its own
  * timeout, every attempt and wait under the call's deadline and the caller's
- * AbortSignal. Answers come back as parsed JSON with the headers the spec
- * asks callers to log.
+ * AbortSignal. Answers come back as parsed JSON (or, for the mirror's
+ * files, as bytes) with the headers the spec asks callers to log.
  */
 import { childController, raceAbort, throwIfAborted, type Sleep } from './abort.js';
 import { NetworkError, ResponseFormatError, TimeoutError, UpiRiskError, errorForAnswer } from './errors.js';
@@ -22,6 +22,8 @@ export interface FetchResponse {
   readonly status: number;
   readonly headers: { get(name: string): string | null };
   text(): Promise<string>;
+  /** The body as bytes: needed by UpiRiskMirror, whose files are binary (the platform's fetch has it). */
+  arrayBuffer?(): Promise<ArrayBuffer>;
 }
 
 /** What a screening record should keep of an answer (the spec's advice on logging). */
@@ -51,6 +53,8 @@ export interface ApiRequest {
   readonly body?: unknown;
   /** Whether sending it twice does no harm; see retry-schedule.ts. */
   readonly idempotent: boolean;
+  /** What a 2xx answer's body is: JSON (the default), or bytes, given as a Uint8Array. */
+  readonly answer?: 'json' | 'bytes';
 }
 
 /** What bounds one call of the client: every request, attempt and wait it makes. */
@@ -68,7 +72,10 @@ export interface ApiAnswer {
 
 interface RawAnswer {
   readonly status: number;
+  /** The body as text, or '' when it was read as bytes. */
   readonly text: string;
+  /** The body of a 2xx answer to a request for bytes, else null. */
+  readonly bytes: Uint8Array | null;
   readonly meta: ResponseMeta;
   readonly retryAfterHeader: string | null;
 }
@@ -82,7 +89,7 @@ export async function sendWithRetries(config: TransportConfig, request: ApiReque
     let error: UpiRiskError;
     try {
       const raw = await attempt(config, request, scope);
-      if (raw.status >= 200 && raw.status < 300) return { status: raw.status, body: parseAnswer(raw), meta: raw.meta };
+      if (isSuccess(raw.status)) return { status: raw.status, body: raw.bytes ?? parseAnswer(raw), meta: raw.meta };
       const body = parseOrNull(raw.text);
       const retryAfter = raw.status === 429 ? retryAfterSeconds(raw.retryAfterHeader, body, config.now()) : null;
       error = errorForAnswer(raw.status, body, raw.meta.requestId, retryAfter);
@@ -117,7 +124,8 @@ async function attempt(config: TransportConfig, request: ApiRequest, scope: Call
     timedOut = true;
     controller.abort();
   }, Math.min(remaining, config.timeoutMs));
-  const headers: Record<string, string> = { authorization: `Bearer ${config.apiKey}`, accept: 'application/json' };
+  const binary = request.answer === 'bytes';
+  const headers: Record<string, string> = { authorization: `Bearer ${config.apiKey}`, accept: binary ? 'application/octet-stream' : 'application/json' };
   if (request.body !== undefined) headers['content-type'] = 'application/json';
   try {
     const exchange = (async () => {
@@ -127,12 +135,15 @@ async function attempt(config: TransportConfig, request: ApiRequest, scope: Call
         ...(request.body === undefined ? {} : { body: JSON.stringify(request.body) }),
         signal: controller.signal,
       });
-      const text = await response.text();
-      return { status: response.status, text, meta: metaOf(response.headers), retryAfterHeader: response.headers.get('retry-after') };
+      // Error answers are JSON whatever was asked for.
+      const bytes = binary && isSuccess(response.status) ? await bytesOf(response) : null;
+      const text = bytes === null ? await response.text() : '';
+      return { status: response.status, text, bytes, meta: metaOf(response.headers), retryAfterHeader: response.headers.get('retry-after') };
     })();
     return await raceAbort(exchange, controller.signal);
   } catch (cause) {
     throwIfAborted(scope.signal);
+    if (cause instanceof ResponseFormatError) throw cause;
     if (timedOut) {
       const message = atDeadline ? 'no answer before the call deadline' : `no answer within ${config.timeoutMs} ms`;
       throw new TimeoutError(message, atDeadline, { cause });
@@ -142,6 +153,17 @@ async function attempt(config: TransportConfig, request: ApiRequest, scope: Call
     clearTimeout(timer);
     release();
   }
+}
+
+function isSuccess(status: number): boolean {
+  return status >= 200 && status < 300;
+}
+
+async function bytesOf(response: FetchResponse): Promise<Uint8Array> {
+  if (typeof response.arrayBuffer !== 'function') {
+    throw new ResponseFormatError('the fetch given answers without arrayBuffer(), which binary answers need');
+  }
+  return new Uint8Array(await response.arrayBuffer());
 }
 
 function metaOf(headers: FetchResponse['headers']): ResponseMeta {

@@ -7,7 +7,7 @@
  */
 import { ResponseFormatError } from './errors.js';
 import type { ResponseMeta } from './transport.js';
-import type { BatchItem, VpaVerdict } from './wire.js';
+import type { BatchItem, RiskCategory, VpaVerdict } from './wire.js';
 
 type Fields = Record<string, unknown>;
 
@@ -65,4 +65,49 @@ export function batchItemsOf(body: unknown, sent: readonly string[], meta: Respo
     }
     return item;
   });
+}
+
+/** A private lookup's verdict: what a range answer says of one VPA. */
+export interface PrivateVerdict {
+  /** The VPA as given. */
+  readonly upi: string;
+  readonly status: 'FLAGGED' | 'CLEARED';
+  readonly risk_category: RiskCategory | null;
+  readonly confidence: number | null;
+  readonly cluster_id: string | null;
+  /** The range answer's `data_version`: the intelligence that answered. */
+  readonly data_version: string | null;
+}
+
+/**
+ * The verdict on `upi` in the range answer for the first `prefix.length`
+ * hex digits of its hash `hash`: FLAGGED when an entry carries the rest of
+ * the hash, CLEARED when none does (the other entries are other VPAs and
+ * padding). Entries are matched on their suffix alone; their other fields
+ * are read only for the match.
+ */
+export function privateVerdictOf(body: unknown, upi: string, hash: string, prefix: string, meta: ResponseMeta): PrivateVerdict {
+  const fields = objectOf(body, 'the range answer', meta);
+  if (fields.prefix !== undefined && (typeof fields.prefix !== 'string' || fields.prefix.toLowerCase() !== prefix)) {
+    throw new ResponseFormatError(`the range answer is for prefix ${JSON.stringify(fields.prefix)}, not ${prefix}`, { requestId: meta.requestId });
+  }
+  if (!Array.isArray(fields.entries)) throw new ResponseFormatError('the range answer has no entries array', { requestId: meta.requestId });
+  const suffix = hash.slice(prefix.length);
+  const data_version = typeof fields.data_version === 'string' ? fields.data_version : null;
+  for (const entry of fields.entries as unknown[]) {
+    const candidate = objectOf(entry, 'a range entry', meta);
+    if (typeof candidate.suffix !== 'string' || candidate.suffix.toLowerCase() !== suffix) continue;
+    if (candidate.status !== undefined && candidate.status !== 'FLAGGED' && candidate.status !== 'CLEARED') {
+      throw new ResponseFormatError(`a range entry of status ${JSON.stringify(candidate.status)}`, { requestId: meta.requestId });
+    }
+    return {
+      upi,
+      status: (candidate.status ?? 'FLAGGED') as PrivateVerdict['status'],
+      risk_category: (candidate.risk_category ?? null) as PrivateVerdict['risk_category'],
+      confidence: (candidate.confidence ?? null) as PrivateVerdict['confidence'],
+      cluster_id: (candidate.cluster_id ?? null) as PrivateVerdict['cluster_id'],
+      data_version,
+    };
+  }
+  return { upi, status: 'CLEARED', risk_category: null, confidence: null, cluster_id: null, data_version };
 }

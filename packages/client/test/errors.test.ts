@@ -5,7 +5,7 @@ import { ApiError, ConflictError, RateLimitError, UnauthorizedError, UpiRiskErro
 
 test('every error class the package exports is an UpiRiskError named after itself', () => {
   const classes = Object.entries(client).filter(([name]) => name.endsWith('Error'));
-  assert.equal(classes.length, 16);
+  assert.equal(classes.length, 23);
   for (const [name, ErrorClass] of classes) {
     assert.equal((ErrorClass as { prototype: object }).prototype instanceof Error || ErrorClass === UpiRiskError, true, name);
   }
@@ -18,6 +18,12 @@ test('every error class the package exports is an UpiRiskError named after itsel
     new client.WebhookSignatureError('malformed_header', 'm'),
     new client.RateLimitError('m', 3),
     new client.ConflictError('m', 'dsp_1'),
+    new client.MirrorSignatureError('m'),
+    new client.MirrorChecksumError('m'),
+    new client.MirrorFileError('order', 'm'),
+    new client.MirrorReplayError(2, 1),
+    new client.MirrorNotReadyError('m'),
+    new client.MirrorStorageError('m'),
   ];
   for (const error of samples) {
     assert.ok(error instanceof UpiRiskError && error instanceof Error);

@@ -1,0 +1,146 @@
+/**
+ * UpiRiskMirror with a directory: the state a sync takes is stored there
+ * and a second mirror on the same directory starts from it, checked again;
+ * a stored state that does not check out is refused by load() and ignored
+ * by sync() and verify().
+ */
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { UpiRiskMirror } from '../src/mirror.js';
+import { MirrorChecksumError, MirrorFileError, MirrorSignatureError, MirrorStorageError } from '../src/errors.js';
+import { MIRROR_HEADER_BYTES } from '../src/mirror-format.js';
+import type { FetchLike } from '../src/transport.js';
+import { fakeClock } from './fakes.js';
+import { API_KEY, FakeMirrorService, ed25519Keys, expectedCheck, flagSome, someVpas } from './mirror-fakes.js';
+
+const VPAS = someVpas(3_000, 41);
+
+let service: FakeMirrorService;
+let base: string;
+
+before(async () => {
+  service = new FakeMirrorService();
+  base = await service.listen();
+  service.publish(flagSome(VPAS, 0.25, 42));
+});
+
+after(() => service.close());
+
+/** A fetch that fails the test if called: the mirror must answer from its directory. */
+const noNetwork: FetchLike = () => Promise.reject(new Error('no request was expected'));
+
+function mirrorOf(directory: string, options: { fetch?: FetchLike; publicKey?: string } = {}) {
+  const clock = fakeClock();
+  return new UpiRiskMirror({ baseUrl: base, apiKey: API_KEY, publicKey: service.keys.publicKey, directory, now: clock.now, sleep: clock.sleep, ...options });
+}
+
+async function withDirectory(work: (directory: string) => Promise<void>): Promise<void> {
+  const directory = await mkdtemp(join(tmpdir(), 'upi-risk-mirror-'));
+  try {
+    await work(directory);
+  } finally {
+    await rm(directory, { recursive: true, force: true });
+  }
+}
+
+function assertAnswersLatest(mirror: UpiRiskMirror): void {
+  for (const upi of VPAS) assert.deepEqual(mirror.check(upi), expectedCheck(service.latest.set, upi), upi);
+}
+
+test('a second mirror on the directory starts from the stored state, with no request', async () => {
+  await withDirectory(async (directory) => {
+    const first = mirrorOf(directory);
+    await first.sync();
+    assert.deepEqual((await readdir(directory)).sort(), [`manifest.json`, `mirror-${service.latest.version}.bin`]);
+
+    const second = mirrorOf(directory, { fetch: noNetwork });
+    assert.equal(await second.load(), service.latest.version);
+    assert.equal(second.version, service.latest.version);
+    assertAnswersLatest(second);
+
+    // verify() reads the directory by itself.
+    const third = mirrorOf(directory, { fetch: noNetwork });
+    const unflagged = VPAS.find((upi) => !service.latest.set.has(upi.toLowerCase()))!;
+    assert.equal((await third.verify(unflagged)).answeredBy, 'mirror');
+    assert.equal(third.version, service.latest.version);
+  });
+});
+
+test('each sync replaces the stored state; the next mirror syncs on from it by diff', async () => {
+  await withDirectory(async (directory) => {
+    await mirrorOf(directory).sync();
+    const stored = service.latest.version;
+    service.publish(flagSome(VPAS, 0.25, 43));
+    const second = mirrorOf(directory);
+    service.requests.length = 0;
+    assert.deepEqual(await second.sync(), { version: stored + 1, previousVersion: stored, applied: 'diff', count: service.latest.entries.count });
+    assert.deepEqual(service.requests.map((r) => r.url), ['/v1/mirror/manifest', `/v1/mirror/diff/${stored}/${stored + 1}`]);
+    // The older entry file is gone; no temporary file is left.
+    assert.deepEqual((await readdir(directory)).sort(), ['manifest.json', `mirror-${stored + 1}.bin`]);
+    const third = mirrorOf(directory, { fetch: noNetwork });
+    assert.equal(await third.load(), stored + 1);
+    assertAnswersLatest(third);
+  });
+});
+
+test('a stored state that does not check out: load() says why, sync() starts afresh', async () => {
+  await withDirectory(async (directory) => {
+    await mirrorOf(directory).sync();
+    const version = service.latest.version;
+    const entryFile = join(directory, `mirror-${version}.bin`);
+    const manifestFile = join(directory, 'manifest.json');
+    const genuineEntries = await readFile(entryFile);
+    const genuineManifest = await readFile(manifestFile, 'utf8');
+
+    // An entry's band changed on disk.
+    const changed = Buffer.from(genuineEntries);
+    const meta = MIRROR_HEADER_BYTES + 8;
+    changed[meta] = (changed[meta]! & 0xf0) | ((changed[meta]! & 15) === 0 ? 1 : 0);
+    await writeFile(entryFile, changed);
+    await assert.rejects(mirrorOf(directory, { fetch: noNetwork }).load(), MirrorChecksumError);
+
+    // Cut short.
+    await writeFile(entryFile, genuineEntries.subarray(0, genuineEntries.length - 3));
+    await assert.rejects(mirrorOf(directory, { fetch: noNetwork }).load(), (e) => e instanceof MirrorFileError && e.problem === 'truncated');
+
+    // The manifest's count changed on disk.
+    await writeFile(entryFile, genuineEntries);
+    await writeFile(manifestFile, JSON.stringify({ ...JSON.parse(genuineManifest), count: 1 }));
+    await assert.rejects(mirrorOf(directory, { fetch: noNetwork }).load(), MirrorSignatureError);
+
+    // Another key pinned than the one that signed what is stored.
+    await writeFile(manifestFile, genuineManifest);
+    await assert.rejects(mirrorOf(directory, { fetch: noNetwork, publicKey: ed25519Keys().publicKey }).load(), MirrorSignatureError);
+
+    // The entry file gone.
+    await rm(entryFile);
+    await assert.rejects(mirrorOf(directory, { fetch: noNetwork }).load(), MirrorStorageError);
+
+    // sync() ignores the bad state and downloads the full file, which replaces it.
+    const healing = mirrorOf(directory);
+    assert.equal(healing.version, null);
+    assert.equal((await healing.sync()).applied, 'full');
+    assert.equal(await mirrorOf(directory, { fetch: noNetwork }).load(), version);
+  });
+});
+
+test('an empty directory: load() holds nothing, check() waits for a sync', async () => {
+  await withDirectory(async (directory) => {
+    const mirror = mirrorOf(join(directory, 'not-yet'), { fetch: noNetwork });
+    assert.equal(await mirror.load(), null);
+    assert.equal(mirror.version, null);
+  });
+});
+
+test('a directory that cannot be written: MirrorStorageError, and the synced state is not taken', async () => {
+  await withDirectory(async (directory) => {
+    const file = join(directory, 'a-file');
+    await writeFile(file, 'not a directory');
+    const mirror = mirrorOf(file);
+    await assert.rejects(mirror.sync(), (e) => e instanceof MirrorStorageError && e.code === 'mirror_storage');
+    assert.equal(mirror.version, null);
+  });
+});
