@@ -8,6 +8,7 @@ import type { MachineStallResult } from './machine-stall.bench.js';
 import { describeWindows, type DeltaResult, type HotPathScenario } from './http/delta.js';
 import type { CorrectionsResult, LookupPhase } from './http/corrections.js';
 import type { MemoryResult, MemorySample } from './http/memory.js';
+import type { MirrorResult } from './http/mirror.js';
 import type { CorrectionSeries, ServedSeries } from './http/correction-latency.js';
 import type { FleetResult } from './http/fleet.js';
 import type { Freshness } from './http/freshness.js';
@@ -38,6 +39,8 @@ export interface SuiteResult {
   corrections?: CorrectionsResult | null;
   /** Where an embedded server's memory goes, idle and over two compactions (http/memory.ts); absent in reports from before it. */
   memory?: MemoryResult | null;
+  /** The local mirror: sizes, the client's sync and check, agreement and lag (http/mirror.ts); absent in reports from before it. */
+  mirror?: MirrorResult | null;
 }
 
 type Check = readonly [figure: string, target: string, measured: string, met: boolean | null];
@@ -137,6 +140,7 @@ function checks(suite: SuiteResult): Check[] {
   if (suite.fleet !== undefined && suite.fleet !== null) out.push(...fleetChecks(suite.fleet));
   if (suite.corrections !== undefined && suite.corrections !== null) out.push(...correctionsChecks(suite.corrections));
   if (suite.memory !== undefined && suite.memory !== null) out.push(...memoryChecks(suite.memory));
+  if (suite.mirror !== undefined && suite.mirror !== null) out.push(...mirrorChecks(suite.mirror));
   return out;
 }
 
@@ -391,6 +395,32 @@ function memorySection(m: MemoryResult): string[] {
     `An embedded server with serve's ${(m.serveOptions ?? []).length === 0 ? 'default options' : `default options but ${m.serveOptions!.join(' ')}`} (${m.serverThreads} serving threads), on a copy of the data set; its snapshot file ${fmt(m.snapshotFileMB)} MB. ` +
       'Resident and its parts from /proc (MB); the server\'s own account from /metrics (MiB): the snapshot, the carried build state, the live delta, a replaced snapshot kept for the next build, every thread\'s JavaScript heap in use, build threads alive.',
     table(['when', 'resident', 'anonymous', 'file', 'shared', 'snapshot', 'carried', 'delta', 'reusable', 'heaps', 'build threads'], rows),
+  ];
+}
+
+function mirrorChecks(m: MirrorResult): Check[] {
+  return [
+    ['mirror agrees with the service', 'every flagged VPA and a sample of others', `${fmt(m.agreement.flagged)} flagged and ${fmt(m.agreement.unflagged)} others, ${m.agreement.mismatches} mismatches`, m.agreement.mismatches === 0],
+    ['mirror check per lookup', '< 1 µs', `${m.checkNs} ns (the hash alone ${m.hashNs} ns)`, m.checkNs < 1000],
+    ['ingest to a mirror that holds the VPA', '≤ 60 s p99', `p99 ${m.lag.p99S.toFixed(1)} s (p50 ${m.lag.p50S.toFixed(1)}, max ${m.lag.maxS.toFixed(1)} s over ${m.lag.samples.length} ingests)`, m.lag.p99S <= 60],
+  ];
+}
+
+function mirrorSection(m: MirrorResult): string[] {
+  const diffs = m.minuteDiffBytes.length === 0 ? 'none made' : m.minuteDiffBytes.map((b) => fmt(b)).join(', ');
+  return [
+    '## Mirror',
+    `An embedded server with a mirror signing key and serve's defaults, on a copy of the data set (${fmt(m.vpas)} VPAs); \`UpiRiskMirror\` in the bench process.`,
+    table(
+      ['figure', 'value'],
+      [
+        ['first version, after listening', `${m.firstVersionS} s`],
+        ['full file: identity / gzip / Brotli', `${fmt(m.fullBytes.identity)} / ${fmt(m.fullBytes.gzip)} / ${fmt(m.fullBytes.br)} B`],
+        ['server resident once the first version is served', `${fmt(m.serverRssMiB)} MiB`],
+        ['client: first sync (full file)', `${m.firstSync.seconds.toFixed(2)} s, ${m.firstSync.clientMemoryMiB} MiB held`],
+        ['diffs from the version before, 100 new VPAs every 10-20 s', `${diffs} B`],
+      ],
+    ),
   ];
 }
 
@@ -774,6 +804,7 @@ export function renderMarkdown(suite: SuiteResult): string {
   if (suite.fleet !== undefined && suite.fleet !== null) parts.push(...fleetSection(suite.fleet));
   if (suite.corrections !== undefined && suite.corrections !== null) parts.push(...correctionsSection(suite.corrections));
   if (suite.memory !== undefined && suite.memory !== null) parts.push(...memorySection(suite.memory));
+  if (suite.mirror !== undefined && suite.mirror !== null) parts.push(...mirrorSection(suite.mirror));
 
   if (suite.engine !== null) {
     parts.push('## Engine');

@@ -3,7 +3,7 @@
  * every figure set against its target, written as markdown and JSON to
  * bench/results/bench-<size>.{md,json}.
  *
- *   npm run bench -- [--vpas 1000000] [--only engine,micro,http,swap,delta,fleet,corrections,memory] [--modes plain,tls]
+ *   npm run bench -- [--vpas 1000000] [--only engine,micro,http,swap,delta,fleet,corrections,memory,mirror] [--modes plain,tls]
  *                    [--seconds 10] [--rounds 3] [--connections 64] [--hit-ratio 0.1] [--server-threads N] [--quick]
  *                    [--swap-rate R] [--build-idle-seconds S] [--build-threads N] [--max-memory SIZE]
  *                    [--ingests 25] [--compactions 3] [--delta-vpas 100000] [--store URL]
@@ -63,13 +63,14 @@ import { runDelta } from './http/delta.js';
 import { requireStoreReachable, runFleet } from './http/fleet.js';
 import { CORRECTION_PARTS, runCorrections, type CorrectionPart } from './http/corrections.js';
 import { runMemory } from './http/memory.js';
+import { runMirror } from './http/mirror.js';
 import { writeWorkload, type Workload } from './http/workload.js';
 import type { MachineStallResult } from './machine-stall.bench.js';
 import { renderMarkdown, type MicroResult, type SuiteResult } from './results.js';
 import { wholeNumberOption } from './support/report.js';
 import { parseMemorySize } from '../src/common/memory-limit.js';
 
-const SECTIONS = ['engine', 'micro', 'http', 'swap', 'delta', 'fleet', 'corrections', 'memory'] as const;
+const SECTIONS = ['engine', 'micro', 'http', 'swap', 'delta', 'fleet', 'corrections', 'memory', 'mirror'] as const;
 /** The fleet and corrections sections' database when neither --store nor $UPI_RISK_STORE names one. */
 const DEFAULT_STORE = 'postgres://postgres@127.0.0.1:5432/test';
 type Section = (typeof SECTIONS)[number];
@@ -77,7 +78,7 @@ type Section = (typeof SECTIONS)[number];
 const USAGE = `usage: npm run bench -- [options]
 
   --vpas N                data set size (default 1000000)
-  --only LIST             sections, from engine,micro,http,swap,delta,fleet,corrections,memory
+  --only LIST             sections, from engine,micro,http,swap,delta,fleet,corrections,memory,mirror
                           (default all)
   --modes LIST            HTTP modes, from plain,tls (default both)
   --seconds S             length of each measurement (default 10)
@@ -266,6 +267,7 @@ async function main(): Promise<void> {
     fleet: null,
     corrections: null,
     memory: null,
+    mirror: null,
   };
 
   if (only.has('engine') || !(await hasSnapshot())) {
@@ -281,7 +283,7 @@ async function main(): Promise<void> {
       micro.push({ file: `vpa-index (${keys / 1e6}M keys)`, report: await benchFile('vpa-index.bench.js', ['--keys', String(keys), '--no-reference']) });
     }
     // Every micro bench takes --vpas (microOptions); those that need no snapshot ignore it.
-    for (const file of ['answer-headers', 'answer-json', 'batch-answer', 'batch-request', 'cluster-answer-cache', 'largest-clusters', 'single-answer', 'snapshot-view', 'snapshot-codec']) {
+    for (const file of ['answer-headers', 'answer-json', 'batch-answer', 'batch-request', 'cluster-answer-cache', 'largest-clusters', 'single-answer', 'snapshot-view', 'snapshot-codec', 'vpa-hash']) {
       log(`micro: ${file}`);
       micro.push({ file, report: await benchFile(`${file}.bench.js`, ['--vpas', '1000000']) });
     }
@@ -375,6 +377,11 @@ async function main(): Promise<void> {
     ];
     log(`memory: an embedded server with ${serveOptions.length === 0 ? 'the default options' : serveOptions.join(' ')}, idle and over two compactions`);
     suite.memory = await runMemory({ dataDir: dataDirPath, workDir: join(root, 'memory-run'), log, serveOptions });
+  }
+
+  if (only.has('mirror')) {
+    log('mirror: an embedded server with a mirror key, and UpiRiskMirror syncing from it');
+    suite.mirror = await runMirror({ dataDir: dataDirPath, workDir: join(root, 'mirror-run'), view: view ?? (await dataSetView()), log });
   }
 
   const size = vpas >= 1e6 ? `${vpas / 1e6}m` : `${vpas / 1e3}k`;

@@ -9,7 +9,7 @@
 import { spawn } from 'node:child_process';
 import { performance } from 'node:perf_hooks';
 import { CLI, type RunningServer } from '../../test/server-process.js';
-import { round1 } from '../support/report.js';
+import { round1, percentile } from '../support/report.js';
 import { sleep } from './scenarios.js';
 import type { Answer, ThreadConnections } from './thread-connections.js';
 
@@ -90,11 +90,6 @@ export function answeredByEveryThread(
       throw new Error(`thread ${thread} did not serve the change to ${upi} within 600 s`);
     }),
   ).then((perThread) => Math.max(...perThread));
-}
-
-/** Nearest-rank percentile of `sorted` (ascending). */
-function percentile(sorted: readonly number[], p: number): number {
-  return sorted.length === 0 ? 0 : sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(p * sorted.length) - 1))]!;
 }
 
 export function freshnessOf(samples: readonly number[], mergeMs: readonly number[]): Freshness {

@@ -5,6 +5,8 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
+import { get as httpGet } from 'node:http';
+import { get as httpsGet } from 'node:https';
 import { copyFile, link, mkdir, readFile, readdir, writeFile } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -19,8 +21,8 @@ import { medianBy, round3 } from '../support/report.js';
 
 const BARE_SERVER = fileURLToPath(new URL('./bare-server.js', import.meta.url));
 
-export type Scenario = 'single' | 'batch' | 'cluster';
-export const SCENARIOS: readonly Scenario[] = ['single', 'batch', 'cluster'];
+export type Scenario = 'single' | 'batch' | 'cluster' | 'range';
+export const SCENARIOS: readonly Scenario[] = ['single', 'batch', 'cluster', 'range'];
 
 /** How the HTTP sections load servers: the suite's options. */
 export interface LoadOptions {
@@ -93,6 +95,7 @@ const LATENCY_SHARES: Readonly<Record<Scenario, readonly number[]>> = {
   single: [0.25, 0.5, 0.75],
   batch: [0.25, 0.5, 0.75],
   cluster: [0.25, 0.5, 0.75],
+  range: [0.25, 0.5, 0.75],
 };
 
 /**
@@ -216,11 +219,13 @@ export function targetFor(scenario: Scenario, workload: Workload, port: number, 
       return { port, tls, token, linesFile: workload.batchFile, method: 'POST', path: '/v1/verify/upi/batch' };
     case 'cluster':
       return { port, tls, token, linesFile: workload.clusterFile, method: 'GET', path: '' };
+    case 'range':
+      return { port, tls, token, linesFile: workload.rangeFile, method: 'GET', path: '' };
   }
 }
 
 export function bodyBytesOf(scenario: Scenario, workload: Workload): number {
-  return scenario === 'single' ? workload.singleBytes : scenario === 'batch' ? workload.batchBytes : workload.clusterBytes;
+  return { single: workload.singleBytes, batch: workload.batchBytes, cluster: workload.clusterBytes, range: workload.rangeBytes }[scenario];
 }
 
 /** A server loaded in peak rounds: its name, where the load goes, and the process whose CPU per request is read. */
@@ -293,6 +298,17 @@ export function roundMedians(rounds: readonly RotatedRound[], ceiling = 'ceiling
   };
 }
 
+/** The status of a GET with the bench key, over plain HTTP or TLS (the bench's certificate is self-signed). */
+function statusOf(url: string, token: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const request = (url.startsWith('https:') ? httpsGet : httpGet)(url, { headers: { authorization: `Bearer ${token}` }, rejectUnauthorized: false }, (response) => {
+      response.resume();
+      resolve(response.statusCode ?? 0);
+    });
+    request.on('error', reject);
+  });
+}
+
 /** Peak and latency of every scenario, service then ceiling, in one TLS mode. */
 export async function runHttp(options: HttpOptions, token: string): Promise<HttpResult> {
   const { workload, tls, log } = options;
@@ -300,6 +316,8 @@ export async function runHttp(options: HttpOptions, token: string): Promise<Http
   const scenarios: ScenarioResult[] = [];
   let serverRssMiB = -1;
   try {
+    // Range lookups answer 503 until the snapshot's VPAs are hashed, seconds after the start.
+    await pollUntil(async () => (await statusOf(`${server.base}/v1/verify/upi/range/00000`, token)) === 200, 100, 'range lookups were not ready', 120_000);
     const wrkOptions = { seconds: options.seconds, connections: options.connections, threads: options.wrkThreads };
     const warmupSeconds = Math.max(2, options.seconds);
     const loopOptions = { seconds: options.seconds, warmupSeconds: 2, connections: options.connections };

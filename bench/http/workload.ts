@@ -1,7 +1,8 @@
 /**
  * Request lists for the HTTP scenarios, drawn from the snapshot the server
  * will serve: single lookups and batch bodies with a set share of known
- * (flagged) VPAs among unknown ones of realistic shapes, and cluster ids.
+ * (flagged) VPAs among unknown ones of realistic shapes, cluster ids, and
+ * range lookups (the hash prefixes of the same mix of VPAs).
  * Also the mean answer size of each list, so the bare ceiling server can
  * return bodies of the same size.
  */
@@ -15,15 +16,20 @@ import { ServingView } from '../../src/engine/serving-view.js';
 import { formatClusterId } from '../../src/engine/verdict.js';
 import { VpaIndex } from '../../src/engine/vpa-index.js';
 import { mulberry32 } from '../../test/fixtures/random.js';
+import { hashHeads, rangesFromHeads } from '../../src/engine/hash-ranges.js';
+import { PREFIX_DIGITS, answerRange, parseRangePrefix } from '../../src/api/range-answer.js';
+import { vpaHashHex } from '../../src/vpa/vpa-hash.js';
 
 export interface Workload {
   readonly singleFile: string;
   readonly batchFile: string;
   readonly clusterFile: string;
+  readonly rangeFile: string;
   /** Mean answer body size in bytes, per scenario. */
   readonly singleBytes: number;
   readonly batchBytes: number;
   readonly clusterBytes: number;
+  readonly rangeBytes: number;
   /** Share of known VPAs among single lookups and batch items. */
   readonly hitRatio: number;
 }
@@ -33,6 +39,7 @@ export interface WorkloadOptions {
   readonly singles?: number;
   readonly batches?: number;
   readonly clusters?: number;
+  readonly ranges?: number;
   readonly seed?: number;
   /**
    * VPAs of a live delta (bench/http/delta.ts): this share of the known
@@ -101,17 +108,33 @@ export async function writeWorkload(view: SnapshotView, dir: string, options: Wo
     clusterBytes += Buffer.byteLength(JSON.stringify(view.cluster(id)));
   }
 
+  // The padded answers of one data version are all of one length: a few give it.
+  const heads = { hi: new Uint32Array(vpaCount), lo: new Uint32Array(vpaCount) };
+  hashHeads(data, heads);
+  const hashRanges = rangesFromHeads(data.meta.id, vpaCount, heads);
+  const ranges: string[] = [];
+  let rangeBytes = 0;
+  const rangeCount = options.ranges ?? 20_000;
+  for (let i = 0; i < rangeCount; i++) {
+    const prefix = vpaHashHex(vpa()).slice(0, PREFIX_DIGITS);
+    ranges.push(`/v1/verify/upi/range/${prefix}`);
+    if (i < 100) rangeBytes += Buffer.byteLength(answerRange(new ServingView(view), hashRanges, null, parseRangePrefix(prefix), true));
+  }
+
   const workload: Workload = {
     singleFile: join(dir, 'single.txt'),
     batchFile: join(dir, 'batch.txt'),
     clusterFile: join(dir, 'cluster.txt'),
+    rangeFile: join(dir, 'range.txt'),
     singleBytes: Math.round(singleBytes / singles.length),
     batchBytes: Math.round(batchBytes / bodies.length),
     clusterBytes: clusters.length === 0 ? 0 : Math.round(clusterBytes / clusters.length),
+    rangeBytes: Math.round(rangeBytes / Math.min(100, rangeCount)),
     hitRatio: options.hitRatio,
   };
   await writeFile(workload.singleFile, `${singles.join('\n')}\n`);
   await writeFile(workload.batchFile, `${bodies.join('\n')}\n`);
   await writeFile(workload.clusterFile, `${clusters.join('\n')}\n`);
+  await writeFile(workload.rangeFile, `${ranges.join('\n')}\n`);
   return workload;
 }

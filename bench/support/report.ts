@@ -32,6 +32,11 @@ export function taskRows(bench: Bench): Row[] {
   });
 }
 
+/** Nearest-rank percentile of `sorted` (ascending). */
+export function percentile(sorted: readonly number[], p: number): number {
+  return sorted.length === 0 ? 0 : sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(p * sorted.length) - 1))]!;
+}
+
 export function round1(x: number): number {
   return Math.round(x * 10) / 10;
 }
