@@ -113,12 +113,13 @@ export async function writeWorkload(view: SnapshotView, dir: string, options: Wo
   hashHeads(data, heads);
   const hashRanges = rangesFromHeads(data.meta.id, vpaCount, heads);
   const ranges: string[] = [];
+  const rangeScratch = new ByteScratch(1 << 20);
   let rangeBytes = 0;
   const rangeCount = options.ranges ?? 20_000;
   for (let i = 0; i < rangeCount; i++) {
     const prefix = vpaHashHex(vpa()).slice(0, PREFIX_DIGITS);
     ranges.push(`/v1/verify/upi/range/${prefix}`);
-    if (i < 100) rangeBytes += Buffer.byteLength(answerRange(new ServingView(view), hashRanges, null, parseRangePrefix(prefix), true));
+    if (i < 100) rangeBytes += answerRange(new ServingView(view), hashRanges, null, parseRangePrefix(prefix), true, rangeScratch).length;
   }
 
   const workload: Workload = {

@@ -128,7 +128,7 @@ if (10 ** SCALE_DIGITS !== CONFIDENCE_SCALE) throw new Error('CONFIDENCE_SCALE m
  * SCALE_DIGITS places is the only one that short to round to its double
  * (a test compares every value a snapshot can hold).
  */
-function putConfidence(target: Uint8Array, at: number, fixed: number): number {
+export function putConfidence(target: Uint8Array, at: number, fixed: number): number {
   const whole = Math.floor(fixed / CONFIDENCE_SCALE);
   let fraction = fixed - whole * CONFIDENCE_SCALE;
   let end = putDigits(target, at, whole, 10, 1);

@@ -1,9 +1,12 @@
+import { ByteScratch, asciiBytes, putAscii, putBytes, putDigits } from '../common/byte-scratch.js';
 import { firstInRange, largestRange, rangeOf, type DeltaHashes, type HashRanges } from '../engine/hash-ranges.js';
 import type { ServingView } from '../engine/serving-view.js';
+import { NO_CLUSTER } from '../engine/snapshot-data.js';
 import type { SnapshotView } from '../engine/snapshot-view.js';
+import { CLUSTER_ID_PREFIX } from '../engine/verdict.js';
 import { RISK_CATEGORIES } from '../vpa/categories.js';
-import { formatClusterId } from '../engine/verdict.js';
-import { vpaHashWords, wordsHex } from '../vpa/vpa-hash.js';
+import { vpaHashWords } from '../vpa/vpa-hash.js';
+import { putConfidence } from './flagged-verdict-bytes.js';
 
 /**
  * GET /v1/verify/upi/range/{prefix} (docs/api.md, "Private lookups"):
@@ -16,29 +19,90 @@ import { vpaHashWords, wordsHex } from '../vpa/vpa-hash.js';
  * written ENTRY_WIDTH bytes wide (JSON's spaces before its closing brace).
  * The padding is a function of the data version and the prefix alone, so
  * an answer may be cached by its ETag.
+ *
+ * The answer is written as bytes into a reused buffer (byte-scratch.ts),
+ * the entries kept as hash words and field codes in reused arrays until
+ * then: an answer of 28 entries (the largest range at 10M) allocates little
+ * more than the keys of its real entries.
  */
 
 /** Hex digits of a range prefix. */
 export const PREFIX_DIGITS = 5;
-const SUFFIX_DIGITS = 64 - PREFIX_DIGITS;
+const PREFIX_BITS = 4 * PREFIX_DIGITS;
+/** No cluster, in `cluster` below. */
+const NONE = -1;
 
-/** The widest entry: an 18-character risk category, a 6-character confidence (0.0001) and `"MC-4294967295"`. */
-const ENTRY_WIDTH = entryText('0'.repeat(SUFFIX_DIGITS), 'nbfc_impersonation', '0.0001', '"MC-4294967295"').length;
-
-interface RangeEntry {
-  readonly suffix: string;
-  readonly text: string;
-}
+const ENTRY_START = asciiBytes('{"suffix":"');
+const STATUS_CATEGORY = asciiBytes('","status":"FLAGGED","risk_category":"');
+const CONFIDENCE = asciiBytes('","confidence":');
+const CLUSTER_NULL = asciiBytes(',"cluster_id":null');
+const CLUSTER_ID = asciiBytes(`,"cluster_id":"${CLUSTER_ID_PREFIX}`);
+const CATEGORY_TEXT = RISK_CATEGORIES.map((name) => asciiBytes(name));
+const HEX = asciiBytes('0123456789abcdef');
+const SPACE = 0x20;
+const QUOTE = 0x22;
+const COMMA = 0x2c;
+const CLOSE_BRACE = 0x7d;
+/** The widest entry: the longest risk category, a 6-character confidence (0.0001) and the largest cluster id. */
+const ENTRY_WIDTH =
+  ENTRY_START.length + 64 - PREFIX_DIGITS + STATUS_CATEGORY.length + Math.max(...CATEGORY_TEXT.map((t) => t.length)) + CONFIDENCE.length + 6 + CLUSTER_ID.length + 10 + 2;
+/** Room for an answer's start and end around its entries. */
+const FRAME_BOUND = 256;
 
 /** The range a prefix names (0 to 2^20 - 1), or -1 unless it is five lowercase hex digits. */
 export function parseRangePrefix(text: string): number {
   return /^[0-9a-f]{5}$/.test(text) ? Number.parseInt(text, 16) : -1;
 }
 
-/** The answer for `range` from `view`, whose snapshot's ranges are `ranges` and whose delta's hashes are `delta`. */
-export function answerRange(view: ServingView, ranges: HashRanges, delta: DeltaHashes | null, range: number, padded: boolean): string {
-  const words = new Uint32Array(8);
-  const entries: RangeEntry[] = [];
+/** An answer's entries before they are written: each one's hash words and fields, reused from answer to answer. */
+class RangeEntries {
+  count = 0;
+  words = new Uint32Array(8 * 32);
+  category = new Uint8Array(32);
+  confidence = new Uint16Array(32);
+  /** Cluster number, or NONE. */
+  cluster = new Float64Array(32);
+  /** Entry indexes in suffix order. */
+  order: number[] = [];
+
+  /** A new entry's index; its words are to be written at 8 times it. */
+  add(category: number, confidence: number, cluster: number): number {
+    if (this.count === this.category.length) this.#grow();
+    const i = this.count++;
+    this.category[i] = category;
+    this.confidence[i] = confidence;
+    this.cluster[i] = cluster;
+    return i;
+  }
+
+  #grow(): void {
+    const size = 2 * this.category.length;
+    const words = new Uint32Array(8 * size);
+    words.set(this.words);
+    this.words = words;
+    const category = new Uint8Array(size);
+    category.set(this.category);
+    this.category = category;
+    const confidence = new Uint16Array(size);
+    confidence.set(this.confidence);
+    this.confidence = confidence;
+    const cluster = new Float64Array(size);
+    cluster.set(this.cluster);
+    this.cluster = cluster;
+  }
+}
+
+const entries = new RangeEntries();
+const hashWords = new Uint32Array(8);
+
+/** How many bytes an answer of `count` entries may take, for a ByteScratch to be sized. */
+export function rangeAnswerBound(count: number, version: string): number {
+  return FRAME_BOUND + version.length + count * (ENTRY_WIDTH + 1);
+}
+
+/** The answer for `range` from `view`, whose snapshot's ranges are `ranges` and whose delta's hashes are `delta`, written into `out`. */
+export function answerRange(view: ServingView, ranges: HashRanges, delta: DeltaHashes | null, range: number, padded: boolean, out: ByteScratch): Uint8Array {
+  entries.count = 0;
   const base = view.base;
   for (let i = ranges.starts[range]!; i < ranges.starts[range + 1]!; i++) {
     const id = ranges.order[i]!;
@@ -48,7 +112,7 @@ export function answerRange(view: ServingView, ranges: HashRanges, delta: DeltaH
       view.locate(key);
       if (view.located === view.delta) continue;
     }
-    entries.push(realEntry(base, id, key, words));
+    addReal(base, id, key);
   }
   if (delta !== null && view.delta !== null) {
     const overlay = view.delta;
@@ -56,49 +120,50 @@ export function answerRange(view: ServingView, ranges: HashRanges, delta: DeltaH
       const id = delta.sorted[i]!;
       if (rangeOf(delta.heads.hi[id]!) !== range) break;
       if (overlay.data.evidenceCount[id] === 0) continue;
-      entries.push(realEntry(overlay, id, overlay.keyOf(id), words));
+      addReal(overlay, id, overlay.keyOf(id));
     }
   }
-  if (padded) {
-    const target = largestRange(ranges, delta);
-    const taken = new Set(entries.map((e) => e.suffix));
-    const random = paddingRandom(view.version, range, words);
-    while (entries.length < target) {
-      const entry = paddingEntry(view, range, random, words);
-      if (taken.has(entry.suffix)) continue;
-      taken.add(entry.suffix);
-      entries.push(entry);
-    }
+  const real = entries.count;
+  if (padded) addPadding(view, range, real, largestRange(ranges, delta));
+  sortBySuffix();
+
+  const version = JSON.stringify(view.version);
+  const b = out.clear().room(rangeAnswerBound(entries.count, version));
+  let at = putAscii(b, 0, '{"prefix":"');
+  at = putDigits(b, at, range, 16, PREFIX_DIGITS);
+  at = putAscii(b, at, '","data_version":');
+  at = putAscii(b, at, version);
+  at = putAscii(b, at, ',"entries":[');
+  for (let k = 0; k < entries.order.length; k++) {
+    if (k > 0) b[at++] = COMMA;
+    at = putEntry(b, at, entries.order[k]!, padded);
   }
-  entries.sort((a, b) => (a.suffix < b.suffix ? -1 : a.suffix > b.suffix ? 1 : 0));
-  let body = `{"prefix":"${range.toString(16).padStart(PREFIX_DIGITS, '0')}","data_version":${JSON.stringify(view.version)},"entries":[`;
-  for (let i = 0; i < entries.length; i++) {
-    if (i > 0) body += ',';
-    const text = entries[i]!.text;
-    body += padded ? text.slice(0, -1) + ' '.repeat(ENTRY_WIDTH - text.length) + '}' : text;
-  }
-  return body + ']}';
+  at = putAscii(b, at, ']}');
+  return out.commit(at).view();
 }
 
-function realEntry(view: SnapshotView, id: number, key: string, words: Uint32Array): RangeEntry {
-  const item = view.flaggedBatchItem(id, key);
-  const suffix = wordsHex(vpaHashWords(key, words), PREFIX_DIGITS, 64);
-  return { suffix, text: entryText(suffix, item.risk_category!, String(item.confidence), item.cluster_id === null ? 'null' : `"${item.cluster_id}"`) };
+function addReal(view: SnapshotView, id: number, key: string): void {
+  const d = view.data;
+  const cluster = d.vpaCluster[id]!;
+  const i = entries.add(d.riskCategory[id]!, d.confidence[id]!, cluster === NO_CLUSTER ? NONE : d.clusterNumber[cluster]!);
+  vpaHashWords(key, hashWords);
+  entries.words.set(hashWords, 8 * i);
 }
 
 /**
- * The padding's random numbers for one range of one data version: a
- * xoshiro128** generator seeded from h of the two, so that an answer is the
- * same for every caller and every server of the version, at one hash a
- * request rather than one an entry.
+ * Padding entries up to `target`: suffixes and fields drawn from a
+ * xoshiro128** generator seeded from h of the data version and the range,
+ * so that an answer is the same for every caller and every server of the
+ * version. Confidences and categories spread as flagged VPAs' do; a cluster,
+ * when one is named, is one of the snapshot's.
  */
-function paddingRandom(version: string, range: number, words: Uint32Array): () => number {
-  vpaHashWords(`padding/${version}/${range}`, words);
-  let a = words[0]! | 1;
-  let b = words[1]!;
-  let c = words[2]!;
-  let d = words[3]!;
-  return () => {
+function addPadding(view: ServingView, range: number, real: number, target: number): void {
+  vpaHashWords(`padding/${view.version}/${range}`, hashWords);
+  let a = hashWords[0]! | 1;
+  let b = hashWords[1]!;
+  let c = hashWords[2]!;
+  let d = hashWords[3]!;
+  const next = (): number => {
     const result = Math.imul(rotate(Math.imul(b, 5), 7), 9) >>> 0;
     const t = b << 9;
     c ^= a;
@@ -109,24 +174,72 @@ function paddingRandom(version: string, range: number, words: Uint32Array): () =
     d = rotate(d, 11);
     return result;
   };
+  const clusters = view.base.data.clusterNumber;
+  while (entries.count < target) {
+    const i = entries.add(next() % RISK_CATEGORIES.length, 3000 + (next() % 6999), clusters.length === 0 || (next() & 1) === 0 ? NONE : clusters[next() % clusters.length]!);
+    const w = entries.words;
+    for (let k = 0; k < 8; k++) w[8 * i + k] = next();
+    w[8 * i] = (range << (32 - PREFIX_BITS)) | (w[8 * i]! & ((1 << (32 - PREFIX_BITS)) - 1));
+    // A suffix a real VPA of the range has (a chance of 2^-236) is drawn again.
+    for (let r = 0; r < real; r++) {
+      if (sameWords(w, 8 * r, 8 * i)) {
+        entries.count--;
+        break;
+      }
+    }
+  }
 }
 
 function rotate(x: number, k: number): number {
   return (x << k) | (x >>> (32 - k));
 }
 
-/** A padding entry: its suffix and fields drawn from `random`. Confidences and categories spread as flagged VPAs' do; a cluster, when it names one, is one of the snapshot's. */
-function paddingEntry(view: ServingView, range: number, random: () => number, words: Uint32Array): RangeEntry {
-  for (let i = 0; i < 8; i++) words[i] = random();
-  words[0] = (range << (32 - 4 * PREFIX_DIGITS)) | (words[0]! & ((1 << (32 - 4 * PREFIX_DIGITS)) - 1));
-  const suffix = wordsHex(words, PREFIX_DIGITS, 64);
-  const category = RISK_CATEGORIES[random() % RISK_CATEGORIES.length]!;
-  const confidence = (3000 + (random() % 6999)) / 10_000;
-  const clusters = view.base.data.clusterNumber;
-  const cluster = clusters.length === 0 || (random() & 1) === 0 ? 'null' : `"${formatClusterId(clusters[random() % clusters.length]!)}"`;
-  return { suffix, text: entryText(suffix, category, String(confidence), cluster) };
+function sameWords(w: Uint32Array, a: number, b: number): boolean {
+  for (let k = 0; k < 8; k++) if (w[a + k] !== w[b + k]) return false;
+  return true;
 }
 
-function entryText(suffix: string, category: string, confidence: string, cluster: string): string {
-  return `{"suffix":"${suffix}","status":"FLAGGED","risk_category":"${category}","confidence":${confidence},"cluster_id":${cluster}}`;
+/** `entries.order`: the entries by their hash words, which is their suffixes' order (an insertion sort: an answer has a few dozen). */
+function sortBySuffix(): void {
+  const order = entries.order;
+  order.length = entries.count;
+  const w = entries.words;
+  for (let i = 0; i < entries.count; i++) {
+    let j = i - 1;
+    while (j >= 0 && wordsAfter(w, 8 * order[j]!, 8 * i)) {
+      order[j + 1] = order[j]!;
+      j--;
+    }
+    order[j + 1] = i;
+  }
+}
+
+function wordsAfter(w: Uint32Array, a: number, b: number): boolean {
+  for (let k = 0; k < 8; k++) {
+    const x = w[a + k]!;
+    const y = w[b + k]!;
+    if (x !== y) return x > y;
+  }
+  return false;
+}
+
+function putEntry(b: Uint8Array, start: number, i: number, padded: boolean): number {
+  let at = putBytes(b, start, ENTRY_START, 0, ENTRY_START.length);
+  const w = entries.words;
+  for (let digit = PREFIX_DIGITS; digit < 64; digit++) b[at++] = HEX[(w[8 * i + (digit >>> 3)]! >>> (28 - ((digit & 7) << 2))) & 15]!;
+  at = putBytes(b, at, STATUS_CATEGORY, 0, STATUS_CATEGORY.length);
+  const category = CATEGORY_TEXT[entries.category[i]!]!;
+  at = putBytes(b, at, category, 0, category.length);
+  at = putBytes(b, at, CONFIDENCE, 0, CONFIDENCE.length);
+  at = putConfidence(b, at, entries.confidence[i]!);
+  const cluster = entries.cluster[i]!;
+  if (cluster === NONE) at = putBytes(b, at, CLUSTER_NULL, 0, CLUSTER_NULL.length);
+  else {
+    at = putBytes(b, at, CLUSTER_ID, 0, CLUSTER_ID.length);
+    at = putDigits(b, at, cluster, 10, 1);
+    b[at++] = QUOTE;
+  }
+  if (padded) while (at < start + ENTRY_WIDTH - 1) b[at++] = SPACE;
+  b[at++] = CLOSE_BRACE;
+  return at;
 }

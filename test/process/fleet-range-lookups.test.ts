@@ -7,6 +7,7 @@ import { BuilderRole } from '../../src/roles/builder-role.js';
 import { FollowerService } from '../../src/fleet/follower-service.js';
 import { HashRangeKeeper } from '../../src/service/hash-range-keeper.js';
 import { answerRange, parseRangePrefix } from '../../src/api/range-answer.js';
+import { ByteScratch } from '../../src/common/byte-scratch.js';
 import { silentLogger } from '../../src/common/logger.js';
 import { vpaHashHex } from '../../src/vpa/vpa-hash.js';
 
@@ -28,7 +29,7 @@ test("a follower's range lookups find what the log adds, from its delta and afte
         const made = keeper.snapshot;
         if (made === null) return false;
         const hash = vpaHashHex(upi);
-        const body = JSON.parse(answerRange(served.view, made.ranges, keeper.hashesOf(served.delta), parseRangePrefix(hash.slice(0, 5)), false)) as { entries: { suffix: string }[] };
+        const body = JSON.parse(Buffer.from(answerRange(served.view, made.ranges, keeper.hashesOf(served.delta), parseRangePrefix(hash.slice(0, 5)), false, new ByteScratch(65_536))).toString()) as { entries: { suffix: string }[] };
         return body.entries.some((e) => e.suffix === hash.slice(5));
       };
       await until('the snapshot found by range', 30_000, () => found('first.mule@ybl'));

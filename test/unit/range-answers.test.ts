@@ -5,6 +5,7 @@ import fc from 'fast-check';
 import { ServingView } from '../../src/engine/serving-view.js';
 import { deltaHashes, type DeltaHashes } from '../../src/engine/hash-ranges.js';
 import { answerRange, parseRangePrefix } from '../../src/api/range-answer.js';
+import { ByteScratch } from '../../src/common/byte-scratch.js';
 import { ASKED, batchesArb, snapshotAndDelta, snapshotHashes } from '../delta-fixtures.js';
 
 interface RangeBody {
@@ -13,6 +14,8 @@ interface RangeBody {
   entries: { suffix: string; status: string; risk_category: string; confidence: number; cluster_id: string | null }[];
 }
 
+const scratch = new ByteScratch(1 << 20);
+const text = (bytes: Uint8Array) => Buffer.from(bytes).toString();
 const sha = (upi: string) => createHash('sha256').update(upi.toLowerCase()).digest('hex');
 
 test('a range answer holds exactly the flagged VPAs of its prefix, with their verdicts, over a snapshot and every state of its delta', () => {
@@ -29,7 +32,7 @@ test('a range answer holds exactly the flagged VPAs of its prefix, with their ve
         previous = hashes;
         for (const upi of ASKED) {
           const hash = sha(upi);
-          const body = JSON.parse(answerRange(view, ranges, hashes, parseRangePrefix(hash.slice(0, 5)), false)) as RangeBody;
+          const body = JSON.parse(text(answerRange(view, ranges, hashes, parseRangePrefix(hash.slice(0, 5)), false, scratch))) as RangeBody;
           assert.equal(body.prefix, hash.slice(0, 5));
           assert.equal(body.data_version, view.version);
           const mine = body.entries.filter((e) => e.suffix === hash.slice(5));
@@ -60,7 +63,7 @@ test('padded, every range answer of one data version has as many entries and as 
   const { ranges } = snapshotHashes(base);
   const view = new ServingView(base, null);
   const prefixes = [...Array.from({ length: 40 }, (_, i) => sha(`payee${i}@ybl`).slice(0, 5)), '00000', 'fffff', '12345'];
-  const answers = prefixes.map((p) => answerRange(view, ranges, null, parseRangePrefix(p), true));
+  const answers = prefixes.map((p) => text(answerRange(view, ranges, null, parseRangePrefix(p), true, scratch)));
   const lengths = new Set(answers.map((a) => Buffer.byteLength(a)));
   assert.equal(lengths.size, 1, 'one length for every answer');
   for (const [i, answer] of answers.entries()) {
@@ -71,7 +74,7 @@ test('padded, every range answer of one data version has as many entries and as 
     if (i < 40) assert.ok(body.entries.some((e) => e.suffix === sha(`payee${i}@ybl`).slice(5)));
   }
   // The padding depends on the version and prefix alone: the same answer twice.
-  assert.equal(answerRange(view, ranges, null, parseRangePrefix('12345'), true), answers.at(-1));
+  assert.equal(text(answerRange(view, ranges, null, parseRangePrefix('12345'), true, scratch)), answers.at(-1));
 });
 
 test('a range prefix is exactly five lowercase hex digits', () => {

@@ -1,6 +1,7 @@
 import type { HttpRequest } from 'uWebSockets.js';
 import { answerRange, parseRangePrefix } from '../../api/range-answer.js';
 import { HttpError, badRequest } from '../../api/http-error.js';
+import { ByteScratch } from '../../common/byte-scratch.js';
 import type { Answer } from '../exchange.js';
 import { ROUTE } from '../request-stats.js';
 import type { ApiDependencies, RouteKit } from '../route-kit.js';
@@ -11,6 +12,8 @@ import type { ApiDependencies, RouteKit } from '../route-kit.js';
  * answer may be; compactions come minutes apart (docs/api.md).
  */
 export const RANGE_MAX_AGE_SECONDS = 60;
+/** Bytes of the buffer a range answer is written into. */
+const RANGE_ANSWER_CAPACITY = 256 * 1024;
 /** Retry-After while a new snapshot's ranges are being made. */
 const RANGES_PENDING_RETRY_SECONDS = 2;
 
@@ -26,6 +29,8 @@ interface RangeInput {
  */
 export function registerPrivateLookupRoutes(kit: RouteKit, deps: ApiDependencies): void {
   const { routes, keyed, send } = kit;
+  // The answer being written: a few KB (about 5 at 10M VPAs); this room is for ranges of a thousand and more.
+  const answerBytes = new ByteScratch(RANGE_ANSWER_CAPACITY);
   const range: Answer<RangeInput> = (x, input) => {
     const prefix = parseRangePrefix(input.prefix);
     if (prefix < 0) throw badRequest('the range prefix must be the first 5 lowercase hex digits of the SHA-256 of the VPA');
@@ -40,7 +45,7 @@ export function registerPrivateLookupRoutes(kit: RouteKit, deps: ApiDependencies
       send(x, 304, '', headers);
       return;
     }
-    send(x, 200, answerRange(x.view, found.ranges, found.delta, prefix, input.padded), headers);
+    send(x, 200, answerRange(x.view, found.ranges, found.delta, prefix, input.padded, answerBytes), headers);
   };
   const rangeRoute = keyed(ROUTE.range, 'screen', readRange, range);
   routes.get('/v1/verify/upi/range/:prefix', rangeRoute);
