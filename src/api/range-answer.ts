@@ -62,8 +62,10 @@ class RangeEntries {
   confidence = new Uint16Array(32);
   /** Cluster number, or NONE. */
   cluster = new Float64Array(32);
-  /** Entry indexes in suffix order. */
-  order: number[] = [];
+  /** Padding pool entries drawn for the answer. */
+  readonly picks: number[] = [];
+  /** Entry indexes, and padding picks as -1 - pick, in suffix order. */
+  readonly order: number[] = [];
 
   /** A new entry's index; its words are to be written at 8 times it. */
   add(category: number, confidence: number, cluster: number): number {
@@ -123,12 +125,13 @@ export function answerRange(view: ServingView, ranges: HashRanges, delta: DeltaH
       addReal(overlay, id, overlay.keyOf(id));
     }
   }
-  const real = entries.count;
-  if (padded) addPadding(view, range, real, largestRange(ranges, delta));
-  sortBySuffix();
+  entries.picks.length = 0;
+  if (padded) addPadding(view, range, entries.count, largestRange(ranges, delta));
+  const poolBytes = padded ? paddingPool(view) : null;
+  sortBySuffix(poolBytes?.words ?? null);
 
   const version = JSON.stringify(view.version);
-  const b = out.clear().room(rangeAnswerBound(entries.count, version));
+  const b = out.clear().room(rangeAnswerBound(entries.order.length, version));
   let at = putAscii(b, 0, '{"prefix":"');
   at = putDigits(b, at, range, 16, PREFIX_DIGITS);
   at = putAscii(b, at, '","data_version":');
@@ -136,7 +139,8 @@ export function answerRange(view: ServingView, ranges: HashRanges, delta: DeltaH
   at = putAscii(b, at, ',"entries":[');
   for (let k = 0; k < entries.order.length; k++) {
     if (k > 0) b[at++] = COMMA;
-    at = putEntry(b, at, entries.order[k]!, padded);
+    const item = entries.order[k]!;
+    at = item >= 0 ? putEntry(b, at, item, padded) : putBytes(b, at, poolBytes!.bytes, (-1 - item) * ENTRY_WIDTH, (-item) * ENTRY_WIDTH);
   }
   at = putAscii(b, at, ']}');
   return out.commit(at).view();
@@ -151,19 +155,38 @@ function addReal(view: SnapshotView, id: number, key: string): void {
 }
 
 /**
- * Padding entries up to `target`: suffixes and fields drawn from a
- * xoshiro128** generator seeded from h of the data version and the range,
+ * Padding entries up to `target`, drawn from the snapshot's padding pool by
+ * a xoshiro128** generator seeded from h of the data version and the range,
  * so that an answer is the same for every caller and every server of the
- * version. Confidences and categories spread as flagged VPAs' do; a cluster,
- * when one is named, is one of the snapshot's.
+ * version. Picks are entry indexes with the PADDING flag set.
  */
 function addPadding(view: ServingView, range: number, real: number, target: number): void {
-  vpaHashWords(`padding/${view.version}/${range}`, hashWords);
+  const pool = paddingPool(view);
+  const next = seededRandom(`padding/${view.version}/${range}`);
+  const picks = entries.picks;
+  picks.length = 0;
+  while (real + picks.length < target) {
+    const pick = next() % PADDING_POOL;
+    if (!picks.includes(pick) && !sameSuffixAsReal(pool.words, pick, real)) picks.push(pick);
+  }
+}
+
+/** True when pool entry `pick` has the suffix of one of the first `real` entries (a chance of 2^-236). */
+function sameSuffixAsReal(words: Uint32Array, pick: number, real: number): boolean {
+  for (let r = 0; r < real; r++) {
+    if (compareSuffixes(words, 8 * pick, entries.words, 8 * r) === 0) return true;
+  }
+  return false;
+}
+
+/** A xoshiro128** generator seeded from h(seed). */
+function seededRandom(seed: string): () => number {
+  vpaHashWords(seed, hashWords);
   let a = hashWords[0]! | 1;
   let b = hashWords[1]!;
   let c = hashWords[2]!;
   let d = hashWords[3]!;
-  const next = (): number => {
+  return () => {
     const result = Math.imul(rotate(Math.imul(b, 5), 7), 9) >>> 0;
     const t = b << 9;
     c ^= a;
@@ -174,53 +197,92 @@ function addPadding(view: ServingView, range: number, real: number, target: numb
     d = rotate(d, 11);
     return result;
   };
+}
+
+/**
+ * PADDING_POOL padding entries of a snapshot, written once (a serving thread
+ * makes it at its first padded answer over the snapshot): random suffixes,
+ * and fields spread as flagged VPAs' are, a cluster, when one is named,
+ * being one of the snapshot's. A suffix is no part of the range, so one pool
+ * serves every range; a caller comparing ranges can tell padding from real
+ * entries, as it can by asking with the padding off, while the answers'
+ * size still tells an observer of the connection nothing.
+ */
+interface PaddingPool {
+  readonly snapshotId: string;
+  /** Each entry's hash words, the range's bits zero. */
+  readonly words: Uint32Array;
+  /** Each entry written ENTRY_WIDTH bytes wide. */
+  readonly bytes: Uint8Array;
+}
+
+const PADDING_POOL = 4096;
+let pool: PaddingPool | null = null;
+
+function paddingPool(view: ServingView): PaddingPool {
+  const snapshotId = view.base.meta.id;
+  if (pool !== null && pool.snapshotId === snapshotId) return pool;
+  const next = seededRandom(`padding/${snapshotId}`);
   const clusters = view.base.data.clusterNumber;
-  while (entries.count < target) {
+  const saved = entries.count;
+  const words = new Uint32Array(8 * PADDING_POOL);
+  const bytes = new Uint8Array(PADDING_POOL * ENTRY_WIDTH);
+  for (let p = 0; p < PADDING_POOL; p++) {
+    for (let k = 0; k < 8; k++) words[8 * p + k] = next();
+    words[8 * p] = words[8 * p]! & ((1 << (32 - PREFIX_BITS)) - 1);
+    // Written through the entries' own writer, as the entry past the answer's ones.
     const i = entries.add(next() % RISK_CATEGORIES.length, 3000 + (next() % 6999), clusters.length === 0 || (next() & 1) === 0 ? NONE : clusters[next() % clusters.length]!);
-    const w = entries.words;
-    for (let k = 0; k < 8; k++) w[8 * i + k] = next();
-    w[8 * i] = (range << (32 - PREFIX_BITS)) | (w[8 * i]! & ((1 << (32 - PREFIX_BITS)) - 1));
-    // A suffix a real VPA of the range has (a chance of 2^-236) is drawn again.
-    for (let r = 0; r < real; r++) {
-      if (sameWords(w, 8 * r, 8 * i)) {
-        entries.count--;
-        break;
-      }
-    }
+    entries.words.set(words.subarray(8 * p, 8 * p + 8), 8 * i);
+    putEntry(bytes, p * ENTRY_WIDTH, i, true);
+    entries.count = saved;
   }
+  pool = { snapshotId, words, bytes };
+  return pool;
 }
 
 function rotate(x: number, k: number): number {
   return (x << k) | (x >>> (32 - k));
 }
 
-function sameWords(w: Uint32Array, a: number, b: number): boolean {
-  for (let k = 0; k < 8; k++) if (w[a + k] !== w[b + k]) return false;
-  return true;
-}
-
-/** `entries.order`: the entries by their hash words, which is their suffixes' order (an insertion sort: an answer has a few dozen). */
-function sortBySuffix(): void {
+/**
+ * `entries.order`: the real entries (their indexes) and the padding picks
+ * (-1 - pick) in suffix order, an insertion sort: an answer has a few
+ * dozen.
+ */
+function sortBySuffix(poolWords: Uint32Array | null): void {
   const order = entries.order;
-  order.length = entries.count;
-  const w = entries.words;
-  for (let i = 0; i < entries.count; i++) {
+  order.length = 0;
+  for (let i = 0; i < entries.count; i++) order.push(i);
+  for (const pick of entries.picks) order.push(-1 - pick);
+  for (let i = 1; i < order.length; i++) {
+    const item = order[i]!;
     let j = i - 1;
-    while (j >= 0 && wordsAfter(w, 8 * order[j]!, 8 * i)) {
+    while (j >= 0 && suffixAfter(order[j]!, item, poolWords)) {
       order[j + 1] = order[j]!;
       j--;
     }
-    order[j + 1] = i;
+    order[j + 1] = item;
   }
 }
 
-function wordsAfter(w: Uint32Array, a: number, b: number): boolean {
-  for (let k = 0; k < 8; k++) {
-    const x = w[a + k]!;
-    const y = w[b + k]!;
-    if (x !== y) return x > y;
+/** True when ordered item `a`'s suffix sorts after `b`'s (items as in `entries.order`). */
+function suffixAfter(a: number, b: number, poolWords: Uint32Array | null): boolean {
+  const aWords = a >= 0 ? entries.words : poolWords!;
+  const bWords = b >= 0 ? entries.words : poolWords!;
+  return compareSuffixes(aWords, 8 * (a >= 0 ? a : -1 - a), bWords, 8 * (b >= 0 ? b : -1 - b)) > 0;
+}
+
+/** Orders two hashes by their suffixes: the words after the range's bits. */
+function compareSuffixes(x: Uint32Array, a: number, y: Uint32Array, b: number): number {
+  const mask = (1 << (32 - PREFIX_BITS)) - 1;
+  const first = (x[a]! & mask) - (y[b]! & mask);
+  if (first !== 0) return first;
+  for (let k = 1; k < 8; k++) {
+    const p = x[a + k]!;
+    const q = y[b + k]!;
+    if (p !== q) return p > q ? 1 : -1;
   }
-  return false;
+  return 0;
 }
 
 function putEntry(b: Uint8Array, start: number, i: number, padded: boolean): number {
