@@ -58,7 +58,7 @@ import { MAX_BUILD_THREADS } from '../src/builder/snapshot-builder.js';
 import { MAX_BUILD_IDLE_SECONDS } from '../src/service/snapshot-service.js';
 import { redactStoreUrl } from '../src/store/postgres.js';
 import { requireWrk } from './http/load-tools.js';
-import { createBenchKey, runHttp, runSwap, type HttpOptions, type HttpResult, type LoadOptions } from './http/scenarios.js';
+import { SCENARIOS, createBenchKey, runHttp, runSwap, type HttpOptions, type HttpResult, type LoadOptions, type Scenario } from './http/scenarios.js';
 import { runDelta } from './http/delta.js';
 import { requireStoreReachable, runFleet } from './http/fleet.js';
 import { CORRECTION_PARTS, runCorrections, type CorrectionPart } from './http/corrections.js';
@@ -81,6 +81,7 @@ const USAGE = `usage: npm run bench -- [options]
   --only LIST             sections, from engine,micro,http,swap,delta,fleet,corrections,memory,mirror
                           (default all)
   --modes LIST            HTTP modes, from plain,tls (default both)
+  --scenarios LIST        the http section's scenarios, from single,batch,cluster,range (default all)
   --seconds S             length of each measurement (default 10)
   --rounds N              peak rounds of the service and the ceiling per scenario (default 3)
   --connections C         wrk connections (default 64)
@@ -123,6 +124,7 @@ const OPTIONS = {
   vpas: { type: 'string', default: '1000000' },
   only: { type: 'string', default: SECTIONS.join(',') },
   modes: { type: 'string', default: 'plain,tls' },
+  scenarios: { type: 'string', default: SCENARIOS.join(',') },
   seconds: { type: 'string', default: '10' },
   // Peak runs of the service and the ceiling, one after the other, this many times (the median ratio is reported).
   rounds: { type: 'string', default: '3' },
@@ -170,7 +172,7 @@ function orUsage<T>(read: () => T): T {
   }
 }
 
-const { vpas, seconds, rounds, connections, serverThreads, wrkThreads, buildIdleSeconds, buildThreads, maxMemory, swapRate, compactionRate, hitRatio, only, modes, ingests, compactions, deltaVpas, corrections, bulkClearances, bulkRetractions, correctionParts } = orUsage(() => {
+const { scenarios, vpas, seconds, rounds, connections, serverThreads, wrkThreads, buildIdleSeconds, buildThreads, maxMemory, swapRate, compactionRate, hitRatio, only, modes, ingests, compactions, deltaVpas, corrections, bulkClearances, bulkRetractions, correctionParts } = orUsage(() => {
   const vpas = wholeNumberOption('vpas', args.vpas, 1000);
   const seconds = wholeNumberOption('seconds', args.seconds, 1);
   const rounds = wholeNumberOption('rounds', args.rounds, 1);
@@ -207,7 +209,9 @@ const { vpas, seconds, rounds, connections, serverThreads, wrkThreads, buildIdle
   for (const s of only) if (!SECTIONS.includes(s as Section)) throw new Error(`--only takes ${SECTIONS.join(', ')}; got ${s}`);
   const modes = args.modes.split(',').map((s) => s.trim());
   for (const m of modes) if (m !== 'plain' && m !== 'tls') throw new Error(`--modes takes plain and tls; got ${m}`);
-  return { vpas, seconds, rounds, connections, serverThreads, wrkThreads, buildIdleSeconds, buildThreads, maxMemory, swapRate, compactionRate, hitRatio, only, modes, ingests, compactions, deltaVpas, corrections, bulkClearances, bulkRetractions, correctionParts: correctionParts as Set<CorrectionPart> };
+  const scenarios = args.scenarios.split(',').map((s) => s.trim()) as Scenario[];
+  for (const s of scenarios) if (!SCENARIOS.includes(s)) throw new Error(`--scenarios takes ${SCENARIOS.join(', ')}; got ${s}`);
+  return { scenarios, vpas, seconds, rounds, connections, serverThreads, wrkThreads, buildIdleSeconds, buildThreads, maxMemory, swapRate, compactionRate, hitRatio, only, modes, ingests, compactions, deltaVpas, corrections, bulkClearances, bulkRetractions, correctionParts: correctionParts as Set<CorrectionPart> };
 });
 
 const DIST_BENCH = fileURLToPath(new URL('.', import.meta.url));
@@ -306,7 +310,7 @@ async function main(): Promise<void> {
     if (only.has('http')) {
       for (const mode of modes) {
         log(`http: ${mode === 'tls' ? 'TLS 1.3' : 'plain HTTP'}`);
-        results.push(await runHttp({ ...base, tls: mode === 'tls' }, token));
+        results.push(await runHttp({ ...base, tls: mode === 'tls', scenarios }, token));
       }
     }
     suite.http = results;

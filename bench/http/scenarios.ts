@@ -42,6 +42,8 @@ export interface HttpOptions extends LoadOptions {
   readonly dataDir: string;
   readonly workload: Workload;
   readonly tls: boolean;
+  /** The scenarios to run, in SCENARIOS order (default all). */
+  readonly scenarios?: readonly Scenario[];
 }
 
 export interface LatencyRow {
@@ -321,7 +323,7 @@ export async function runHttp(options: HttpOptions, token: string): Promise<Http
     const wrkOptions = { seconds: options.seconds, connections: options.connections, threads: options.wrkThreads };
     const warmupSeconds = Math.max(2, options.seconds);
     const loopOptions = { seconds: options.seconds, warmupSeconds: 2, connections: options.connections };
-    for (const scenario of SCENARIOS) {
+    for (const scenario of SCENARIOS.filter((s) => options.scenarios?.includes(s) ?? true)) {
       const bodyBytes = bodyBytesOf(scenario, workload);
       const bare = await startBare(bodyBytes, options.dataDir, tls, options.serverThreads);
       let withHeaders: BareServer | null = null;

@@ -156,13 +156,13 @@ function addReal(view: SnapshotView, id: number, key: string): void {
 
 /**
  * Padding entries up to `target`, drawn from the snapshot's padding pool by
- * a xoshiro128** generator seeded from h of the data version and the range,
+ * a xoshiro128** generator seeded from h of the data version, the range mixed in,
  * so that an answer is the same for every caller and every server of the
  * version. Picks are entry indexes with the PADDING flag set.
  */
 function addPadding(view: ServingView, range: number, real: number, target: number): void {
   const pool = paddingPool(view);
-  const next = seededRandom(`padding/${view.version}/${range}`);
+  const next = seededRandom(versionSeed(view.version), range);
   const picks = entries.picks;
   picks.length = 0;
   while (real + picks.length < target) {
@@ -179,13 +179,24 @@ function sameSuffixAsReal(words: Uint32Array, pick: number, real: number): boole
   return false;
 }
 
-/** A xoshiro128** generator seeded from h(seed). */
-function seededRandom(seed: string): () => number {
-  vpaHashWords(seed, hashWords);
-  let a = hashWords[0]! | 1;
-  let b = hashWords[1]!;
-  let c = hashWords[2]!;
-  let d = hashWords[3]!;
+/** h of the padding's name for a data version, made once per version (its first four words). */
+const seedWords = new Uint32Array(4);
+let seededVersion: string | null = null;
+
+function versionSeed(version: string): Uint32Array {
+  if (version !== seededVersion) {
+    seedWords.set(vpaHashWords(`padding/${version}`, hashWords).subarray(0, 4));
+    seededVersion = version;
+  }
+  return seedWords;
+}
+
+/** A xoshiro128** generator seeded from four words and a number mixed into them (a range, or 0). */
+function seededRandom(seed: Uint32Array, mix: number): () => number {
+  let a = (seed[0]! ^ Math.imul(mix, 0x9e3779b9)) | 1;
+  let b = seed[1]! ^ Math.imul(mix ^ 0x85ebca6b, 0xc2b2ae35);
+  let c = seed[2]!;
+  let d = seed[3]! ^ mix;
   return () => {
     const result = Math.imul(rotate(Math.imul(b, 5), 7), 9) >>> 0;
     const t = b << 9;
@@ -222,7 +233,7 @@ let pool: PaddingPool | null = null;
 function paddingPool(view: ServingView): PaddingPool {
   const snapshotId = view.base.meta.id;
   if (pool !== null && pool.snapshotId === snapshotId) return pool;
-  const next = seededRandom(`padding/${snapshotId}`);
+  const next = seededRandom(vpaHashWords(`padding/${snapshotId}`, hashWords).slice(0, 4), 0);
   const clusters = view.base.data.clusterNumber;
   const saved = entries.count;
   const words = new Uint32Array(8 * PADDING_POOL);
