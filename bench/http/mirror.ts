@@ -148,8 +148,9 @@ async function lagPhase(server: RunningServer, mirror: UpiRiskMirror, token: str
   const minuteDiffBytes: number[] = [];
   let seenVersion = mirror.version ?? 0;
   let syncing = true;
+  let stopped = false;
   const syncLoop = (async () => {
-    while (syncing || pending.size > 0) {
+    while (!stopped && (syncing || pending.size > 0)) {
       try {
         await mirror.sync();
       } catch (error) {
@@ -184,6 +185,10 @@ async function lagPhase(server: RunningServer, mirror: UpiRiskMirror, token: str
     pending.set(upis[0]!, performance.now());
   }
   syncing = false;
+  // VPAs not in the mirror three minutes after their ingest are left out of the samples, and said so.
   await Promise.race([syncLoop, sleep(180_000)]);
+  stopped = true;
+  await syncLoop;
+  if (pending.size > 0) log(`mirror: ${pending.size} ingests not in the mirror after three minutes`);
   return { samples, minuteDiffBytes };
 }

@@ -1,7 +1,7 @@
 /**
  * One mirror version as the serving threads serve it (routes/mirror.ts):
- * the signed manifest's text, and every file it names, each in the three
- * encodings a caller may ask for. The bodies are in shared memory, one copy
+ * the signed manifest's text, and every file it names, in the three
+ * encodings a caller may ask for once compressed. The bodies are in shared memory, one copy
  * for every serving thread.
  */
 export interface MirrorPublication {
@@ -18,8 +18,9 @@ export interface MirrorFileBodies {
   /** The file's ETag, the same for each encoding but for its suffix. */
   readonly etag: string;
   readonly identity: Uint8Array;
-  readonly gzip: Uint8Array;
-  readonly br: Uint8Array;
+  /** Null until compressed, moments after the version is served: the identity is served meanwhile. */
+  readonly gzip: Uint8Array | null;
+  readonly br: Uint8Array | null;
 }
 
 /** The path of a full file below /v1/mirror/. */

@@ -57,7 +57,9 @@ export class MirrorKeeper {
   readonly #diffs = new MirrorDiffs(DIFF_VERSIONS, DIFF_SHARE_LIMIT);
   #publication: MirrorPublication | null = null;
   readonly #listeners = new Set<(publication: MirrorPublication) => void>();
-  #lastCutStarted = Number.NEGATIVE_INFINITY;
+  /** When the last version was published, and how long its making took (performance.now, ms). */
+  #lastPublished = Number.NEGATIVE_INFINITY;
+  #lastCutMs = 0;
   #cutting = false;
   #timer: NodeJS.Timeout | null = null;
   #closed = false;
@@ -105,10 +107,15 @@ export class MirrorKeeper {
     this.#listeners.clear();
   }
 
-  /** Make a version now when the last was made long enough ago, else once it was. */
+  /**
+   * Make a version now when the last was published long enough ago, else
+   * early enough that it is ready when the interval has passed: the lag from
+   * ingest to a version holding it is then the interval at most, not the
+   * interval and the making (seconds at 10M).
+   */
   #schedule(): void {
     if (this.#closed || this.#timer !== null || this.#cutting) return;
-    const wait = Math.max(0, this.#lastCutStarted + this.#intervalMs - performance.now());
+    const wait = Math.max(0, this.#lastPublished + this.#intervalMs - this.#lastCutMs - performance.now());
     this.#timer = setTimeout(() => {
       this.#timer = null;
       void this.#cut();
@@ -121,7 +128,6 @@ export class MirrorKeeper {
     // Nothing new to make, or the snapshot's ranges are not made yet (onRanges schedules again).
     if (this.#closed || snapshot === null || view.version === this.#lastDataVersion) return;
     this.#cutting = true;
-    this.#lastCutStarted = performance.now();
     const started = performance.now();
     try {
       const delta = this.#served.delta;
@@ -142,14 +148,21 @@ export class MirrorKeeper {
       this.#lastDataVersion = view.version;
       this.#entries = cut.entries;
       this.#diffs.advance(previousVersion, version, cut.changes, cut.entries.count);
-      const publication = await this.#publish(version, cut.entries.count, cut.sha256, cut.full);
+      this.#lastCutMs = performance.now() - started;
+      // Never two versions within the interval: one made early waits for it.
+      const early = this.#lastPublished + this.#intervalMs - performance.now();
+      if (early > 0) await new Promise((resolve) => setTimeout(resolve, early));
       if (this.#closed) return;
-      this.#publication = publication;
+      const publication = this.#publish(version, cut.entries.count, cut.sha256, cut.full);
+      this.#lastPublished = performance.now();
       this.#options.logger.info(
-        { mirrorVersion: version, dataVersion: view.version, entries: cut.entries.count, changes: cut.changes.count, diffs: publication.files.size - 1, ms: Math.round(performance.now() - started) },
+        { mirrorVersion: version, dataVersion: view.version, entries: cut.entries.count, changes: cut.changes.count, diffs: publication.files.size - 1, ms: Math.round(this.#lastCutMs) },
         'mirror version made',
       );
-      for (const listener of this.#listeners) listener(publication);
+      this.#serve(publication);
+      // Compressed once served: at 10M that is seconds no caller waits for.
+      const compressed = await compress(publication);
+      if (!this.#closed && this.#publication === publication) this.#serve(compressed);
     } catch (error) {
       this.#options.logger.error({ err: error instanceof Error ? error.message : String(error) }, 'a mirror version could not be made; the one before is still served');
     } finally {
@@ -159,13 +172,19 @@ export class MirrorKeeper {
     }
   }
 
-  async #publish(version: number, count: number, sha256: string, full: Uint8Array): Promise<MirrorPublication> {
+  #serve(publication: MirrorPublication): void {
+    this.#publication = publication;
+    for (const listener of this.#listeners) listener(publication);
+  }
+
+  /** The version's manifest, signed, and its files, not yet compressed. */
+  #publish(version: number, count: number, sha256: string, full: Uint8Array): MirrorPublication {
     const files = new Map<string, MirrorFileBodies>();
-    files.set(fullPath(version), await fileBodies(`full-${version}`, full));
+    files.set(fullPath(version), { etag: `"full-${version}"`, identity: shared(full), gzip: null, br: null });
     const diffs: { from: number; url: string; bytes: number }[] = [];
     for (const from of this.#diffs.versions()) {
       const bytes = this.#diffs.file(from);
-      files.set(diffPath(from, version), await fileBodies(`diff-${from}-${version}`, bytes));
+      files.set(diffPath(from, version), { etag: `"diff-${from}-${version}"`, identity: shared(bytes), gzip: null, br: null });
       diffs.push({ from, url: `/v1/mirror/${diffPath(from, version)}`, bytes: bytes.length });
     }
     const unsigned: Omit<MirrorManifest, 'signature'> = {
@@ -181,13 +200,17 @@ export class MirrorKeeper {
   }
 }
 
-/** A file in each encoding, in shared memory. */
-async function fileBodies(name: string, identity: Uint8Array): Promise<MirrorFileBodies> {
-  const [gzipped, brotli] = await Promise.all([
-    gzipAsync(identity),
-    brotliAsync(identity, { params: { [zlibConstants.BROTLI_PARAM_QUALITY]: BROTLI_QUALITY, [zlibConstants.BROTLI_PARAM_SIZE_HINT]: identity.length } }),
-  ]);
-  return { etag: `"${name}"`, identity: shared(identity), gzip: shared(gzipped), br: shared(brotli) };
+/** The publication with every file in each encoding too, in shared memory (zlib's threads do the work). */
+async function compress(publication: MirrorPublication): Promise<MirrorPublication> {
+  const files = new Map<string, MirrorFileBodies>();
+  for (const [path, file] of publication.files) {
+    const [gzipped, brotli] = await Promise.all([
+      gzipAsync(file.identity),
+      brotliAsync(file.identity, { params: { [zlibConstants.BROTLI_PARAM_QUALITY]: BROTLI_QUALITY, [zlibConstants.BROTLI_PARAM_SIZE_HINT]: file.identity.length } }),
+    ]);
+    files.set(path, { ...file, gzip: shared(gzipped), br: shared(brotli) });
+  }
+  return { ...publication, files };
 }
 
 function shared(bytes: Uint8Array): Uint8Array {

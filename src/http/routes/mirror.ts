@@ -36,14 +36,14 @@ export function registerMirrorRoutes(kit: RouteKit, deps: ApiDependencies): void
   const file = (x: Exchange, path: string, input: FileInput): void => {
     const bodies = published().files.get(path);
     if (bodies === undefined) throw notFound(`mirror file ${path} is not kept: fetch the manifest for the newest version and its diffs`);
-    const encoding = chooseEncoding(input.acceptEncoding);
+    const encoding = chooseEncoding(input.acceptEncoding, bodies.gzip !== null && bodies.br !== null);
     const etag = encoding === 'identity' ? bodies.etag : `${bodies.etag.slice(0, -1)}.${encoding}"`;
     const headers = ['ETag', etag, 'Cache-Control', IMMUTABLE, 'Vary', 'Accept-Encoding', ...(encoding === 'identity' ? [] : ['Content-Encoding', encoding])];
     if (input.ifNoneMatch !== '' && input.ifNoneMatch.split(',').some((tag) => tag.trim().replace(/^W\//, '') === etag)) {
       sendTyped(x, 304, 'application/octet-stream', new Uint8Array(0), headers);
       return;
     }
-    sendTyped(x, 200, 'application/octet-stream', encoding === 'br' ? bodies.br : encoding === 'gzip' ? bodies.gzip : bodies.identity, headers);
+    sendTyped(x, 200, 'application/octet-stream', encoding === 'br' ? bodies.br! : encoding === 'gzip' ? bodies.gzip! : bodies.identity, headers);
   };
   const full: Answer<FileInput> = (x, input) => file(x, fullPath(versionNumber(input.to)), input);
   const diff: Answer<FileInput> = (x, input) => file(x, diffPath(versionNumber(input.from), versionNumber(input.to)), input);
@@ -64,8 +64,9 @@ function versionNumber(text: string): number {
   return Number(text);
 }
 
-/** Brotli when the caller takes it, else gzip, else the file as it is (q=0 refuses a coding). */
-function chooseEncoding(header: string): 'br' | 'gzip' | 'identity' {
+/** Brotli when the caller takes it, else gzip, else the file as it is (q=0 refuses a coding); as it is until the file is compressed. */
+function chooseEncoding(header: string, compressed: boolean): 'br' | 'gzip' | 'identity' {
+  if (!compressed) return 'identity';
   const accepted = new Set<string>();
   for (const part of header.toLowerCase().split(',')) {
     const [coding, ...params] = part.trim().split(';');
