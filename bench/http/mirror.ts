@@ -18,7 +18,7 @@
  *    The diffs of the versions made meanwhile are a minute's diffs at that
  *    rate.
  */
-import { writeFile } from 'node:fs/promises';
+import { rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { UpiRiskMirror } from '@upi-risk/client';
@@ -63,6 +63,8 @@ export interface MirrorResult {
 
 export async function runMirror(options: MirrorOptions): Promise<MirrorResult> {
   const { log, view } = options;
+  // A run before this one left its copy: it starts afresh.
+  await rm(options.workDir, { recursive: true, force: true });
   const dir = await cloneDataDir(options.dataDir, join(options.workDir, 'data'));
   const created = await runCli(['mirror-key', 'create', '--data-dir', dir, '--replace']);
   if (created.code !== 0) throw new Error(`mirror-key create failed:\n${created.stderr}`);
