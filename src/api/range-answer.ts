@@ -95,6 +95,23 @@ class RangeEntries {
 }
 
 const entries = new RangeEntries();
+
+/**
+ * The largest range of the view last answered, by its version (not the
+ * objects: holding them would keep a replaced snapshot's ranges in memory):
+ * a walk over every range the delta touches, once per state of the delta
+ * rather than once per answer.
+ */
+let largestFor: string | null = null;
+let largestCount = 0;
+
+function paddedCount(view: ServingView, ranges: HashRanges, delta: DeltaHashes | null): number {
+  if (view.version !== largestFor) {
+    largestCount = largestRange(ranges, delta);
+    largestFor = view.version;
+  }
+  return largestCount;
+}
 const hashWords = new Uint32Array(8);
 
 /** How many bytes an answer of `count` entries may take, for a ByteScratch to be sized. */
@@ -126,9 +143,9 @@ export function answerRange(view: ServingView, ranges: HashRanges, delta: DeltaH
     }
   }
   entries.picks.length = 0;
-  if (padded) addPadding(view, range, entries.count, largestRange(ranges, delta));
-  const poolBytes = padded ? paddingPool(view) : null;
-  sortBySuffix(poolBytes?.words ?? null);
+  const pool = padded ? paddingPool(view) : null;
+  if (pool !== null) addPadding(pool, view.version, range, entries.count, paddedCount(view, ranges, delta));
+  sortBySuffix(pool?.words ?? null);
 
   const version = JSON.stringify(view.version);
   const b = out.clear().room(rangeAnswerBound(entries.order.length, version));
@@ -140,7 +157,7 @@ export function answerRange(view: ServingView, ranges: HashRanges, delta: DeltaH
   for (let k = 0; k < entries.order.length; k++) {
     if (k > 0) b[at++] = COMMA;
     const item = entries.order[k]!;
-    at = item >= 0 ? putEntry(b, at, item, padded) : putBytes(b, at, poolBytes!.bytes, (-1 - item) * ENTRY_WIDTH, (-item) * ENTRY_WIDTH);
+    at = item >= 0 ? putEntry(b, at, item, padded) : putBytes(b, at, pool!.bytes, (-1 - item) * ENTRY_WIDTH, (-item) * ENTRY_WIDTH);
   }
   at = putAscii(b, at, ']}');
   return out.commit(at).view();
@@ -155,16 +172,14 @@ function addReal(view: SnapshotView, id: number, key: string): void {
 }
 
 /**
- * Padding entries up to `target`, drawn from the snapshot's padding pool by
- * a xoshiro128** generator seeded from h of the data version, the range mixed in,
- * so that an answer is the same for every caller and every server of the
- * version. Picks are entry indexes with the PADDING flag set.
+ * Padding up to `target` entries, drawn from the snapshot's padding pool
+ * (into `entries.picks`, as pool indexes) by a xoshiro128** generator
+ * seeded from h of the data version, the range mixed in, so that an answer
+ * is the same for every caller and every server of the version.
  */
-function addPadding(view: ServingView, range: number, real: number, target: number): void {
-  const pool = paddingPool(view);
-  const next = seededRandom(versionSeed(view.version), range);
+function addPadding(pool: PaddingPool, version: string, range: number, real: number, target: number): void {
+  const next = seededRandom(versionSeed(version), range);
   const picks = entries.picks;
-  picks.length = 0;
   while (real + picks.length < target) {
     const pick = next() % PADDING_POOL;
     if (!picks.includes(pick) && !sameSuffixAsReal(pool.words, pick, real)) picks.push(pick);

@@ -151,7 +151,7 @@ export function deltaHashes(delta: DeltaData, previous: DeltaHashes | null): Del
   }
   const ranges = [...added.keys()].sort((a, b) => a - b);
   const touched = sharedArray(Uint32Array, ranges.length);
-  const addedCounts = new Int32Array(sharedArray(Uint32Array, ranges.length).buffer);
+  const addedCounts = sharedArray(Int32Array, ranges.length);
   ranges.forEach((r, i) => {
     touched[i] = r;
     addedCounts[i] = added.get(r)!;

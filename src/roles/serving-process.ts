@@ -210,9 +210,9 @@ async function serveUntilStopped(options: ServeOptions, mode: ServingMode, logge
       resolve(status);
     };
   });
-  // Hashed on as many threads as serve: at 10M that is seconds after each swap.
-  const hashes = new HashRangeKeeper(service, { threads: Math.max(1, Math.min(threads, availableParallelism())), logger });
   const mirrorKey = mode.noMirror === null ? await loadMirrorKey(dir.mirror) : null;
+  // Hashed on as many threads as serve: at 10M that is seconds after each swap. The heads are the mirror's alone.
+  const hashes = new HashRangeKeeper(service, { threads: Math.max(1, Math.min(threads, availableParallelism())), logger, keepHeads: mirrorKey !== null });
   const mirror = mirrorKey === null ? null : await MirrorKeeper.start(service, hashes, { dir: dir.mirror, key: mirrorKey, logger, intervalMs: options.mirrorIntervalMs });
   const noMirror = mode.noMirror ?? 'the mirror is not served: the data directory holds no signing key (upi-risk mirror-key create)';
   const pool = await EdgePool.start({

@@ -5,11 +5,12 @@ import { deltaHashes, hashRangesOffThread, type DeltaHashes, type HashRanges, ty
 import type { SnapshotData } from '../engine/snapshot-data.js';
 import type { ServedData } from './served-data.js';
 
-/** A snapshot's ranges with the hash heads they were made from (the mirror's entries are made from those). */
+/** A snapshot's ranges with the hash heads they were made from, when kept (the mirror's entries are made from those). */
 export interface SnapshotHashes {
   readonly data: SnapshotData;
   readonly ranges: HashRanges;
-  readonly heads: VpaHashHeads;
+  /** Null unless the keeper keeps them (`keepHeads`): 8 bytes a VPA only the mirror needs. */
+  readonly heads: VpaHashHeads | null;
 }
 
 /**
@@ -23,17 +24,24 @@ export class HashRangeKeeper {
   readonly #served: ServedData;
   readonly #threads: number;
   readonly #logger: Logger;
+  readonly #keepHeads: boolean;
   #snapshot: SnapshotHashes | null = null;
   #lastDelta: { readonly delta: DeltaData; readonly hashes: DeltaHashes | null } | null = null;
   readonly #listeners = new Set<(hashes: SnapshotHashes) => void>();
   #closed = false;
 
-  constructor(served: ServedData, options: { readonly threads: number; readonly logger: Logger }) {
+  constructor(served: ServedData, options: { readonly threads: number; readonly logger: Logger; readonly keepHeads?: boolean }) {
     this.#served = served;
     this.#threads = options.threads;
     this.#logger = options.logger;
+    this.#keepHeads = options.keepHeads ?? false;
     this.#make(served.current.data);
     served.onSwap((event) => this.#make(event.next.data));
+  }
+
+  /** Whether the snapshots' hash heads are kept (SnapshotHashes.heads). */
+  get keepsHeads(): boolean {
+    return this.#keepHeads;
   }
 
   /** The served snapshot's ranges and heads, or null while they are being made. */
@@ -68,7 +76,7 @@ export class HashRangeKeeper {
       ({ ranges, heads }) => {
         // A snapshot replaced meanwhile is not served any more: its ranges are of no use.
         if (this.#closed || this.#served.current.data !== data) return;
-        const made = { data, ranges, heads };
+        const made = { data, ranges, heads: this.#keepHeads ? heads : null };
         this.#snapshot = made;
         this.#logger.info({ snapshot: data.meta.id, vpas: data.meta.vpaCount, largestRange: ranges.largest, ms: Math.round(performance.now() - started) }, 'VPA hash ranges made');
         for (const listener of this.#listeners) listener(made);

@@ -75,6 +75,7 @@ export class MirrorKeeper {
 
   /** A keeper that continues from the last version recorded in `options.dir`; a record that cannot be read is refused (ERR_MIRROR_STATE). */
   static async start(served: ServedData, hashes: HashRangeKeeper, options: MirrorKeeperOptions): Promise<MirrorKeeper> {
+    if (!hashes.keepsHeads) throw new RangeError('the mirror needs a HashRangeKeeper that keeps the hash heads (keepHeads)');
     const keeper = new MirrorKeeper(served, hashes, options, await readLastVersion(options.dir));
     keeper.#unsubscribe.push(
       served.onDelta(() => keeper.#schedule()),
@@ -127,6 +128,9 @@ export class MirrorKeeper {
     const view = this.#served.view;
     // Nothing new to make, or the snapshot's ranges are not made yet (onRanges schedules again).
     if (this.#closed || snapshot === null || view.version === this.#lastDataVersion) return;
+    // Kept whenever there is a mirror (start refuses a keeper that drops them).
+    const heads = snapshot.heads;
+    if (heads === null) return;
     this.#cutting = true;
     const started = performance.now();
     try {
@@ -134,7 +138,7 @@ export class MirrorKeeper {
       const deltaHashes = this.#hashes.hashesOf(delta);
       const cut = await cutMirrorOffThread({
         base: snapshot.data,
-        heads: snapshot.heads,
+        heads,
         order: snapshot.ranges.order,
         delta: deltaHashes === null ? null : { overlay: delta.overlay, baseVpa: delta.baseVpa, hashes: deltaHashes },
         previous: this.#entries,
