@@ -17,7 +17,7 @@ export function privateLookupPaths({ ref, ok, error, common }: DocumentParts): R
     },
   });
   const version = (name: string) => ({ name, in: 'path', required: true, schema: { type: 'integer', minimum: 1 } });
-  const mirrorUnavailable = { '503': error('service_unavailable: no mirror signing key (upi-risk mirror-key create), or the first mirror version is being made') };
+  const mirrorUnavailable = { '503': error('service_unavailable: no mirror signing key (upi-risk mirror-key create; in a fleet, in the builders\' data directories), or the first mirror version is being made') };
   return {
     '/v1/verify/upi/range/{prefix}': {
       get: {

@@ -9,7 +9,7 @@ import { serveQuota } from '../access/remote-quota.js';
 import { SharedWindowTable } from '../access/shared-windows.js';
 import type { ServedData } from '../service/served-data.js';
 import type { HashRangeKeeper } from '../service/hash-range-keeper.js';
-import type { MirrorKeeper } from '../service/mirror-keeper.js';
+import type { MirrorPublications } from '../mirror/mirror-publication.js';
 import type { IntakeResult } from '../service/evidence-intake.js';
 import type { AdminAnswer, AdminRequest } from '../api/admin-requests.js';
 import { readUsageEntries, type UsageEntry } from '../access/key-usage.js';
@@ -48,7 +48,7 @@ export interface EdgePoolOptions extends Omit<EdgeWorkerData, 'index' | 'quotaPo
   /** What is served by hash, for range lookups: handed to the threads with each snapshot and delta. */
   readonly hashes?: HashRangeKeeper;
   /** The local mirror's versions, handed to the threads as each is made. */
-  readonly mirror?: MirrorKeeper;
+  readonly mirror?: MirrorPublications;
   /** Why there is no `mirror`, for its routes' 503. */
   readonly mirrorUnavailable?: string;
 }

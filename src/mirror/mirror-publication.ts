@@ -1,3 +1,7 @@
+import { promisify } from 'node:util';
+import { brotliCompress, constants as zlibConstants, gzip } from 'node:zlib';
+import { sharedArray } from '../engine/shared-arrays.js';
+
 /**
  * One mirror version as the serving threads serve it (routes/mirror.ts):
  * the signed manifest's text, and every file it names, in the three
@@ -23,7 +27,49 @@ export interface MirrorFileBodies {
   readonly br: Uint8Array | null;
 }
 
+/**
+ * Where a server's mirror versions come from: made here (MirrorKeeper,
+ * embedded) or read from the store (fleet/store-mirror.ts, a follower).
+ */
+export interface MirrorPublications {
+  /** The newest version, or null before the first. */
+  readonly publication: MirrorPublication | null;
+  /** Called with every version published; the function returned stops that. */
+  onPublication(listener: (publication: MirrorPublication) => void): () => void;
+  close(): void | Promise<void>;
+}
+
 /** The path of a full file below /v1/mirror/. */
 export const fullPath = (version: number): string => `full/${version}`;
 /** The path of a diff file below /v1/mirror/. */
 export const diffPath = (from: number, to: number): string => `diff/${from}/${to}`;
+
+/** A file's bodies before compression: its ETag names its path, so every server of a version gives the same. */
+export function fileBodies(path: string, identity: Uint8Array): MirrorFileBodies {
+  return { etag: `"${path.replace(/\//g, '-')}"`, identity: sharedBytes(identity), gzip: null, br: null };
+}
+
+const gzipAsync = promisify(gzip);
+const brotliAsync = promisify(brotliCompress);
+/** Brotli's quality for mirror files: most of their bytes are hash bits, so the higher qualities cost time for nothing. */
+const BROTLI_QUALITY = 5;
+
+/** The publication with every file in each encoding too, in shared memory (zlib's threads do the work). */
+export async function compressPublication(publication: MirrorPublication): Promise<MirrorPublication> {
+  const files = new Map<string, MirrorFileBodies>();
+  for (const [path, file] of publication.files) {
+    const [gzipped, brotli] = await Promise.all([
+      gzipAsync(file.identity),
+      brotliAsync(file.identity, { params: { [zlibConstants.BROTLI_PARAM_QUALITY]: BROTLI_QUALITY, [zlibConstants.BROTLI_PARAM_SIZE_HINT]: file.identity.length } }),
+    ]);
+    files.set(path, { ...file, gzip: sharedBytes(gzipped), br: sharedBytes(brotli) });
+  }
+  return { ...publication, files };
+}
+
+function sharedBytes(bytes: Uint8Array): Uint8Array {
+  if (bytes.buffer instanceof SharedArrayBuffer) return bytes;
+  const copy = sharedArray(Uint8Array, bytes.length);
+  copy.set(bytes);
+  return copy;
+}

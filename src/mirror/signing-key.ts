@@ -1,4 +1,4 @@
-import { createPrivateKey, createPublicKey, generateKeyPairSync, sign, type KeyObject } from 'node:crypto';
+import { createPrivateKey, createPublicKey, generateKeyPairSync, sign, verify, type KeyObject } from 'node:crypto';
 import { mkdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { writeFileAtomic } from '../common/atomic-file.js';
@@ -65,4 +65,12 @@ function publicKeyBase64(privateKey: KeyObject): string {
 /** Base64 of the signature of `text` (UTF-8). */
 export function signText(key: MirrorKey, text: string): string {
   return sign(null, Buffer.from(text, 'utf8'), key.privateKey).toString('base64');
+}
+
+/** Whether `signature` (base64) is the signature of `text` (UTF-8) under the public key given as the base64 of its 32 bytes. */
+export function verifyText(publicKey: string, text: string, signature: string): boolean {
+  const raw = Buffer.from(publicKey, 'base64');
+  if (raw.length !== 32) return false;
+  const key = createPublicKey({ key: { kty: 'OKP', crv: 'Ed25519', x: raw.toString('base64url') }, format: 'jwk' });
+  return verify(null, Buffer.from(text, 'utf8'), key, Buffer.from(signature, 'base64'));
 }

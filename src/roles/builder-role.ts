@@ -15,6 +15,8 @@ import { checkSchema } from '../store/migrations.js';
 import { connectStore, redactStoreUrl, storeError, storePool, type StoreLocation } from '../store/postgres.js';
 import { copyLog, evidenceIdAt, type MirroredEvidence } from '../store/log-reader.js';
 import { newestPublication, publishSnapshot, publishedClusterIds, type Publication } from '../store/snapshot-publications.js';
+import { BuilderMirror } from '../fleet/builder-mirror.js';
+import { loadMirrorKey, type MirrorKey } from '../mirror/signing-key.js';
 
 export interface BuilderRoleOptions {
   readonly location: StoreLocation;
@@ -36,6 +38,8 @@ export interface BuilderRoleOptions {
    * expired is taken back (#holdsExpired).
    */
   readonly evidenceMaxAgeMs?: number;
+  /** The least time between two versions of the fleet mirror, ms, made when DIR/mirror holds a signing key (MirrorKeeper's default when not given). */
+  readonly mirrorIntervalMs?: number;
 }
 
 /**
@@ -92,6 +96,13 @@ export class BuilderRole {
   #published: Publication | null = null;
   /** The corrections up to the position the next build covers (correction-log.ts), read before it starts. */
   #corrections: CorrectionState = NO_CORRECTIONS;
+  /** The key the fleet mirror is signed with (DIR/mirror), or null when there is none: then no mirror is made. */
+  #mirrorKey: MirrorKey | null = null;
+  /** The backend pid of the lease's connection: whoever holds the lease's advisory lock by it is active. */
+  #leasePid = 0;
+  /** The fleet mirror while this builder is active, and its start under way. */
+  #fleetMirror: BuilderMirror | null = null;
+  #mirrorStarting: Promise<void> | null = null;
 
   private constructor(options: BuilderRoleOptions) {
     this.#options = options;
@@ -106,6 +117,7 @@ export class BuilderRole {
     const role = new BuilderRole(options);
     try {
       await checkSchema(role.#pool, options.location);
+      role.#mirrorKey = await loadMirrorKey(options.dataDir.mirror);
     } catch (error) {
       await role.close();
       throw error;
@@ -137,6 +149,7 @@ export class BuilderRole {
     this.#closed = true;
     if (this.#timer !== null) clearTimeout(this.#timer);
     await this.#running;
+    await this.#stopMirror();
     await this.#release();
     await this.#builder.close();
     await this.#pool.end().catch(() => {});
@@ -154,12 +167,17 @@ export class BuilderRole {
   }
 
   async #pass(): Promise<void> {
-    if (this.#lease === null && !(await this.#acquire())) return;
+    if (this.#lease === null) {
+      // Only the active builder signs: a mirror started under a lease now lost stops.
+      await this.#stopMirror();
+      if (!(await this.#acquire())) return;
+    }
     // Taken before the log is read: a request made during this pass gets a pass that reads what came before it.
     const requested = this.#requested;
     this.#requested = false;
     try {
       const published = await newestPublication(this.#pool, this.#options.location);
+      if (published !== null) this.#startMirror();
       // Read before the mirror: all evidence up to the head is mirrored then, and corrections up to it are built in.
       const head = await logHead(this.#pool, this.#options.location);
       await this.#mirror();
@@ -185,6 +203,7 @@ export class BuilderRole {
         onAssembled: (data) => (this.#earliestCounted = earliestFirstSeen(data)),
       });
       await this.#publish(report, position);
+      this.#startMirror();
       this.#lastFailure = null;
     } catch (error) {
       this.#requested ||= requested;
@@ -224,6 +243,7 @@ export class BuilderRole {
       this.#logger.error({ store: redactStoreUrl(this.#options.location.url) }, 'lost the builder lease with its connection; standing by');
     });
     this.#lease = client;
+    this.#leasePid = (await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
     this.#stateOf = undefined;
     this.#logger.info({ store: redactStoreUrl(this.#options.location.url), schema: this.#options.location.schema }, 'builder lease taken: this builder is active');
     try {
@@ -340,12 +360,7 @@ export class BuilderRole {
       lease,
       this.#options.location,
       { id: report.meta.id, position, vpas: report.meta.vpaCount, path: report.path, clusterIds },
-      async (client) => {
-        const held = await client.query<{ held: boolean }>(
-          "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted AND pid = pg_backend_pid()) AS held",
-        );
-        if (held.rows[0]?.held !== true) throw new StoreError(ErrorCode.STORE, 'the builder lease is no longer held; not publishing');
-      },
+      (client) => this.#checkLease(client, 'not publishing'),
     );
     this.#stateOf = publication.seq;
     this.#published = publication;
@@ -353,6 +368,44 @@ export class BuilderRole {
       { snapshot: publication.id, seq: publication.seq, position, vpas: publication.vpas, bytes: publication.size, buildMs: Math.round(report.durationMs), publishMs: Math.round(performance.now() - started) },
       'snapshot published',
     );
+  }
+
+  /** Throws unless the lease's connection still holds its lock; runs in a transaction that commits only if it is. */
+  async #checkLease(client: pg.ClientBase, refused: string): Promise<void> {
+    const held = await client.query<{ held: boolean }>("SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted AND pid = $1) AS held", [this.#leasePid]);
+    if (held.rows[0]?.held !== true) throw new StoreError(ErrorCode.STORE, `the builder lease is no longer held; ${refused}`);
+  }
+
+  /**
+   * With a signing key, start making the fleet mirror once a publication
+   * exists (it follows what followers serve): not awaited, since following
+   * the store loads a snapshot; a failure is logged and tried at the next pass.
+   */
+  #startMirror(): void {
+    if (this.#mirrorKey === null || this.#fleetMirror !== null || this.#mirrorStarting !== null || this.#lease === null) return;
+    const lease = this.#lease;
+    this.#mirrorStarting = BuilderMirror.start({
+      location: this.#options.location,
+      dataDir: this.#options.dataDir,
+      key: this.#mirrorKey,
+      logger: this.#logger,
+      ...(this.#options.mirrorIntervalMs === undefined ? {} : { intervalMs: this.#options.mirrorIntervalMs }),
+      ...(this.#options.pollMs === undefined ? {} : { pollMs: this.#options.pollMs }),
+      stillActive: (client) => this.#checkLease(client, 'not recording the mirror version'),
+    }).then(
+      async (mirror) => {
+        if (this.#closed || this.#lease !== lease) await mirror.close();
+        else this.#fleetMirror = mirror;
+      },
+      (error: unknown) => this.#logger.error({ err: error instanceof Error ? error.message : String(error) }, 'the fleet mirror could not start; trying again at the next pass'),
+    ).finally(() => (this.#mirrorStarting = null));
+  }
+
+  async #stopMirror(): Promise<void> {
+    await this.#mirrorStarting;
+    const mirror = this.#fleetMirror;
+    this.#fleetMirror = null;
+    await mirror?.close();
   }
 
   #failed(error: unknown): void {

@@ -34,7 +34,7 @@ export function serveEmbedded(options: EmbeddedServeOptions): Promise<number> {
     keyPollMs: 250,
     // One server per data directory: a second one would fork its snapshots, journals and positions.
     claimDataDir: () => acquireServeLock(options.dir),
-    noMirror: null,
+    mirror: 'data-dir',
     start: (logger, metrics, keys, audit) => startEmbedded(options, logger, metrics, keys, audit),
   });
 }

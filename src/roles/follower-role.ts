@@ -8,6 +8,7 @@ import type { BuildRecord } from '../admin/intelligence-stats.js';
 import { PostgresDisputeStore } from '../corrections/postgres-dispute-store.js';
 import type { Logger } from '../common/logger.js';
 import { FollowerService } from '../fleet/follower-service.js';
+import { StoreMirror } from '../fleet/store-mirror.js';
 import { takeEvidenceIntoLog } from '../fleet/log-intake.js';
 import type { ServiceMetrics } from '../http/metrics.js';
 import { storePool, type StoreLocation } from '../store/postgres.js';
@@ -34,7 +35,8 @@ export function serveFollower(options: FollowerServeOptions): Promise<number> {
     keyStore: options.location,
     keyPollMs: 1000,
     claimDataDir: null,
-    noMirror: 'a fleet follower does not serve the mirror yet: screen privately with range lookups (GET /v1/verify/upi/range/{prefix})',
+    // The versions the active builder signed, as it recorded them in the store.
+    mirror: (logger) => Promise.resolve(new StoreMirror({ location: options.location, logger, pollMs: options.pollMs })),
     start: (logger, metrics, keys, audit) => startFollower(options, logger, metrics, keys, audit),
   });
 }

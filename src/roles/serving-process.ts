@@ -24,6 +24,8 @@ import { EdgePool } from '../http/edge-pool.js';
 import { HashRangeKeeper } from '../service/hash-range-keeper.js';
 import { MirrorKeeper } from '../service/mirror-keeper.js';
 import { loadMirrorKey } from '../mirror/signing-key.js';
+import type { MirrorPublications } from '../mirror/mirror-publication.js';
+import { MirrorVersionFile } from '../mirror/version-record.js';
 import { loadConsoleAssets } from '../http/console-assets.js';
 import type { IntakeResult } from '../service/evidence-intake.js';
 import type { DeltaFigures, ServedData } from '../service/served-data.js';
@@ -92,11 +94,12 @@ export interface ServingMode {
    */
   readonly claimDataDir: (() => Promise<() => Promise<void>>) | null;
   /**
-   * Why this mode makes no mirror versions of its own, or null when it
-   * makes them with the data directory's signing key (a follower serves
-   * one fleet's data, which no single follower may sign).
+   * Where the mirror's versions come from: 'data-dir' makes them in this
+   * process with the data directory's signing key (embedded); a function
+   * opens a source of versions made elsewhere (a follower serves what the
+   * fleet's builder signed, which no single follower may sign).
    */
-  readonly noMirror: string | null;
+  readonly mirror: 'data-dir' | ((logger: Logger) => Promise<MirrorPublications>);
   /** `audit`: where changes are recorded with who made them (the console's audit log). */
   start(logger: Logger, metrics: ServiceMetrics, keys: KeyRegistry, audit: AuditLog): Promise<ServedMode>;
 }
@@ -210,11 +213,16 @@ async function serveUntilStopped(options: ServeOptions, mode: ServingMode, logge
       resolve(status);
     };
   });
-  const mirrorKey = mode.noMirror === null ? await loadMirrorKey(dir.mirror) : null;
+  const mirrorKey = mode.mirror === 'data-dir' ? await loadMirrorKey(dir.mirror) : null;
   // Hashed on as many threads as serve: at 10M that is seconds after each swap. The heads are the mirror's alone.
   const hashes = new HashRangeKeeper(service, { threads: Math.max(1, Math.min(threads, availableParallelism())), logger, keepHeads: mirrorKey !== null });
-  const mirror = mirrorKey === null ? null : await MirrorKeeper.start(service, hashes, { dir: dir.mirror, key: mirrorKey, logger, intervalMs: options.mirrorIntervalMs });
-  const noMirror = mode.noMirror ?? 'the mirror is not served: the data directory holds no signing key (upi-risk mirror-key create)';
+  const mirror: MirrorPublications | null =
+    mode.mirror !== 'data-dir'
+      ? await mode.mirror(logger)
+      : mirrorKey === null
+        ? null
+        : await MirrorKeeper.start(service, hashes, { record: new MirrorVersionFile(dir.mirror), key: mirrorKey, logger, intervalMs: options.mirrorIntervalMs });
+  const noMirror = 'the mirror is not served: the data directory holds no signing key (upi-risk mirror-key create)';
   const pool = await EdgePool.start({
     threads,
     hashes,
@@ -265,7 +273,7 @@ async function serveUntilStopped(options: ServeOptions, mode: ServingMode, logge
   });
   const status = await stopped;
   await stopServing();
-  mirror?.close();
+  await mirror?.close();
   hashes.close();
   stats.stop();
   await watch.close();

@@ -1,36 +1,24 @@
 import { performance } from 'node:perf_hooks';
-import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
-import { promisify } from 'node:util';
-import { brotliCompress, constants as zlibConstants, gzip } from 'node:zlib';
-import { writeFileAtomic } from '../common/atomic-file.js';
-import { ErrorCode, UpiRiskError } from '../common/errors.js';
 import type { Logger } from '../common/logger.js';
-import { sharedArray } from '../engine/shared-arrays.js';
 import { cutMirrorOffThread } from '../mirror/mirror-cut.js';
 import { MirrorDiffs } from '../mirror/mirror-diffs.js';
 import { manifestSigningText, type MirrorEntries, type MirrorManifest } from '../mirror/mirror-format.js';
-import { diffPath, fullPath, type MirrorFileBodies, type MirrorPublication } from '../mirror/mirror-publication.js';
+import { compressPublication, diffPath, fileBodies, fullPath, type MirrorFileBodies, type MirrorPublication, type MirrorPublications } from '../mirror/mirror-publication.js';
 import { signText, type MirrorKey } from '../mirror/signing-key.js';
+import type { MirrorVersionRecord } from '../mirror/version-record.js';
 import type { HashRangeKeeper } from './hash-range-keeper.js';
 import type { ServedData } from './served-data.js';
-
-const gzipAsync = promisify(gzip);
-const brotliAsync = promisify(brotliCompress);
 
 /** The shortest time between two mirror versions, ms (docs/api.md, "The mirror"). */
 export const DEFAULT_MIRROR_INTERVAL_MS = 60_000;
 /** Older versions a manifest offers a diff from: an hour at one a minute. */
-const DIFF_VERSIONS = 60;
+export const DIFF_VERSIONS = 60;
 /** A diff holding more than this share of the entries is not offered: the full file is about as cheap. */
 const DIFF_SHARE_LIMIT = 0.25;
-/** Brotli's quality for mirror files: most of their bytes are hash bits, so the higher qualities cost time for nothing. */
-const BROTLI_QUALITY = 5;
-const STATE_FILE = 'last-version.json';
 
 export interface MirrorKeeperOptions {
-  /** DataDir.mirror: the key, and the record of the last version made. */
-  readonly dir: string;
+  /** Where each version is recorded before it is served: DIR/mirror, or the store. */
+  readonly record: MirrorVersionRecord;
   readonly key: MirrorKey;
   readonly logger: Logger;
   readonly intervalMs?: number;
@@ -41,12 +29,14 @@ export interface MirrorKeeperOptions {
  * mirror"), on the thread that owns what is served: whenever what is served
  * changes, at most once every `intervalMs`, it makes the entry set of the
  * view served (off-thread, mirror-cut.ts), numbers it one past the last
- * version made (recorded in DIR/mirror before it is published, so a version
- * number never names two sets), keeps the changes since each of the last
- * DIFF_VERSIONS versions, and publishes the signed manifest with the full
- * file and the diffs, compressed, to the serving threads.
+ * version made, keeps the changes since each of the last DIFF_VERSIONS
+ * versions, signs the manifest, records the version (version-record.ts:
+ * before it is published, so a version number never names two sets), and
+ * publishes it with the full file and the diffs, then compressed, to its
+ * listeners: the serving threads, or nobody on a fleet's builder, whose
+ * record is the store followers serve from.
  */
-export class MirrorKeeper {
+export class MirrorKeeper implements MirrorPublications {
   readonly #served: ServedData;
   readonly #hashes: HashRangeKeeper;
   readonly #options: MirrorKeeperOptions;
@@ -54,7 +44,7 @@ export class MirrorKeeper {
   #lastVersion = 0;
   #lastDataVersion: string | null = null;
   #entries: MirrorEntries | null = null;
-  readonly #diffs = new MirrorDiffs(DIFF_VERSIONS, DIFF_SHARE_LIMIT);
+  #diffs = new MirrorDiffs(DIFF_VERSIONS, DIFF_SHARE_LIMIT);
   #publication: MirrorPublication | null = null;
   readonly #listeners = new Set<(publication: MirrorPublication) => void>();
   /** When the last version was published, and how long its making took (performance.now, ms). */
@@ -73,10 +63,10 @@ export class MirrorKeeper {
     this.#lastVersion = lastVersion;
   }
 
-  /** A keeper that continues from the last version recorded in `options.dir`; a record that cannot be read is refused (ERR_MIRROR_STATE). */
+  /** A keeper that continues from the last version recorded; a record that cannot be read is refused (ERR_MIRROR_STATE, or the store's error). */
   static async start(served: ServedData, hashes: HashRangeKeeper, options: MirrorKeeperOptions): Promise<MirrorKeeper> {
     if (!hashes.keepsHeads) throw new RangeError('the mirror needs a HashRangeKeeper that keeps the hash heads (keepHeads)');
-    const keeper = new MirrorKeeper(served, hashes, options, await readLastVersion(options.dir));
+    const keeper = new MirrorKeeper(served, hashes, options, await options.record.last());
     keeper.#unsubscribe.push(
       served.onDelta(() => keeper.#schedule()),
       served.onSwap(() => keeper.#schedule()),
@@ -144,20 +134,25 @@ export class MirrorKeeper {
         previous: this.#entries,
       });
       if (this.#closed) return;
-      const version = this.#lastVersion + 1;
-      // Recorded before it is served: a restart never numbers another set with it.
-      await writeLastVersion(this.#options.dir, version);
       const previousVersion = this.#lastVersion;
-      this.#lastVersion = version;
-      this.#lastDataVersion = view.version;
-      this.#entries = cut.entries;
+      const version = previousVersion + 1;
       this.#diffs.advance(previousVersion, version, cut.changes, cut.entries.count);
+      this.#entries = cut.entries;
       this.#lastCutMs = performance.now() - started;
       // Never two versions within the interval: one made early waits for it.
       const early = this.#lastPublished + this.#intervalMs - performance.now();
       if (early > 0) await new Promise((resolve) => setTimeout(resolve, early));
       if (this.#closed) return;
       const publication = this.#publish(version, cut.entries.count, cut.sha256, cut.full);
+      // Recorded before it is served: a restart never numbers another set with it.
+      try {
+        await this.#options.record.record(publication);
+      } catch (error) {
+        await this.#forget();
+        throw error;
+      }
+      this.#lastVersion = version;
+      this.#lastDataVersion = view.version;
       this.#lastPublished = performance.now();
       this.#options.logger.info(
         { mirrorVersion: version, dataVersion: view.version, entries: cut.entries.count, changes: cut.changes.count, diffs: publication.files.size - 1, ms: Math.round(this.#lastCutMs) },
@@ -165,7 +160,7 @@ export class MirrorKeeper {
       );
       this.#serve(publication);
       // Compressed once served: at 10M that is seconds no caller waits for.
-      const compressed = await compress(publication);
+      const compressed = await compressPublication(publication);
       if (!this.#closed && this.#publication === publication) this.#serve(compressed);
     } catch (error) {
       this.#options.logger.error({ err: error instanceof Error ? error.message : String(error) }, 'a mirror version could not be made; the one before is still served');
@@ -176,6 +171,17 @@ export class MirrorKeeper {
     }
   }
 
+  /**
+   * After a version could not be recorded: its number may be used again, so
+   * nothing made with it is kept (the next version offers no diffs), and the
+   * last number is read again (on a fleet, another builder may have used it).
+   */
+  async #forget(): Promise<void> {
+    this.#entries = null;
+    this.#diffs = new MirrorDiffs(DIFF_VERSIONS, DIFF_SHARE_LIMIT);
+    this.#lastVersion = Math.max(this.#lastVersion, await this.#options.record.last().catch(() => this.#lastVersion));
+  }
+
   #serve(publication: MirrorPublication): void {
     this.#publication = publication;
     for (const listener of this.#listeners) listener(publication);
@@ -184,11 +190,11 @@ export class MirrorKeeper {
   /** The version's manifest, signed, and its files, not yet compressed. */
   #publish(version: number, count: number, sha256: string, full: Uint8Array): MirrorPublication {
     const files = new Map<string, MirrorFileBodies>();
-    files.set(fullPath(version), { etag: `"full-${version}"`, identity: shared(full), gzip: null, br: null });
+    files.set(fullPath(version), fileBodies(fullPath(version), full));
     const diffs: { from: number; url: string; bytes: number }[] = [];
     for (const from of this.#diffs.versions()) {
       const bytes = this.#diffs.file(from);
-      files.set(diffPath(from, version), { etag: `"diff-${from}-${version}"`, identity: shared(bytes), gzip: null, br: null });
+      files.set(diffPath(from, version), fileBodies(diffPath(from, version), bytes));
       diffs.push({ from, url: `/v1/mirror/${diffPath(from, version)}`, bytes: bytes.length });
     }
     const unsigned: Omit<MirrorManifest, 'signature'> = {
@@ -201,55 +207,5 @@ export class MirrorKeeper {
     };
     const manifest = JSON.stringify({ ...unsigned, signature: signText(this.#options.key, manifestSigningText(unsigned)) });
     return { version, manifest, publicKey: JSON.stringify({ public_key: this.#options.key.publicKey }), files };
-  }
-}
-
-/** The publication with every file in each encoding too, in shared memory (zlib's threads do the work). */
-async function compress(publication: MirrorPublication): Promise<MirrorPublication> {
-  const files = new Map<string, MirrorFileBodies>();
-  for (const [path, file] of publication.files) {
-    const [gzipped, brotli] = await Promise.all([
-      gzipAsync(file.identity),
-      brotliAsync(file.identity, { params: { [zlibConstants.BROTLI_PARAM_QUALITY]: BROTLI_QUALITY, [zlibConstants.BROTLI_PARAM_SIZE_HINT]: file.identity.length } }),
-    ]);
-    files.set(path, { ...file, gzip: shared(gzipped), br: shared(brotli) });
-  }
-  return { ...publication, files };
-}
-
-function shared(bytes: Uint8Array): Uint8Array {
-  if (bytes.buffer instanceof SharedArrayBuffer) return bytes;
-  const copy = sharedArray(Uint8Array, bytes.length);
-  copy.set(bytes);
-  return copy;
-}
-
-async function readLastVersion(dir: string): Promise<number> {
-  const path = join(dir, STATE_FILE);
-  let text: string;
-  try {
-    text = await readFile(path, 'utf8');
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return 0;
-    throw new UpiRiskError(ErrorCode.MIRROR_STATE, `cannot read ${path}: ${(error as Error).message}`, { cause: error });
-  }
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch {
-    value = null;
-  }
-  const version = (value as { version?: unknown } | null)?.version;
-  if (typeof version !== 'number' || !Number.isSafeInteger(version) || version < 0) {
-    throw new UpiRiskError(ErrorCode.MIRROR_STATE, `${path} is not {"version": <whole number>}: restore it, or set it past every version callers may hold`);
-  }
-  return version;
-}
-
-async function writeLastVersion(dir: string, version: number): Promise<void> {
-  try {
-    await writeFileAtomic(join(dir, STATE_FILE), Buffer.from(`${JSON.stringify({ version })}\n`));
-  } catch (error) {
-    throw new UpiRiskError(ErrorCode.MIRROR_STATE, `cannot record mirror version ${version} in ${dir}: ${(error as Error).message}`, { cause: error });
   }
 }

@@ -30,6 +30,7 @@ test('migrate creates the schema once, from several processes at once, and again
         { version: 6, name: 'corrections' },
         { version: 7, name: 'disputes' },
         { version: 8, name: 'evidence_by_upi_position' },
+        { version: 9, name: 'mirror_versions' },
       ]);
     } finally {
       await client.end();

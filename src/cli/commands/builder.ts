@@ -1,6 +1,7 @@
 import { dataDir } from '../../common/data-dir.js';
 import { MAX_BUILD_THREADS } from '../../builder/snapshot-builder.js';
 import { BuilderRole, DEFAULT_PUBLISH_POLICY } from '../../roles/builder-role.js';
+import { DEFAULT_MIRROR_INTERVAL_MS } from '../../service/mirror-keeper.js';
 import { evidenceMaxAge, intOption, parseCommandArgs, type Command } from '../command.js';
 import { commandLogger } from '../cli-logger.js';
 import { STORE_OPTIONS, STORE_USAGE, requireStore } from '../store-options.js';
@@ -14,6 +15,12 @@ serve the log after the newest one as their live delta. Run two or more:
 one is active (it holds a PostgreSQL advisory lock), the others stand by
 and take over within seconds when it dies. Runs until SIGTERM or SIGINT;
 SIGUSR2 makes the active builder publish at once.
+
+When its data directory holds a mirror signing key (upi-risk mirror-key
+create --data-dir DIR; give every builder a copy of the same key file),
+the active builder also makes the local mirror's versions (docs/api.md,
+The mirror) from what followers serve, and records them in the store,
+where every follower serves them.
 
 Options:
 ${STORE_USAGE}
@@ -32,7 +39,9 @@ ${STORE_USAGE}
                           build's scoring time stops counting (1 to 36500;
                           default: evidence counts for ever); once evidence
                           of the newest publication has expired, the next
-                          follows within --publish-minutes`;
+                          follows within --publish-minutes
+  --mirror-seconds S      the least time between two mirror versions
+                          (default: ${DEFAULT_MIRROR_INTERVAL_MS / 1000})`;
 
 export const builderCommand: Command = {
   name: 'builder',
@@ -47,6 +56,7 @@ export const builderCommand: Command = {
       threads: { type: 'string' },
       'poll-ms': { type: 'string' },
       'evidence-max-age-days': { type: 'string' },
+      'mirror-seconds': { type: 'string' },
     });
     const location = requireStore(values, 'builder');
     const logger = commandLogger('builder');
@@ -60,6 +70,7 @@ export const builderCommand: Command = {
       },
       pollMs: intOption('poll-ms', values['poll-ms'], 2000, 50, 60_000),
       evidenceMaxAgeMs: evidenceMaxAge(values['evidence-max-age-days']),
+      mirrorIntervalMs: intOption('mirror-seconds', values['mirror-seconds'], DEFAULT_MIRROR_INTERVAL_MS / 1000, 1, 86_400) * 1000,
       ...(values.threads === undefined ? {} : { buildThreads: intOption('threads', values.threads, 1, 1, MAX_BUILD_THREADS) }),
     });
     process.stdout.write(`upi-risk builder following ${location.schema}\n`);

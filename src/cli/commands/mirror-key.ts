@@ -7,7 +7,10 @@ const usage = `Usage: upi-risk mirror-key <create|show> [--data-dir DIR] [--repl
 
 The Ed25519 key that signs the local mirror's manifests (GET
 /v1/mirror/manifest). A server serves the mirror only when its data
-directory holds one; callers check every manifest against its public key.
+directory holds one; in a fleet, the builders' data directories hold it
+(\`upi-risk builder --data-dir DIR\`; the same key file in each) and
+followers serve what the active builder signed. Callers check every
+manifest against its public key.
 
   create      make a key in DIR/mirror/signing-key.pem (readable by its owner
               alone) and print its public key: the base64 of its 32 bytes,

@@ -21,14 +21,19 @@ interface FileInput {
 /**
  * The local mirror (docs/api.md, "The mirror"): its public key, the signed
  * manifest of its newest version, and that version's full file and diffs,
- * from what the main thread published (MirrorKeeper).
+ * from what the main thread published (MirrorKeeper, or a follower's
+ * StoreMirror).
  */
 export function registerMirrorRoutes(kit: RouteKit, deps: ApiDependencies): void {
   const { routes, keyed, send, sendTyped } = kit;
   const published = (): MirrorPublication => {
     const mirror = deps.mirror;
     if (mirror === undefined || mirror.unavailable !== null) throw new HttpError(503, 'service_unavailable', mirror?.unavailable ?? 'this server does not serve the mirror');
-    if (mirror.current === null) throw new HttpError(503, 'service_unavailable', 'the first mirror version is being made', { retryAfter: FIRST_VERSION_RETRY_SECONDS });
+    if (mirror.current === null) {
+      throw new HttpError(503, 'service_unavailable', 'no mirror version is served yet: the first is being made (in a fleet, by the active builder, once its data directory holds a signing key)', {
+        retryAfter: FIRST_VERSION_RETRY_SECONDS,
+      });
+    }
     return mirror.current;
   };
   const publicKey: Answer<null> = (x) => send(x, 200, published().publicKey);

@@ -1,0 +1,230 @@
+import { createHash } from 'node:crypto';
+import type pg from 'pg';
+import { ErrorCode, StoreError } from '../common/errors.js';
+import { silentLogger, type Logger } from '../common/logger.js';
+import { subscribe } from '../common/listeners.js';
+import { sharedArray } from '../engine/shared-arrays.js';
+import {
+  MIRROR_HEADER_BYTES,
+  MIRROR_KIND_FULL,
+  applyMirrorDiff,
+  decodeMirrorFile,
+  encodeMirrorFile,
+  manifestSigningText,
+  parseManifest,
+  type MirrorEntries,
+  type MirrorFile,
+  type MirrorManifest,
+} from '../mirror/mirror-format.js';
+import {
+  compressPublication,
+  diffPath,
+  fileBodies,
+  fullPath,
+  type MirrorFileBodies,
+  type MirrorPublication,
+  type MirrorPublications,
+} from '../mirror/mirror-publication.js';
+import { verifyText } from '../mirror/signing-key.js';
+import { mirrorBaseAtOrBefore, mirrorChannel, mirrorVersion, newestMirrorVersion, readMirrorFile, type StoredMirrorVersion } from '../store/mirror-versions.js';
+import { storePool, type StoreLocation } from '../store/postgres.js';
+import { StoreNotifications } from '../store/store-notifications.js';
+
+export interface StoreMirrorOptions {
+  readonly location: StoreLocation;
+  readonly logger?: Logger;
+  /** How often to look for a new version when no notification came, ms (default 5000). */
+  readonly pollMs?: number;
+}
+
+const DEFAULT_POLL_MS = 5_000;
+
+/**
+ * A follower's mirror: the newest version the fleet's active builder
+ * recorded in the store (store/mirror-versions.ts), served exactly as it
+ * was signed, so every follower serves the same manifest and files.
+ *
+ * The store keeps a full file only for a base; the follower makes each
+ * version's entries from the version it holds and the version's diff from
+ * it, or from the newest base and the diffs after it, writes the full file
+ * itself, and serves it only once its entries are the set the manifest
+ * names (its count and SHA-256) under a signature that verifies with the
+ * key recorded beside it. A version that cannot be made so is logged and
+ * not served; the one before stays, and the next look tries again.
+ */
+export class StoreMirror implements MirrorPublications {
+  readonly #location: StoreLocation;
+  readonly #logger: Logger;
+  readonly #pool: pg.Pool;
+  readonly #listeners: ((publication: MirrorPublication) => void)[] = [];
+  readonly #notifications: StoreNotifications;
+  readonly #timer: NodeJS.Timeout;
+  #publication: MirrorPublication | null = null;
+  /** The entries of `#publication`'s version. */
+  #entries: MirrorEntries | null = null;
+  #looking: Promise<void> | null = null;
+  #lookAgain = false;
+  /** The last version that could not be made, logged once. */
+  #refused = 0;
+  #closed = false;
+
+  constructor(options: StoreMirrorOptions) {
+    this.#location = options.location;
+    this.#logger = options.logger ?? silentLogger;
+    this.#pool = storePool(options.location, 2);
+    this.#notifications = new StoreNotifications(options.location, [mirrorChannel(options.location)], () => this.#look(), this.#logger);
+    this.#timer = setInterval(() => this.#look(), options.pollMs ?? DEFAULT_POLL_MS);
+    this.#timer.unref();
+  }
+
+  get publication(): MirrorPublication | null {
+    return this.#publication;
+  }
+
+  onPublication(listener: (publication: MirrorPublication) => void): () => void {
+    return subscribe(this.#listeners, listener);
+  }
+
+  /** Resolves once the look under way, if any, has ended. */
+  async settled(): Promise<void> {
+    while (this.#looking !== null) await this.#looking;
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    clearInterval(this.#timer);
+    await this.#notifications.close();
+    await this.settled();
+    await this.#pool.end().catch(() => {});
+  }
+
+  /** Look for a newer version; one look at a time, and one more if asked meanwhile. */
+  #look(): void {
+    if (this.#closed) return;
+    if (this.#looking !== null) {
+      this.#lookAgain = true;
+      return;
+    }
+    this.#looking = this.#update()
+      .catch((error: unknown) => this.#logger.warn({ err: (error as Error).message }, 'the store could not be read for a mirror version; the one held is still served'))
+      .finally(() => {
+        this.#looking = null;
+        if (this.#lookAgain && !this.#closed) {
+          this.#lookAgain = false;
+          this.#look();
+        }
+      });
+  }
+
+  async #update(): Promise<void> {
+    const newest = await newestMirrorVersion(this.#pool, this.#location);
+    if (newest === null || newest.version <= (this.#publication?.version ?? 0) || newest.version === this.#refused) return;
+    let made: { publication: MirrorPublication; entries: MirrorEntries };
+    try {
+      made = await this.#make(newest);
+    } catch (error) {
+      if (!(error instanceof StoreError && error.code === ErrorCode.STORE_DATA)) throw error;
+      this.#refused = newest.version;
+      this.#logger.error({ mirrorVersion: newest.version, err: error.message }, 'a mirror version in the store cannot be served; the one held is still served');
+      return;
+    }
+    if (this.#closed) return;
+    this.#entries = made.entries;
+    this.#serve(made.publication);
+    this.#logger.info({ mirrorVersion: newest.version, entries: made.entries.count }, 'serving a mirror version from the store');
+    const compressed = await compressPublication(made.publication);
+    if (!this.#closed && this.#publication === made.publication) this.#serve(compressed);
+  }
+
+  #serve(publication: MirrorPublication): void {
+    this.#publication = publication;
+    for (const listener of this.#listeners) listener(publication);
+  }
+
+  /** The version's publication and entries, checked against its signed manifest. */
+  async #make(stored: StoredMirrorVersion): Promise<{ publication: MirrorPublication; entries: MirrorEntries }> {
+    const manifest = this.#signedManifest(stored);
+    const entries = (await this.#fromHeld(manifest)) ?? (await this.#fromBase(manifest));
+    const full = encodeMirrorFile(MIRROR_KIND_FULL, entries, undefined, (length) => sharedArray(Uint8Array, length));
+    const sha256 = createHash('sha256').update(full.subarray(MIRROR_HEADER_BYTES)).digest('hex');
+    if (entries.count !== manifest.count || sha256 !== manifest.sha256 || full.length !== manifest.full.bytes) {
+      throw this.#bad(stored.version, `the entries made from the store are not the set its manifest names (${entries.count} entries, SHA-256 ${sha256})`);
+    }
+    const files = new Map<string, MirrorFileBodies>([[fullPath(stored.version), fileBodies(fullPath(stored.version), full)]]);
+    for (const diff of manifest.diffs) {
+      const path = diffPath(diff.from, stored.version);
+      const bytes = await this.#file(stored.version, path);
+      if (bytes.length !== diff.bytes) throw this.#bad(stored.version, `${path} holds ${bytes.length} bytes, its manifest says ${diff.bytes}`);
+      files.set(path, fileBodies(path, bytes));
+    }
+    const publication: MirrorPublication = { version: stored.version, manifest: stored.manifest, publicKey: JSON.stringify({ public_key: stored.publicKey }), files };
+    return { publication, entries };
+  }
+
+  /** The manifest, parsed, of this version and signed by the key recorded with it. */
+  #signedManifest(stored: StoredMirrorVersion): MirrorManifest {
+    let manifest: MirrorManifest;
+    try {
+      manifest = parseManifest(JSON.parse(stored.manifest));
+    } catch (error) {
+      throw this.#bad(stored.version, `its manifest is not one: ${(error as Error).message}`);
+    }
+    if (manifest.version !== stored.version) throw this.#bad(stored.version, `its manifest names version ${manifest.version}`);
+    if (!verifyText(stored.publicKey, manifestSigningText(manifest), manifest.signature)) throw this.#bad(stored.version, 'its manifest is not signed by the key recorded with it');
+    return manifest;
+  }
+
+  /** The entries from those held and the version's diff from them, or null when it has none. */
+  async #fromHeld(manifest: MirrorManifest): Promise<MirrorEntries | null> {
+    const held = this.#publication?.version;
+    if (held === undefined || this.#entries === null || !manifest.diffs.some((d) => d.from === held)) return null;
+    return this.#applied(this.#entries, manifest.version, diffPath(held, manifest.version));
+  }
+
+  /** The entries from the newest base at or before the version: its diff from the base, or the one-step diffs after it. */
+  async #fromBase(manifest: MirrorManifest): Promise<MirrorEntries> {
+    const version = manifest.version;
+    const base = await mirrorBaseAtOrBefore(this.#pool, this.#location, version);
+    if (base === null) throw this.#bad(version, 'the store holds no base at or before it');
+    const baseFile = await this.#decoded(base.version, fullPath(base.version));
+    if (baseFile.kind !== MIRROR_KIND_FULL) throw this.#bad(base.version, 'its full file is a diff');
+    let entries = baseFile.entries;
+    if (base.version === version) return entries;
+    if (manifest.diffs.some((d) => d.from === base.version)) return this.#applied(entries, version, diffPath(base.version, version));
+    for (let step = base.version + 1; step <= version; step++) {
+      // Each version after a base stores its diff from the one before: without one, it would be a base.
+      if ((await mirrorVersion(this.#pool, this.#location, step)) === null) throw new StoreError(ErrorCode.STORE, `mirror version ${step} was deleted while version ${version} was made`);
+      entries = await this.#applied(entries, step, diffPath(step - 1, step));
+    }
+    return entries;
+  }
+
+  async #applied(entries: MirrorEntries, version: number, path: string): Promise<MirrorEntries> {
+    const diff = await this.#decoded(version, path);
+    try {
+      return applyMirrorDiff(entries, diff);
+    } catch (error) {
+      throw this.#bad(version, `${path} does not apply: ${(error as Error).message}`);
+    }
+  }
+
+  async #decoded(version: number, path: string): Promise<MirrorFile> {
+    const bytes = await this.#file(version, path);
+    try {
+      return decodeMirrorFile(bytes);
+    } catch (error) {
+      throw this.#bad(version, `${path} is not a mirror file: ${(error as Error).message}`);
+    }
+  }
+
+  /** A stored file; one gone (a newer base deleted its version meanwhile) is a store error, tried again at the next look. */
+  async #file(version: number, path: string): Promise<Uint8Array> {
+    const bytes = await readMirrorFile(this.#pool, this.#location, version, path);
+    if (bytes === null) throw new StoreError(ErrorCode.STORE, `mirror file ${path} of version ${version} is not in the store (deleted by a newer base, or never stored)`);
+    return bytes;
+  }
+
+  #bad(version: number, why: string): StoreError {
+    return new StoreError(ErrorCode.STORE_DATA, `store schema ${this.#location.schema}: mirror version ${version}: ${why}`);
+  }
+}

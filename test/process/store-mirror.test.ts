@@ -1,0 +1,116 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { withTestSchema, testClient } from '../store-fixtures.js';
+import { tempDataDir, until } from '../helpers.js';
+import { migrate } from '../../src/store/migrations.js';
+import { newestMirrorVersion, recordMirrorVersion } from '../../src/store/mirror-versions.js';
+import { storePool } from '../../src/store/postgres.js';
+import { StoreMirror } from '../../src/fleet/store-mirror.js';
+import { createMirrorKey, signText, type MirrorKey } from '../../src/mirror/signing-key.js';
+import { MIRROR_HEADER_BYTES, MIRROR_KIND_DIFF, MIRROR_KIND_FULL, encodeMirrorFile, manifestSigningText, type MirrorEntries } from '../../src/mirror/mirror-format.js';
+import { diffPath, fileBodies, fullPath, type MirrorFileBodies, type MirrorPublication } from '../../src/mirror/mirror-publication.js';
+import { silentLogger } from '../../src/common/logger.js';
+
+/** An entry set of the prefixes (hi, 0) given, each with entry byte `meta`. */
+function entries(his: readonly number[], meta = 0x10): MirrorEntries {
+  const sorted = [...his].sort((x, y) => x - y);
+  return { count: sorted.length, hi: Uint32Array.from(sorted), lo: new Uint32Array(sorted.length), meta: new Uint8Array(sorted.length).fill(meta) };
+}
+
+/** The diff file taking set `from` to set `to` (both of prefixes (hi, 0) with one entry byte). */
+function diffFile(from: readonly number[], to: readonly number[]): Uint8Array {
+  const added = to.filter((h) => !from.includes(h));
+  const removed = from.filter((h) => !to.includes(h)).sort((x, y) => x - y);
+  return encodeMirrorFile(MIRROR_KIND_DIFF, entries(added), { count: removed.length, hi: Uint32Array.from(removed), lo: new Uint32Array(removed.length) });
+}
+
+/** Version `version` of set `set`, with the diffs given from older sets, signed by `signer` and recorded under `key`. */
+function publication(key: MirrorKey, version: number, set: readonly number[], diffsFrom: ReadonlyMap<number, readonly number[]>, signer = key): MirrorPublication {
+  const full = encodeMirrorFile(MIRROR_KIND_FULL, entries(set));
+  const files = new Map<string, MirrorFileBodies>([[fullPath(version), fileBodies(fullPath(version), full)]]);
+  const diffs: { from: number; url: string; bytes: number }[] = [];
+  for (const [from, older] of diffsFrom) {
+    const bytes = diffFile(older, set);
+    files.set(diffPath(from, version), fileBodies(diffPath(from, version), bytes));
+    diffs.push({ from, url: `/v1/mirror/${diffPath(from, version)}`, bytes: bytes.length });
+  }
+  const unsigned = {
+    version,
+    created_at: new Date().toISOString(),
+    count: set.length,
+    sha256: createHash('sha256').update(full.subarray(MIRROR_HEADER_BYTES)).digest('hex'),
+    full: { url: `/v1/mirror/${fullPath(version)}`, bytes: full.length },
+    diffs,
+  };
+  return { version, manifest: JSON.stringify({ ...unsigned, signature: signText(signer, manifestSigningText(unsigned)) }), publicKey: JSON.stringify({ public_key: key.publicKey }), files };
+}
+
+test("a follower's store mirror builds a version from the base and the diffs after it, refuses one badly signed, and a base clears what came before", { timeout: 60_000 }, async () => {
+  await withTestSchema(async (location) => {
+    await migrate(location);
+    const t = await tempDataDir();
+    const key = await createMirrorKey(t.dir.mirror);
+    const other = await createMirrorKey(`${t.dir.mirror}-other`);
+    const pool = storePool(location, 2);
+    const active = async () => {};
+    const sets = [[], [1, 2, 3], [1, 3, 4], [3, 4, 5, 6], [4, 5, 6], [5, 6, 7]];
+    const mirror: { store?: StoreMirror } = {};
+    try {
+      await recordMirrorVersion(pool, location, publication(key, 1, sets[1]!, new Map()), true, active);
+      await recordMirrorVersion(pool, location, publication(key, 2, sets[2]!, new Map([[1, sets[1]!]])), false, active);
+      // Version 3 offers no diff from the base: only the chain of one-step diffs reaches it.
+      const third = publication(key, 3, sets[3]!, new Map([[2, sets[2]!]]));
+      await recordMirrorVersion(pool, location, third, false, active);
+      // A lease lost at the commit records nothing.
+      await assert.rejects(
+        recordMirrorVersion(pool, location, publication(key, 4, sets[4]!, new Map([[3, sets[3]!]])), false, async () => {
+          throw new Error('the builder lease is no longer held');
+        }),
+        /no longer held/,
+      );
+      assert.equal((await newestMirrorVersion(pool, location))?.version, 3);
+
+      const store = new StoreMirror({ location, logger: silentLogger, pollMs: 50 });
+      mirror.store = store;
+      await until('version 3 served', 10_000, () => store.publication?.version === 3);
+      const served = store.publication!;
+      assert.deepEqual(served.files.get(fullPath(3))!.identity, encodeMirrorFile(MIRROR_KIND_FULL, entries(sets[3]!)), 'the full file written from base 1 and the diffs 1→2→3');
+      assert.deepEqual([...served.files.keys()].sort(), [diffPath(2, 3), fullPath(3)]);
+      assert.equal(served.manifest, third.manifest, 'the manifest as it was signed');
+      assert.deepEqual(served.files.get(diffPath(2, 3))!.identity, third.files.get(diffPath(2, 3))!.identity);
+
+      // Signed by another key than the one recorded: not served, version 3 stays.
+      await recordMirrorVersion(pool, location, publication(key, 4, sets[4]!, new Map([[3, sets[3]!]]), other), false, active);
+      await store.settled();
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      await store.settled();
+      assert.equal(store.publication?.version, 3);
+
+      // The next good version is served from the one held and its diff.
+      await recordMirrorVersion(pool, location, publication(key, 5, sets[5]!, new Map([[3, sets[3]!]])), true, active);
+      await until('version 5 served', 10_000, () => store.publication?.version === 5);
+      assert.deepEqual(store.publication!.files.get(fullPath(5))!.identity, encodeMirrorFile(MIRROR_KIND_FULL, entries(sets[5]!)));
+      // A base deleted every version before it.
+      const client = await testClient(location);
+      try {
+        assert.deepEqual((await client.query<{ version: string }>('SELECT version FROM mirror_versions ORDER BY version')).rows.map((r) => Number(r.version)), [5]);
+      } finally {
+        await client.end();
+      }
+      // A follower starting now builds version 5 from its base alone.
+      const fresh = new StoreMirror({ location, logger: silentLogger, pollMs: 50 });
+      try {
+        await until('version 5 from its base', 10_000, () => fresh.publication?.version === 5);
+        assert.deepEqual(fresh.publication!.files.get(fullPath(5))!.identity, store.publication!.files.get(fullPath(5))!.identity);
+        assert.equal(fresh.publication!.manifest, store.publication!.manifest);
+      } finally {
+        await fresh.close();
+      }
+    } finally {
+      await mirror.store?.close();
+      await pool.end();
+      await t.cleanup();
+    }
+  });
+});
