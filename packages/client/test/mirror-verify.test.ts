@@ -112,13 +112,13 @@ test('a VPA outside the grammar is refused with no request', async () => {
   assert.deepEqual(service.requests, []);
 });
 
-test('the bucket index finds what findMirrorEntry finds', () => {
+test('the filter and the bucket index find what findMirrorEntry finds', () => {
   const random = seededRandom(33);
   const manifest = { version: 1, created_at: '2027-01-15T08:00:00.000Z' } as MirrorManifest;
   for (const count of [0, 1, 7, 8, 100, 5_000, 40_000]) {
     const rows = Array.from({ length: count }, (_, i) => {
-      // Edge words among random ones: the first and last buckets.
-      const hi = i === 0 ? 0 : i === 1 ? 0xffffffff : Math.floor(random() * 2 ** 32);
+      // Edge words among random ones: the first and last buckets, and runs of entries sharing a first word.
+      const hi = i === 0 ? 0 : i === 1 ? 0xffffffff : i % 4 === 3 ? 0x80000000 + (i % 3) : Math.floor(random() * 2 ** 32);
       return { hi, lo: Math.floor(random() * 2 ** 32) };
     });
     rows.sort((a, b) => comparePrefixes(a.hi, a.lo, b.hi, b.lo));
@@ -131,7 +131,7 @@ test('the bucket index finds what findMirrorEntry finds', () => {
     const state = new MirrorState(manifest, entries);
     for (let i = 0; i < count; i++) assert.equal(state.find(entries.hi[i]!, entries.lo[i]!), i);
     for (let probe = 0; probe < 2_000; probe++) {
-      const hi = probe % 2 === 0 && count > 0 ? entries.hi[probe % count]! : Math.floor(random() * 2 ** 32);
+      const hi = probe % 2 === 0 && count > 0 ? entries.hi[probe % count]! : probe % 3 === 0 ? 0x80000000 + (probe % 4) : Math.floor(random() * 2 ** 32);
       const lo = Math.floor(random() * 2 ** 32);
       assert.equal(state.find(hi, lo), findMirrorEntry(entries, hi, lo));
     }
