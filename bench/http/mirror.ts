@@ -57,6 +57,8 @@ export interface MirrorResult {
   readonly checkNs: number;
   readonly hashNs: number;
   readonly lag: { readonly samples: readonly number[]; readonly p50S: number; readonly p99S: number; readonly maxS: number };
+  /** From each ingest to the `created_at` of the first version holding it: the service's part of the lag, without the client's sync. */
+  readonly serviceLag: { readonly samples: readonly number[]; readonly p50S: number; readonly p99S: number; readonly maxS: number };
   /** Bytes of each diff from the version before, made during the lag phase (LAG_VPAS new VPAs every LAG_SPACING_MS). */
   readonly minuteDiffBytes: readonly number[];
 }
@@ -95,11 +97,11 @@ export async function runMirror(options: MirrorOptions): Promise<MirrorResult> {
     const { checkNs, hashNs } = checkTimes(mirror, view);
     log(`mirror: check ${checkNs} ns, of which the hash ${hashNs} ns`);
 
-    const { samples, minuteDiffBytes } = await lagPhase(server, mirror, token, dir, options.workDir, log);
-    const sorted = [...samples].sort((a, b) => a - b);
-    const lag = { samples, p50S: median(sorted), p99S: percentile(sorted, 0.99), maxS: sorted.at(-1)! };
-    log(`mirror: lag p50 ${lag.p50S.toFixed(1)} s, p99 ${lag.p99S.toFixed(1)} s; diffs ${minuteDiffBytes.join(', ')} B`);
-    return { vpas: view.meta.vpaCount, firstVersionS, fullBytes, serverRssMiB, firstSync, agreement, checkNs, hashNs, lag, minuteDiffBytes };
+    const { samples, serviceSamples, minuteDiffBytes } = await lagPhase(server, mirror, token, dir, options.workDir, log);
+    const lag = lagFigures(samples);
+    const serviceLag = lagFigures(serviceSamples);
+    log(`mirror: lag p50 ${lag.p50S.toFixed(1)} s, p99 ${lag.p99S.toFixed(1)} s (to the version's created_at: p50 ${serviceLag.p50S.toFixed(1)} s, p99 ${serviceLag.p99S.toFixed(1)} s); diffs ${minuteDiffBytes.join(', ')} B`);
+    return { vpas: view.meta.vpaCount, firstVersionS, fullBytes, serverRssMiB, firstSync, agreement, checkNs, hashNs, lag, serviceLag, minuteDiffBytes };
   } finally {
     await server.stop();
   }
@@ -143,10 +145,24 @@ function checkTimes(mirror: UpiRiskMirror, view: SnapshotView): { checkNs: numbe
   return { checkNs, hashNs };
 }
 
-async function lagPhase(server: RunningServer, mirror: UpiRiskMirror, token: string, dir: string, workDir: string, log: (line: string) => void): Promise<{ samples: number[]; minuteDiffBytes: number[] }> {
+function lagFigures(samples: readonly number[]): MirrorResult['lag'] {
+  const sorted = [...samples].sort((a, b) => a - b);
+  return { samples, p50S: median(sorted), p99S: percentile(sorted, 0.99), maxS: sorted.at(-1)! };
+}
+
+async function lagPhase(
+  server: RunningServer,
+  mirror: UpiRiskMirror,
+  token: string,
+  dir: string,
+  workDir: string,
+  log: (line: string) => void,
+): Promise<{ samples: number[]; serviceSamples: number[]; minuteDiffBytes: number[] }> {
   const next = mulberry32(5);
   const samples: number[] = [];
-  const pending = new Map<string, number>();
+  const serviceSamples: number[] = [];
+  /** Each pending VPA's ingest: when it was acknowledged, on the monotonic clock and the wall clock. */
+  const pending = new Map<string, { readonly at: number; readonly wallMs: number }>();
   const minuteDiffBytes: number[] = [];
   let seenVersion = mirror.version ?? 0;
   let syncing = true;
@@ -164,9 +180,11 @@ async function lagPhase(server: RunningServer, mirror: UpiRiskMirror, token: str
         const fromBefore = manifest.diffs.find((d) => d.from === manifest.version - 1);
         if (fromBefore !== undefined) minuteDiffBytes.push(fromBefore.bytes);
       }
-      for (const [upi, at] of pending) {
+      for (const [upi, ingest] of pending) {
         if (mirror.check(upi).match) {
-          samples.push((performance.now() - at) / 1000);
+          samples.push((performance.now() - ingest.at) / 1000);
+          // The version's created_at, from its age on the wall clock the client reads.
+          serviceSamples.push((Date.now() - mirror.age! * 1000 - ingest.wallMs) / 1000);
           pending.delete(upi);
         }
       }
@@ -184,7 +202,7 @@ async function lagPhase(server: RunningServer, mirror: UpiRiskMirror, token: str
     const ingested = await runCli(['ingest', '--data-dir', dir, file]);
     if (ingested.code !== 0) throw new Error(`ingest failed:\n${ingested.stderr}`);
     // One VPA of the file stands for it: the mirror takes a file's VPAs in one version.
-    pending.set(upis[0]!, performance.now());
+    pending.set(upis[0]!, { at: performance.now(), wallMs: Date.now() });
   }
   syncing = false;
   // VPAs not in the mirror three minutes after their ingest are left out of the samples, and said so.
@@ -192,5 +210,5 @@ async function lagPhase(server: RunningServer, mirror: UpiRiskMirror, token: str
   stopped = true;
   await syncLoop;
   if (pending.size > 0) log(`mirror: ${pending.size} ingests not in the mirror after three minutes`);
-  return { samples, minuteDiffBytes };
+  return { samples, serviceSamples, minuteDiffBytes };
 }

@@ -104,11 +104,7 @@ export function encodeMirrorFile(
   if (kind === MIRROR_KIND_FULL && removed.count > 0) throw new RangeError('a full mirror file removes nothing');
   const bytes = allocate(MIRROR_HEADER_BYTES + entries.count * MIRROR_ENTRY_BYTES + removed.count * MIRROR_PREFIX_BYTES);
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  for (let i = 0; i < MIRROR_MAGIC.length; i++) bytes[i] = MIRROR_MAGIC.charCodeAt(i);
-  bytes[8] = MIRROR_FORMAT_VERSION;
-  bytes[9] = kind;
-  view.setUint32(12, entries.count, true);
-  view.setUint32(16, removed.count, true);
+  writeMirrorHeader(bytes, kind, entries.count, removed.count);
   let at = MIRROR_HEADER_BYTES;
   for (let i = 0; i < entries.count; i++) {
     if (i > 0 && comparePrefixes(entries.hi[i - 1]!, entries.lo[i - 1]!, entries.hi[i]!, entries.lo[i]!) >= 0) throw new RangeError(`mirror entry ${i} is out of order`);
@@ -124,6 +120,16 @@ export function encodeMirrorFile(
     at += MIRROR_PREFIX_BYTES;
   }
   return bytes;
+}
+
+/** Write a file's header into its first MIRROR_HEADER_BYTES bytes, which are zero. */
+export function writeMirrorHeader(bytes: Uint8Array, kind: MirrorFile['kind'], entries: number, removed: number): void {
+  const view = new DataView(bytes.buffer, bytes.byteOffset, MIRROR_HEADER_BYTES);
+  for (let i = 0; i < MIRROR_MAGIC.length; i++) bytes[i] = MIRROR_MAGIC.charCodeAt(i);
+  bytes[8] = MIRROR_FORMAT_VERSION;
+  bytes[9] = kind;
+  view.setUint32(12, entries, true);
+  view.setUint32(16, removed, true);
 }
 
 /** Read a file, checking its header, its length and the order of both lists; throws MirrorFormatError. */

@@ -9,7 +9,7 @@ import type { ServedData } from './served-data.js';
 export interface SnapshotHashes {
   readonly data: SnapshotData;
   readonly ranges: HashRanges;
-  /** Null unless the keeper keeps them (`keepHeads`): 8 bytes a VPA only the mirror needs. */
+  /** Null unless the keeper keeps them (`keepHeads`): 8 bytes a VPA only the mirror needs, until it has made its entries of them (releaseHeads). */
   readonly heads: VpaHashHeads | null;
 }
 
@@ -57,6 +57,12 @@ export class HashRangeKeeper {
     const hashes = deltaHashes(delta, last?.hashes ?? null);
     this.#lastDelta = { delta, hashes };
     return hashes;
+  }
+
+  /** Let go of the hash heads of snapshot `data`, once the mirror has made what it needs of them. */
+  releaseHeads(data: SnapshotData): void {
+    const held = this.#snapshot;
+    if (held !== null && held.data === data) this.#snapshot = { ...held, heads: null };
   }
 
   /** Called with each snapshot's ranges once made; the function returned stops that. */

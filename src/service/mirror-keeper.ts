@@ -1,6 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import type { Logger } from '../common/logger.js';
-import { cutMirrorOffThread } from '../mirror/mirror-cut.js';
+import { cutMirrorOffThread, type BaseEntries } from '../mirror/mirror-cut.js';
+import type { SnapshotData } from '../engine/snapshot-data.js';
 import { MirrorDiffs } from '../mirror/mirror-diffs.js';
 import { manifestSigningText, type MirrorEntries, type MirrorManifest } from '../mirror/mirror-format.js';
 import { compressPublication, diffPath, fileBodies, fullPath, type MirrorFileBodies, type MirrorPublication, type MirrorPublications } from '../mirror/mirror-publication.js';
@@ -44,6 +45,8 @@ export class MirrorKeeper implements MirrorPublications {
   #lastVersion = 0;
   #lastDataVersion: string | null = null;
   #entries: MirrorEntries | null = null;
+  /** The served snapshot's entries in hash order, made by its first cut. */
+  #base: { readonly data: SnapshotData; readonly entries: BaseEntries } | null = null;
   #diffs = new MirrorDiffs(DIFF_VERSIONS, DIFF_SHARE_LIMIT);
   #publication: MirrorPublication | null = null;
   readonly #listeners = new Set<(publication: MirrorPublication) => void>();
@@ -118,9 +121,9 @@ export class MirrorKeeper implements MirrorPublications {
     const view = this.#served.view;
     // Nothing new to make, or the snapshot's ranges are not made yet (onRanges schedules again).
     if (this.#closed || snapshot === null || view.version === this.#lastDataVersion) return;
-    // Kept whenever there is a mirror (start refuses a keeper that drops them).
-    const heads = snapshot.heads;
-    if (heads === null) return;
+    const baseEntries = this.#base?.data === snapshot.data ? this.#base.entries : null;
+    // The heads are kept until the first cut of a snapshot has made its entries from them (start refuses a keeper that drops them).
+    if (baseEntries === null && snapshot.heads === null) return;
     this.#cutting = true;
     const started = performance.now();
     try {
@@ -128,11 +131,17 @@ export class MirrorKeeper implements MirrorPublications {
       const deltaHashes = this.#hashes.hashesOf(delta);
       const cut = await cutMirrorOffThread({
         base: snapshot.data,
-        heads,
         order: snapshot.ranges.order,
+        baseEntries,
+        heads: baseEntries === null ? snapshot.heads : null,
         delta: deltaHashes === null ? null : { overlay: delta.overlay, baseVpa: delta.baseVpa, hashes: deltaHashes },
         previous: this.#entries,
       });
+      if (baseEntries === null) {
+        this.#base = { data: snapshot.data, entries: cut.baseEntries };
+        // The entries hold what the heads did, in order: the heads' 8 bytes a VPA go.
+        this.#hashes.releaseHeads(snapshot.data);
+      }
       if (this.#closed) return;
       const previousVersion = this.#lastVersion;
       const version = previousVersion + 1;
