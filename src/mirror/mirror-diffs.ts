@@ -48,6 +48,22 @@ export class MirrorDiffs {
     return [...this.#since.keys()].sort((a, b) => b - a);
   }
 
+  /**
+   * The diffs to offer with the newest version: newest first, while their
+   * files hold at most `budgetBytes` together (older diffs hold more).
+   */
+  offered(budgetBytes: number): { readonly from: number; readonly bytes: Uint8Array }[] {
+    const offered: { from: number; bytes: Uint8Array }[] = [];
+    let left = budgetBytes;
+    for (const from of this.versions()) {
+      const bytes = this.file(from);
+      if (bytes.length > left) break;
+      left -= bytes.length;
+      offered.push({ from, bytes });
+    }
+    return offered;
+  }
+
   /** The diff file from version `from` to the newest: its entries put in, its prefixes taken out, each sorted. */
   file(from: number): Uint8Array {
     const since = this.#since.get(from);

@@ -103,6 +103,7 @@ export class BuilderRole {
   /** The fleet mirror while this builder is active, and its start under way. */
   #fleetMirror: BuilderMirror | null = null;
   #mirrorStarting: Promise<void> | null = null;
+  #mirrorFailure: string | null = null;
 
   private constructor(options: BuilderRoleOptions) {
     this.#options = options;
@@ -394,10 +395,16 @@ export class BuilderRole {
       stillActive: (client) => this.#checkLease(client, 'not recording the mirror version'),
     }).then(
       async (mirror) => {
+        this.#mirrorFailure = null;
         if (this.#closed || this.#lease !== lease) await mirror.close();
         else this.#fleetMirror = mirror;
       },
-      (error: unknown) => this.#logger.error({ err: error instanceof Error ? error.message : String(error) }, 'the fleet mirror could not start; trying again at the next pass'),
+      (error: unknown) => {
+        const message = error instanceof Error ? error.message : String(error);
+        // The same failure at every pass is logged once.
+        if (message !== this.#mirrorFailure) this.#logger.error({ err: message }, 'the fleet mirror could not start; trying again at the next pass');
+        this.#mirrorFailure = message;
+      },
     ).finally(() => (this.#mirrorStarting = null));
   }
 

@@ -16,6 +16,14 @@ export const DEFAULT_MIRROR_INTERVAL_MS = 60_000;
 export const DIFF_VERSIONS = 60;
 /** A diff holding more than this share of the entries is not offered: the full file is about as cheap. */
 const DIFF_SHARE_LIMIT = 0.25;
+/**
+ * The diffs a version offers hold at most this share of its full file's
+ * bytes together (and at least MIN_DIFF_BUDGET_BYTES): after a change of
+ * many entries, each diff may hold a quarter of them, and sixty of those
+ * would be held in memory, and stored in a fleet, every minute.
+ */
+const DIFF_BUDGET_SHARE = 0.5;
+const MIN_DIFF_BUDGET_BYTES = 1024 * 1024;
 
 export interface MirrorKeeperOptions {
   /** Where each version is recorded before it is served: DIR/mirror, or the store. */
@@ -201,8 +209,8 @@ export class MirrorKeeper implements MirrorPublications {
     const files = new Map<string, MirrorFileBodies>();
     files.set(fullPath(version), fileBodies(fullPath(version), full));
     const diffs: { from: number; url: string; bytes: number }[] = [];
-    for (const from of this.#diffs.versions()) {
-      const bytes = this.#diffs.file(from);
+    // A caller holding a version not offered fetches the full file.
+    for (const { from, bytes } of this.#diffs.offered(Math.max(MIN_DIFF_BUDGET_BYTES, full.length * DIFF_BUDGET_SHARE))) {
       files.set(diffPath(from, version), fileBodies(diffPath(from, version), bytes));
       diffs.push({ from, url: `/v1/mirror/${diffPath(from, version)}`, bytes: bytes.length });
     }

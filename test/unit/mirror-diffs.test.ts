@@ -37,3 +37,17 @@ test('a version whose diff would hold most of the set is not kept', () => {
   assert.deepEqual(diffs.versions(), []);
   assert.throws(() => diffs.file(1), RangeError);
 });
+
+test('the diffs offered are the newest whose files fit the budget together', () => {
+  const set = (n: number): MirrorEntries => ({ count: n, hi: Uint32Array.from({ length: n }, (_, i) => i), lo: new Uint32Array(n), meta: new Uint8Array(n) });
+  const diffs = new MirrorDiffs(10, 1);
+  // Each version adds ten entries: the diff from an older version holds more of them.
+  for (let v = 1; v <= 5; v++) diffs.advance(v - 1, v, changesBetween(v === 1 ? null : set(10 * (v - 1)), set(10 * v)), 10 * v);
+  const sizes = new Map(diffs.versions().map((from) => [from, diffs.file(from).length]));
+  assert.deepEqual([...sizes.keys()], [4, 3, 2, 1]);
+  assert.deepEqual(diffs.offered(Number.MAX_SAFE_INTEGER).map((d) => d.from), [4, 3, 2, 1]);
+  assert.deepEqual(diffs.offered(sizes.get(4)! + sizes.get(3)!).map((d) => d.from), [4, 3]);
+  assert.deepEqual(diffs.offered(sizes.get(4)! + sizes.get(3)! - 1).map((d) => d.from), [4]);
+  assert.deepEqual(diffs.offered(0), []);
+  for (const { from, bytes } of diffs.offered(Number.MAX_SAFE_INTEGER)) assert.deepEqual(bytes, diffs.file(from));
+});
