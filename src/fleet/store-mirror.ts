@@ -50,7 +50,8 @@ const DEFAULT_POLL_MS = 5_000;
  * itself, and serves it only once its entries are the set the manifest
  * names (its count and SHA-256) under a signature that verifies with the
  * key recorded beside it. A version that cannot be made so is logged and
- * not served; the one before stays, and the next look tries again.
+ * not served: the one before stays until a newer version can be. A store
+ * that cannot be read is tried again at the next look.
  */
 export class StoreMirror implements MirrorPublications {
   readonly #location: StoreLocation;
@@ -66,6 +67,8 @@ export class StoreMirror implements MirrorPublications {
   #lookAgain = false;
   /** The last version that could not be made, logged once. */
   #refused = 0;
+  /** The last failure to read the store, logged once until a look succeeds. */
+  #lastFailure: string | null = null;
   #closed = false;
 
   constructor(options: StoreMirrorOptions) {
@@ -106,7 +109,16 @@ export class StoreMirror implements MirrorPublications {
       return;
     }
     this.#looking = this.#update()
-      .catch((error: unknown) => this.#logger.warn({ err: (error as Error).message }, 'the store could not be read for a mirror version; the one held is still served'))
+      .then(
+        () => {
+          this.#lastFailure = null;
+        },
+        (error: unknown) => {
+          const message = error instanceof Error ? error.message : String(error);
+          if (message !== this.#lastFailure) this.#logger.warn({ err: message }, 'the store could not be read for a mirror version; the one held is still served');
+          this.#lastFailure = message;
+        },
+      )
       .finally(() => {
         this.#looking = null;
         if (this.#lookAgain && !this.#closed) {
