@@ -46,7 +46,7 @@ function publication(key: MirrorKey, version: number, set: readonly number[], di
   return { version, manifest: JSON.stringify({ ...unsigned, signature: signText(signer, manifestSigningText(unsigned)) }), publicKey: JSON.stringify({ public_key: key.publicKey }), files };
 }
 
-test("a follower's store mirror builds a version from the base and the diffs after it, refuses one badly signed, and a base clears what came before", { timeout: 60_000 }, async () => {
+test("a follower's store mirror builds a version from the base and the diffs after it, refuses one badly signed or whose diff makes another set, and a base clears what came before", { timeout: 60_000 }, async () => {
   await withTestSchema(async (location) => {
     await migrate(location);
     const t = await tempDataDir();
@@ -54,7 +54,7 @@ test("a follower's store mirror builds a version from the base and the diffs aft
     const other = await createMirrorKey(`${t.dir.mirror}-other`);
     const pool = storePool(location, 2);
     const active = async () => {};
-    const sets = [[], [1, 2, 3], [1, 3, 4], [3, 4, 5, 6], [4, 5, 6], [5, 6, 7]];
+    const sets = [[], [1, 2, 3], [1, 3, 4], [3, 4, 5, 6], [4, 5, 6], [5, 6, 7], [5, 6, 8], [6, 7, 8]];
     const mirror: { store?: StoreMirror } = {};
     try {
       await recordMirrorVersion(pool, location, publication(key, 1, sets[1]!, new Map()), true, active);
@@ -98,11 +98,24 @@ test("a follower's store mirror builds a version from the base and the diffs aft
       } finally {
         await client.end();
       }
-      // A follower starting now builds version 5 from its base alone.
+      // A diff that does not make the set its manifest names (a store written by something else): refused, version 5 stays.
+      const sixth = publication(key, 6, sets[6]!, new Map([[5, sets[5]!]]));
+      const files = new Map(sixth.files);
+      files.set(diffPath(5, 6), fileBodies(diffPath(5, 6), diffFile(sets[5]!, [5, 6, 9])));
+      await recordMirrorVersion(pool, location, { ...sixth, files }, false, active);
+      await store.settled();
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      await store.settled();
+      assert.equal(store.publication?.version, 5);
+      await recordMirrorVersion(pool, location, publication(key, 7, sets[7]!, new Map([[5, sets[5]!]])), false, active);
+      await until('version 7 served', 10_000, () => store.publication?.version === 7);
+      assert.deepEqual(store.publication!.files.get(fullPath(7))!.identity, encodeMirrorFile(MIRROR_KIND_FULL, entries(sets[7]!)));
+
+      // A follower starting now builds version 7 from its base and its diff from the base.
       const fresh = new StoreMirror({ location, logger: silentLogger, pollMs: 50 });
       try {
-        await until('version 5 from its base', 10_000, () => fresh.publication?.version === 5);
-        assert.deepEqual(fresh.publication!.files.get(fullPath(5))!.identity, store.publication!.files.get(fullPath(5))!.identity);
+        await until('version 7 from its base', 10_000, () => fresh.publication?.version === 7);
+        assert.deepEqual(fresh.publication!.files.get(fullPath(7))!.identity, store.publication!.files.get(fullPath(7))!.identity);
         assert.equal(fresh.publication!.manifest, store.publication!.manifest);
       } finally {
         await fresh.close();
