@@ -1,7 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import type { Logger } from '../common/logger.js';
 import { cutMirrorOffThread, type BaseEntries } from '../mirror/mirror-cut.js';
-import type { SnapshotData } from '../engine/snapshot-data.js';
 import { MirrorDiffs } from '../mirror/mirror-diffs.js';
 import { manifestSigningText, type MirrorEntries, type MirrorManifest } from '../mirror/mirror-format.js';
 import { compressPublication, diffPath, fileBodies, fullPath, type MirrorFileBodies, type MirrorPublication, type MirrorPublications } from '../mirror/mirror-publication.js';
@@ -53,8 +52,12 @@ export class MirrorKeeper implements MirrorPublications {
   #lastVersion = 0;
   #lastDataVersion: string | null = null;
   #entries: MirrorEntries | null = null;
-  /** The served snapshot's entries in hash order, made by its first cut. */
-  #base: { readonly data: SnapshotData; readonly entries: BaseEntries } | null = null;
+  /**
+   * The served snapshot's entries in hash order, made by its first cut, by
+   * its id: let go at a swap (holding the replaced snapshot itself would
+   * keep its memory from the next build).
+   */
+  #base: { readonly snapshotId: string; readonly entries: BaseEntries } | null = null;
   #diffs = new MirrorDiffs(DIFF_VERSIONS, DIFF_SHARE_LIMIT);
   #publication: MirrorPublication | null = null;
   readonly #listeners = new Set<(publication: MirrorPublication) => void>();
@@ -80,7 +83,10 @@ export class MirrorKeeper implements MirrorPublications {
     const keeper = new MirrorKeeper(served, hashes, options, await options.record.last());
     keeper.#unsubscribe.push(
       served.onDelta(() => keeper.#schedule()),
-      served.onSwap(() => keeper.#schedule()),
+      served.onSwap(() => {
+        keeper.#base = null;
+        keeper.#schedule();
+      }),
       hashes.onRanges(() => keeper.#schedule()),
     );
     keeper.#schedule();
@@ -129,7 +135,7 @@ export class MirrorKeeper implements MirrorPublications {
     const view = this.#served.view;
     // Nothing new to make, or the snapshot's ranges are not made yet (onRanges schedules again).
     if (this.#closed || snapshot === null || view.version === this.#lastDataVersion) return;
-    const baseEntries = this.#base?.data === snapshot.data ? this.#base.entries : null;
+    const baseEntries = this.#base?.snapshotId === snapshot.data.meta.id ? this.#base.entries : null;
     // The heads are kept until the first cut of a snapshot has made its entries from them (start refuses a keeper that drops them).
     if (baseEntries === null && snapshot.heads === null) return;
     this.#cutting = true;
@@ -146,7 +152,8 @@ export class MirrorKeeper implements MirrorPublications {
         previous: this.#entries,
       });
       if (baseEntries === null) {
-        this.#base = { data: snapshot.data, entries: cut.baseEntries };
+        // Unless a swap came while it was made: the next cut makes the new snapshot's.
+        if (this.#served.current.data === snapshot.data) this.#base = { snapshotId: snapshot.data.meta.id, entries: cut.baseEntries };
         // The entries hold what the heads did, in order: the heads' 8 bytes a VPA go.
         this.#hashes.releaseHeads(snapshot.data);
       }

@@ -121,6 +121,23 @@ test('the mirror: a signed manifest, a full file and diffs that agree with the s
     });
     await agrees(held, [ADDED, ...UPIS.slice(0, 30)]);
 
+    // A compaction: the versions after it are made from the new snapshot's entries, and name the same set.
+    const snapshotOf = async () => (await get(`/v1/verify/upi?upi=${ADDED}`)).headers.get('x-data-version')!.split('+')[0]!;
+    const compacted = await snapshotOf();
+    const beforeCompaction = (await manifestOf()).version;
+    server.child.kill('SIGUSR2');
+    await until('the compacted snapshot served', 60_000, async () => (await snapshotOf()) !== compacted);
+    await until('a version made after the compaction', 30_000, async () => {
+      const manifest = await manifestOf();
+      if (manifest.version === beforeCompaction) return false;
+      const diff = manifest.diffs.find((d) => d.from === beforeCompaction);
+      assert.ok(diff !== undefined, 'a diff from the version before the compaction');
+      const next = applyMirrorDiff(held, decodeMirrorFile(await fileOf(diff.url)));
+      assert.equal(digest(next), manifest.sha256);
+      assert.equal(digest(next), digest(held), 'a compaction changes no entry');
+      return true;
+    });
+
     // Old full files are not kept; malformed versions are refused.
     assert.equal((await get(first.full.url)).status, 404);
     for (const bad of ['/v1/mirror/full/0', '/v1/mirror/full/01', '/v1/mirror/full/x', '/v1/mirror/diff/1/a']) assert.equal((await get(bad)).status, 400, bad);
