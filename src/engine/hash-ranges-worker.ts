@@ -7,7 +7,7 @@ import { answerOneOff } from '../common/one-off-worker.js';
 import { hashHeads, rangesFromHeads, type HashRangesTask } from './hash-ranges.js';
 
 const task = workerData as HashRangesTask;
-answerOneOff(
+await answerOneOff(
   (reply) => parentPort!.postMessage(reply),
   () => {
     if (task.kind === 'ranges') return rangesFromHeads(task.snapshotId, task.count, task.heads);

@@ -6,22 +6,18 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { readSnapshotFile } from './snapshot-files.js';
 import { longestKey } from './vpa-index.js';
-import type { LoaderReply } from './snapshot-loader.js';
+import type { SnapshotData } from './snapshot-data.js';
+import { answerOneOff } from '../common/one-off-worker.js';
 
 const { path, niceIncrement } = workerData as { path: string; niceIncrement: number };
-if (niceIncrement > 0) {
-  // Best effort: without the binding (or the right) the load simply runs at normal priority.
-  await import('@napi-rs/nice').then((binding) => binding.nice(niceIncrement)).catch(() => {});
-}
-let reply: LoaderReply;
-try {
-  const data = await readSnapshotFile(path, { shared: true });
-  reply = { ok: true, data: { ...data, maxKeyLength: longestKey(data) } };
-} catch (error) {
-  const e: Error & { code?: unknown } = error instanceof Error ? error : new Error(String(error));
-  reply = {
-    ok: false,
-    error: { name: e.name, message: e.message, code: typeof e.code === 'string' ? e.code : undefined, stack: e.stack },
-  };
-}
-parentPort!.postMessage(reply);
+await answerOneOff(
+  (reply) => parentPort!.postMessage(reply),
+  async (): Promise<SnapshotData> => {
+    if (niceIncrement > 0) {
+      // Best effort: without the binding (or the right) the load simply runs at normal priority.
+      await import('@napi-rs/nice').then((binding) => binding.nice(niceIncrement)).catch(() => {});
+    }
+    const data = await readSnapshotFile(path, { shared: true });
+    return { ...data, maxKeyLength: longestKey(data) };
+  },
+);

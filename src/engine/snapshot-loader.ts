@@ -1,19 +1,7 @@
-import { Worker } from 'node:worker_threads';
 import { resolve } from 'node:path';
 import { SnapshotError, isSnapshotErrorCode } from '../common/errors.js';
 import type { SnapshotData } from './snapshot-data.js';
-
-/** What the loader worker posts back. */
-export type LoaderReply =
-  | { readonly ok: true; readonly data: SnapshotData }
-  | { readonly ok: false; readonly error: LoaderFailure };
-
-interface LoaderFailure {
-  readonly name: string;
-  readonly message: string;
-  readonly code: string | undefined;
-  readonly stack: string | undefined;
-}
+import { runOneOffWorker, type OneOffFailure } from '../common/one-off-worker.js';
 
 const WORKER_URL = new URL('./snapshot-loader-worker.js', import.meta.url);
 
@@ -26,28 +14,10 @@ const WORKER_URL = new URL('./snapshot-loader-worker.js', import.meta.url);
  * priority, as for background builds (SnapshotBuilder).
  */
 export function loadSnapshotOffThread(path: string, options: { readonly niceIncrement?: number } = {}): Promise<SnapshotData> {
-  return new Promise((resolvePromise, reject) => {
-    const worker = new Worker(WORKER_URL, { workerData: { path: resolve(path), niceIncrement: options.niceIncrement ?? 0 } });
-    let settled = false;
-    worker.once('message', (reply: LoaderReply) => {
-      settled = true;
-      if (reply.ok) resolvePromise(reply.data);
-      else reject(reviveError(reply.error));
-    });
-    worker.once('error', (error) => {
-      if (settled) return;
-      settled = true;
-      reject(error);
-    });
-    worker.once('exit', (code) => {
-      if (settled) return;
-      settled = true;
-      reject(new Error(`snapshot loader thread exited with code ${code} before answering`));
-    });
-  });
+  return runOneOffWorker<SnapshotData>(WORKER_URL, { path: resolve(path), niceIncrement: options.niceIncrement ?? 0 }, 'loading a snapshot', reviveError);
 }
 
-function reviveError(error: LoaderFailure): Error {
+function reviveError(error: OneOffFailure): Error {
   if (error.name === 'SnapshotError' && isSnapshotErrorCode(error.code)) {
     return new SnapshotError(error.code, error.message);
   }

@@ -3,7 +3,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { answerOneOff } from '../common/one-off-worker.js';
 import { cutMirror, type CutInput } from './mirror-cut.js';
 
-answerOneOff(
+await answerOneOff(
   (reply) => parentPort!.postMessage(reply),
   () => cutMirror(workerData as CutInput),
 );
