@@ -94,6 +94,7 @@ class StoreVersionRecord implements MirrorVersionRecord {
   readonly #stillActive: (client: pg.ClientBase) => Promise<void>;
   readonly #pool: pg.Pool;
   #lastBase = 0;
+  #keyChangeLogged = false;
 
   constructor(pool: pg.Pool, location: StoreLocation, key: MirrorKey, logger: Logger, stillActive: (client: pg.ClientBase) => Promise<void>) {
     this.#pool = pool;
@@ -106,7 +107,9 @@ class StoreVersionRecord implements MirrorVersionRecord {
   async last(): Promise<number> {
     const newest = await newestMirrorVersion(this.#pool, this.#location);
     if (newest === null) return 0;
-    if (newest.publicKey !== this.#key.publicKey) {
+    // Said once: last() is asked again after a version could not be recorded.
+    if (newest.publicKey !== this.#key.publicKey && !this.#keyChangeLogged) {
+      this.#keyChangeLogged = true;
       this.#logger.warn(
         { was: newest.publicKey, now: this.#key.publicKey },
         "the fleet mirror's signing key changed: callers that hold the old public key refuse every version from now on (give each builder the same key file)",

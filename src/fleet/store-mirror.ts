@@ -2,7 +2,6 @@ import { createHash } from 'node:crypto';
 import type pg from 'pg';
 import { ErrorCode, StoreError } from '../common/errors.js';
 import { silentLogger, type Logger } from '../common/logger.js';
-import { subscribe } from '../common/listeners.js';
 import { sharedArray } from '../engine/shared-arrays.js';
 import {
   MIRROR_HEADER_BYTES,
@@ -16,15 +15,7 @@ import {
   type MirrorFile,
   type MirrorManifest,
 } from '../mirror/mirror-format.js';
-import {
-  compressPublication,
-  diffPath,
-  fileBodies,
-  fullPath,
-  type MirrorFileBodies,
-  type MirrorPublication,
-  type MirrorPublications,
-} from '../mirror/mirror-publication.js';
+import { MirrorPublisher, diffPath, fileBodies, fullPath, type MirrorFileBodies, type MirrorPublication, type MirrorPublications } from '../mirror/mirror-publication.js';
 import { verifyText } from '../mirror/signing-key.js';
 import { mirrorBaseAtOrBefore, mirrorChannel, mirrorVersion, newestMirrorVersion, readMirrorFile, type StoredMirrorVersion } from '../store/mirror-versions.js';
 import { storePool, type StoreLocation } from '../store/postgres.js';
@@ -57,11 +48,10 @@ export class StoreMirror implements MirrorPublications {
   readonly #location: StoreLocation;
   readonly #logger: Logger;
   readonly #pool: pg.Pool;
-  readonly #listeners: ((publication: MirrorPublication) => void)[] = [];
+  readonly #publisher = new MirrorPublisher();
   readonly #notifications: StoreNotifications;
   readonly #timer: NodeJS.Timeout;
-  #publication: MirrorPublication | null = null;
-  /** The entries of `#publication`'s version. */
+  /** The entries of the version served. */
   #entries: MirrorEntries | null = null;
   #looking: Promise<void> | null = null;
   #lookAgain = false;
@@ -81,11 +71,11 @@ export class StoreMirror implements MirrorPublications {
   }
 
   get publication(): MirrorPublication | null {
-    return this.#publication;
+    return this.#publisher.publication;
   }
 
   onPublication(listener: (publication: MirrorPublication) => void): () => void {
-    return subscribe(this.#listeners, listener);
+    return this.#publisher.onPublication(listener);
   }
 
   /** Resolves once the look under way, if any, has ended. */
@@ -130,7 +120,7 @@ export class StoreMirror implements MirrorPublications {
 
   async #update(): Promise<void> {
     const newest = await newestMirrorVersion(this.#pool, this.#location);
-    if (newest === null || newest.version <= (this.#publication?.version ?? 0) || newest.version === this.#refused) return;
+    if (newest === null || newest.version <= (this.#publisher.publication?.version ?? 0) || newest.version === this.#refused) return;
     let made: { publication: MirrorPublication; entries: MirrorEntries };
     try {
       made = await this.#make(newest);
@@ -142,15 +132,8 @@ export class StoreMirror implements MirrorPublications {
     }
     if (this.#closed) return;
     this.#entries = made.entries;
-    this.#serve(made.publication);
     this.#logger.info({ mirrorVersion: newest.version, entries: made.entries.count }, 'serving a mirror version from the store');
-    const compressed = await compressPublication(made.publication);
-    if (!this.#closed && this.#publication === made.publication) this.#serve(compressed);
-  }
-
-  #serve(publication: MirrorPublication): void {
-    this.#publication = publication;
-    for (const listener of this.#listeners) listener(publication);
+    await this.#publisher.publish(made.publication, () => this.#closed);
   }
 
   /** The version's publication and entries, checked against its signed manifest. */
@@ -188,7 +171,7 @@ export class StoreMirror implements MirrorPublications {
 
   /** The entries from those held and the version's diff from them, or null when it has none. */
   async #fromHeld(manifest: MirrorManifest): Promise<MirrorEntries | null> {
-    const held = this.#publication?.version;
+    const held = this.#publisher.publication?.version;
     if (held === undefined || this.#entries === null || !manifest.diffs.some((d) => d.from === held)) return null;
     return this.#applied(this.#entries, manifest.version, diffPath(held, manifest.version));
   }

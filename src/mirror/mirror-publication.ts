@@ -1,5 +1,6 @@
 import { promisify } from 'node:util';
 import { brotliCompress, constants as zlibConstants, gzip } from 'node:zlib';
+import { subscribe } from '../common/listeners.js';
 import { sharedArray } from '../engine/shared-arrays.js';
 
 /**
@@ -39,6 +40,41 @@ export interface MirrorPublications {
   close(): void | Promise<void>;
 }
 
+/**
+ * The version a server serves and who hears of each (MirrorKeeper, and a
+ * follower's StoreMirror): a version is served at once, as it is, and
+ * again once compressed, unless a newer one was served meanwhile.
+ */
+export class MirrorPublisher {
+  #publication: MirrorPublication | null = null;
+  readonly #listeners: ((publication: MirrorPublication) => void)[] = [];
+
+  get publication(): MirrorPublication | null {
+    return this.#publication;
+  }
+
+  onPublication(listener: (publication: MirrorPublication) => void): () => void {
+    return subscribe(this.#listeners, listener);
+  }
+
+  /** Serve `publication`, then its compressed form; `closed` is asked after compressing (zlib's threads do that work). */
+  async publish(publication: MirrorPublication, closed: () => boolean): Promise<void> {
+    this.#serve(publication);
+    const compressed = await compressPublication(publication);
+    if (!closed() && this.#publication === publication) this.#serve(compressed);
+  }
+
+  /** Nobody hears of versions from now on. */
+  close(): void {
+    this.#listeners.length = 0;
+  }
+
+  #serve(publication: MirrorPublication): void {
+    this.#publication = publication;
+    for (const listener of this.#listeners) listener(publication);
+  }
+}
+
 /** The path of a full file below /v1/mirror/. */
 export const fullPath = (version: number): string => `full/${version}`;
 /** The path of a diff file below /v1/mirror/. */
@@ -55,7 +91,7 @@ const brotliAsync = promisify(brotliCompress);
 const BROTLI_QUALITY = 5;
 
 /** The publication with every file in each encoding too, in shared memory (zlib's threads do the work). */
-export async function compressPublication(publication: MirrorPublication): Promise<MirrorPublication> {
+async function compressPublication(publication: MirrorPublication): Promise<MirrorPublication> {
   const files = new Map<string, MirrorFileBodies>();
   for (const [path, file] of publication.files) {
     const [gzipped, brotli] = await Promise.all([

@@ -3,7 +3,7 @@ import type { Logger } from '../common/logger.js';
 import { cutMirrorOffThread, type BaseEntries } from '../mirror/mirror-cut.js';
 import { MirrorDiffs } from '../mirror/mirror-diffs.js';
 import { manifestSigningText, type MirrorEntries, type MirrorManifest } from '../mirror/mirror-format.js';
-import { compressPublication, diffPath, fileBodies, fullPath, type MirrorFileBodies, type MirrorPublication, type MirrorPublications } from '../mirror/mirror-publication.js';
+import { MirrorPublisher, diffPath, fileBodies, fullPath, type MirrorFileBodies, type MirrorPublication, type MirrorPublications } from '../mirror/mirror-publication.js';
 import { signText, type MirrorKey } from '../mirror/signing-key.js';
 import type { MirrorVersionRecord } from '../mirror/version-record.js';
 import type { HashRangeKeeper } from './hash-range-keeper.js';
@@ -59,8 +59,7 @@ export class MirrorKeeper implements MirrorPublications {
    */
   #base: { readonly snapshotId: string; readonly entries: BaseEntries } | null = null;
   #diffs = new MirrorDiffs(DIFF_VERSIONS, DIFF_SHARE_LIMIT);
-  #publication: MirrorPublication | null = null;
-  readonly #listeners = new Set<(publication: MirrorPublication) => void>();
+  readonly #publisher = new MirrorPublisher();
   /** When the last version was published, and how long its making took (performance.now, ms). */
   #lastPublished = Number.NEGATIVE_INFINITY;
   #lastCutMs = 0;
@@ -95,7 +94,7 @@ export class MirrorKeeper implements MirrorPublications {
 
   /** The newest version published, or null before the first. */
   get publication(): MirrorPublication | null {
-    return this.#publication;
+    return this.#publisher.publication;
   }
 
   get publicKey(): string {
@@ -104,15 +103,14 @@ export class MirrorKeeper implements MirrorPublications {
 
   /** Called with every version published; the function returned stops that. */
   onPublication(listener: (publication: MirrorPublication) => void): () => void {
-    this.#listeners.add(listener);
-    return () => this.#listeners.delete(listener);
+    return this.#publisher.onPublication(listener);
   }
 
   close(): void {
     this.#closed = true;
     if (this.#timer !== null) clearTimeout(this.#timer);
     for (const stop of this.#unsubscribe) stop();
-    this.#listeners.clear();
+    this.#publisher.close();
   }
 
   /**
@@ -182,10 +180,8 @@ export class MirrorKeeper implements MirrorPublications {
         { mirrorVersion: version, dataVersion: view.version, entries: cut.entries.count, changes: cut.changes.count, diffs: publication.files.size - 1, ms: Math.round(this.#lastCutMs) },
         'mirror version made',
       );
-      this.#serve(publication);
       // Compressed once served: at 10M that is seconds no caller waits for.
-      const compressed = await compressPublication(publication);
-      if (!this.#closed && this.#publication === publication) this.#serve(compressed);
+      await this.#publisher.publish(publication, () => this.#closed);
     } catch (error) {
       this.#options.logger.error({ err: error instanceof Error ? error.message : String(error) }, 'a mirror version could not be made; the one before is still served');
     } finally {
@@ -204,11 +200,6 @@ export class MirrorKeeper implements MirrorPublications {
     this.#entries = null;
     this.#diffs = new MirrorDiffs(DIFF_VERSIONS, DIFF_SHARE_LIMIT);
     this.#lastVersion = Math.max(this.#lastVersion, await this.#options.record.last().catch(() => this.#lastVersion));
-  }
-
-  #serve(publication: MirrorPublication): void {
-    this.#publication = publication;
-    for (const listener of this.#listeners) listener(publication);
   }
 
   /** The version's manifest, signed, and its files, not yet compressed. */

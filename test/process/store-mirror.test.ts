@@ -46,6 +46,13 @@ function publication(key: MirrorKey, version: number, set: readonly number[], di
   return { version, manifest: JSON.stringify({ ...unsigned, signature: signText(signer, manifestSigningText(unsigned)) }), publicKey: JSON.stringify({ public_key: key.publicKey }), files };
 }
 
+/** Once the looks a version's notification and the polls after it start have ended. */
+async function looksPassed(store: StoreMirror): Promise<void> {
+  await store.settled();
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  await store.settled();
+}
+
 test("a follower's store mirror builds a version from the base and the diffs after it, refuses one badly signed or whose diff makes another set, and a base clears what came before", { timeout: 60_000 }, async () => {
   await withTestSchema(async (location) => {
     await migrate(location);
@@ -82,9 +89,7 @@ test("a follower's store mirror builds a version from the base and the diffs aft
 
       // Signed by another key than the one recorded: not served, version 3 stays.
       await recordMirrorVersion(pool, location, publication(key, 4, sets[4]!, new Map([[3, sets[3]!]]), other), false, active);
-      await store.settled();
-      await new Promise((resolve) => setTimeout(resolve, 300));
-      await store.settled();
+      await looksPassed(store);
       assert.equal(store.publication?.version, 3);
 
       // The next good version is served from the one held and its diff.
@@ -103,9 +108,7 @@ test("a follower's store mirror builds a version from the base and the diffs aft
       const files = new Map(sixth.files);
       files.set(diffPath(5, 6), fileBodies(diffPath(5, 6), diffFile(sets[5]!, [5, 6, 9])));
       await recordMirrorVersion(pool, location, { ...sixth, files }, false, active);
-      await store.settled();
-      await new Promise((resolve) => setTimeout(resolve, 300));
-      await store.settled();
+      await looksPassed(store);
       assert.equal(store.publication?.version, 5);
       await recordMirrorVersion(pool, location, publication(key, 7, sets[7]!, new Map([[5, sets[5]!]])), false, active);
       await until('version 7 served', 10_000, () => store.publication?.version === 7);
