@@ -57,6 +57,7 @@ const CLIENT_COMPONENTS: Readonly<Record<string, string>> = {
   DisputeConflict: 'DisputeConflict',
   ReportCreateRequest: 'ReportCreateRequest',
   ReportReceipt: 'ReportReceipt',
+  DataVersion: 'DataVersion',
 };
 
 /**

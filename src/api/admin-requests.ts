@@ -25,7 +25,8 @@ export type AdminRequest =
   | { readonly op: 'compaction.start'; readonly key: KeyRecord }
   | WatchRequest
   | CorrectionRequest
-  | DisputeRequest;
+  | DisputeRequest
+  | HistoryRequest;
 
 /**
  * A watchlist request a serving thread hands the main thread; `key` is the
@@ -78,8 +79,14 @@ export type DisputeRequest =
   | { readonly op: 'report.accept'; readonly key: KeyRecord; readonly id: string; readonly body: unknown }
   | { readonly op: 'report.dismiss'; readonly key: KeyRecord; readonly id: string; readonly body: unknown };
 
+/**
+ * A read of the record of what was served (docs/api.md, Data versions):
+ * `version` as the path carried it, percent-decoded, checked there.
+ */
+export type HistoryRequest = { readonly op: 'data-version.get'; readonly key: KeyRecord; readonly version: string };
+
 /** The admin requests of keys, sessions, the audit log and the figures. */
-export type KeyAdminRequest = Exclude<AdminRequest, WatchRequest | CorrectionRequest | DisputeRequest>;
+export type KeyAdminRequest = Exclude<AdminRequest, WatchRequest | CorrectionRequest | DisputeRequest | HistoryRequest>;
 
 export function isWatchRequest(request: AdminRequest): request is WatchRequest {
   return request.op.startsWith('watch.');
@@ -92,6 +99,11 @@ export function isCorrectionRequest(request: AdminRequest): request is Correctio
 /** Whether a request is a dispute's or a report's (DisputeRequest). */
 export function isDisputeRequest(request: AdminRequest): request is DisputeRequest {
   return request.op.startsWith('dispute.') || request.op.startsWith('report.');
+}
+
+/** Whether a request reads the record of what was served (HistoryRequest). */
+export function isHistoryRequest(request: AdminRequest): request is HistoryRequest {
+  return request.op === 'data-version.get';
 }
 
 /** A console session that stands, as a serving thread needs it. */

@@ -22,6 +22,7 @@ import { DISPUTE_SCHEMAS } from './dispute-schemas.js';
 import { DISPUTE_TAGS, disputePaths } from './dispute-paths.js';
 import { PRIVATE_LOOKUP_SCHEMAS } from './private-lookup-schemas.js';
 import { PRIVATE_LOOKUP_TAGS, privateLookupPaths } from './private-lookup-paths.js';
+import { HISTORY_SCHEMAS, HISTORY_TAGS, historyPaths } from './history-paths.js';
 import type { DocumentParts } from './openapi-parts.js';
 import { MAX_ADMIN_BODY_BYTES, MAX_WATCH_BODY_BYTES, MAX_WATCHED_PER_KEY, MAX_WATCHLISTS_PER_KEY } from './admin-requests.js';
 import { CLEARANCE_ID_PATTERN, MAX_RETRACTION_IDS } from './admin-schemas.js';
@@ -92,6 +93,7 @@ export function openApiDocument(version: string): Record<string, unknown> {
         ...WATCH_SCHEMAS,
         ...DISPUTE_SCHEMAS,
         ...PRIVATE_LOOKUP_SCHEMAS,
+        ...HISTORY_SCHEMAS,
       })),
     },
     paths: {
@@ -143,6 +145,7 @@ export function openApiDocument(version: string): Record<string, unknown> {
       ...correctionPaths({ ref, json, ok, error, common }),
       ...disputePaths({ ref, json, ok, error, common }),
       ...privateLookupPaths({ ref, json, ok, error, common }),
+      ...historyPaths({ ref, json, ok, error, common }),
       '/v1/cyber/check': {
         get: {
           operationId: 'checkEntityExposure',
@@ -198,6 +201,7 @@ const TAGS = [
   { name: 'Verify', description: 'Screening payee VPAs, one or up to 100 at a time (a key with the screen scope)' },
   { name: 'Clusters', description: 'Clusters of VPAs seen together: the cluster of a verdict, and for an admin the largest clusters and their graphs' },
   ...PRIVATE_LOOKUP_TAGS,
+  ...HISTORY_TAGS,
   { name: 'Evidence', description: 'Sending fraud evidence, stored and served before the answer (a key with the ingest scope)' },
   { name: 'Watchlists', description: "A key's watchlists of VPAs, and the signed webhook events sent when a watched verdict changes (a key with the screen scope)" },
   ...DISPUTE_TAGS,

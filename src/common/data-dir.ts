@@ -18,6 +18,9 @@ import { join, resolve } from 'node:path';
  *                the locks naming the live processes
  *                that hold them: the `serve` that owns the directory
  *                (serve.lock) and the build running (build.lock)
+ *   history/     what was served and when: every data version with the time
+ *                it began to be served (versions.bin), so that a version read
+ *                from a screening record is resolved later
  */
 export interface DataDir {
   readonly root: string;
@@ -33,6 +36,8 @@ export interface DataDir {
   readonly carry: string;
   /** The local mirror's signing key (upi-risk mirror-key create) and the last mirror version made. */
   readonly mirror: string;
+  /** The record of the data versions served (history/version-journal.ts). */
+  readonly versions: string;
 }
 
 export const DEFAULT_DATA_DIR = 'var/data';
@@ -49,5 +54,6 @@ export function dataDir(root: string = process.env.UPI_RISK_DATA_DIR ?? DEFAULT_
     serveLock: join(absolute, 'state', 'serve.lock'),
     carry: join(absolute, 'state', 'carry'),
     mirror: join(absolute, 'mirror'),
+    versions: join(absolute, 'history', 'versions.bin'),
   };
 }

@@ -65,6 +65,8 @@ export const ErrorCode = {
   MIRROR_KEY: 'ERR_MIRROR_KEY',
   /** The mirror's record of the last version it made (DIR/mirror/last-version.json) cannot be read or written, or is not what this service writes. */
   MIRROR_STATE: 'ERR_MIRROR_STATE',
+  /** The record of the data versions served (DIR/history/versions.bin) cannot be read or written, or is not what this service writes. */
+  HISTORY: 'ERR_HISTORY',
 } as const;
 
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
@@ -210,6 +212,14 @@ export class PositionStateError extends UpiRiskError {
   constructor(message: string, options?: ErrorOptions) {
     super(ErrorCode.POSITION_STATE, message, options);
     this.name = 'PositionStateError';
+  }
+}
+
+/** The record of the data versions served is unreadable, unwritable or not what this service writes: versions are not resolved, serving goes on. */
+export class HistoryError extends UpiRiskError {
+  constructor(message: string, options?: ErrorOptions) {
+    super(ErrorCode.HISTORY, message, options);
+    this.name = 'HistoryError';
   }
 }
 

@@ -12,6 +12,7 @@ import { SnapshotView } from '../engine/snapshot-view.js';
 import { ServingView } from '../engine/serving-view.js';
 import { BACKGROUND_NICE } from '../service/snapshot-service.js';
 import type { ServedData, SwapEvent } from '../service/served-data.js';
+import type { ServedVersions } from '../history/served-versions.js';
 import { checkSchema } from '../store/migrations.js';
 import { redactStoreUrl, storePool, type StoreLocation } from '../store/postgres.js';
 import { evidenceChannel } from '../store/evidence-log.js';
@@ -34,6 +35,8 @@ export interface FollowerOptions {
   readonly pollMs?: number;
   /** Log rows read and merged at a time (default 20,000). */
   readonly batchItems?: number;
+  /** Where each state is recorded before it is served (history/served-versions.ts). Default: not recorded. */
+  readonly versions?: ServedVersions;
 }
 
 /**
@@ -117,6 +120,7 @@ export class FollowerService implements ServedData {
       const timings: LoadTimings = { downloadMs: 0, loadMs: 0 };
       const view = await loadPublication(pool, options, publication, timings);
       const replayed = await replay(pool, merger, options, view, publication.position, null, 0, null);
+      await recordServed(options, replayed);
       const service = new FollowerService(options, pool, merger, publication, replayed);
       await removeOtherSnapshots(options.dataDir, publication.id);
       logger.info(
@@ -228,6 +232,7 @@ export class FollowerService implements ServedData {
         const replayed = await replay(this.#pool, this.#merger, this.#options, this.#current, this.#position, this.#delta, this.#chunks, this.#clearances);
         this.#caughtUpAt = Date.now();
         if (replayed.position === this.#position) return;
+        await recordServed(this.#options, replayed);
         this.#serve(replayed);
         const started = replayed.startedAt;
         this.#logger.info({ position: replayed.position, deltaVpas: replayed.delta.meta.vpaCount, ms: Math.round(performance.now() - started) }, 'evidence merged into the delta');
@@ -268,6 +273,7 @@ export class FollowerService implements ServedData {
         replayed = await replay(this.#pool, this.#merger, this.#options, view, replayed.position, replayed.delta, replayed.chunks, replayed.clearances);
         const previous = this.#current;
         this.#publication = newest;
+        await recordServed(this.#options, replayed);
         this.#serve(replayed);
         this.#caughtUpAt = Date.now();
         this.#logger.info({ ...publicationFields(newest), previous: previous.meta.id, position: replayed.position, deltaVpas: replayed.delta.meta.vpaCount }, 'snapshot swapped');
@@ -423,6 +429,11 @@ async function replay(
     if (!full) break;
   }
   return { view, delta, position, chunks, startedAt, clearances: inForce };
+}
+
+/** Record that what a replay made is served from now: called before it is. */
+function recordServed(options: FollowerOptions, replayed: Replayed): Promise<void> {
+  return options.versions?.record({ snapshot: replayed.view.meta.id, position: replayed.delta.meta.position }, Date.now()) ?? Promise.resolve();
 }
 
 /** The clearances in force once `fix` is applied. */

@@ -7,6 +7,7 @@ import { registerConsoleRoutes } from './routes/console.js';
 import { registerCorrectionRoutes } from './routes/corrections.js';
 import { registerDisputeRoutes } from './routes/disputes.js';
 import { registerEvidenceRoutes } from './routes/evidence.js';
+import { registerHistoryRoutes } from './routes/history.js';
 import { registerOperationsRoutes } from './routes/operations.js';
 import { registerPrivateLookupRoutes } from './routes/private-lookups.js';
 import { registerMirrorRoutes } from './routes/mirror.js';
@@ -33,6 +34,7 @@ export function createApiApp(deps: ApiDependencies, app: TemplatedApp = uWS.App(
   registerClusterRoutes(kit);
   registerPrivateLookupRoutes(kit, deps);
   registerMirrorRoutes(kit, deps);
+  registerHistoryRoutes(kit, deps);
   registerAdminRoutes(kit, deps);
   registerWatchlistRoutes(kit, deps);
   registerCorrectionRoutes(kit, deps);

@@ -3,7 +3,7 @@
  * fixed. A request names its route by index (`ROUTE.verify`), so counting it
  * is array arithmetic.
  */
-export const ROUTE_NAMES = ['verify', 'batch', 'cluster', 'range', 'mirror', 'cyber_check', 'audit_app', 'evidence', 'admin', 'watchlists', 'disputes', 'reports', 'console', 'openapi', 'healthz', 'readyz', 'metrics', 'unknown'] as const;
+export const ROUTE_NAMES = ['verify', 'batch', 'cluster', 'range', 'mirror', 'history', 'cyber_check', 'audit_app', 'evidence', 'admin', 'watchlists', 'disputes', 'reports', 'console', 'openapi', 'healthz', 'readyz', 'metrics', 'unknown'] as const;
 export type RouteName = (typeof ROUTE_NAMES)[number];
 export const ROUTE = Object.fromEntries(ROUTE_NAMES.map((name, index) => [name, index])) as { readonly [K in RouteName]: number };
 

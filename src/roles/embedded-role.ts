@@ -11,6 +11,8 @@ import { FileDisputeStore, disputeJournalPath } from '../corrections/file-disput
 import type { ServiceMetrics } from '../http/metrics.js';
 import { takeEvidence } from '../service/evidence-intake.js';
 import { SnapshotService, type SnapshotServiceOptions } from '../service/snapshot-service.js';
+import { openVersionJournal } from '../history/version-journal.js';
+import { HISTORY_OFF, historyKeepMs, unavailableVersions } from '../history/served-versions.js';
 import { acquireServeLock } from '../service/serve-lock.js';
 import { FileWatchStore, watchJournalPath } from '../watch/file-watch-store.js';
 import { WatchService } from '../watch/watch-service.js';
@@ -54,7 +56,8 @@ async function startEmbedded(options: EmbeddedServeOptions, logger: Logger, metr
   });
   const limit = options.build.memoryLimitBytes;
   if (limit !== undefined) logger.info({ limitBytes: limit, from: options.memoryLimitFrom ?? 'max-memory' }, 'compactions plan their memory under a limit');
-  const service = await SnapshotService.start({ dataDir: dir, logger, pollMs: options.pollMs, ...options.build, corrections: desk.source });
+  const versions = options.historyDays === 0 ? unavailableVersions(HISTORY_OFF) : await openVersionJournal(dir.versions, logger, historyKeepMs(options.historyDays));
+  const service = await SnapshotService.start({ dataDir: dir, logger, pollMs: options.pollMs, ...options.build, corrections: desk.source, versions });
   desk.attach(service);
   metrics.observeSnapshot(service.current);
   service.onSwap((event) => metrics.observeSnapshot(event.next));
@@ -88,9 +91,11 @@ async function startEmbedded(options: EmbeddedServeOptions, logger: Logger, metr
       return { started, snapshot };
     },
     corrections: desk,
+    versions,
     close: async () => {
       await desk.close();
       await service.close();
+      await versions.close();
     },
   };
 }

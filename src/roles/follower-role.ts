@@ -7,6 +7,8 @@ import { PostgresUsageLedger } from '../store/postgres-usage-ledger.js';
 import type { BuildRecord } from '../admin/intelligence-stats.js';
 import { PostgresDisputeStore } from '../corrections/postgres-dispute-store.js';
 import type { Logger } from '../common/logger.js';
+import { StoreServedVersions } from '../store/served-versions.js';
+import { HISTORY_OFF, historyKeepMs, unavailableVersions } from '../history/served-versions.js';
 import { FollowerService } from '../fleet/follower-service.js';
 import { StoreMirror } from '../fleet/store-mirror.js';
 import { takeEvidenceIntoLog } from '../fleet/log-intake.js';
@@ -43,8 +45,12 @@ export function serveFollower(options: FollowerServeOptions): Promise<number> {
 
 async function startFollower(options: FollowerServeOptions, logger: Logger, metrics: ServiceMetrics, keys: KeyRegistry, audit: AuditLog): Promise<ServedMode> {
   const { location } = options;
-  const follower = await FollowerService.start({ location, dataDir: options.dir, logger, pollMs: options.pollMs });
   const intake = storePool(location, 4);
+  const versions = options.historyDays === 0 ? unavailableVersions(HISTORY_OFF) : new StoreServedVersions(intake, location, logger, historyKeepMs(options.historyDays));
+  const follower = await FollowerService.start({ location, dataDir: options.dir, logger, pollMs: options.pollMs, versions }).catch(async (error: unknown) => {
+    await intake.end().catch(() => {});
+    throw error;
+  });
   const keyChanges = new StoreNotifications(location, [keysChannel(location)], () => void keys.check(), logger);
   metrics.observeSnapshot(follower.current);
   follower.onSwap((event) => metrics.observeSnapshot(event.next));
@@ -70,9 +76,11 @@ async function startFollower(options: FollowerServeOptions, logger: Logger, metr
     openDisputes: () => Promise.resolve(new PostgresDisputeStore(location)),
     compact: null,
     corrections: new StoreDesk({ pool: intake, location, follower, audit, nameOf: (keyId) => keys.records().find((k) => k.id === keyId)?.name }),
+    versions,
     close: async () => {
       await keyChanges.close();
       await follower.close();
+      await versions.close();
       await intake.end().catch(() => {});
     },
   };

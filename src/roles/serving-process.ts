@@ -13,7 +13,7 @@ import type { AuditLog } from '../access/audit-log.js';
 import type { UsageLedger } from '../access/key-usage.js';
 import { AdminService } from '../admin/admin-service.js';
 import { IntelligenceStats, type StatsSources } from '../admin/intelligence-stats.js';
-import { isCorrectionRequest, isDisputeRequest, isWatchRequest } from '../api/admin-requests.js';
+import { isCorrectionRequest, isDisputeRequest, isHistoryRequest, isWatchRequest } from '../api/admin-requests.js';
 import { CorrectionRequests, type ListingDesk } from '../corrections/requests.js';
 import type { DisputeStore } from '../corrections/dispute-store.js';
 import { DisputeService } from '../corrections/disputes.js';
@@ -32,6 +32,8 @@ import type { DeltaFigures, ServedData } from '../service/served-data.js';
 import type { StoreLocation } from '../store/postgres.js';
 import { chooseKeyBackend } from './key-backends.js';
 import type { WatchSettings, Watching } from './watch-screening.js';
+import { HistoryRequests } from '../history/history-requests.js';
+import type { ServedVersions } from '../history/served-versions.js';
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
@@ -59,6 +61,8 @@ export interface ServeOptions {
   readonly webhookFirstRetryMs: number;
   /** The least time between two mirror versions, ms. */
   readonly mirrorIntervalMs: number;
+  /** How long the record of data versions served is kept, days; 0: not recorded. */
+  readonly historyDays: number;
 }
 
 /** What a mode serves: the data, how evidence sent over HTTP is taken, watchlists, disputes and reports, SIGUSR2, and the end. */
@@ -78,6 +82,8 @@ export interface ServedMode {
   readonly compact: ((why: string) => { readonly started: boolean; readonly snapshot: string }) | null;
   /** Where retractions and clearances are recorded: the data directory's journal, or the store's log. */
   readonly corrections: ListingDesk;
+  /** The record of the data versions served, in the data directory or the store (GET /v1/data-versions/{version}). */
+  readonly versions: ServedVersions;
   close(): Promise<void>;
 }
 
@@ -185,6 +191,7 @@ async function serveUntilStopped(options: ServeOptions, mode: ServingMode, logge
     logger,
   });
   const corrections = new CorrectionRequests({ desk: served.corrections, logger });
+  const history = new HistoryRequests(served.versions, logger);
   const watch = await served.startWatching({ served: service, logger, allowed: options.webhookAllow, firstRetryMs: options.webhookFirstRetryMs });
   const ingest = async (body: Uint8Array): Promise<IntakeResult> => {
     const started = performance.now();
@@ -250,7 +257,9 @@ async function serveUntilStopped(options: ServeOptions, mode: ServingMode, logge
           ? corrections.handle(request)
           : isDisputeRequest(request)
             ? disputes.handle(request)
-            : admin.handle(request),
+            : isHistoryRequest(request)
+              ? history.handle(request)
+              : admin.handle(request),
     onUsage: (entries) => admin.recordUsage(entries),
     console: consoleAssets,
   });

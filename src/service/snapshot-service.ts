@@ -18,6 +18,7 @@ import type { DeltaData } from '../engine/delta-data.js';
 import { emptyDelta, type AppliedFile } from '../builder/delta-merge.js';
 import { countsFrom } from '../builder/scoring.js';
 import { PositionReserve } from './position-reserve.js';
+import type { ServedVersions } from '../history/served-versions.js';
 import type { ServedData, SwapEvent } from './served-data.js';
 import { subscribe } from '../common/listeners.js';
 import { NO_CORRECTIONS, countsUnderClearance, type CorrectionSource, type CorrectionState } from '../evidence/corrections.js';
@@ -93,6 +94,11 @@ export interface SnapshotServiceOptions {
    * changes nothing.
    */
   readonly memoryLimitBytes?: number;
+  /**
+   * Where each state served is recorded, before it is served, with the time
+   * it began to be (history/served-versions.ts). Default: not recorded.
+   */
+  readonly versions?: ServedVersions;
 }
 
 export interface CompactionPolicy {
@@ -162,7 +168,7 @@ export class SnapshotService implements ServedData, CorrectionEngine {
   /** The snapshot's earliest first_seen, found once per snapshot (#oldestCapture). */
   #oldest: { readonly id: string; readonly at: number } | null = null;
 
-  private constructor(options: SnapshotServiceOptions, builder: SnapshotBuilder, first: SnapshotView, positions: PositionReserve) {
+  private constructor(options: SnapshotServiceOptions, builder: SnapshotBuilder, first: SnapshotView, firstDelta: DeltaData, positions: PositionReserve) {
     this.#options = options;
     this.#positions = positions;
     this.#policy = { ...DEFAULT_COMPACTION, ...options.compaction };
@@ -170,7 +176,7 @@ export class SnapshotService implements ServedData, CorrectionEngine {
     this.#builder = builder;
     this.#memory = options.memoryLimitBytes === undefined || options.incrementalBuilds === false ? null : new BuildMemory(options.memoryLimitBytes);
     this.#current = first;
-    this.#delta = emptyDelta(first.data, Date.now());
+    this.#delta = firstDelta;
     this.#view = new ServingView(first, this.#delta);
   }
 
@@ -220,7 +226,8 @@ export class SnapshotService implements ServedData, CorrectionEngine {
         lastBuild = await builder.build(buildOptions(options));
         first = new SnapshotView(await loadSnapshotOffThread(lastBuild.path, background));
       }
-      service = new SnapshotService(options, builder, first, positions);
+      const firstDelta = await emptyDeltaOver(first, positions, options.versions);
+      service = new SnapshotService(options, builder, first, firstDelta, positions);
       service.#lastBuild = lastBuild;
       logger.info(snapshotFields(first), 'serving snapshot');
       if (incremental) {
@@ -247,6 +254,8 @@ export class SnapshotService implements ServedData, CorrectionEngine {
         const since = corrections?.vpasSince(first.meta.correctionSequence) ?? [];
         if (since.length > 0) await service.#queueCorrection(since);
       }
+      // Merges at start record the states they make; the first is recorded only when it is what is served.
+      if (service.#delta === firstDelta) await service.#recordServed(first, firstDelta);
       const pollMs = options.pollMs ?? 1000;
       if (pollMs > 0) {
         service.#schedule(pollMs);
@@ -591,6 +600,7 @@ export class SnapshotService implements ServedData, CorrectionEngine {
         clearances: this.#clearances(),
         reset,
       });
+      await this.#recordServed(base, delta);
       this.#delta = delta;
       this.#view = new ServingView(base, delta);
       this.#logger.info({ ...deltaFields(delta), corrected: reset.upis.length, ms: Math.round(performance.now() - started) }, 'corrections served');
@@ -601,6 +611,11 @@ export class SnapshotService implements ServedData, CorrectionEngine {
       if (!this.#closed) void this.compact('corrections could not be merged').catch(() => {});
     });
     return run;
+  }
+
+  /** Record that `base` with `delta` is served from now: called before it is. */
+  #recordServed(base: SnapshotView, delta: DeltaData): Promise<void> {
+    return this.#options.versions?.record({ snapshot: base.meta.id, position: delta.meta.position }, Date.now()) ?? Promise.resolve();
   }
 
   /** One change of what is served after the others; a failed one is logged and changes nothing. */
@@ -674,6 +689,7 @@ export class SnapshotService implements ServedData, CorrectionEngine {
         });
       if (merged === null) return;
       const { delta, applied } = merged;
+      await this.#recordServed(base, delta);
       this.#applied = [...this.#applied, ...applied];
       this.#delta = delta;
       this.#view = new ServingView(base, delta);
@@ -703,7 +719,7 @@ export class SnapshotService implements ServedData, CorrectionEngine {
       if (this.#closed || next.meta.id <= this.#current.meta.id) return;
       const covered = new Set(next.meta.evidenceFiles);
       const kept = this.#applied.filter((a) => !covered.has(a.file.name));
-      let delta = emptyDelta(next.data, Date.now());
+      let delta: DeltaData | null = null;
       let applied: AppliedFile[] = [];
       // Corrections recorded after `next` read them, answered afresh over it.
       const since = this.#options.corrections?.vpasSince(next.meta.correctionSequence) ?? [];
@@ -723,6 +739,8 @@ export class SnapshotService implements ServedData, CorrectionEngine {
         delta = merged.delta;
         applied = [...merged.applied];
       }
+      delta ??= await emptyDeltaOver(next, this.#positions, this.#options.versions);
+      await this.#recordServed(next, delta);
       const previous = this.#current;
       this.#current = next;
       this.#delta = delta;
@@ -902,6 +920,16 @@ async function loadNewest(dir: DataDir, logger: Logger, bad: Set<string>, after 
     },
   });
   return found === null ? null : new SnapshotView(found.data);
+}
+
+/**
+ * The empty delta `view` is first served with: the snapshot alone (position
+ * 0), or a new position when the snapshot was served alone before (a
+ * restart): one version, one stretch of time in the record of versions.
+ */
+async function emptyDeltaOver(view: SnapshotView, positions: PositionReserve, versions: ServedVersions | undefined): Promise<DeltaData> {
+  const again = versions?.served({ snapshot: view.meta.id, position: 0 }) ?? false;
+  return emptyDelta(view.data, Date.now(), again ? await positions.next() : 0);
 }
 
 function snapshotIdOf(path: string): string {

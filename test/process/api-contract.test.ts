@@ -238,6 +238,7 @@ test('the OpenAPI document is served and names every live and planned path', asy
     '/v1/admin/watchlists/{id}/vpas',
     '/v1/audit/app',
     '/v1/cyber/check',
+    '/v1/data-versions/{version}',
     '/v1/disputes',
     '/v1/disputes/{id}',
     '/v1/mirror/diff/{from}/{to}',

@@ -15,7 +15,7 @@ test('migrate creates the schema once, from several processes at once, and again
     // Between them, every migration was applied exactly once.
     const applied = runs.flatMap((run) => /applied migration\(s\) ([\d, ]+)/.exec(run.stdout)?.[1]!.split(', ').map(Number) ?? []);
     const known = await knownMigrations();
-    assert.deepEqual(applied.sort(), known.map((m) => m.version), runs.map((r) => r.stdout).join(''));
+    assert.deepEqual(applied.sort((a, b) => a - b), known.map((m) => m.version), runs.map((r) => r.stdout).join(''));
     const again = await runCli(args);
     assert.equal(again.code, 0, again.stderr);
     assert.match(again.stdout, new RegExp(`at version ${known.length}: already up to date`));
@@ -31,6 +31,7 @@ test('migrate creates the schema once, from several processes at once, and again
         { version: 7, name: 'disputes' },
         { version: 8, name: 'evidence_by_upi_position' },
         { version: 9, name: 'mirror_versions' },
+        { version: 10, name: 'served_versions' },
       ]);
     } finally {
       await client.end();

@@ -15,6 +15,7 @@ import { vpaHashHex } from './vpa-hash.js';
 import type {
   BatchItem,
   Cluster,
+  DataVersion,
   Dispute,
   DisputeCreateRequest,
   DisputeList,
@@ -167,6 +168,21 @@ export class UpiRiskClient {
     const path = `/v1/verify/upi/cluster/${encodeURIComponent(text('clusterId', clusterId))}`;
     const answer = await this.#send({ method: 'GET', path, idempotent: true }, this.#scope(options));
     return { cluster: objectOf(answer.body, 'the cluster', answer.meta) as unknown as Cluster, ...answer.meta };
+  }
+
+  /**
+   * `GET /v1/data-versions/{version}`: when a data version (the
+   * `dataVersion` of an answer, kept with a screening record) was served,
+   * and the snapshot and delta position it held. NotFoundError for a
+   * version the service never served.
+   */
+  async dataVersion(version: string, options: CallOptions = {}): Promise<DataVersion> {
+    const path = `/v1/data-versions/${encodeURIComponent(text('version', version))}`;
+    const body = await this.#json<Partial<DataVersion>>({ method: 'GET', path, idempotent: true }, options);
+    if (typeof body.version !== 'string' || typeof body.from !== 'string' || !(typeof body.until === 'string' || body.until === null) || typeof body.snapshot !== 'string' || typeof body.position !== 'number') {
+      throw new ResponseFormatError('the data version answer lacks version, from, until, snapshot or position');
+    }
+    return { version: body.version, from: body.from, until: body.until, snapshot: body.snapshot, position: body.position };
   }
 
   /**

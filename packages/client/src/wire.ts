@@ -69,6 +69,7 @@ export interface WireTypes {
   DisputeConflict: DisputeConflict;
   ReportCreateRequest: ReportCreateRequest;
   ReportReceipt: ReportReceipt;
+  DataVersion: DataVersion;
   ClusterMember: ClusterMember;
   ClusterSource: ClusterSource;
   WatchFilters: WatchFilters;
@@ -366,4 +367,26 @@ export interface ReportCreateRequest {
 export interface ReportReceipt {
   id: string;
   status: 'RECEIVED';
+}
+/**
+ * When a data version was served, and what it held
+ */
+export interface DataVersion {
+  /**
+   * The data version, as X-Data-Version carried it
+   */
+  version: string;
+  /**
+   * ISO 8601 timestamp, UTC
+   */
+  from: string;
+  until: string | null;
+  /**
+   * The snapshot served
+   */
+  snapshot: string;
+  /**
+   * The live delta's position over the snapshot; 0 for the snapshot alone
+   */
+  position: number;
 }

@@ -1,4 +1,5 @@
 import { DEFAULT_MIRROR_INTERVAL_MS } from '../../service/mirror-keeper.js';
+import { DEFAULT_HISTORY_DAYS } from '../../history/served-versions.js';
 import { availableParallelism } from 'node:os';
 import { dataDir } from '../../common/data-dir.js';
 import { cgroupMemoryLimit, parseMemorySize } from '../../common/memory-limit.js';
@@ -85,6 +86,9 @@ Options:
   --webhook-first-retry-seconds S
                         wait before a failed webhook is sent again; each
                         retry doubles it, up to 15 minutes (default: 10)
+  --history-days N      how long the record of the data versions served is
+                        kept, for GET /v1/data-versions/{version} (0 to 36500;
+                        default: 400; 0: not recorded)
   --mirror-seconds S    the least time between two versions of the local mirror
                         (docs/api.md, The mirror), made when what is served
                         changes and DIR/mirror holds a signing key (upi-risk
@@ -133,6 +137,7 @@ export const serveCommand: Command = {
       'webhook-allow': { type: 'string' },
       'webhook-first-retry-seconds': { type: 'string' },
       'mirror-seconds': { type: 'string' },
+      'history-days': { type: 'string' },
       ...REDIS_OPTIONS,
       ...STORE_OPTIONS,
     });
@@ -158,6 +163,7 @@ export const serveCommand: Command = {
     const webhookAllow = new Set((values['webhook-allow'] ?? '').split(',').map((h) => h.trim().toLowerCase().replace(/^\[|\]$/g, '')).filter((h) => h !== ''));
     const firstRetrySeconds = intOption('webhook-first-retry-seconds', values['webhook-first-retry-seconds'], DEFAULT_DELIVERY.firstRetryMs / 1000, 1, 3600);
     const mirrorSeconds = intOption('mirror-seconds', values['mirror-seconds'], DEFAULT_MIRROR_INTERVAL_MS / 1000, 1, 86_400);
+    const historyDays = intOption('history-days', values['history-days'], DEFAULT_HISTORY_DAYS, 0, 36_500);
     const level = values['log-level'] ?? 'info';
     if (!isLogLevel(level)) throw new ConfigError(`--log-level must be fatal, error, warn, info, debug or trace`);
     if ((values['tls-cert'] === undefined) !== (values['tls-key'] === undefined)) throw new ConfigError('--tls-cert and --tls-key go together');
@@ -177,6 +183,7 @@ export const serveCommand: Command = {
       webhookAllow,
       webhookFirstRetryMs: firstRetrySeconds * 1000,
       mirrorIntervalMs: mirrorSeconds * 1000,
+      historyDays,
     };
     if (location !== null) return serveFollower({ ...options, location });
     return serveEmbedded({

@@ -1,0 +1,407 @@
+import { mkdir, open, rename, unlink, type FileHandle } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
+import { crc32 } from 'node:zlib';
+import { syncDirectory, tempFileName } from '../common/atomic-file.js';
+import { HistoryError } from '../common/errors.js';
+import { silentLogger, type Logger } from '../common/logger.js';
+import { dataVersionRecord, unavailableVersions, type DataVersionRecord, type ServedState, type ServedVersions } from './served-versions.js';
+
+/**
+ * The embedded server's record of the data versions it served
+ * (served-versions.ts), `DIR/history/versions.bin`: one fixed-size record per
+ * state, appended and synced before the state is served, in the order the
+ * states were served. Positions are handed out in that order
+ * (service/position-reserve.ts), so a version with a position is found by
+ * bisection; the few versions of a snapshot alone (position 0, one per
+ * compaction) are indexed in memory when the file is opened.
+ *
+ * Layout, little endian: a 32-byte header, then 96-byte records.
+ *
+ *   header   0   8  magic "UPIRVERS"
+ *            8   4  format version, u32 (1)
+ *           12   4  record length, u32 (96)
+ *           16  16  0
+ *   record   0   1  kind: 1 a state served from `at`; 2 the server stopped at `at` (the state before served until then)
+ *            1   1  the snapshot id's length, 1 to 64
+ *            2   2  0
+ *            4   4  CRC-32 of the record with these four bytes 0
+ *            8   8  position, f64
+ *           16   8  serial, f64: the highest position recorded up to this record, which never decreases
+ *           24   8  at, epoch ms, f64
+ *           32  64  the snapshot id, ASCII, zero padded
+ *
+ * A file cut short, a record that fails its CRC, or one this service would
+ * not write is refused with HistoryError: the server serves on, and data
+ * versions are not resolved until the file is restored.
+ *
+ * With a retention (`keepMs`, serve's --history-days), the records of
+ * states that ended before it are dropped: the file is copied without them
+ * once its oldest record is a month past the retention, so it is rewritten
+ * about once a month, not every day.
+ */
+export class VersionJournal implements ServedVersions {
+  readonly #path: string;
+  readonly #logger: Logger;
+  #handle: FileHandle;
+  /** Records written and synced. */
+  #count: number;
+  /** The serial of the last record (the highest position recorded). */
+  #serial: number;
+  /** The last record's state and kind, null in an empty file. */
+  #last: { readonly state: ServedState; readonly kind: number } | null;
+  /** Index of each snapshot's record served alone (position 0). */
+  readonly #alone: Map<string, number>;
+  /** Appends, one at a time, in the order they were asked for. */
+  #appending: Promise<void> = Promise.resolve();
+  #unavailable: string | null = null;
+  /** Counts the files that replaced the first (prune). */
+  #generation = 0;
+  /** The daily look at the retention; null without one. */
+  #pruning: NodeJS.Timeout | null = null;
+
+  private constructor(path: string, logger: Logger, handle: FileHandle, scan: Scan) {
+    this.#path = path;
+    this.#logger = logger;
+    this.#handle = handle;
+    this.#count = scan.count;
+    this.#serial = scan.serial;
+    this.#last = scan.last;
+    this.#alone = scan.alone;
+  }
+
+  /**
+   * Open (or create) the record at `path`; HistoryError when it is not one
+   * this service wrote whole. With `keepMs`, states that ended longer ago
+   * are dropped, now and once a day (see above).
+   */
+  static async open(path: string, logger: Logger = silentLogger, keepMs?: number): Promise<VersionJournal> {
+    let handle: FileHandle;
+    try {
+      await mkdir(dirname(path), { recursive: true });
+      handle = await open(path, 'a+');
+    } catch (error) {
+      throw new HistoryError(`cannot open ${path}: ${(error as Error).message}`, { cause: error });
+    }
+    try {
+      const scan = await scanJournal(handle, path);
+      const journal = new VersionJournal(path, logger, handle, scan);
+      if (keepMs !== undefined) journal.#keep(keepMs);
+      return journal;
+    } catch (error) {
+      await handle.close();
+      throw error instanceof HistoryError ? error : new HistoryError(`cannot read ${path}: ${(error as Error).message}`, { cause: error });
+    }
+  }
+
+  get unavailable(): string | null {
+    return this.#unavailable;
+  }
+
+  /** Records in the file. */
+  get size(): number {
+    return this.#count;
+  }
+
+  served(state: ServedState): boolean {
+    return state.position === 0 ? this.#alone.has(state.snapshot) : state.position <= this.#serial;
+  }
+
+  record(state: ServedState, at: number): Promise<void> {
+    return this.#append(RECORD_SERVED, state, at);
+  }
+
+  /** Record that the server stops serving its last state at `at`, and close the file. */
+  async close(at: number = Date.now()): Promise<void> {
+    if (this.#pruning !== null) clearInterval(this.#pruning);
+    this.#pruning = null;
+    const last = this.#last;
+    if (last !== null && last.kind === RECORD_SERVED) await this.#append(RECORD_STOPPED, last.state, at);
+    await this.#appending;
+    await this.#handle.close().catch(() => {});
+  }
+
+  async find(state: ServedState): Promise<DataVersionRecord | null> {
+    // A prune that replaces the file while this reads it moves every index: read again.
+    for (;;) {
+      const generation = this.#generation;
+      try {
+        const found = await this.#findOnce(state);
+        if (generation === this.#generation) return found;
+      } catch (error) {
+        if (generation === this.#generation) throw error;
+      }
+    }
+  }
+
+  async #findOnce(state: ServedState): Promise<DataVersionRecord | null> {
+    if (this.#unavailable !== null) throw new HistoryError(this.#unavailable);
+    const count = this.#count;
+    const index = state.position === 0 ? (this.#alone.get(state.snapshot) ?? -1) : await this.#indexOf(state.position, count);
+    if (index < 0) return null;
+    const found = await this.#read(index);
+    if (found.kind !== RECORD_SERVED || found.position !== state.position || found.snapshot !== state.snapshot) return null;
+    const until = index + 1 < count ? (await this.#read(index + 1)).at : null;
+    return dataVersionRecord(state, found.at, until);
+  }
+
+  /**
+   * Drop the records of states that ended before `cutoff` (epoch ms): every
+   * record before the last one that began before it, which was still served
+   * then. Resolves to the records dropped. The rest is copied to a new file
+   * that replaces this one whole, between two appends.
+   */
+  prune(cutoff: number): Promise<number> {
+    const run = this.#appending.then(async () => {
+      if (this.#unavailable !== null) return 0;
+      const drop = (await this.#firstAtOrAfter(cutoff, this.#count)) - 1;
+      if (drop <= 0) return 0;
+      try {
+        await this.#rewriteFrom(drop);
+      } catch (error) {
+        this.#logger.error({ err: (error as Error).message, path: this.#path }, 'old records of served data versions could not be dropped; they stay');
+        return 0;
+      }
+      this.#logger.info({ dropped: drop, kept: this.#count, path: this.#path }, 'records of data versions served before the retention dropped');
+      return drop;
+    });
+    this.#appending = run.then(() => {});
+    return run;
+  }
+
+  #keep(keepMs: number): void {
+    const look = async () => {
+      const now = Date.now();
+      // Once a month past the retention, not every day: each look that drops copies the file.
+      if (this.#count > 0 && (await this.#read(0)).at < now - keepMs - PRUNE_SLACK_MS) await this.prune(now - keepMs);
+    };
+    const lookLogged = () => void look().catch((error: Error) => this.#logger.error({ err: error.message }, 'the retention of served data versions could not be looked at'));
+    lookLogged();
+    this.#pruning = setInterval(lookLogged, PRUNE_EVERY_MS);
+    this.#pruning.unref();
+  }
+
+  /** The index of the first record at or after `at` (records are in time order), `count` when there is none. */
+  #firstAtOrAfter(at: number, count: number): Promise<number> {
+    return this.#bisect(count, (r) => r.at < at);
+  }
+
+  /** The first index of the records `0..count` for which `before` is false; `before` is true of a prefix of them. */
+  async #bisect(count: number, before: (record: JournalRecord) => boolean): Promise<number> {
+    let lo = 0;
+    let hi = count;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (before(await this.#read(mid))) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  }
+
+  /** Replace the file with one that holds the records from `first` on. */
+  async #rewriteFrom(first: number): Promise<void> {
+    const dir = dirname(this.#path);
+    const temp = join(dir, tempFileName(basename(this.#path)));
+    const out = await open(temp, 'w');
+    try {
+      await out.write(header(), 0, HEADER_LENGTH, 0);
+      const chunk = Buffer.alloc(SCAN_RECORDS * RECORD_LENGTH);
+      for (let i = first; i < this.#count; i += SCAN_RECORDS) {
+        const n = Math.min(SCAN_RECORDS, this.#count - i);
+        const { bytesRead } = await this.#handle.read(chunk, 0, n * RECORD_LENGTH, HEADER_LENGTH + i * RECORD_LENGTH);
+        if (bytesRead !== n * RECORD_LENGTH) throw new HistoryError(`${this.#path} ends before its records: it was cut short after it was opened`);
+        await out.write(chunk, 0, bytesRead, HEADER_LENGTH + (i - first) * RECORD_LENGTH);
+      }
+      await out.sync();
+      await out.close();
+      await rename(temp, this.#path);
+    } catch (error) {
+      await out.close().catch(() => {});
+      await unlink(temp).catch(() => {});
+      throw error;
+    }
+    await syncDirectory(dir);
+    const previous = this.#handle;
+    const next = await open(this.#path, 'a+');
+    // At once, with no wait between: a lookup sees the old file and indexes or the new ones.
+    this.#handle = next;
+    this.#count -= first;
+    for (const [snapshot, index] of this.#alone) {
+      if (index < first) this.#alone.delete(snapshot);
+      else this.#alone.set(snapshot, index - first);
+    }
+    this.#generation++;
+    await previous.close().catch(() => {});
+  }
+
+  /** The index of the record that served `position` (> 0), or -1. */
+  async #indexOf(position: number, count: number): Promise<number> {
+    // Records of a snapshot alone and of stops share the serial of the record before them.
+    for (let i = await this.#bisect(count, (r) => r.serial < position); i < count; i++) {
+      const r = await this.#read(i);
+      if (r.serial !== position) return -1;
+      if (r.kind === RECORD_SERVED && r.position === position) return i;
+    }
+    return -1;
+  }
+
+  async #read(index: number): Promise<JournalRecord> {
+    const bytes = Buffer.alloc(RECORD_LENGTH);
+    const { bytesRead } = await this.#handle.read(bytes, 0, RECORD_LENGTH, HEADER_LENGTH + index * RECORD_LENGTH);
+    if (bytesRead !== RECORD_LENGTH) throw new HistoryError(`${this.#path} ends inside record ${index}: it was cut short after it was opened`);
+    return decodeRecord(bytes, index, this.#path);
+  }
+
+  #append(kind: number, state: ServedState, at: number): Promise<void> {
+    const run = this.#appending.then(async () => {
+      if (this.#unavailable !== null) return;
+      const serial = Math.max(this.#serial, state.position);
+      try {
+        await this.#handle.write(encodeRecord(kind, state, serial, at), 0, RECORD_LENGTH, null);
+        await this.#handle.datasync();
+      } catch (error) {
+        // A record missing would make the next version's times wrong: none is resolved until the file is looked at.
+        this.#unavailable = `${this.#path} could not be written (${(error as Error).message}); data versions are not resolved until the server is restarted with the file whole`;
+        this.#logger.error({ err: (error as Error).message, path: this.#path }, 'the record of served data versions could not be written; serving goes on');
+        return;
+      }
+      if (kind === RECORD_SERVED && state.position === 0) this.#alone.set(state.snapshot, this.#count);
+      this.#count++;
+      this.#serial = serial;
+      this.#last = { state, kind };
+    });
+    this.#appending = run;
+    return run;
+  }
+}
+
+/**
+ * The data directory's record of versions; a file refused is logged, and
+ * the server serves on without one (unavailableVersions).
+ */
+export async function openVersionJournal(path: string, logger: Logger, keepMs?: number): Promise<ServedVersions> {
+  try {
+    return await VersionJournal.open(path, logger, keepMs);
+  } catch (error) {
+    if (!(error instanceof HistoryError)) throw error;
+    logger.error({ code: error.code, err: error.message }, 'the record of served data versions is refused; serving without it: data versions are not resolved');
+    return unavailableVersions(`the record of served data versions cannot be used: ${error.message}`);
+  }
+}
+
+const MAGIC = 'UPIRVERS';
+const FORMAT_VERSION = 1;
+const HEADER_LENGTH = 32;
+const RECORD_LENGTH = 96;
+const ID_OFFSET = 32;
+const MAX_ID_LENGTH = 64;
+const RECORD_SERVED = 1;
+const RECORD_STOPPED = 2;
+/** Records read at a time when the file is opened or copied. */
+const SCAN_RECORDS = 8192;
+const DAY_MS = 24 * 60 * 60 * 1000;
+/** How far past the retention the oldest record may be before the file is copied without the old ones. */
+const PRUNE_SLACK_MS = 30 * DAY_MS;
+const PRUNE_EVERY_MS = DAY_MS;
+
+interface JournalRecord {
+  readonly kind: number;
+  readonly snapshot: string;
+  readonly position: number;
+  readonly serial: number;
+  readonly at: number;
+}
+
+interface Scan {
+  readonly count: number;
+  readonly serial: number;
+  readonly last: { readonly state: ServedState; readonly kind: number } | null;
+  readonly alone: Map<string, number>;
+}
+
+function header(): Buffer {
+  const bytes = Buffer.alloc(HEADER_LENGTH);
+  bytes.write(MAGIC, 0, 'latin1');
+  bytes.writeUInt32LE(FORMAT_VERSION, 8);
+  bytes.writeUInt32LE(RECORD_LENGTH, 12);
+  return bytes;
+}
+
+function encodeRecord(kind: number, state: ServedState, serial: number, at: number): Buffer {
+  const bytes = Buffer.alloc(RECORD_LENGTH);
+  bytes[0] = kind;
+  bytes[1] = state.snapshot.length;
+  bytes.writeDoubleLE(state.position, 8);
+  bytes.writeDoubleLE(serial, 16);
+  bytes.writeDoubleLE(at, 24);
+  bytes.write(state.snapshot, ID_OFFSET, 'latin1');
+  bytes.writeUInt32LE(crc32(bytes), 4);
+  return bytes;
+}
+
+/** The record in `bytes` (RECORD_LENGTH of them), checked; HistoryError naming `index` when it is not one this service writes. */
+function decodeRecord(bytes: Buffer, index: number, path: string): JournalRecord {
+  const bad = (what: string): never => {
+    throw new HistoryError(`${path}: record ${index} ${what}; restore the file from a backup, or move it aside to start the record afresh (versions served before are then not resolved)`);
+  };
+  const crc = bytes.readUInt32LE(4);
+  bytes.writeUInt32LE(0, 4);
+  const actual = crc32(bytes);
+  bytes.writeUInt32LE(crc, 4);
+  if (actual !== crc) bad('fails its CRC');
+  const kind = bytes[0]!;
+  const idLength = bytes[1]!;
+  if (kind !== RECORD_SERVED && kind !== RECORD_STOPPED) bad(`is of an unknown kind ${kind}`);
+  if (idLength < 1 || idLength > MAX_ID_LENGTH || bytes.readUInt16LE(2) !== 0) bad('has a bad snapshot id length');
+  const snapshot = bytes.toString('latin1', ID_OFFSET, ID_OFFSET + idLength);
+  if (!/^[\x21-\x7e]+$/.test(snapshot) || bytes.subarray(ID_OFFSET + idLength).some((b) => b !== 0)) bad('has a snapshot id that is not visible ASCII');
+  const position = bytes.readDoubleLE(8);
+  const serial = bytes.readDoubleLE(16);
+  const at = bytes.readDoubleLE(24);
+  if (!Number.isSafeInteger(position) || position < 0 || !Number.isSafeInteger(serial) || serial < position || !Number.isFinite(at)) bad('has a position, serial or time out of range');
+  return { kind, snapshot, position, serial, at };
+}
+
+/** Check the whole file and index what lookups need; writes the header of a new one. */
+async function scanJournal(handle: FileHandle, path: string): Promise<Scan> {
+  const { size } = await handle.stat();
+  if (size === 0) {
+    await handle.write(header(), 0, HEADER_LENGTH, null);
+    await handle.datasync();
+    return { count: 0, serial: 0, last: null, alone: new Map() };
+  }
+  const head = Buffer.alloc(HEADER_LENGTH);
+  const { bytesRead } = await handle.read(head, 0, HEADER_LENGTH, 0);
+  if (bytesRead < HEADER_LENGTH || head.toString('latin1', 0, 8) !== MAGIC) {
+    throw new HistoryError(`${path} is not a record of served data versions (no "${MAGIC}" header)`);
+  }
+  if (head.readUInt32LE(8) !== FORMAT_VERSION || head.readUInt32LE(12) !== RECORD_LENGTH) {
+    throw new HistoryError(`${path} is of format ${head.readUInt32LE(8)}, which this release does not read`);
+  }
+  const body = size - HEADER_LENGTH;
+  if (body % RECORD_LENGTH !== 0) {
+    throw new HistoryError(`${path} is cut short: ${body % RECORD_LENGTH} bytes follow its last whole record; restore it from a backup, or move it aside to start the record afresh`);
+  }
+  const count = body / RECORD_LENGTH;
+  const alone = new Map<string, number>();
+  let serial = 0;
+  let last: Scan['last'] = null;
+  const chunk = Buffer.alloc(SCAN_RECORDS * RECORD_LENGTH);
+  for (let first = 0; first < count; first += SCAN_RECORDS) {
+    const n = Math.min(SCAN_RECORDS, count - first);
+    const read = await handle.read(chunk, 0, n * RECORD_LENGTH, HEADER_LENGTH + first * RECORD_LENGTH);
+    if (read.bytesRead !== n * RECORD_LENGTH) throw new HistoryError(`${path} changed while it was read`);
+    for (let k = 0; k < n; k++) {
+      const index = first + k;
+      const r = decodeRecord(chunk.subarray(k * RECORD_LENGTH, (k + 1) * RECORD_LENGTH), index, path);
+      // The first record of a pruned file carries the serial of the records dropped before it.
+      const expected = index === 0 && (r.position === 0 || r.kind === RECORD_STOPPED) ? r.serial : Math.max(serial, r.position);
+      if (r.serial !== expected || (index > 0 && r.kind === RECORD_STOPPED && r.position > serial)) {
+        throw new HistoryError(`${path}: record ${index} is out of order (position ${r.position} after ${serial}); restore the file from a backup, or move it aside to start the record afresh`);
+      }
+      serial = r.serial;
+      if (r.kind === RECORD_SERVED && r.position === 0) alone.set(r.snapshot, index);
+      last = { state: { snapshot: r.snapshot, position: r.position }, kind: r.kind };
+    }
+  }
+  return { count, serial, last, alone };
+}

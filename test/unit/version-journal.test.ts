@@ -1,0 +1,178 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { formatIso } from '../../src/common/time.js';
+import { appendFile, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ErrorCode } from '../../src/common/errors.js';
+import { VersionJournal, openVersionJournal } from '../../src/history/version-journal.js';
+import type { ServedVersions } from '../../src/history/served-versions.js';
+import { silentLogger } from '../../src/common/logger.js';
+import { servedVersionsCases } from '../served-versions-cases.js';
+import { until } from '../helpers.js';
+
+async function tempPath(): Promise<{ path: string; done: () => Promise<void> }> {
+  const root = await mkdtemp(join(tmpdir(), 'upi-risk-versions-'));
+  return { path: join(root, 'history', 'versions.bin'), done: () => rm(root, { recursive: true, force: true }) };
+}
+
+servedVersionsCases('data directory journal', async () => {
+  const t = await tempPath();
+  const opened: ServedVersions[] = [];
+  const openOne = async () => {
+    const journal = await VersionJournal.open(t.path);
+    opened.push(journal);
+    return journal;
+  };
+  return {
+    versions: await openOne(),
+    reopen: openOne,
+    close: async () => {
+      for (const j of opened) await j.close();
+      await t.done();
+    },
+  };
+});
+
+const S = '20261128T090000000Z-0000aa';
+const T = Date.parse('2026-11-28T09:00:00Z');
+
+/** A journal at `path` with three states served, closed at T + 30 s. */
+async function writeThree(path: string): Promise<void> {
+  const journal = await VersionJournal.open(path);
+  await journal.record({ snapshot: S, position: 0 }, T);
+  await journal.record({ snapshot: S, position: 3 }, T + 10_000);
+  await journal.record({ snapshot: S, position: 4 }, T + 20_000);
+  await journal.close(T + 30_000);
+}
+
+test('a server that stops ends its last version then; a restart serves past it and the stop stands between', async () => {
+  const t = await tempPath();
+  try {
+    await writeThree(t.path);
+    const journal = await VersionJournal.open(t.path);
+    assert.equal((await journal.find({ snapshot: S, position: 4 }))?.until, formatIso(T + 30_000));
+    assert.equal(journal.served({ snapshot: S, position: 0 }), true, 'the snapshot was served alone');
+    assert.equal(journal.served({ snapshot: S, position: 4 }), true);
+    assert.equal(journal.served({ snapshot: S, position: 5 }), false);
+    assert.equal(journal.served({ snapshot: 'other', position: 0 }), false);
+    await journal.record({ snapshot: S, position: 1000 }, T + 40_000);
+    const restarted = await journal.find({ snapshot: S, position: 1000 });
+    assert.deepEqual([restarted?.from, restarted?.until], [formatIso(T + 40_000), null]);
+    assert.equal((await journal.find({ snapshot: S, position: 4 }))?.until, formatIso(T + 30_000));
+    await journal.close();
+  } finally {
+    await t.done();
+  }
+});
+
+test('a version is found among many by bisection, whatever the snapshots alone between them', async () => {
+  const t = await tempPath();
+  try {
+    const journal = await VersionJournal.open(t.path);
+    const served: { snapshot: string; position: number; at: number }[] = [];
+    let position = 0;
+    let seed = 7;
+    const random = () => ((seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff);
+    for (let i = 0; i < 2000; i++) {
+      const snapshot = `2026112${Math.floor(i / 100) % 10}T090000000Z-${String(Math.floor(i / 100)).padStart(6, '0')}`;
+      const alone = i % 100 === 0;
+      if (!alone) position += 1 + Math.floor(random() * 5);
+      const state = { snapshot, position: alone ? 0 : position, at: T + i * 1000 };
+      served.push(state);
+      await journal.record(state, state.at);
+    }
+    const positions = new Set(served.map((s) => s.position));
+    for (let k = 0; k < 300; k++) {
+      const i = Math.floor(random() * served.length);
+      const s = served[i]!;
+      const found = await journal.find(s);
+      assert.equal(found?.from, formatIso(s.at), `record ${i}`);
+      assert.equal(found?.until, i + 1 < served.length ? formatIso(served[i + 1]!.at) : null);
+      // A position skipped between two served ones (reserved, never served) is not found.
+      if (s.position > 0 && !positions.has(s.position + 1) && s.position < position) assert.equal(await journal.find({ snapshot: s.snapshot, position: s.position + 1 }), null);
+    }
+    assert.equal(await journal.find({ snapshot: 'not-served', position: served[5]!.position }), null, 'the position, but another snapshot');
+    await journal.close();
+    assert.equal((await stat(t.path)).size, 32 + 96 * 2001);
+  } finally {
+    await t.done();
+  }
+});
+
+test('a record cut short, with a flipped byte or of another kind is refused with ERR_HISTORY, and the server is told why', async () => {
+  for (const [what, damage, message] of [
+    ['cut short', (path: string) => appendFile(path, Buffer.alloc(10)), /cut short: 10 bytes/],
+    ['flipped byte', async (path: string) => {
+      const bytes = await readFile(path);
+      bytes.writeUInt8(bytes.readUInt8(32 + 96 + 40) ^ 0x01, 32 + 96 + 40);
+      await writeFile(path, bytes);
+    }, /record 1 fails its CRC/],
+    ['another file', (path: string) => writeFile(path, '{"not":"a journal"}\n'.repeat(4)), /not a record of served data versions/],
+    ['another format', async (path: string) => {
+      const bytes = await readFile(path);
+      bytes.writeUInt32LE(9, 8);
+      await writeFile(path, bytes);
+    }, /format 9/],
+  ] as const) {
+    const t = await tempPath();
+    try {
+      await writeThree(t.path);
+      await damage(t.path);
+      await assert.rejects(VersionJournal.open(t.path), (error: Error & { code?: string }) => {
+        assert.equal(error.code, ErrorCode.HISTORY, what);
+        assert.match(error.message, message, what);
+        return true;
+      });
+      const unavailable = await openVersionJournal(t.path, silentLogger);
+      assert.match(unavailable.unavailable ?? '', message, what);
+      await assert.rejects(unavailable.find({ snapshot: S, position: 3 }), { code: ErrorCode.HISTORY });
+      // Serving goes on: recording into it is a no-op, never an error.
+      await unavailable.record({ snapshot: S, position: 9 }, T);
+      await unavailable.close();
+    } finally {
+      await t.done();
+    }
+  }
+});
+
+test('a retention drops the states that ended before it, keeps the one served then, and the rest resolves as before', async () => {
+  const t = await tempPath();
+  try {
+    const DAY = 24 * 60 * 60 * 1000;
+    const journal = await VersionJournal.open(t.path);
+    const states = [
+      { snapshot: 'S1', position: 0, at: T },
+      { snapshot: 'S1', position: 4, at: T + DAY },
+      { snapshot: 'S2', position: 0, at: T + 2 * DAY },
+      { snapshot: 'S2', position: 9, at: T + 3 * DAY },
+      { snapshot: 'S3', position: 0, at: T + 5 * DAY },
+    ];
+    for (const s of states) await journal.record(s, s.at);
+    // Served from day 2 to day 3, S2 alone is what was served at day 2.5: it stays, and everything after it.
+    assert.equal(await journal.prune(T + 2.5 * DAY), 2);
+    assert.equal(await journal.find(states[0]!), null);
+    assert.equal(await journal.find(states[1]!), null);
+    for (const [i, s] of states.entries()) {
+      if (i < 2) continue;
+      const found = await journal.find(s);
+      assert.deepEqual([found?.from, found?.until], [formatIso(s.at), i + 1 < states.length ? formatIso(states[i + 1]!.at) : null], `${s.snapshot}+${s.position}`);
+    }
+    assert.equal(await journal.prune(T + 2.5 * DAY), 0, 'nothing more to drop');
+    await journal.record({ snapshot: 'S3', position: 12 }, T + 6 * DAY);
+    assert.equal((await journal.find({ snapshot: 'S3', position: 0 }))?.until, formatIso(T + 6 * DAY));
+    await journal.close(T + 7 * DAY);
+    assert.equal((await stat(t.path)).size, 32 + 96 * 5);
+
+    // Opened with a retention its oldest record is a month past, the record drops by itself what ended before it:
+    // here every state (the last ended with the stop at day 7), all but that stop.
+    const kept = await VersionJournal.open(t.path, silentLogger, Date.now() - (T + 40 * DAY));
+    await until('the old records dropped', 5_000, () => kept.size === 1);
+    assert.equal(await kept.find({ snapshot: 'S3', position: 12 }), null);
+    await kept.record({ snapshot: 'S4', position: 20 }, Date.now());
+    assert.equal((await kept.find({ snapshot: 'S4', position: 20 }))?.until, null);
+    await kept.close();
+  } finally {
+    await t.done();
+  }
+});
