@@ -3,7 +3,8 @@
 -- several followers keeps the earliest time. A version names one state for
 -- ever: a snapshot id never repeats, and a position is the evidence log's.
 CREATE TABLE served_versions (
-  snapshot      text NOT NULL CHECK (snapshot ~ '^[!-~]{1,64}$'),
+  -- Byte order, as the service compares ids: a state's successor is the next (snapshot, position).
+  snapshot      text COLLATE "C" NOT NULL CHECK (snapshot ~ '^[!-~]{1,64}$'),
   -- The log position the delta over the snapshot was served to; 0 for the snapshot alone.
   position      bigint NOT NULL CHECK (position >= 0),
   -- When a follower first served it, epoch ms.

@@ -45,8 +45,9 @@ export class ServingView {
     const held = delta !== null && delta.meta.vpaCount > 0 ? delta : null;
     this.delta = held === null ? null : new SnapshotView(held.overlay, base);
     this.deltaMeta = delta?.meta ?? null;
-    const position = held === null ? 0 : held.meta.position;
-    this.version = dataVersion(base.meta.id, position);
+    // Named by its position even when it holds nothing: a server restarted on a snapshot it served
+    // alone serves it under a new position, so that a version names one stretch of time.
+    this.version = dataVersion(base.meta.id, delta?.meta.position ?? 0);
     this.asOf = held === null ? base.asOf : Math.max(base.asOf, held.meta.dataAsOf);
     this.asOfIso = this.asOf === base.asOf ? base.asOfIso : formatIso(this.asOf);
     this.located = base;

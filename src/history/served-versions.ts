@@ -22,6 +22,8 @@ export interface ServedVersions {
   served(state: ServedState): boolean;
   /** The record of a version, null for one never served; rejects (HistoryError) when the record cannot be read. */
   find(state: ServedState): Promise<DataVersionRecord | null>;
+  /** The highest position recorded so far (0 where positions are not the server's own: the fleet's are the log's). */
+  readonly highestPosition: number;
   /** Why versions cannot be resolved now, or null when they can. */
   readonly unavailable: string | null;
   /** The server stops serving: recorded where the record keeps it (the embedded one), and the record closed. */
@@ -82,6 +84,7 @@ export function dataVersionRecord(state: ServedState, from: number, until: numbe
 export function unavailableVersions(why: string): ServedVersions {
   return {
     unavailable: why,
+    highestPosition: 0,
     record: () => Promise.resolve(),
     served: () => false,
     find: () => Promise.reject(new HistoryError(why)),

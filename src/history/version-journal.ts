@@ -97,6 +97,10 @@ export class VersionJournal implements ServedVersions {
     return this.#unavailable;
   }
 
+  get highestPosition(): number {
+    return this.#serial;
+  }
+
   /** Records in the file. */
   get size(): number {
     return this.#count;
@@ -197,32 +201,33 @@ export class VersionJournal implements ServedVersions {
     return lo;
   }
 
-  /** Replace the file with one that holds the records from `first` on. */
+  /**
+   * Replace the file with one that holds the records from `first` on. The
+   * copy's handle becomes the record's the moment it is renamed into place,
+   * so no append goes to the file it replaced.
+   */
   async #rewriteFrom(first: number): Promise<void> {
     const dir = dirname(this.#path);
     const temp = join(dir, tempFileName(basename(this.#path)));
-    const out = await open(temp, 'w');
+    const next = await open(temp, 'a+');
     try {
-      await out.write(header(), 0, HEADER_LENGTH, 0);
+      await next.write(header(), 0, HEADER_LENGTH, null);
       const chunk = Buffer.alloc(SCAN_RECORDS * RECORD_LENGTH);
       for (let i = first; i < this.#count; i += SCAN_RECORDS) {
         const n = Math.min(SCAN_RECORDS, this.#count - i);
         const { bytesRead } = await this.#handle.read(chunk, 0, n * RECORD_LENGTH, HEADER_LENGTH + i * RECORD_LENGTH);
         if (bytesRead !== n * RECORD_LENGTH) throw new HistoryError(`${this.#path} ends before its records: it was cut short after it was opened`);
-        await out.write(chunk, 0, bytesRead, HEADER_LENGTH + (i - first) * RECORD_LENGTH);
+        await next.write(chunk, 0, bytesRead, null);
       }
-      await out.sync();
-      await out.close();
+      await next.sync();
       await rename(temp, this.#path);
     } catch (error) {
-      await out.close().catch(() => {});
+      await next.close().catch(() => {});
       await unlink(temp).catch(() => {});
       throw error;
     }
-    await syncDirectory(dir);
-    const previous = this.#handle;
-    const next = await open(this.#path, 'a+');
     // At once, with no wait between: a lookup sees the old file and indexes or the new ones.
+    const previous = this.#handle;
     this.#handle = next;
     this.#count -= first;
     for (const [snapshot, index] of this.#alone) {
@@ -231,6 +236,8 @@ export class VersionJournal implements ServedVersions {
     }
     this.#generation++;
     await previous.close().catch(() => {});
+    // The rename is done either way; a directory not synced risks only the copy, on a power loss.
+    await syncDirectory(dir).catch((error: Error) => this.#logger.warn({ err: error.message, path: this.#path }, 'the directory of the record of versions could not be synced'));
   }
 
   /** The index of the record that served `position` (> 0), or -1. */
@@ -254,6 +261,12 @@ export class VersionJournal implements ServedVersions {
   #append(kind: number, state: ServedState, at: number): Promise<void> {
     const run = this.#appending.then(async () => {
       if (this.#unavailable !== null) return;
+      if (kind === RECORD_SERVED && state.position > 0 && state.position <= this.#serial) {
+        // Bisection could not find it, nor perhaps the ones after: stop recording rather than mislead.
+        this.#unavailable = `${this.#path}: position ${state.position} was served after ${this.#serial}, out of order; data versions are not resolved until the server is restarted`;
+        this.#logger.error({ position: state.position, highest: this.#serial, path: this.#path }, 'a data version position out of order; no more versions are recorded');
+        return;
+      }
       const serial = Math.max(this.#serial, state.position);
       try {
         await this.#handle.write(encodeRecord(kind, state, serial, at), 0, RECORD_LENGTH, null);
@@ -395,7 +408,8 @@ async function scanJournal(handle: FileHandle, path: string): Promise<Scan> {
       const r = decodeRecord(chunk.subarray(k * RECORD_LENGTH, (k + 1) * RECORD_LENGTH), index, path);
       // The first record of a pruned file carries the serial of the records dropped before it.
       const expected = index === 0 && (r.position === 0 || r.kind === RECORD_STOPPED) ? r.serial : Math.max(serial, r.position);
-      if (r.serial !== expected || (index > 0 && r.kind === RECORD_STOPPED && r.position > serial)) {
+      const outOfOrder = index > 0 && r.position > 0 && (r.kind === RECORD_SERVED ? r.position <= serial : r.position > serial);
+      if (r.serial !== expected || outOfOrder) {
         throw new HistoryError(`${path}: record ${index} is out of order (position ${r.position} after ${serial}); restore the file from a backup, or move it aside to start the record afresh`);
       }
       serial = r.serial;

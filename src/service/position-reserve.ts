@@ -52,6 +52,11 @@ export class PositionReserve {
     return new PositionReserve(dir.positions, parseReserved(text, dir.positions) + 1);
   }
 
+  /** Hand out nothing at or below `position` from now on (it was handed out before, by the record of versions served). */
+  skipPast(position: number): void {
+    if (this.#next <= position) this.#next = position + 1;
+  }
+
   /** A position never handed out before in this data directory, once it is reserved on disk. */
   async next(): Promise<number> {
     while (this.#next >= this.#reserved) {

@@ -1,6 +1,6 @@
 import { watch, type FSWatcher } from 'node:fs';
 import { availableParallelism } from 'node:os';
-import { basename } from 'node:path';
+import { basename, dirname } from 'node:path';
 import type { DataDir } from '../common/data-dir.js';
 import { silentLogger, type Logger } from '../common/logger.js';
 import { BuildLockedError } from '../common/errors.js';
@@ -217,9 +217,12 @@ export class SnapshotService implements ServedData, CorrectionEngine {
       // that were killed (ingests, builds, earlier servers) are removed once, whoever left them.
       // Files of writers still running stay (temp-cleanup.ts). Each build sweeps its own folders again.
       const dir = options.dataDir;
-      await removeStaleTempFiles([dir.evidence, dir.snapshots, dir.state, parseCacheDir(dir.state)], logger);
+      await removeStaleTempFiles([dir.evidence, dir.snapshots, dir.state, parseCacheDir(dir.state), dirname(dir.versions)], logger);
       let first = await loadNewest(options.dataDir, logger, new Set());
       const positions = await PositionReserve.open(dir, first !== null);
+      // Positions grow in the record of versions served, or it cannot find them: past any recorded
+      // (a positions file restored from an older copy would hand them out again).
+      positions.skipPast(options.versions?.highestPosition ?? 0);
       let lastBuild: BuildReport | null = null;
       if (first === null) {
         logger.info({ dataDir: options.dataDir.root }, 'no loadable snapshot; building one');
@@ -254,8 +257,12 @@ export class SnapshotService implements ServedData, CorrectionEngine {
         const since = corrections?.vpasSince(first.meta.correctionSequence) ?? [];
         if (since.length > 0) await service.#queueCorrection(since);
       }
-      // Merges at start record the states they make; the first is recorded only when it is what is served.
-      if (service.#delta === firstDelta) await service.#recordServed(first, firstDelta);
+      // Merges at start record the states they make; the first is recorded only when it is what is
+      // served, in the queue of changes, so that a merge queued meanwhile comes after it.
+      const started = service;
+      await started.#queueChange(async () => {
+        if (started.#delta === firstDelta) await started.#recordServed(first, firstDelta);
+      }, 'recording the first state served');
       const pollMs = options.pollMs ?? 1000;
       if (pollMs > 0) {
         service.#schedule(pollMs);

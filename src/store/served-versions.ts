@@ -8,6 +8,8 @@ import { storeError, type StoreLocation } from './postgres.js';
 const MAX_PENDING = 10_000;
 /** How often a follower drops the rows of states that ended before the retention. */
 const PRUNE_EVERY_MS = 24 * 60 * 60 * 1000;
+/** How soon states that could not be written are tried again. */
+const RETRY_MS = 5_000;
 
 /**
  * The fleet's record of the data versions served (migration 0010), written
@@ -28,6 +30,8 @@ export class StoreServedVersions implements ServedVersions {
   /** Writes, one at a time, in order. */
   #writing: Promise<void> = Promise.resolve();
   #pruning: NodeJS.Timeout | null = null;
+  #retry: NodeJS.Timeout | null = null;
+  #closed = false;
 
   constructor(pool: pg.Pool, location: StoreLocation, logger: Logger = silentLogger, keepMs?: number) {
     this.#pool = pool;
@@ -61,6 +65,7 @@ export class StoreServedVersions implements ServedVersions {
   }
 
   readonly unavailable = null;
+  readonly highestPosition = 0;
 
   /** A fleet version is the log's position: a state served again is the same state, under the same version. */
   served(): boolean {
@@ -79,7 +84,8 @@ export class StoreServedVersions implements ServedVersions {
   #flush(): Promise<void> {
     const run = this.#writing.then(async () => {
       if (this.#pending.length === 0) return;
-      const batch = this.#pending;
+      // Taken out whole: a state recorded while this one is written waits for the next.
+      const batch = this.#pending.splice(0);
       try {
         await this.#pool.query(
           `INSERT INTO served_versions (snapshot, position, served_at_ms)
@@ -90,14 +96,25 @@ export class StoreServedVersions implements ServedVersions {
       } catch (error) {
         if (!this.#failing) this.#logger.warn({ err: (error as Error).message, waiting: batch.length }, 'served data versions not recorded in the store yet; serving goes on, and they are recorded with the next');
         this.#failing = true;
+        this.#pending.unshift(...batch);
+        this.#retryLater();
         return;
       }
-      this.#pending = this.#pending.slice(batch.length);
       if (this.#failing) this.#logger.info({ recorded: batch.length }, 'served data versions recorded in the store again');
       this.#failing = false;
     });
     this.#writing = run;
     return run;
+  }
+
+  /** While states wait, the store is tried again every RETRY_MS, whether or not the follower serves a new one. */
+  #retryLater(): void {
+    if (this.#retry !== null || this.#closed) return;
+    this.#retry = setTimeout(() => {
+      this.#retry = null;
+      void this.#flush();
+    }, RETRY_MS);
+    this.#retry.unref();
   }
 
   async find(state: ServedState): Promise<DataVersionRecord | null> {
@@ -120,7 +137,9 @@ export class StoreServedVersions implements ServedVersions {
   }
 
   async close(): Promise<void> {
+    this.#closed = true;
     if (this.#pruning !== null) clearInterval(this.#pruning);
+    if (this.#retry !== null) clearTimeout(this.#retry);
     await this.#flush();
   }
 

@@ -5,6 +5,7 @@ import { appendFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { tempDataDir, ingest, evidence, ndjson, until } from '../helpers.js';
 import { assertSchema } from '../schema-check.js';
+import { formatIso } from '../../src/common/time.js';
 import { DataVersionSchema } from '../../src/api/history-paths.js';
 import type { DataVersionRecord } from '../../src/history/served-versions.js';
 import { startServer, runCli, lastLine, type RunningServer } from '../server-process.js';
@@ -13,6 +14,9 @@ async function kill(server: RunningServer): Promise<void> {
   server.child.kill('SIGKILL');
   if (server.child.exitCode === null && server.child.signalCode === null) await once(server.child, 'exit');
 }
+
+/** How long after a new state is recorded the serving threads may still answer from the one before, at most, ms. */
+const HANDOVER_MS = 1_000;
 
 test('GET /v1/data-versions/{version} resolves every version served, across ingests, a SIGKILL, a stop and restarts', { timeout: 180_000 }, async () => {
   const t = await tempDataDir();
@@ -53,17 +57,30 @@ test('GET /v1/data-versions/{version} resolves every version served, across inge
       assert.equal((await runCli(['ingest', '--data-dir', t.dir.root, path])).code, 0);
     };
 
+    const startedAt = Date.now();
     let server = await start();
     const alone = await screen(server);
     assert.ok(!alone.includes('+'), alone);
     const first = await resolve(server, alone);
     assert.deepEqual({ ...first, from: '' }, { version: alone, from: '', until: null, snapshot: alone, position: 0 });
+    assert.ok(Date.parse(first.from) >= startedAt && Date.parse(first.from) <= screened[0]!.after, first.from);
+    assert.equal(await server.stop(), 0);
+
+    // Started again on the same snapshot and nothing new: the same state, under a new version.
+    server = await start();
+    const again = await screen(server);
+    assert.ok(again.startsWith(`${alone}+`), again);
+    const stopped = (await resolve(server, alone)).until;
+    assert.ok(stopped !== null && Date.parse(stopped) <= Date.parse((await resolve(server, again)).from), 'the stop ended the first');
+    assert.equal((await resolve(server, again)).until, null);
+
     await ingestFile('one');
-    await until('one is served', 10_000, async () => (await screen(server)) !== alone);
+    await until('one is served', 10_000, async () => (await screen(server)) !== again);
     const merged = screened.at(-1)!.version;
     const [snapshot, position] = merged.split('+');
-    assert.deepEqual(await resolve(server, merged), { version: merged, from: (await resolve(server, merged)).from, until: null, snapshot, position: Number(position) });
-    assert.equal((await resolve(server, alone)).until, (await resolve(server, merged)).from, 'a version ends when the next begins');
+    const resolvedMerged = await resolve(server, merged);
+    assert.deepEqual({ ...resolvedMerged, from: '' }, { version: merged, from: '', until: null, snapshot, position: Number(position) });
+    assert.equal((await resolve(server, again)).until, resolvedMerged.from, 'a version ends when the next begins');
     await kill(server);
 
     // The restart serves the same snapshot and delta: under a new version, the killed server's last one ended by it.
@@ -84,7 +101,8 @@ test('GET /v1/data-versions/{version} resolves every version served, across inge
     for (const s of screened) {
       const r = await resolve(server, s.version);
       assert.ok(Date.parse(r.from) <= s.after, `${s.version} from ${r.from}`);
-      assert.ok(r.until === null || Date.parse(r.until) >= s.before - 1, `${s.version} until ${r.until}`);
+      // A serving thread takes the next state over at its next request after `until`: moments later.
+      assert.ok(r.until === null || Date.parse(r.until) >= s.before - HANDOVER_MS, `${s.version} until ${r.until}, answered from ${formatIso(s.before)}`);
     }
 
     // Refusals.

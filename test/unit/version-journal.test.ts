@@ -176,3 +176,49 @@ test('a retention drops the states that ended before it, keeps the one served th
     await t.done();
   }
 });
+
+test('a position served out of order is not recorded, and a file holding one is refused', async () => {
+  const t = await tempPath();
+  try {
+    const journal = await VersionJournal.open(t.path);
+    await journal.record({ snapshot: S, position: 3 }, T);
+    await journal.record({ snapshot: S, position: 5 }, T + 1_000);
+    assert.equal(journal.highestPosition, 5);
+    await journal.record({ snapshot: S, position: 4 }, T + 2_000);
+    assert.match(journal.unavailable ?? '', /position 4 was served after 5, out of order/);
+    await assert.rejects(journal.find({ snapshot: S, position: 3 }), { code: ErrorCode.HISTORY });
+    await journal.close();
+
+    // Two whole records swapped: each passes its CRC, the order does not.
+    const bytes = await readFile(t.path);
+    const first = Buffer.from(bytes.subarray(32, 128));
+    bytes.copy(bytes, 32, 128, 224);
+    first.copy(bytes, 128);
+    await writeFile(t.path, bytes);
+    await assert.rejects(VersionJournal.open(t.path), /record 1 is out of order/);
+  } finally {
+    await t.done();
+  }
+});
+
+test('lookups made while a retention copies the file find what they would have found before', async () => {
+  const t = await tempPath();
+  try {
+    const journal = await VersionJournal.open(t.path);
+    for (let i = 1; i <= 3000; i++) await journal.record({ snapshot: S, position: i }, T + i * 1_000);
+    const lookups = Array.from({ length: 400 }, (_, k) => 1500 + k);
+    const pruning = journal.prune(T + 1_500_500);
+    const found = await Promise.all(lookups.map((p) => journal.find({ snapshot: S, position: p })));
+    assert.equal(await pruning, 1499);
+    for (const [k, f] of found.entries()) assert.equal(f?.from, formatIso(T + (1500 + k) * 1_000), `position ${1500 + k}`);
+    assert.equal(await journal.find({ snapshot: S, position: 1499 }), null);
+    await journal.record({ snapshot: S, position: 3001 }, T + 3_001_000);
+    await journal.close();
+    const reopened = await VersionJournal.open(t.path);
+    assert.equal(reopened.size, 1503, 'the 1,502 kept, the one recorded after the copy, and the stop');
+    assert.equal((await reopened.find({ snapshot: S, position: 3001 }))?.from, formatIso(T + 3_001_000));
+    await reopened.close();
+  } finally {
+    await t.done();
+  }
+});
