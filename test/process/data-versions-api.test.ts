@@ -97,6 +97,14 @@ test('GET /v1/data-versions/{version} resolves every version served, across inge
     assert.ok(ended.until !== null && Date.parse(ended.until) <= stoppedAt, 'a stop ends the version served');
     assert.ok(Date.parse((await resolve(server, third)).from) >= Date.parse(ended.until));
 
+    // A compaction serves a new snapshot: the version before it ends when it begins, and both resolve.
+    server.child.kill('SIGUSR2');
+    await until('the compaction served', 60_000, async () => !(await screen(server)).startsWith(`${snapshot}+`));
+    const compacted = screened.at(-1)!.version;
+    const afterCompaction = await resolve(server, compacted);
+    assert.notEqual(afterCompaction.snapshot, snapshot);
+    assert.equal((await resolve(server, third)).until, afterCompaction.from);
+
     // Every answer's version was served at the time of the answer.
     for (const s of screened) {
       const r = await resolve(server, s.version);

@@ -56,13 +56,17 @@ test('a follower started later resolves every version another follower served, f
         await until(`${name} served`, 10_000, async () => (await versionOf(first, `${name}@ybl`)).status === 'FLAGGED');
         served.push((await versionOf(first, `${name}@ybl`)).version);
       }
-      assert.equal(new Set(served).size, 3, served.join(' '));
-      const before = await Promise.all(served.map((v) => resolve(first, v)));
-      assert.equal(before[2]!.until, null, 'served now');
-      assert.equal(before[0]!.until, before[1]!.from);
-      assert.equal(before[1]!.until, before[2]!.from);
       const [snapshot, position] = served[2]!.split('+');
+      // A new publication: the follower swaps to it, and the last version over the old snapshot ends then.
+      builder.child.kill('SIGUSR2');
+      await until('the next publication served', 60_000, async () => !(await versionOf(first, 'third@ybl')).version.startsWith(`${snapshot}+`));
+      served.push((await versionOf(first, 'third@ybl')).version);
+      assert.equal(new Set(served).size, 4, served.join(' '));
+      const before = await Promise.all(served.map((v) => resolve(first, v)));
+      assert.equal(before[3]!.until, null, 'served now');
+      for (let i = 0; i < 3; i++) assert.equal(before[i]!.until, before[i + 1]!.from, `${served[i]} ends when ${served[i + 1]} begins`);
       assert.deepEqual([before[2]!.snapshot, before[2]!.position], [snapshot, Number(position)]);
+      assert.notEqual(before[3]!.snapshot, snapshot);
       assert.equal(await first.stop(), 0);
 
       // A follower that was not running then answers for what the other served.
