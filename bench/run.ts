@@ -287,7 +287,7 @@ async function main(): Promise<void> {
       micro.push({ file: `vpa-index (${keys / 1e6}M keys)`, report: await benchFile('vpa-index.bench.js', ['--keys', String(keys), '--no-reference']) });
     }
     // Every micro bench takes --vpas (microOptions); those that need no snapshot ignore it.
-    for (const file of ['answer-headers', 'answer-json', 'batch-answer', 'batch-request', 'cluster-answer-cache', 'largest-clusters', 'single-answer', 'snapshot-view', 'snapshot-codec', 'vpa-hash']) {
+    for (const file of ['answer-headers', 'answer-json', 'batch-answer', 'batch-request', 'cluster-answer-cache', 'largest-clusters', 'single-answer', 'snapshot-view', 'snapshot-codec', 'vpa-hash', 'version-record']) {
       log(`micro: ${file}`);
       micro.push({ file, report: await benchFile(`${file}.bench.js`, ['--vpas', '1000000']) });
     }
