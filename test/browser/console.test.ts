@@ -432,6 +432,28 @@ describe('the console', () => {
     await close(session);
   });
 
+  it('resolves a data version to when it was served; one never served is refused', async () => {
+    const session = await signedIn();
+    const { page } = session;
+    const { data_version: version } = (await service.request('/v1/admin/stats', { key: service.adminKey })).body as { data_version: string };
+    await page.getByRole('link', { name: 'Intelligence', exact: true }).click();
+    const lookup = page.getByRole('region', { name: 'Data version lookup' });
+    await lookup.getByRole('textbox', { name: 'Data version' }).fill(version);
+    await lookup.getByRole('button', { name: 'Look up' }).click();
+    const fields = lookup.getByRole('definition');
+    await lookup.getByText(`${version} found.`).waitFor();
+    const served = (await service.request(`/v1/data-versions/${encodeURIComponent(version)}`, { key: service.adminKey })).body as { from: string; until: string | null; snapshot: string };
+    assert.equal(await fields.nth(0).textContent(), version);
+    assert.equal(await fields.nth(1).locator('time').getAttribute('datetime'), served.from);
+    assert.equal(await fields.nth(2).textContent(), served.until === null ? 'still served' : await fields.nth(2).locator('time').textContent());
+    assert.equal(await fields.nth(3).textContent(), served.snapshot);
+
+    await lookup.getByRole('textbox', { name: 'Data version' }).fill('20200101T000000000Z-000000+7');
+    await lookup.getByRole('button', { name: 'Look up' }).click();
+    await lookup.getByRole('alert').filter({ hasText: 'was not served here' }).waitFor();
+    await close(session);
+  });
+
   it('compacts on request: the live delta is folded into a new snapshot', async () => {
     const session = await signedIn();
     const { page } = session;

@@ -33,6 +33,7 @@ import type {
   ReportSchema,
 } from '../../../src/api/dispute-schemas.js';
 import type { EvidenceReceiptSchema, EvidenceRefusalSchema } from '../../../src/api/schemas.js';
+import type { DataVersionSchema } from '../../../src/api/history-paths.js';
 import type { AdminWatchlistListSchema, AdminWatchlistSchema, WatchEventPageSchema, WatchEventWithDeliverySchema, WatchedVpasPageSchema } from '../../../src/api/watch-schemas.js';
 
 /** The spec's answers, as the service writes them. */
@@ -94,3 +95,6 @@ export type DisputeResolved = Static<typeof DisputeResolvedSchema>;
 export type Report = Static<typeof ReportSchema>;
 export type ReportPage = Static<typeof ReportListSchema>;
 export type ReportDecided = Static<typeof ReportDecidedSchema>;
+
+/** When a data version was served (GET /v1/data-versions/{version}). */
+export type DataVersion = Static<typeof DataVersionSchema>;

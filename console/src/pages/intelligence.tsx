@@ -1,8 +1,8 @@
 /**
  * Intelligence: the snapshot in service, the live delta, recent builds (or
  * publications, in the fleet), freshness, charts of the last hour
- * (refreshed every 15 s), evidence upload, retraction of evidence, and the
- * clearances of VPAs.
+ * (refreshed every 15 s), the lookup of a data version served, evidence
+ * upload, retraction of evidence, and the clearances of VPAs.
  */
 import { useEffect } from 'preact/hooks';
 import { fetchStats } from '../api/admin.js';
@@ -10,6 +10,7 @@ import type { Session, Stats, StatsSample } from '../api/types.js';
 import { ClearanceList } from '../components/clearance-list.js';
 import { ErrorMessage } from '../components/error-message.js';
 import { CompactNow } from '../components/compact-now.js';
+import { DataVersionLookup } from '../components/data-version-lookup.js';
 import { EvidenceUpload } from '../components/evidence-upload.js';
 import { PageHeading } from '../components/page-heading.js';
 import { RetractEvidence } from '../components/retract-evidence.js';
@@ -44,6 +45,7 @@ export function IntelligencePage({ session }: { readonly session: Session }) {
       <PageHeading title="Intelligence" />
       <ErrorMessage message={stats.error} />
       {stats.data === null ? stats.loading ? <p role="status">Loading…</p> : null : <StatsView stats={stats.data} onCompaction={() => void stats.reload()} />}
+      <DataVersionLookup />
       <EvidenceUpload onStored={() => void stats.reload()} />
       <RetractEvidence session={session} onRetracted={() => void stats.reload()} />
       <ClearanceList onEnded={() => void stats.reload()} />
