@@ -51,11 +51,21 @@ export class BuilderMirror {
   /** Follow the store (resolves once the newest publication is served, as a follower's start does) and make versions from then on. */
   static async start(options: BuilderMirrorOptions): Promise<BuilderMirror> {
     const { location, logger } = options;
-    const follower = await FollowerService.start({ location, dataDir: dataDir(join(options.dataDir.mirror, 'served')), logger, ...(options.pollMs === undefined ? {} : { pollMs: options.pollMs }) });
-    const hashes = new HashRangeKeeper(follower, { threads: Math.max(1, Math.min(2, availableParallelism())), logger, keepHeads: true });
     const pool = storePool(location, 1);
+    const record = new StoreVersionRecord(pool, location, options.key, logger, options.stillActive);
+    // The cheap read first: a store whose versions cannot be read fails the start before a snapshot is loaded.
+    await record.last().catch(async (error: unknown) => {
+      await pool.end().catch(() => {});
+      throw error;
+    });
+    const follower = await FollowerService.start({ location, dataDir: dataDir(join(options.dataDir.mirror, 'served')), logger, ...(options.pollMs === undefined ? {} : { pollMs: options.pollMs }) }).catch(
+      async (error: unknown) => {
+        await pool.end().catch(() => {});
+        throw error;
+      },
+    );
+    const hashes = new HashRangeKeeper(follower, { threads: Math.max(1, Math.min(2, availableParallelism())), logger, keepHeads: true });
     try {
-      const record = new StoreVersionRecord(pool, location, options.key, logger, options.stillActive);
       const keeper = await MirrorKeeper.start(follower, hashes, { record, key: options.key, logger, ...(options.intervalMs === undefined ? {} : { intervalMs: options.intervalMs }) });
       logger.info({ publicKey: options.key.publicKey }, 'making the fleet mirror');
       return new BuilderMirror(follower, hashes, keeper, pool);

@@ -125,7 +125,7 @@ export class StoreMirror implements MirrorPublications {
     try {
       made = await this.#make(newest);
     } catch (error) {
-      if (!(error instanceof StoreError && error.code === ErrorCode.STORE_DATA)) throw error;
+      if (!isDataError(error)) throw error;
       this.#refused = newest.version;
       this.#logger.error({ mirrorVersion: newest.version, err: error.message }, 'a mirror version in the store cannot be served; the one held is still served');
       return;
@@ -139,11 +139,19 @@ export class StoreMirror implements MirrorPublications {
   /** The version's publication and entries, checked against its signed manifest. */
   async #make(stored: StoredMirrorVersion): Promise<{ publication: MirrorPublication; entries: MirrorEntries }> {
     const manifest = this.#signedManifest(stored);
-    const entries = (await this.#fromHeld(manifest)) ?? (await this.#fromBase(manifest));
-    const full = encodeMirrorFile(MIRROR_KIND_FULL, entries, undefined, (length) => sharedArray(Uint8Array, length));
-    const sha256 = createHash('sha256').update(full.subarray(MIRROR_HEADER_BYTES)).digest('hex');
-    if (entries.count !== manifest.count || sha256 !== manifest.sha256 || full.length !== manifest.full.bytes) {
-      throw this.#bad(stored.version, `the entries made from the store are not the set its manifest names (${entries.count} entries, SHA-256 ${sha256})`);
+    // The set held and the version's diff from it first; when they do not make the signed set (the
+    // store was restored, and the number held names another set now), the base and its diffs.
+    let entries = await this.#fromHeld(manifest).catch((error: unknown) => {
+      if (!isDataError(error)) throw error;
+      this.#logger.warn({ mirrorVersion: stored.version, err: (error as Error).message }, 'the mirror version held and its diff do not make the next; making it from the base');
+      return null;
+    });
+    let full = entries === null ? null : signedFull(manifest, entries);
+    if (entries !== null && full === null) this.#logger.warn({ mirrorVersion: stored.version }, 'the mirror version held and its diff do not make the set signed; making it from the base');
+    if (full === null) {
+      entries = await this.#fromBase(manifest);
+      full = signedFull(manifest, entries);
+      if (full === null) throw this.#bad(stored.version, `the entries made from the store are not the set its manifest names (${entries.count} entries)`);
     }
     const files = new Map<string, MirrorFileBodies>([[fullPath(stored.version), fileBodies(fullPath(stored.version), full)]]);
     for (const diff of manifest.diffs) {
@@ -153,7 +161,7 @@ export class StoreMirror implements MirrorPublications {
       files.set(path, fileBodies(path, bytes));
     }
     const publication: MirrorPublication = { version: stored.version, manifest: stored.manifest, publicKey: JSON.stringify({ public_key: stored.publicKey }), files };
-    return { publication, entries };
+    return { publication, entries: entries! };
   }
 
   /** The manifest, parsed, of this version and signed by the key recorded with it. */
@@ -180,7 +188,7 @@ export class StoreMirror implements MirrorPublications {
   async #fromBase(manifest: MirrorManifest): Promise<MirrorEntries> {
     const version = manifest.version;
     const base = await mirrorBaseAtOrBefore(this.#pool, this.#location, version);
-    if (base === null) throw this.#bad(version, 'the store holds no base at or before it');
+    if (base === null) throw await this.#missing(version, 'the store holds no base at or before it');
     const baseFile = await this.#decoded(base.version, fullPath(base.version));
     if (baseFile.kind !== MIRROR_KIND_FULL) throw this.#bad(base.version, 'its full file is a diff');
     let entries = baseFile.entries;
@@ -188,7 +196,7 @@ export class StoreMirror implements MirrorPublications {
     if (manifest.diffs.some((d) => d.from === base.version)) return this.#applied(entries, version, diffPath(base.version, version));
     for (let step = base.version + 1; step <= version; step++) {
       // Each version after a base stores its diff from the one before: without one, it would be a base.
-      if ((await mirrorVersion(this.#pool, this.#location, step)) === null) throw new StoreError(ErrorCode.STORE, `mirror version ${step} was deleted while version ${version} was made`);
+      if ((await mirrorVersion(this.#pool, this.#location, step)) === null) throw await this.#missing(version, `version ${step} after its base is not in the store`);
       entries = await this.#applied(entries, step, diffPath(step - 1, step));
     }
     return entries;
@@ -212,14 +220,37 @@ export class StoreMirror implements MirrorPublications {
     }
   }
 
-  /** A stored file; one gone (a newer base deleted its version meanwhile) is a store error, tried again at the next look. */
+  /** A stored file; one missing is a race or bad data (#missing). */
   async #file(version: number, path: string): Promise<Uint8Array> {
     const bytes = await readMirrorFile(this.#pool, this.#location, version, path);
-    if (bytes === null) throw new StoreError(ErrorCode.STORE, `mirror file ${path} of version ${version} is not in the store (deleted by a newer base, or never stored)`);
+    if (bytes === null) throw await this.#missing(version, `its file ${path} is not in the store`);
     return bytes;
+  }
+
+  /**
+   * What something missing for `version` means: with a newer version in the
+   * store, a newer base deleted it while it was read (a store error: the
+   * next look makes the newer one); without, the version names what was
+   * never stored, and it is refused rather than made again at every look.
+   */
+  async #missing(version: number, what: string): Promise<StoreError> {
+    const newest = await newestMirrorVersion(this.#pool, this.#location);
+    if (newest !== null && newest.version > version) return new StoreError(ErrorCode.STORE, `mirror version ${version}: ${what}; a newer version replaced it while it was read`);
+    return this.#bad(version, what);
   }
 
   #bad(version: number, why: string): StoreError {
     return new StoreError(ErrorCode.STORE_DATA, `store schema ${this.#location.schema}: mirror version ${version}: ${why}`);
   }
+}
+
+function isDataError(error: unknown): error is StoreError {
+  return error instanceof StoreError && error.code === ErrorCode.STORE_DATA;
+}
+
+/** The full file of `entries` when they are the set `manifest` signed (count, SHA-256, length); null otherwise. */
+function signedFull(manifest: MirrorManifest, entries: MirrorEntries): Uint8Array | null {
+  const full = encodeMirrorFile(MIRROR_KIND_FULL, entries, undefined, (length) => sharedArray(Uint8Array, length));
+  const sha256 = createHash('sha256').update(full.subarray(MIRROR_HEADER_BYTES)).digest('hex');
+  return entries.count === manifest.count && sha256 === manifest.sha256 && full.length === manifest.full.bytes ? full : null;
 }

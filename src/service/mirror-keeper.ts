@@ -141,13 +141,14 @@ export class MirrorKeeper implements MirrorPublications {
     try {
       const delta = this.#served.delta;
       const deltaHashes = this.#hashes.hashesOf(delta);
+      const held = this.#entries;
       const cut = await cutMirrorOffThread({
         base: snapshot.data,
         order: snapshot.ranges.order,
         baseEntries,
         heads: baseEntries === null ? snapshot.heads : null,
         delta: deltaHashes === null ? null : { overlay: delta.overlay, baseVpa: delta.baseVpa, hashes: deltaHashes },
-        previous: this.#entries,
+        previous: held,
       });
       if (baseEntries === null) {
         // Unless a swap came while it was made: the next cut makes the new snapshot's.
@@ -158,7 +159,9 @@ export class MirrorKeeper implements MirrorPublications {
       if (this.#closed) return;
       const previousVersion = this.#lastVersion;
       const version = previousVersion + 1;
-      this.#diffs.advance(previousVersion, version, cut.changes, cut.entries.count);
+      // A diff from the version before only when its set is the one held: after a start or a failed
+      // record the changes are from nothing, and a diff of them would claim the old set was empty.
+      this.#diffs.advance(held === null ? 0 : previousVersion, version, cut.changes, cut.entries.count);
       this.#entries = cut.entries;
       this.#lastCutMs = performance.now() - started;
       // Never two versions within the interval: one made early waits for it.

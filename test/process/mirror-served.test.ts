@@ -154,6 +154,7 @@ test('the mirror: a signed manifest, a full file and diffs that agree with the s
     await until('a version after the restart', 30_000, async () => (await get('/v1/mirror/manifest')).status === 200);
     const after = await manifestOf();
     assert.ok(after.version > 2, `version ${after.version} follows those made before`);
+    assert.deepEqual(after.diffs, [], 'none of the sets before is held: no diff from one is offered');
     const entries = decodeMirrorFile(await fileOf(after.full.url)).entries;
     assert.equal(digest(entries), digest(before), 'the same data makes the same set');
   } finally {

@@ -130,3 +130,50 @@ test("a follower's store mirror builds a version from the base and the diffs aft
     }
   });
 });
+
+test("a follower's store mirror makes the next version from the one it holds, and from the base when that does not make the set signed", { timeout: 60_000 }, async () => {
+  await withTestSchema(async (location) => {
+    await migrate(location);
+    const t = await tempDataDir();
+    const key = await createMirrorKey(t.dir.mirror);
+    const pool = storePool(location, 2);
+    const active = async () => {};
+    const sets = [[], [1, 2, 3], [2, 3, 4], [3, 4, 5], [4, 5, 6]];
+    /** Version `p` with its diff from base 1 (set [1, 9]) replaced by one of the same length that makes another set. */
+    const withWrongDiff = (p: MirrorPublication, wrong: number): MirrorPublication => {
+      const files = new Map(p.files);
+      files.set(diffPath(wrong, p.version), fileBodies(diffPath(wrong, p.version), diffFile([1, 9], [4, 5, 7])));
+      return { ...p, files };
+    };
+    const store = new StoreMirror({ location, logger: silentLogger, pollMs: 50 });
+    try {
+      await recordMirrorVersion(pool, location, publication(key, 1, sets[1]!, new Map()), true, active);
+      await recordMirrorVersion(pool, location, publication(key, 2, sets[2]!, new Map([[1, sets[1]!]])), false, active);
+      await until('version 2 served', 10_000, () => store.publication?.version === 2);
+
+      // The store restored from an older copy, whose versions 1 and 2 were other sets: the diff from
+      // version 2 does not make version 3 from the set held as 2, and it is made from the base instead.
+      const client = await testClient(location);
+      try {
+        await client.query('DELETE FROM mirror_versions');
+      } finally {
+        await client.end();
+      }
+      const restored = [[], [1, 9], [2, 9]];
+      await recordMirrorVersion(pool, location, publication(key, 1, restored[1]!, new Map()), true, active);
+      await recordMirrorVersion(pool, location, publication(key, 2, restored[2]!, new Map([[1, restored[1]!]])), false, active);
+      await recordMirrorVersion(pool, location, publication(key, 3, sets[3]!, new Map([[2, restored[2]!], [1, restored[1]!]])), false, active);
+      await until('version 3 served', 10_000, () => store.publication?.version === 3);
+      assert.deepEqual(store.publication!.files.get(fullPath(3))!.identity, encodeMirrorFile(MIRROR_KIND_FULL, entries(sets[3]!)));
+
+      // The way from the base is wrong (a diff of the right length), the one from the version held right: made from the one held.
+      await recordMirrorVersion(pool, location, withWrongDiff(publication(key, 4, sets[4]!, new Map([[3, sets[3]!], [1, restored[1]!]])), 1), false, active);
+      await until('version 4 served', 10_000, () => store.publication?.version === 4);
+      assert.deepEqual(store.publication!.files.get(fullPath(4))!.identity, encodeMirrorFile(MIRROR_KIND_FULL, entries(sets[4]!)));
+    } finally {
+      await store.close();
+      await pool.end();
+      await t.cleanup();
+    }
+  });
+});
