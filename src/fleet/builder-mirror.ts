@@ -66,7 +66,8 @@ export class BuilderMirror {
     );
     const hashes = new HashRangeKeeper(follower, { threads: Math.max(1, Math.min(2, availableParallelism())), logger, keepHeads: true });
     try {
-      const keeper = await MirrorKeeper.start(follower, hashes, { record, key: options.key, logger, ...(options.intervalMs === undefined ? {} : { intervalMs: options.intervalMs }) });
+      // The builder serves no version: the store's record is what followers serve, compressed by them.
+      const keeper = await MirrorKeeper.start(follower, hashes, { record, key: options.key, logger, serves: false, ...(options.intervalMs === undefined ? {} : { intervalMs: options.intervalMs }) });
       logger.info({ publicKey: options.key.publicKey }, 'making the fleet mirror');
       return new BuilderMirror(follower, hashes, keeper, pool);
     } catch (error) {

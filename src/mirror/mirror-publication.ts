@@ -57,9 +57,10 @@ export class MirrorPublisher {
     return subscribe(this.#listeners, listener);
   }
 
-  /** Serve `publication`, then its compressed form; `closed` is asked after compressing (zlib's threads do that work). */
-  async publish(publication: MirrorPublication, closed: () => boolean): Promise<void> {
+  /** Serve `publication`, then (unless `compress` is false) its compressed form; `closed` is asked after compressing (zlib's threads do that work). */
+  async publish(publication: MirrorPublication, closed: () => boolean, compress = true): Promise<void> {
     this.#serve(publication);
+    if (!compress) return;
     const compressed = await compressPublication(publication);
     if (!closed() && this.#publication === publication) this.#serve(compressed);
   }

@@ -60,6 +60,10 @@ export async function recordMirrorVersion(
         }
       }
       if (base) await client.query('DELETE FROM mirror_versions WHERE version < $1', [publication.version]);
+      // Only the newest version is served: of those before, followers need just the one-step diffs
+      // that lead from the base to it. Kept, every version's offered diffs (up to half the full
+      // file each) would pile up until the next base.
+      else await client.query("DELETE FROM mirror_files WHERE version < $1 AND path LIKE 'diff/%' AND path <> 'diff/' || (version - 1) || '/' || version", [publication.version]);
       await stillActive(client);
       await client.query('SELECT pg_notify($1, $2)', [mirrorChannel(location), String(publication.version)]);
       await client.query('COMMIT');

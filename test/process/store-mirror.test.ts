@@ -170,6 +170,17 @@ test("a follower's store mirror makes the next version from the one it holds, an
       await recordMirrorVersion(pool, location, withWrongDiff(publication(key, 4, sets[4]!, new Map([[3, sets[3]!], [1, restored[1]!]])), 1), false, active);
       await until('version 4 served', 10_000, () => store.publication?.version === 4);
       assert.deepEqual(store.publication!.files.get(fullPath(4))!.identity, encodeMirrorFile(MIRROR_KIND_FULL, entries(sets[4]!)));
+
+      // Of the versions before the newest, the store keeps only the one-step diffs that lead to it.
+      await recordMirrorVersion(pool, location, publication(key, 5, [5, 6], new Map([[4, sets[4]!], [1, restored[1]!]])), false, active);
+      await until('version 5 served', 10_000, () => store.publication?.version === 5);
+      const kept = await testClient(location);
+      try {
+        const rows = await kept.query<{ path: string }>("SELECT DISTINCT path FROM mirror_files WHERE path LIKE 'diff/%' ORDER BY path");
+        assert.deepEqual(rows.rows.map((r) => r.path), ['diff/1/2', 'diff/1/5', 'diff/2/3', 'diff/3/4', 'diff/4/5']);
+      } finally {
+        await kept.end();
+      }
     } finally {
       await store.close();
       await pool.end();
