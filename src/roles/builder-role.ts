@@ -371,9 +371,18 @@ export class BuilderRole {
     );
   }
 
-  /** Throws unless the lease's connection still holds its lock; runs in a transaction that commits only if it is. */
-  async #checkLease(client: pg.ClientBase, refused: string): Promise<void> {
-    const held = await client.query<{ held: boolean }>("SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted AND pid = $1) AS held", [this.#leasePid]);
+  /**
+   * Throws unless the lease's connection (`pid`, by default the one held
+   * now) still holds the lease's lock; runs in a transaction that commits
+   * only if it does. The lock is pg_try_advisory_lock(hashtext(name)): one
+   * bigint key, split by pg_locks into classid (high half) and objid.
+   */
+  async #checkLease(client: pg.ClientBase, refused: string, pid = this.#leasePid): Promise<void> {
+    const held = await client.query<{ held: boolean }>(
+      `SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted AND pid = $1 AND objsubid = 1
+         AND classid::bigint = ((hashtext($2)::bigint >> 32) & 4294967295) AND objid::bigint = (hashtext($2)::bigint & 4294967295)) AS held`,
+      [pid, leaseName(this.#options.location)],
+    );
     if (held.rows[0]?.held !== true) throw new StoreError(ErrorCode.STORE, `the builder lease is no longer held; ${refused}`);
   }
 
@@ -385,6 +394,8 @@ export class BuilderRole {
   #startMirror(): void {
     if (this.#mirrorKey === null || this.#fleetMirror !== null || this.#mirrorStarting !== null || this.#lease === null) return;
     const lease = this.#lease;
+    // The lease this mirror was started under: a lease taken again later is another connection.
+    const pid = this.#leasePid;
     this.#mirrorStarting = BuilderMirror.start({
       location: this.#options.location,
       dataDir: this.#options.dataDir,
@@ -392,7 +403,7 @@ export class BuilderRole {
       logger: this.#logger,
       ...(this.#options.mirrorIntervalMs === undefined ? {} : { intervalMs: this.#options.mirrorIntervalMs }),
       ...(this.#options.pollMs === undefined ? {} : { pollMs: this.#options.pollMs }),
-      stillActive: (client) => this.#checkLease(client, 'not recording the mirror version'),
+      stillActive: (client) => this.#checkLease(client, 'not recording the mirror version', pid),
     }).then(
       async (mirror) => {
         this.#mirrorFailure = null;
