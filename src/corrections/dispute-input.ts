@@ -14,6 +14,7 @@ import { parseIsoWithZone } from '../common/time.js';
 import { RISK_CATEGORIES, type RiskCategory } from '../vpa/categories.js';
 import { describeInvalidVpa, isValidVpa, normalizeVpa } from '../vpa/vpa.js';
 import { isDisputeId, isReportId } from './dispute-records.js';
+import { hasControlCharacter } from '../common/control-characters.js';
 
 /**
  * What the dispute and report routes read from a request, checked: the
@@ -137,7 +138,7 @@ function oneOf<T extends string>(value: unknown, name: string, values: readonly 
 
 function referenceOf(value: unknown): string | null {
   if (value === undefined || value === null) return null;
-  if (typeof value !== 'string' || value === '' || value.length > MAX_REFERENCE_LENGTH || hasControl(value)) {
+  if (typeof value !== 'string' || value === '' || value.length > MAX_REFERENCE_LENGTH || hasControlCharacter(value)) {
     throw validationError(`"reference" must be a string of 1 to ${MAX_REFERENCE_LENGTH} characters without control characters`);
   }
   return value;
@@ -147,9 +148,4 @@ function noteOf(value: unknown): string | null {
   if (value === undefined || value === null) return null;
   if (typeof value !== 'string' || value.trim() === '' || value.length > MAX_DETAILS_LENGTH) throw validationError(`"note" must be a string of 1 to ${MAX_DETAILS_LENGTH.toLocaleString('en')} characters`);
   return value;
-}
-
-function hasControl(text: string): boolean {
-  // eslint-disable-next-line no-control-regex -- control characters are what is looked for
-  return /[\u0000-\u001f\u007f]/.test(text);
 }

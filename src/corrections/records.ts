@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { CLEARANCE_ID_PATTERN, EVIDENCE_ID_MAX_LENGTH, MAX_CLEARANCE_REFERENCE, MAX_CORRECTION_REASON, MAX_RETRACTION_IDS } from '../api/admin-schemas.js';
 import { isValidVpa, normalizeVpa } from '../vpa/vpa.js';
+import { hasControlCharacter } from '../common/control-characters.js';
 
 /**
  * The lines of the corrections journal (state/corrections.ndjson), one
@@ -72,12 +73,7 @@ export function newClearanceId(): string {
 
 /** Whether `id` can be an evidence id (the ingestion contract: 1 to 256 characters, no control characters). */
 export function isEvidenceId(id: string): boolean {
-  if (id.length === 0 || id.length > EVIDENCE_ID_MAX_LENGTH) return false;
-  for (let i = 0; i < id.length; i++) {
-    const c = id.charCodeAt(i);
-    if (c < 0x20 || c === 0x7f) return false;
-  }
-  return true;
+  return id.length > 0 && id.length <= EVIDENCE_ID_MAX_LENGTH && !hasControlCharacter(id);
 }
 
 /** Whether `reason` is one a correction may carry: 1 to 500 characters, not all spaces. */

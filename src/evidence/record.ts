@@ -1,6 +1,7 @@
 import { isValidVpa, normalizeVpa, describeInvalidVpa } from '../vpa/vpa.js';
 import { riskCategoryCode, sourceCategoryCode, DEFAULT_RISK_BY_SOURCE, RISK_CATEGORIES, SOURCE_CATEGORIES } from '../vpa/categories.js';
 import { formatIso, parseIsoWithZone } from '../common/time.js';
+import { hasControlCharacter } from '../common/control-characters.js';
 
 /** One validated evidence item, in the form the build works with. */
 export interface EvidenceRecord {
@@ -24,14 +25,6 @@ export const MAX_LINE_LENGTH = 16 * 1024;
 
 export type ParseResult = { ok: true; record: EvidenceRecord } | { ok: false; reason: string };
 
-/** Control characters have no place in an id or url and would corrupt logs and tables. */
-function hasControl(text: string): boolean {
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    if (c < 0x20 || c === 0x7f) return true;
-  }
-  return false;
-}
 
 /** Validate one NDJSON line against the ingestion contract. Never throws. */
 export function parseEvidenceLine(line: string): ParseResult {
@@ -103,13 +96,13 @@ export function validateEvidence(value: unknown): ParseResult {
 
 function evidenceIdProblem(evidenceId: string): string | null {
   if (evidenceId.length === 0 || evidenceId.length > MAX_EVIDENCE_ID_LENGTH) return `evidence_id must be 1 to ${MAX_EVIDENCE_ID_LENGTH} characters`;
-  if (hasControl(evidenceId)) return 'evidence_id must not contain control characters';
+  if (hasControlCharacter(evidenceId)) return 'evidence_id must not contain control characters';
   return null;
 }
 
 function urlProblemOf(url: string): string | null {
   if (url.trim().length === 0 || url.length > MAX_URL_LENGTH) return `url must be 1 to ${MAX_URL_LENGTH} characters`;
-  if (hasControl(url)) return 'url must not contain control characters';
+  if (hasControlCharacter(url)) return 'url must not contain control characters';
   return null;
 }
 

@@ -65,6 +65,8 @@ test('the console is served from memory: compressed when accepted, cached by nam
     assert.equal(deep.body.toString(), html);
     assert.equal((await get(listening.port, '/console/assets/index-old999.js')).status, 404);
     assert.equal((await get(listening.port, '/console/favicon.ico')).status, 404);
+    // Names of the object the files are kept in are not files.
+    for (const path of ['constructor', '__proto__', 'toString']) assert.equal((await get(listening.port, `/console/${path}`)).body.toString(), html, path);
     const bare = await get(listening.port, '/console');
     assert.equal(bare.status, 308);
     assert.equal(bare.headers.location, '/console/');

@@ -68,6 +68,8 @@ test('fleet: a correction taken by one follower is served by the other within a 
       assert.deepEqual([...(first.body.clearances as { upi: string }[]), ...(second.body.clearances as { upi: string }[])].map((c) => c.upi), ['shop@ybl', 'other@ybl']);
       assert.equal(second.body.next_cursor, null);
       assert.equal((await call(b, 'GET', '/v1/admin/clearances?cursor=clr_0000000000000000')).status, 400);
+      // A control character no cursor holds is refused before it reaches the store (which refuses a NUL).
+      assert.equal((await call(b, 'GET', '/v1/admin/clearances?cursor=%00')).status, 400);
 
       // Its end on A, served by B.
       const ended = await call(a, 'DELETE', `/v1/admin/clearances/${String(cleared.body.id)}`);

@@ -18,7 +18,8 @@ export function registerConsoleRoutes(routes: Routes, assets: ConsoleAssets): vo
   };
   const consoleFile = (res: HttpResponse, req: HttpRequest): void => {
     const path = req.getUrl().slice('/console/'.length);
-    const asset = assets.files[path];
+    // Own properties only: "constructor" is not a file.
+    const asset = Object.hasOwn(assets.files, path) ? assets.files[path] : undefined;
     if (asset !== undefined) {
       answer(res, req, '200 OK', asset);
     } else if (path.startsWith('assets/') || extname(path) !== '') {

@@ -1,6 +1,7 @@
 import type { HttpRequest } from 'uWebSockets.js';
 import { badRequest, type HttpError } from '../../api/http-error.js';
 import { MALFORMED_QUERY, strictQueryValue } from '../strict-query.js';
+import { hasControlCharacter } from '../../common/control-characters.js';
 
 /**
  * What routes read from a request within the handler (the request object is
@@ -38,5 +39,7 @@ function cursorOf(req: HttpRequest): string | null | HttpError {
   const text = query === undefined ? undefined : strictQueryValue(query, 'cursor');
   if (text === MALFORMED_QUERY) return badRequest('the query string has a malformed percent-encoding');
   if (text === undefined || text === '') return null;
-  return text.length <= 512 ? text : badRequest('"cursor" is longer than any cursor this service hands out');
+  if (text.length > 512) return badRequest('"cursor" is longer than any cursor this service hands out');
+  // No cursor this service hands out holds one; a store would refuse a NUL in a query parameter.
+  return hasControlCharacter(text) ? badRequest('"cursor" holds a control character, which no cursor this service hands out does') : text;
 }
