@@ -16,7 +16,7 @@ const GC_KINDS = new Map<number, string>([
 ]);
 
 /** The main thread's gauges whose values are read at each scrape from a function set later. */
-type ScrapeReader = 'residentBytes' | 'memoryLimit' | 'leanCompactions' | 'carriedBytes' | 'carriedDiskBytes' | 'reusableBytes' | 'replacedSnapshots' | 'buildThreads' | 'deltaVpas' | 'deltaItems' | 'deltaBytes' | 'deltaAge' | 'sinceCompaction' | 'storeConnected' | 'sinceCaughtUp';
+type ScrapeReader = 'residentBytes' | 'memoryLimit' | 'leanCompactions' | 'carriedBytes' | 'carriedDiskBytes' | 'reusableBytes' | 'replacedSnapshots' | 'buildThreads' | 'deltaVpas' | 'deltaItems' | 'deltaBytes' | 'deltaAge' | 'sinceCompaction' | 'storeConnected' | 'sinceCaughtUp' | 'versionsRecorded';
 
 /**
  * Prometheus metrics of one thread: request counts and latency
@@ -177,6 +177,10 @@ export class ServiceMetrics {
     name: 'upi_risk_store_seconds_since_caught_up',
     help: "Fleet followers: seconds since the follower last read to the end of the store's evidence log (the age of its data)",
   });
+  readonly versionsRecorded = this.#readAtScrape('versionsRecorded', {
+    name: 'upi_risk_data_versions_recorded',
+    help: 'Whether each data version served is recorded, so GET /v1/data-versions resolves it: 1; 0 when the record is off (--history-days 0) or cannot be read or written (ERR_HISTORY in the log)',
+  });
   /** Where the main thread's read-at-scrape gauges get their values (set with the watch methods); unset elsewhere. */
   readonly #readers: Partial<Record<ScrapeReader, () => number>> = {};
 
@@ -298,6 +302,11 @@ export class ServiceMetrics {
   watchStore(read: () => { readonly connected: boolean; readonly caughtUpAt: number }): void {
     this.#readers.storeConnected = () => (read().connected ? 1 : 0);
     this.#readers.sinceCaughtUp = () => Math.max(0, (Date.now() - read().caughtUpAt) / 1000);
+  }
+
+  /** Read at every scrape whether the record of data versions served can be used (main thread only). */
+  watchVersionRecord(unavailable: () => string | null): void {
+    this.#readers.versionsRecorded = () => (unavailable() === null ? 1 : 0);
   }
 
   /** Read the number of replaced snapshots still held at every scrape (main thread only). */

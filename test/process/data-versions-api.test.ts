@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { appendFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { tempDataDir, ingest, evidence, ndjson, until } from '../helpers.js';
+import { tempDataDir, ingest, evidence, ndjson, sample, until } from '../helpers.js';
 import { assertSchema } from '../schema-check.js';
 import { formatIso } from '../../src/common/time.js';
 import { DataVersionSchema } from '../../src/api/history-paths.js';
@@ -63,6 +63,7 @@ test('GET /v1/data-versions/{version} resolves every version served, across inge
     assert.ok(!alone.includes('+'), alone);
     const first = await resolve(server, alone);
     assert.deepEqual({ ...first, from: '' }, { version: alone, from: '', until: null, snapshot: alone, position: 0 });
+    assert.equal(sample(await (await fetch(`${server.base}/metrics`)).text(), 'upi_risk_data_versions_recorded'), 1);
     assert.ok(Date.parse(first.from) >= startedAt && Date.parse(first.from) <= screened[0]!.after, first.from);
     assert.equal(await server.stop(), 0);
 
@@ -132,6 +133,7 @@ test('GET /v1/data-versions/{version} resolves every version served, across inge
     assert.equal(refused.status, 503);
     assert.match(String(refused.body.message), /cut short/);
     assert.match(server.stderr(), /ERR_HISTORY/);
+    assert.equal(sample(await (await fetch(`${server.base}/metrics`)).text(), 'upi_risk_data_versions_recorded'), 0);
     assert.equal(await server.stop(), 0);
   } finally {
     for (const running of started) if (running.child.exitCode === null && running.child.signalCode === null) await kill(running);
