@@ -1,6 +1,6 @@
-import { mkdir, open, readFile, rename, stat } from 'node:fs/promises';
+import { mkdir, open, readFile, truncate } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { tempFileName } from '../common/atomic-file.js';
+import { writeFileAtomic } from '../common/atomic-file.js';
 import type { DataDir } from '../common/data-dir.js';
 import { AdminStateError } from '../common/errors.js';
 import { JournaledWatchStore, type JournalLine } from './journaled-watch-store.js';
@@ -19,7 +19,15 @@ export function watchJournalPath(dir: DataDir): string {
  * acknowledged, and replayed at start. Appends made together share one
  * write and one fsync. When the journal has grown well past what it
  * describes, it is rewritten as the few lines that make the present state
- * (temporary file, fsync, rename).
+ * (temporary file, fsync, rename, fsync of the folder); a rewrite that fails
+ * leaves the journal as it was, to be tried again once it has grown as much
+ * again.
+ *
+ * An append that fails (a full disk) is cut off the file again, and the
+ * store takes no change after it: the change is live in memory until the
+ * restart but on no disk, and a change built on it would be journaled
+ * without it (an addition to a watchlist whose creation was lost would stop
+ * the next start).
  */
 export class FileWatchStore extends JournaledWatchStore {
   readonly #path: string;
@@ -28,6 +36,8 @@ export class FileWatchStore extends JournaledWatchStore {
   #freshBytes = 0;
   #queue: { line: string; done: () => void; failed: (error: Error) => void }[] = [];
   #flushing: Promise<void> | null = null;
+  /** The append that failed; no change is taken after it. */
+  #failed: AdminStateError | null = null;
 
   private constructor(path: string, minCompactBytes: number) {
     super();
@@ -64,6 +74,7 @@ export class FileWatchStore extends JournaledWatchStore {
 
   /** Applied in memory at once, then appended; resolves once it is on disk. */
   protected commit(line: JournalLine): Promise<void> {
+    if (this.#failed !== null) return Promise.reject(this.#failed);
     this.apply(line);
     return new Promise((resolve, reject) => {
       this.#queue.push({ line: JSON.stringify(line), done: resolve, failed: reject });
@@ -89,8 +100,16 @@ export class FileWatchStore extends JournaledWatchStore {
           this.#bytes += Buffer.byteLength(text);
           for (const b of batch) b.done();
         } catch (error) {
-          const failure = new AdminStateError(`cannot append to the watchlist journal ${this.#path}: ${(error as Error).message}`, { cause: error });
-          for (const b of batch) b.failed(failure);
+          const failure = new AdminStateError(
+            `cannot append to the watchlist journal ${this.#path}: ${(error as Error).message}; no watchlist change is taken until the server is restarted`,
+            { cause: error },
+          );
+          // A part of the batch written would be a line cut short in the middle of the journal.
+          await truncate(this.#path, this.#bytes).catch(() => {});
+          this.#failed = failure;
+          for (const b of [...batch, ...this.#queue]) b.failed(failure);
+          this.#queue = [];
+          return;
         }
         if (this.#bytes > Math.max(this.#minCompactBytes, COMPACT_FACTOR * this.#freshBytes) && this.#queue.length === 0) await this.#compact();
       }
@@ -101,19 +120,19 @@ export class FileWatchStore extends JournaledWatchStore {
 
   /** Rewrite the journal as the lines that make the present state. */
   async #compact(): Promise<void> {
-    const text = this.image()
-      .map((l) => `${JSON.stringify(l)}\n`)
-      .join('');
-    const temp = join(dirname(this.#path), tempFileName('journal.ndjson'));
-    const handle = await open(temp, 'w', 0o600);
+    const bytes = Buffer.from(
+      this.image()
+        .map((l) => `${JSON.stringify(l)}\n`)
+        .join(''),
+    );
     try {
-      await handle.write(text);
-      await handle.sync();
-    } finally {
-      await handle.close();
+      await writeFileAtomic(this.#path, bytes, 0o600);
+    } catch {
+      // The journal is whole as it is; tried again once it has grown as much again.
+      this.#freshBytes = this.#bytes;
+      return;
     }
-    await rename(temp, this.#path);
-    this.#bytes = (await stat(this.#path)).size;
+    this.#bytes = bytes.length;
     this.#freshBytes = this.#bytes;
   }
 

@@ -128,16 +128,30 @@ export class WebhookDelivery {
     await this.#store.attempted(event.id, delivery);
   }
 
-  /** POST the body to the webhook, connecting only to the address checked; resolves with the status. */
+  /**
+   * POST the body to the webhook, connecting only to the address checked;
+   * resolves with the status. The whole attempt (the name's lookup, the
+   * connection, the answer's head and body) fits in the policy's timeout:
+   * a receiver that trickles bytes holds a delivery slot no longer than a
+   * silent one.
+   */
   async #post(webhookUrl: string, body: string, signed: string): Promise<number> {
+    const timeoutMs = this.#policy.timeoutMs;
+    const deadline = Date.now() + timeoutMs;
     const url = checkWebhookUrl(webhookUrl, this.#allowed);
-    const target = await resolveTarget(url, this.#allowed);
+    const target = await beforeDeadline(resolveTarget(url, this.#allowed), timeoutMs, `the webhook host was not resolved within ${timeoutMs} ms`);
     const pinned: LookupFunction = (_host, options, callback) => {
       if ((options as { all?: boolean }).all === true) (callback as (e: null, a: { address: string; family: number }[]) => void)(null, [target]);
       else callback(null, target.address, target.family);
     };
     const request = url.protocol === 'https:' ? httpsRequest : httpRequest;
     return new Promise<number>((resolve, reject) => {
+      let timer: NodeJS.Timeout | null = null;
+      const settle = (status: number | Error) => {
+        if (timer !== null) clearTimeout(timer);
+        if (status instanceof Error) reject(status);
+        else resolve(status);
+      };
       const req = request(
         url,
         {
@@ -158,14 +172,27 @@ export class WebhookDelivery {
             read += chunk.length;
             if (read > this.#policy.maxAnswerBytes) res.destroy();
           });
-          res.on('end', () => resolve(res.statusCode ?? 0));
-          res.on('close', () => resolve(res.statusCode ?? 0));
-          res.on('error', () => resolve(res.statusCode ?? 0));
+          res.on('end', () => settle(res.statusCode ?? 0));
+          res.on('close', () => settle(res.statusCode ?? 0));
+          res.on('error', () => settle(res.statusCode ?? 0));
         },
       );
-      req.on('timeout', () => req.destroy(new Error(`no answer within ${this.#policy.timeoutMs} ms`)));
-      req.on('error', reject);
+      // The answer's status counts once its head came, whatever its body does.
+      timer = setTimeout(() => req.destroy(new Error(`no answer within ${timeoutMs} ms`)), Math.max(0, deadline - Date.now()));
+      req.on('timeout', () => req.destroy(new Error(`no answer within ${timeoutMs} ms`)));
+      req.on('error', settle);
       req.end(body);
     });
   }
+}
+
+/** `work`, or a rejection with `message` once `ms` have passed (the work itself goes on, unheard). */
+function beforeDeadline<T>(work: Promise<T>, ms: number, message: string): Promise<T> {
+  let timer: NodeJS.Timeout | null = null;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(message)), ms);
+  });
+  return Promise.race([work, late]).finally(() => {
+    if (timer !== null) clearTimeout(timer);
+  });
 }

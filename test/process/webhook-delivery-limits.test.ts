@@ -99,3 +99,23 @@ test('a receiver that does not answer in time is an attempt that failed', async 
     await silent.close();
   }
 });
+
+test('a receiver that trickles its answer a byte at a time is cut off at the timeout, not when it stops', async () => {
+  let writing: NodeJS.Timeout | null = null;
+  const trickling = await receiver((res) => {
+    // Never silent for the socket's timeout, never done: the whole attempt's deadline is what ends it.
+    res.socket?.write('HTTP/1.1 200 OK\r\n');
+    writing = setInterval(() => res.socket?.write('X'), 50);
+    res.on('close', () => clearInterval(writing!));
+  });
+  try {
+    const started = Date.now();
+    const stored = await firstAttempt(trickling.url, { ...DEFAULT_DELIVERY, timeoutMs: 500 });
+    assert.ok(Date.now() - started < 5_000, `cut off after ${Date.now() - started} ms`);
+    assert.equal(stored.delivery.state, 'pending');
+    assert.match(stored.delivery.attempts[0]!.error ?? '', /no answer within 500 ms/);
+  } finally {
+    if (writing !== null) clearInterval(writing);
+    await trickling.close();
+  }
+});

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { appendFile, stat, writeFile } from 'node:fs/promises';
+import { appendFile, mkdir, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { FileWatchStore } from '../../src/watch/file-watch-store.js';
 import { newEventId, stateOf, type WatchEvent, type Watchlist } from '../../src/watch/watchlist.js';
@@ -136,6 +136,30 @@ test('a journal line this service did not write is ERR_ADMIN_STATE', async () =>
       await writeFile(path, bad);
       await assert.rejects(FileWatchStore.open(path), (error: Error & { code?: string }) => error.code === ErrorCode.ADMIN_STATE && /line 1/.test(error.message));
     }
+  } finally {
+    await cleanup();
+  }
+});
+
+test('an append that fails leaves the journal whole and takes no change after it; a restart serves what was acknowledged', async () => {
+  const { root, cleanup } = await tempDataDir();
+  try {
+    const path = join(root, 'watch', 'journal.ndjson');
+    const store = await FileWatchStore.open(path);
+    await store.create(watchlist('wl_1'));
+    const acknowledged = (await stat(path)).size;
+    // The journal made unwritable: its name now a folder, as a full disk would refuse the append.
+    await rename(path, `${path}.kept`);
+    await mkdir(path);
+    await assert.rejects(store.create(watchlist('wl_2')), { code: ErrorCode.ADMIN_STATE });
+    await rm(path, { recursive: true });
+    await rename(`${path}.kept`, path);
+    // A change built on the one lost would be journaled without it: refused, and the journal untouched.
+    await assert.rejects(store.addVpas('wl_2', [['a@ybl', CLEARED]]), /no watchlist change is taken until the server is restarted/);
+    assert.equal((await stat(path)).size, acknowledged);
+    const reopened = await FileWatchStore.open(path);
+    assert.notEqual(reopened.find('key_aaaaaaaaaaaa', 'wl_1'), null);
+    assert.equal(reopened.find('key_aaaaaaaaaaaa', 'wl_2'), null);
   } finally {
     await cleanup();
   }
