@@ -84,6 +84,9 @@ export class Rescreener {
   }
 
   async #pass(): Promise<void> {
+    // Screened against the journal as others last wrote it (a fleet's previous lease holder): from
+    // states out of date, a change already made would be made again, as an event of another id.
+    await this.#store.sync();
     const started = performance.now();
     const view = this.#served.view;
     const now = Date.now();
