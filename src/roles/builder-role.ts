@@ -12,7 +12,7 @@ import { SnapshotBuilder, type BuildReport } from '../builder/snapshot-builder.j
 import { countsFrom } from '../builder/scoring.js';
 import { earliestFirstSeen } from '../engine/snapshot-data.js';
 import { checkSchema } from '../store/migrations.js';
-import { connectStore, redactStoreUrl, storeError, storePool, type StoreLocation } from '../store/postgres.js';
+import { connectStore, holdsAdvisoryLock, redactStoreUrl, storeError, storePool, type StoreLocation } from '../store/postgres.js';
 import { copyLog, evidenceIdAt, type MirroredEvidence } from '../store/log-reader.js';
 import { newestPublication, publishSnapshot, publishedClusterIds, type Publication } from '../store/snapshot-publications.js';
 import { BuilderMirror } from '../fleet/builder-mirror.js';
@@ -374,16 +374,11 @@ export class BuilderRole {
   /**
    * Throws unless the lease's connection (`pid`, by default the one held
    * now) still holds the lease's lock; runs in a transaction that commits
-   * only if it does. The lock is pg_try_advisory_lock(hashtext(name)): one
-   * bigint key, split by pg_locks into classid (high half) and objid.
+   * only if it does.
    */
   async #checkLease(client: pg.ClientBase, refused: string, pid = this.#leasePid): Promise<void> {
-    const held = await client.query<{ held: boolean }>(
-      `SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted AND pid = $1 AND objsubid = 1
-         AND classid::bigint = ((hashtext($2)::bigint >> 32) & 4294967295) AND objid::bigint = (hashtext($2)::bigint & 4294967295)) AS held`,
-      [pid, leaseName(this.#options.location)],
-    );
-    if (held.rows[0]?.held !== true) throw new StoreError(ErrorCode.STORE, `the builder lease is no longer held; ${refused}`);
+    const held = await holdsAdvisoryLock(client, leaseName(this.#options.location), pid);
+    if (!held) throw new StoreError(ErrorCode.STORE, `the builder lease is no longer held; ${refused}`);
   }
 
   /**

@@ -96,3 +96,18 @@ export function storeError(location: StoreLocation, error: unknown): StoreError 
   const message = error instanceof Error ? error.message : String(error);
   return new StoreError(ErrorCode.STORE, `store ${redactStoreUrl(location.url)} (schema ${location.schema}): ${message}`, { cause: error });
 }
+
+/**
+ * Whether the connection of backend `pid` (default: the one asking) holds
+ * the session advisory lock pg_try_advisory_lock(hashtext(name)) takes: a
+ * single bigint key, which pg_locks splits into classid (its high half) and
+ * objid (its low half), objsubid 1.
+ */
+export async function holdsAdvisoryLock(client: pg.ClientBase, name: string, pid?: number): Promise<boolean> {
+  const result = await client.query<{ held: boolean }>(
+    `SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted AND pid = COALESCE($2, pg_backend_pid()) AND objsubid = 1
+       AND classid::bigint = ((hashtext($1)::bigint >> 32) & 4294967295) AND objid::bigint = (hashtext($1)::bigint & 4294967295)) AS held`,
+    [name, pid ?? null],
+  );
+  return result.rows[0]?.held === true;
+}
