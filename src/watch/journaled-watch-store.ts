@@ -283,8 +283,8 @@ export abstract class JournaledWatchStore implements WatchStore {
     await Promise.all(written);
   }
 
-  due(now: number, limit: number): StoredEvent[] {
-    return this.#queue.due(now, limit);
+  due(now: number, limit: number, perWatchlist?: number): StoredEvent[] {
+    return this.#queue.due(now, limit, perWatchlist);
   }
 
   nextDue(): number | null {

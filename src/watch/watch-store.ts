@@ -30,8 +30,8 @@ export interface WatchStore {
   watched(): Iterable<{ watchlist: Watchlist; states: ReadonlyMap<string, WatchedState> }>;
   /** Record the outcome of a screening pass: new states, and the events they made, together. */
   screened(changes: readonly { readonly watchlistId: string; readonly upi: string; readonly state: WatchedState }[], events: readonly WatchEvent[]): Promise<void>;
-  /** Events due for an attempt: the oldest pending one of each watchlist and VPA, if its time has come. */
-  due(now: number, limit: number): StoredEvent[];
+  /** Events due for an attempt: the oldest pending one of each watchlist and VPA, if its time has come; at most `perWatchlist` of a watchlist. */
+  due(now: number, limit: number, perWatchlist?: number): StoredEvent[];
   /** Record an attempt and what comes of the event. */
   attempted(eventId: string, delivery: Delivery): Promise<void>;
   /** A watchlist's events, newest first, before `cursor` (an event id, exclusive). */

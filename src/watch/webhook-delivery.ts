@@ -23,6 +23,12 @@ export interface DeliveryPolicy {
   readonly maxAnswerBytes: number;
   /** Deliveries at once. */
   readonly concurrency: number;
+  /**
+   * Deliveries at once to one watchlist: a backlog to a receiver that does
+   * not answer holds no more slots than this, and other watchlists' events
+   * go out beside it.
+   */
+  readonly perWatchlist: number;
 }
 
 export const DEFAULT_DELIVERY: DeliveryPolicy = {
@@ -32,6 +38,7 @@ export const DEFAULT_DELIVERY: DeliveryPolicy = {
   timeoutMs: 10_000,
   maxAnswerBytes: 64 * 1024,
   concurrency: 8,
+  perWatchlist: 2,
 };
 
 export const SIGNATURE_HEADER = 'Upi-Risk-Signature';
@@ -74,7 +81,8 @@ export class WebhookDelivery {
     if (this.#timer !== null) clearTimeout(this.#timer);
     this.#timer = null;
     const now = Date.now();
-    for (const stored of this.#store.due(now, this.#policy.concurrency * 4)) {
+    // A watchlist's events in flight are among its heads due: the share counts them.
+    for (const stored of this.#store.due(now, this.#policy.concurrency * 4, this.#policy.perWatchlist)) {
       if (this.#inFlight.size >= this.#policy.concurrency) break;
       if (this.#inFlight.has(stored.event.id)) continue;
       this.#inFlight.add(stored.event.id);

@@ -119,3 +119,46 @@ test('a receiver that trickles its answer a byte at a time is cut off at the tim
     await trickling.close();
   }
 });
+
+test("one watchlist's backlog to a receiver that never answers does not hold back another's event", async () => {
+  const silent = await receiver(() => {});
+  const good = await receiver((res) => res.writeHead(200).end('ok'));
+  const { root, cleanup } = await tempDataDir();
+  const store = await FileWatchStore.open(join(root, 'journal.ndjson'));
+  const delivery = new WebhookDelivery(store, { allowed: new Set(['127.0.0.1']), logger: silentLogger, policy: { ...DEFAULT_DELIVERY, timeoutMs: 2_000 } });
+  try {
+    const now = Date.now();
+    const eventOf = (watchlistId: string, upi: string, at: number) => ({
+      id: newEventId(at),
+      type: 'vpa.changed' as const,
+      watchlist_id: watchlistId,
+      upi,
+      before: clearedBatchItem(upi),
+      after: clearedBatchItem(upi),
+      data_version: 'v',
+      occurred_at: new Date(at).toISOString(),
+    });
+    const created_at = new Date(now).toISOString();
+    await store.create({ id: 'wl_backlog', owner: 'key_aaaaaaaaaaaa', name: 'backlog', webhook_url: silent.url, filters: {}, secret: 'whsec_x', created_at });
+    await store.create({ id: 'wl_other', owner: 'key_bbbbbbbbbbbb', name: 'other', webhook_url: good.url, filters: {}, secret: 'whsec_y', created_at });
+    const backlog = Array.from({ length: 40 }, (_, i) => `v${i}@ybl`);
+    await store.addVpas('wl_backlog', backlog.map((upi) => [upi, stateOf(clearedBatchItem(upi))]));
+    await store.addVpas('wl_other', [['o@ybl', stateOf(clearedBatchItem('o@ybl'))]]);
+    // The backlog's events are older: due first.
+    await store.screened([], backlog.map((upi, i) => eventOf('wl_backlog', upi, now - 1_000 + i)));
+    const other = eventOf('wl_other', 'o@ybl', now);
+    await store.screened([], [other]);
+    delivery.wake();
+    await until('the other watchlist delivered', 15_000, () => store.findEvent('wl_other', other.id)?.delivery.state === 'delivered');
+    // Its turn came beside the backlog's first two attempts, before any of them timed out: not after
+    // the backlog's events had taken every slot until their attempts failed.
+    const attempted = backlog.filter((_, i) => (store.events('wl_backlog', null, 100).events.find((e) => e.event.upi === backlog[i])?.delivery.attempts.length ?? 0) > 0);
+    assert.deepEqual(attempted, [], 'no attempt of the backlog ended before the other was delivered');
+  } finally {
+    await delivery.close();
+    await store.close();
+    await silent.close();
+    await good.close();
+    await cleanup();
+  }
+});
