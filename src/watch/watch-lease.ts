@@ -1,5 +1,6 @@
 import type pg from 'pg';
 import type { Logger } from '../common/logger.js';
+import { beforeDeadline } from '../common/deadline.js';
 import { connectStore, holdsAdvisoryLock, redactStoreUrl, type StoreLocation } from '../store/postgres.js';
 
 /**
@@ -88,14 +89,7 @@ export class WatchLease {
   async #check(): Promise<void> {
     const client = this.#client;
     if (client === null || this.#closed) return;
-    let timer: NodeJS.Timeout | null = null;
-    const late = new Promise<false>((resolve) => {
-      timer = setTimeout(() => resolve(false), this.#checkMs);
-    });
-    const asked = holdsAdvisoryLock(client, this.#lockName()).catch(() => false);
-    const held = await Promise.race([asked, late]).finally(() => {
-      if (timer !== null) clearTimeout(timer);
-    });
+    const held = await beforeDeadline(holdsAdvisoryLock(client, this.#lockName()), this.#checkMs, 'the lease was not confirmed in time').catch(() => false);
     if (held || this.#client !== client) return;
     this.#client = null;
     this.#logger.error({ store: redactStoreUrl(this.#location.url), checkMs: this.#checkMs }, 'the watchlist lease could not be confirmed on its connection; giving it up, another follower takes over');

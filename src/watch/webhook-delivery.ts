@@ -6,6 +6,7 @@ import type { Logger } from '../common/logger.js';
 import type { WatchStore } from './watch-store.js';
 import { KEPT_ATTEMPTS, type Delivery, type DeliveryAttempt, type StoredEvent } from './watchlist.js';
 import { checkWebhookUrl, resolveTarget, UnsafeTargetError } from './webhook-target.js';
+import { beforeDeadline } from '../common/deadline.js';
 
 /**
  * Sends the outbox's events to their webhooks (docs/watchlists.md,
@@ -192,15 +193,4 @@ export class WebhookDelivery {
       req.end(body);
     });
   }
-}
-
-/** `work`, or a rejection with `message` once `ms` have passed (the work itself goes on, unheard). */
-function beforeDeadline<T>(work: Promise<T>, ms: number, message: string): Promise<T> {
-  let timer: NodeJS.Timeout | null = null;
-  const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(message)), ms);
-  });
-  return Promise.race([work, late]).finally(() => {
-    if (timer !== null) clearTimeout(timer);
-  });
 }
