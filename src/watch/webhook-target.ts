@@ -27,14 +27,19 @@ for (const [net, prefix] of [
 ] as const) {
   BLOCKED.addSubnet(net, prefix, 'ipv4');
 }
+// IPv4 written into IPv6 (NAT64, 6to4, Teredo, the old IPv4-compatible form) is refused whole:
+// the IPv4 address inside may be a private one, and a receiver has no need of these forms.
 for (const [net, prefix] of [
-  ['::', 128],
-  ['::1', 128],
+  ['::', 96],
   ['fc00::', 7],
   ['fe80::', 10],
+  ['fec0::', 10],
   ['ff00::', 8],
   ['2001:db8::', 32],
+  ['2001::', 32],
+  ['2002::', 16],
   ['64:ff9b::', 96],
+  ['64:ff9b:1::', 48],
   ['100::', 64],
 ] as const) {
   BLOCKED.addSubnet(net, prefix, 'ipv6');

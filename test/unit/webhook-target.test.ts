@@ -23,11 +23,19 @@ test('private, loopback, link-local, reserved and metadata addresses are blocked
     'fc00::1',
     '::ffff:127.0.0.1',
     '::ffff:10.0.0.1',
+    '::ffff:7f00:1',
+    '::127.0.0.1',
+    '::7f00:1',
+    'fec0::1',
+    '2002:7f00:1::1',
+    '2001:0:4136:e378:8000:63bf:3fff:fdd2',
+    '64:ff9b::a00:1',
+    '64:ff9b:1::a00:1',
     'not an address',
   ]) {
     assert.equal(isBlockedAddress(address), true, address);
   }
-  for (const address of ['8.8.8.8', '1.1.1.1', '172.32.0.1', '100.128.0.1', '2606:4700::1111', '::ffff:8.8.8.8']) assert.equal(isBlockedAddress(address), false, address);
+  for (const address of ['8.8.8.8', '1.1.1.1', '172.32.0.1', '100.128.0.1', '2606:4700::1111', '2001:4860:4860::8888', '::ffff:8.8.8.8', '::ffff:808:808']) assert.equal(isBlockedAddress(address), false, address);
 });
 
 test('any IPv4 address is judged the same written plain or mapped into IPv6', () => {
