@@ -3,6 +3,7 @@ import { AdminStateError } from '../common/errors.js';
 import { KEPT_ATTEMPTS, type Delivery, type StoredEvent, type WatchEvent, type WatchedState, type Watchlist } from './watchlist.js';
 import type { WatchStore } from './watch-store.js';
 import { DeliveryQueue } from './delivery-queue.js';
+import { RISK_CATEGORIES } from '../vpa/categories.js';
 import { EventOrder } from './event-order.js';
 
 /**
@@ -74,6 +75,8 @@ export abstract class JournaledWatchStore implements WatchStore {
     switch (line.op) {
       case 'watchlist': {
         const w = line.w;
+        // Ids are random: a second line with one is not this store's (a replayed or damaged journal), and must not wipe the first.
+        if (this.#lists.has(w.id)) throw fail(`watchlist ${w.id} created twice`);
         this.#lists.set(w.id, { watchlist: w, states: new Map(), events: new Map(), order: new EventOrder(), finished: 0 });
         return;
       }
@@ -323,7 +326,7 @@ function checkLine(line: JournalLine, fail: (why: string) => Error): void {
   switch (line.op) {
     case 'watchlist': {
       const w = l.w;
-      if (!isObject(w) || !['id', 'owner', 'name', 'webhook_url', 'secret', 'created_at'].every((k) => isString(w[k])) || !isObject(w.filters)) throw fail('not a watchlist');
+      if (!isObject(w) || !['id', 'owner', 'name', 'webhook_url', 'secret', 'created_at'].every((k) => isString(w[k])) || !isFilters(w.filters)) throw fail('not a watchlist');
       return;
     }
     case 'remove':
@@ -349,9 +352,7 @@ function checkLine(line: JournalLine, fail: (why: string) => Error): void {
       return;
     case 'attempted': {
       const d = l.d;
-      if (!isString(l.id) || !isObject(d) || !['pending', 'delivered', 'failed'].includes(d.state as string) || !Array.isArray(d.attempts) || !(d.nextAttemptAt === null || typeof d.nextAttemptAt === 'number')) {
-        throw fail('attempted without a delivery');
-      }
+      if (!isString(l.id) || !isDelivery(d)) throw fail('attempted without a delivery');
       return;
     }
     case 'reset':
@@ -359,6 +360,33 @@ function checkLine(line: JournalLine, fail: (why: string) => Error): void {
     default:
       throw fail(`unknown op ${JSON.stringify(l.op)}`);
   }
+}
+
+function isFilters(value: unknown): boolean {
+  if (!isObject(value)) return false;
+  const { statuses, risk_categories: categories } = value;
+  if (statuses !== undefined && !(Array.isArray(statuses) && statuses.every((s) => s === 'FLAGGED' || s === 'CLEARED'))) return false;
+  return categories === undefined || (Array.isArray(categories) && categories.every((c) => (RISK_CATEGORIES as readonly unknown[]).includes(c)));
+}
+
+const isTime = (value: unknown): value is number => typeof value === 'number' && Number.isFinite(value);
+
+/** A delivery as `attempted` writes it: a pending one with the time of its next attempt, a finished one with none. */
+function isDelivery(value: unknown): boolean {
+  if (!isObject(value) || !Array.isArray(value.attempts) || value.attempts.length > KEPT_ATTEMPTS) return false;
+  const attemptsOk = value.attempts.every(
+    (a) =>
+      isObject(a) &&
+      isString(a.at) &&
+      !Number.isNaN(Date.parse(a.at)) &&
+      (a.status === null || (Number.isInteger(a.status) && (a.status as number) >= 100 && (a.status as number) <= 599)) &&
+      (a.error === null || isString(a.error)) &&
+      isTime(a.duration_ms) &&
+      (a.duration_ms as number) >= 0,
+  );
+  if (!attemptsOk || !(value.since === undefined || isTime(value.since))) return false;
+  if (value.state === 'pending') return isTime(value.nextAttemptAt);
+  return (value.state === 'delivered' || value.state === 'failed') && value.nextAttemptAt === null;
 }
 
 export function checkState(state: unknown, fail: (why: string) => Error): WatchedState {

@@ -111,7 +111,9 @@ export class WatchService {
         const w = await this.#own(owner, request.id);
         const stored = this.#store.findEvent(w.id, request.eventId);
         if (stored === null) throw notFound(`no event ${JSON.stringify(request.eventId)} in watchlist ${w.id}`);
-        await this.#store.attempted(stored.event.id, { state: 'pending', attempts: stored.delivery.attempts, nextAttemptAt: Date.now() });
+        const now = Date.now();
+        // A run of its own: as many attempts, over as long, as a new event gets.
+        await this.#store.attempted(stored.event.id, { state: 'pending', attempts: stored.delivery.attempts, nextAttemptAt: now, since: now });
         this.#wake();
         return { status: 202, body: JSON.stringify({ event: publicEvent(this.#store.findEvent(w.id, request.eventId)!) }) };
       }

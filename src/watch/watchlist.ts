@@ -56,6 +56,12 @@ export interface Delivery {
   readonly attempts: readonly DeliveryAttempt[];
   /** Epoch ms of the next attempt while pending. */
   readonly nextAttemptAt: number | null;
+  /**
+   * Epoch ms when this run of attempts began, when it is a redelivery: the
+   * backoff and the give-up window count from here. Absent: from the
+   * event's `occurred_at`.
+   */
+  readonly since?: number;
 }
 
 /** An event in the outbox, with how its delivery stands. */

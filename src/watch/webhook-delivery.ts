@@ -126,12 +126,16 @@ export class WebhookDelivery {
     const now = Date.now();
     const attempt: DeliveryAttempt = { at: new Date(started).toISOString(), status, error, duration_ms: now - started };
     const attempts = [...stored.delivery.attempts, attempt].slice(-KEPT_ATTEMPTS);
-    const failures = attempts.filter((a) => a.error !== null).length;
+    // The run began at the event, or at its redelivery: earlier attempts neither lengthen the backoff nor shorten the window.
+    const since = stored.delivery.since;
+    const runStart = since ?? Date.parse(event.occurred_at);
+    const failures = attempts.filter((a) => a.error !== null && (since === undefined || Date.parse(a.at) >= since)).length;
+    const run = since === undefined ? {} : { since };
     let delivery: Delivery;
-    if (error === null) delivery = { state: 'delivered', attempts, nextAttemptAt: null };
+    if (error === null) delivery = { state: 'delivered', attempts, nextAttemptAt: null, ...run };
     else {
       const retryAt = now + retryDelay(failures, this.#policy, this.#random);
-      delivery = retryAt - Date.parse(event.occurred_at) > this.#policy.giveUpAfterMs ? { state: 'failed', attempts, nextAttemptAt: null } : { state: 'pending', attempts, nextAttemptAt: retryAt };
+      delivery = retryAt - runStart > this.#policy.giveUpAfterMs ? { state: 'failed', attempts, nextAttemptAt: null, ...run } : { state: 'pending', attempts, nextAttemptAt: retryAt, ...run };
       this.#logger.warn({ event: event.id, watchlist: event.watchlist_id, err: error, next: delivery.state }, 'webhook not delivered');
     }
     await this.#store.attempted(event.id, delivery);

@@ -162,3 +162,36 @@ test("one watchlist's backlog to a receiver that never answers does not hold bac
     await cleanup();
   }
 });
+
+test('an event redelivered after its day is given up is retried as a new one: backoff from the first delay, a day from the redelivery', async () => {
+  const failing = await receiver((res) => res.writeHead(503).end());
+  const { root, cleanup } = await tempDataDir();
+  const store = await FileWatchStore.open(join(root, 'journal.ndjson'));
+  const delivery = new WebhookDelivery(store, { allowed: new Set(['127.0.0.1']), logger: silentLogger });
+  try {
+    const day = 24 * 60 * 60_000;
+    const occurred = Date.now() - 2 * day;
+    await store.create({ id: 'wl_1', owner: 'key_aaaaaaaaaaaa', name: 'x', webhook_url: failing.url, filters: {}, secret: 'whsec_x', created_at: new Date(occurred).toISOString() });
+    await store.addVpas('wl_1', [['a@ybl', stateOf(clearedBatchItem('a@ybl'))]]);
+    const event = { id: newEventId(occurred), type: 'vpa.changed' as const, watchlist_id: 'wl_1', upi: 'a@ybl', before: clearedBatchItem('a@ybl'), after: clearedBatchItem('a@ybl'), data_version: 'v', occurred_at: new Date(occurred).toISOString() };
+    await store.screened([], [event]);
+    // Its first day: twelve failures, then given up.
+    const earlier = Array.from({ length: 12 }, (_, i) => ({ at: new Date(occurred + i * 2 * 60 * 60_000).toISOString(), status: 503, error: 'answered 503', duration_ms: 2 }));
+    await store.attempted(event.id, { state: 'failed', attempts: earlier, nextAttemptAt: null });
+    // Redelivered now, as the API's redeliver records it.
+    const redelivered = Date.now();
+    await store.attempted(event.id, { state: 'pending', attempts: earlier, nextAttemptAt: redelivered, since: redelivered });
+    delivery.wake();
+    await until('the redelivery attempted', 15_000, () => store.findEvent('wl_1', event.id)!.delivery.attempts.length > earlier.length);
+    const after = store.findEvent('wl_1', event.id)!.delivery;
+    assert.equal(after.state, 'pending', 'not given up on its first failure');
+    assert.equal(after.since, redelivered);
+    const wait = after.nextAttemptAt! - Date.parse(after.attempts.at(-1)!.at);
+    assert.ok(wait >= 1_000 && wait <= DEFAULT_DELIVERY.firstRetryMs + 1_000, `the next attempt ${wait} ms later: the first retry's delay, not the thirteenth's`);
+  } finally {
+    await delivery.close();
+    await store.close();
+    await failing.close();
+    await cleanup();
+  }
+});

@@ -136,6 +136,25 @@ test('a journal line this service did not write is ERR_ADMIN_STATE', async () =>
       await writeFile(path, bad);
       await assert.rejects(FileWatchStore.open(path), (error: Error & { code?: string }) => error.code === ErrorCode.ADMIN_STATE && /line 1/.test(error.message));
     }
+    // Lines of the right shape whose content no store writes: each refused at its line, naming why.
+    const created = JSON.stringify({ op: 'watchlist', w: watchlist('wl_1') });
+    const screened = JSON.stringify({ op: 'screened', c: [], events: [event('wl_1', 'a@ybl', 1_000)] });
+    const eventId = (JSON.parse(screened) as { events: WatchEvent[] }).events[0]!.id;
+    const attempt = { at: new Date(1_000).toISOString(), status: 503, error: 'answered 503', duration_ms: 3 };
+    const attempted = (d: unknown) => JSON.stringify({ op: 'attempted', id: eventId, d });
+    for (const [lines, why] of [
+      [[created, created], /created twice/],
+      [[JSON.stringify({ op: 'watchlist', w: { ...watchlist('wl_1'), filters: { statuses: ['BLOCKED'] } } })], /not a watchlist/],
+      [[JSON.stringify({ op: 'watchlist', w: { ...watchlist('wl_1'), filters: { risk_categories: 'mule' } } })], /not a watchlist/],
+      [[created, screened, attempted({ state: 'pending', attempts: [attempt], nextAttemptAt: null })], /without a delivery/],
+      [[created, screened, attempted({ state: 'failed', attempts: [attempt], nextAttemptAt: 5_000 })], /without a delivery/],
+      [[created, screened, attempted({ state: 'pending', attempts: [{ ...attempt, status: 'x' }], nextAttemptAt: 5_000 })], /without a delivery/],
+      [[created, screened, attempted({ state: 'pending', attempts: [{ ...attempt, at: 'yesterday' }], nextAttemptAt: 5_000 })], /without a delivery/],
+      [[created, screened, attempted({ state: 'pending', attempts: [], nextAttemptAt: 5_000, since: 'now' })], /without a delivery/],
+    ] as const) {
+      await writeFile(path, lines.map((l) => `${l}\n`).join(''));
+      await assert.rejects(FileWatchStore.open(path), (error: Error & { code?: string }) => error.code === ErrorCode.ADMIN_STATE && new RegExp(`line ${lines.length}`).test(error.message) && why.test(error.message), lines.at(-1));
+    }
   } finally {
     await cleanup();
   }
