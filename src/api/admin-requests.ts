@@ -40,7 +40,7 @@ export type WatchRequest =
   | { readonly op: 'watch.list.all'; readonly key: KeyRecord; readonly cursor: string | null; readonly limit: number }
   | { readonly op: 'watch.get'; readonly key: KeyRecord; readonly id: string; readonly anyOwner?: boolean }
   | { readonly op: 'watch.delete'; readonly key: KeyRecord; readonly id: string }
-  | { readonly op: 'watch.secret'; readonly key: KeyRecord; readonly id: string }
+  | { readonly op: 'watch.secret'; readonly key: KeyRecord; readonly id: string; readonly body: unknown }
   | { readonly op: 'watch.add'; readonly key: KeyRecord; readonly id: string; readonly body: unknown }
   | { readonly op: 'watch.remove'; readonly key: KeyRecord; readonly id: string; readonly body: unknown }
   | { readonly op: 'watch.vpas'; readonly key: KeyRecord; readonly id: string; readonly cursor: string | null; readonly limit: number; readonly anyOwner?: boolean }
@@ -129,6 +129,8 @@ export const MAX_WATCH_BODY_BYTES = 512 * 1024;
 export const MAX_WATCHLISTS_PER_KEY = 100;
 /** VPAs a key may watch, over all its watchlists: every one is screened again at every change of what is served. */
 export const MAX_WATCHED_PER_KEY = 1_000_000;
+/** How long a rotation may keep a watchlist's previous secret signing: a day, as long as a delivery is retried. */
+export const MAX_KEEP_PREVIOUS_SECONDS = 24 * 60 * 60;
 
 /** The JSON of a console session: who it is and the CSRF token for changes (never the cookie's token). */
 export function sessionJson(session: FoundSession): string {

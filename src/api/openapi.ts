@@ -402,8 +402,9 @@ function watchPaths({ ref, json, ok, error, common }: DocumentParts): Record<str
       post: {
         operationId: 'rotateWatchlistSecret',
         tags: ['Watchlists'],
-        summary: 'A new signing secret; the old one signs nothing from now on',
+        summary: 'A new signing secret; the old one signs nothing from now on, or beside the new one for keep_previous_seconds',
         parameters: [id],
+        requestBody: { required: false, description: `JSON, at most ${MAX_ADMIN_BODY_BYTES} bytes; none: the old secret stops at once`, content: json(ref('WatchlistSecretRequest')) },
         responses: { ...ok('The new secret, shown only here', ref('WatchlistSecret')), ...refusals },
       },
     },

@@ -1,5 +1,6 @@
 import { Type, type TSchema } from '@sinclair/typebox';
 import { BatchItemSchema, Count, Nullable, RiskCategorySchema, Timestamp, strict } from './schemas.js';
+import { MAX_KEEP_PREVIOUS_SECONDS } from './admin-requests.js';
 
 /**
  * JSON Schemas of the watchlist routes and of the webhook events
@@ -38,7 +39,21 @@ export const AdminWatchlistListSchema = strict(
   'AdminWatchlistList',
   "Every key's watchlists in id order, a page at a time (GET /v1/admin/watchlists); pass next_cursor as cursor for the next page",
 );
-export const WatchlistSecretSchema = strict({ secret: Type.String() }, 'WatchlistSecret');
+export const WatchlistSecretSchema = strict(
+  {
+    secret: Type.String({ description: 'signs every delivery from now on; shown only here' }),
+    previous_secret_expires_at: Type.Union([Timestamp, Type.Null()], { description: 'until when the previous secret also signs each delivery (a second v1), or null when it signs nothing from now on' }),
+  },
+  'WatchlistSecret',
+);
+export const WatchlistSecretRequestSchema = strict(
+  {
+    keep_previous_seconds: Type.Optional(
+      Type.Integer({ minimum: 0, maximum: MAX_KEEP_PREVIOUS_SECONDS, description: 'how long the previous secret goes on signing beside the new one, while receivers change over; 0 (the default): not at all' }),
+    ),
+  },
+  'WatchlistSecretRequest',
+);
 export const WatchlistDeletedSchema = strict({ deleted: Type.Literal(true) }, 'WatchlistDeleted');
 export const WatchVpasRequestSchema = strict({ upis: Type.Array(Type.String(), { minItems: 1, maxItems: 1000 }) }, 'WatchVpasRequest');
 export const WatchVpasAddedSchema = strict({ added: Count, total: Count }, 'WatchVpasAdded');
@@ -89,6 +104,7 @@ export const WATCH_SCHEMAS: Readonly<Record<string, TSchema>> = Object.fromEntri
     AdminWatchlistSchema,
     AdminWatchlistListSchema,
     WatchlistSecretSchema,
+    WatchlistSecretRequestSchema,
     WatchlistDeletedSchema,
     WatchVpasRequestSchema,
     WatchVpasAddedSchema,

@@ -1,6 +1,6 @@
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { AdminStateError } from '../common/errors.js';
-import { KEPT_ATTEMPTS, type Delivery, type StoredEvent, type WatchEvent, type WatchedState, type Watchlist } from './watchlist.js';
+import { KEPT_ATTEMPTS, type Delivery, type PreviousSecret, type StoredEvent, type WatchEvent, type WatchedState, type Watchlist } from './watchlist.js';
 import type { WatchStore } from './watch-store.js';
 import { DeliveryQueue } from './delivery-queue.js';
 import { RISK_CATEGORIES } from '../vpa/categories.js';
@@ -15,7 +15,7 @@ import { EventOrder } from './event-order.js';
  * Journal lines, each a JSON object with `op`:
  *   watchlist {w}        a new watchlist
  *   remove {id}          a watchlist deleted
- *   secret {id, secret}  a new signing secret
+ *   secret {id, secret, previous?}  a new signing secret, the previous one kept until a time
  *   add {id, e: [[upi, state]]}   VPAs watched, with their state
  *   drop {id, upis}      VPAs no longer watched
  *   screened {c: [[id, upi, state]], events: [event]}   a screening pass
@@ -25,7 +25,7 @@ import { EventOrder } from './event-order.js';
 export type JournalLine =
   | { op: 'watchlist'; w: Watchlist }
   | { op: 'remove'; id: string }
-  | { op: 'secret'; id: string; secret: string }
+  | { op: 'secret'; id: string; secret: string; previous?: PreviousSecret }
   | { op: 'add'; id: string; e: [string, WatchedState][] }
   | { op: 'drop'; id: string; upis: string[] }
   | { op: 'screened'; c: [string, string, WatchedState][]; events: WatchEvent[] }
@@ -92,7 +92,8 @@ export abstract class JournaledWatchStore implements WatchStore {
       }
       case 'secret': {
         const list = this.#list(line.id, fail);
-        list.watchlist = { ...list.watchlist, secret: line.secret };
+        const { previous: _replaced, ...watchlist } = list.watchlist;
+        list.watchlist = line.previous === undefined ? { ...watchlist, secret: line.secret } : { ...watchlist, secret: line.secret, previous: line.previous };
         return;
       }
       case 'add': {
@@ -222,8 +223,8 @@ export abstract class JournaledWatchStore implements WatchStore {
     return this.commit({ op: 'remove', id });
   }
 
-  setSecret(id: string, secret: string): Promise<void> {
-    return this.commit({ op: 'secret', id, secret });
+  setSecret(id: string, secret: string, previous?: PreviousSecret): Promise<void> {
+    return this.commit(previous === undefined ? { op: 'secret', id, secret } : { op: 'secret', id, secret, previous });
   }
 
   async addVpas(id: string, entries: readonly (readonly [string, WatchedState])[], room = Infinity): Promise<{ added: number; total: number } | null> {
@@ -326,14 +327,14 @@ function checkLine(line: JournalLine, fail: (why: string) => Error): void {
   switch (line.op) {
     case 'watchlist': {
       const w = l.w;
-      if (!isObject(w) || !['id', 'owner', 'name', 'webhook_url', 'secret', 'created_at'].every((k) => isString(w[k])) || !isFilters(w.filters)) throw fail('not a watchlist');
+      if (!isObject(w) || !['id', 'owner', 'name', 'webhook_url', 'secret', 'created_at'].every((k) => isString(w[k])) || !isFilters(w.filters) || !isPrevious(w.previous)) throw fail('not a watchlist');
       return;
     }
     case 'remove':
       if (!isString(l.id)) throw fail('remove without a watchlist id');
       return;
     case 'secret':
-      if (!isString(l.id) || !isString(l.secret)) throw fail('secret without a watchlist id and secret');
+      if (!isString(l.id) || !isString(l.secret) || !isPrevious(l.previous)) throw fail('secret without a watchlist id and secret');
       return;
     case 'add':
       if (!isString(l.id) || !Array.isArray(l.e) || !l.e.every((e) => Array.isArray(e) && e.length === 2 && isString(e[0]))) throw fail('add without [upi, state] entries');
@@ -370,6 +371,7 @@ function isFilters(value: unknown): boolean {
 }
 
 const isTime = (value: unknown): value is number => typeof value === 'number' && Number.isFinite(value);
+const isPrevious = (value: unknown): boolean => value === undefined || (isObject(value) && isString(value.secret) && isTime(value.until));
 
 /** A delivery as `attempted` writes it: a pending one with the time of its next attempt, a finished one with none. */
 function isDelivery(value: unknown): boolean {

@@ -1,4 +1,4 @@
-import { MAX_WATCHED_PER_KEY, MAX_WATCHLISTS_PER_KEY, answerAlways, type AdminAnswer, type WatchRequest } from '../api/admin-requests.js';
+import { MAX_KEEP_PREVIOUS_SECONDS, MAX_WATCHED_PER_KEY, MAX_WATCHLISTS_PER_KEY, answerAlways, type AdminAnswer, type WatchRequest } from '../api/admin-requests.js';
 import { badRequest, notFound, validationError } from '../api/http-error.js';
 import type { Logger } from '../common/logger.js';
 import type { ServedData } from '../service/served-data.js';
@@ -19,6 +19,18 @@ import {
 import { UnsafeTargetError, checkWebhookUrl, resolveTarget } from './webhook-target.js';
 
 const CREATE_FIELDS = new Set(['name', 'webhook_url', 'filters']);
+
+/** The body of a rotation: how long the previous secret goes on signing beside the new one (0, the default: not at all). */
+function keepPreviousSeconds(body: unknown): number {
+  const b = body as Record<string, unknown>;
+  const unknown = Object.keys(b).find((k) => k !== 'keep_previous_seconds');
+  if (unknown !== undefined) throw validationError(`unknown field ${JSON.stringify(unknown)}; the one field is keep_previous_seconds`);
+  const keep = Object.hasOwn(b, 'keep_previous_seconds') ? b.keep_previous_seconds : 0;
+  if (!Number.isSafeInteger(keep) || (keep as number) < 0 || (keep as number) > MAX_KEEP_PREVIOUS_SECONDS) {
+    throw validationError(`"keep_previous_seconds" must be a whole number of seconds from 0 to ${MAX_KEEP_PREVIOUS_SECONDS}`);
+  }
+  return keep as number;
+}
 
 /**
  * The main thread's side of the watchlist routes (docs/watchlists.md): a
@@ -80,9 +92,12 @@ export class WatchService {
         await this.#store.remove((await this.#own(owner, request.id)).id);
         return ok({ deleted: true });
       case 'watch.secret': {
+        const keep = keepPreviousSeconds(request.body);
+        const w = await this.#own(owner, request.id);
         const secret = newSecret();
-        await this.#store.setSecret((await this.#own(owner, request.id)).id, secret);
-        return ok({ secret });
+        const previous = keep === 0 ? undefined : { secret: w.secret, until: Date.now() + keep * 1000 };
+        await this.#store.setSecret(w.id, secret, previous);
+        return ok({ secret, previous_secret_expires_at: previous === undefined ? null : new Date(previous.until).toISOString() });
       }
       case 'watch.add': {
         const w = await this.#own(owner, request.id);

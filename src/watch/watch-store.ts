@@ -1,4 +1,4 @@
-import type { Delivery, StoredEvent, WatchEvent, WatchedState, Watchlist } from './watchlist.js';
+import type { Delivery, PreviousSecret, StoredEvent, WatchEvent, WatchedState, Watchlist } from './watchlist.js';
 
 /**
  * Where watchlists, their VPAs with the state each was last screened in,
@@ -16,7 +16,8 @@ export interface WatchStore {
   vpaCount(id: string): number;
   /** Delete a watchlist with its VPAs and its events not yet delivered. */
   remove(id: string): Promise<void>;
-  setSecret(id: string, secret: string): Promise<void>;
+  /** A new signing secret; `previous`, when given, signs beside it until its time. */
+  setSecret(id: string, secret: string, previous?: PreviousSecret): Promise<void>;
   /**
    * Watch VPAs, each with its verdict now (already watched ones change
    * nothing); null, with nothing added, when the watchlist would then hold

@@ -23,6 +23,18 @@ export interface Watchlist {
   /** Signs every delivery (HMAC-SHA256); shown only at creation and rotation. */
   readonly secret: string;
   readonly created_at: string;
+  /** The secret before the last rotation, signing beside `secret` until `until` (epoch ms), when the rotation kept it. */
+  readonly previous?: PreviousSecret;
+}
+
+export interface PreviousSecret {
+  readonly secret: string;
+  readonly until: number;
+}
+
+/** The secrets that sign a delivery at `now`: the watchlist's, and the previous one while it is kept. */
+export function signingSecrets(w: Watchlist, now: number): string[] {
+  return w.previous !== undefined && now < w.previous.until ? [w.secret, w.previous.secret] : [w.secret];
 }
 
 /**

@@ -4,7 +4,7 @@ import { request as httpsRequest } from 'node:https';
 import type { LookupFunction } from 'node:net';
 import type { Logger } from '../common/logger.js';
 import type { WatchStore } from './watch-store.js';
-import { KEPT_ATTEMPTS, type Delivery, type DeliveryAttempt, type StoredEvent } from './watchlist.js';
+import { KEPT_ATTEMPTS, signingSecrets, type Delivery, type DeliveryAttempt, type StoredEvent } from './watchlist.js';
 import { checkWebhookUrl, resolveTarget, UnsafeTargetError } from './webhook-target.js';
 import { beforeDeadline } from '../common/deadline.js';
 
@@ -44,10 +44,15 @@ export const DEFAULT_DELIVERY: DeliveryPolicy = {
 
 export const SIGNATURE_HEADER = 'Upi-Risk-Signature';
 
-/** `t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<body>">`: the scheme Stripe uses. */
-export function signature(body: string, secret: string, nowMs: number): string {
+/**
+ * `t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<body>">`: the scheme Stripe
+ * uses. Each further secret adds a `v1` of its own (a rotation's previous
+ * secret, while it is kept), and a receiver accepts any that matches.
+ */
+export function signature(body: string, secret: string | readonly string[], nowMs: number): string {
   const t = Math.floor(nowMs / 1000);
-  return `t=${t},v1=${createHmac('sha256', secret).update(`${t}.`).update(body).digest('hex')}`;
+  const signatures = (typeof secret === 'string' ? [secret] : secret).map((s) => `,v1=${createHmac('sha256', s).update(`${t}.`).update(body).digest('hex')}`);
+  return `t=${t}${signatures.join('')}`;
 }
 
 /** The wait before retry number `attempts` (1 after the first failure): full jitter over a doubling ceiling. */
@@ -118,7 +123,7 @@ export class WebhookDelivery {
     let status: number | null = null;
     let error: string | null = null;
     try {
-      status = await this.#post(list.webhook_url, body, signature(body, list.secret, started));
+      status = await this.#post(list.webhook_url, body, signature(body, signingSecrets(list, started), started));
       if (status < 200 || status > 299) error = `answered ${status}`;
     } catch (e) {
       error = e instanceof UnsafeTargetError ? `unsafe target: ${e.message}` : (e as Error).message;

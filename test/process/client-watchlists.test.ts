@@ -5,7 +5,7 @@
  */
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { NotFoundError, UpiRiskClient, WebhookSignatureError, verifyWebhook, type WatchedVpasPage } from '@upi-risk/client';
+import { NotFoundError, UpiRiskClient, ValidationError, WebhookSignatureError, verifyWebhook, type WatchedVpasPage } from '@upi-risk/client';
 import { evidence, ingest, ndjson, tempDataDir, until } from '../helpers.js';
 import { lastLine, runCli, startServer, type RunningServer } from '../server-process.js';
 import { startReceiver, type Receiver } from '../webhook-receiver.js';
@@ -92,6 +92,31 @@ test('a watchlist from creation to deletion, its events verified as a receiver w
   const againHeader = String(again.headers['upi-risk-signature']);
   assert.equal((await verifyWebhook(again.body, againHeader, secret)).id, event.id);
   await assert.rejects(verifyWebhook(again.body, againHeader, created.secret), (e) => e instanceof WebhookSignatureError && e.reason === 'no_matching_signature');
+
+  // A rotation that keeps the previous secret for an hour: each delivery verifies under either.
+  const rotatedAt = Date.now();
+  const kept = await client.rotateWatchlistSecret(created.id, { keepPreviousSeconds: 3600 });
+  const expires = Date.parse(kept.previous_secret_expires_at!);
+  assert.ok(expires >= rotatedAt + 3_600_000 && expires <= Date.now() + 3_600_000, kept.previous_secret_expires_at!);
+  await client.redeliverEvent(created.id, event.id);
+  await until('the event arrives a third time', 5_000, () => receiver.received.length === 3);
+  const third = receiver.received[2]!;
+  const thirdHeader = String(third.headers['upi-risk-signature']);
+  assert.equal(thirdHeader.split(',v1=').length, 3, 'two signatures');
+  assert.equal((await verifyWebhook(third.body, thirdHeader, kept.secret)).id, event.id);
+  assert.equal((await verifyWebhook(third.body, thirdHeader, secret)).id, event.id, 'the previous secret still verifies');
+  await assert.rejects(verifyWebhook(third.body, thirdHeader, created.secret), WebhookSignatureError, 'the one before it does not');
+  for (const keepPreviousSeconds of [-1, 86_401, 1.5]) {
+    await assert.rejects(client.rotateWatchlistSecret(created.id, { keepPreviousSeconds }), (e) => e instanceof ValidationError, String(keepPreviousSeconds));
+  }
+  // Rotated again without keeping: the secret it replaces signs nothing more, nor does the one kept before.
+  const plain = await client.rotateWatchlistSecret(created.id);
+  assert.equal(plain.previous_secret_expires_at, null);
+  await client.redeliverEvent(created.id, event.id);
+  await until('the event arrives a fourth time', 5_000, () => receiver.received.length === 4);
+  const fourthHeader = String(receiver.received[3]!.headers['upi-risk-signature']);
+  assert.equal(fourthHeader.split(',v1=').length, 2, 'one signature');
+  assert.equal((await verifyWebhook(receiver.received[3]!.body, fourthHeader, plain.secret)).id, event.id);
 
   assert.deepEqual(await client.removeFromWatchlist(created.id, ['flip@ybl', 'never.watched@ybl']), { removed: 1, total: 1499 });
   assert.deepEqual(await client.deleteWatchlist(created.id), { deleted: true });

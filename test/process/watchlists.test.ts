@@ -128,6 +128,14 @@ test('an ingest that flips a watched VPA sends one signed event within 2 s', asy
 
   const secret2 = await call(`/v1/watchlists/${id}/secret`, keyA, 'POST', undefined, WatchlistSecretSchema);
   assert.notEqual(secret2.body.secret, secret);
+  assert.equal(secret2.body.previous_secret_expires_at, null);
+  const kept = await call(`/v1/watchlists/${id}/secret`, keyA, 'POST', { keep_previous_seconds: 60 }, WatchlistSecretSchema);
+  assert.equal(typeof kept.body.previous_secret_expires_at, 'string');
+  for (const bad of [{ keep_previous_seconds: '60' }, { keep_previous_seconds: null }, { keep: 60 }, [60]]) {
+    const refused = await call(`/v1/watchlists/${id}/secret`, keyA, 'POST', bad);
+    assert.equal(refused.status, 422, JSON.stringify(bad));
+    assert.equal(refused.body.error, 'validation_error');
+  }
 });
 
 test('a receiver down for a while gets every event when it comes back, in order per VPA', async () => {

@@ -215,9 +215,15 @@ export class UpiRiskClient {
     return this.#json({ method: 'DELETE', path: watchlistPath(id), idempotent: true }, options);
   }
 
-  /** A new webhook secret; the old one signs nothing from now on. */
-  async rotateWatchlistSecret(id: string, options: CallOptions = {}): Promise<WatchlistSecret> {
-    return this.#json({ method: 'POST', path: `${watchlistPath(id)}/secret`, idempotent: false }, options);
+  /**
+   * A new webhook secret. The old one signs nothing from now on, or, with
+   * `keepPreviousSeconds` (up to a day), signs each delivery beside the new
+   * one until `previous_secret_expires_at`, while receivers change over.
+   */
+  async rotateWatchlistSecret(id: string, options: CallOptions & { readonly keepPreviousSeconds?: number } = {}): Promise<WatchlistSecret> {
+    const { keepPreviousSeconds, ...call } = options;
+    const body = keepPreviousSeconds === undefined ? {} : { keep_previous_seconds: keepPreviousSeconds };
+    return this.#json({ method: 'POST', path: `${watchlistPath(id)}/secret`, body, idempotent: false }, call);
   }
 
   /** Watch more VPAs, any number: requests of 1,000, one after another. `total` is the watchlist's size after the last. */

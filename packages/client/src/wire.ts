@@ -213,7 +213,14 @@ export interface WatchlistList {
   watchlists: Watchlist[];
 }
 export interface WatchlistSecret {
+  /**
+   * signs every delivery from now on; shown only here
+   */
   secret: string;
+  /**
+   * until when the previous secret also signs each delivery (a second v1), or null when it signs nothing from now on
+   */
+  previous_secret_expires_at: string | null;
 }
 export interface WatchlistDeleted {
   deleted: true;

@@ -21,7 +21,7 @@ export function registerWatchlistRoutes(kit: RouteKit, deps: Pick<ApiDependencie
   const list: Answer<null> = async (x) => relay(x, await ask({ op: 'watch.list', key: caller(x) }));
   const get: Answer<string> = async (x, id) => relay(x, await ask({ op: 'watch.get', key: caller(x), id }));
   const remove: JsonChange<string> = async (x, _body, id) => relay(x, await ask({ op: 'watch.delete', key: caller(x), id }));
-  const newSecret: JsonChange<string> = async (x, _body, id) => relay(x, await ask({ op: 'watch.secret', key: caller(x), id }));
+  const newSecret: JsonChange<string> = async (x, body, id) => relay(x, await ask({ op: 'watch.secret', key: caller(x), id, body }));
   const addVpas: JsonChange<string> = async (x, body, id) => relay(x, await ask({ op: 'watch.add', key: caller(x), id, body }));
   const removeVpas: JsonChange<string> = async (x, body, id) => relay(x, await ask({ op: 'watch.remove', key: caller(x), id, body }));
   const redeliver: JsonChange<WatchEvent> = async (x, _body, event) => relay(x, await ask({ op: 'watch.redeliver', key: caller(x), id: event.id, eventId: event.eventId }));
