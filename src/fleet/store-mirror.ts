@@ -26,6 +26,12 @@ export interface StoreMirrorOptions {
   readonly logger?: Logger;
   /** How often to look for a new version when no notification came, ms (default 5000). */
   readonly pollMs?: number;
+  /**
+   * The builder's public key (`serve --mirror-public-key`): a version
+   * recorded under any other key is not served, whoever wrote it in the
+   * store. Without it, the key recorded with each version is trusted.
+   */
+  readonly publicKey?: string;
 }
 
 const DEFAULT_POLL_MS = 5_000;
@@ -60,9 +66,11 @@ export class StoreMirror implements MirrorPublications {
   /** The last failure to read the store, logged once until a look succeeds. */
   #lastFailure: string | null = null;
   #closed = false;
+  readonly #pinnedKey: string | undefined;
 
   constructor(options: StoreMirrorOptions) {
     this.#location = options.location;
+    this.#pinnedKey = options.publicKey;
     this.#logger = options.logger ?? silentLogger;
     this.#pool = storePool(options.location, 2);
     this.#notifications = new StoreNotifications(options.location, [mirrorChannel(options.location)], () => this.#look(), this.#logger);
@@ -173,6 +181,9 @@ export class StoreMirror implements MirrorPublications {
       throw this.#bad(stored.version, `its manifest is not one: ${(error as Error).message}`);
     }
     if (manifest.version !== stored.version) throw this.#bad(stored.version, `its manifest names version ${manifest.version}`);
+    if (this.#pinnedKey !== undefined && stored.publicKey !== this.#pinnedKey) {
+      throw this.#bad(stored.version, `it is recorded under public key ${stored.publicKey}, not the one given with --mirror-public-key`);
+    }
     if (!verifyText(stored.publicKey, manifestSigningText(manifest), manifest.signature)) throw this.#bad(stored.version, 'its manifest is not signed by the key recorded with it');
     return manifest;
   }

@@ -67,6 +67,11 @@ export function signText(key: MirrorKey, text: string): string {
   return sign(null, Buffer.from(text, 'utf8'), key.privateKey).toString('base64');
 }
 
+/** Whether `text` is a public key as `mirror-key create` prints it: the base64 of 32 bytes. */
+export function isPublicKeyText(text: string): boolean {
+  return /^[A-Za-z0-9+/]{43}=$/.test(text) && Buffer.from(text, 'base64').length === 32;
+}
+
 /** Whether `signature` (base64) is the signature of `text` (UTF-8) under the public key given as the base64 of its 32 bytes. */
 export function verifyText(publicKey: string, text: string, signature: string): boolean {
   const raw = Buffer.from(publicKey, 'base64');

@@ -26,6 +26,8 @@ import { startScreening, type Screening, type WatchSettings, type Watching } fro
 /** The options of serve with a store. */
 export interface FollowerServeOptions extends ServeOptions {
   readonly location: StoreLocation;
+  /** The only key the mirror versions it serves may be recorded under (StoreMirrorOptions.publicKey). */
+  readonly mirrorPublicKey?: string;
 }
 
 /**
@@ -38,7 +40,10 @@ export function serveFollower(options: FollowerServeOptions): Promise<number> {
     keyPollMs: 1000,
     claimDataDir: null,
     // The versions the active builder signed, as it recorded them in the store.
-    mirror: (logger) => Promise.resolve(new StoreMirror({ location: options.location, logger, pollMs: options.pollMs })),
+    mirror: (logger) =>
+      Promise.resolve(
+        new StoreMirror({ location: options.location, logger, pollMs: options.pollMs, ...(options.mirrorPublicKey === undefined ? {} : { publicKey: options.mirrorPublicKey }) }),
+      ),
     start: (logger, metrics, keys, audit) => startFollower(options, logger, metrics, keys, audit),
   });
 }

@@ -87,6 +87,14 @@ test('usage errors exit 2 with a message; --help exits 0', async () => {
   const followerMemory = await run(['serve', '--store', 'postgres://127.0.0.1:1/none', '--max-memory', '2G']);
   assert.equal(followerMemory.code, 2);
   assert.match(followerMemory.stderr, /--max-memory is for the embedded mode/);
+  const embeddedPinned = await run(['serve', '--mirror-public-key', Buffer.alloc(32, 7).toString('base64')]);
+  assert.equal(embeddedPinned.code, 2);
+  assert.match(embeddedPinned.stderr, /--mirror-public-key is for a follower/);
+  for (const key of ['short', Buffer.alloc(31).toString('base64'), `${Buffer.alloc(32).toString('base64url')}`]) {
+    const badKey = await run(['serve', '--store', 'postgres://127.0.0.1:1/none', '--mirror-public-key', key]);
+    assert.equal(badKey.code, 2, key);
+    assert.match(badKey.stderr, /--mirror-public-key must be a public key/);
+  }
   const help = await run(['build', '--help']);
   assert.equal(help.code, 0);
   assert.match(help.stdout, /Usage: upi-risk build/);

@@ -114,11 +114,29 @@ test("a follower's store mirror builds a version from the base and the diffs aft
       await until('version 7 served', 10_000, () => store.publication?.version === 7);
       assert.deepEqual(store.publication!.files.get(fullPath(7))!.identity, encodeMirrorFile(MIRROR_KIND_FULL, entries(sets[7]!)));
 
-      // A follower starting now builds version 7 from its base and its diff from the base.
+      // A follower given the builder's public key serves only what is recorded under it: a store
+      // that holds another key with versions it signed (written by something other than the builder) is refused.
+      const pinned = new StoreMirror({ location, logger: silentLogger, pollMs: 50, publicKey: key.publicKey });
+      const pinnedElsewhere = new StoreMirror({ location, logger: silentLogger, pollMs: 50, publicKey: other.publicKey });
+      try {
+        await until('version 7 under the key given', 10_000, () => pinned.publication?.version === 7);
+        await looksPassed(pinnedElsewhere);
+        assert.equal(pinnedElsewhere.publication, null, 'nothing recorded under the key given');
+        await recordMirrorVersion(pool, location, publication(other, 8, sets[6]!, new Map(), other), true, active);
+        await until('version 8 served where its key is trusted', 10_000, () => store.publication?.version === 8);
+        await until('version 8 under the key given', 10_000, () => pinnedElsewhere.publication?.version === 8);
+        await looksPassed(pinned);
+        assert.equal(pinned.publication?.version, 7, 'version 8 refused: recorded under another key');
+      } finally {
+        await pinned.close();
+        await pinnedElsewhere.close();
+      }
+
+      // A follower starting now builds version 8 from its base.
       const fresh = new StoreMirror({ location, logger: silentLogger, pollMs: 50 });
       try {
-        await until('version 7 from its base', 10_000, () => fresh.publication?.version === 7);
-        assert.deepEqual(fresh.publication!.files.get(fullPath(7))!.identity, store.publication!.files.get(fullPath(7))!.identity);
+        await until('version 8 from its base', 10_000, () => fresh.publication?.version === 8);
+        assert.deepEqual(fresh.publication!.files.get(fullPath(8))!.identity, store.publication!.files.get(fullPath(8))!.identity);
         assert.equal(fresh.publication!.manifest, store.publication!.manifest);
       } finally {
         await fresh.close();

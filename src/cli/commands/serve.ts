@@ -1,5 +1,6 @@
 import { DEFAULT_MIRROR_INTERVAL_MS } from '../../service/mirror-keeper.js';
 import { DEFAULT_HISTORY_DAYS } from '../../history/served-versions.js';
+import { isPublicKeyText } from '../../mirror/signing-key.js';
 import { availableParallelism } from 'node:os';
 import { dataDir } from '../../common/data-dir.js';
 import { cgroupMemoryLimit, parseMemorySize } from '../../common/memory-limit.js';
@@ -93,6 +94,10 @@ Options:
                         (docs/api.md, The mirror), made when what is served
                         changes and DIR/mirror holds a signing key (upi-risk
                         mirror-key create) (default: 60)
+  --mirror-public-key KEY
+                        with --store: the public key the builder's mirror-key
+                        create printed; a mirror version recorded in the
+                        store under any other key is not served
   --log-level LEVEL     fatal, error, warn, info, debug or trace (default: info)
 
 Fleet mode (docs/deployment.md): with a store, serve is a follower. It
@@ -138,6 +143,7 @@ export const serveCommand: Command = {
       'webhook-first-retry-seconds': { type: 'string' },
       'mirror-seconds': { type: 'string' },
       'history-days': { type: 'string' },
+      'mirror-public-key': { type: 'string' },
       ...REDIS_OPTIONS,
       ...STORE_OPTIONS,
     });
@@ -146,6 +152,11 @@ export const serveCommand: Command = {
       for (const option of EMBEDDED_ONLY) {
         if (values[option] !== undefined) throw new ConfigError(`--${option} is for the embedded mode: a follower (--store) never builds`);
       }
+    }
+    const mirrorPublicKey = values['mirror-public-key'];
+    if (mirrorPublicKey !== undefined) {
+      if (location === null) throw new ConfigError('--mirror-public-key is for a follower (--store): the embedded server signs with the key in its data directory');
+      if (!isPublicKeyText(mirrorPublicKey)) throw new ConfigError('--mirror-public-key must be a public key as mirror-key create prints it: the base64 of 32 bytes');
     }
     const dir = dataDir(values['data-dir']);
     const plain = values['plain-http'] === true;
@@ -185,7 +196,7 @@ export const serveCommand: Command = {
       mirrorIntervalMs: mirrorSeconds * 1000,
       historyDays,
     };
-    if (location !== null) return serveFollower({ ...options, location });
+    if (location !== null) return serveFollower({ ...options, location, ...(mirrorPublicKey === undefined ? {} : { mirrorPublicKey }) });
     return serveEmbedded({
       ...options,
       ...(memoryLimit === null ? {} : { memoryLimitFrom: memoryLimit.from }),
