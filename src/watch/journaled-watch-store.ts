@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { AdminStateError } from '../common/errors.js';
 import { KEPT_ATTEMPTS, type Delivery, type PreviousSecret, type StoredEvent, type WatchEvent, type WatchedState, type Watchlist } from './watchlist.js';
@@ -15,7 +16,8 @@ import { EventOrder } from './event-order.js';
  * Journal lines, each a JSON object with `op`:
  *   watchlist {w}        a new watchlist
  *   remove {id}          a watchlist deleted
- *   secret {id, secret, previous?}  a new signing secret, the previous one kept until a time
+ *   secret {id, secret, previous?, replaces?}  a new signing secret, the previous one kept until a time;
+ *                        with `replaces`, only over the secret of that digest (secretDigest)
  *   add {id, e: [[upi, state]]}   VPAs watched, with their state
  *   drop {id, upis}      VPAs no longer watched
  *   screened {c: [[id, upi, state]], events: [event]}   a screening pass
@@ -25,7 +27,7 @@ import { EventOrder } from './event-order.js';
 export type JournalLine =
   | { op: 'watchlist'; w: Watchlist }
   | { op: 'remove'; id: string }
-  | { op: 'secret'; id: string; secret: string; previous?: PreviousSecret }
+  | { op: 'secret'; id: string; secret: string; previous?: PreviousSecret; replaces?: string }
   | { op: 'add'; id: string; e: [string, WatchedState][] }
   | { op: 'drop'; id: string; upis: string[] }
   | { op: 'screened'; c: [string, string, WatchedState][]; events: WatchEvent[] }
@@ -92,6 +94,8 @@ export abstract class JournaledWatchStore implements WatchStore {
       }
       case 'secret': {
         const list = this.#list(line.id, fail);
+        // A rotation written over a secret that another, written first, had already replaced: it lost, and changes nothing.
+        if (line.replaces !== undefined && line.replaces !== secretDigest(list.watchlist.secret)) return;
         const { previous: _replaced, ...watchlist } = list.watchlist;
         list.watchlist = line.previous === undefined ? { ...watchlist, secret: line.secret } : { ...watchlist, secret: line.secret, previous: line.previous };
         return;
@@ -180,8 +184,11 @@ export abstract class JournaledWatchStore implements WatchStore {
   /** The lines that make the present state from nothing (after a `reset`). */
   protected image(): JournalLine[] {
     const lines: JournalLine[] = [];
+    const now = Date.now();
     for (const list of this.#lists.values()) {
-      lines.push({ op: 'watchlist', w: list.watchlist });
+      // A previous secret past its time signs nothing: it is not carried on.
+      const { previous, ...current } = list.watchlist;
+      lines.push({ op: 'watchlist', w: previous !== undefined && previous.until > now ? list.watchlist : current });
       let chunk: [string, WatchedState][] = [];
       for (const entry of list.states) {
         chunk.push(entry);
@@ -193,7 +200,8 @@ export abstract class JournaledWatchStore implements WatchStore {
       if (chunk.length > 0) lines.push({ op: 'add', id: list.watchlist.id, e: chunk });
       const events = [...list.events.values()];
       if (events.length > 0) lines.push({ op: 'screened', c: [], events: events.map((s) => s.event) });
-      for (const s of events) if (s.delivery.attempts.length > 0 || s.delivery.state !== 'pending') lines.push({ op: 'attempted', id: s.event.id, d: s.delivery });
+      // Every delivery but the one `screened` makes (a redelivery not yet attempted included).
+      for (const s of events) if (!isFirstDelivery(s)) lines.push({ op: 'attempted', id: s.event.id, d: s.delivery });
     }
     return lines;
   }
@@ -223,8 +231,9 @@ export abstract class JournaledWatchStore implements WatchStore {
     return this.commit({ op: 'remove', id });
   }
 
-  setSecret(id: string, secret: string, previous?: PreviousSecret): Promise<void> {
-    return this.commit(previous === undefined ? { op: 'secret', id, secret } : { op: 'secret', id, secret, previous });
+  async setSecret(id: string, secret: string, replaces: string, previous?: PreviousSecret): Promise<void> {
+    const line = { op: 'secret', id, secret, replaces: secretDigest(replaces) } as const;
+    await this.commit(previous === undefined ? line : { ...line, previous });
   }
 
   async addVpas(id: string, entries: readonly (readonly [string, WatchedState])[], room = Infinity): Promise<{ added: number; total: number } | null> {
@@ -312,6 +321,17 @@ export abstract class JournaledWatchStore implements WatchStore {
 
 }
 
+/** What a `secret` line names the secret it replaces by: not the secret itself, which the line need not hold twice. */
+function secretDigest(secret: string): string {
+  return createHash('sha256').update(secret).digest('hex').slice(0, 32);
+}
+
+/** Whether an event's delivery is the one a `screened` line gives it: pending, never attempted, due at the event. */
+function isFirstDelivery(s: StoredEvent): boolean {
+  const d = s.delivery;
+  return d.state === 'pending' && d.attempts.length === 0 && d.since === undefined && d.nextAttemptAt === Date.parse(s.event.occurred_at);
+}
+
 /** Events of one watchlist and VPA are delivered in order, one after another. */
 function deliveryLine(watchlistId: string, upi: string): string {
   return `${watchlistId}\n${upi}`;
@@ -334,7 +354,7 @@ function checkLine(line: JournalLine, fail: (why: string) => Error): void {
       if (!isString(l.id)) throw fail('remove without a watchlist id');
       return;
     case 'secret':
-      if (!isString(l.id) || !isString(l.secret) || !isPrevious(l.previous)) throw fail('secret without a watchlist id and secret');
+      if (!isString(l.id) || !isString(l.secret) || !isPrevious(l.previous) || !(l.replaces === undefined || isString(l.replaces))) throw fail('secret without a watchlist id and secret');
       return;
     case 'add':
       if (!isString(l.id) || !Array.isArray(l.e) || !l.e.every((e) => Array.isArray(e) && e.length === 2 && isString(e[0]))) throw fail('add without [upi, state] entries');
@@ -381,10 +401,10 @@ function isDelivery(value: unknown): boolean {
       isObject(a) &&
       isString(a.at) &&
       !Number.isNaN(Date.parse(a.at)) &&
-      (a.status === null || (Number.isInteger(a.status) && (a.status as number) >= 100 && (a.status as number) <= 599)) &&
+      // Any three digits: Node's client takes any status a receiver sends (999, 000).
+      (a.status === null || (Number.isInteger(a.status) && (a.status as number) >= 0 && (a.status as number) <= 999)) &&
       (a.error === null || isString(a.error)) &&
-      isTime(a.duration_ms) &&
-      (a.duration_ms as number) >= 0,
+      isTime(a.duration_ms),
   );
   if (!attemptsOk || !(value.since === undefined || isTime(value.since))) return false;
   if (value.state === 'pending') return isTime(value.nextAttemptAt);

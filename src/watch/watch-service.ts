@@ -1,5 +1,5 @@
 import { MAX_KEEP_PREVIOUS_SECONDS, MAX_WATCHED_PER_KEY, MAX_WATCHLISTS_PER_KEY, answerAlways, type AdminAnswer, type WatchRequest } from '../api/admin-requests.js';
-import { badRequest, notFound, validationError } from '../api/http-error.js';
+import { badRequest, conflict, notFound, validationError } from '../api/http-error.js';
 import type { Logger } from '../common/logger.js';
 import type { ServedData } from '../service/served-data.js';
 import { RISK_CATEGORIES } from '../vpa/categories.js';
@@ -93,10 +93,14 @@ export class WatchService {
         return ok({ deleted: true });
       case 'watch.secret': {
         const keep = keepPreviousSeconds(request.body);
+        // The secret in force now, another replica's rotations included.
+        await this.#store.sync();
         const w = await this.#own(owner, request.id);
         const secret = newSecret();
         const previous = keep === 0 ? undefined : { secret: w.secret, until: Date.now() + keep * 1000 };
-        await this.#store.setSecret(w.id, secret, previous);
+        await this.#store.setSecret(w.id, secret, w.secret, previous);
+        // Another replica's rotation of the same watchlist was written first: this one changed nothing.
+        if (this.#store.get(w.id)?.secret !== secret) throw conflict('the watchlist was rotated again at the same time, by another request; rotate again');
         return ok({ secret, previous_secret_expires_at: previous === undefined ? null : new Date(previous.until).toISOString() });
       }
       case 'watch.add': {

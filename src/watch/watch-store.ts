@@ -16,8 +16,12 @@ export interface WatchStore {
   vpaCount(id: string): number;
   /** Delete a watchlist with its VPAs and its events not yet delivered. */
   remove(id: string): Promise<void>;
-  /** A new signing secret; `previous`, when given, signs beside it until its time. */
-  setSecret(id: string, secret: string, previous?: PreviousSecret): Promise<void>;
+  /**
+   * A new signing secret in place of `replaces` (nothing changes when
+   * another rotation replaced that first); `previous`, when given, signs
+   * beside it until its time.
+   */
+  setSecret(id: string, secret: string, replaces: string, previous?: PreviousSecret): Promise<void>;
   /**
    * Watch VPAs, each with its verdict now (already watched ones change
    * nothing); null, with nothing added, when the watchlist would then hold

@@ -69,6 +69,8 @@ export class WebhookDelivery {
   readonly #logger: Logger;
   readonly #random: () => number;
   readonly #inFlight = new Set<string>();
+  /** Events whose last outcome the store did not take, with when they may be sent again. */
+  readonly #unrecorded = new Map<string, number>();
   #timer: NodeJS.Timeout | null = null;
   #closed = false;
   #running: Promise<void>[] = [];
@@ -90,10 +92,14 @@ export class WebhookDelivery {
     // A watchlist's events in flight are among its heads due: the share counts them.
     for (const stored of this.#store.due(now, this.#policy.concurrency * 4, this.#policy.perWatchlist)) {
       if (this.#inFlight.size >= this.#policy.concurrency) break;
-      if (this.#inFlight.has(stored.event.id)) continue;
+      if (this.#inFlight.has(stored.event.id) || (this.#unrecorded.get(stored.event.id) ?? 0) > now) continue;
       this.#inFlight.add(stored.event.id);
       const run = this.#attempt(stored)
-        .catch((error: Error) => this.#logger.error({ event: stored.event.id, err: error.message }, 'webhook delivery not recorded'))
+        .catch((error: Error) => {
+          // Not sent again until the journal can take its outcome: no loop of sends while it cannot.
+          this.#unrecorded.set(stored.event.id, Date.now() + this.#policy.firstRetryMs);
+          this.#logger.error({ event: stored.event.id, err: error.message }, 'webhook delivery not recorded');
+        })
         .finally(() => {
           this.#inFlight.delete(stored.event.id);
           this.#running = this.#running.filter((r) => r !== run);
@@ -103,8 +109,8 @@ export class WebhookDelivery {
     }
     if (this.#inFlight.size > 0) return;
     const next = this.#store.nextDue();
-    // At least once a second: an event due in the past but held behind another of its VPA is looked at again.
-    const wait = next === null ? 1000 : Math.min(1000, Math.max(10, next - now));
+    // At least once a second: an event due in the past but held back (behind another of its VPA, or its outcome not recorded) is looked at again.
+    const wait = next === null || next <= now ? 1000 : Math.min(1000, Math.max(10, next - now));
     this.#timer = setTimeout(() => this.wake(), wait).unref();
   }
 
@@ -129,21 +135,27 @@ export class WebhookDelivery {
       error = e instanceof UnsafeTargetError ? `unsafe target: ${e.message}` : (e as Error).message;
     }
     const now = Date.now();
-    const attempt: DeliveryAttempt = { at: new Date(started).toISOString(), status, error, duration_ms: now - started };
-    const attempts = [...stored.delivery.attempts, attempt].slice(-KEPT_ATTEMPTS);
+    const attempt: DeliveryAttempt = { at: new Date(started).toISOString(), status, error, duration_ms: Math.max(0, now - started) };
+    // As the event stands now: a redelivery asked for while this attempt was out is kept.
+    const current = this.#store.findEvent(event.watchlist_id, event.id)?.delivery ?? stored.delivery;
+    const attempts = [...current.attempts, attempt].slice(-KEPT_ATTEMPTS);
     // The run began at the event, or at its redelivery: earlier attempts neither lengthen the backoff nor shorten the window.
-    const since = stored.delivery.since;
+    const since = current.since;
     const runStart = since ?? Date.parse(event.occurred_at);
     const failures = attempts.filter((a) => a.error !== null && (since === undefined || Date.parse(a.at) >= since)).length;
     const run = since === undefined ? {} : { since };
     let delivery: Delivery;
     if (error === null) delivery = { state: 'delivered', attempts, nextAttemptAt: null, ...run };
-    else {
+    else if (current !== stored.delivery && current.state === 'pending') {
+      // Redelivered after this attempt began: due when the redelivery said.
+      delivery = { ...current, attempts };
+    } else {
       const retryAt = now + retryDelay(failures, this.#policy, this.#random);
       delivery = retryAt - runStart > this.#policy.giveUpAfterMs ? { state: 'failed', attempts, nextAttemptAt: null, ...run } : { state: 'pending', attempts, nextAttemptAt: retryAt, ...run };
       this.#logger.warn({ event: event.id, watchlist: event.watchlist_id, err: error, next: delivery.state }, 'webhook not delivered');
     }
     await this.#store.attempted(event.id, delivery);
+    this.#unrecorded.delete(event.id);
   }
 
   /**

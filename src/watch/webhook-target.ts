@@ -31,6 +31,7 @@ for (const [net, prefix] of [
 // the IPv4 address inside may be a private one, and a receiver has no need of these forms.
 for (const [net, prefix] of [
   ['::', 96],
+  ['::ffff:0:0:0', 96],
   ['fc00::', 7],
   ['fe80::', 10],
   ['fec0::', 10],

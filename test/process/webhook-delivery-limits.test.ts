@@ -195,3 +195,49 @@ test('an event redelivered after its day is given up is retried as a new one: ba
     await cleanup();
   }
 });
+
+test('any status a receiver sends is recorded, and a redelivery asked for while an attempt is out is kept', async () => {
+  let status = 999;
+  let delayMs = 0;
+  const odd = await receiver((res) => setTimeout(() => res.writeHead(status).end(), delayMs));
+  const { root, cleanup } = await tempDataDir();
+  const path = join(root, 'journal.ndjson');
+  const store = await FileWatchStore.open(path);
+  const delivery = new WebhookDelivery(store, { allowed: new Set(['127.0.0.1']), logger: silentLogger });
+  try {
+    const now = Date.now();
+    await store.create({ id: 'wl_1', owner: 'key_aaaaaaaaaaaa', name: 'x', webhook_url: odd.url, filters: {}, secret: 'whsec_x', created_at: new Date(now).toISOString() });
+    const eventOf = (upi: string) => ({ id: newEventId(now), type: 'vpa.changed' as const, watchlist_id: 'wl_1', upi, before: clearedBatchItem(upi), after: clearedBatchItem(upi), data_version: 'v', occurred_at: new Date(now).toISOString() });
+    const first = eventOf('a@ybl');
+    await store.screened([], [first]);
+    delivery.wake();
+    await until('the attempt recorded', 10_000, () => store.findEvent('wl_1', first.id)!.delivery.attempts.length === 1);
+    assert.equal(store.findEvent('wl_1', first.id)!.delivery.attempts[0]!.status, 999);
+    assert.equal(store.findEvent('wl_1', first.id)!.delivery.state, 'pending');
+    assert.equal(odd.hits(), 1, 'sent once, then backed off');
+
+    // Redelivered while an attempt is out: the attempt's outcome does not undo it.
+    status = 503;
+    delayMs = 800;
+    const second = eventOf('b@ybl');
+    await store.screened([], [second]);
+    delivery.wake();
+    await until('the attempt out', 10_000, () => odd.hits() === 2);
+    const redeliveredAt = Date.now();
+    await store.attempted(second.id, { state: 'pending', attempts: [], nextAttemptAt: redeliveredAt, since: redeliveredAt });
+    await until('the attempt recorded', 10_000, () => store.findEvent('wl_1', second.id)!.delivery.attempts.length >= 1);
+    const after = store.findEvent('wl_1', second.id)!.delivery;
+    assert.equal(after.since, redeliveredAt, 'the run of the redelivery');
+    assert.equal(after.state, 'pending');
+    await store.close();
+    // Both outcomes as written read back.
+    const reopened = await FileWatchStore.open(path);
+    assert.equal(reopened.findEvent('wl_1', first.id)!.delivery.attempts[0]!.status, 999);
+    await reopened.close();
+  } finally {
+    await delivery.close();
+    await store.close();
+    await odd.close();
+    await cleanup();
+  }
+});

@@ -28,7 +28,7 @@ test('everything acknowledged is there after a restart, and a torn last line is 
     await store.create(watchlist('wl_2', 'key_bbbbbbbbbbbb'));
     await store.addVpas('wl_1', [['a@ybl', CLEARED], ['b@ybl', CLEARED]]);
     await store.removeVpas('wl_1', ['b@ybl']);
-    await store.setSecret('wl_1', 'whsec_new');
+    await store.setSecret('wl_1', 'whsec_new', 'whsec_x');
     const e = event('wl_1', 'a@ybl', 1_000);
     await store.screened([{ watchlistId: 'wl_1', upi: 'a@ybl', state: FLAGGED }], [e]);
     await store.attempted(e.id, { state: 'pending', attempts: [{ at: new Date(1_000).toISOString(), status: 503, error: 'answered 503', duration_ms: 3 }], nextAttemptAt: 5_000 });
@@ -123,6 +123,41 @@ test('a journal grown past what it describes is rewritten smaller, with the same
     assert.ok((await stat(path)).size < 1000, 'rewritten');
     const reopened = await FileWatchStore.open(path);
     assert.deepEqual(reopened.pageVpas('wl_1', null, 10).upis, ['kept@ybl']);
+  } finally {
+    await cleanup();
+  }
+});
+
+test('a rotation written over a secret already replaced changes nothing; a rewrite keeps a redelivery not yet attempted and drops a previous secret past its time', async () => {
+  const { root, cleanup } = await tempDataDir();
+  try {
+    const path = join(root, 'journal.ndjson');
+    const store = await FileWatchStore.open(path, 1);
+    await store.create(watchlist('wl_1'));
+    await store.create(watchlist('wl_2'));
+    // Two rotations from the same secret, as two replicas at once: the first written wins.
+    await store.setSecret('wl_1', 'whsec_first', 'whsec_x', { secret: 'whsec_x', until: Date.now() + 60_000 });
+    await store.setSecret('wl_1', 'whsec_second', 'whsec_x');
+    assert.equal(store.get('wl_1')!.secret, 'whsec_first');
+    assert.equal(store.get('wl_1')!.previous?.secret, 'whsec_x');
+    await store.setSecret('wl_2', 'whsec_y', 'whsec_x', { secret: 'whsec_x', until: Date.now() - 1 });
+    // An event redelivered before its first attempt (it waited behind another of its VPA).
+    const e = event('wl_1', 'a@ybl', 1_000);
+    await store.screened([], [e]);
+    const redelivered = { state: 'pending' as const, attempts: [], nextAttemptAt: 2_000_000, since: 2_000_000 };
+    await store.attempted(e.id, redelivered);
+    for (let i = 0; i < 50; i++) {
+      await store.addVpas('wl_1', [[`v${i}@ybl`, CLEARED]]);
+      await store.removeVpas('wl_1', [`v${i}@ybl`]);
+    }
+    await store.close();
+    assert.ok((await stat(path)).size < 3000, `rewritten: ${(await stat(path)).size} bytes`);
+    const reopened = await FileWatchStore.open(path);
+    assert.equal(reopened.get('wl_1')!.secret, 'whsec_first');
+    assert.equal(reopened.get('wl_1')!.previous?.secret, 'whsec_x', 'kept while in its time');
+    assert.equal(reopened.get('wl_2')!.secret, 'whsec_y');
+    assert.equal(reopened.get('wl_2')!.previous, undefined, 'past its time: not carried on');
+    assert.deepEqual(reopened.findEvent('wl_1', e.id)!.delivery, redelivered);
   } finally {
     await cleanup();
   }

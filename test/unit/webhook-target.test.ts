@@ -26,6 +26,7 @@ test('private, loopback, link-local, reserved and metadata addresses are blocked
     '::ffff:7f00:1',
     '::127.0.0.1',
     '::7f00:1',
+    '::ffff:0:7f00:1',
     'fec0::1',
     '2002:7f00:1::1',
     '2001:0:4136:e378:8000:63bf:3fff:fdd2',
