@@ -49,6 +49,12 @@ export class VersionJournal implements ServedVersions {
   #serial: number;
   /** The last record's state and kind, null in an empty file. */
   #last: { readonly state: ServedState; readonly kind: number } | null;
+  /** The last record's time: a record is never written with an earlier one, whatever the clock does. */
+  #lastAt: number;
+  /** The directory's entry for the file as it is now was not synced (after a prune): synced again before the next record counts. */
+  #directoryUnsynced = false;
+  /** The prune under way, one at a time. */
+  #pruneRun: Promise<number> | null = null;
   /** Index of each snapshot's record served alone (position 0). */
   readonly #alone: Map<string, number>;
   /** Appends, one at a time, in the order they were asked for. */
@@ -66,6 +72,7 @@ export class VersionJournal implements ServedVersions {
     this.#count = scan.count;
     this.#serial = scan.serial;
     this.#last = scan.last;
+    this.#lastAt = scan.lastAt;
     this.#alone = scan.alone;
   }
 
@@ -118,6 +125,8 @@ export class VersionJournal implements ServedVersions {
   async close(at: number = Date.now()): Promise<void> {
     if (this.#pruning !== null) clearInterval(this.#pruning);
     this.#pruning = null;
+    // A prune under way finishes first: its copy reads this file.
+    await this.#pruneRun;
     const last = this.#last;
     if (last !== null && last.kind === RECORD_SERVED) await this.#append(RECORD_STOPPED, last.state, at);
     await this.#appending;
@@ -144,32 +153,105 @@ export class VersionJournal implements ServedVersions {
     if (index < 0) return null;
     const found = await this.#read(index);
     if (found.kind !== RECORD_SERVED || found.position !== state.position || found.snapshot !== state.snapshot) return null;
-    const until = index + 1 < count ? (await this.#read(index + 1)).at : null;
+    const until = index + 1 < count ? Math.max(found.at, (await this.#read(index + 1)).at) : null;
     return dataVersionRecord(state, found.at, until);
   }
 
   /**
    * Drop the records of states that ended before `cutoff` (epoch ms): every
    * record before the last one that began before it, which was still served
-   * then. Resolves to the records dropped. The rest is copied to a new file
-   * that replaces this one whole, between two appends.
+   * then, but never the record of the newest snapshot served alone (a
+   * restart on it must know it was served, so that its version names one
+   * state). Resolves to the records dropped. The rest is copied to a new
+   * file, the bulk beside appends and the records appended meanwhile
+   * between two of them, and the copy replaces this file whole.
    */
   prune(cutoff: number): Promise<number> {
-    const run = this.#appending.then(async () => {
-      if (this.#unavailable !== null) return 0;
-      const drop = (await this.#firstAtOrAfter(cutoff, this.#count)) - 1;
+    if (this.#pruneRun === null) this.#pruneRun = this.#prune(cutoff).finally(() => (this.#pruneRun = null));
+    return this.#pruneRun;
+  }
+
+  async #prune(cutoff: number): Promise<number> {
+    if (this.#unavailable !== null) return 0;
+    const dir = dirname(this.#path);
+    const temp = join(dir, tempFileName(basename(this.#path)));
+    let copy: FileHandle | null = null;
+    let renamed = false;
+    let drop: number;
+    try {
+      // Records are only ever added at the end, and only a prune replaces the file: what is there now can be read beside appends.
+      const count = this.#count;
+      drop = (await this.#firstAtOrAfter(cutoff, count)) - 1;
+      let newestAlone = -1;
+      for (const index of this.#alone.values()) newestAlone = Math.max(newestAlone, index);
+      if (newestAlone >= 0) drop = Math.min(drop, newestAlone);
       if (drop <= 0) return 0;
-      try {
-        await this.#rewriteFrom(drop);
-      } catch (error) {
-        this.#logger.error({ err: (error as Error).message, path: this.#path }, 'old records of served data versions could not be dropped; they stay');
-        return 0;
+      copy = await open(temp, 'a+');
+      await this.#copyRecords(copy, drop, count, true);
+      const into = copy;
+      await this.#betweenAppends(async () => {
+        await this.#copyRecords(into, count, this.#count, false);
+        await into.sync();
+        await rename(temp, this.#path);
+        renamed = true;
+        this.#replaceWith(into, drop);
+      });
+    } catch (error) {
+      if (!renamed) {
+        await copy?.close().catch(() => {});
+        await unlink(temp).catch(() => {});
       }
-      this.#logger.info({ dropped: drop, kept: this.#count, path: this.#path }, 'records of data versions served before the retention dropped');
-      return drop;
-    });
-    this.#appending = run.then(() => {});
+      if (error instanceof HistoryError) {
+        // A record that cannot be read back: the file is damaged, and no version is resolved from it.
+        this.#unavailable = error.message;
+        this.#logger.error({ code: error.code, err: error.message, path: this.#path }, 'the record of served data versions cannot be read; versions are not resolved until it is restored');
+      } else {
+        this.#logger.error({ err: (error as Error).message, path: this.#path }, 'old records of served data versions could not be dropped; they stay');
+      }
+      return 0;
+    }
+    this.#logger.info({ dropped: drop, kept: this.#count, path: this.#path }, 'records of data versions served before the retention dropped');
+    return drop;
+  }
+
+  /** Run `work` between two appends: none is written while it runs. */
+  #betweenAppends(work: () => Promise<void>): Promise<void> {
+    const run = this.#appending.then(work);
+    this.#appending = run.then(noop, noop);
     return run;
+  }
+
+  /** Append the records `from..to` of this file to `copy`, each checked, after a header when `withHeader` (a new file). */
+  async #copyRecords(copy: FileHandle, from: number, to: number, withHeader: boolean): Promise<void> {
+    if (withHeader) await writeWhole(copy, header());
+    const chunk = Buffer.alloc(SCAN_RECORDS * RECORD_LENGTH);
+    for (let i = from; i < to; i += SCAN_RECORDS) {
+      const n = Math.min(SCAN_RECORDS, to - i);
+      const { bytesRead } = await this.#handle.read(chunk, 0, n * RECORD_LENGTH, HEADER_LENGTH + i * RECORD_LENGTH);
+      if (bytesRead !== n * RECORD_LENGTH) throw new HistoryError(`${this.#path} ends before its records: it was cut short after it was opened`);
+      // A record damaged since the file was opened is not carried into the copy, where it would be refused at the next start.
+      for (let k = 0; k < n; k++) decodeRecord(chunk.subarray(k * RECORD_LENGTH, (k + 1) * RECORD_LENGTH), i + k, this.#path);
+      await writeWhole(copy, chunk.subarray(0, bytesRead));
+    }
+  }
+
+  /**
+   * The copy renamed into place (the records from `first` on) becomes the
+   * record's file at once, with no wait between: a lookup sees the old
+   * file and indexes or the new ones.
+   */
+  #replaceWith(copy: FileHandle, first: number): void {
+    const previous = this.#handle;
+    this.#handle = copy;
+    this.#count -= first;
+    for (const [snapshot, index] of this.#alone) {
+      if (index < first) this.#alone.delete(snapshot);
+      else this.#alone.set(snapshot, index - first);
+    }
+    this.#generation++;
+    void previous.close().catch(() => {});
+    // Synced before the next record counts: a power loss must not bring the old file back under records written to the new one.
+    this.#directoryUnsynced = true;
   }
 
   #keep(keepMs: number): void {
@@ -201,45 +283,6 @@ export class VersionJournal implements ServedVersions {
     return lo;
   }
 
-  /**
-   * Replace the file with one that holds the records from `first` on. The
-   * copy's handle becomes the record's the moment it is renamed into place,
-   * so no append goes to the file it replaced.
-   */
-  async #rewriteFrom(first: number): Promise<void> {
-    const dir = dirname(this.#path);
-    const temp = join(dir, tempFileName(basename(this.#path)));
-    const next = await open(temp, 'a+');
-    try {
-      await next.write(header(), 0, HEADER_LENGTH, null);
-      const chunk = Buffer.alloc(SCAN_RECORDS * RECORD_LENGTH);
-      for (let i = first; i < this.#count; i += SCAN_RECORDS) {
-        const n = Math.min(SCAN_RECORDS, this.#count - i);
-        const { bytesRead } = await this.#handle.read(chunk, 0, n * RECORD_LENGTH, HEADER_LENGTH + i * RECORD_LENGTH);
-        if (bytesRead !== n * RECORD_LENGTH) throw new HistoryError(`${this.#path} ends before its records: it was cut short after it was opened`);
-        await next.write(chunk, 0, bytesRead, null);
-      }
-      await next.sync();
-      await rename(temp, this.#path);
-    } catch (error) {
-      await next.close().catch(() => {});
-      await unlink(temp).catch(() => {});
-      throw error;
-    }
-    // At once, with no wait between: a lookup sees the old file and indexes or the new ones.
-    const previous = this.#handle;
-    this.#handle = next;
-    this.#count -= first;
-    for (const [snapshot, index] of this.#alone) {
-      if (index < first) this.#alone.delete(snapshot);
-      else this.#alone.set(snapshot, index - first);
-    }
-    this.#generation++;
-    await previous.close().catch(() => {});
-    // The rename is done either way; a directory not synced risks only the copy, on a power loss.
-    await syncDirectory(dir).catch((error: Error) => this.#logger.warn({ err: error.message, path: this.#path }, 'the directory of the record of versions could not be synced'));
-  }
-
   /** The index of the record that served `position` (> 0), or -1. */
   async #indexOf(position: number, count: number): Promise<number> {
     // Records of a snapshot alone and of stops share the serial of the record before them.
@@ -268,10 +311,17 @@ export class VersionJournal implements ServedVersions {
         return;
       }
       const serial = Math.max(this.#serial, state.position);
+      const when = Math.max(at, this.#lastAt);
       try {
-        await this.#handle.write(encodeRecord(kind, state, serial, at), 0, RECORD_LENGTH, null);
+        if (this.#directoryUnsynced) {
+          await syncDirectory(dirname(this.#path));
+          this.#directoryUnsynced = false;
+        }
+        await writeWhole(this.#handle, encodeRecord(kind, state, serial, when));
         await this.#handle.datasync();
       } catch (error) {
+        // A record cut short (a full disk) is cut off again, so that the file stays whole records.
+        await this.#handle.truncate(HEADER_LENGTH + this.#count * RECORD_LENGTH).catch(() => {});
         // A record missing would make the next version's times wrong: none is resolved until the file is looked at.
         this.#unavailable = `${this.#path} could not be written (${(error as Error).message}); data versions are not resolved until the server is restarted with the file whole`;
         this.#logger.error({ err: (error as Error).message, path: this.#path }, 'the record of served data versions could not be written; serving goes on');
@@ -281,8 +331,9 @@ export class VersionJournal implements ServedVersions {
       this.#count++;
       this.#serial = serial;
       this.#last = { state, kind };
+      this.#lastAt = when;
     });
-    this.#appending = run;
+    this.#appending = run.then(noop, noop);
     return run;
   }
 }
@@ -299,6 +350,14 @@ export async function openVersionJournal(path: string, logger: Logger, keepMs?: 
     logger.error({ code: error.code, err: error.message }, 'the record of served data versions is refused; serving without it: data versions are not resolved');
     return unavailableVersions(`the record of served data versions cannot be used: ${error.message}`);
   }
+}
+
+function noop(): void {}
+
+/** Write all of `bytes` at the end of the file: a short write (a full disk) is an error, not a record cut short taken as whole. */
+async function writeWhole(handle: FileHandle, bytes: Buffer): Promise<void> {
+  const { bytesWritten } = await handle.write(bytes, 0, bytes.length, null);
+  if (bytesWritten !== bytes.length) throw new Error(`only ${bytesWritten} of ${bytes.length} bytes could be written`);
 }
 
 const MAGIC = 'UPIRVERS';
@@ -328,6 +387,7 @@ interface Scan {
   readonly count: number;
   readonly serial: number;
   readonly last: { readonly state: ServedState; readonly kind: number } | null;
+  readonly lastAt: number;
   readonly alone: Map<string, number>;
 }
 
@@ -378,9 +438,11 @@ function decodeRecord(bytes: Buffer, index: number, path: string): JournalRecord
 async function scanJournal(handle: FileHandle, path: string): Promise<Scan> {
   const { size } = await handle.stat();
   if (size === 0) {
-    await handle.write(header(), 0, HEADER_LENGTH, null);
+    await writeWhole(handle, header());
     await handle.datasync();
-    return { count: 0, serial: 0, last: null, alone: new Map() };
+    // The new file's entry too: records synced into a file a power loss forgets would be lost with it.
+    await syncDirectory(dirname(path));
+    return { count: 0, serial: 0, last: null, lastAt: Number.NEGATIVE_INFINITY, alone: new Map() };
   }
   const head = Buffer.alloc(HEADER_LENGTH);
   const { bytesRead } = await handle.read(head, 0, HEADER_LENGTH, 0);
@@ -398,6 +460,7 @@ async function scanJournal(handle: FileHandle, path: string): Promise<Scan> {
   const alone = new Map<string, number>();
   let serial = 0;
   let last: Scan['last'] = null;
+  let lastAt = Number.NEGATIVE_INFINITY;
   const chunk = Buffer.alloc(SCAN_RECORDS * RECORD_LENGTH);
   for (let first = 0; first < count; first += SCAN_RECORDS) {
     const n = Math.min(SCAN_RECORDS, count - first);
@@ -415,7 +478,8 @@ async function scanJournal(handle: FileHandle, path: string): Promise<Scan> {
       serial = r.serial;
       if (r.kind === RECORD_SERVED && r.position === 0) alone.set(r.snapshot, index);
       last = { state: { snapshot: r.snapshot, position: r.position }, kind: r.kind };
+      lastAt = Math.max(lastAt, r.at);
     }
   }
-  return { count, serial, last, alone };
+  return { count, serial, last, lastAt, alone };
 }

@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import { ErrorCode, StoreError } from '../common/errors.js';
+import { ErrorCode, HistoryError, StoreError } from '../common/errors.js';
 import { silentLogger, type Logger } from '../common/logger.js';
 import { dataVersionRecord, type DataVersionRecord, type ServedState, type ServedVersions } from '../history/served-versions.js';
 import { storeError, type StoreLocation } from './postgres.js';
@@ -64,7 +64,11 @@ export class StoreServedVersions implements ServedVersions {
     }
   }
 
-  readonly unavailable = null;
+  /** While states served wait to be written, versions are not resolved: an answer now could deny one served, or end another too late. */
+  get unavailable(): string | null {
+    return this.#failing ? `the store cannot take the record of data versions served; ${this.#pending.length} wait to be recorded, and versions are resolved again once they are` : null;
+  }
+
   readonly highestPosition = 0;
 
   /** A fleet version is the log's position: a state served again is the same state, under the same version. */
@@ -119,6 +123,8 @@ export class StoreServedVersions implements ServedVersions {
 
   async find(state: ServedState): Promise<DataVersionRecord | null> {
     await this.#flush();
+    const why = this.unavailable;
+    if (why !== null) throw new HistoryError(why);
     let rows: { served_at_ms: string; next_at_ms: string | null }[];
     try {
       ({ rows } = await this.#pool.query<{ served_at_ms: string; next_at_ms: string | null }>(
@@ -141,6 +147,7 @@ export class StoreServedVersions implements ServedVersions {
     if (this.#pruning !== null) clearInterval(this.#pruning);
     if (this.#retry !== null) clearTimeout(this.#retry);
     await this.#flush();
+    if (this.#pending.length > 0) this.#logger.error({ dropped: this.#pending.length }, 'served data versions not recorded in the store before the stop: those versions will not be resolved');
   }
 
   #time(text: string): number {

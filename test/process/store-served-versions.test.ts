@@ -63,11 +63,15 @@ test('store table: states served while the store cannot be written are recorded 
     await pool.query('ALTER TABLE served_versions RENAME TO served_versions_away');
     await versions.record({ snapshot: S, position: 3 }, T);
     await versions.record({ snapshot: S, position: 4 }, T + 1_000);
+    // Meanwhile no version is resolved: an answer could deny a version served, or leave the one before it open.
+    assert.match(versions.unavailable ?? '', /2 wait to be recorded/);
+    await assert.rejects(versions.find({ snapshot: S, position: 4 }), { code: ErrorCode.HISTORY });
     await pool.query('ALTER TABLE served_versions_away RENAME TO served_versions');
     await versions.record({ snapshot: S, position: 5 }, T + 2_000);
     const { rows } = await pool.query<{ position: string }>('SELECT position FROM served_versions ORDER BY position');
     assert.deepEqual(rows.map((r) => Number(r.position)), [3, 4, 5]);
     assert.equal((await versions.find({ snapshot: S, position: 4 }))?.until, formatIso(T + 2_000));
+    assert.equal(versions.unavailable, null);
   }));
 
 test('store table: a retention drops the rows of states that ended before it, and keeps the one served then', () =>

@@ -164,11 +164,14 @@ test('a retention drops the states that ended before it, keeps the one served th
     await journal.close(T + 7 * DAY);
     assert.equal((await stat(t.path)).size, 32 + 96 * 5);
 
-    // Opened with a retention its oldest record is a month past, the record drops by itself what ended before it:
-    // here every state (the last ended with the stop at day 7), all but that stop.
+    // Opened with a retention its oldest record is a month past, the record drops by itself what ended before it
+    // (here every state: the last ended with the stop at day 7), but not the newest snapshot served alone, S3, and what
+    // followed it: a restart on S3 must know S3 was served, or it would serve it again under the same version.
     const kept = await VersionJournal.open(t.path, silentLogger, Date.now() - (T + 40 * DAY));
-    await until('the old records dropped', 5_000, () => kept.size === 1);
-    assert.equal(await kept.find({ snapshot: 'S3', position: 12 }), null);
+    await until('the old records dropped', 5_000, () => kept.size === 3);
+    assert.equal(await kept.find({ snapshot: 'S2', position: 9 }), null);
+    assert.ok(kept.served({ snapshot: 'S3', position: 0 }));
+    assert.equal((await kept.find({ snapshot: 'S3', position: 12 }))?.until, formatIso(T + 7 * DAY));
     await kept.record({ snapshot: 'S4', position: 20 }, Date.now());
     assert.equal((await kept.find({ snapshot: 'S4', position: 20 }))?.until, null);
     await kept.close();
@@ -217,6 +220,52 @@ test('lookups made while a retention copies the file find what they would have f
     const reopened = await VersionJournal.open(t.path);
     assert.equal(reopened.size, 1503, 'the 1,502 kept, the one recorded after the copy, and the stop');
     assert.equal((await reopened.find({ snapshot: S, position: 3001 }))?.from, formatIso(T + 3_001_000));
+    await reopened.close();
+  } finally {
+    await t.done();
+  }
+});
+
+test('a prune that meets a damaged record stops resolving versions, and recording and closing go on without failing', async () => {
+  const t = await tempPath();
+  try {
+    const DAY = 24 * 60 * 60 * 1000;
+    const journal = await VersionJournal.open(t.path);
+    for (let p = 1; p <= 8; p++) await journal.record({ snapshot: S, position: p }, T + p * DAY);
+    // A byte of record 6, among those a prune keeps, flipped after the file was opened.
+    const bytes = await readFile(t.path);
+    bytes[32 + 6 * 96 + 40]! ^= 0xff;
+    await writeFile(t.path, bytes);
+    assert.equal(await journal.prune(T + 6.5 * DAY), 0);
+    assert.match(journal.unavailable ?? '', /record 6 fails its CRC/);
+    await journal.record({ snapshot: S, position: 9 }, T + 9 * DAY);
+    await assert.rejects(journal.find({ snapshot: S, position: 9 }), { code: ErrorCode.HISTORY });
+    await journal.close();
+  } finally {
+    await t.done();
+  }
+});
+
+test('records are copied by a prune beside appends, and a clock stepped back never ends a state before it began', async () => {
+  const t = await tempPath();
+  try {
+    const DAY = 24 * 60 * 60 * 1000;
+    const journal = await VersionJournal.open(t.path);
+    for (let p = 1; p <= 20_000; p++) await journal.record({ snapshot: S, position: p }, T + p * 1_000);
+    const pruned = journal.prune(T + 10_000 * 1_000 + 500);
+    // Recorded while the prune copies: every one is in the new file.
+    const late = Array.from({ length: 20 }, (_, i) => journal.record({ snapshot: S, position: 20_001 + i }, T + 30 * DAY + i));
+    assert.equal(await pruned, 9_999);
+    await Promise.all(late);
+    assert.equal(journal.size, 20_001 + 20 - 10_000);
+    for (const p of [10_000, 15_000, 20_000, 20_020]) assert.ok((await journal.find({ snapshot: S, position: p })) !== null, `position ${p}`);
+    // The clock steps back a day: the state recorded then begins when the one before it did, not before.
+    await journal.record({ snapshot: S, position: 20_021 }, T + 29 * DAY);
+    const stepped = await journal.find({ snapshot: S, position: 20_020 });
+    assert.equal(stepped?.until, stepped?.from);
+    await journal.close();
+    const reopened = await VersionJournal.open(t.path);
+    assert.equal((await reopened.find({ snapshot: S, position: 20_021 }))?.from, formatIso(T + 30 * DAY + 19));
     await reopened.close();
   } finally {
     await t.done();
