@@ -12,7 +12,7 @@ export const PRIVATE_LOOKUP_TAGS = [
 export function privateLookupPaths({ ref, ok, error, common }: DocumentParts): Record<string, unknown> {
   const file = (description: string) => ({
     '200': {
-      description: `${description}: the mirror file format of docs/api.md, gzip or Brotli when asked (Accept-Encoding); ETag, Cache-Control public, max-age=31536000, immutable`,
+      description: `${description}: the mirror file format of docs/api.md, gzip or Brotli when asked (Accept-Encoding); ETag, Cache-Control private, max-age=31536000, immutable`,
       content: { 'application/octet-stream': { schema: { type: 'string', format: 'binary' } } },
     },
   });

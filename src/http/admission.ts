@@ -58,6 +58,8 @@ export function createAdmission(deps: AdmissionDependencies): Admission {
     if (token === null || deps.admin === undefined) {
       return refuseKey(x, unauthorized('missing Authorization header; send "Authorization: Bearer <API key>", or sign in to the console'), ip);
     }
+    // An IP past its failures is refused before its cookie costs a lookup (in the fleet, a query of the store).
+    if ((await deps.quota.peekIp(ip)).remaining <= 0) return refuseKey(x, unauthorized('the console session was not looked up'), ip);
     const tokenHash = hashApiKey(token);
     const found = (await deps.admin({ op: 'session.find', tokenHash })).session ?? null;
     if (found === null) return refuseKey(x, unauthorized('the console session has ended; sign in again'), ip);

@@ -56,8 +56,12 @@ export function isContentType(value: string, mediaType: string): boolean {
  * connection. uWS
  * reuses the chunk memory after the callback, so each chunk is copied once,
  * and the whole body concatenated once at the end.
+ *
+ * Once `refused` resolves to true (the caller was refused while the body
+ * arrives), what came is let go and the rest is read without being kept:
+ * an unauthenticated client makes the server hold none of its body.
  */
-export function readBody(res: HttpResponse, limit: number, discardLimit: number, declaredLength: string): Promise<Buffer | HttpError> {
+export function readBody(res: HttpResponse, limit: number, discardLimit: number, declaredLength: string, refused?: Promise<boolean>): Promise<Buffer | HttpError> {
   return new Promise((resolve) => {
     const tooLarge = (close: boolean) => badRequest(`request body larger than ${limit} bytes`, close);
     if (declaredLength !== '') {
@@ -82,7 +86,13 @@ export function readBody(res: HttpResponse, limit: number, discardLimit: number,
     const chunks: Buffer[] = [];
     let size = 0;
     let finished = false;
+    let dropping = false;
     let overflowWait: NodeJS.Timeout | undefined;
+    void refused?.then((yes) => {
+      if (!yes) return;
+      dropping = true;
+      chunks.length = 0;
+    });
     res.onData((chunk, isLast) => {
       if (finished) return;
       size += chunk.byteLength;
@@ -102,6 +112,14 @@ export function readBody(res: HttpResponse, limit: number, discardLimit: number,
         } else {
           // Still arriving: a client sending steadily is read to its end or the discard limit, not cut off mid-upload.
           overflowWait.refresh();
+        }
+        return;
+      }
+      if (dropping) {
+        // Answered with its refusal once the body has come (within the same bounds); nothing of it is kept meanwhile.
+        if (isLast) {
+          finished = true;
+          resolve(EMPTY_BODY);
         }
         return;
       }

@@ -280,9 +280,6 @@ export function createRouteKit(deps: ApiDependencies, app: TemplatedApp): BuiltR
     const contentType = req.getHeader('content-type');
     const declared = req.getHeader('content-length');
     const input = read?.(req) as T;
-    // The body must be consumed from now on; authentication runs while it arrives.
-    // A body somewhat over the cap is read and dropped so that the client gets its 400 (MAX_DISCARDED_BODY_BYTES).
-    const body = readBody(res, limit, Math.max(MAX_DISCARDED_BODY_BYTES, 2 * limit), declared);
     let admitted: KeyRecord | Promise<KeyRecord>;
     try {
       admitted = admit(x, req, scope);
@@ -295,6 +292,9 @@ export function createRouteKit(deps: ApiDependencies, app: TemplatedApp): BuiltR
       () => null,
       (error: unknown) => error,
     );
+    // The body must be consumed from now on; authentication runs while it arrives, and a refused caller's is not kept.
+    // A body somewhat over the cap is read and dropped so that the client gets its 400 (MAX_DISCARDED_BODY_BYTES).
+    const body = readBody(res, limit, Math.max(MAX_DISCARDED_BODY_BYTES, 2 * limit), declared, refusal.then((r) => r !== null));
     // A refused key is answered once the body is read too (within its bounds):
     // after an answer uWS reads and drops the rest of a body itself, without
     // a bound for a chunked one.

@@ -58,7 +58,7 @@ test('the mirror: a signed manifest, a full file and diffs that agree with the s
     const r = await get(url, encoding === undefined ? {} : { 'accept-encoding': encoding });
     assert.equal(r.status, 200, url);
     assert.equal(r.headers.get('content-type'), 'application/octet-stream');
-    assert.equal(r.headers.get('cache-control'), 'public, max-age=31536000, immutable');
+    assert.equal(r.headers.get('cache-control'), 'private, max-age=31536000, immutable');
     return new Uint8Array(await r.arrayBuffer());
   };
   /** A diff named by a manifest, or null when a newer version has replaced it since (the client then reads the manifest again). */

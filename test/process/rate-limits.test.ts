@@ -246,6 +246,8 @@ test('failed authentication is limited per IP: 401 with the per-IP limit, then 4
     }
     assertLimited(await get(server, 'upirisk_another-bad-key'), 60, 'fourth failure');
     assertLimited(await post(server, 'upirisk_another-bad-key', '/v1/verify/upi/batch', { upis: ['a@ybl'] }), 60, 'fifth failure, batch');
+    // A console session cookie of the right form is refused too, before it is looked up.
+    assertLimited(await request(server.base, VERIFY, null, { headers: { cookie: `__Host-upi_risk_session=${'A'.repeat(43)}` } }), 60, 'a session cookie');
     assertAllowed(await get(server, key), 50, 49, 'a valid key from the same IP');
   } finally {
     if (own !== undefined) assert.equal(await own.server.stop(), 0, 'graceful exit');

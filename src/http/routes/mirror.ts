@@ -7,7 +7,8 @@ import type { ApiDependencies, RouteKit } from '../route-kit.js';
 import { noInput } from './request-input.js';
 
 /** A file of a version never changes: callers and caches may keep it for a year. */
-const IMMUTABLE = 'public, max-age=31536000, immutable';
+// private: the files answer a keyed request; a shared cache must not hand them to callers without a key or quota.
+const IMMUTABLE = 'private, max-age=31536000, immutable';
 /** Retry-After while the first version is being made. */
 const FIRST_VERSION_RETRY_SECONDS = 5;
 
