@@ -75,8 +75,15 @@ export function parseIsoWithZone(text: string): number {
   if (month < 1 || month > 12 || day < 1 || day > daysInMonth(year, month)) return Number.NaN;
   if (hour > 23 || minute > 59 || second > 59) return Number.NaN;
   const days = daysFromCivil(year, month, day);
-  return ((days * 24 + hour) * 60 + minute - offsetMinutes) * 60_000 + second * 1000 + millis;
+  const ms = ((days * 24 + hour) * 60 + minute - offsetMinutes) * 60_000 + second * 1000 + millis;
+  // An offset may carry a four-digit year past either end in UTC, which is then written with six digits and a sign:
+  // not RFC 3339, and refused when read back. Such an instant is refused here, where it comes in.
+  return ms < FIRST_FOUR_DIGIT_MS || ms > LAST_FOUR_DIGIT_MS ? Number.NaN : ms;
 }
+
+/** 0000-01-01T00:00:00.000Z and 9999-12-31T23:59:59.999Z: the instants RFC 3339 can write in UTC. */
+const FIRST_FOUR_DIGIT_MS = -62_167_219_200_000;
+const LAST_FOUR_DIGIT_MS = 253_402_300_799_999;
 
 const ZERO = 0x30;
 const DASH = 0x2d;

@@ -100,6 +100,8 @@ test('refusals: a CLEARED VPA 422, bad input 4xx, wrong scope 403, a body over 6
     [analyst, '/v1/disputes', dispute('kirana@ybl'), 403],
     [bank, '/v1/reports', { upi: 'kirana@ybl', outcome: 'confirmed_fraud', risk_category: 'theft' }, 422],
     [bank, '/v1/reports', { upi: 'kirana@ybl', outcome: 'maybe' }, 422],
+    // Before year 0000 in UTC: it could not be written back as RFC 3339, and a stored report must read back.
+    [bank, '/v1/reports', { upi: 'kirana@ybl', outcome: 'confirmed_fraud', occurred_at: '0000-01-01T00:00:00+01:00' }, 422],
     [analyst, '/v1/reports', { upi: 'kirana@ybl', outcome: 'confirmed_fraud' }, 403],
   ];
   for (const [key, path, body, status] of refusals) {

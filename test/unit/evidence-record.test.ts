@@ -46,6 +46,25 @@ test('timestamps need a zone; impossible dates are refused; output is UTC', () =
   for (const bad of ['2026-03-01T12:00:00', '2026-03-01', '2023-02-29T00:00:00Z', '2026-13-01T00:00:00Z', '2026-01-01T24:00:00Z', 'yesterday', '']) {
     assert.ok(Number.isNaN(parseIsoWithZone(bad)), bad);
   }
+  // Instants whose UTC year is not four digits would be written back as +010000 or -000001: not RFC 3339.
+  for (const beyond of ['0000-01-01T00:00:00+01:00', '0000-01-01T00:59:59.999+01:00', '9999-12-31T23:59:59-00:01', '9999-12-31T23:30:00-01:00']) {
+    assert.ok(Number.isNaN(parseIsoWithZone(beyond)), beyond);
+  }
+  assert.equal(formatIso(parseIsoWithZone('0000-01-01T01:00:00+01:00')), '0000-01-01T00:00:00Z');
+  assert.equal(formatIso(parseIsoWithZone('9999-12-31T23:59:59.999Z')), '9999-12-31T23:59:59.999Z');
+  assert.equal(formatIso(parseIsoWithZone('9999-12-31T23:59:59-00:00')), '9999-12-31T23:59:59Z');
+  // Whatever is accepted is written back as text that is accepted again, the same instant.
+  fc.assert(
+    fc.property(fc.date({ min: new Date(-62_167_219_200_000 - 86_400_000), max: new Date(253_402_300_799_999 + 86_400_000), noInvalidDate: true }), fc.integer({ min: -23 * 60 - 59, max: 23 * 60 + 59 }), (date, offset) => {
+      const local = new Date(date.getTime() + offset * 60_000).toISOString().slice(0, 23);
+      if (!/^\d{4}-/.test(local)) return;
+      const zone = `${offset < 0 ? '-' : '+'}${String(Math.floor(Math.abs(offset) / 60)).padStart(2, '0')}:${String(Math.abs(offset) % 60).padStart(2, '0')}`;
+      const ms = parseIsoWithZone(local + zone);
+      if (Number.isNaN(ms)) return;
+      assert.equal(parseIsoWithZone(formatIso(ms)), ms, local + zone);
+    }),
+    { numRuns: 5_000 },
+  );
 });
 
 test('formatIso and putIso write what Date#toISOString writes, without the fraction on whole seconds', () => {
