@@ -256,6 +256,8 @@ export class SnapshotService implements ServedData, CorrectionEngine {
       if (incremental) {
         const since = corrections?.vpasSince(first.meta.correctionSequence) ?? [];
         if (since.length > 0) await service.#queueCorrection(since);
+      } else if (service.#correctionsUnbuilt()) {
+        await service.#build('corrections recorded after the snapshot was built');
       }
       // Merges at start record the states they make; the first is recorded only when it is what is
       // served, in the queue of changes, so that a merge queued meanwhile comes after it.
@@ -455,6 +457,8 @@ export class SnapshotService implements ServedData, CorrectionEngine {
     }
     if (this.#options.incrementalBuilds === false) {
       await this.#build('corrections recorded');
+      // A build another process held the lock for does not know them: stored, not yet served.
+      if (this.#current.meta.correctionSequence < state.sequence) throw new Error('the corrections are stored; another build holds the lock, and the next build serves them');
       return this.#view.version;
     }
     await this.#queueCorrection(upis);
@@ -495,6 +499,8 @@ export class SnapshotService implements ServedData, CorrectionEngine {
     if (this.#options.incrementalBuilds === false) {
       if (unserved) await this.#build('new evidence');
       else if (this.#expiryDue()) await this.#build('evidence expired');
+      // A correction recorded while no server ran, or one whose rebuild a crash cut short.
+      else if (this.#correctionsUnbuilt()) await this.#build('corrections not yet built');
       return;
     }
     if (unserved) await this.#absorb();
@@ -558,6 +564,11 @@ export class SnapshotService implements ServedData, CorrectionEngine {
 
   #state(): CorrectionState {
     return this.#options.corrections?.state() ?? NO_CORRECTIONS;
+  }
+
+  /** Whether corrections were recorded after the snapshot served was built: without a delta, only a build serves them. */
+  #correctionsUnbuilt(): boolean {
+    return this.#state().sequence > this.#current.meta.correctionSequence;
   }
 
   /** The clearances in force, as merges take them. */
