@@ -18,10 +18,17 @@ const MAX_REMEMBERED = 10_000;
 export class ActiveKeys {
   #byHash = new Map<string, KeyRecord>();
   #verified = new Map<string, KeyRecord>();
+  #ids = new Set<string>();
 
   replace(records: readonly KeyRecord[]): void {
     this.#byHash = new Map(records.filter((r) => r.revoked_at === null).map((r) => [r.hash, r]));
+    this.#ids = new Set([...this.#byHash.values()].map((r) => r.id));
     this.#verified = new Map();
+  }
+
+  /** Whether the key with this id is active (rotation keeps a key's id). */
+  hasId(id: string): boolean {
+    return this.#ids.has(id);
   }
 
   verify(presentedKey: string): KeyRecord | null {

@@ -9,6 +9,8 @@ export class KeyRegistry {
   readonly #active = new ActiveKeys();
   readonly #backend: KeyBackend;
   #signature = '';
+  /** Whether the keys were read once. */
+  #loaded = false;
   #timer: NodeJS.Timeout | null = null;
   #onError: (error: Error) => void;
   /** The last reload's failure: the same one again (a store down for a while) is reported once. */
@@ -36,6 +38,15 @@ export class KeyRegistry {
 
   get size(): number {
     return this.#active.size;
+  }
+
+  /**
+   * Whether the key with this id is active: what it made (watchlists) acts
+   * for it only while it is. True of every id until the keys are first
+   * read, so that a store unreachable at start revokes nothing.
+   */
+  isActive(id: string): boolean {
+    return !this.#loaded || this.#active.hasId(id);
   }
 
   /** The active (not revoked) key record for a presented key, or null. */
@@ -108,6 +119,7 @@ export class KeyRegistry {
     // A bad file (edited by hand, say) or an unreachable store keeps the previous keys in force rather than locking everyone out.
     this.#active.replace(await this.#backend.read());
     this.#signature = signature;
+    this.#loaded = true;
     const active = this.#active.records();
     for (const listener of this.#listeners) listener(active);
   }

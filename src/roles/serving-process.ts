@@ -193,7 +193,7 @@ async function serveUntilStopped(options: ServeOptions, mode: ServingMode, logge
   const corrections = new CorrectionRequests({ desk: served.corrections, logger });
   const history = new HistoryRequests(served.versions, logger);
   metrics.watchVersionRecord(() => served.versions.unavailable);
-  const watch = await served.startWatching({ served: service, logger, allowed: options.webhookAllow, firstRetryMs: options.webhookFirstRetryMs });
+  const watch = await served.startWatching({ served: service, logger, allowed: options.webhookAllow, firstRetryMs: options.webhookFirstRetryMs, ownerActive: (id) => keys.isActive(id) });
   const ingest = async (body: Uint8Array): Promise<IntakeResult> => {
     const started = performance.now();
     const result = await served.ingest(body);

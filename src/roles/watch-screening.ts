@@ -13,6 +13,8 @@ export interface WatchSettings {
   readonly allowed: ReadonlySet<string>;
   /** Wait before a failed webhook is sent again, ms (--webhook-first-retry-seconds). */
   readonly firstRetryMs: number;
+  /** Whether a watchlist's key is active: a revoked key's watchlists are not screened, nor their events sent. */
+  readonly ownerActive: (keyId: string) => boolean;
 }
 
 /** Watchlists as served: the admin API's side, and the end. */
@@ -29,9 +31,9 @@ export interface Screening {
 }
 
 export function startScreening(store: WatchStore, settings: WatchSettings): Screening {
-  const { served, logger, allowed } = settings;
-  const delivery = new WebhookDelivery(store, { allowed, logger, policy: { ...DEFAULT_DELIVERY, firstRetryMs: settings.firstRetryMs } });
-  const rescreener = new Rescreener(store, served, { logger, onEvents: () => delivery.wake() });
+  const { served, logger, allowed, ownerActive } = settings;
+  const delivery = new WebhookDelivery(store, { allowed, logger, ownerActive, policy: { ...DEFAULT_DELIVERY, firstRetryMs: settings.firstRetryMs } });
+  const rescreener = new Rescreener(store, served, { logger, ownerActive, onEvents: () => delivery.wake() });
   rescreener.start();
   delivery.wake();
   return {

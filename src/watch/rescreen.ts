@@ -27,6 +27,7 @@ export class Rescreener {
   readonly #served: ServedData;
   readonly #logger: Logger;
   readonly #onEvents: () => void;
+  readonly #ownerActive: (keyId: string) => boolean;
   #running: Promise<void> | null = null;
   #again = false;
   #closed = false;
@@ -35,11 +36,12 @@ export class Rescreener {
   /** Stop hearing of what is served (from start()). */
   #unsubscribe: (() => void)[] = [];
 
-  constructor(store: WatchStore, served: ServedData, options: { logger: Logger; onEvents: () => void }) {
+  constructor(store: WatchStore, served: ServedData, options: { logger: Logger; onEvents: () => void; ownerActive?: (keyId: string) => boolean }) {
     this.#store = store;
     this.#served = served;
     this.#logger = options.logger;
     this.#onEvents = options.onEvents;
+    this.#ownerActive = options.ownerActive ?? (() => true);
   }
 
   /** Screen now (what changed while the server was down), and after every change from now on. */
@@ -96,6 +98,8 @@ export class Rescreener {
     let watched = 0;
     let sinceTurn = 0;
     for (const { watchlist, states } of this.#store.watched()) {
+      // A revoked key's watchlists tell nobody anything more.
+      if (!this.#ownerActive(watchlist.owner)) continue;
       for (const [upi, before] of states) {
         const after = view.batchItem(upi);
         const state = stateOf(after);

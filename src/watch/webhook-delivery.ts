@@ -68,6 +68,7 @@ export class WebhookDelivery {
   readonly #policy: DeliveryPolicy;
   readonly #logger: Logger;
   readonly #random: () => number;
+  readonly #ownerActive: (keyId: string) => boolean;
   readonly #inFlight = new Set<string>();
   /** Events whose last outcome the store did not take, with when they may be sent again. */
   readonly #unrecorded = new Map<string, number>();
@@ -75,8 +76,9 @@ export class WebhookDelivery {
   #closed = false;
   #running: Promise<void>[] = [];
 
-  constructor(store: WatchStore, options: { allowed: ReadonlySet<string>; logger: Logger; policy?: DeliveryPolicy; random?: () => number }) {
+  constructor(store: WatchStore, options: { allowed: ReadonlySet<string>; logger: Logger; policy?: DeliveryPolicy; random?: () => number; ownerActive?: (keyId: string) => boolean }) {
     this.#store = store;
+    this.#ownerActive = options.ownerActive ?? (() => true);
     this.#allowed = options.allowed;
     this.#policy = options.policy ?? DEFAULT_DELIVERY;
     this.#logger = options.logger;
@@ -125,6 +127,12 @@ export class WebhookDelivery {
     const list = this.#store.get(event.watchlist_id);
     if (list === null) return;
     const started = Date.now();
+    if (!this.#ownerActive(list.owner)) {
+      // Given up, not sent: a revoked key's watchlist delivers nothing more.
+      const attempt: DeliveryAttempt = { at: new Date(started).toISOString(), status: null, error: "not sent: the watchlist's key is revoked", duration_ms: 0 };
+      await this.#store.attempted(event.id, { ...stored.delivery, state: 'failed', attempts: [...stored.delivery.attempts, attempt].slice(-KEPT_ATTEMPTS), nextAttemptAt: null });
+      return;
+    }
     const body = JSON.stringify(event);
     let status: number | null = null;
     let error: string | null = null;

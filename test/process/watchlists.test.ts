@@ -174,6 +174,32 @@ test('events pending when the server is killed are delivered after it restarts',
   for (const upi of ['kill1@ybl', 'kill2@ybl', 'kill3@ybl']) assert.equal(new Set(eventsFor(upi).map((e) => e.id)).size, 1);
 });
 
+test("a revoked key's watchlists are screened no more, and their events waiting are given up, not sent", async () => {
+  const created = await runCli(['keys', 'create', '--data-dir', dataDirRoot, '--name', 'leaked']);
+  const leaked = lastLine(created.stdout);
+  const admin = lastLine((await runCli(['keys', 'create', '--data-dir', dataDirRoot, '--name', 'ops', '--scopes', 'admin'])).stdout);
+  await until('the new keys are known', 3_000, async () => (await call('/v1/watchlists', leaked)).status === 200 && (await call('/v1/admin/watchlists', admin)).status === 200);
+  const { id } = await watch(leaked, ['revoked-a@ybl', 'revoked-b@ybl']);
+  const owner = ((await call(`/v1/admin/watchlists/${id}`, admin)).body as { owner: string }).owner;
+  receiver.status = 503;
+  await sendEvidence([evidence('revoked-a@ybl', 'https://scam.example/revoked-a', { source_category: 'scam' })]);
+  await until('the event waits for its receiver', 10_000, async () => {
+    const events = (await call(`/v1/admin/watchlists/${id}/events`, admin)).body.events as { delivery: { attempts: unknown[] } }[];
+    return events.length === 1 && events[0]!.delivery.attempts.length >= 1;
+  });
+  assert.equal((await runCli(['keys', 'revoke', '--data-dir', dataDirRoot, owner])).code, 0);
+  await until('the key is refused', 3_000, async () => (await call('/v1/watchlists', leaked)).status === 401);
+  receiver.status = 200;
+  await sendEvidence([evidence('revoked-b@ybl', 'https://scam.example/revoked-b', { source_category: 'scam' })]);
+  await until('the waiting event given up', 15_000, async () => {
+    const events = (await call(`/v1/admin/watchlists/${id}/events`, admin)).body.events as { delivery: { state: string; attempts: { error: string | null }[] } }[];
+    return events.length === 1 && events[0]!.delivery.state === 'failed' && /key is revoked/.test(events[0]!.delivery.attempts.at(-1)!.error ?? '');
+  });
+  assert.equal((await call('/v1/verify/upi?upi=revoked-b@ybl', keyA)).body.status, 'FLAGGED');
+  await new Promise((resolve) => setTimeout(resolve, 1_500));
+  assert.deepEqual([...eventsFor('revoked-a@ybl'), ...eventsFor('revoked-b@ybl')], [], 'nothing sent after the revocation');
+});
+
 test("one key never sees or changes another key's watchlists", async () => {
   const { id } = await watch(keyA, ['mine@ybl']);
   for (const [method, path, body] of [
