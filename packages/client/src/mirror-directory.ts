@@ -36,8 +36,9 @@ let nodeFiles: Promise<NodeFiles> | undefined;
 
 export interface StoredState {
   readonly manifest: MirrorManifest;
-  /** The entry file the manifest names, as read: still to be checked. */
-  readonly file: Uint8Array;
+  /** The entry file the manifest names, as read: still to be checked; null when it could not be read (`fileError` says why). */
+  readonly file: Uint8Array | null;
+  readonly fileError?: MirrorStorageError;
 }
 
 export class MirrorDirectory {
@@ -73,7 +74,8 @@ export class MirrorDirectory {
     try {
       return { manifest, file: await fs.readFile(entryFile) };
     } catch (cause) {
-      throw new MirrorStorageError(`cannot read ${entryFile}, the entry file of the stored manifest`, { cause });
+      // The manifest still tells which version was held: no older one may be taken after it.
+      return { manifest, file: null, fileError: new MirrorStorageError(`cannot read ${entryFile}, the entry file of the stored manifest`, { cause }) };
     }
   }
 

@@ -15,7 +15,7 @@ import {
   type UpiRiskClientOptions,
   type VerifyResult,
 } from './client.js';
-import { MirrorFileError, MirrorNotReadyError, MirrorReplayError, NotFoundError } from './errors.js';
+import { MirrorChecksumError, MirrorFileError, MirrorNotReadyError, MirrorReplayError, MirrorStorageError, NotFoundError, ResponseFormatError } from './errors.js';
 import { MirrorDirectory } from './mirror-directory.js';
 import {
   MIRROR_BANDS,
@@ -113,6 +113,12 @@ export class UpiRiskMirror {
   /** h(upi) of the VPA being checked, reused. */
   readonly #words = new Uint32Array(8);
   #state: MirrorState | null = null;
+  /**
+   * The newest version known to have been held, signed: the stored
+   * manifest's, even when its entries could not be taken. No older
+   * manifest is accepted after it, across restarts too.
+   */
+  #floor = 0;
   /** Syncs and loads, one after another. */
   #queue: Promise<unknown> = Promise.resolve();
   /** The first read of the directory, once begun. */
@@ -215,33 +221,36 @@ export class UpiRiskMirror {
 
   async #sync(scope: CallScope): Promise<MirrorSyncResult> {
     const held = this.#state;
-    const manifestAnswer = await sendWithRetries(this.#transport, { method: 'GET', path: MANIFEST_PATH, idempotent: true }, scope);
+    const manifestAnswer = await sendWithRetries(this.#transport, { method: 'GET', path: MANIFEST_PATH, idempotent: true, maxBytes: MAX_MANIFEST_BYTES }, scope);
     const manifest = readManifest(manifestAnswer.body);
     await checkSignature(await this.#key(), manifest);
-    if (held !== null && manifest.version < held.version) throw new MirrorReplayError(held.version, manifest.version);
+    const floor = Math.max(held?.version ?? 0, this.#floor);
+    if (manifest.version < floor) throw new MirrorReplayError(floor, manifest.version);
     if (held !== null && manifest.version === held.version) {
       return { version: held.version, previousVersion: held.version, applied: 'none', count: held.entries.count };
     }
-    let entries: MirrorEntries | null = null;
+    let built: { entries: MirrorEntries; fullFile: Uint8Array } | null = null;
     const diff = held === null ? undefined : manifest.diffs.find((d) => d.from === held.version);
     if (held !== null && diff !== undefined) {
-      // A diff the service no longer keeps (404) is made up for by the full file; any other failure ends the sync.
-      const bytes = await this.#download(diff, scope).catch((error: unknown) => {
-        if (error instanceof NotFoundError) return null;
-        throw error;
-      });
-      if (bytes !== null) entries = asFileError(() => applyMirrorDiff(held.entries, fileOfKind(MIRROR_KIND_DIFF, bytes)));
+      try {
+        const bytes = await this.#download(diff, scope);
+        built = await checkedSet(manifest, asFileError(() => applyMirrorDiff(held.entries, fileOfKind(MIRROR_KIND_DIFF, bytes))));
+      } catch (error) {
+        // A diff the service no longer keeps (404), or one that does not build the signed set (damaged on the
+        // way, or by a cache): the full file is taken instead. Anything else ends the sync.
+        if (!(error instanceof NotFoundError || error instanceof MirrorFileError || error instanceof MirrorChecksumError)) throw error;
+      }
     }
-    const applied = entries === null ? 'full' : 'diff';
-    if (entries === null) {
+    const applied = built === null ? 'full' : 'diff';
+    if (built === null) {
       const bytes = await this.#download(manifest.full, scope);
-      entries = asFileError(() => fileOfKind(MIRROR_KIND_FULL, bytes).entries);
+      built = await checkedSet(manifest, asFileError(() => fileOfKind(MIRROR_KIND_FULL, bytes).entries));
     }
-    const fullFile = encodeMirrorFile(MIRROR_KIND_FULL, entries);
-    await checkEntrySet(manifest, entries, fullFile);
+    const { entries, fullFile } = built;
     const state = new MirrorState(manifest, entries);
     await this.#directory?.write(manifest, fullFile);
     this.#state = state;
+    this.#floor = Math.max(this.#floor, state.version);
     return { version: state.version, previousVersion: held?.version ?? null, applied, count: entries.count };
   }
 
@@ -250,7 +259,14 @@ export class UpiRiskMirror {
     if (!FILE_PATH.test(file.url) || file.url.includes('..')) {
       throw new MirrorFileError('format', `the manifest names a file at ${JSON.stringify(file.url)}, not a path of the service`);
     }
-    const answer = await sendWithRetries(this.#downloads, { method: 'GET', path: file.url, idempotent: true, answer: 'bytes' }, scope);
+    let answer;
+    try {
+      // No more than the manifest says, decompressed: a small compressed answer may unpack to any size.
+      answer = await sendWithRetries(this.#downloads, { method: 'GET', path: file.url, idempotent: true, answer: 'bytes', maxBytes: file.bytes }, scope);
+    } catch (error) {
+      if (error instanceof ResponseFormatError) throw new MirrorFileError('format', `${file.url}: ${error.message}; the manifest says ${file.bytes} bytes`, { cause: error });
+      throw error;
+    }
     const bytes = answer.body as Uint8Array;
     if (bytes.length !== file.bytes) {
       const problem = bytes.length < file.bytes ? 'truncated' : 'format';
@@ -264,9 +280,13 @@ export class UpiRiskMirror {
     const held = this.#state;
     if (stored === null || (held !== null && stored.manifest.version <= held.version)) return held?.version ?? null;
     await checkSignature(await this.#key(), stored.manifest);
-    const { entries } = asFileError(() => fileOfKind(MIRROR_KIND_FULL, stored.file));
+    // Signed, so held once: whatever its entries turn out to be, no older version is taken after it.
+    this.#floor = Math.max(this.#floor, stored.manifest.version);
+    const file = stored.file;
+    if (file === null) throw stored.fileError!;
+    const { entries } = asFileError(() => fileOfKind(MIRROR_KIND_FULL, file));
     // A full file that decodes is its entries written as encodeMirrorFile writes them.
-    await checkEntrySet(stored.manifest, entries, stored.file);
+    await checkEntrySet(stored.manifest, entries, file);
     this.#state = new MirrorState(stored.manifest, entries);
     return stored.manifest.version;
   }
@@ -277,7 +297,10 @@ export class UpiRiskMirror {
     if (directory === null) return Promise.resolve();
     this.#restored ??= this.#exclusive(() => this.#loadStored(directory)).then(
       () => {},
-      () => {},
+      (error: unknown) => {
+        // A directory that could not be read (an I/O error) is read again before the next sync; a state that does not check out is not.
+        if (error instanceof MirrorStorageError) this.#restored = undefined;
+      },
     );
     return this.#restored;
   }
@@ -293,6 +316,16 @@ export class UpiRiskMirror {
     this.#queue = run.catch(() => {});
     return run;
   }
+}
+
+/** The most bytes a manifest may have: sixty diffs' entries are a few kilobytes. */
+const MAX_MANIFEST_BYTES = 1024 * 1024;
+
+/** The entry set written as a full file, checked against what `manifest` signed (MirrorChecksumError). */
+async function checkedSet(manifest: MirrorManifest, entries: MirrorEntries): Promise<{ entries: MirrorEntries; fullFile: Uint8Array }> {
+  const fullFile = encodeMirrorFile(MIRROR_KIND_FULL, entries);
+  await checkEntrySet(manifest, entries, fullFile);
+  return { entries, fullFile };
 }
 
 /** decodeMirrorFile, refusing a file of the other kind. */

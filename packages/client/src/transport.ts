@@ -24,6 +24,8 @@ export interface FetchResponse {
   text(): Promise<string>;
   /** The body as bytes: needed by UpiRiskMirror, whose files are binary (the platform's fetch has it). */
   arrayBuffer?(): Promise<ArrayBuffer>;
+  /** The body as a stream (the platform's fetch has it): an answer with `maxBytes` is read from it, and cut off past them. */
+  readonly body?: { getReader(): { read(): Promise<{ done: boolean; value?: Uint8Array }>; cancel(reason?: unknown): Promise<void> } } | null;
 }
 
 /** What a screening record should keep of an answer (the spec's advice on logging). */
@@ -55,6 +57,12 @@ export interface ApiRequest {
   readonly idempotent: boolean;
   /** What a 2xx answer's body is: JSON (the default), or bytes, given as a Uint8Array. */
   readonly answer?: 'json' | 'bytes';
+  /**
+   * The most bytes a 2xx answer's body may have once decompressed: past
+   * them, reading stops and the call fails with a ResponseFormatError (not
+   * retried). A compressed answer is small on the wire whatever it unpacks to.
+   */
+  readonly maxBytes?: number;
 }
 
 /** What bounds one call of the client: every request, attempt and wait it makes. */
@@ -136,8 +144,9 @@ async function attempt(config: TransportConfig, request: ApiRequest, scope: Call
         signal: controller.signal,
       });
       // Error answers are JSON whatever was asked for.
-      const bytes = binary && isSuccess(response.status) ? await bytesOf(response) : null;
-      const text = bytes === null ? await response.text() : '';
+      const capped = request.maxBytes !== undefined && isSuccess(response.status) ? await boundedBytesOf(response, request.maxBytes, request.path) : null;
+      const bytes = binary && isSuccess(response.status) ? (capped ?? (await bytesOf(response))) : null;
+      const text = bytes !== null ? '' : capped !== null ? new TextDecoder().decode(capped) : await response.text();
       return { status: response.status, text, bytes, meta: metaOf(response.headers), retryAfterHeader: response.headers.get('retry-after') };
     })();
     return await raceAbort(exchange, controller.signal);
@@ -157,6 +166,41 @@ async function attempt(config: TransportConfig, request: ApiRequest, scope: Call
 
 function isSuccess(status: number): boolean {
   return status >= 200 && status < 300;
+}
+
+function tooLarge(path: string, maxBytes: number): ResponseFormatError {
+  return new ResponseFormatError(`the answer to GET ${path.split('?')[0]} is larger than the ${maxBytes} bytes it may be`);
+}
+
+/** An answer's body, read from its stream up to `maxBytes` (decompressed); ResponseFormatError past them. */
+async function boundedBytesOf(response: FetchResponse, maxBytes: number, path: string): Promise<Uint8Array> {
+  const stream = response.body;
+  if (stream === undefined || stream === null) {
+    const bytes = await bytesOf(response);
+    if (bytes.length > maxBytes) throw tooLarge(path, maxBytes);
+    return bytes;
+  }
+  const reader = stream.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    if (value === undefined) continue;
+    size += value.length;
+    if (size > maxBytes) {
+      await reader.cancel().catch(() => {});
+      throw tooLarge(path, maxBytes);
+    }
+    chunks.push(value);
+  }
+  const bytes = new Uint8Array(size);
+  let at = 0;
+  for (const chunk of chunks) {
+    bytes.set(chunk, at);
+    at += chunk.length;
+  }
+  return bytes;
 }
 
 async function bytesOf(response: FetchResponse): Promise<Uint8Array> {

@@ -12,6 +12,7 @@ import {
   MirrorFileError,
   MirrorReplayError,
   MirrorSignatureError,
+  ResponseFormatError,
   ServiceUnavailableError,
   UnauthorizedError,
 } from '../src/errors.js';
@@ -61,21 +62,32 @@ async function assertRefused(expected: (error: unknown) => boolean): Promise<voi
   assert.deepEqual(SAMPLE.map((upi) => mirror.check(upi)), answersAtVersion1);
 }
 
-test('a byte of the diff flipped on the way: MirrorChecksumError', async () => {
-  service.tamper = (path, body) => {
-    if (!path.startsWith('/v1/mirror/diff/')) return body;
-    const changed = Buffer.from(body);
-    // The last byte of the first entry's prefix: the entries stay in order, the set is another.
-    changed[MIRROR_HEADER_BYTES + 7]! ^= 0x01;
-    return changed;
-  };
-  await assertRefused((e) => e instanceof MirrorChecksumError && e.code === 'mirror_checksum' && e instanceof MirrorError);
-  assert.deepEqual(service.requests.map((r) => r.url), ['/v1/mirror/manifest', '/v1/mirror/diff/1/2']);
+/** Whether a path is one of the mirror's files (a diff or a full file), not its manifest. */
+const isMirrorFile = (path: string) => path.startsWith('/v1/mirror/diff/') || path.startsWith('/v1/mirror/full/');
+
+/** The last byte of the first entry's prefix flipped: the entries stay in order, the set is another. */
+const flipFirstEntry = (body: Uint8Array) => {
+  const changed = Buffer.from(body);
+  changed[MIRROR_HEADER_BYTES + 7]! ^= 0x01;
+  return changed;
+};
+
+test('a diff damaged on the way is made up for by the full file, in the same sync', async () => {
+  service.tamper = (path, body) => (path.startsWith('/v1/mirror/diff/') ? flipFirstEntry(body) : body);
+  const result = await mirror.sync();
+  assert.deepEqual([result.version, result.applied], [2, 'full']);
+  assert.deepEqual(service.requests.map((r) => r.url), ['/v1/mirror/manifest', '/v1/mirror/diff/1/2', '/v1/mirror/full/2']);
 });
 
-test('a category changed in the diff: MirrorChecksumError', async () => {
+test('a byte flipped on the way in the diff and in the full file: MirrorChecksumError', async () => {
+  service.tamper = (path, body) => (isMirrorFile(path) ? flipFirstEntry(body) : body);
+  await assertRefused((e) => e instanceof MirrorChecksumError && e.code === 'mirror_checksum' && e instanceof MirrorError);
+  assert.deepEqual(service.requests.map((r) => r.url), ['/v1/mirror/manifest', '/v1/mirror/diff/1/2', '/v1/mirror/full/2']);
+});
+
+test('a category changed in the diff and in the full file: MirrorChecksumError', async () => {
   service.tamper = (path, body) => {
-    if (!path.startsWith('/v1/mirror/diff/')) return body;
+    if (!isMirrorFile(path)) return body;
     const changed = Buffer.from(body);
     // An entry's byte with another (known) band: the diff still reads.
     const at = MIRROR_HEADER_BYTES + 8;
@@ -111,9 +123,9 @@ test('two entries of the full file swapped: MirrorFileError, order', async () =>
   await assertRefused((e) => e instanceof MirrorFileError && e.problem === 'order');
 });
 
-test('a diff whose magic is changed: MirrorFileError, format', async () => {
+test('a diff and a full file whose magic is changed: MirrorFileError, format', async () => {
   service.tamper = (path, body) => {
-    if (!path.startsWith('/v1/mirror/diff/')) return body;
+    if (!isMirrorFile(path)) return body;
     const changed = Buffer.from(body);
     changed[0] = 0x58;
     return changed;
@@ -140,6 +152,25 @@ test('a manifest re-signed with another key: MirrorSignatureError, before any do
   service.manifestOverride = () => service.manifest(2, intruder.privateKey);
   await assertRefused((e) => e instanceof MirrorSignatureError && e.code === 'mirror_signature');
   assert.deepEqual(service.requests.map((r) => r.url), ['/v1/mirror/manifest']);
+});
+
+test('a file that unpacks to far more than the manifest says: cut off at that size, MirrorFileError; the full file too', async () => {
+  // 64 MiB of zeros, a few hundred kilobytes gzipped: read no further than the manifest's length.
+  const bomb = Buffer.alloc(64 * 1024 * 1024);
+  service.compression = 'gzip';
+  service.tamper = (path, body) => (isMirrorFile(path) ? bomb : body);
+  try {
+    await assertRefused((e) => e instanceof MirrorFileError && e.problem === 'format' && /larger than the \d+ bytes it may be/.test(e.message));
+    assert.deepEqual(service.requests.map((r) => r.url), ['/v1/mirror/manifest', '/v1/mirror/diff/1/2', '/v1/mirror/full/2']);
+  } finally {
+    service.compression = null;
+  }
+});
+
+test('a manifest larger than any the service writes: refused before it is parsed', async () => {
+  const genuine = service.manifest();
+  service.manifestOverride = () => ({ ...genuine, padding: 'x'.repeat(2 * 1024 * 1024) }) as never;
+  await assertRefused((e) => e instanceof ResponseFormatError && /larger than/.test(e.message));
 });
 
 test('a manifest changed after signing (its sha256): MirrorSignatureError', async () => {

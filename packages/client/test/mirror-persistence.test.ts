@@ -10,7 +10,7 @@ import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { UpiRiskMirror } from '../src/mirror.js';
-import { MirrorChecksumError, MirrorFileError, MirrorSignatureError, MirrorStorageError } from '../src/errors.js';
+import { MirrorChecksumError, MirrorFileError, MirrorReplayError, MirrorSignatureError, MirrorStorageError } from '../src/errors.js';
 import { MIRROR_HEADER_BYTES } from '../src/mirror-format.js';
 import type { FetchLike } from '../src/transport.js';
 import { fakeClock } from './fakes.js';
@@ -124,6 +124,32 @@ test('a stored state that does not check out: load() says why, sync() starts afr
     assert.equal(healing.version, null);
     assert.equal((await healing.sync()).applied, 'full');
     assert.equal(await mirrorOf(directory, { fetch: noNetwork }).load(), version);
+  });
+});
+
+test('a stored version whose entries do not check out still bars an older manifest after a restart: no rollback', async () => {
+  await withDirectory(async (directory) => {
+    service.publish(flagSome(VPAS, 0.25, 43));
+    const version = service.latest.version;
+    await mirrorOf(directory).sync();
+    const entryFile = join(directory, `mirror-${version}.bin`);
+    const entries = await readFile(entryFile);
+    entries[MIRROR_HEADER_BYTES + 7]! ^= 0x01;
+    await writeFile(entryFile, entries);
+    // An older manifest, genuinely signed, replayed to the restarted mirror.
+    const stale = service.manifest(version - 1);
+    service.manifestOverride = () => stale;
+    try {
+      const restarted = mirrorOf(directory);
+      await assert.rejects(restarted.sync(), (e) => e instanceof MirrorReplayError && e.heldVersion === version && e.offeredVersion === version - 1);
+      assert.equal(restarted.version, null);
+      assert.ok((await readdir(directory)).includes(`mirror-${version}.bin`), 'the stored version is not replaced by the older one');
+      service.manifestOverride = null;
+      assert.deepEqual([(await restarted.sync()).applied, restarted.version], ['full', version]);
+      assertAnswersLatest(restarted);
+    } finally {
+      service.manifestOverride = null;
+    }
   });
 });
 
