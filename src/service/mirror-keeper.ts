@@ -15,6 +15,8 @@ export const DEFAULT_MIRROR_INTERVAL_MS = 60_000;
 export const DIFF_VERSIONS = 60;
 /** A diff holding more than this share of the entries is not offered: the full file is about as cheap. */
 const DIFF_SHARE_LIMIT = 0.25;
+/** The longest wait before a version that could not be made is tried again; the wait doubles from the interval up to it. */
+const MAX_RETRY_MS = 10 * 60_000;
 /**
  * The diffs a version offers hold at most this share of its full file's
  * bytes together (and at least MIN_DIFF_BUDGET_BYTES): after a change of
@@ -70,6 +72,9 @@ export class MirrorKeeper implements MirrorPublications {
   /** When the last version was published, and how long its making took (performance.now, ms). */
   #lastPublished = Number.NEGATIVE_INFINITY;
   #lastCutMs = 0;
+  /** Versions that could not be made one after another, and when the next may be tried (performance.now()). */
+  #failures = 0;
+  #retryAt = Number.NEGATIVE_INFINITY;
   #cutting = false;
   #timer: NodeJS.Timeout | null = null;
   #closed = false;
@@ -128,7 +133,7 @@ export class MirrorKeeper implements MirrorPublications {
    */
   #schedule(): void {
     if (this.#closed || this.#timer !== null || this.#cutting) return;
-    const wait = Math.max(0, this.#lastPublished + this.#intervalMs - this.#lastCutMs - performance.now());
+    const wait = Math.max(0, this.#lastPublished + this.#intervalMs - this.#lastCutMs - performance.now(), this.#retryAt - performance.now());
     this.#timer = setTimeout(() => {
       this.#timer = null;
       void this.#cut();
@@ -186,6 +191,7 @@ export class MirrorKeeper implements MirrorPublications {
       this.#lastVersion = version;
       this.#lastDataVersion = view.version;
       this.#lastPublished = performance.now();
+      this.#failures = 0;
       this.#options.logger.info(
         { mirrorVersion: version, dataVersion: view.version, entries: cut.entries.count, changes: cut.changes.count, diffs: publication.files.size - 1, ms: Math.round(this.#lastCutMs) },
         'mirror version made',
@@ -193,7 +199,14 @@ export class MirrorKeeper implements MirrorPublications {
       // Compressed once served: at 10M that is seconds no caller waits for.
       await this.#publisher.publish(publication, () => this.#closed, this.#options.serves ?? true);
     } catch (error) {
-      this.#options.logger.error({ err: error instanceof Error ? error.message : String(error) }, 'a mirror version could not be made; the one before is still served');
+      // Not made again at once: a cut is seconds of work at 10M, and what failed (a full disk, the store) seldom passes that soon.
+      this.#failures++;
+      const backoff = Math.min(MAX_RETRY_MS, this.#intervalMs * 2 ** (this.#failures - 1));
+      this.#retryAt = performance.now() + backoff;
+      this.#options.logger.error(
+        { err: error instanceof Error ? error.message : String(error), failures: this.#failures, retryInMs: backoff },
+        'a mirror version could not be made; the one before is still served',
+      );
     } finally {
       this.#cutting = false;
       // What changed while this one was made comes in the next.
