@@ -1,3 +1,4 @@
+import { isUtf8 } from 'node:buffer';
 import { mkdir, open, readFile, type FileHandle } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { syncDirectory } from '../common/atomic-file.js';
@@ -69,12 +70,20 @@ export class FileDisputeStore implements DisputeStore {
       throw new DisputeStateError(`cannot open the disputes journal ${path}: ${(error as Error).message}`, { cause: error });
     }
     const store = new FileDisputeStore(path, handle, whole);
-    const lines = bytes === null ? [] : bytes.subarray(0, whole).toString('utf8').split('\n');
-    lines.pop();
+    // Split as bytes: a line that is not UTF-8 is refused, not read with U+FFFD in it.
+    const lines: Buffer[] = [];
+    if (bytes !== null) {
+      let start = 0;
+      for (let end = bytes.indexOf(0x0a); end >= 0 && end < whole; end = bytes.indexOf(0x0a, start)) {
+        lines.push(bytes.subarray(start, end));
+        start = end + 1;
+      }
+    }
     try {
-      for (const [i, text] of lines.entries()) {
+      for (const [i, raw] of lines.entries()) {
         const fail = (why: string) => new DisputeStateError(`disputes journal ${path}, line ${i + 1}: ${why}`);
-        store.#apply(parseLine(text, fail), fail);
+        if (!isUtf8(raw)) throw fail('not UTF-8');
+        store.#apply(parseLine(raw.toString('utf8'), fail), fail);
       }
     } catch (error) {
       await handle.close();

@@ -1,3 +1,4 @@
+import { isUtf8 } from 'node:buffer';
 import { mkdir, open, stat, type FileHandle } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -139,12 +140,15 @@ export class CorrectionJournal {
     let line = this.#lines;
     for (let end = bytes.indexOf(NEWLINE, 0); end >= 0 && end < read; end = bytes.indexOf(NEWLINE, start)) {
       line++;
-      const text = bytes.toString('utf8', start, end);
+      const raw = bytes.subarray(start, end);
+      const text = raw.toString('utf8');
       start = end + 1;
       // An empty line is left alone: an editor's habit, never a record.
       if (text.trim() === '') continue;
       const at = line;
       const fail = (why: string) => new CorrectionJournalError(`${this.#path}, line ${at}: ${why}`);
+      // Bytes that are not UTF-8 would be read as U+FFFD: an evidence id damaged so would name another.
+      if (!isUtf8(raw)) throw fail('not UTF-8');
       let value: unknown;
       try {
         value = JSON.parse(text);

@@ -46,8 +46,8 @@ export interface StoreDeskOptions {
 
 /**
  * The corrections desk of a fleet follower: a correction is one
- * transaction of the store's log (correction-log.ts), audited, and
- * answered once this follower serves its position; every other follower
+ * transaction of the store's log (correction-log.ts), audited once stored,
+ * and answered once this follower serves its position; every other follower
  * serves it from the log within moments, in the same order.
  */
 export class StoreDesk implements CorrectionDesk {
@@ -60,9 +60,11 @@ export class StoreDesk implements CorrectionDesk {
   async retract(ids: readonly string[], reason: string, by: string): Promise<RetractionOutcome> {
     const logged = await this.#withClient((client) => logRetraction(client, this.#options.location, ids, reason, by));
     if (logged.position !== null) {
-      await this.#servedAt(logged.position);
+      // Audited once stored, before the wait to serve it: a wait that times out (503) or a process that dies
+      // then leaves no correction unaudited, and a retry finds it done.
       const details = { reason, evidence_ids: [...new Set(ids)].filter((id) => !logged.unknown.includes(id)), upis: logged.upis, already_retracted: logged.alreadyRetracted, unknown: logged.unknown.length };
       await this.#options.audit.append({ actor: this.#actor(by), action: 'evidence.retracted', target: `position-${logged.position}`, details });
+      await this.#servedAt(logged.position);
     }
     return { retracted: logged.retracted, unknown: logged.unknown, already_retracted: logged.alreadyRetracted, data_version: this.#options.follower.view.version };
   }
@@ -83,11 +85,11 @@ export class StoreDesk implements CorrectionDesk {
     );
     if ('conflict' in outcome) throw new ClearanceConflictError(upi, outcome.conflict.id);
     const made = outcome.stored;
-    await this.#servedAt(made.position);
     await this.#options.audit.append(
       { actor: this.#actor(by), action: 'clearance.created', target: made.id, details: { upi, reason: made.reason, reference: made.reference, urls: made.urls.length } },
       new Date(made.createdAt),
     );
+    await this.#servedAt(made.position);
     return { ...recordOf(made), data_version: this.#options.follower.view.version };
   }
 
@@ -95,8 +97,8 @@ export class StoreDesk implements CorrectionDesk {
     const ended = await this.#withClient((client) => logClearanceEnd(client, this.#options.location, id, by, this.#now()));
     if (ended === null) return null;
     if (ended.position !== null) {
-      await this.#servedAt(ended.position);
       await this.#options.audit.append({ actor: this.#actor(by), action: 'clearance.ended', target: id, details: { upi: ended.clearance.upi, reason } }, new Date(ended.clearance.endedAt!));
+      await this.#servedAt(ended.position);
     }
     return { ...recordOf(ended.clearance), data_version: this.#options.follower.view.version };
   }

@@ -108,6 +108,9 @@ test('a complete line that is not a correction is refused with ERR_CORRECTION_JO
         return true;
       });
     }
+    // A byte of an evidence id damaged on disk (0xff is never UTF-8): refused, not read as another id.
+    await writeFile(path, Buffer.concat([Buffer.from(`${good}\n`), Buffer.from(`${good.replace('"ev-', '"e\u00ff-')}\n`, 'latin1'), Buffer.from(`${good}\n`)]));
+    await assert.rejects(CorrectionJournal.open(path), (error: NodeJS.ErrnoException) => error.code === ErrorCode.CORRECTION_JOURNAL && /line 2: not UTF-8/.test(error.message));
   } finally {
     await cleanup();
   }

@@ -71,6 +71,11 @@ test('a line this service did not write is refused with ERR_DISPUTE_STATE naming
       return true;
     });
   }
+  // A byte damaged on disk (0xff is never UTF-8): refused, not read with U+FFFD in its place.
+  const path = await journal();
+  await mkdir(dirname(path), { recursive: true });
+  await writeFile(path, Buffer.concat([Buffer.from(`${good}\n`), Buffer.from(`${good.replace('"a@ybl"', '"\u00ff@ybl"')}\n`, 'latin1')]));
+  await assert.rejects(FileDisputeStore.open(path), (error: Error & { code?: string }) => error.code === ErrorCode.DISPUTE_STATE && /line 2: not UTF-8/.test(error.message));
 });
 
 test('a missing journal is an empty one, made with its folder at start; an empty one is read', async () => {
