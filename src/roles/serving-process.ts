@@ -299,6 +299,10 @@ async function serveUntilStopped(options: ServeOptions, mode: ServingMode, logge
 async function generatedTls(options: ServeOptions, logger: Logger): Promise<TlsFiles | null> {
   if (options.tls === 'plain-http') {
     logger.warn({}, '--plain-http: serving unencrypted HTTP; the spec requires TLS 1.3, so put a TLS-terminating proxy in front');
+    if (options.metricsToken === undefined) {
+      // A proxy on this host connects from loopback: /metrics would answer whoever the proxy forwards.
+      logger.warn({}, '--plain-http without --metrics-token: GET /metrics answers every loopback connection, a proxy on this host included; set --metrics-token');
+    }
     return null;
   }
   const generated = await ensureSelfSignedCertificate(options.dir);

@@ -1,8 +1,9 @@
 import { describe, test } from 'node:test';
+import { rm } from 'node:fs/promises';
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import net from 'node:net';
-import { networkInterfaces } from 'node:os';
+import { networkInterfaces, tmpdir } from 'node:os';
 import { spawn } from 'node:child_process';
 import { CLI, GENEROUS_PLANS, startServer, type RunningServer } from '../server-process.js';
 import { createKey, edgeDataDir, eventually, request, writePlans, type EdgeDataDir } from '../fixtures/edge-server.js';
@@ -142,20 +143,29 @@ describe('operations', { concurrency: true }, () => {
 
   test('with --metrics-token, /metrics needs "Authorization: Bearer <token>" and is 404 otherwise', async () => {
     const token = 'scrape-token-7f3a';
-    await withServer({ args: ['--metrics-token', token, '--threads', '1'] }, async (server) => {
-      const scrape = async (authorization?: string) => {
-        const r = await fetch(`${server.base}/metrics`, authorization === undefined ? {} : { headers: { authorization } });
-        return { status: r.status, text: await r.text() };
-      };
-      const none = await scrape();
-      assert.equal(none.status, 404, 'no token, even from loopback');
-      assert.equal((JSON.parse(none.text) as { error: string }).error, 'not_found');
-      assert.equal((await scrape('Bearer wrong-token')).status, 404);
-      assert.equal((await scrape(`Basic ${token}`)).status, 404);
-      const good = await scrape(`Bearer ${token}`);
-      assert.equal(good.status, 200);
-      assert.match(good.text, /^# TYPE upi_risk_http_requests_total counter$/m);
-    });
+    const plans = await writePlans(tmpdir(), { plans: { default: { burst: 1000, sustained: 100_000, windowSeconds: 60 } }, authFailuresPerIp: { points: 10, windowSeconds: 60 } });
+    try {
+      await withServer({ args: ['--metrics-token', token, '--threads', '1', '--plans', plans] }, async (server) => {
+        const scrape = async (authorization?: string) => {
+          const r = await fetch(`${server.base}/metrics`, authorization === undefined ? {} : { headers: { authorization } });
+          return { status: r.status, text: await r.text() };
+        };
+        const none = await scrape();
+        assert.equal(none.status, 404, 'no token, even from loopback');
+        assert.equal((JSON.parse(none.text) as { error: string }).error, 'not_found');
+        assert.equal((await scrape('Bearer wrong-token')).status, 404);
+        assert.equal((await scrape(`Basic ${token}`)).status, 404);
+        const good = await scrape(`Bearer ${token}`);
+        assert.equal(good.status, 200);
+        assert.match(good.text, /^# TYPE upi_risk_http_requests_total counter$/m);
+        // Tokens tried are charged to the IP like keys: past its failures, not even the right one is looked at.
+        for (let i = 0; i < 10; i++) assert.equal((await scrape(`Bearer guess-${i}`)).status, 404);
+        assert.equal((await scrape(`Bearer ${token}`)).status, 404, 'the right token, from an IP past its failures');
+        assert.equal((await fetch(`${server.base}/v1/verify/upi?upi=a@ybl`, { headers: { authorization: 'Bearer another-guess' } })).status, 429, 'the same budget as keys');
+      });
+    } finally {
+      await rm(plans, { force: true });
+    }
   });
 
   /** A non-loopback IPv4 address of this machine, to reach a server listening on every address as a remote client would. */

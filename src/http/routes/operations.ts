@@ -64,25 +64,32 @@ export function registerOperationsRoutes(kit: RouteKit, deps: Pick<ApiDependenci
     answerLater(x);
     const authorization = req.getHeader('authorization');
     const ip = remoteAddress(res);
-    const presented = bearerToken(authorization);
-    const allowed =
-      deps.metricsToken === undefined
-        ? isLoopback(ip)
-        : typeof presented === 'string' && sameHash(hashApiKey(presented), metricsTokenHash!);
-    if (!allowed || metrics === undefined) {
-      fail(x, notFound('no such endpoint: GET /metrics'));
-      return;
-    }
-    const scrape =
-      deps.scrape ??
-      (() => {
+    const hidden = () => fail(x, notFound('no such endpoint: GET /metrics'));
+    if (metrics === undefined) return hidden();
+    const scrape = () => {
+      let text: Promise<string>;
+      if (deps.scrape !== undefined) text = deps.scrape();
+      else {
         metrics.observeSnapshot(x.view.base);
-        return metrics.text();
-      });
-    scrape().then(
-      (text) => sendBare(x, metrics.contentType, text),
-      (error: unknown) => fail(x, error),
-    );
+        text = metrics.text();
+      }
+      text.then(
+        (body) => sendBare(x, metrics.contentType, body),
+        (error: unknown) => fail(x, error),
+      );
+    };
+    if (metricsTokenHash === undefined) return isLoopback(ip) ? scrape() : hidden();
+    // A token tried is charged to the IP like a key tried, and past the IP's failures even the right one is not
+    // looked at: the token cannot be guessed at line rate. The answer to a wrong one stays a 404.
+    const presented = bearerToken(authorization);
+    deps.quota
+      .peekIp(ip)
+      .then(async (budget) => {
+        if (budget.remaining > 0 && typeof presented === 'string' && sameHash(hashApiKey(presented), metricsTokenHash)) return scrape();
+        if (authorization !== '') await deps.quota.failedAuthentication(ip);
+        return hidden();
+      })
+      .catch((error: unknown) => fail(x, error));
   };
   // HEAD on any path, answered without a body (uWS routes HEAD to no GET
   // route): a body would be read by a keep-alive client as the next answer.
