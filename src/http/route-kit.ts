@@ -275,6 +275,12 @@ export function createRouteKit(deps: ApiDependencies, app: TemplatedApp): BuiltR
   };
 
   const keyedBody = <T = undefined>(route: number, scope: KeyScope, limit: number, mediaType: string, answer: BodyAnswer<T>, emptyAllowed = false, read?: (req: HttpRequest) => T): Handler => (res: HttpResponse, req: HttpRequest) => {
+    if (ambiguousFraming(req) !== null) {
+      // Closed at once, unanswered: uWS would go on to read what one of the lengths makes a second request
+      // from the same bytes, even after an answer that closes the connection.
+      res.close();
+      return;
+    }
     const x = begin(res, route);
     answerLater(x);
     const contentType = req.getHeader('content-type');
@@ -379,4 +385,22 @@ export function createRouteKit(deps: ApiDependencies, app: TemplatedApp): BuiltR
       draining = true;
     },
   };
+}
+
+/**
+ * Why a request's body has no single length (RFC 9112, 6.3), or null: two
+ * Content-Length fields (uWS takes the first, a proxy may take the last),
+ * or Content-Length beside Transfer-Encoding. A proxy in front that reads
+ * such a request otherwise could smuggle a second one in its body.
+ */
+function ambiguousFraming(req: HttpRequest): string | null {
+  let lengths = 0;
+  let transferEncoding = false;
+  req.forEach((name) => {
+    if (name === 'content-length') lengths++;
+    else if (name === 'transfer-encoding') transferEncoding = true;
+  });
+  if (lengths > 1) return 'more than one Content-Length header';
+  if (lengths === 1 && transferEncoding) return 'Content-Length and Transfer-Encoding together';
+  return null;
 }

@@ -1,6 +1,6 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { get, lookupProblem, rawRequest, startEdgeServer, type EdgeServer, type RawResult } from '../raw-http.js';
+import { get, lookupProblem, postBatch, rawRequest, startEdgeServer, type EdgeServer, type RawResult } from '../raw-http.js';
 
 /**
  * Requests that the HTTP library (uWebSockets.js 20.30, unofficial build)
@@ -65,5 +65,18 @@ describe('requests the HTTP library refuses', () => {
     assert.equal(many.answers[0]?.status, 200);
     const big = await rawRequest(edge.port, [bigHead()], { expect: 1 });
     assert.equal(big.answers[0]?.status, 200);
+  });
+
+  test('a body of two lengths closes its connection before it is read: what one length would make a second request is never served', async () => {
+    const body = JSON.stringify({ upis: [edge.flagged] });
+    // A proxy that takes the last Content-Length forwards one request; uWS, taking the first, would read a second in its body.
+    const smuggled = get('/v1/watchlists', edge.key);
+    const twoLengths = postBatch(`${body}${smuggled}`, edge.key, `Content-Length: ${Buffer.byteLength(body)}\r\nContent-Length: ${Buffer.byteLength(body) + smuggled.length}\r\n`);
+    const result = await rawRequest(edge.port, [twoLengths], { timeoutMs: 3_000 });
+    assert.deepEqual(result.answers.map((a) => a.status), [], result.raw.toString('latin1').slice(0, 300));
+    assert.equal(result.closed, true);
+    // One length, the same body: answered, and the connection serves on.
+    const one = await rawRequest(edge.port, [postBatch(body, edge.key)], { expect: 1 });
+    assert.equal(one.answers[0]?.status, 200);
   });
 });
