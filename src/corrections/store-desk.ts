@@ -64,8 +64,11 @@ export class StoreDesk implements CorrectionDesk {
       // then leaves no correction unaudited, and a retry finds it done.
       const details = { reason, evidence_ids: [...new Set(ids)].filter((id) => !logged.unknown.includes(id)), upis: logged.upis, already_retracted: logged.alreadyRetracted, unknown: logged.unknown.length };
       await this.#options.audit.append({ actor: this.#actor(by), action: 'evidence.retracted', target: `position-${logged.position}`, details });
-      await this.#servedAt(logged.position);
     }
+    // Answered once this follower serves every retraction of these ids, earlier ones made on another follower included:
+    // the data_version of the answer holds them all.
+    const servedFrom = Math.max(logged.position ?? 0, logged.earlierPosition ?? 0);
+    if (servedFrom > 0) await this.#servedAt(servedFrom);
     return { retracted: logged.retracted, unknown: logged.unknown, already_retracted: logged.alreadyRetracted, data_version: this.#options.follower.view.version };
   }
 
@@ -98,8 +101,10 @@ export class StoreDesk implements CorrectionDesk {
     if (ended === null) return null;
     if (ended.position !== null) {
       await this.#options.audit.append({ actor: this.#actor(by), action: 'clearance.ended', target: id, details: { upi: ended.clearance.upi, reason } }, new Date(ended.clearance.endedAt!));
-      await this.#servedAt(ended.position);
     }
+    // Ended before, perhaps on another follower: answered once this one serves that end too.
+    const endedAt = ended.position ?? ended.clearance.endedPosition;
+    if (endedAt !== null) await this.#servedAt(endedAt);
     return { ...recordOf(ended.clearance), data_version: this.#options.follower.view.version };
   }
 

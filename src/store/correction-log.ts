@@ -35,6 +35,8 @@ export interface StoredClearance {
   readonly position: number;
   readonly endedAt: number | null;
   readonly endedBy: string | null;
+  /** The log position of its end, once ended. */
+  readonly endedPosition: number | null;
 }
 
 async function run<T extends pg.QueryResultRow>(client: pg.ClientBase | pg.Pool, location: StoreLocation, sql: string, values: unknown[] = []): Promise<pg.QueryResult<T>> {
@@ -131,6 +133,8 @@ export async function evidenceOfVpas(client: pg.ClientBase | pg.Pool, location: 
 export interface LoggedRetraction {
   /** Its position, or null when it retracted nothing (then nothing was logged). */
   readonly position: number | null;
+  /** The highest position of the retractions before it of the ids it names, or null: a caller's answer waits for it to be served too. */
+  readonly earlierPosition: number | null;
   readonly retracted: number;
   readonly unknown: readonly string[];
   readonly alreadyRetracted: number;
@@ -174,23 +178,27 @@ export function logRetraction(client: pg.ClientBase, location: StoreLocation, id
   return inTransaction<LoggedRetraction>(client, location, async () => {
     const head = await lockHead(client, location);
     const distinct = [...new Set(ids)];
-    const found = await run<{ evidence_id: string; upi: string; retracted: boolean }>(
+    const found = await run<{ evidence_id: string; upi: string; retracted_at: string | null }>(
       client,
       location,
-      `SELECT e.evidence_id, e.upi, EXISTS (SELECT 1 FROM retracted_evidence r WHERE r.evidence_id = e.evidence_id) AS retracted
+      `SELECT e.evidence_id, e.upi, (SELECT r.position FROM retracted_evidence r WHERE r.evidence_id = e.evidence_id) AS retracted_at
        FROM evidence e WHERE e.evidence_id = ANY($1)`,
       [distinct],
     );
     const known = new Map(found.rows.map((row) => [row.evidence_id, row]));
     const unknown = distinct.filter((id) => !known.has(id));
-    const fresh = found.rows.filter((row) => !row.retracted);
+    const fresh = found.rows.filter((row) => row.retracted_at === null);
     const alreadyRetracted = found.rows.length - fresh.length;
-    if (fresh.length === 0) return { value: { position: null, retracted: 0, unknown, alreadyRetracted, upis: [] }, position: null };
+    let earlierPosition: number | null = null;
+    for (const row of found.rows) {
+      if (row.retracted_at !== null) earlierPosition = Math.max(earlierPosition ?? 0, whole(location, row.retracted_at, 'a retraction position'));
+    }
+    if (fresh.length === 0) return { value: { position: null, earlierPosition, retracted: 0, unknown, alreadyRetracted, upis: [] }, position: null };
     const position = await head.take();
     const upis = [...new Set(fresh.map((row) => row.upi))].sort();
     await run(client, location, 'INSERT INTO corrections (position, kind, upis, actor, reason) VALUES ($1, $2, $3, $4, $5)', [position, 'retraction', upis, actor, reason]);
     await run(client, location, 'INSERT INTO retracted_evidence (evidence_id, position) SELECT unnest($1::text[]), $2', [fresh.map((row) => row.evidence_id), position]);
-    return { value: { position, retracted: fresh.length, unknown, alreadyRetracted, upis }, position };
+    return { value: { position, earlierPosition, retracted: fresh.length, unknown, alreadyRetracted, upis }, position };
   });
 }
 
@@ -242,7 +250,7 @@ export function logClearance(client: pg.ClientBase, location: StoreLocation, cle
       clearance.createdBy,
       clearance.reason,
     ]);
-    const stored: StoredClearance = { ...clearance, urls, position, endedAt: null, endedBy: null };
+    const stored: StoredClearance = { ...clearance, urls, position, endedAt: null, endedBy: null, endedPosition: null };
     return { value: { stored }, position };
   });
 }
@@ -263,7 +271,7 @@ export function logClearanceEnd(client: pg.ClientBase, location: StoreLocation, 
     const position = await head.take();
     await run(client, location, 'UPDATE clearances SET ended_at_ms = $2, ended_by = $3, ended_position = $4 WHERE id = $1', [id, at, actor, position]);
     await run(client, location, 'INSERT INTO corrections (position, kind, upis, clearance_id, actor) VALUES ($1, $2, $3, $4, $5)', [position, 'clearance_ended', [current.upi], id, actor]);
-    return { value: { clearance: { ...current, endedAt: at, endedBy: actor }, position }, position };
+    return { value: { clearance: { ...current, endedAt: at, endedBy: actor, endedPosition: position }, position }, position };
   });
 }
 
@@ -278,9 +286,10 @@ interface ClearanceRow {
   readonly position: string;
   readonly ended_at_ms: string | null;
   readonly ended_by: string | null;
+  readonly ended_position: string | null;
 }
 
-const CLEARANCE_COLUMNS = 'id, upi, reason, reference, created_at_ms, created_by, urls, position, ended_at_ms, ended_by';
+const CLEARANCE_COLUMNS = 'id, upi, reason, reference, created_at_ms, created_by, urls, position, ended_at_ms, ended_by, ended_position';
 
 function clearanceOf(location: StoreLocation, row: ClearanceRow): StoredClearance {
   return {
@@ -294,6 +303,7 @@ function clearanceOf(location: StoreLocation, row: ClearanceRow): StoredClearanc
     position: whole(location, row.position, 'a clearance position'),
     endedAt: row.ended_at_ms === null ? null : whole(location, row.ended_at_ms, 'a clearance end'),
     endedBy: row.ended_by,
+    endedPosition: row.ended_position === null ? null : whole(location, row.ended_position, 'a clearance end position'),
   };
 }
 
