@@ -129,8 +129,6 @@ export const MAX_WATCH_BODY_BYTES = 512 * 1024;
 export const MAX_WATCHLISTS_PER_KEY = 100;
 /** VPAs a key may watch, over all its watchlists: every one is screened again at every change of what is served. */
 export const MAX_WATCHED_PER_KEY = 1_000_000;
-/** How long a rotation may keep a watchlist's previous secret signing: a day, as long as a delivery is retried. */
-export const MAX_KEEP_PREVIOUS_SECONDS = 24 * 60 * 60;
 
 /** The JSON of a console session: who it is and the CSRF token for changes (never the cookie's token). */
 export function sessionJson(session: FoundSession): string {

@@ -1,6 +1,5 @@
 import { Type, type TSchema } from '@sinclair/typebox';
 import { BatchItemSchema, Count, Nullable, RiskCategorySchema, Timestamp, strict } from './schemas.js';
-import { MAX_KEEP_PREVIOUS_SECONDS } from './admin-requests.js';
 
 /**
  * JSON Schemas of the watchlist routes and of the webhook events
@@ -39,6 +38,9 @@ export const AdminWatchlistListSchema = strict(
   'AdminWatchlistList',
   "Every key's watchlists in id order, a page at a time (GET /v1/admin/watchlists); pass next_cursor as cursor for the next page",
 );
+/** How long a rotation may keep a watchlist's previous secret signing: a day, as long as a delivery is retried. */
+export const MAX_KEEP_PREVIOUS_SECONDS = 24 * 60 * 60;
+
 export const WatchlistSecretSchema = strict(
   {
     secret: Type.String({ description: 'signs every delivery from now on; shown only here' }),

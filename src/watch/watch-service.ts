@@ -1,5 +1,6 @@
-import { MAX_KEEP_PREVIOUS_SECONDS, MAX_WATCHED_PER_KEY, MAX_WATCHLISTS_PER_KEY, answerAlways, type AdminAnswer, type WatchRequest } from '../api/admin-requests.js';
+import { MAX_WATCHED_PER_KEY, MAX_WATCHLISTS_PER_KEY, answerAlways, type AdminAnswer, type WatchRequest } from '../api/admin-requests.js';
 import { badRequest, conflict, notFound, validationError } from '../api/http-error.js';
+import { MAX_KEEP_PREVIOUS_SECONDS } from '../api/watch-schemas.js';
 import type { Logger } from '../common/logger.js';
 import type { ServedData } from '../service/served-data.js';
 import { RISK_CATEGORIES } from '../vpa/categories.js';
