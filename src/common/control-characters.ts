@@ -10,3 +10,15 @@ export function hasControlCharacter(text: string): boolean {
   }
   return false;
 }
+
+/**
+ * Whether `text` holds half of a UTF-16 surrogate pair alone (JSON's
+ * `"\ud800"`): no UTF-8 can write it, so a store would keep U+FFFD in its
+ * place, and two different ids would become one.
+ */
+export function hasLoneSurrogate(text: string): boolean {
+  return LONE_SURROGATE.test(text);
+}
+
+// Without the u flag: the text is read as UTF-16 code units, which is where a lone half shows.
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;

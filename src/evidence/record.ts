@@ -1,7 +1,7 @@
 import { isValidVpa, normalizeVpa, describeInvalidVpa } from '../vpa/vpa.js';
 import { riskCategoryCode, sourceCategoryCode, DEFAULT_RISK_BY_SOURCE, RISK_CATEGORIES, SOURCE_CATEGORIES } from '../vpa/categories.js';
 import { formatIso, parseIsoWithZone } from '../common/time.js';
-import { hasControlCharacter } from '../common/control-characters.js';
+import { hasControlCharacter, hasLoneSurrogate } from '../common/control-characters.js';
 
 /** One validated evidence item, in the form the build works with. */
 export interface EvidenceRecord {
@@ -97,12 +97,14 @@ export function validateEvidence(value: unknown): ParseResult {
 function evidenceIdProblem(evidenceId: string): string | null {
   if (evidenceId.length === 0 || evidenceId.length > MAX_EVIDENCE_ID_LENGTH) return `evidence_id must be 1 to ${MAX_EVIDENCE_ID_LENGTH} characters`;
   if (hasControlCharacter(evidenceId)) return 'evidence_id must not contain control characters';
+  if (hasLoneSurrogate(evidenceId)) return 'evidence_id must be well-formed Unicode: half of a surrogate pair alone cannot be stored';
   return null;
 }
 
 function urlProblemOf(url: string): string | null {
   if (url.trim().length === 0 || url.length > MAX_URL_LENGTH) return `url must be 1 to ${MAX_URL_LENGTH} characters`;
   if (hasControlCharacter(url)) return 'url must not contain control characters';
+  if (hasLoneSurrogate(url)) return 'url must be well-formed Unicode: half of a surrogate pair alone cannot be stored';
   return null;
 }
 

@@ -197,6 +197,8 @@ export class BuilderRole {
         clearances: await clearancesAsOf(this.#pool, this.#options.location, position),
       };
       const maxAge = this.#options.evidenceMaxAgeMs;
+      // The build moves the cluster-id state on, even one that fails after: until a publication holds it, it is none's.
+      this.#stateOf = undefined;
       const report = await this.#builder.build({
         dataDir: this.#options.dataDir,
         logger: this.#logger,

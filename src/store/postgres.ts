@@ -13,10 +13,14 @@ export interface StoreLocation {
 
 export const DEFAULT_STORE_SCHEMA = 'upi_risk';
 
-/** A schema name the store accepts: lower-case letters, digits and `_`, not starting with a digit, at most 63 characters. */
+/**
+ * A schema name the store accepts: lower-case letters, digits and `_`, not
+ * starting with a digit, at most 53 characters, so that its channels
+ * (`<schema>_snapshots`, the longest suffix) stay within PostgreSQL's 63.
+ */
 export function checkSchemaName(name: string): string {
-  if (!/^[a-z_][a-z0-9_]{0,62}$/.test(name)) {
-    throw new ConfigError(`--store-schema must be 1 to 63 lower-case letters, digits or "_", not starting with a digit; got ${JSON.stringify(name)}`);
+  if (!/^[a-z_][a-z0-9_]{0,52}$/.test(name)) {
+    throw new ConfigError(`--store-schema must be 1 to 53 lower-case letters, digits or "_", not starting with a digit; got ${JSON.stringify(name)}`);
   }
   return name;
 }

@@ -87,6 +87,10 @@ test('usage errors exit 2 with a message; --help exits 0', async () => {
   const followerMemory = await run(['serve', '--store', 'postgres://127.0.0.1:1/none', '--max-memory', '2G']);
   assert.equal(followerMemory.code, 2);
   assert.match(followerMemory.stderr, /--max-memory is for the embedded mode/);
+  // Its channels (<schema>_snapshots) must fit PostgreSQL's 63 characters.
+  const longSchema = await run(['serve', '--store', 'postgres://127.0.0.1:1/none', '--store-schema', 's'.repeat(54)]);
+  assert.equal(longSchema.code, 2);
+  assert.match(longSchema.stderr, /--store-schema must be 1 to 53/);
   const embeddedPinned = await run(['serve', '--mirror-public-key', Buffer.alloc(32, 7).toString('base64')]);
   assert.equal(embeddedPinned.code, 2);
   assert.match(embeddedPinned.stderr, /--mirror-public-key is for a follower/);

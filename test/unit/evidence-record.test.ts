@@ -4,6 +4,7 @@ import fc from 'fast-check';
 import { isValidVpa, MAX_HANDLE_LENGTH } from '../../src/vpa/vpa.js';
 import { parseEvidenceLine, validateEvidence } from '../../src/evidence/record.js';
 import { parseIsoWithZone, formatIso, putIso, MAX_ISO_LENGTH } from '../../src/common/time.js';
+import { hasLoneSurrogate } from '../../src/common/control-characters.js';
 
 // The grammar written as a regular expression: the reference the hand-written validator is checked against.
 const VPA_GRAMMAR = /^[A-Za-z0-9._-]{1,256}@[A-Za-z][A-Za-z0-9]{1,63}$/;
@@ -138,5 +139,25 @@ test('the ISO parser agrees with Date.parse on every valid zoned timestamp (prop
       assert.equal(parseIsoWithZone(text), Date.parse(isoForDate), text);
     }),
     { numRuns: 3000 },
+  );
+});
+
+test('an evidence id or url with half of a surrogate pair alone is refused: stored as UTF-8, it would become another id', () => {
+  const base = { evidence_id: 'e', upi: 'a@ybl', url: 'https://u.example/', source_category: 'scam', captured_at: '2026-01-01T00:00:00Z' };
+  for (const lone of ['a\ud800', 'a\udbff', '\udc00a', 'x\udfff\ud800y']) {
+    for (const field of ['evidence_id', 'url'] as const) {
+      const r = validateEvidence({ ...base, [field]: lone });
+      assert.ok(!r.ok && r.reason.includes('well-formed Unicode'), `${field} ${JSON.stringify(lone)}`);
+    }
+  }
+  // A pair is a character like any other.
+  assert.ok(validateEvidence({ ...base, evidence_id: 'ev-\ud83d\ude00', url: 'https://t.me/\ud83d\ude00' }).ok);
+  // The same judgement as the platform's, on any text.
+  const wellFormed = (s: string) => (s as unknown as { isWellFormed(): boolean }).isWellFormed();
+  fc.assert(
+    fc.property(fc.string({ unit: fc.constantFrom('a', '\ud800', '\udbff', '\udc00', '\udfff', '\ud83d', '\ude00') }), (s) => {
+      assert.equal(hasLoneSurrogate(s), !wellFormed(s), JSON.stringify(s));
+    }),
+    { numRuns: 5_000 },
   );
 });
