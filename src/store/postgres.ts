@@ -62,7 +62,7 @@ const TEMP_BUFFERS = '256MB';
  * ERR_STORE when the database cannot be reached.
  */
 export async function connectStore(location: StoreLocation): Promise<pg.Client> {
-  const client = new pg.Client({ connectionString: location.url, connectionTimeoutMillis: 5_000, application_name: 'upi-risk' });
+  const client = new pg.Client({ connectionString: location.url, connectionTimeoutMillis: 5_000, application_name: 'upi-risk', ...KEEP_ALIVE });
   try {
     await client.connect();
     await client.query(`SET search_path TO ${schemaIdentifier(location)}`);
@@ -87,12 +87,26 @@ export function storePool(location: StoreLocation, max = 4): pg.Pool {
     connectionTimeoutMillis: 5_000,
     idleTimeoutMillis: 30_000,
     application_name: 'upi-risk',
+    ...KEEP_ALIVE,
     options: `-c search_path=${checkSchemaName(location.schema)} -c temp_buffers=${TEMP_BUFFERS}`,
   });
   // An idle connection that breaks is dropped from the pool; the next query opens another.
   pool.on('error', () => {});
   return pool;
 }
+
+/**
+ * Close a connection at once, from under whatever waits on it: a query or
+ * COPY in flight fails as on a connection the server ended. For one the
+ * server stopped answering on (half open), which ending politely would
+ * wait on for ever.
+ */
+export function dropConnection(client: pg.ClientBase): void {
+  (client as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy();
+}
+
+/** TCP keepalive on every connection: a peer gone without a word is found in minutes, not the kernel's quarter of an hour. */
+export const KEEP_ALIVE = { keepAlive: true, keepAliveInitialDelayMillis: 10_000 } as const;
 
 /** An error of the store as an ERR_STORE, naming where (without the password). */
 export function storeError(location: StoreLocation, error: unknown): StoreError {

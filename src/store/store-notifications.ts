@@ -1,6 +1,8 @@
 import pg from 'pg';
 import type { Logger } from '../common/logger.js';
-import { redactStoreUrl, schemaIdentifier, type StoreLocation } from './postgres.js';
+import { KEEP_ALIVE, dropConnection, redactStoreUrl, schemaIdentifier, type StoreLocation } from './postgres.js';
+
+const HEARTBEAT_MS = 30_000;
 
 /**
  * LISTEN on the store's channels with a connection of its own, connected
@@ -8,6 +10,11 @@ import { redactStoreUrl, schemaIdentifier, type StoreLocation } from './postgres
  * notification calls `onNotify`; so does every reconnection, since what was
  * announced while the connection was down is lost. Callers also poll: a
  * notification only makes them look sooner.
+ *
+ * A listening connection is idle, so one a failover or a firewall left half
+ * open would never hear of it: every `heartbeatMs` it is asked a `SELECT 1`,
+ * and one that does not answer within a third of that is dropped and
+ * connected again.
  */
 export class StoreNotifications {
   readonly #location: StoreLocation;
@@ -18,13 +25,30 @@ export class StoreNotifications {
   #timer: NodeJS.Timeout | null = null;
   #closed = false;
   #failures = 0;
+  readonly #heartbeat: NodeJS.Timeout;
 
-  constructor(location: StoreLocation, channels: readonly string[], onNotify: (channel: string) => void, logger: Logger) {
+  constructor(location: StoreLocation, channels: readonly string[], onNotify: (channel: string) => void, logger: Logger, heartbeatMs = HEARTBEAT_MS) {
     this.#location = location;
     this.#channels = channels;
     this.#onNotify = onNotify;
     this.#logger = logger;
+    this.#heartbeat = setInterval(() => void this.#beat(heartbeatMs / 3), heartbeatMs);
+    this.#heartbeat.unref();
     void this.#connect();
+  }
+
+  /** Ask the listening connection something; drop it when no answer comes within `withinMs`. */
+  async #beat(withinMs: number): Promise<void> {
+    const client = this.#client;
+    if (client === null) return;
+    let timer: NodeJS.Timeout | undefined;
+    const silent = new Promise<'silent'>((resolve) => (timer = setTimeout(() => resolve('silent'), withinMs)));
+    const answer = await Promise.race([client.query('SELECT 1').then(() => 'answered' as const, () => 'answered' as const), silent]);
+    clearTimeout(timer);
+    if (answer === 'silent' && this.#client === client) {
+      this.#logger.warn({ store: redactStoreUrl(this.#location.url), withinMs }, 'the store did not answer the listening connection; connecting again');
+      dropConnection(client);
+    }
   }
 
   /** Whether the listening connection is up now. */
@@ -34,6 +58,7 @@ export class StoreNotifications {
 
   async close(): Promise<void> {
     this.#closed = true;
+    clearInterval(this.#heartbeat);
     if (this.#timer !== null) clearTimeout(this.#timer);
     const client = this.#client;
     this.#client = null;
@@ -43,7 +68,7 @@ export class StoreNotifications {
   async #connect(): Promise<void> {
     this.#timer = null;
     if (this.#closed) return;
-    const client = new pg.Client({ connectionString: this.#location.url, connectionTimeoutMillis: 5_000, application_name: 'upi-risk listen' });
+    const client = new pg.Client({ connectionString: this.#location.url, connectionTimeoutMillis: 5_000, application_name: 'upi-risk listen', ...KEEP_ALIVE });
     // Errors after connecting (the server gone) arrive here and as 'end'; 'end' reconnects.
     client.on('error', () => {});
     try {
