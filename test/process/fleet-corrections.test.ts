@@ -28,7 +28,7 @@ test('corrections in the log are served by every follower within a second, in or
 
       // A retraction: both followers answer without the item, at the retraction's position.
       const retraction = await logRetraction(client, location, ['m1', 'unknown-id'], 'analyst found the page was not fraud', 'key_analyst');
-      assert.deepEqual({ ...retraction, position: null }, { position: null, retracted: 1, unknown: ['unknown-id'], alreadyRetracted: 0, upis: ['mule@ybl'] });
+      assert.deepEqual({ ...retraction, position: null }, { position: null, earlierPosition: null, retracted: 1, unknown: ['unknown-id'], alreadyRetracted: 0, upis: ['mule@ybl'] });
       let ms = await servedEverywhere('the retraction served', (f) => f.view.verdict('mule@ybl').evidence_count === 1);
       assert.ok(ms < 1_000, `served after ${ms} ms`);
       assert.deepEqual(
@@ -37,7 +37,11 @@ test('corrections in the log are served by every follower within a second, in or
       );
       assert.equal(followers[0]!.view.version, followers[1]!.view.version);
       const again = await logRetraction(client, location, ['m1'], 'again', 'key_analyst');
-      assert.deepEqual({ retracted: again.retracted, alreadyRetracted: again.alreadyRetracted, position: again.position }, { retracted: 0, alreadyRetracted: 1, position: null });
+      // Named by the earlier retraction's position, which an answer waits to be served.
+      assert.deepEqual(
+        { retracted: again.retracted, alreadyRetracted: again.alreadyRetracted, position: again.position, earlierPosition: again.earlierPosition },
+        { retracted: 0, alreadyRetracted: 1, position: null, earlierPosition: retraction.position },
+      );
 
       // A clearance: CLEARED everywhere; evidence from its url later still does not count, from a new url it does.
       const cleared = await logClearance(client, location, {
