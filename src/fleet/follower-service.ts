@@ -74,6 +74,8 @@ export class FollowerService implements ServedData {
   readonly #positionWaiters = new Set<{ readonly position: number; readonly resolve: () => void }>();
   /** Publications refused (a bad checksum, a snapshot that does not load), by seq: not tried again. */
   readonly #refused = new Set<number>();
+  /** A publication downloaded and loaded whose swap has not happened yet (its replay failed): taken again, not downloaded again. */
+  #loaded: { readonly seq: number; readonly view: SnapshotView } | null = null;
   #notifications: StoreNotifications | null = null;
   #changes: Promise<void> = Promise.resolve();
   #catchUpQueued = false;
@@ -257,27 +259,34 @@ export class FollowerService implements ServedData {
         this.#logger.error({ ...publicationFields(newest), served: this.#publication.id }, 'published snapshot covers less of the log than the one served; keeping what is served');
         return;
       }
-      let view: SnapshotView;
-      try {
-        view = await loadPublication(this.#pool, this.#options, newest);
-      } catch (error) {
-        if (!(error instanceof SnapshotError)) throw error;
-        this.#refused.add(newest.seq);
-        this.#logger.error({ ...publicationFields(newest), code: error.code, err: error.message }, 'published snapshot refused; keeping the one served');
-        return;
+      // Loaded once: a replay after it that fails (the store, a row it refuses) is tried again, not the download.
+      let view = this.#loaded?.seq === newest.seq ? this.#loaded.view : null;
+      if (view === null) {
+        this.#loaded = null;
+        try {
+          view = await loadPublication(this.#pool, this.#options, newest);
+        } catch (error) {
+          if (!(error instanceof SnapshotError)) throw error;
+          this.#refused.add(newest.seq);
+          this.#logger.error({ ...publicationFields(newest), code: error.code, err: error.message }, 'published snapshot refused; keeping the one served');
+          return;
+        }
+        this.#loaded = { seq: newest.seq, view };
       }
+      const loaded = view;
       // Most of the log after it is merged here, while merges over the served snapshot go on; the rest in the swap.
-      let replayed = await replay(this.#pool, this.#merger, this.#options, view, newest.position, null, 0, null);
+      let replayed = await replay(this.#pool, this.#merger, this.#options, loaded, newest.position, null, 0, null);
       await this.#queueChange(async () => {
         if (this.#closed) return;
-        replayed = await replay(this.#pool, this.#merger, this.#options, view, replayed.position, replayed.delta, replayed.chunks, replayed.clearances);
+        replayed = await replay(this.#pool, this.#merger, this.#options, loaded, replayed.position, replayed.delta, replayed.chunks, replayed.clearances);
         const previous = this.#current;
         this.#publication = newest;
+        this.#loaded = null;
         await recordServed(this.#options, replayed);
         this.#serve(replayed);
         this.#caughtUpAt = Date.now();
         this.#logger.info({ ...publicationFields(newest), previous: previous.meta.id, position: replayed.position, deltaVpas: replayed.delta.meta.vpaCount }, 'snapshot swapped');
-        for (const listener of this.#listeners) listener({ previous, next: view, delta: replayed.delta, reason: 'new-snapshot' });
+        for (const listener of this.#listeners) listener({ previous, next: loaded, delta: replayed.delta, reason: 'new-snapshot' });
       });
       await removeOtherSnapshots(this.#options.dataDir, newest.id);
     }).finally(() => {
