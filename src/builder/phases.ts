@@ -102,7 +102,8 @@ function parseLines(buffer: Buffer, from: number, ownedEnd: number, task: ParseT
     at = end + 1;
     if (text.length === 0) continue;
     line++;
-    const parsed = parseEvidenceLine(text);
+    // Stored lines: taken once, under the rules then (validateEvidence).
+    const parsed = parseEvidenceLine(text, true);
     if (!parsed.ok) {
       invalidLines++;
       if (invalidSamples.length < 5) invalidSamples.push(`${task.path} chunk ${task.chunk} line ${line}: ${parsed.reason}`);

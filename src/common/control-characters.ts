@@ -17,8 +17,6 @@ export function hasControlCharacter(text: string): boolean {
  * place, and two different ids would become one.
  */
 export function hasLoneSurrogate(text: string): boolean {
-  return LONE_SURROGATE.test(text);
+  // String.prototype.isWellFormed (Node 20), which this project's TypeScript lib does not declare yet.
+  return !(text as unknown as { isWellFormed(): boolean }).isWellFormed();
 }
-
-// Without the u flag: the text is read as UTF-16 code units, which is where a lone half shows.
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;

@@ -27,7 +27,7 @@ export type ParseResult = { ok: true; record: EvidenceRecord } | { ok: false; re
 
 
 /** Validate one NDJSON line against the ingestion contract. Never throws. */
-export function parseEvidenceLine(line: string): ParseResult {
+export function parseEvidenceLine(line: string, stored = false): ParseResult {
   if (line.length > MAX_LINE_LENGTH) return fail(`line longer than ${MAX_LINE_LENGTH} characters`);
   let value: unknown;
   try {
@@ -35,17 +35,22 @@ export function parseEvidenceLine(line: string): ParseResult {
   } catch {
     return fail('not valid JSON');
   }
-  return validateEvidence(value);
+  return validateEvidence(value, stored);
 }
 
-/** Validate a decoded JSON value against the ingestion contract. Never throws. */
-export function validateEvidence(value: unknown): ParseResult {
+/**
+ * Validate a decoded JSON value against the ingestion contract. Never
+ * throws. `stored`: a line stored before (read again by a build), held to
+ * the rules it was taken under: what the contract refuses since (a lone
+ * surrogate) is not dropped from the evidence by an upgrade.
+ */
+export function validateEvidence(value: unknown, stored = false): ParseResult {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) return fail('not a JSON object');
   const item = value as Record<string, unknown>;
 
   const evidenceId = item.evidence_id;
   if (typeof evidenceId !== 'string') return fail('evidence_id must be a string');
-  const idProblem = evidenceIdProblem(evidenceId);
+  const idProblem = evidenceIdProblem(evidenceId, stored);
   if (idProblem !== null) return fail(idProblem);
 
   const upi = item.upi;
@@ -54,7 +59,7 @@ export function validateEvidence(value: unknown): ParseResult {
 
   const url = item.url;
   if (typeof url !== 'string') return fail('url must be a string');
-  const urlProblem = urlProblemOf(url);
+  const urlProblem = urlProblemOf(url, stored);
   if (urlProblem !== null) return fail(urlProblem);
 
   const sourceName = item.source_category;
@@ -94,17 +99,17 @@ export function validateEvidence(value: unknown): ParseResult {
   };
 }
 
-function evidenceIdProblem(evidenceId: string): string | null {
+function evidenceIdProblem(evidenceId: string, stored: boolean): string | null {
   if (evidenceId.length === 0 || evidenceId.length > MAX_EVIDENCE_ID_LENGTH) return `evidence_id must be 1 to ${MAX_EVIDENCE_ID_LENGTH} characters`;
   if (hasControlCharacter(evidenceId)) return 'evidence_id must not contain control characters';
-  if (hasLoneSurrogate(evidenceId)) return 'evidence_id must be well-formed Unicode: half of a surrogate pair alone cannot be stored';
+  if (!stored && hasLoneSurrogate(evidenceId)) return 'evidence_id must be well-formed Unicode: half of a surrogate pair alone cannot be stored';
   return null;
 }
 
-function urlProblemOf(url: string): string | null {
+function urlProblemOf(url: string, stored: boolean): string | null {
   if (url.trim().length === 0 || url.length > MAX_URL_LENGTH) return `url must be 1 to ${MAX_URL_LENGTH} characters`;
   if (hasControlCharacter(url)) return 'url must not contain control characters';
-  if (hasLoneSurrogate(url)) return 'url must be well-formed Unicode: half of a surrogate pair alone cannot be stored';
+  if (!stored && hasLoneSurrogate(url)) return 'url must be well-formed Unicode: half of a surrogate pair alone cannot be stored';
   return null;
 }
 
@@ -121,11 +126,11 @@ const LAST_CAPTURE_MS = Date.parse('9999-12-31T23:59:59.999Z');
  * property test holds the two ways together).
  */
 export function storedRecordProblem(record: EvidenceRecord): string | null {
-  const idProblem = evidenceIdProblem(record.evidenceId);
+  const idProblem = evidenceIdProblem(record.evidenceId, true);
   if (idProblem !== null) return idProblem;
   if (!isValidVpa(record.upi)) return `upi ${JSON.stringify(truncate(record.upi))} is not a valid VPA: ${describeInvalidVpa(record.upi)}`;
   if (normalizeVpa(record.upi) !== record.upi) return 'upi is not in the form ingest stores (lower-cased)';
-  const urlProblem = urlProblemOf(record.url);
+  const urlProblem = urlProblemOf(record.url, true);
   if (urlProblem !== null) return urlProblem;
   if (!Number.isInteger(record.sourceCategory) || record.sourceCategory < 0 || record.sourceCategory >= SOURCE_CATEGORIES.length) return 'source_category is not a known category';
   if (!Number.isInteger(record.riskCategory) || record.riskCategory < 0 || record.riskCategory >= RISK_CATEGORIES.length) return 'risk_category is not a known category';

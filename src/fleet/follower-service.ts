@@ -217,6 +217,7 @@ export class FollowerService implements ServedData {
     if (this.#timer !== null) clearTimeout(this.#timer);
     await this.#notifications?.close();
     await this.#adopting?.catch(() => {});
+    this.#loaded = null;
     await this.#changes;
     for (const waiter of this.#positionWaiters) waiter.resolve();
     await this.#merger.close();

@@ -312,6 +312,10 @@ export class VersionJournal implements ServedVersions {
       }
       const serial = Math.max(this.#serial, state.position);
       const when = Math.max(at, this.#lastAt);
+      if (when - at > CLOCK_STEP_WARN_MS) {
+        // A clock stepped back, or the last record written by a clock that ran ahead: the times recorded wait for it.
+        this.#logger.warn({ at, recordedAt: when, path: this.#path }, 'the clock is behind the last record of a served version; recorded with that time');
+      }
       try {
         if (this.#directoryUnsynced) {
           await syncDirectory(dirname(this.#path));
@@ -374,6 +378,8 @@ const DAY_MS = 24 * 60 * 60 * 1000;
 /** How far past the retention the oldest record may be before the file is copied without the old ones. */
 const PRUNE_SLACK_MS = 30 * DAY_MS;
 const PRUNE_EVERY_MS = DAY_MS;
+/** A time raised this much to keep records in order is logged. */
+const CLOCK_STEP_WARN_MS = 5_000;
 
 interface JournalRecord {
   readonly kind: number;

@@ -1,4 +1,4 @@
-import type { HttpResponse } from 'uWebSockets.js';
+import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
 import { HttpError, badRequest } from '../api/http-error.js';
 
 /**
@@ -140,4 +140,22 @@ function isDigits(text: string): boolean {
     if (c < 0x30 || c > 0x39) return false;
   }
   return text.length > 0;
+}
+
+/**
+ * Why a request's body has no single length (RFC 9112, 6.3), or null: two
+ * Content-Length fields (uWS takes the first, a proxy may take the last),
+ * or Content-Length beside Transfer-Encoding. A proxy in front that reads
+ * such a request otherwise could smuggle a second one in its body.
+ */
+export function ambiguousFraming(req: HttpRequest): string | null {
+  let lengths = 0;
+  let transferEncoding = false;
+  req.forEach((name) => {
+    if (name === 'content-length') lengths++;
+    else if (name === 'transfer-encoding') transferEncoding = true;
+  });
+  if (lengths > 1) return 'more than one Content-Length header';
+  if (lengths === 1 && transferEncoding) return 'Content-Length and Transfer-Encoding together';
+  return null;
 }

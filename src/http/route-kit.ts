@@ -15,7 +15,7 @@ import { AnswerHead, snapshotHeaderLines, type ExtraHeaders } from './answer-hea
 import type { ConsoleAssets } from './console-assets.js';
 import type { Answer, BodyAnswer, Exchange } from './exchange.js';
 import type { ServiceMetrics } from './metrics.js';
-import { MAX_DISCARDED_BODY_BYTES, isContentType, readBody } from './request-body.js';
+import { ambiguousFraming, MAX_DISCARDED_BODY_BYTES, isContentType, readBody } from './request-body.js';
 import { RequestIds } from './request-ids.js';
 import { ROUTE_NAMES } from './request-stats.js';
 
@@ -387,20 +387,3 @@ export function createRouteKit(deps: ApiDependencies, app: TemplatedApp): BuiltR
   };
 }
 
-/**
- * Why a request's body has no single length (RFC 9112, 6.3), or null: two
- * Content-Length fields (uWS takes the first, a proxy may take the last),
- * or Content-Length beside Transfer-Encoding. A proxy in front that reads
- * such a request otherwise could smuggle a second one in its body.
- */
-function ambiguousFraming(req: HttpRequest): string | null {
-  let lengths = 0;
-  let transferEncoding = false;
-  req.forEach((name) => {
-    if (name === 'content-length') lengths++;
-    else if (name === 'transfer-encoding') transferEncoding = true;
-  });
-  if (lengths > 1) return 'more than one Content-Length header';
-  if (lengths === 1 && transferEncoding) return 'Content-Length and Transfer-Encoding together';
-  return null;
-}

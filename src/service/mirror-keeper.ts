@@ -191,13 +191,13 @@ export class MirrorKeeper implements MirrorPublications {
       this.#lastVersion = version;
       this.#lastDataVersion = view.version;
       this.#lastPublished = performance.now();
-      this.#failures = 0;
       this.#options.logger.info(
         { mirrorVersion: version, dataVersion: view.version, entries: cut.entries.count, changes: cut.changes.count, diffs: publication.files.size - 1, ms: Math.round(this.#lastCutMs) },
         'mirror version made',
       );
       // Compressed once served: at 10M that is seconds no caller waits for.
       await this.#publisher.publish(publication, () => this.#closed, this.#options.serves ?? true);
+      this.#failures = 0;
     } catch (error) {
       // Not made again at once: a cut is seconds of work at 10M, and what failed (a full disk, the store) seldom passes that soon.
       this.#failures++;

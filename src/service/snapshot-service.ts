@@ -257,7 +257,10 @@ export class SnapshotService implements ServedData, CorrectionEngine {
         const since = corrections?.vpasSince(first.meta.correctionSequence) ?? [];
         if (since.length > 0) await service.#queueCorrection(since);
       } else if (service.#correctionsUnbuilt()) {
-        await service.#build('corrections recorded after the snapshot was built');
+        // Before serving, as the delta would serve them; a build that fails leaves the snapshot served, and each pass tries again.
+        await service.#build('corrections recorded after the snapshot was built').catch((error: unknown) =>
+          logger.error({ err: String(error) }, 'corrections recorded after the snapshot could not be built yet; serving the snapshot, and trying again'),
+        );
       }
       // Merges at start record the states they make; the first is recorded only when it is what is
       // served, in the queue of changes, so that a merge queued meanwhile comes after it.

@@ -105,7 +105,7 @@ export function dropConnection(client: pg.ClientBase): void {
   (client as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy();
 }
 
-/** TCP keepalive on every connection: a peer gone without a word is found in minutes, not the kernel's quarter of an hour. */
+/** TCP keepalive on every connection: an idle connection whose peer is gone is found (after the kernel's probes, about 11 minutes by default) instead of never. */
 export const KEEP_ALIVE = { keepAlive: true, keepAliveInitialDelayMillis: 10_000 } as const;
 
 /** An error of the store as an ERR_STORE, naming where (without the password). */

@@ -154,7 +154,7 @@ export class WebhookDelivery {
     const run = since === undefined ? {} : { since };
     let delivery: Delivery;
     if (error === null) delivery = { state: 'delivered', attempts, nextAttemptAt: null, ...run };
-    else if (current !== stored.delivery && current.state === 'pending') {
+    else if (redeliveredSince(stored.delivery, current) && current.state === 'pending') {
       // Redelivered after this attempt began: due when the redelivery said.
       delivery = { ...current, attempts };
     } else {
@@ -222,4 +222,13 @@ export class WebhookDelivery {
       req.end(body);
     });
   }
+}
+
+/**
+ * Whether a delivery was redelivered while an attempt that began from
+ * `before` was out. Compared by value: a rewrite of the journal makes every
+ * delivery a new object with the same content.
+ */
+function redeliveredSince(before: Delivery, now: Delivery): boolean {
+  return now.since !== before.since || now.nextAttemptAt !== before.nextAttemptAt || now.state !== before.state;
 }

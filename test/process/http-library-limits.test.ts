@@ -75,6 +75,11 @@ describe('requests the HTTP library refuses', () => {
     const result = await rawRequest(edge.port, [twoLengths], { timeoutMs: 3_000 });
     assert.deepEqual(result.answers.map((a) => a.status), [], result.raw.toString('latin1').slice(0, 300));
     assert.equal(result.closed, true);
+    // The console's sign-in takes a body without a key: the same.
+    const signIn = `POST /v1/admin/session HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2\r\nContent-Length: ${2 + smuggled.length}\r\n\r\n{}${smuggled}`;
+    const refused = await rawRequest(edge.port, [signIn], { timeoutMs: 3_000 });
+    assert.deepEqual(refused.answers.map((a) => a.status), [], refused.raw.toString('latin1').slice(0, 300));
+    assert.equal(refused.closed, true);
     // One length, the same body: answered, and the connection serves on.
     const one = await rawRequest(edge.port, [postBatch(body, edge.key)], { expect: 1 });
     assert.equal(one.answers[0]?.status, 200);

@@ -150,6 +150,10 @@ test('an evidence id or url with half of a surrogate pair alone is refused: stor
       assert.ok(!r.ok && r.reason.includes('well-formed Unicode'), `${field} ${JSON.stringify(lone)}`);
     }
   }
+  // A line stored before the rule (read again by a build) is held to the rules it was taken under.
+  const storedLine = JSON.stringify({ ...base, evidence_id: 'a\ud800' });
+  assert.ok(!parseEvidenceLine(storedLine).ok);
+  assert.ok(parseEvidenceLine(storedLine, true).ok);
   // A pair is a character like any other.
   assert.ok(validateEvidence({ ...base, evidence_id: 'ev-\ud83d\ude00', url: 'https://t.me/\ud83d\ude00' }).ok);
   // The same judgement as the platform's, on any text.
