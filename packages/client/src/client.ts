@@ -222,8 +222,10 @@ export class UpiRiskClient {
    */
   async rotateWatchlistSecret(id: string, options: CallOptions & { readonly keepPreviousSeconds?: number } = {}): Promise<WatchlistSecret> {
     const { keepPreviousSeconds, ...call } = options;
-    const body = keepPreviousSeconds === undefined ? {} : { keep_previous_seconds: keepPreviousSeconds };
-    return this.#json({ method: 'POST', path: `${watchlistPath(id)}/secret`, body, idempotent: false }, call);
+    const path = `${watchlistPath(id)}/secret`;
+    // No body at all without it, as the API takes a rotation that keeps nothing.
+    if (keepPreviousSeconds === undefined) return this.#json({ method: 'POST', path, idempotent: false }, call);
+    return this.#json({ method: 'POST', path, body: { keep_previous_seconds: keepPreviousSeconds }, idempotent: false }, call);
   }
 
   /** Watch more VPAs, any number: requests of 1,000, one after another. `total` is the watchlist's size after the last. */

@@ -63,6 +63,9 @@ test('watchlist management: methods, paths and bodies of docs/watchlists.md', as
     'GET /v1/watchlists/wl%2F..%2F2',
   ]);
   assert.ok(requests.slice(1).every((r) => r.body === undefined && r.headers['content-type'] === undefined));
+  // A rotation that keeps the previous secret says for how long, in its body.
+  await client.rotateWatchlistSecret('wl_1', { keepPreviousSeconds: 3600 });
+  assert.deepEqual([call(requests.at(-1)!), requests.at(-1)!.body], ['POST /v1/watchlists/wl_1/secret', { keep_previous_seconds: 3600 }]);
 });
 
 test('adding and removing VPAs: PUT and DELETE with {"upis"}, 1,000 a request, counts summed', async () => {
