@@ -61,8 +61,11 @@ export class DeliveryQueue {
     const at = position(events, eventId);
     if (events[at]?.event.id !== eventId) return;
     events.splice(at, 1);
-    if (events.length === 0) this.#lines.delete(line);
-    else if (at === 0) this.#pushHead(line, events[0]!);
+    if (events.length === 0) {
+      this.#lines.delete(line);
+      // A line that ends pushes no head, and so no look at the stale entries: looked at here.
+      this.#rebuildIfStale();
+    } else if (at === 0) this.#pushHead(line, events[0]!);
   }
 
   clear(): void {
@@ -112,6 +115,7 @@ export class DeliveryQueue {
       const first = this.#validHead(watchlist);
       if (first !== undefined) pushEntry(this.#lists, { at: first.at, id: first.id, watchlist });
     }
+    this.#rebuildIfStale();
     return events;
   }
 
@@ -127,7 +131,11 @@ export class DeliveryQueue {
     pushEntry(this.#heapOf(watchlist), entry);
     this.#entries++;
     pushEntry(this.#lists, { at: entry.at, id: entry.id, watchlist });
-    // Stale entries outnumbering the heads: lay the heaps out again from the heads alone.
+    this.#rebuildIfStale();
+  }
+
+  /** Stale entries outnumbering the heads: the heaps laid out again from the heads alone. */
+  #rebuildIfStale(): void {
     if (this.#entries > 2 * this.#lines.size + 1024 || this.#lists.length > 2 * this.#heads.size + 1024) this.#rebuild();
   }
 
