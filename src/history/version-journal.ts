@@ -189,7 +189,7 @@ export class VersionJournal implements ServedVersions {
       copy = await open(temp, 'a+');
       await this.#copyRecords(copy, drop, count, true);
       const into = copy;
-      await this.#betweenAppends(async () => {
+      await this.#inTurn(async () => {
         await this.#copyRecords(into, count, this.#count, false);
         await into.sync();
         await rename(temp, this.#path);
@@ -214,8 +214,8 @@ export class VersionJournal implements ServedVersions {
     return drop;
   }
 
-  /** Run `work` between two appends: none is written while it runs. */
-  #betweenAppends(work: () => Promise<void>): Promise<void> {
+  /** Run `work` in its turn among appends and a prune's swap: nothing else is written while it runs. */
+  #inTurn(work: () => Promise<void>): Promise<void> {
     const run = this.#appending.then(work);
     this.#appending = run.then(noop, noop);
     return run;
@@ -302,7 +302,7 @@ export class VersionJournal implements ServedVersions {
   }
 
   #append(kind: number, state: ServedState, at: number): Promise<void> {
-    const run = this.#appending.then(async () => {
+    return this.#inTurn(async () => {
       if (this.#unavailable !== null) return;
       if (kind === RECORD_SERVED && state.position > 0 && state.position <= this.#serial) {
         // Bisection could not find it, nor perhaps the ones after: stop recording rather than mislead.
@@ -337,8 +337,6 @@ export class VersionJournal implements ServedVersions {
       this.#last = { state, kind };
       this.#lastAt = when;
     });
-    this.#appending = run.then(noop, noop);
-    return run;
   }
 }
 

@@ -143,19 +143,22 @@ function isDigits(text: string): boolean {
 }
 
 /**
- * Why a request's body has no single length (RFC 9112, 6.3), or null: two
- * Content-Length fields (uWS takes the first, a proxy may take the last),
- * or Content-Length beside Transfer-Encoding. A proxy in front that reads
- * such a request otherwise could smuggle a second one in its body.
+ * Close, unread and unanswered, a request whose body has no single length
+ * (RFC 9112, 6.3): two Content-Length fields (uWS takes the first, a proxy
+ * may take the last), or Content-Length beside Transfer-Encoding. A proxy
+ * in front that reads such a request otherwise could smuggle a second one
+ * in its body, and uWS would go on to read it from the same bytes even
+ * after an answer that closes the connection. Returns whether it closed;
+ * every handler that reads a body asks first.
  */
-export function ambiguousFraming(req: HttpRequest): string | null {
+export function closedForAmbiguousLength(res: HttpResponse, req: HttpRequest): boolean {
   let lengths = 0;
   let transferEncoding = false;
   req.forEach((name) => {
     if (name === 'content-length') lengths++;
     else if (name === 'transfer-encoding') transferEncoding = true;
   });
-  if (lengths > 1) return 'more than one Content-Length header';
-  if (lengths === 1 && transferEncoding) return 'Content-Length and Transfer-Encoding together';
-  return null;
+  if (lengths < 2 && !(lengths === 1 && transferEncoding)) return false;
+  res.close();
+  return true;
 }

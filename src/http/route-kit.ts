@@ -15,7 +15,7 @@ import { AnswerHead, snapshotHeaderLines, type ExtraHeaders } from './answer-hea
 import type { ConsoleAssets } from './console-assets.js';
 import type { Answer, BodyAnswer, Exchange } from './exchange.js';
 import type { ServiceMetrics } from './metrics.js';
-import { ambiguousFraming, MAX_DISCARDED_BODY_BYTES, isContentType, readBody } from './request-body.js';
+import { closedForAmbiguousLength, MAX_DISCARDED_BODY_BYTES, isContentType, readBody } from './request-body.js';
 import { RequestIds } from './request-ids.js';
 import { ROUTE_NAMES } from './request-stats.js';
 
@@ -275,12 +275,7 @@ export function createRouteKit(deps: ApiDependencies, app: TemplatedApp): BuiltR
   };
 
   const keyedBody = <T = undefined>(route: number, scope: KeyScope, limit: number, mediaType: string, answer: BodyAnswer<T>, emptyAllowed = false, read?: (req: HttpRequest) => T): Handler => (res: HttpResponse, req: HttpRequest) => {
-    if (ambiguousFraming(req) !== null) {
-      // Closed at once, unanswered: uWS would go on to read what one of the lengths makes a second request
-      // from the same bytes, even after an answer that closes the connection.
-      res.close();
-      return;
-    }
+    if (closedForAmbiguousLength(res, req)) return;
     const x = begin(res, route);
     answerLater(x);
     const contentType = req.getHeader('content-type');
@@ -386,4 +381,3 @@ export function createRouteKit(deps: ApiDependencies, app: TemplatedApp): BuiltR
     },
   };
 }
-

@@ -1,4 +1,5 @@
 import pg from 'pg';
+import { beforeDeadline } from '../common/deadline.js';
 import type { Logger } from '../common/logger.js';
 import { KEEP_ALIVE, dropConnection, redactStoreUrl, schemaIdentifier, type StoreLocation } from './postgres.js';
 
@@ -41,11 +42,9 @@ export class StoreNotifications {
   async #beat(withinMs: number): Promise<void> {
     const client = this.#client;
     if (client === null) return;
-    let timer: NodeJS.Timeout | undefined;
-    const silent = new Promise<'silent'>((resolve) => (timer = setTimeout(() => resolve('silent'), withinMs)));
-    const answer = await Promise.race([client.query('SELECT 1').then(() => 'answered' as const, () => 'answered' as const), silent]);
-    clearTimeout(timer);
-    if (answer === 'silent' && this.#client === client) {
+    // An error is an answer too: the connection's own end reconnects it.
+    const answered = await beforeDeadline(client.query('SELECT 1').then(() => true, () => true), withinMs, 'no answer').catch(() => false);
+    if (!answered && this.#client === client) {
       this.#logger.warn({ store: redactStoreUrl(this.#location.url), withinMs }, 'the store did not answer the listening connection; connecting again');
       dropConnection(client);
     }

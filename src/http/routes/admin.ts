@@ -6,7 +6,7 @@ import { MAX_AUDIT_LIMIT } from '../../access/audit-log.js';
 import { isClusterIdShape } from '../../engine/verdict.js';
 import { remoteAddress } from '../caller.js';
 import type { Answer } from '../exchange.js';
-import { MAX_DISCARDED_BODY_BYTES, ambiguousFraming, isContentType, readBody } from '../request-body.js';
+import { MAX_DISCARDED_BODY_BYTES, closedForAmbiguousLength, isContentType, readBody } from '../request-body.js';
 import { ROUTE } from '../request-stats.js';
 import type { ApiDependencies, Handler, RouteKit } from '../route-kit.js';
 import { caller, jsonChange, mainThreadCalls, registerPagedWatchReads, type JsonChange } from './main-thread.js';
@@ -31,11 +31,7 @@ export function registerAdminRoutes(kit: RouteKit, deps: Pick<ApiDependencies, '
    * any other; the main thread opens the session.
    */
   const signIn: Handler = (res: HttpResponse, req: HttpRequest) => {
-    // As on every route that reads a body (route-kit's keyedBody): closed unread, unanswered.
-    if (ambiguousFraming(req) !== null) {
-      res.close();
-      return;
-    }
+    if (closedForAmbiguousLength(res, req)) return;
     const x = kit.begin(res, ROUTE.admin);
     kit.answerLater(x);
     const contentType = req.getHeader('content-type');
