@@ -4,7 +4,7 @@ import type { ServingView } from '../engine/serving-view.js';
 import { MAX_VPA_LENGTH } from '../vpa/vpa.js';
 import { badRequest, type HttpError } from './http-error.js';
 import { parseBatchRequest } from './batch-request.js';
-import { batchItemJson } from './answer-json.js';
+import { FLAGGED_BATCH_ITEM_BOUND, putFlaggedBatchItem } from './flagged-verdict-bytes.js';
 import { MAX_BATCH_ITEMS } from './schemas.js';
 
 /**
@@ -17,9 +17,9 @@ import { MAX_BATCH_ITEMS } from './schemas.js';
  * The answer is written as it is looked up, without an object per item and
  * without a string for the whole: most payees are unknown, and a CLEARED
  * item is a constant around the VPA. A valid VPA is printable ASCII without
- * a quote or backslash (vpa.ts), so it goes in as it is; so does the text
- * of a flagged item (batchItemJson), the only item built as an object. The
- * bytes are those of batchResponseJson (a test holds the two together).
+ * a quote or backslash (vpa.ts), so it goes in as it is; a flagged item is
+ * written from the snapshot's arrays (putFlaggedBatchItem). The bytes are
+ * those of batchResponseJson (a test holds the two together).
  */
 export function answerBatchBody(view: ServingView, body: Buffer, out: ByteScratch): Uint8Array | HttpError {
   if (body.length === 0) return badRequest('request body missing; send {"upis": ["handle@provider", ...]}');
@@ -44,7 +44,7 @@ export function answerBatchBody(view: ServingView, body: Buffer, out: ByteScratc
       at = put(b, putAscii(b, put(b, at, CLEARED_ITEM_START), upi), CLEARED_ITEM_END);
     } else {
       flagged++;
-      at = putAscii(b, at, batchItemJson(view.located.flaggedBatchItem(id, upi)));
+      at = putFlaggedBatchItem(b, at, view.located, id, upi);
     }
   }
   at = putDigits(b, put(b, at, TOTAL), upis.length, 10, 1);
@@ -69,8 +69,8 @@ const COMMA = 0x2c;
 const CLOSE_BRACE = 0x7d;
 
 /**
- * The most bytes a batch answer takes: per item its VPA and at most 256
- * bytes besides (a flagged item's fields, its confidence's shortest
- * digits and a cluster id included), and the envelope.
+ * The most bytes a batch answer takes: per item its VPA and at most
+ * FLAGGED_BATCH_ITEM_BOUND bytes besides (a CLEARED item's are fewer), and
+ * the envelope.
  */
-export const BATCH_ANSWER_BOUND = MAX_BATCH_ITEMS * (MAX_VPA_LENGTH + 256) + 256;
+export const BATCH_ANSWER_BOUND = MAX_BATCH_ITEMS * (MAX_VPA_LENGTH + FLAGGED_BATCH_ITEM_BOUND) + 256;

@@ -1,4 +1,4 @@
-import { asciiBytes, putBytes, putDigits, type ByteScratch } from '../common/byte-scratch.js';
+import { asciiBytes, putAscii, putBytes, putDigits, type ByteScratch } from '../common/byte-scratch.js';
 import { putIso } from '../common/time.js';
 import type { SnapshotView } from '../engine/snapshot-view.js';
 import { CONFIDENCE_SCALE, NO_CLUSTER, SOURCE_FLAG_SCREENSHOT } from '../engine/snapshot-data.js';
@@ -63,6 +63,37 @@ export function flaggedVerdictBytes(out: ByteScratch, view: SnapshotView, id: nu
 }
 
 /**
+ * `batchItemJson(view.flaggedBatchItem(id, upi))` as bytes, put at `at`:
+ * a batch's flagged item written from the snapshot's arrays like a single
+ * answer, without the item object or its text. `upi` is a valid VPA
+ * (printable ASCII needing no escape, vpa.ts); the caller has made room
+ * for FLAGGED_BATCH_ITEM_BOUND bytes and the VPA. A test holds the two
+ * ways to the same bytes.
+ */
+export function putFlaggedBatchItem(b: Uint8Array, at: number, view: SnapshotView, id: number, upi: string): number {
+  view.requireFlagged(id);
+  const d = view.data;
+  const confidence = d.confidence[id]!;
+  const risk = d.riskCategory[id]!;
+  const cluster = d.vpaCluster[id]!;
+  const evidence = d.evidenceCount[id]!;
+  at = put(b, at, UPI);
+  b[at++] = QUOTE;
+  at = putAscii(b, at, upi);
+  b[at++] = QUOTE;
+  at = putConfidence(b, put(b, at, STATUS_CONFIDENCE), confidence);
+  at = put(b, put(b, at, RISK_CATEGORY), RISK_CATEGORY_TEXT[risk]!);
+  if (cluster === NO_CLUSTER) at = put(b, at, NO_CLUSTER_FIELDS);
+  else at = putDigits(b, put(b, putDigits(b, put(b, at, CLUSTER_ID), d.clusterNumber[cluster]!, 10, 1), CLUSTER_SIZE), view.clusterSize(cluster), 10, 1);
+  at = putDigits(b, put(b, at, BATCH_EVIDENCE_COUNT), evidence, 10, 1);
+  b[at++] = CLOSE_BRACE;
+  return at;
+}
+
+/** The most bytes `putFlaggedBatchItem` writes besides the VPA: its fixed text, a confidence and three numbers of up to 16 digits. */
+export const FLAGGED_BATCH_ITEM_BOUND = 256;
+
+/**
  * The most bytes `flaggedVerdictBytes` can write for this VPA (`id`
  * checked by the caller): the fixed text and numbers, the VPA's JSON
  * string, and per source SOURCE_BOUND and 6 bytes per byte of its url.
@@ -101,6 +132,7 @@ const CAPTURED_AT = asciiBytes(',"captured_at":"');
 const SCREENSHOT_TRUE = asciiBytes('","screenshot_available":true}');
 const SCREENSHOT_FALSE = asciiBytes('","screenshot_available":false}');
 const EVIDENCE_COUNT = asciiBytes('],"evidence_count":');
+const BATCH_EVIDENCE_COUNT = asciiBytes(',"evidence_count":');
 /** Enum values as JSON strings, quotes included, by code. */
 const RISK_CATEGORY_TEXT = RISK_CATEGORIES.map((name) => asciiBytes(JSON.stringify(name)));
 const SOURCE_CATEGORY_TEXT = SOURCE_CATEGORIES.map((name) => asciiBytes(JSON.stringify(name)));
