@@ -17,6 +17,7 @@ import {
   logRetraction,
   type StoredClearance,
 } from '../store/correction-log.js';
+import { HEAD_WAIT_MS } from '../store/log-head.js';
 import type { StoreLocation } from '../store/postgres.js';
 import type { ClearancePage, ClearanceQuery } from './book.js';
 import type { ClearanceChange } from './desk.js';
@@ -58,7 +59,7 @@ export class StoreDesk implements CorrectionDesk {
   }
 
   async retract(ids: readonly string[], reason: string, by: string): Promise<RetractionOutcome> {
-    const logged = await this.#withClient((client) => logRetraction(client, this.#options.location, ids, reason, by));
+    const logged = await this.#withClient((client) => logRetraction(client, this.#options.location, ids, reason, by, HEAD_WAIT_MS));
     if (logged.position !== null) {
       // Audited once stored, before the wait to serve it: a wait that times out (503) or a process that dies
       // then leaves no correction unaudited, and a retry finds it done.
@@ -84,7 +85,7 @@ export class StoreDesk implements CorrectionDesk {
         createdAt: this.#now(),
         createdBy: by,
         countsFrom: countsFrom(meta.scoredAt, meta.evidenceMaxAgeMs),
-      }),
+      }, HEAD_WAIT_MS),
     );
     if ('conflict' in outcome) throw new ClearanceConflictError(upi, outcome.conflict.id);
     const made = outcome.stored;
@@ -97,7 +98,7 @@ export class StoreDesk implements CorrectionDesk {
   }
 
   async endClearance(id: string, by: string, reason: string | null = null): Promise<ClearanceChange | null> {
-    const ended = await this.#withClient((client) => logClearanceEnd(client, this.#options.location, id, by, this.#now()));
+    const ended = await this.#withClient((client) => logClearanceEnd(client, this.#options.location, id, by, this.#now(), HEAD_WAIT_MS));
     if (ended === null) return null;
     if (ended.position !== null) {
       await this.#options.audit.append({ actor: this.#actor(by), action: 'clearance.ended', target: id, details: { upi: ended.clearance.upi, reason } }, new Date(ended.clearance.endedAt!));

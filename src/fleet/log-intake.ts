@@ -1,6 +1,7 @@
 import type pg from 'pg';
 import type { IntakeResult } from '../service/evidence-intake.js';
 import { appendEvidenceBytes } from '../store/evidence-log.js';
+import { HEAD_WAIT_MS } from '../store/log-head.js';
 import { storeError, type StoreLocation } from '../store/postgres.js';
 import type { FollowerService } from './follower-service.js';
 
@@ -12,7 +13,8 @@ export const SERVED_WAIT_MS = 5_000;
  * store's evidence log in one transaction (all or nothing, as `upi-risk
  * ingest --store` appends a file), answered once committed and served here
  * (or after SERVED_WAIT_MS; every follower serves it within moments). The
- * store down is ERR_STORE, answered 503: nothing was stored.
+ * store down, or the log held by another writer for HEAD_WAIT_MS, is
+ * ERR_STORE, answered 503: nothing was stored.
  */
 export async function takeEvidenceIntoLog(pool: pg.Pool, location: StoreLocation, follower: FollowerService, body: Uint8Array): Promise<IntakeResult> {
   let client: pg.PoolClient;
@@ -23,7 +25,7 @@ export async function takeEvidenceIntoLog(pool: pg.Pool, location: StoreLocation
   }
   let result;
   try {
-    result = await appendEvidenceBytes(client, location, body, 'request body');
+    result = await appendEvidenceBytes(client, location, body, 'request body', HEAD_WAIT_MS);
   } catch (error) {
     // The connection may be what failed: not handed out again.
     client.release(true);

@@ -3,6 +3,7 @@ import { ErrorCode, StoreError } from '../common/errors.js';
 import type { ActiveClearance } from '../evidence/corrections.js';
 import { evidenceChannel } from './evidence-log.js';
 import { loggedEvidenceOf, type LoggedEvidence, type LogRow } from './log-reader.js';
+import { lockLogHead } from './log-head.js';
 import { storeError, type StoreLocation } from './postgres.js';
 
 /**
@@ -143,13 +144,11 @@ export interface LoggedRetraction {
 
 /**
  * Lock log_head until the transaction ends (no evidence and no other
- * correction can commit meanwhile) and return the position a correction
- * takes, once it calls `take`.
+ * correction can commit meanwhile; log-head.ts) and return the position a
+ * correction takes, once it calls `take`.
  */
-async function lockHead(client: pg.ClientBase, location: StoreLocation): Promise<{ readonly next: number; take(): Promise<number> }> {
-  const row = (await run<{ position: string }>(client, location, 'SELECT position FROM log_head FOR UPDATE')).rows[0];
-  if (row === undefined) throw bad(location, 'log_head has no row');
-  const next = whole(location, row.position, 'the log head') + 1;
+async function lockHead(client: pg.ClientBase, location: StoreLocation, waitMs: number | null): Promise<{ readonly next: number; take(): Promise<number> }> {
+  const next = (await lockLogHead(client, location, waitMs)) + 1;
   return {
     next,
     take: async () => {
@@ -173,10 +172,14 @@ async function inTransaction<T>(client: pg.ClientBase, location: StoreLocation, 
   }
 }
 
-/** Retract the stored items among `ids` not retracted before, as one correction. */
-export function logRetraction(client: pg.ClientBase, location: StoreLocation, ids: readonly string[], reason: string, actor: string): Promise<LoggedRetraction> {
+/**
+ * Retract the stored items among `ids` not retracted before, as one
+ * correction. `headWaitMs` bounds the wait for the log's head (log-head.ts):
+ * null, as long as it takes. So below.
+ */
+export function logRetraction(client: pg.ClientBase, location: StoreLocation, ids: readonly string[], reason: string, actor: string, headWaitMs: number | null = null): Promise<LoggedRetraction> {
   return inTransaction<LoggedRetraction>(client, location, async () => {
-    const head = await lockHead(client, location);
+    const head = await lockHead(client, location, headWaitMs);
     const distinct = [...new Set(ids)];
     const found = await run<{ evidence_id: string; upi: string; retracted_at: string | null }>(
       client,
@@ -218,10 +221,10 @@ export interface NewClearance {
 export type ClearanceOutcome = { readonly stored: StoredClearance } | { readonly conflict: StoredClearance };
 
 /** Record a clearance, or find the one in force for the VPA (then nothing is recorded). */
-export function logClearance(client: pg.ClientBase, location: StoreLocation, clearance: NewClearance): Promise<ClearanceOutcome> {
+export function logClearance(client: pg.ClientBase, location: StoreLocation, clearance: NewClearance, headWaitMs: number | null = null): Promise<ClearanceOutcome> {
   return inTransaction<ClearanceOutcome>(client, location, async () => {
     // Held from here: no clearance of the VPA and no evidence can commit between the check and the insert.
-    const head = await lockHead(client, location);
+    const head = await lockHead(client, location, headWaitMs);
     const active = await clearanceInForce(client, location, clearance.upi);
     if (active !== null) return { value: { conflict: active }, position: null };
     const position = await head.take();
@@ -263,9 +266,9 @@ export interface ClearanceEnd {
 }
 
 /** End a clearance in force: the ended one, the one ended before (unchanged), or null when no clearance has the id. */
-export function logClearanceEnd(client: pg.ClientBase, location: StoreLocation, id: string, actor: string, at: number): Promise<ClearanceEnd | null> {
+export function logClearanceEnd(client: pg.ClientBase, location: StoreLocation, id: string, actor: string, at: number, headWaitMs: number | null = null): Promise<ClearanceEnd | null> {
   return inTransaction<ClearanceEnd | null>(client, location, async () => {
-    const head = await lockHead(client, location);
+    const head = await lockHead(client, location, headWaitMs);
     const current = await clearanceById(client, location, id, true);
     if (current === null || current.endedAt !== null) return { value: current === null ? null : { clearance: current, position: null }, position: null };
     const position = await head.take();

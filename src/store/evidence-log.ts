@@ -6,6 +6,7 @@ import copyStreams from 'pg-copy-streams';
 import { ErrorCode, EvidenceError } from '../common/errors.js';
 import type { EvidenceRecord } from '../evidence/record.js';
 import { LineCheck, type LineError } from '../evidence/lines.js';
+import { lockLogHead } from './log-head.js';
 import { storeError, type StoreLocation } from './postgres.js';
 
 /**
@@ -48,12 +49,15 @@ export function appendEvidenceFile(client: pg.ClientBase, location: StoreLocatio
   });
 }
 
-/** Append NDJSON held in memory (an HTTP body) to the log; `source` names it. */
-export function appendEvidenceBytes(client: pg.ClientBase, location: StoreLocation, bytes: Uint8Array, source: string): Promise<LogIngestResult> {
-  return appendEvidence(client, location, source, async () => Readable.from([Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8')]));
+/**
+ * Append NDJSON held in memory (an HTTP body) to the log; `source` names it.
+ * `headWaitMs` bounds the wait for the log's head (log-head.ts).
+ */
+export function appendEvidenceBytes(client: pg.ClientBase, location: StoreLocation, bytes: Uint8Array, source: string, headWaitMs: number | null = null): Promise<LogIngestResult> {
+  return appendEvidence(client, location, source, async () => Readable.from([Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8')]), headWaitMs);
 }
 
-async function appendEvidence(client: pg.ClientBase, location: StoreLocation, source: string, open: () => Promise<Readable>): Promise<LogIngestResult> {
+async function appendEvidence(client: pg.ClientBase, location: StoreLocation, source: string, open: () => Promise<Readable>, headWaitMs: number | null = null): Promise<LogIngestResult> {
   const input = await open();
   const check = new LineCheck(source, storableReason);
   try {
@@ -64,7 +68,7 @@ async function appendEvidence(client: pg.ClientBase, location: StoreLocation, so
       'CREATE TEMP TABLE incoming (LIKE evidence INCLUDING DEFAULTS) ON COMMIT DROP',
     );
     // Held until commit: the next ingest numbers on from where this one ends, and commits after it.
-    const before = Number((await client.query<{ position: string }>('SELECT position FROM log_head FOR UPDATE')).rows[0]!.position);
+    const before = await lockLogHead(client, location, headWaitMs);
     const numbering = { next: before + 1, last: before, added: 0 };
     // The database stores one batch while the next is read and checked here.
     let storing: Promise<void> = Promise.resolve();
