@@ -91,6 +91,8 @@ export class WebhookDelivery {
     if (this.#timer !== null) clearTimeout(this.#timer);
     this.#timer = null;
     const now = Date.now();
+    // A hold that has passed holds nothing: let it go, whether or not its event is still in the store.
+    for (const [id, until] of this.#unrecorded) if (until <= now) this.#unrecorded.delete(id);
     // A watchlist's events in flight are among its heads due: the share counts them.
     for (const stored of this.#store.due(now, this.#policy.concurrency * 4, this.#policy.perWatchlist)) {
       if (this.#inFlight.size >= this.#policy.concurrency) break;

@@ -9,6 +9,7 @@ import { newEventId, stateOf, type StoredEvent } from '../../src/watch/watchlist
 import { clearedBatchItem } from '../../src/engine/verdict.js';
 import { silentLogger } from '../../src/common/logger.js';
 import { tempDataDir, until } from '../helpers.js';
+import { seedOneEvent } from '../watch-fixtures.js';
 
 /** A receiver answering every request with `answer`, counting the requests that reach it. */
 async function receiver(answer: (res: import('node:http').ServerResponse) => void): Promise<{ url: string; hits: () => number; close: () => Promise<void> }> {
@@ -34,11 +35,7 @@ async function firstAttempt(url: string, policy = DEFAULT_DELIVERY): Promise<Sto
   const { root, cleanup } = await tempDataDir();
   const store = await FileWatchStore.open(join(root, 'journal.ndjson'));
   try {
-    await store.create({ id: 'wl_1', owner: 'key_aaaaaaaaaaaa', name: 'x', webhook_url: url, filters: {}, secret: 'whsec_x', created_at: new Date().toISOString() });
-    await store.addVpas('wl_1', [['a@ybl', stateOf(clearedBatchItem('a@ybl'))]]);
-    const now = Date.now();
-    const event = { id: newEventId(now), type: 'vpa.changed' as const, watchlist_id: 'wl_1', upi: 'a@ybl', before: clearedBatchItem('a@ybl'), after: clearedBatchItem('a@ybl'), data_version: 'v', occurred_at: new Date(now).toISOString() };
-    await store.screened([{ watchlistId: 'wl_1', upi: 'a@ybl', state: stateOf(clearedBatchItem('a@ybl')) }], [event]);
+    const event = await seedOneEvent(store, url);
     const delivery = new WebhookDelivery(store, { allowed: new Set(['127.0.0.1']), logger: silentLogger, policy });
     delivery.wake();
     await until('an attempt is recorded', 15_000, () => (store.findEvent('wl_1', event.id)?.delivery.attempts.length ?? 0) > 0);
