@@ -13,14 +13,26 @@
  * mirror").
  */
 export class CopyTextRows {
+  readonly #maxRowBytes: number;
   /** The bytes after the last newline so far: the start of a row. */
   #rest: Buffer | null = null;
+
+  /**
+   * `maxRowBytes` bounds what is kept of a row that a piece cuts: one cut
+   * across pieces that grows past it throws `RowTooLongError` rather than
+   * being gathered whole in memory (a row within one piece is no larger
+   * than the piece).
+   */
+  constructor(maxRowBytes = Number.POSITIVE_INFINITY) {
+    this.#maxRowBytes = maxRowBytes;
+  }
 
   /** The rows the pieces pushed so far complete, each as its fields. */
   push(chunk: Buffer): string[][] {
     if (chunk.length === 0) return [];
     const last = chunk.lastIndexOf(NEWLINE);
     if (last < 0) {
+      if ((this.#rest?.length ?? 0) + chunk.length > this.#maxRowBytes) throw new RowTooLongError(this.#maxRowBytes);
       this.#rest = this.#rest === null ? Buffer.from(chunk) : Buffer.concat([this.#rest, chunk]);
       return [];
     }
@@ -33,6 +45,7 @@ export class CopyTextRows {
       text = Buffer.concat([this.#rest, chunk.subarray(0, first)]).toString('utf8');
       if (first < last) text += `\n${chunk.toString('utf8', first + 1, last)}`;
     }
+    if (chunk.length - last - 1 > this.#maxRowBytes) throw new RowTooLongError(this.#maxRowBytes);
     this.#rest = last + 1 < chunk.length ? Buffer.from(chunk.subarray(last + 1)) : null;
     const lines = text.split('\n');
     const rows = new Array<string[]>(lines.length);
@@ -47,6 +60,14 @@ export class CopyTextRows {
   /** Whether the output read so far ends with a whole row. */
   get complete(): boolean {
     return this.#rest === null;
+  }
+}
+
+/** A row of the COPY's output longer than the reader's bound. */
+export class RowTooLongError extends Error {
+  constructor(readonly maxRowBytes: number) {
+    super(`a row is longer than ${maxRowBytes} bytes`);
+    this.name = 'RowTooLongError';
   }
 }
 

@@ -2,7 +2,7 @@ import type pg from 'pg';
 import { ErrorCode, StoreError } from '../common/errors.js';
 import type { ActiveClearance } from '../evidence/corrections.js';
 import { evidenceChannel } from './evidence-log.js';
-import { loggedEvidenceOf, type LoggedEvidence, type LogRow } from './log-reader.js';
+import { logColumns, loggedEvidenceOf, type LoggedEvidence, type LogRow } from './log-reader.js';
 import { lockLogHead } from './log-head.js';
 import { storeError, type StoreLocation } from './postgres.js';
 
@@ -119,8 +119,7 @@ export async function evidenceOfVpas(client: pg.ClientBase | pg.Pool, location: 
   const result = await run<LogRow>(
     client,
     location,
-    `SELECT e.position, e.evidence_id, e.upi, e.url, e.source_category, e.risk_category, e.captured_at_ms, e.screenshot,
-            (extract(epoch FROM e.ingested_at) * 1000)::bigint AS ingested_at_ms
+    `SELECT ${logColumns('e')}
      FROM evidence e
      WHERE e.upi = ANY($1) AND e.position <= $2
        AND NOT EXISTS (SELECT 1 FROM retracted_evidence r WHERE r.evidence_id = e.evidence_id AND r.position <= $2)

@@ -1,8 +1,9 @@
 import type pg from 'pg';
 import { ErrorCode, StoreError } from '../common/errors.js';
-import { storedRecordProblem, type EvidenceRecord } from '../evidence/record.js';
+import { MAX_EVIDENCE_ID_LENGTH, MAX_URL_LENGTH, storedRecordProblem, type EvidenceRecord } from '../evidence/record.js';
+import { MAX_VPA_LENGTH } from '../vpa/vpa.js';
 import { readCopyOut, withPoolClient } from './copy-out.js';
-import { CopyTextRows } from './copy-text.js';
+import { CopyTextRows, RowTooLongError } from './copy-text.js';
 import { storeError, type StoreLocation } from './postgres.js';
 
 /**
@@ -25,7 +26,7 @@ export type MirroredEvidence = Omit<LoggedEvidence, 'ingestedAt'>;
 export async function readLog(client: pg.ClientBase | pg.Pool, location: StoreLocation, after: number, limit: number): Promise<LoggedEvidence[]> {
   let result: pg.QueryResult<LogRow>;
   try {
-    result = await client.query<LogRow>(`SELECT ${LOG_COLUMNS} FROM evidence WHERE position > $1 ORDER BY position LIMIT $2`, [after, limit]);
+    result = await client.query<LogRow>(`SELECT ${logColumns('evidence')} FROM evidence WHERE position > $1 ORDER BY position LIMIT $2`, [after, limit]);
   } catch (error) {
     throw storeError(location, error);
   }
@@ -55,18 +56,23 @@ export async function copyLog(
   if (!Number.isSafeInteger(after) || after < 0) throw new RangeError(`copyLog: after must be a whole number, got ${after}`);
   if (!Number.isSafeInteger(limit) || limit < 1) throw new RangeError(`copyLog: limit must be a positive whole number, got ${limit}`);
   const order = new LogOrder(location, after);
-  const parser = new CopyTextRows();
+  const parser = new CopyTextRows(MAX_LOG_ROW_BYTES);
   let count = 0;
   const sql = `COPY (SELECT ${MIRROR_COLUMNS} FROM evidence WHERE position > ${after} ORDER BY position LIMIT ${limit}) TO STDOUT`;
-  await withPoolClient(pool, location, (client) =>
-    readCopyOut(client, location, sql, async (piece) => {
-      for (const fields of parser.push(piece)) {
-        count++;
-        const waiting = onRow(order.check(mirroredEvidenceOf(mirrorRowOf(fields, location), location)));
-        if (waiting !== undefined) await waiting;
-      }
-    }),
-  );
+  try {
+    await withPoolClient(pool, location, (client) =>
+      readCopyOut(client, location, sql, async (piece) => {
+        for (const fields of parser.push(piece)) {
+          count++;
+          const waiting = onRow(order.check(mirroredEvidenceOf(mirrorRowOf(fields, location), location)));
+          if (waiting !== undefined) await waiting;
+        }
+      }),
+    );
+  } catch (error) {
+    if (!(error instanceof RowTooLongError)) throw error;
+    throw new StoreError(ErrorCode.STORE_DATA, `store schema ${location.schema}: the evidence log's row after position ${order.position} is longer than ${error.maxRowBytes} bytes`);
+  }
   if (!parser.complete) throw new StoreError(ErrorCode.STORE, `store schema ${location.schema}: the log's COPY ended inside a row`);
   return { rows: count, position: order.position };
 }
@@ -91,7 +97,34 @@ class LogOrder {
 }
 
 const MIRROR_COLUMNS = 'position, evidence_id, upi, url, source_category, risk_category, captured_at_ms, screenshot';
-const LOG_COLUMNS = `${MIRROR_COLUMNS}, (extract(epoch FROM ingested_at) * 1000)::bigint AS ingested_at_ms`;
+
+/**
+ * The most bytes of one row of the log in COPY's text (copyLog): far past
+ * a row the contract allows (an id, a VPA and a url at their longest, each
+ * character escaped), so a longer one, made by another writer, is refused
+ * before it is gathered whole.
+ */
+const MAX_LOG_ROW_BYTES = 64 * 1024;
+
+/**
+ * The columns a query reads a row of the log by (`table` names the
+ * evidence table in it), each text cut one character past its contract's
+ * bound: a row another writer made huge reads back small and is refused by
+ * its check, never held whole.
+ */
+export function logColumns(table: string): string {
+  return [
+    `${table}.position`,
+    `left(${table}.evidence_id, ${MAX_EVIDENCE_ID_LENGTH + 1}) AS evidence_id`,
+    `left(${table}.upi, ${MAX_VPA_LENGTH + 1}) AS upi`,
+    `left(${table}.url, ${MAX_URL_LENGTH + 1}) AS url`,
+    `${table}.source_category`,
+    `${table}.risk_category`,
+    `${table}.captured_at_ms`,
+    `${table}.screenshot`,
+    `(extract(epoch FROM ${table}.ingested_at) * 1000)::bigint AS ingested_at_ms`,
+  ].join(', ');
+}
 
 /** A row of the COPY's text as the row a query gives (MIRROR_COLUMNS, in order). */
 function mirrorRowOf(fields: readonly string[], location: StoreLocation): MirrorRow {

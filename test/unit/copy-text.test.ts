@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { CopyTextRows } from '../../src/store/copy-text.js';
+import { CopyTextRows, RowTooLongError } from '../../src/store/copy-text.js';
 
 /** A field as COPY's text format writes it. */
 function escaped(field: string): string {
@@ -13,8 +13,8 @@ function output(rows: readonly (readonly string[])[]): Buffer {
 }
 
 /** `bytes` pushed in pieces cut at `cuts`: the rows read, and whether the end was a row's. */
-function read(bytes: Buffer, cuts: readonly number[]): { rows: string[][]; complete: boolean } {
-  const parser = new CopyTextRows();
+function read(bytes: Buffer, cuts: readonly number[], maxRowBytes?: number): { rows: string[][]; complete: boolean } {
+  const parser = new CopyTextRows(maxRowBytes);
   const rows: string[][] = [];
   let from = 0;
   for (const cut of [...new Set(cuts)].sort((a, b) => a - b)) {
@@ -46,4 +46,21 @@ test('an output cut inside a row is not complete', () => {
   assert.equal(parser.complete, false);
   assert.deepEqual(parser.push(bytes.subarray(bytes.length - 2)), [['2', 'b']]);
   assert.ok(parser.complete);
+});
+
+test('a row cut across pieces is kept up to the bound, and refused past it', () => {
+  const bound = 64;
+  const fitting = [['1', 'x'.repeat(bound - 4)]];
+  fc.assert(
+    fc.property(fc.array(fc.nat()), (cuts) => {
+      const within = output([...fitting, ...fitting]);
+      assert.deepEqual(read(within, cuts.map((c) => c % (within.length + 1)), bound).rows, [...fitting, ...fitting]);
+    }),
+    { numRuns: 500 },
+  );
+  const past = output([...fitting, ['2', 'y'.repeat(bound)]]);
+  const start = output(fitting).length + 1;
+  // A byte at a time, and in pieces cut just inside the long row and before its newline.
+  assert.throws(() => read(past, Array.from({ length: past.length }, (_, i) => i), bound), RowTooLongError);
+  assert.throws(() => read(past, [start, past.length - 1], bound), RowTooLongError);
 });
