@@ -1,8 +1,10 @@
-import { readFile, stat, chmod } from 'node:fs/promises';
-import { join } from 'node:path';
+import { chmod, mkdir, readFile, stat } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
 import { writeFileAtomic } from '../common/atomic-file.js';
 import type { DataDir } from '../common/data-dir.js';
 import { KeyFileError } from '../common/errors.js';
+import { waitForOwnerLock } from '../common/owner-lock.js';
+import { inTurn } from '../common/turns.js';
 import { readKeyRecords, type KeyBackend, type KeyRecord } from './key-record.js';
 
 /**
@@ -17,6 +19,9 @@ interface KeyFile {
 
 export const KEY_FILE_NAME = 'keys.json';
 export const KEY_FILE_VERSION = 1;
+/** The lock file beside the key file while a change is written (owner-lock.ts), and how long a change waits for it. */
+const LOCK_SUFFIX = '.lock';
+const LOCK_WAIT_MS = 10_000;
 
 export function keyFilePath(dir: DataDir): string {
   return join(dir.root, KEY_FILE_NAME);
@@ -71,10 +76,24 @@ export class FileKeyBackend implements KeyBackend {
     return readKeyFile(this.#path);
   }
 
-  async update<T>(change: (keys: KeyRecord[]) => { keys: KeyRecord[]; result: T }): Promise<T> {
-    const { keys, result } = change(await readKeyFile(this.#path));
-    await writeKeyFile(this.#path, keys);
-    return result;
+  /**
+   * Read, change and write the file as one step: in turn with this
+   * process's other changes of it, and under its lock file against other
+   * processes' (the CLI beside a server), so that no change is lost to
+   * another made at the same time: a revoked key never comes back.
+   */
+  update<T>(change: (keys: KeyRecord[]) => { keys: KeyRecord[]; result: T }): Promise<T> {
+    return inTurn(this.#path, async () => {
+      await mkdir(dirname(this.#path), { recursive: true });
+      const release = await waitForOwnerLock(`${this.#path}${LOCK_SUFFIX}`, LOCK_WAIT_MS, "the key file's lock", (message, cause) => new KeyFileError(message, { cause }));
+      try {
+        const { keys, result } = change(await readKeyFile(this.#path));
+        await writeKeyFile(this.#path, keys);
+        return result;
+      } finally {
+        await release();
+      }
+    });
   }
 
   version(): Promise<string> {

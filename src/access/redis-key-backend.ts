@@ -1,6 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { KeyFileError, KeyStoreError } from '../common/errors.js';
+import { redisReady } from '../common/redis.js';
+import { inTurn } from '../common/turns.js';
 import { byCreation, readKeyRecords, type KeyBackend, type KeyRecord } from './key-record.js';
 
 /**
@@ -11,6 +13,9 @@ import { byCreation, readKeyRecords, type KeyBackend, type KeyRecord } from './k
  * counter: a Redis that lost its data would count again from 1, and a server
  * that saw version 1 before would miss the keys created after.
  */
+/** How long a change waits for its own connection to Redis. */
+const CONNECT_WAIT_MS = 5_000;
+
 export class RedisKeyBackend implements KeyBackend {
   readonly #redis: Redis;
   readonly #keysKey: string;
@@ -30,25 +35,39 @@ export class RedisKeyBackend implements KeyBackend {
     return parseRecords(await this.#redis.hgetall(this.#keysKey), this.description);
   }
 
-  async update<T>(change: (keys: KeyRecord[]) => { keys: KeyRecord[]; result: T }): Promise<T> {
-    // Optimistic transaction: retried if another writer changed the keys in between.
-    for (let attempt = 0; attempt < 10; attempt++) {
-      await this.#redis.watch(this.#versionKey, this.#keysKey);
-      let outcome: { keys: KeyRecord[]; result: T };
+  /**
+   * An optimistic transaction, retried if another writer changed the keys
+   * in between. WATCH belongs to a connection and any EXEC on it ends every
+   * watch: the shared connection carries this process's other commands and
+   * transactions (rate limits among them), so each change runs on a
+   * connection of its own, and this process's changes take turns.
+   */
+  update<T>(change: (keys: KeyRecord[]) => { keys: KeyRecord[]; result: T }): Promise<T> {
+    return inTurn(`redis ${this.#keysKey}`, async () => {
+      const connection = this.#redis.duplicate();
       try {
-        outcome = change(parseRecords(await this.#redis.hgetall(this.#keysKey), this.description));
-      } catch (error) {
-        await this.#redis.unwatch();
-        throw error;
+        if (!(await redisReady(connection, CONNECT_WAIT_MS))) throw new KeyStoreError(`${this.description}: redis cannot be reached; the keys were not changed`);
+        for (let attempt = 0; attempt < 10; attempt++) {
+          await connection.watch(this.#versionKey, this.#keysKey);
+          let outcome: { keys: KeyRecord[]; result: T };
+          try {
+            outcome = change(parseRecords(await connection.hgetall(this.#keysKey), this.description));
+          } catch (error) {
+            await connection.unwatch();
+            throw error;
+          }
+          const multi = connection.multi().del(this.#keysKey);
+          if (outcome.keys.length > 0) {
+            multi.hset(this.#keysKey, Object.fromEntries(outcome.keys.map((k) => [k.id, JSON.stringify(k)])));
+          }
+          const done = await multi.set(this.#versionKey, randomBytes(8).toString('hex')).exec();
+          if (done !== null) return outcome.result;
+        }
+        throw new KeyStoreError('keys changed concurrently too often; try again');
+      } finally {
+        connection.disconnect();
       }
-      const multi = this.#redis.multi().del(this.#keysKey);
-      if (outcome.keys.length > 0) {
-        multi.hset(this.#keysKey, Object.fromEntries(outcome.keys.map((k) => [k.id, JSON.stringify(k)])));
-      }
-      const done = await multi.set(this.#versionKey, randomBytes(8).toString('hex')).exec();
-      if (done !== null) return outcome.result;
-    }
-    throw new KeyStoreError('keys changed concurrently too often; try again');
+    });
   }
 
   async version(): Promise<string> {

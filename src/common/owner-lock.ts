@@ -1,5 +1,6 @@
 import { link, lstat, open, rename, unlink, writeFile } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { tempFileName } from './atomic-file.js';
 import { writerHasEnded, isValidBootId, isValidPid, ownIdentity, type ProcessIdentity } from './process-identity.js';
 
@@ -68,6 +69,21 @@ export async function tryOwnerLock(path: string, fail: (message: string, cause?:
     await removeStaleLock(path, found, fail);
   }
   throw fail(`could not take the lock ${path}`);
+}
+
+/**
+ * Take the lock file at `path` (its folder exists), waiting while a live
+ * process holds it, up to `waitMs`; then `fail` says for how long `what`
+ * has been held, and by whom.
+ */
+export async function waitForOwnerLock(path: string, waitMs: number, what: string, fail: (message: string, cause?: unknown) => Error): Promise<() => Promise<void>> {
+  const deadline = Date.now() + waitMs;
+  for (let wait = 2; ; wait = Math.min(wait * 2, 50)) {
+    const attempt = await tryOwnerLock(path, fail);
+    if ('release' in attempt) return attempt.release;
+    if (Date.now() > deadline) throw fail(`${what} ${path} has been held by pid ${attempt.holder} for ${waitMs / 1000} s`);
+    await sleep(wait);
+  }
 }
 
 /**

@@ -1,12 +1,12 @@
 import { isUtf8 } from 'node:buffer';
 import { mkdir, open, stat, type FileHandle } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { syncDirectory } from '../common/atomic-file.js';
 import type { DataDir } from '../common/data-dir.js';
 import { CorrectionJournalError } from '../common/errors.js';
 import { silentLogger, type Logger } from '../common/logger.js';
-import { tryOwnerLock } from '../common/owner-lock.js';
+import { waitForOwnerLock } from '../common/owner-lock.js';
+import { inTurn } from '../common/turns.js';
 import { readCorrectionRecord, type CorrectionRecord } from './records.js';
 
 export const CORRECTIONS_FILE = 'corrections.ndjson';
@@ -193,16 +193,8 @@ export class CorrectionJournal {
   }
 
   /** Take the lock file beside the journal, waiting while a live process holds it. */
-  async #lock(): Promise<() => Promise<void>> {
-    const path = `${this.#path}${LOCK_SUFFIX}`;
-    const fail = (message: string, cause?: unknown) => new CorrectionJournalError(message, { cause });
-    const deadline = Date.now() + LOCK_WAIT_MS;
-    for (let wait = 2; ; wait = Math.min(wait * 2, 50)) {
-      const attempt = await tryOwnerLock(path, fail);
-      if ('release' in attempt) return attempt.release;
-      if (Date.now() > deadline) throw fail(`the corrections journal's lock ${path} has been held by pid ${attempt.holder} for ${LOCK_WAIT_MS / 1000} s`);
-      await sleep(wait);
-    }
+  #lock(): Promise<() => Promise<void>> {
+    return waitForOwnerLock(`${this.#path}${LOCK_SUFFIX}`, LOCK_WAIT_MS, "the corrections journal's lock", (message, cause) => new CorrectionJournalError(message, { cause }));
   }
 
   #unusable(what: string, cause: unknown): CorrectionJournalError {
@@ -210,16 +202,3 @@ export class CorrectionJournal {
   }
 }
 
-/** Appends of this process to each journal, one after another: the lock file tells processes apart, not two appends of one. */
-const turns = new Map<string, Promise<unknown>>();
-
-function inTurn<T>(path: string, work: () => Promise<T>): Promise<T> {
-  const before = turns.get(path) ?? Promise.resolve();
-  const mine = before.then(work, work);
-  const settled = mine.catch(() => {});
-  turns.set(path, settled);
-  void settled.then(() => {
-    if (turns.get(path) === settled) turns.delete(path);
-  });
-  return mine;
-}

@@ -129,3 +129,43 @@ test('when Redis goes away the server keeps answering on local limits, and it re
     await t.cleanup();
   }
 });
+
+test('when Redis stops answering, lookups are answered on local limits without waiting on it', { timeout: 60_000 }, async () => {
+  const port = await freePort();
+  const url = `redis://127.0.0.1:${port}`;
+  const redis = await startRedis(port);
+  const t = await tempDataDir();
+  await ingest(t.dir, t.root, [evidence('a@ybl', 'https://u.example')]);
+  const args = ['--redis', url, '--redis-prefix', 'stalled'];
+  const key = lastLine((await runCli(['keys', 'create', '--data-dir', t.dir.root, ...args])).stdout);
+  const server = await startServer(t.dir.root, { plans: await plansFile(t.root, 1000), args });
+  const timed = async () => {
+    const started = performance.now();
+    const answered = await status(server, key);
+    return { answered, ms: performance.now() - started };
+  };
+  try {
+    await until('the key accepted', 2000, async () => (await status(server, key)) === 200);
+    // Connected, and silent: the process is stopped, its socket stays open.
+    redis.kill('SIGSTOP');
+    const first = await timed();
+    assert.equal(first.answered, 200);
+    assert.ok(first.ms < 2_000, `the first lookup waited ${first.ms.toFixed(0)} ms`);
+    await until('the silence logged', 5000, () => /redis does not answer/.test(server.output()));
+    // Each thread's client finds the silence by itself, within a ping's interval and timeout (1.5 s).
+    await new Promise((resolve) => setTimeout(resolve, 2_500));
+    for (let i = 0; i < 5; i++) {
+      const lookup = await timed();
+      assert.equal(lookup.answered, 200);
+      assert.ok(lookup.ms < 300, `a lookup during the silence waited ${lookup.ms.toFixed(0)} ms`);
+    }
+    redis.kill('SIGCONT');
+    await until('the recovery logged', 10_000, () => /redis reachable again/.test(server.output()));
+    assert.equal(await status(server, key), 200);
+  } finally {
+    redis.kill('SIGCONT');
+    await server.stop();
+    redis.kill('SIGKILL');
+    await t.cleanup();
+  }
+});
