@@ -12,6 +12,25 @@ export interface KeyLimits {
 }
 
 /**
+ * The largest limits a key or a plan may set, wherever they come from (the
+ * CLI, the admin API, a key record, the plans file): far above any caller's
+ * need, and small enough that the windows' counts and reset times stay
+ * exact whole numbers.
+ */
+export const MAX_KEY_LIMITS: KeyLimits = { burst: 10_000_000, sustained: 1_000_000_000, windowSeconds: 31 * 86_400 };
+
+/** Why `raw` is not KeyLimits of whole numbers from 1 to MAX_KEY_LIMITS, or null when it is. */
+export function keyLimitsProblem(raw: unknown): string | null {
+  if (typeof raw !== 'object' || raw === null) return 'must be an object {burst, sustained, windowSeconds}';
+  const r = raw as Record<string, unknown>;
+  for (const field of ['burst', 'sustained', 'windowSeconds'] as const) {
+    const value = r[field];
+    if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1 || value > MAX_KEY_LIMITS[field]) return `${field} must be a whole number from 1 to ${MAX_KEY_LIMITS[field]}`;
+  }
+  return null;
+}
+
+/**
  * What a key may do: `screen` the spec's lookups (single, batch, cluster),
  * watchlists, disputes and reports; `ingest` send evidence; `admin` manage
  * keys, read the figures and review disputes and reports.
@@ -67,12 +86,8 @@ export function readKeyRecords(records: readonly unknown[], fail: (why: string) 
     for (const field of ['rotated_at', 'revoked_at'] as const) {
       if (r[field] !== null && typeof r[field] !== 'string') throw fail(`${where}.${field} must be a string or null`);
     }
-    if (r.limits !== null) {
-      const l = r.limits as Record<string, unknown>;
-      if (typeof l !== 'object' || l === null || !isPositiveInt(l.burst) || !isPositiveInt(l.sustained) || !isPositiveInt(l.windowSeconds)) {
-        throw fail(`${where}.limits must be null or {burst, sustained, windowSeconds} positive integers`);
-      }
-    }
+    const limitsProblem = r.limits === null ? null : keyLimitsProblem(r.limits);
+    if (limitsProblem !== null) throw fail(`${where}.limits must be null, or its ${limitsProblem}`);
     if (r.scopes !== undefined) {
       const scopes = r.scopes;
       if (!Array.isArray(scopes) || scopes.length === 0 || scopes.some((s) => !(KEY_SCOPES as readonly unknown[]).includes(s)) || new Set(scopes).size !== scopes.length) {
@@ -86,10 +101,6 @@ export function readKeyRecords(records: readonly unknown[], fail: (why: string) 
 /** Creation order, then id: how a store without an order of its own lists keys, so listings are stable. */
 export function byCreation(a: KeyRecord, b: KeyRecord): number {
   return a.created_at < b.created_at ? -1 : a.created_at > b.created_at ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
-}
-
-function isPositiveInt(value: unknown): boolean {
-  return typeof value === 'number' && Number.isInteger(value) && value > 0;
 }
 
 /**

@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { ConfigError } from '../common/errors.js';
-import type { KeyLimits } from './key-record.js';
+import { keyLimitsProblem, MAX_KEY_LIMITS, type KeyLimits } from './key-record.js';
 
 /**
  * Rate-limit plans. Each API key names a plan (or carries its own limits):
@@ -45,19 +45,17 @@ export function parsePlans(value: unknown, source = 'plans'): PlansConfig {
   if (!plans.has('default')) throw fail('a "default" plan is required (keys without a known plan use it)');
   const auth = file.authFailuresPerIp as Record<string, unknown> | undefined;
   if (typeof auth !== 'object' || auth === null) throw fail('"authFailuresPerIp" must be an object');
-  if (!positiveInt(auth.points) || !positiveInt(auth.windowSeconds)) {
-    throw fail('"authFailuresPerIp" needs positive integer "points" and "windowSeconds"');
+  if (!positiveInt(auth.points) || !positiveInt(auth.windowSeconds) || (auth.windowSeconds as number) > MAX_KEY_LIMITS.windowSeconds) {
+    throw fail(`"authFailuresPerIp" needs whole "points" from 1 and "windowSeconds" from 1 to ${MAX_KEY_LIMITS.windowSeconds}`);
   }
   return { plans, authFailuresPerIp: { points: auth.points as number, windowSeconds: auth.windowSeconds as number } };
 }
 
 function limits(raw: unknown, where: string, fail: (why: string) => Error): KeyLimits {
-  const r = raw as Record<string, unknown>;
-  if (typeof r !== 'object' || r === null) throw fail(`${where} must be an object`);
-  for (const field of ['burst', 'sustained', 'windowSeconds'] as const) {
-    if (!positiveInt(r[field])) throw fail(`${where}.${field} must be a positive integer`);
-  }
-  return { burst: r.burst as number, sustained: r.sustained as number, windowSeconds: r.windowSeconds as number };
+  const problem = keyLimitsProblem(raw);
+  if (problem !== null) throw fail(`${where}: ${problem}`);
+  const r = raw as KeyLimits;
+  return { burst: r.burst, sustained: r.sustained, windowSeconds: r.windowSeconds };
 }
 
 function positiveInt(value: unknown): boolean {

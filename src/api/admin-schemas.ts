@@ -1,6 +1,6 @@
 import { Type, type TSchema } from '@sinclair/typebox';
 import { AUDIT_ACTIONS } from '../access/audit-actions.js';
-import { KEY_SCOPES } from '../access/key-record.js';
+import { KEY_SCOPES, MAX_KEY_LIMITS } from '../access/key-record.js';
 import { ClusterIdText, ClusterSchema, Confidence, Count, Nullable, RiskCategorySchema, SourceCategorySchema, Timestamp, Vpa, strict } from './schemas.js';
 
 /**
@@ -27,7 +27,13 @@ export const AdminKeySchema = strict(
     name: Type.String(),
     plan: Type.String(),
     scopes: Scopes,
-    limits: Nullable(Type.Object({ burst: Type.Integer({ minimum: 1 }), sustained: Type.Integer({ minimum: 1 }), windowSeconds: Type.Integer({ minimum: 1 }) })),
+    limits: Nullable(
+      Type.Object({
+        burst: Type.Integer({ minimum: 1, maximum: MAX_KEY_LIMITS.burst }),
+        sustained: Type.Integer({ minimum: 1, maximum: MAX_KEY_LIMITS.sustained }),
+        windowSeconds: Type.Integer({ minimum: 1, maximum: MAX_KEY_LIMITS.windowSeconds }),
+      }),
+    ),
     created_at: Timestamp,
     rotated_at: Nullable(Timestamp),
     revoked_at: Nullable(Timestamp),

@@ -5,7 +5,7 @@ import { sameCsrfToken, sessionTokenOf } from '../access/console-sessions.js';
 import type { UsageCounter } from '../access/key-usage.js';
 import type { Quota, QuotaDecision } from '../access/quota.js';
 import type { AdminAnswer, AdminRequest } from '../api/admin-requests.js';
-import { HttpError, forbidden, tooManyRequests, unauthorized } from '../api/http-error.js';
+import { HttpError, forbidden, serviceUnavailable, tooManyRequests, unauthorized } from '../api/http-error.js';
 import { bearerToken, remoteAddress } from './caller.js';
 import type { Exchange } from './exchange.js';
 import type { ServiceMetrics } from './metrics.js';
@@ -61,15 +61,17 @@ export function createAdmission(deps: AdmissionDependencies): Admission {
     // An IP past its failures is refused before its cookie costs a lookup (in the fleet, a query of the store).
     if ((await deps.quota.peekIp(ip)).remaining <= 0) return refuseKey(x, unauthorized('the console session was not looked up'), ip);
     const tokenHash = hashApiKey(token);
-    const found = (await deps.admin({ op: 'session.find', tokenHash })).session ?? null;
+    const answer = await deps.admin({ op: 'session.find', tokenHash });
+    // The sessions could not be read (a store outage): not the caller's fault, so neither a 401 nor a charge to its IP.
+    if (answer.status !== 200) throw serviceUnavailable('console sessions cannot be looked up just now; try again');
+    const found = answer.session ?? null;
     if (found === null) return refuseKey(x, unauthorized('the console session has ended; sign in again'), ip);
     x.session = { ...found, tokenHash };
-    // Charged first, so that a refusal carries the key's rate-limit state like any other answer.
-    const record = await admitKey(x, found.key, scope);
+    // Refused before the key is charged, and charged to the IP like a wrong key: a forged change from another origin costs the key nothing.
     if (change && !sameCsrfToken(csrf, found.csrfToken)) {
-      throw forbidden('a change made with a console session must carry the session\'s X-CSRF-Token header');
+      return refuseKey(x, forbidden('a change made with a console session must carry the session\'s X-CSRF-Token header'), ip);
     }
-    return record;
+    return admitKey(x, found.key, scope);
   };
 
   const admitKey = (x: Exchange, record: KeyRecord, scope: KeyScope): KeyRecord | Promise<KeyRecord> => {

@@ -2,7 +2,7 @@ import { dataDir } from '../../common/data-dir.js';
 import { ConfigError, ErrorCode, UnavailableError } from '../../common/errors.js';
 import { redact } from '../../common/redis.js';
 import { KeyAdmin, MAX_KEY_NAME_LENGTH, PLAN_NAME_PATTERN } from '../../access/key-admin.js';
-import { DEFAULT_SCOPES, parseScopes, type KeyLimits, type PublicKeyRecord } from '../../access/key-record.js';
+import { DEFAULT_SCOPES, MAX_KEY_LIMITS, parseScopes, type KeyLimits, type PublicKeyRecord } from '../../access/key-record.js';
 import { REDIS_OPTIONS } from '../key-backend-options.js';
 import { chooseKeyBackend } from '../../roles/key-backends.js';
 import type { DataDir } from '../../common/data-dir.js';
@@ -92,9 +92,9 @@ async function create(argv: readonly string[]): Promise<number> {
   const limits: KeyLimits | null =
     given === 3
       ? {
-          burst: intOption('burst', values.burst, 0, 1, 10_000_000),
-          sustained: intOption('sustained', values.sustained, 0, 1, 1_000_000_000),
-          windowSeconds: intOption('window', values.window, 0, 1, 86_400 * 31),
+          burst: intOption('burst', values.burst, 0, 1, MAX_KEY_LIMITS.burst),
+          sustained: intOption('sustained', values.sustained, 0, 1, MAX_KEY_LIMITS.sustained),
+          windowSeconds: intOption('window', values.window, 0, 1, MAX_KEY_LIMITS.windowSeconds),
         }
       : null;
   const plan = values.plan ?? 'default';
