@@ -9,7 +9,7 @@ import { chunksOf, mapConcurrently } from './chunked.js';
 import { ResponseFormatError } from './errors.js';
 import { PageQuery } from './page-query.js';
 import { sendWithRetries, type ApiRequest, type CallScope, type FetchLike, type ResponseMeta, type TransportConfig } from './transport.js';
-import { batchItemsOf, objectOf, privateVerdictOf, toVpaVerdict, type PrivateVerdict } from './verdicts.js';
+import { batchItemsOf, checkAnsweredFor, objectOf, privateVerdictOf, toVpaVerdict, type PrivateVerdict } from './verdicts.js';
 import { checkedVpa } from './vpa-check.js';
 import { vpaHashHex } from './vpa-hash.js';
 import type {
@@ -44,6 +44,14 @@ export const DEFAULT_DEADLINE_MS = 60_000;
 export const DEFAULT_BATCH_CONCURRENCY = 4;
 /** Hex digits of h(upi) a private lookup sends: 20 bits, a range of about a millionth of all VPAs, its flagged ones listed among padding. */
 export const RANGE_PREFIX_DIGITS = 5;
+/**
+ * The most bytes of an answer that grows with the data, a page of up to
+ * 1,000 items (an event carries up to 20 delivery attempts) or a cluster
+ * with its members; other answers are held to DEFAULT_MAX_ANSWER_BYTES.
+ */
+export const MAX_LISTING_ANSWER_BYTES = 16 * 1024 * 1024;
+/** What an API key may be: printable ASCII, no spaces. A key read from a file with its line break is refused before it is sent. */
+const API_KEY_FORM = /^[\x21-\x7e]+$/;
 
 export interface UpiRiskClientOptions {
   /** Where the service is, e.g. `https://risk.example.com` (the `/v1/` paths are added). */
@@ -115,10 +123,12 @@ export class UpiRiskClient {
     if (!Number.isInteger(this.#batchConcurrency)) throw new RangeError(`batchConcurrency must be a whole number, got ${this.#batchConcurrency}`);
   }
 
-  /** Single lookup: `GET /v1/verify/upi`. */
+  /** Single lookup: `GET /v1/verify/upi`. A verdict for another VPA than `upi` (a cache that ignored the query) is a ResponseFormatError. */
   async verify(upi: string, options: CallOptions = {}): Promise<VerifyResult> {
     const answer = await this.#send({ method: 'GET', path: `/v1/verify/upi?upi=${encodeURIComponent(text('upi', upi))}`, idempotent: true }, this.#scope(options));
-    return { verdict: toVpaVerdict(answer.body, answer.meta), ...answer.meta };
+    const verdict = toVpaVerdict(answer.body, answer.meta);
+    checkAnsweredFor(verdict.upi, upi, 'the verdict', answer.meta);
+    return { verdict, ...answer.meta };
   }
 
   /**
@@ -166,7 +176,7 @@ export class UpiRiskClient {
   /** Cluster lookup: `GET /v1/verify/upi/cluster/{cluster_id}`. */
   async cluster(clusterId: string, options: CallOptions = {}): Promise<ClusterResult> {
     const path = `/v1/verify/upi/cluster/${encodeURIComponent(text('clusterId', clusterId))}`;
-    const answer = await this.#send({ method: 'GET', path, idempotent: true }, this.#scope(options));
+    const answer = await this.#send({ method: 'GET', path, idempotent: true, maxBytes: MAX_LISTING_ANSWER_BYTES }, this.#scope(options));
     return { cluster: objectOf(answer.body, 'the cluster', answer.meta) as unknown as Cluster, ...answer.meta };
   }
 
@@ -203,7 +213,9 @@ export class UpiRiskClient {
   }
 
   async listWatchlists(options: CallOptions = {}): Promise<Watchlist[]> {
-    return (await this.#json<WatchlistList>({ method: 'GET', path: '/v1/watchlists', idempotent: true }, options)).watchlists;
+    const { watchlists } = await this.#json<Partial<WatchlistList>>({ method: 'GET', path: '/v1/watchlists', idempotent: true, maxBytes: MAX_LISTING_ANSWER_BYTES }, options);
+    if (!Array.isArray(watchlists)) throw new ResponseFormatError('the watchlist listing has no watchlists array');
+    return watchlists;
   }
 
   async getWatchlist(id: string, options: CallOptions = {}): Promise<Watchlist> {
@@ -230,14 +242,14 @@ export class UpiRiskClient {
 
   /** Watch more VPAs, any number: requests of 1,000, one after another. `total` is the watchlist's size after the last. */
   async addToWatchlist(id: string, upis: readonly string[], options: CallOptions = {}): Promise<WatchVpasAdded> {
-    const answers = await this.#vpaChanges<WatchVpasAdded>('PUT', id, upis, options);
-    return { added: sum(answers.map((a) => a.added)), total: answers.at(-1)!.total };
+    const answers = await this.#vpaChanges('PUT', 'added', id, upis, options);
+    return { added: sum(answers.map((a) => a.count)), total: answers.at(-1)!.total };
   }
 
   /** Stop watching VPAs, any number: requests of 1,000, one after another. */
   async removeFromWatchlist(id: string, upis: readonly string[], options: CallOptions = {}): Promise<WatchVpasRemoved> {
-    const answers = await this.#vpaChanges<WatchVpasRemoved>('DELETE', id, upis, options);
-    return { removed: sum(answers.map((a) => a.removed)), total: answers.at(-1)!.total };
+    const answers = await this.#vpaChanges('DELETE', 'removed', id, upis, options);
+    return { removed: sum(answers.map((a) => a.count)), total: answers.at(-1)!.total };
   }
 
   /**
@@ -263,11 +275,15 @@ export class UpiRiskClient {
   /**
    * Dispute a FLAGGED verdict: `POST /v1/disputes` (201). A second open
    * dispute of the VPA by this key rejects with ConflictError, whose
-   * `disputeId` is the first; a CLEARED VPA with ValidationError.
+   * `disputeId` is the first; a CLEARED VPA with ValidationError. A dispute
+   * answered for another VPA is a ResponseFormatError.
    */
   async dispute(request: DisputeCreateRequest, options: CallOptions = {}): Promise<Dispute> {
-    text('upi', (objectArgument('request', request) as Partial<DisputeCreateRequest>).upi);
-    return this.#json({ method: 'POST', path: '/v1/disputes', body: request, idempotent: false }, options);
+    const upi = text('upi', (objectArgument('request', request) as Partial<DisputeCreateRequest>).upi);
+    const answer = await this.#send({ method: 'POST', path: '/v1/disputes', body: request, idempotent: false }, this.#scope(options));
+    const dispute = objectOf(answer.body, 'the dispute', answer.meta);
+    checkAnsweredFor(dispute.upi, upi, 'the dispute', answer.meta);
+    return dispute as unknown as Dispute;
   }
 
   /** A dispute of this key, with its resolution once resolved; another key's rejects with NotFoundError. */
@@ -306,7 +322,8 @@ export class UpiRiskClient {
     return objectOf(answer.body, `the answer to ${request.method} ${request.path}`, answer.meta) as T;
   }
 
-  async #vpaChanges<T>(method: 'PUT' | 'DELETE', id: string, upis: readonly string[], options: CallOptions): Promise<T[]> {
+  /** The requests of an add (`added`) or remove (`removed`): each answer's count of VPAs changed and the watchlist's size after it. */
+  async #vpaChanges(method: 'PUT' | 'DELETE', counted: 'added' | 'removed', id: string, upis: readonly string[], options: CallOptions): Promise<{ count: number; total: number }[]> {
     if (!Array.isArray(upis) || upis.length === 0) throw new RangeError('upis must hold at least one VPA');
     upis.forEach((upi, index) => text(`upis[${index}]`, upi));
     const scope = this.#scope(options);
@@ -314,7 +331,12 @@ export class UpiRiskClient {
     // Array.isArray() above widens upis to any[]: the chunk's type is restated.
     return mapConcurrently(chunksOf(upis, WATCHLIST_REQUEST_SIZE), 1, scope.signal, async (chunk: string[], _, signal) => {
       const answer = await this.#send(request(chunk), { ...scope, signal });
-      return objectOf(answer.body, `the answer to ${method} vpas`, answer.meta) as T;
+      const fields = objectOf(answer.body, `the answer to ${method} vpas`, answer.meta);
+      const count = fields[counted];
+      if (!isCount(count) || !isCount(fields.total)) {
+        throw new ResponseFormatError(`the answer to ${method} vpas lacks a whole ${counted} or total`, { requestId: answer.meta.requestId });
+      }
+      return { count, total: fields.total };
     });
   }
 
@@ -328,7 +350,7 @@ export class UpiRiskClient {
       if (options.limit !== undefined) query.set('limit', String(options.limit));
       if (cursor !== undefined) query.set('cursor', cursor);
       const search = query.toString();
-      return this.#json<P>({ method: 'GET', path: search === '' ? path() : `${path()}?${search}`, idempotent: true }, options);
+      return this.#json<P>({ method: 'GET', path: search === '' ? path() : `${path()}?${search}`, idempotent: true, maxBytes: MAX_LISTING_ANSWER_BYTES }, options);
     }, options.cursor);
   }
 }
@@ -339,7 +361,10 @@ export function transportConfig(options: UpiRiskClientOptions): TransportConfig 
   if (typeof options.baseUrl !== 'string' || !URL.canParse(options.baseUrl)) {
     throw new TypeError(`baseUrl must be an absolute URL, got ${String(options.baseUrl)}`);
   }
-  if (typeof options.apiKey !== 'string' || options.apiKey === '') throw new TypeError('apiKey must be a non-empty string');
+  // The message never quotes the key.
+  if (typeof options.apiKey !== 'string' || !API_KEY_FORM.test(options.apiKey)) {
+    throw new TypeError('apiKey must be a non-empty string of printable ASCII, with no spaces, line breaks or other control characters');
+  }
   const fetch = options.fetch ?? (globalThis.fetch as FetchLike | undefined);
   if (typeof fetch !== 'function') throw new TypeError('fetch: this platform has none; pass one');
   return {
@@ -372,6 +397,10 @@ export function positive(name: string, value: number | undefined, fallback: numb
   if (value === undefined) return fallback;
   if (!(typeof value === 'number' && value > 0 && Number.isFinite(value))) throw new RangeError(`${name} must be a positive number of ms, got ${String(value)}`);
   return value;
+}
+
+function isCount(value: unknown): value is number {
+  return typeof value === 'number' && Number.isInteger(value) && value >= 0;
 }
 
 function sum(values: readonly number[]): number {

@@ -98,7 +98,7 @@ export class ValidationError extends ApiError {
   }
 }
 
-/** 429: a quota is spent. Retried after `retryAfter`; thrown when the deadline comes first. */
+/** 429 (whatever its body's code): a quota is spent. Retried after `retryAfter`; thrown when the deadline comes first. */
 export class RateLimitError extends ApiError {
   override readonly name: string = 'RateLimitError';
   /** Seconds the service asked to wait (`Retry-After`, or the body's `retry_after`); null when it said nothing. */
@@ -271,7 +271,8 @@ const CODE_BY_STATUS: Readonly<Record<number, string>> = {
 
 /**
  * The error of a non-2xx answer: by the body's `error` code when it has
- * one, else by the status.
+ * one, else by the status. A 429 is a RateLimitError whatever its code:
+ * it is retried, and its `retryAfter` read, by its status.
  */
 export function errorForAnswer(
   status: number,
@@ -283,7 +284,7 @@ export function errorForAnswer(
   const code = typeof fields.error === 'string' ? fields.error : (CODE_BY_STATUS[status] ?? `http_${status}`);
   const message = typeof fields.message === 'string' ? fields.message : `HTTP ${status}`;
   const details = { status, requestId };
-  if (code === 'rate_limit_exceeded') return new RateLimitError(message, retryAfter, details);
+  if (code === 'rate_limit_exceeded' || status === 429) return new RateLimitError(message, retryAfter, details);
   if (code === 'conflict') return new ConflictError(message, typeof fields.dispute_id === 'string' ? fields.dispute_id : null, details);
   const known = BY_CODE[code];
   return known === undefined ? new ApiError(code, message, details) : new known(message, details);

@@ -11,6 +11,7 @@ export {
   DEFAULT_BATCH_CONCURRENCY,
   DEFAULT_DEADLINE_MS,
   DEFAULT_TIMEOUT_MS,
+  MAX_LISTING_ANSWER_BYTES,
   RANGE_PREFIX_DIGITS,
   type BatchResult,
   type CallOptions,
@@ -34,11 +35,12 @@ export {
   type UpiRiskMirrorOptions,
 } from './mirror.js';
 export { MIRROR_BANDS, MIRROR_RISK_CATEGORIES, type MirrorManifest } from './mirror-format.js';
-export type { FetchInit, FetchLike, FetchResponse, ResponseMeta } from './transport.js';
+export { DEFAULT_MAX_ANSWER_BYTES, MAX_ERROR_BODY_BYTES, type FetchInit, type FetchLike, type FetchResponse, type ResponseMeta } from './transport.js';
 export type { Sleep } from './abort.js';
 export { PageQuery, type Page } from './page-query.js';
 export {
   FAILURE_DELAYS_MS,
+  MIN_ATTEMPT_MS,
   RATE_LIMIT_FIRST_DELAY_MS,
   RATE_LIMIT_JITTER_MS,
   RATE_LIMIT_MAX_DELAY_MS,

@@ -7,6 +7,7 @@
  * file and the SHA-256 of the resulting set have all checked out; until
  * then, and after any failure, the state held goes on answering.
  */
+import { raceAbort } from './abort.js';
 import {
   UpiRiskClient,
   positive,
@@ -121,8 +122,10 @@ export class UpiRiskMirror {
   #floor = 0;
   /** Syncs and loads, one after another. */
   #queue: Promise<unknown> = Promise.resolve();
-  /** The first read of the directory, once begun. */
-  #restored: Promise<void> | undefined;
+  /** The first read of the directory, once begun: first in the queue, so behind no sync. */
+  #firstRead: Promise<void> | undefined;
+  /** The directory could not be read (an I/O error): it is read again before the next sync, never by verify(). */
+  #readAgain = false;
 
   constructor(options: UpiRiskMirrorOptions) {
     this.#transport = transportConfig(options);
@@ -163,11 +166,12 @@ export class UpiRiskMirror {
    * A verdict in client.verify's shape: CLEARED from the mirror when it
    * does not hold `upi`, else GET /v1/verify/upi (whose verdict may be
    * CLEARED, for a VPA cleared since the version held). With no version
-   * held (and none stored in the directory), the service answers every call.
+   * held (none stored in the directory, or a directory that could not be
+   * read), the service answers every call. It never waits for a sync.
    */
   async verify(upi: string, options: CallOptions = {}): Promise<MirrorVerifyResult> {
     const vpa = checkedVpa(upi);
-    await this.#restore();
+    await raceAbort(this.#readFirst(), options.signal);
     const state = this.#state;
     if (state !== null && !this.#lookup(state, vpa).match) return clearedByMirror(vpa, state.version);
     const result = await this.#client.verify(vpa, options);
@@ -189,15 +193,20 @@ export class UpiRiskMirror {
       deadline: this.#transport.now() + positive('deadlineMs', options.deadlineMs, this.#syncDeadlineMs),
       signal: options.signal,
     };
-    await this.#restore();
-    return this.#exclusive(() => this.#sync(scope));
+    await this.#readFirst();
+    return this.#exclusive(async () => {
+      const directory = this.#directory;
+      if (this.#readAgain && directory !== null) await this.#loadStored(directory).catch(() => {});
+      return this.#sync(scope);
+    });
   }
 
   /**
    * Take the state stored in `directory`, checked as a sync checks it;
    * resolves to the version held after (a stored version older than the
    * one held is left alone), or null when none is stored or held. Throws
-   * what sync() throws of a stored state that does not check out. sync()
+   * what sync() throws of a stored state that does not check out
+   * (MirrorStorageError when the entry file it names is missing). sync()
    * and verify() read the directory once by themselves, ignoring such a
    * state (the next sync replaces it); load() is for seeing why, or for
    * check() answering before any sync.
@@ -206,7 +215,7 @@ export class UpiRiskMirror {
     const directory = this.#directory;
     if (directory === null) throw new TypeError('load() reads the directory option, which this mirror was not given');
     const loading = this.#exclusive(() => this.#loadStored(directory));
-    this.#restored ??= loading.then(
+    this.#firstRead ??= loading.then(
       () => {},
       () => {},
     );
@@ -249,6 +258,8 @@ export class UpiRiskMirror {
     const { entries, fullFile } = built;
     const state = new MirrorState(manifest, entries);
     await this.#directory?.write(manifest, fullFile);
+    // The directory now holds this state: nothing older in it is worth reading again.
+    this.#readAgain = false;
     this.#state = state;
     this.#floor = Math.max(this.#floor, state.version);
     return { version: state.version, previousVersion: held?.version ?? null, applied, count: entries.count };
@@ -275,15 +286,31 @@ export class UpiRiskMirror {
     return bytes;
   }
 
+  /**
+   * Take the stored state when it is newer than the one held. Notes in
+   * #readAgain whether it was an I/O error that kept it from being read,
+   * so that the next sync reads it again; a state that does not check out
+   * (a missing entry file included) is not read again.
+   */
   async #loadStored(directory: MirrorDirectory): Promise<number | null> {
-    const stored = await directory.read();
+    let stored;
+    try {
+      stored = await directory.read();
+    } catch (error) {
+      this.#readAgain = error instanceof MirrorStorageError;
+      throw error;
+    }
+    this.#readAgain = false;
     const held = this.#state;
     if (stored === null || (held !== null && stored.manifest.version <= held.version)) return held?.version ?? null;
     await checkSignature(await this.#key(), stored.manifest);
     // Signed, so held once: whatever its entries turn out to be, no older version is taken after it.
     this.#floor = Math.max(this.#floor, stored.manifest.version);
     const file = stored.file;
-    if (file === null) throw stored.fileError!;
+    if (file === null) {
+      this.#readAgain = stored.transient;
+      throw stored.fileError;
+    }
     const { entries } = asFileError(() => fileOfKind(MIRROR_KIND_FULL, file));
     // A full file that decodes is its entries written as encodeMirrorFile writes them.
     await checkEntrySet(stored.manifest, entries, file);
@@ -291,18 +318,19 @@ export class UpiRiskMirror {
     return stored.manifest.version;
   }
 
-  /** The directory's state, read once before the first sync or verify; one that does not check out is ignored. */
-  #restore(): Promise<void> {
+  /**
+   * The directory's state, read once, before the first sync or verify; one
+   * that does not check out, or cannot be read, is ignored. Begun before
+   * any sync is queued, so waiting for it never waits for a sync.
+   */
+  #readFirst(): Promise<void> {
     const directory = this.#directory;
     if (directory === null) return Promise.resolve();
-    this.#restored ??= this.#exclusive(() => this.#loadStored(directory)).then(
+    this.#firstRead ??= this.#exclusive(() => this.#loadStored(directory)).then(
       () => {},
-      (error: unknown) => {
-        // A directory that could not be read (an I/O error) is read again before the next sync; a state that does not check out is not.
-        if (error instanceof MirrorStorageError) this.#restored = undefined;
-      },
+      () => {},
     );
-    return this.#restored;
+    return this.#firstRead;
   }
 
   #key(): Promise<CryptoKey> {

@@ -5,12 +5,14 @@
  * | answer | retried | delays |
  * |---|---|---|
  * | 400, 401, 403, 404, 409, 422 (any other 4xx) | never | |
- * | 429 | while the wait ends before the call's deadline | `Retry-After` s, else 1 s doubling to 32 s; plus 0-500 ms jitter |
- * | 500, 503 (any 5xx), no answer | up to 3 times | 1 s, 2 s, 4 s |
+ * | 429 | while the wait ends before the call's deadline | the larger of `Retry-After` s and 1 s doubling to 32 s; plus 0-500 ms jitter |
+ * | 500, 503 (any 5xx), no answer | up to 3 times | 1 s, 2 s, 4 s; a 503's `Retry-After` s when longer |
  *
  * A request that is not idempotent (creating a watchlist, rotating its
- * secret) is retried only on 429 and 503, the answers that say it was not
- * carried out: after a 500 or a lost answer it may have been.
+ * secret, a dispute, a report) is retried only on 429 and on the service's
+ * own 503 (`"error": "service_unavailable"`), the answers that say it was
+ * not carried out: after a 500, a lost answer or a proxy's 503 it may have
+ * been.
  */
 
 export const RATE_LIMIT_FIRST_DELAY_MS = 1_000;
@@ -18,10 +20,19 @@ export const RATE_LIMIT_MAX_DELAY_MS = 32_000;
 export const RATE_LIMIT_JITTER_MS = 500;
 /** Delays before the retries after a server failure or a lost answer. */
 export const FAILURE_DELAYS_MS: readonly number[] = [1_000, 2_000, 4_000];
+/** The least of the call's deadline an attempt is started with: less cannot carry a round trip, and would end in a TimeoutError. */
+export const MIN_ATTEMPT_MS = 100;
 
 /** What one attempt came to, as far as retrying goes. */
 export type AttemptFailure =
-  | { readonly kind: 'answer'; readonly status: number; readonly retryAfterSeconds: number | null }
+  | {
+      readonly kind: 'answer';
+      readonly status: number;
+      /** What the answer asked to wait (429 and 503 only); null when it said nothing. */
+      readonly retryAfterSeconds: number | null;
+      /** The body's `error` code when the body is the service's JSON error, else null (a proxy's page). */
+      readonly errorCode: string | null;
+    }
   /** No answer: the connection failed or was reset, or the attempt timed out. */
   | { readonly kind: 'no-answer' };
 
@@ -37,27 +48,33 @@ export class RetrySchedule {
     this.#idempotent = idempotent;
   }
 
-  /** Milliseconds to wait before retrying after `failure`, or null: give up. */
+  /** Milliseconds to wait before retrying after `failure`, or null: give up. Never 0, whatever `Retry-After` says. */
   next(failure: AttemptFailure): number | null {
     if (failure.kind === 'answer' && failure.status === 429) {
       const backoff = Math.min(RATE_LIMIT_FIRST_DELAY_MS * 2 ** this.#rateLimited, RATE_LIMIT_MAX_DELAY_MS);
       this.#rateLimited++;
-      const wait = failure.retryAfterSeconds === null ? backoff : failure.retryAfterSeconds * 1000;
-      return wait + Math.round(this.#random() * RATE_LIMIT_JITTER_MS);
+      return Math.max(backoff, askedMs(failure)) + Math.round(this.#random() * RATE_LIMIT_JITTER_MS);
     }
-    const serverFailure = failure.kind === 'answer' && failure.status >= 500;
-    if (!serverFailure && failure.kind === 'answer') return null;
-    const safe = this.#idempotent || (failure.kind === 'answer' && failure.status === 503);
-    if (!safe) return null;
+    if (failure.kind === 'answer' && failure.status < 500) return null;
+    if (!this.#idempotent && !notCarriedOut(failure)) return null;
     const delay = FAILURE_DELAYS_MS[this.#failed];
     if (delay === undefined) return null;
     this.#failed++;
-    return delay;
+    return failure.kind === 'answer' && failure.status === 503 ? Math.max(delay, askedMs(failure)) : delay;
   }
 }
 
+/** Whether a failure says the request was not carried out: only the service's own 503 does (a proxy's may come after the service took it). */
+function notCarriedOut(failure: AttemptFailure): boolean {
+  return failure.kind === 'answer' && failure.status === 503 && failure.errorCode === 'service_unavailable';
+}
+
+function askedMs(failure: Extract<AttemptFailure, { kind: 'answer' }>): number {
+  return (failure.retryAfterSeconds ?? 0) * 1000;
+}
+
 /**
- * Seconds a 429 asks to wait: the larger of `Retry-After` (seconds, or an
+ * Seconds a 429 or 503 asks to wait: the larger of `Retry-After` (seconds, or an
  * HTTP date) and the body's `retry_after`; null when neither says.
  */
 export function retryAfterSeconds(header: string | null, body: unknown, nowMs: number): number | null {

@@ -59,12 +59,21 @@ export function batchItemsOf(body: unknown, sent: readonly string[], meta: Respo
   }
   return list.map((value, index) => {
     const item = toBatchItem(value, meta);
-    // The service echoes each VPA as sent; a mismatch would pin a verdict on the wrong payee.
-    if (item.upi.toLowerCase() !== sent[index]!.toLowerCase()) {
-      throw new ResponseFormatError(`batch result ${index} is for ${item.upi}, not ${sent[index]!}`, { requestId: meta.requestId });
-    }
+    checkAnsweredFor(item.upi, sent[index]!, `batch result ${index}`, meta);
     return item;
   });
+}
+
+/**
+ * Throws ResponseFormatError unless `answered` is the VPA `asked` about, in
+ * any case (the canonical form is lower-case): the service echoes the VPA,
+ * and a mismatch (a cache that ignored the query string) would pin a
+ * verdict on the wrong payee.
+ */
+export function checkAnsweredFor(answered: unknown, asked: string, what: string, meta: ResponseMeta): void {
+  if (typeof answered !== 'string' || answered.toLowerCase() !== asked.toLowerCase()) {
+    throw new ResponseFormatError(`${what} is for ${typeof answered === 'string' ? answered : 'no VPA'}, not ${asked}`, { requestId: meta.requestId });
+  }
 }
 
 /** A private lookup's verdict: what a range answer says of one VPA. */

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { UpiRiskClient } from '../src/client.js';
-import { ConflictError, NotFoundError, ServiceUnavailableError, ValidationError } from '../src/errors.js';
+import { ConflictError, NotFoundError, ResponseFormatError, ServiceUnavailableError, ValidationError } from '../src/errors.js';
 import { BASE_URL, fakeClock, scriptedFetch, type Reply, type SentRequest } from './fakes.js';
 
 const dispute = {
@@ -70,6 +70,17 @@ test('dispute, getDispute, listDisputes and report: methods, paths and bodies of
   }
   await assert.rejects(async () => await client.listDisputes({ limit: 0 }), RangeError);
   assert.equal(requests.length, sent);
+});
+
+test('a dispute answered for another VPA than the one disputed is a ResponseFormatError', async () => {
+  const { client } = clientFor(() => ({ status: 201, body: { ...dispute, upi: 'other@ybl' }, headers: { 'x-request-id': 'req-d' } }));
+  await assert.rejects(
+    client.dispute({ upi: 'shop.42@okaxis', reason: 'other', details: '' }),
+    (e) => e instanceof ResponseFormatError && e.requestId === 'req-d' && /other@ybl, not shop\.42@okaxis/.test(e.message),
+  );
+  const { upi: _, ...withoutUpi } = dispute;
+  const bare = clientFor(() => ({ status: 201, body: withoutUpi }));
+  await assert.rejects(bare.client.dispute({ upi: 'shop.42@okaxis', reason: 'other', details: '' }), ResponseFormatError);
 });
 
 test("a second open dispute is a ConflictError naming the first; the service's refusals keep their classes", async () => {

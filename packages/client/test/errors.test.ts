@@ -41,6 +41,12 @@ test('answers map to classes by their stable code, else by status', () => {
   assert.equal(byStatus.message, 'HTTP 401');
   const limited = errorForAnswer(429, { error: 'rate_limit_exceeded', message: 'm', retry_after: 3 }, null, 3);
   assert.ok(limited instanceof RateLimitError && limited.retryAfter === 3);
+  // A 429 is retried and waited on by its status: whatever its code (a gateway's own), it is a RateLimitError.
+  for (const body of [{ error: 'quota_exceeded', message: 'daily quota' }, null]) {
+    const other = errorForAnswer(429, body, 'r2', 7);
+    assert.ok(other instanceof RateLimitError, JSON.stringify(body));
+    assert.deepEqual([other.code, other.retryAfter, other.status, other.requestId], ['rate_limit_exceeded', 7, 429, 'r2']);
+  }
   const taken = errorForAnswer(409, { error: 'conflict', message: 'taken', dispute_id: 'dsp_1' }, null, null);
   assert.ok(taken instanceof ConflictError && taken.disputeId === 'dsp_1');
   const unknown = errorForAnswer(410, { error: 'gone', message: 'gone' }, null, null);

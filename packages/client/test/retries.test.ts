@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { UpiRiskClient, type UpiRiskClientOptions } from '../src/client.js';
 import {
   AbortError,
+  ApiError,
   BadRequestError,
   ForbiddenError,
   InternalError,
@@ -66,6 +67,57 @@ test('429 without Retry-After: 1 s doubling to a 32 s cap, each with jitter', as
     [1000, 2000, 4000, 8000, 16000, 32000, 32000, 32000].map((d) => d + JITTER),
   );
   assert.equal(requests.length, 9);
+});
+
+test('a Retry-After shorter than the backoff step, or 0, waits the step: never a hot loop', async () => {
+  // Answered 429 with Retry-After: 0 fifty times, then cleared: no wait may be 0.
+  const clock = fakeClock();
+  const { fetch, requests } = scriptedFetch((_, index) => (index < 50 ? rateLimited({ 'retry-after': '0' }) : ok));
+  const client = new UpiRiskClient({ baseUrl: BASE_URL, apiKey: 'upirisk_test', fetch, now: clock.now, sleep: clock.sleep, random: () => 0 });
+  const error = await client.verify('a@ybl', { deadlineMs: 5_000 }).then(() => assert.fail('resolved'), (e: unknown) => e);
+  assert.ok(error instanceof RateLimitError, `got ${String(error)}`);
+  assert.equal(error.retryAfter, 0);
+  // 1 s, then 2 s; 4 s more would leave no time before the 5 s deadline.
+  assert.deepEqual(clock.delays, [1000, 2000]);
+  assert.equal(requests.length, 3);
+
+  const shorter = setup([rateLimited({ 'retry-after': '1' }), rateLimited({ 'retry-after': '1' }), ok]);
+  await shorter.client.verify('a@ybl');
+  assert.deepEqual(shorter.clock.delays, [1000 + JITTER, 2000 + JITTER]);
+});
+
+test('a wait that overran the deadline (a suspended process) ends with the error that asked for it, not a TimeoutError', async () => {
+  const { client, clock, requests } = setup([rateLimited()], {
+    sleep: async (ms) => {
+      clock.advance(ms + 120_000);
+    },
+  });
+  await assert.rejects(client.verify('a@ybl'), (e) => e instanceof RateLimitError && e.requestId === 'req-429');
+  assert.equal(requests.length, 1);
+  // No attempt either when the wait would leave less than MIN_ATTEMPT_MS of the deadline.
+  const tight = setup([failure(503, 'service_unavailable')]);
+  await assert.rejects(tight.client.verify('a@ybl', { deadlineMs: 1_050 }), ServiceUnavailableError);
+  assert.deepEqual(tight.clock.delays, []);
+});
+
+test('503 with Retry-After: waits that long when it is longer than the step, within the 3 retries and the deadline', async () => {
+  const { client, clock, requests } = setup([
+    { ...failure(503, 'service_unavailable'), headers: { 'retry-after': '5' } },
+    { ...failure(503, 'service_unavailable'), headers: { 'retry-after': '1' } },
+    ok,
+  ]);
+  await client.verify('a@ybl');
+  assert.deepEqual(clock.delays, [5000, 2000]);
+  assert.equal(requests.length, 3);
+
+  const hashing = setup([{ ...failure(503, 'service_unavailable'), headers: { 'retry-after': '2' } }]);
+  await assert.rejects(hashing.client.verify('a@ybl'), ServiceUnavailableError);
+  assert.deepEqual(hashing.clock.delays, [2000, 2000, 4000]);
+
+  const tooLong = setup([{ ...failure(503, 'service_unavailable'), headers: { 'retry-after': '120' } }]);
+  await assert.rejects(tooLong.client.verify('a@ybl'), ServiceUnavailableError);
+  assert.deepEqual(tooLong.clock.delays, []);
+  assert.equal(tooLong.requests.length, 1);
 });
 
 test('jitter spans 0 to 500 ms of the injected random', async () => {
@@ -168,6 +220,35 @@ test('creating a watchlist is retried on 429 and 503 only: a 500 or a lost answe
   assert.deepEqual(clock.delays, [1000 + JITTER, 1000]);
 });
 
+test("a request that is not idempotent is retried on the service's own 503 only: a proxy's may come after the service took it", async () => {
+  const created = { status: 201, body: { id: 'wl_1', name: 'n', webhook_url: 'https://h.example/w', filters: null, secret: 's', created_at: 'x' } };
+  const request = { name: 'n', webhook_url: 'https://h.example/w' };
+  const proxyPages: Reply[] = [
+    { status: 503, headers: { 'content-type': 'text/html' } },
+    { status: 503, body: '<html>upstream down</html>' },
+    { status: 503, body: { error: 'upstream_timeout', message: 'the gateway gave up' } },
+  ];
+  for (const reply of proxyPages) {
+    const { client, clock, requests } = setup([reply, created]);
+    await assert.rejects(client.createWatchlist(request), (e) => e instanceof ApiError && e.status === 503);
+    assert.deepEqual(clock.delays, []);
+    assert.equal(requests.length, 1);
+  }
+  for (const call of [
+    (client: UpiRiskClient) => client.report({ upi: 'payee@ybl', outcome: 'confirmed_fraud' }),
+    (client: UpiRiskClient) => client.dispute({ upi: 'payee@ybl', reason: 'other', details: '' }),
+    (client: UpiRiskClient) => client.rotateWatchlistSecret('wl_1'),
+  ]) {
+    const { client, requests } = setup([{ status: 503 }, ok]);
+    await assert.rejects(call(client), ServiceUnavailableError);
+    assert.equal(requests.length, 1);
+  }
+  // A read is retried on any 503.
+  const read = setup([{ status: 503 }, ok]);
+  await read.client.verify('a@ybl');
+  assert.equal(read.requests.length, 2);
+});
+
 test('an attempt past timeoutMs is retried like a lost answer, then TimeoutError', async () => {
   const { client, clock, requests } = setup([{ hang: true }], { timeoutMs: 20 });
   const error = await client.verify('a@ybl').then(() => assert.fail('resolved'), (e: unknown) => e);
@@ -230,7 +311,7 @@ test('an AbortSignal cuts a request in flight short; an aborted one sends nothin
 });
 
 test('requests carry the key, accept JSON and encode the VPA', async () => {
-  const { client, requests } = setup([ok]);
+  const { client, requests } = setup([{ status: 200, body: cleared('a.b+c@ybl') }]);
   await client.verify('a.b+c@ybl');
   const [request] = requests;
   assert.equal(request!.method, 'GET');

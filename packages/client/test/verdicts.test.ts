@@ -48,6 +48,13 @@ test('what cannot be read is a ResponseFormatError: no upi, an unknown status, n
   await assert.rejects(notJson.verify('a@ybl'), (e) => e instanceof ResponseFormatError && e.requestId === 'r' && e.status === 200);
 });
 
+test('a verdict for another VPA than the one asked about (a cache that ignored the query) is a ResponseFormatError', async () => {
+  const other = clientAnswering({ status: 200, body: cleared('someone.else@ybl'), headers: answerHeaders(2) });
+  await assert.rejects(other.verify('a@ybl'), (e) => e instanceof ResponseFormatError && e.requestId === 'req-2' && /someone\.else@ybl, not a@ybl/.test(e.message));
+  // The canonical form is lower-case: the same VPA in another case is the one asked about.
+  assert.equal((await clientAnswering({ status: 200, body: flagged('shop.42@okaxis') }).verify('Shop.42@OKAXIS')).verdict.status, 'FLAGGED');
+});
+
 test('a cluster is returned as it came, with the answer headers', async () => {
   const cluster = {
     cluster_id: 'MC-12',

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { UpiRiskClient } from '../src/client.js';
-import { NotFoundError } from '../src/errors.js';
+import { NotFoundError, ResponseFormatError } from '../src/errors.js';
 import { BASE_URL, cleared, fakeClock, itemOf, scriptedFetch, type Reply, type SentRequest } from './fakes.js';
 
 const watchlist = { id: 'wl_1', name: 'merchants', webhook_url: 'https://hooks.example/upi', filters: { statuses: ['FLAGGED'] }, created_at: '2027-01-15T08:00:00.000Z', vpa_count: 2 };
@@ -90,6 +90,21 @@ test('adding and removing VPAs: PUT and DELETE with {"upis"}, 1,000 a request, c
   ]);
   assert.deepEqual(requests.flatMap((r) => (r.body as { upis: string[] }).upis).slice(0, 2500), upis);
   await assert.rejects(client.addToWatchlist('wl_1', []), RangeError);
+});
+
+test('answers without what the calls return are ResponseFormatErrors, never undefined or NaN', async () => {
+  const { client } = clientFor((request) => {
+    if (request.method === 'GET') return { status: 200, body: { lists: [] } };
+    const upis = (request.body as { upis: string[] }).upis;
+    if (upis[0] === 'no-count@ybl') return { status: 200, body: { total: 3 } };
+    if (upis[0] === 'no-total@ybl') return { status: 200, body: { added: 1, removed: 1 } };
+    return { status: 200, body: { added: '1', removed: null, total: 3 } };
+  });
+  await assert.rejects(client.listWatchlists(), (e) => e instanceof ResponseFormatError && /watchlists array/.test(e.message));
+  for (const upi of ['no-count@ybl', 'no-total@ybl', 'wrong-type@ybl']) {
+    await assert.rejects(client.addToWatchlist('wl_1', [upi]), ResponseFormatError, upi);
+    await assert.rejects(client.removeFromWatchlist('wl_1', [upi]), ResponseFormatError, upi);
+  }
 });
 
 /** A listing of `count` VPAs served `limit` at a time, the cursor being the next index. */
