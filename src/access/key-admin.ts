@@ -26,7 +26,10 @@ export const PLAN_NAME_PATTERN = /^[A-Za-z0-9_.-]{1,64}$/;
 /**
  * Administrative operations on the keys, used by the CLI and the admin API.
  * Every change is written to the audit log, when there is one, once it is
- * stored.
+ * stored. A change whose audit entry cannot be written is undone and the
+ * failure thrown (nothing changed, nothing to audit), except a revocation:
+ * a key revoked stays revoked, and the failure is thrown for the caller's
+ * log.
  */
 export class KeyAdmin {
   readonly #backend: KeyBackend;
@@ -57,7 +60,10 @@ export class KeyAdmin {
       hash: hashApiKey(key),
     };
     await this.#backend.update((keys) => ({ keys: [...keys, record], result: undefined }));
-    await this.#record(options, 'key.created', record.id, { name: record.name, plan: record.plan, scopes: record.scopes }, now);
+    // Undone: an active key whose secret nobody was given, and no record of it.
+    await this.#recordOrUndo(options, 'key.created', record.id, { name: record.name, plan: record.plan, scopes: record.scopes }, now, () =>
+      this.#backend.update((keys) => ({ keys: keys.filter((k) => k.id !== record.id), result: undefined })),
+    );
     return { key, record: visible(record) };
   }
 
@@ -65,11 +71,14 @@ export class KeyAdmin {
   async rotate(id: string, context: ChangeContext = {}): Promise<{ key: string; record: PublicKeyRecord }> {
     const key = generateApiKey();
     const now = context.now ?? new Date();
+    let before: KeyRecord | null = null;
     const updated = await this.#change(id, (current) => {
       if (current.revoked_at !== null) throw new ConfigError(`key ${id} is revoked and cannot be rotated`);
+      before = current;
       return { ...current, hash: hashApiKey(key), rotated_at: now.toISOString() };
     });
-    await this.#record(context, 'key.rotated', id, {}, now);
+    // Undone: the holder keeps the secret that works, rather than losing it for one nobody was given.
+    await this.#recordOrUndo(context, 'key.rotated', id, {}, now, () => this.#restore(updated, before!));
     return { key, record: visible(updated) };
   }
 
@@ -87,13 +96,14 @@ export class KeyAdmin {
   /** Put a key on another plan; its quotas follow at once. */
   async changePlan(id: string, plan: string, context: ChangeContext = {}): Promise<PublicKeyRecord> {
     if (!PLAN_NAME_PATTERN.test(plan)) throw new ConfigError('a plan name is 1 to 64 letters, digits, ".", "_" or "-"');
-    let from = plan;
+    let before: KeyRecord | null = null;
     const updated = await this.#change(id, (current) => {
       if (current.revoked_at !== null) throw new ConfigError(`key ${id} is revoked; its plan cannot change`);
-      from = current.plan;
+      before = current;
       return { ...current, plan };
     });
-    if (from !== plan) await this.#record(context, 'key.plan_changed', id, { plan: { from, to: plan } }, context.now ?? new Date());
+    const from = before!.plan;
+    if (from !== plan) await this.#recordOrUndo(context, 'key.plan_changed', id, { plan: { from, to: plan } }, context.now ?? new Date(), () => this.#restore(updated, before!));
     return visible(updated);
   }
 
@@ -107,9 +117,34 @@ export class KeyAdmin {
     });
   }
 
-  async #record(context: ChangeContext, action: 'key.created' | 'key.rotated' | 'key.revoked' | 'key.plan_changed', target: string, details: Record<string, unknown>, now: Date): Promise<void> {
+  async #record(context: ChangeContext, action: KeyAction, target: string, details: Record<string, unknown>, now: Date): Promise<void> {
     await this.#audit?.append({ actor: context.actor ?? CLI_ACTOR, action, target, details }, now);
   }
+
+  /** Audit a change stored already; when the audit log cannot take it, `undo` the change (best effort) and throw the audit's failure. */
+  async #recordOrUndo(context: ChangeContext, action: KeyAction, target: string, details: Record<string, unknown>, now: Date, undo: () => Promise<unknown>): Promise<void> {
+    try {
+      await this.#record(context, action, target, details, now);
+    } catch (error) {
+      await undo().catch(() => {});
+      throw error;
+    }
+  }
+
+  /** Put `before` back in place of `changed`, unless another change came in between (then that one stands). */
+  #restore(changed: KeyRecord, before: KeyRecord): Promise<void> {
+    return this.#backend.update((keys) => {
+      const index = keys.findIndex((k) => k.id === changed.id);
+      if (index >= 0 && sameRecord(keys[index]!, changed)) keys[index] = before;
+      return { keys, result: undefined };
+    });
+  }
+}
+
+type KeyAction = 'key.created' | 'key.rotated' | 'key.revoked' | 'key.plan_changed';
+
+function sameRecord(a: KeyRecord, b: KeyRecord): boolean {
+  return a.hash === b.hash && a.plan === b.plan && a.rotated_at === b.rotated_at && a.revoked_at === b.revoked_at && a.name === b.name;
 }
 
 function visible({ hash: _hash, ...rest }: KeyRecord): PublicKeyRecord {
