@@ -214,10 +214,17 @@ class MergeState {
     }
     const reader = new RecordReader(records);
     const raw = reader.raw;
+    // Urls with no evidence counted on them when the reset first meets them: evidence that did not count before (a
+    // clearance that ended) on a url nothing else names. They take the counts of what the reset adds, or their
+    // category would be made up from nothing rather than wait for compaction like any other url's.
+    const uncounted = new Set<UrlRow>();
+    const counted = new Set<UrlRow>();
     while (reader.next()) {
       if (!this.#counts(reader)) continue;
-      // Its evidence is already counted on the url (urlEvidence): only the VPA's own figures are made again.
-      this.#applyRecord(raw, reader.upiStart, reader.urlStart, reader.idStart, reader.capturedAt, reader.flags, false);
+      const url = this.#urlRow(raw, reader.urlStart, reader.idStart);
+      if (!counted.has(url) && !uncounted.has(url)) (url.evidence.some((n) => n > 0) ? counted : uncounted).add(url);
+      // Elsewhere its evidence is counted on the url already (urlEvidence): only the VPA's own figures are made again.
+      this.#applyRecord(raw, reader.upiStart, reader.urlStart, reader.idStart, reader.capturedAt, reader.flags, uncounted.has(url));
     }
   }
 

@@ -105,6 +105,31 @@ test('a clearance suppresses what was known; a new url flags again; its end rest
   }
 });
 
+test('a clearance ended on a url nothing else names shows that url with its own category, not one made up', async () => {
+  const corrections = new MemoryCorrections();
+  const items = [
+    evidence('other@ybl', 'https://other.example', { evidence_id: 'o1', source_category: 'scam', captured_at: '2026-06-01T00:00:00Z' }),
+    evidence('merchant@ybl', 'https://only-here.example', { evidence_id: 'm1', source_category: 'telegram', captured_at: '2026-06-01T00:00:00Z' }),
+  ];
+  const s = await startService(items, corrections);
+  try {
+    await s.service.apply(corrections.state(), corrections.clear('merchant@ybl', Date.parse('2026-07-01T00:00:00Z')));
+    // Built under the clearance: the snapshot knows neither the VPA nor its url.
+    await s.service.compact();
+    corrections.compacted();
+    assert.equal(s.service.view.verdict('merchant@ybl').status, 'CLEARED');
+    await s.service.apply(corrections.state(), corrections.endClearance('merchant@ybl'));
+    const restored = s.service.view.verdict('merchant@ybl');
+    assert.deepEqual(
+      restored.sources.map((x) => [x.url, x.category]),
+      [['https://only-here.example', 'telegram']],
+    );
+    assert.deepEqual(restored, buildInProcess(corrections.counting()).verdict('merchant@ybl'), 'as a full build of the same evidence');
+  } finally {
+    await s.close();
+  }
+});
+
 type Step =
   | { readonly kind: 'ingest'; readonly items: readonly EvidenceInput[] }
   | { readonly kind: 'retract'; readonly ids: readonly string[] }
