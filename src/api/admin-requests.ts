@@ -1,5 +1,5 @@
 import type { KeyRecord } from '../access/key-record.js';
-import { HttpError, badRequest, errorJson, serviceUnavailable, validationError } from './http-error.js';
+import { HttpError, badRequest, errorJson, unavailableAfter, validationError } from './http-error.js';
 
 /**
  * What a serving thread asks the main thread for on an admin route: the
@@ -163,6 +163,6 @@ export async function answerAlways(work: () => Promise<AdminAnswer>, failed: (er
   } catch (error) {
     if (error instanceof HttpError) return { status: error.status, body: errorJson(error) };
     failed(error as Error);
-    return { status: 503, body: errorJson(serviceUnavailable(`the request could not be carried out: ${(error as Error).message}`)) };
+    return { status: 503, body: errorJson(unavailableAfter('the request could not be carried out', error)) };
   }
 }

@@ -34,6 +34,19 @@ export const conflict = (message: string, fields?: Readonly<Record<string, unkno
 export const tooManyRequests = (retryAfter: number) =>
   new HttpError(429, 'rate_limit_exceeded', `request limit exceeded; retry after ${retryAfter} s`, { retryAfter });
 export const serviceUnavailable = (message: string) => new HttpError(503, 'service_unavailable', message);
+
+/**
+ * The 503 a caller gets for a failure inside the service (a store that
+ * cannot be reached or refused the change): what could not be done, and the
+ * failure's stable code when it has one, never its text, which may name
+ * the store's host, database and schema or quote the database; the
+ * server's log has that.
+ */
+export function unavailableAfter(what: string, error: unknown): HttpError {
+  const code = (error as { code?: unknown } | null)?.code;
+  const named = typeof code === 'string' && /^ERR_[A-Z_]+$/.test(code) ? ` (${code})` : '';
+  return serviceUnavailable(`${what}${named}; the server's log says why, and the request can be sent again`);
+}
 export const internalError = () => new HttpError(500, 'internal_error', 'unexpected server error; the request can be retried');
 
 /** HTTP status lines, built once. */

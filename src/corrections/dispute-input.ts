@@ -14,7 +14,7 @@ import { parseIsoWithZone } from '../common/time.js';
 import { RISK_CATEGORIES, type RiskCategory } from '../vpa/categories.js';
 import { describeInvalidVpa, isValidVpa, normalizeVpa } from '../vpa/vpa.js';
 import { isDisputeId, isReportId } from './dispute-records.js';
-import { hasControlCharacter } from '../common/control-characters.js';
+import { hasControlCharacter, hasLoneSurrogate, isStorableText } from '../common/control-characters.js';
 
 /**
  * What the dispute and report routes read from a request, checked: the
@@ -54,7 +54,9 @@ export function disputeInput(body: unknown): DisputeInput {
   const b = fieldsOf(body, ['upi', 'reason', 'details', 'reference']);
   const upi = vpaOf(b.upi);
   const reason = oneOf(b.reason, 'reason', DISPUTE_REASONS);
-  if (typeof b.details !== 'string' || b.details.length > MAX_DETAILS_LENGTH) throw validationError(`"details" must be a string of at most ${MAX_DETAILS_LENGTH.toLocaleString('en')} characters`);
+  if (typeof b.details !== 'string' || b.details.length > MAX_DETAILS_LENGTH || !isStorableText(b.details)) {
+    throw validationError(`"details" must be a string of at most ${MAX_DETAILS_LENGTH.toLocaleString('en')} characters, without control characters but tabs and line breaks`);
+  }
   return { upi, reason, details: b.details, reference: referenceOf(b.reference) };
 }
 
@@ -138,7 +140,7 @@ function oneOf<T extends string>(value: unknown, name: string, values: readonly 
 
 function referenceOf(value: unknown): string | null {
   if (value === undefined || value === null) return null;
-  if (typeof value !== 'string' || value === '' || value.length > MAX_REFERENCE_LENGTH || hasControlCharacter(value)) {
+  if (typeof value !== 'string' || value === '' || value.length > MAX_REFERENCE_LENGTH || hasControlCharacter(value) || hasLoneSurrogate(value)) {
     throw validationError(`"reference" must be a string of 1 to ${MAX_REFERENCE_LENGTH} characters without control characters`);
   }
   return value;
@@ -146,6 +148,8 @@ function referenceOf(value: unknown): string | null {
 
 function noteOf(value: unknown): string | null {
   if (value === undefined || value === null) return null;
-  if (typeof value !== 'string' || value.trim() === '' || value.length > MAX_DETAILS_LENGTH) throw validationError(`"note" must be a string of 1 to ${MAX_DETAILS_LENGTH.toLocaleString('en')} characters`);
+  if (typeof value !== 'string' || value.trim() === '' || value.length > MAX_DETAILS_LENGTH || !isStorableText(value)) {
+    throw validationError(`"note" must be a string of 1 to ${MAX_DETAILS_LENGTH.toLocaleString('en')} characters, without control characters but tabs and line breaks`);
+  }
   return value;
 }

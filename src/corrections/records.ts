@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { CLEARANCE_ID_PATTERN, EVIDENCE_ID_MAX_LENGTH, MAX_CLEARANCE_REFERENCE, MAX_CORRECTION_REASON, MAX_RETRACTION_IDS } from '../api/admin-schemas.js';
 import { isValidVpa, normalizeVpa } from '../vpa/vpa.js';
-import { hasControlCharacter } from '../common/control-characters.js';
+import { hasControlCharacter, isStorableText } from '../common/control-characters.js';
 
 /**
  * The lines of the corrections journal (state/corrections.ndjson), one
@@ -76,9 +76,9 @@ export function isEvidenceId(id: string): boolean {
   return id.length > 0 && id.length <= EVIDENCE_ID_MAX_LENGTH && !hasControlCharacter(id);
 }
 
-/** Whether `reason` is one a correction may carry: 1 to 500 characters, not all spaces. */
+/** Whether `reason` is one a correction may carry: 1 to 500 characters, not all spaces, storable text (isStorableText). */
 export function isReason(reason: string): boolean {
-  return reason.length >= 1 && reason.length <= MAX_CORRECTION_REASON && /\S/.test(reason);
+  return reason.length >= 1 && reason.length <= MAX_CORRECTION_REASON && /\S/.test(reason) && isStorableText(reason);
 }
 
 /** Check a decoded journal line; throws what `fail` makes, saying what is wrong. */

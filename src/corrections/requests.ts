@@ -3,7 +3,8 @@ import { TypeCompiler } from '@sinclair/typebox/compiler';
 import { ValueErrorType } from '@sinclair/typebox/errors';
 import type { AdminAnswer, CorrectionRequest } from '../api/admin-requests.js';
 import { ClearanceCreateRequestSchema, ClearanceEndRequestSchema, MAX_CLEARANCE_REFERENCE, MAX_CORRECTION_REASON, MAX_RETRACTION_IDS, RetractionRequestSchema } from '../api/admin-schemas.js';
-import { HttpError, badRequest, conflict, errorJson, notFound, serviceUnavailable, validationError } from '../api/http-error.js';
+import { HttpError, badRequest, conflict, errorJson, notFound, unavailableAfter, validationError } from '../api/http-error.js';
+import { isStorableText } from '../common/control-characters.js';
 import { ClearanceConflictError } from '../common/errors.js';
 import type { Logger } from '../common/logger.js';
 import type { CorrectionDesk } from '../service/corrections.js';
@@ -15,7 +16,7 @@ export interface ListingDesk extends CorrectionDesk {
   endClearance(id: string, by: string, reason?: string | null): ReturnType<CorrectionDesk['endClearance']>;
 }
 
-const REASON_RULE = `a text of 1 to ${MAX_CORRECTION_REASON} characters, not all spaces`;
+const REASON_RULE = `a text of 1 to ${MAX_CORRECTION_REASON} characters, not all spaces, without control characters but tabs and line breaks`;
 
 /** A body's schema, decided once, with the rule of each field for the messages. */
 interface BodyRules {
@@ -32,7 +33,7 @@ const RETRACTION = bodyRules(RetractionRequestSchema, {
 const CLEARANCE = bodyRules(ClearanceCreateRequestSchema, {
   upi: 'a VPA (handle@provider)',
   reason: REASON_RULE,
-  reference: `a text of 1 to ${MAX_CLEARANCE_REFERENCE} characters`,
+  reference: `a text of 1 to ${MAX_CLEARANCE_REFERENCE} characters, without control characters but tabs and line breaks`,
 });
 const CLEARANCE_END = bodyRules(ClearanceEndRequestSchema, { reason: REASON_RULE });
 
@@ -69,7 +70,7 @@ export class CorrectionRequests {
         return { status: 409, body: errorJson(conflict(error.message, { clearance_id: error.clearanceId })) };
       }
       this.#logger.error({ op: request.op, err: (error as Error).message }, 'correction not carried out');
-      return { status: 503, body: errorJson(serviceUnavailable(`the correction could not be carried out: ${(error as Error).message}`)) };
+      return { status: 503, body: errorJson(unavailableAfter('the correction could not be carried out', error)) };
     }
   }
 
@@ -113,7 +114,15 @@ function noClearance(id: string): never {
  * (400), naming the field and its rule.
  */
 function checked<T>(rules: BodyRules, body: unknown): T {
-  if (rules.check.Check(body)) return body as T;
+  if (rules.check.Check(body)) {
+    // What the schema cannot say: its text, and the ids it names, can be stored by every store (isStorableText).
+    for (const [field, value] of Object.entries(body as Record<string, unknown>)) {
+      const texts = Array.isArray(value) ? value : [value];
+      const bad = texts.findIndex((text) => typeof text === 'string' && !isStorableText(text));
+      if (bad >= 0) throw badRequest(`"${field}" must be ${rules.fields[field] ?? 'storable text'}${Array.isArray(value) ? ` (item ${bad} is not)` : ''}`);
+    }
+    return body as T;
+  }
   const errors = [...rules.check.Errors(body)];
   const shape = errors.find((e) => !VALUE_ERRORS.has(e.type));
   const first = shape ?? errors[0]!;

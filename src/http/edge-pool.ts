@@ -180,7 +180,7 @@ export class EdgePool {
             (answer) => worker.postMessage({ type: 'admin-answer', id: message.id, answer } satisfies ToEdge),
             (error: Error) => {
               options.logger.error({ thread: index, op: message.request.op, err: error.message }, 'admin request failed');
-              worker.postMessage({ type: 'admin-failed', id: message.id, message: error.message } satisfies ToEdge);
+              worker.postMessage({ type: 'admin-failed', id: message.id, code: errorCodeOf(error) } satisfies ToEdge);
             },
           );
         } else if (message.type === 'usage') {
@@ -191,7 +191,7 @@ export class EdgePool {
             (result) => worker.postMessage({ type: 'ingested', id: message.id, result } satisfies ToEdge),
             (error: Error) => {
               options.logger.error({ thread: index, err: error.message }, 'evidence sent over HTTP was not stored');
-              worker.postMessage({ type: 'ingest-failed', id: message.id, message: error.message } satisfies ToEdge);
+              worker.postMessage({ type: 'ingest-failed', id: message.id, code: errorCodeOf(error) } satisfies ToEdge);
             },
           );
         }
@@ -327,4 +327,10 @@ async function listenOn(worker: Worker, port: number): Promise<number> {
   const reply = await askThread(worker, { type: 'listen', port }, 'listening', 'listen-failed');
   if (reply.type === 'listen-failed') throw new ServingError(ErrorCode.LISTEN, reply.message);
   return (reply as Extract<FromEdge, { type: 'listening' }>).port;
+}
+
+/** The stable code of a failure, for a caller's answer (unavailableAfter); its text stays in the log. */
+function errorCodeOf(error: Error): string | null {
+  const code = (error as { code?: unknown }).code;
+  return typeof code === 'string' ? code : null;
 }

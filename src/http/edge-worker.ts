@@ -24,7 +24,7 @@ import { createTlsApp, type TlsFiles } from './tls.js';
 import { ReleaseWatch } from './snapshot-release.js';
 import { startIncrementalMarking, threadCollector } from '../common/collector.js';
 import { droppedDeltas } from '../common/dropped-shared-memory.js';
-import { serviceUnavailable } from '../api/http-error.js';
+import { serviceUnavailable, unavailableAfter } from '../api/http-error.js';
 import type { IntakeResult } from '../service/evidence-intake.js';
 import type { AdminAnswer, AdminRequest } from '../api/admin-requests.js';
 import { UsageCounter, type UsageEntry } from '../access/key-usage.js';
@@ -75,9 +75,9 @@ export type ToEdge =
   | { readonly type: 'scraped'; readonly id: number; readonly text: string }
   | { readonly type: 'scrape-failed'; readonly id: number; readonly message: string }
   | { readonly type: 'ingested'; readonly id: number; readonly result: IntakeResult }
-  | { readonly type: 'ingest-failed'; readonly id: number; readonly message: string }
+  | { readonly type: 'ingest-failed'; readonly id: number; readonly code: string | null }
   | { readonly type: 'admin-answer'; readonly id: number; readonly answer: AdminAnswer }
-  | { readonly type: 'admin-failed'; readonly id: number; readonly message: string };
+  | { readonly type: 'admin-failed'; readonly id: number; readonly code: string | null };
 
 export type FromEdge =
   | { readonly type: 'listening'; readonly port: number }
@@ -342,11 +342,11 @@ port.on('message', (message: ToEdge) => {
       adminRequests.delete(message.id);
       break;
     case 'admin-failed':
-      adminRequests.get(message.id)?.reject(serviceUnavailable(`the admin request failed: ${message.message}`));
+      adminRequests.get(message.id)?.reject(unavailableAfter('the admin request failed', message));
       adminRequests.delete(message.id);
       break;
     case 'ingest-failed':
-      intakes.get(message.id)?.reject(serviceUnavailable(`the evidence was not stored: ${message.message}`));
+      intakes.get(message.id)?.reject(unavailableAfter('the evidence was not stored', message));
       intakes.delete(message.id);
       break;
   }

@@ -94,6 +94,11 @@ test('refusals: a CLEARED VPA 422, bad input 4xx, wrong scope 403, a body over 6
     [bank, '/v1/disputes', dispute('kirana@ybl', { amount: 5 }), 422],
     [bank, '/v1/disputes', dispute('kirana@ybl', { reason: 5 }), 422],
     [bank, '/v1/disputes', dispute('kirana@ybl', { details: 'x'.repeat(2_001) }), 422],
+    // Text PostgreSQL would refuse and a file would keep: refused alike in both modes. Tabs and line breaks are text.
+    [bank, '/v1/disputes', dispute('kirana@ybl', { details: 'paid\u0000twice' }), 422],
+    [bank, '/v1/disputes', dispute('kirana@ybl', { details: 'half \ud800 pair' }), 422],
+    [bank, '/v1/disputes', dispute('kirana@ybl', { reference: 'T-\udfff' }), 422],
+    [bank, '/v1/reports', { upi: 'kirana@ybl', outcome: 'confirmed_fraud', reference: 'case\u0000' }, 422],
     [bank, '/v1/disputes', '["kirana@ybl"]', 422],
     [bank, '/v1/disputes', '{"upi":', 400],
     [bank, '/v1/disputes', dispute('kirana@ybl', { details: 'x'.repeat(70_000) }), 400],
@@ -134,6 +139,7 @@ test('analysts review a dispute beside the verdict and its evidence, and resolve
   assert.match(String(items[0]!.evidence_id), /^ev-/);
 
   assert.equal((await call(`/v1/admin/disputes/${id}/resolve`, analyst, 'POST', { outcome: 'rejected', note: 5 })).status, 422);
+  assert.equal((await call(`/v1/admin/disputes/${id}/resolve`, analyst, 'POST', { outcome: 'upheld', note: 'cleared\u0000' })).status, 422);
   assert.equal((await call(`/v1/disputes/${id}`, bank)).body.status, 'OPEN');
 
   const rejected = await call(`/v1/admin/disputes/${id}/resolve`, analyst, 'POST', { outcome: 'rejected', note: 'two victims confirmed it' }, DisputeResolvedSchema);

@@ -74,6 +74,12 @@ test('a body of the wrong shape is 422, a value a field cannot take 400, each na
       [clear({ upi: 'a@ybl', reason: 'x', reference: 'r'.repeat(201) }), 400, /"reference" must be a text of 1 to 200 characters/],
       [clear({ upi: 'a@ybl', reason: 'x', until: '2027' }), 422, /unknown field "until"/],
       [clear({ upi: 'a@ybl', reason: 'x'.repeat(501) }), 400, /"reason"/],
+      // What PostgreSQL would refuse and a file would keep: refused alike in both modes.
+      [retract({ evidence_ids: ['ev-1'], reason: 'wrong\u0000' }), 400, /"reason" must be .*without control characters/],
+      [retract({ evidence_ids: ['ev-1', 'ev-\ud800'], reason: 'x' }), 400, /"evidence_ids" .*\(item 1 is not\)/],
+      [clear({ upi: 'a@ybl', reason: 'half \udc00 pair' }), 400, /"reason"/],
+      [clear({ upi: 'a@ybl', reason: 'x', reference: 'T-1\u0007' }), 400, /"reference"/],
+      [{ op: 'clearances.end', key: KEY, id: 'clr_0123456789abcdef', body: { reason: 'done\u001b' } }, 400, /"reason"/],
     ];
     for (const [request, status, message] of cases) {
       const answer = await ask(request);
@@ -162,12 +168,14 @@ test('clearances are listed in the order made, a page at a time, by VPA or all',
     assert.match(bad.body.message as string, /"cursor"/);
   }));
 
-test('a correction the engine cannot serve answers 503; it was stored', () =>
+test('a correction the engine cannot serve answers 503, without the failure\'s own text; it was stored', () =>
   withRequests(async (ask, fake) => {
-    fake.failNextApply = new Error('a serving thread exited');
+    // What a store's failure may say: its host, database and schema, and the database's message.
+    fake.failNextApply = Object.assign(new Error('store postgres://risk@db-7.internal:5432/prod (schema upi_risk): connection refused'), { code: 'ERR_STORE' });
     const answer = await ask(retract({ evidence_ids: ['ev-1'], reason: 'wrong' }));
     assert.equal(answer.status, 503);
-    assert.match(answer.body.message as string, /a serving thread exited/);
+    assert.match(answer.body.message as string, /^the correction could not be carried out \(ERR_STORE\)/);
+    assert.doesNotMatch(answer.body.message as string, /db-7|upi_risk|refused/);
     const again = await ask(retract({ evidence_ids: ['ev-1'], reason: 'wrong' }));
     assert.equal(again.body.already_retracted, 1);
   }));

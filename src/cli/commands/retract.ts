@@ -50,7 +50,7 @@ export const retractCommand: Command = {
     const location = chooseStore(values);
     if (location !== null && values['data-dir'] !== undefined) throw new ConfigError('--data-dir and --store exclude each other');
     const reason = values.reason;
-    if (reason === undefined || !isReason(reason)) throw new ConfigError(`--reason must be 1 to ${MAX_CORRECTION_REASON} characters, not all spaces`);
+    if (reason === undefined || !isReason(reason)) throw new ConfigError(`--reason must be 1 to ${MAX_CORRECTION_REASON} characters, not all spaces, without control characters but tabs and line breaks`);
     const ids = [...positionals, ...(values.file === undefined ? [] : await idsOfFile(values.file))];
     if (ids.length === 0) throw new ConfigError('no evidence ids given (upi-risk retract --help)');
     const malformed = ids.find((id) => !isEvidenceId(id));
