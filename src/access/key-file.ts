@@ -1,5 +1,5 @@
 import { chmod, mkdir, readFile, stat } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { writeFileAtomic } from '../common/atomic-file.js';
 import type { DataDir } from '../common/data-dir.js';
 import { KeyFileError } from '../common/errors.js';
@@ -83,7 +83,8 @@ export class FileKeyBackend implements KeyBackend {
    * another made at the same time: a revoked key never comes back.
    */
   update<T>(change: (keys: KeyRecord[]) => { keys: KeyRecord[]; result: T }): Promise<T> {
-    return inTurn(this.#path, async () => {
+    // By the file's absolute path: two spellings of one path take turns too (a lock naming this process is taken over).
+    return inTurn(resolve(this.#path), async () => {
       await mkdir(dirname(this.#path), { recursive: true });
       const release = await waitForOwnerLock(`${this.#path}${LOCK_SUFFIX}`, LOCK_WAIT_MS, "the key file's lock", (message, cause) => new KeyFileError(message, { cause }));
       try {
