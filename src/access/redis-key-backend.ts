@@ -5,6 +5,9 @@ import { redisReady } from '../common/redis.js';
 import { inTurn } from '../common/turns.js';
 import { byCreation, readKeyRecords, type KeyBackend, type KeyRecord } from './key-record.js';
 
+/** How long a change waits for its own connection to Redis. */
+const CONNECT_WAIT_MS = 5_000;
+
 /**
  * Key records in Redis, shared by every replica: a hash `<prefix>:keys`
  * (field = key id, value = the record as JSON, hash of the key included, never
@@ -13,9 +16,6 @@ import { byCreation, readKeyRecords, type KeyBackend, type KeyRecord } from './k
  * counter: a Redis that lost its data would count again from 1, and a server
  * that saw version 1 before would miss the keys created after.
  */
-/** How long a change waits for its own connection to Redis. */
-const CONNECT_WAIT_MS = 5_000;
-
 export class RedisKeyBackend implements KeyBackend {
   readonly #redis: Redis;
   readonly #keysKey: string;
@@ -45,6 +45,8 @@ export class RedisKeyBackend implements KeyBackend {
   update<T>(change: (keys: KeyRecord[]) => { keys: KeyRecord[]; result: T }): Promise<T> {
     return inTurn(`redis ${this.#keysKey}`, async () => {
       const connection = this.#redis.duplicate();
+      // Its failures come back from its commands (and redisReady); the event alone would be logged as unhandled.
+      connection.on('error', () => {});
       try {
         if (!(await redisReady(connection, CONNECT_WAIT_MS))) throw new KeyStoreError(`${this.description}: redis cannot be reached; the keys were not changed`);
         for (let attempt = 0; attempt < 10; attempt++) {
