@@ -156,6 +156,55 @@ function layout(bytes: Uint8Array): Layout {
   return { containers, header, runFlags, data };
 }
 
+/**
+ * Why `bytes` is not a serialised bitmap whose ids are all below `limit`,
+ * or null when it is: its header, its containers filling the bytes exactly
+ * in ascending key order, and its highest id, read from the last container
+ * without decoding the rest. A snapshot's bitmaps are checked so at load:
+ * the lookups that read them later (cardinalities, cluster members) would
+ * otherwise throw, or allocate what a forged header asks.
+ */
+export function portableProblem(bytes: Uint8Array, limit: number): string | null {
+  let l: Layout;
+  try {
+    l = layout(bytes);
+  } catch (error) {
+    return (error as Error).message;
+  }
+  let at = l.data;
+  let highest = -1;
+  for (let c = 0; c < l.containers; c++) {
+    const key = readU16(bytes, l.header + 4 * c);
+    if (c > 0 && key <= readU16(bytes, l.header + 4 * (c - 1))) return 'container keys are not ascending';
+    let size: number;
+    try {
+      size = containerSize(bytes, l, c, at);
+    } catch (error) {
+      return (error as Error).message;
+    }
+    if (c === l.containers - 1) highest = key * 65536 + containerHighest(bytes, l, c, at, size);
+    at += size;
+  }
+  if (at !== bytes.length) return `${bytes.length - at} bytes past its last container`;
+  return highest >= limit ? `it holds id ${highest}, not below ${limit}` : null;
+}
+
+/** The highest low 16 bits container `c` (at `at`, `size` bytes) holds; -1 for none. */
+function containerHighest(bytes: Uint8Array, l: Layout, c: number, at: number, size: number): number {
+  if (isRun(bytes, l, c)) {
+    const runs = readU16(bytes, at);
+    return runs === 0 ? -1 : readU16(bytes, at + 2 + 4 * (runs - 1)) + readU16(bytes, at + 4 + 4 * (runs - 1));
+  }
+  if (size === BITMAP_CONTAINER_BYTES && readU16(bytes, l.header + 4 * c + 2) + 1 > ARRAY_CONTAINER_MAX) {
+    for (let w = BITMAP_CONTAINER_BYTES / 4 - 1; w >= 0; w--) {
+      const word = readU32(bytes, at + 4 * w);
+      if (word !== 0) return 32 * w + 31 - Math.clz32(word);
+    }
+    return -1;
+  }
+  return size === 0 ? -1 : readU16(bytes, at + size - 2);
+}
+
 /** The number of ids in a serialised bitmap, from its header alone. */
 export function portableCardinality(bytes: Uint8Array): number {
   const { containers, header } = layout(bytes);
@@ -237,9 +286,12 @@ export function portableDecode(bytes: Uint8Array, out: Uint32Array): number {
     if (n + cardinality > out.length) throw new RangeError(`${n + cardinality} ids do not fit in ${out.length}`);
     if (isRun(bytes, l, c)) {
       const runs = readU16(bytes, at);
+      const last = n + cardinality;
       for (let r = 0; r < runs; r++) {
         const start = base + readU16(bytes, at + 2 + 4 * r);
         const end = start + readU16(bytes, at + 4 + 4 * r);
+        // Checked run by run: runs past the header's count would otherwise be walked, 2^32 ids at most, before the check below.
+        if (n + (end - start + 1) > last) throw new RangeError('a container holds more ids than its header says');
         for (let v = start; v <= end; v++) out[n++] = v;
       }
     } else if (cardinality > ARRAY_CONTAINER_MAX) {

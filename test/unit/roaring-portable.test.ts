@@ -147,3 +147,20 @@ test('counts over bitmaps this module writes, and refusal of bytes that are no b
   assert.throws(() => portableCardinality(new Uint8Array(8).fill(7)), /not a portable roaring bitmap/);
   assert.throws(() => portableRangeCardinality(out.subarray(0, out.length - 1), 0, 2 ** 32), /truncated/);
 });
+
+test('a run container holding far more ids than its header says is refused at once, not walked', () => {
+  // One run container: header says 2 ids; 65,535 runs of 65,536 ids follow (2^32 in all, a 256 KB bitmap).
+  const runs = 65_535;
+  const bytes = new Uint8Array(4 + 1 + 4 + 2 + 4 * runs);
+  const view = new DataView(bytes.buffer);
+  view.setUint16(0, 12_347, true); // SERIAL_COOKIE: run containers present
+  view.setUint16(2, 0, true); // one container
+  bytes[4] = 1; // it is a run container
+  view.setUint16(5, 0, true); // its key
+  view.setUint16(7, 1, true); // its cardinality less one: 2
+  view.setUint16(9, runs, true);
+  for (let r = 0; r < runs; r++) view.setUint16(11 + 4 * r + 2, 65_535, true);
+  const started = performance.now();
+  assert.throws(() => portableDecode(bytes, new Uint32Array(16)), /more ids than its header says/);
+  assert.ok(performance.now() - started < 1_000, `refused after ${(performance.now() - started).toFixed(0)} ms`);
+});

@@ -189,6 +189,9 @@ describe('snapshot codec: bodies with a valid checksum but wrong content', () =>
     expectError(() => decodeSnapshot(tampered((b) => (b.meta.id = 'v1\r\nSet-Cookie: a=b'))), 'ERR_SNAPSHOT_FORMAT', /meta\.id is not 1 to 64 visible ASCII/);
     expectError(() => decodeSnapshot(tampered((b) => (b.meta.id = 'x'.repeat(65)))), 'ERR_SNAPSHOT_FORMAT', /meta\.id/);
     expectError(() => decodeSnapshot(tampered((b) => (b.meta.createdAt = 'yesterday'))), 'ERR_SNAPSHOT_FORMAT', /meta\.createdAt/);
+    // Finite, but past Date's range: no answer could write it, so the snapshot would load and fail every answer.
+    expectError(() => decodeSnapshot(tampered((b) => (b.meta.dataAsOf = 8.64e15 + 1))), 'ERR_SNAPSHOT_FORMAT', /meta\.dataAsOf is not a time in Date's range/);
+    expectError(() => decodeSnapshot(tampered((b) => (b.meta.scoredAt = -1e300))), 'ERR_SNAPSHOT_FORMAT', /meta\.scoredAt/);
     expectError(() => decodeSnapshot(tampered((b) => (b.meta.vpaCount = -1))), 'ERR_SNAPSHOT_FORMAT', /meta\.vpaCount/);
     expectError(() => decodeSnapshot(tampered((b) => (b.meta.evidenceFiles = [1]))), 'ERR_SNAPSHOT_FORMAT', /evidenceFiles/);
     expectError(() => decodeSnapshot(tampered((b) => (b.meta = [] as never))), 'ERR_SNAPSHOT_FORMAT', /meta is not a map/);
@@ -266,6 +269,14 @@ describe('snapshot codec: bodies with a valid checksum but wrong content', () =>
     expectError(() => decodeSnapshot(tampered(setUint('sourceUrl', 3, data.meta.urlCount, 4))), 'ERR_SNAPSHOT_FORMAT', /sourceUrl\[3\]/);
     expectError(() => decodeSnapshot(tampered(setUint('vpaCluster', 1, data.meta.clusterCount, 4))), 'ERR_SNAPSHOT_FORMAT', /vpaCluster\[1\]/);
     expectError(() => decodeSnapshot(tampered(setUint('riskCategory', 0, 200, 1))), 'ERR_SNAPSHOT_FORMAT', /riskCategory\[0\]/);
+    // A cluster's members: no bitmap at all, or one naming an id past the last VPA (its last two bytes, the highest id's low half).
+    expectError(() => decodeSnapshot(tampered(setUint('clusterMembersOffsets', 1, 0, 4))), 'ERR_SNAPSHOT_FORMAT', /members of cluster 0 are no bitmap of VPA ids/);
+    const highest = (b: GenericBody) => {
+      const d = arrayData(b, 'clusterMembersBlob');
+      d.writeUInt16LE(0xffff, data.clusterMembersOffsets[1]! - 2);
+      b.arrays.clusterMembersBlob!.data = d;
+    };
+    expectError(() => decodeSnapshot(tampered(highest)), 'ERR_SNAPSHOT_FORMAT', /members of cluster 0 .*not below/);
     // A zero tag is an empty slot.
     const emptySlot = data.slotTags.indexOf(0);
     expectError(() => decodeSnapshot(tampered(setUint('slotTags', emptySlot, 1, 2))), 'ERR_SNAPSHOT_FORMAT', /slot \d+ is occupied but names no VPA/);

@@ -15,6 +15,7 @@ import {
   type SnapshotData,
   type SnapshotMeta,
 } from '../snapshot-data.js';
+import { portableProblem } from '../roaring-portable.js';
 import { checkIndexArrays, ENTRY_WORDS } from '../vpa-index.js';
 import { checkUrlSlots, isUrlSlotCapacity, URL_SLOTS_MIN_CAPACITY } from '../url-lookup.js';
 import { formatError } from './format.js';
@@ -54,7 +55,8 @@ export function validateMeta(meta: { readonly [K in keyof SnapshotMeta]: unknown
   if (typeof meta.id !== 'string' || !SNAPSHOT_ID_TEXT.test(meta.id)) bad('id is not 1 to 64 visible ASCII characters');
   for (const name of TIME_FIELDS) {
     const v = meta[name];
-    if (typeof v !== 'number' || !Number.isFinite(v)) bad(`${name} is not a finite number`);
+    // In Date's range (MAX_TIME_VALUE), or no answer could write it as ISO text: the snapshot would load and fail every answer.
+    if (typeof v !== 'number' || !(v >= -MAX_TIME_VALUE && v <= MAX_TIME_VALUE)) bad(`${name} is not a time in Date's range`);
   }
   const files = meta.evidenceFiles;
   if (!Array.isArray(files) || !files.every((f) => typeof f === 'string')) bad('evidenceFiles is not a list of strings');
@@ -166,6 +168,14 @@ export function validateStructure(data: SnapshotData, context: string): void {
 
   const unordered = firstNotAscending(data.clusterNumber, true);
   if (unordered >= 0) bad(`clusterNumber is not strictly ascending at ${unordered}`);
+
+  // Clusters' member bitmaps, which every answer naming a cluster reads (its size) and a cluster answer decodes:
+  // well formed, of VPA ids (portableProblem). The urls' are not walked here: one a url is 1-2 s at 10M.
+  const members = data.clusterMembersOffsets;
+  for (let c = 0; c + 1 < members.length; c++) {
+    const problem = portableProblem(data.clusterMembersBlob.subarray(members[c]!, members[c + 1]!), meta.vpaCount);
+    if (problem !== null) bad(`the members of cluster ${c} are no bitmap of VPA ids: ${problem}`);
+  }
 
   const slotProblem = checkIndexArrays(data);
   if (slotProblem !== undefined) bad(slotProblem);
