@@ -44,8 +44,7 @@ export function flaggedVerdictBytes(out: ByteScratch, view: SnapshotView, id: nu
   let at = putJsonString(b, put(b, 0, UPI), upi);
   at = putConfidence(b, put(b, at, STATUS_CONFIDENCE), confidence);
   at = put(b, put(b, at, RISK_CATEGORY), RISK_CATEGORY_TEXT[risk]!);
-  if (!clustered) at = put(b, at, NO_CLUSTER_FIELDS);
-  else at = putDigits(b, put(b, putDigits(b, put(b, at, CLUSTER_ID), clusterNumber, 10, 1), CLUSTER_SIZE), clusterSize, 10, 1);
+  at = putClusterFields(b, at, clustered, clusterNumber, clusterSize);
   at = putIso(b, put(b, at, FIRST_SEEN), firstSeen);
   // A loaded snapshot gives every VPA a source, so there is a newest capture.
   at = put(b, putIso(b, put(b, at, LAST_SEEN), lastSeen), SOURCES);
@@ -83,8 +82,8 @@ export function putFlaggedBatchItem(b: Uint8Array, at: number, view: SnapshotVie
   b[at++] = QUOTE;
   at = putConfidence(b, put(b, at, STATUS_CONFIDENCE), confidence);
   at = put(b, put(b, at, RISK_CATEGORY), RISK_CATEGORY_TEXT[risk]!);
-  if (cluster === NO_CLUSTER) at = put(b, at, NO_CLUSTER_FIELDS);
-  else at = putDigits(b, put(b, putDigits(b, put(b, at, CLUSTER_ID), d.clusterNumber[cluster]!, 10, 1), CLUSTER_SIZE), view.clusterSize(cluster), 10, 1);
+  const clustered = cluster !== NO_CLUSTER;
+  at = putClusterFields(b, at, clustered, clustered ? d.clusterNumber[cluster]! : 0, clustered ? view.clusterSize(cluster) : 0);
   at = putDigits(b, put(b, at, BATCH_EVIDENCE_COUNT), evidence, 10, 1);
   b[at++] = CLOSE_BRACE;
   return at;
@@ -107,6 +106,12 @@ export function flaggedVerdictBound(view: SnapshotView, id: number, upi: string)
     bound += SOURCE_BOUND + MAX_JSON_BYTES_PER_CHAR * (urlOffsets[url + 1]! - urlOffsets[url]!);
   }
   return bound;
+}
+
+/** `,"cluster_id":"MC-<number>","cluster_size":<size>`, or their null form: the same in a verdict and a batch item. */
+function putClusterFields(b: Uint8Array, at: number, clustered: boolean, clusterNumber: number, clusterSize: number): number {
+  if (!clustered) return put(b, at, NO_CLUSTER_FIELDS);
+  return putDigits(b, put(b, putDigits(b, put(b, at, CLUSTER_ID), clusterNumber, 10, 1), CLUSTER_SIZE), clusterSize, 10, 1);
 }
 
 /** A whole constant piece (all are short: a loop, small enough for V8 to inline at each call). */

@@ -43,9 +43,14 @@ export const serviceUnavailable = (message: string) => new HttpError(503, 'servi
  * server's log has that.
  */
 export function unavailableAfter(what: string, error: unknown): HttpError {
+  const code = stableCodeOf(error);
+  return serviceUnavailable(`${what}${code === null ? '' : ` (${code})`}; the server's log says why, and the request can be sent again`);
+}
+
+/** The stable code (`ERR_...`, common/errors.ts) a failure carries, or null: what of it a caller may be told. */
+export function stableCodeOf(error: unknown): string | null {
   const code = (error as { code?: unknown } | null)?.code;
-  const named = typeof code === 'string' && /^ERR_[A-Z_]+$/.test(code) ? ` (${code})` : '';
-  return serviceUnavailable(`${what}${named}; the server's log says why, and the request can be sent again`);
+  return typeof code === 'string' && /^ERR_[A-Z_]+$/.test(code) ? code : null;
 }
 export const internalError = () => new HttpError(500, 'internal_error', 'unexpected server error; the request can be retried');
 

@@ -201,4 +201,3 @@ export class CorrectionJournal {
     return new CorrectionJournalError(`${what} the corrections journal ${this.#path}: ${(cause as Error).message}`, { cause });
   }
 }
-

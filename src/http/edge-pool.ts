@@ -11,6 +11,7 @@ import type { ServedData } from '../service/served-data.js';
 import type { HashRangeKeeper } from '../service/hash-range-keeper.js';
 import type { MirrorPublications } from '../mirror/mirror-publication.js';
 import type { IntakeResult } from '../service/evidence-intake.js';
+import { stableCodeOf } from '../api/http-error.js';
 import type { AdminAnswer, AdminRequest } from '../api/admin-requests.js';
 import { readUsageEntries, type UsageEntry } from '../access/key-usage.js';
 import type { ServiceMetrics } from './metrics.js';
@@ -180,7 +181,7 @@ export class EdgePool {
             (answer) => worker.postMessage({ type: 'admin-answer', id: message.id, answer } satisfies ToEdge),
             (error: Error) => {
               options.logger.error({ thread: index, op: message.request.op, err: error.message }, 'admin request failed');
-              worker.postMessage({ type: 'admin-failed', id: message.id, code: errorCodeOf(error) } satisfies ToEdge);
+              worker.postMessage({ type: 'admin-failed', id: message.id, code: stableCodeOf(error) } satisfies ToEdge);
             },
           );
         } else if (message.type === 'usage') {
@@ -191,7 +192,7 @@ export class EdgePool {
             (result) => worker.postMessage({ type: 'ingested', id: message.id, result } satisfies ToEdge),
             (error: Error) => {
               options.logger.error({ thread: index, err: error.message }, 'evidence sent over HTTP was not stored');
-              worker.postMessage({ type: 'ingest-failed', id: message.id, code: errorCodeOf(error) } satisfies ToEdge);
+              worker.postMessage({ type: 'ingest-failed', id: message.id, code: stableCodeOf(error) } satisfies ToEdge);
             },
           );
         }
@@ -327,10 +328,4 @@ async function listenOn(worker: Worker, port: number): Promise<number> {
   const reply = await askThread(worker, { type: 'listen', port }, 'listening', 'listen-failed');
   if (reply.type === 'listen-failed') throw new ServingError(ErrorCode.LISTEN, reply.message);
   return (reply as Extract<FromEdge, { type: 'listening' }>).port;
-}
-
-/** The stable code of a failure, for a caller's answer (unavailableAfter); its text stays in the log. */
-function errorCodeOf(error: Error): string | null {
-  const code = (error as { code?: unknown }).code;
-  return typeof code === 'string' ? code : null;
 }
