@@ -8,7 +8,7 @@ import type { SnapshotView } from '../src/engine/snapshot-view.js';
 import type { VpaVerdict } from '../src/engine/verdict.js';
 import { DEFAULT_URL_MEMBER_CAP } from '../src/builder/clustering.js';
 import { TEST_SCORED_AT, buildInProcess, type EvidenceInput } from './helpers.js';
-import { hashHeads, rangesFromHeads, type HashRanges, type VpaHashHeads } from '../src/engine/hash-ranges.js';
+import { hashRangesHere, type HashRanges } from '../src/engine/hash-ranges.js';
 
 /**
  * Evidence over small pools of VPAs, urls and ids, so that random batches
@@ -87,10 +87,7 @@ export function urlsOf(view: SnapshotView): Set<string> {
 /** Random batches of evidence for snapshotAndDelta: a snapshot and up to four merges over it. */
 export const batchesArb: fc.Arbitrary<EvidenceInput[][]> = fc.array(fc.array(evidenceArb, { minLength: 1, maxLength: 12 }), { minLength: 1, maxLength: 5 });
 
-/** A snapshot's hash heads and ranges, made in-process as the hash-ranges worker makes them. */
-export function snapshotHashes(view: SnapshotView): { heads: VpaHashHeads; ranges: HashRanges } {
-  const count = view.meta.vpaCount;
-  const heads = { hi: new Uint32Array(count), lo: new Uint32Array(count) };
-  hashHeads(view.data, heads);
-  return { heads, ranges: rangesFromHeads(view.meta.id, count, heads) };
+/** A snapshot's hash ranges, made in-process as the hash-ranges workers make them. */
+export function snapshotHashes(view: SnapshotView): HashRanges {
+  return hashRangesHere(view.data);
 }

@@ -16,7 +16,7 @@ import { ServingView } from '../../src/engine/serving-view.js';
 import { formatClusterId } from '../../src/engine/verdict.js';
 import { VpaIndex } from '../../src/engine/vpa-index.js';
 import { mulberry32 } from '../../test/fixtures/random.js';
-import { hashHeads, rangesFromHeads } from '../../src/engine/hash-ranges.js';
+import { hashRangesHere } from '../../src/engine/hash-ranges.js';
 import { PREFIX_DIGITS, answerRange, parseRangePrefix } from '../../src/api/range-answer.js';
 import { vpaHashHex } from '../../src/vpa/vpa-hash.js';
 
@@ -109,9 +109,7 @@ export async function writeWorkload(view: SnapshotView, dir: string, options: Wo
   }
 
   // The padded answers of one data version are all of one length: a few give it.
-  const heads = { hi: new Uint32Array(vpaCount), lo: new Uint32Array(vpaCount) };
-  hashHeads(data, heads);
-  const hashRanges = rangesFromHeads(data.meta.id, vpaCount, heads);
+  const hashRanges = hashRangesHere(data);
   const ranges: string[] = [];
   const rangeScratch = new ByteScratch(1 << 20);
   let rangeBytes = 0;

@@ -1,5 +1,17 @@
 import { ByteScratch, asciiBytes, putAscii, putBytes, putDigits } from '../common/byte-scratch.js';
-import { firstInRange, largestRange, rangeOf, type DeltaHashes, type HashRanges } from '../engine/hash-ranges.js';
+import {
+  RANGE_RECORD_WORDS,
+  RECORD_CLUSTER,
+  RECORD_FIELDS,
+  firstInRange,
+  largestRange,
+  rangeOf,
+  recordClustered,
+  recordConfidence,
+  recordRiskCategory,
+  type DeltaHashes,
+  type HashRanges,
+} from '../engine/hash-ranges.js';
 import type { ServingView } from '../engine/serving-view.js';
 import { NO_CLUSTER } from '../engine/snapshot-data.js';
 import type { SnapshotView } from '../engine/snapshot-view.js';
@@ -20,10 +32,12 @@ import { putConfidence } from './flagged-verdict-bytes.js';
  * The padding is a function of the data version and the prefix alone, so
  * an answer may be cached by its ETag.
  *
- * The answer is written as bytes into a reused buffer (byte-scratch.ts),
- * the entries kept as hash words and field codes in reused arrays until
- * then: an answer of 28 entries (the largest range at 10M) allocates little
- * more than the keys of its real entries.
+ * A snapshot VPA's entry comes from its range record (engine/hash-ranges.ts),
+ * read side by side with the rest of its range; a VPA of the delta is
+ * hashed here (a range holds a few at most). The answer is written as
+ * bytes into a reused buffer (byte-scratch.ts), the entries kept as hash
+ * words and field codes in reused arrays until then: an answer allocates
+ * little more than the views its padding is copied through.
  */
 
 /** Hex digits of a range prefix. */
@@ -38,7 +52,11 @@ const CONFIDENCE = asciiBytes('","confidence":');
 const CLUSTER_NULL = asciiBytes(',"cluster_id":null');
 const CLUSTER_ID = asciiBytes(`,"cluster_id":"${CLUSTER_ID_PREFIX}`);
 const CATEGORY_TEXT = RISK_CATEGORIES.map((name) => asciiBytes(name));
+/** What follows a suffix up to the confidence, by risk category: one copy instead of three. */
+const AFTER_SUFFIX = RISK_CATEGORIES.map((name) => asciiBytes(`","status":"FLAGGED","risk_category":"${name}","confidence":`));
 const HEX = asciiBytes('0123456789abcdef');
+/** Each byte's two hex digits. */
+const HEX_PAIRS = Uint8Array.from({ length: 512 }, (_, i) => HEX[i & 1 ? (i >>> 1) & 15 : i >>> 5]!);
 const SPACE = 0x20;
 const QUOTE = 0x22;
 const COMMA = 0x2c;
@@ -122,25 +140,22 @@ export function rangeAnswerBound(count: number, version: string): number {
 /** The answer for `range` from `view`, whose snapshot's ranges are `ranges` and whose delta's hashes are `delta`, written into `out`. */
 export function answerRange(view: ServingView, ranges: HashRanges, delta: DeltaHashes | null, range: number, padded: boolean, out: ByteScratch): Uint8Array {
   entries.count = 0;
-  const base = view.base;
+  const overlay = delta !== null ? view.delta : null;
+  const held = overlay !== null ? deltaInRange(overlay, delta!, range) : 0;
+  const records = ranges.records;
   for (let i = ranges.starts[range]!; i < ranges.starts[range + 1]!; i++) {
-    const id = ranges.order[i]!;
-    const key = base.keyOf(id);
-    if (view.delta !== null) {
-      // A VPA the delta holds is answered from the delta, below (or not at all, when a correction took it back).
-      view.locate(key);
-      if (view.located === view.delta) continue;
-    }
-    addReal(base, id, key);
+    const at = RANGE_RECORD_WORDS * i;
+    // A VPA the delta holds is answered from the delta, below (or not at all, when a correction took it back).
+    if (held > 0 && heldByDelta(records, at, held)) continue;
+    const fields = records[at + RECORD_FIELDS]!;
+    addReal(records, at, recordRiskCategory(fields), recordConfidence(fields), recordClustered(fields) ? records[at + RECORD_CLUSTER]! : NONE);
   }
-  if (delta !== null && view.delta !== null) {
-    const overlay = view.delta;
-    for (let i = firstInRange(delta, range); i < delta.sorted.length; i++) {
-      const id = delta.sorted[i]!;
-      if (rangeOf(delta.heads.hi[id]!) !== range) break;
-      if (overlay.data.evidenceCount[id] === 0) continue;
-      addReal(overlay, id, overlay.keyOf(id));
-    }
+  for (let k = 0; k < held; k++) {
+    const id = deltaHeld.ids[k]!;
+    const d = overlay!.data;
+    if (d.evidenceCount[id] === 0) continue;
+    const cluster = d.vpaCluster[id]!;
+    addReal(deltaHeld.words, 8 * k, d.riskCategory[id]!, d.confidence[id]!, cluster === NO_CLUSTER ? NONE : d.clusterNumber[cluster]!);
   }
   entries.picks.length = 0;
   const pool = padded ? paddingPool(view) : null;
@@ -163,12 +178,45 @@ export function answerRange(view: ServingView, ranges: HashRanges, delta: DeltaH
   return out.commit(at).view();
 }
 
-function addReal(view: SnapshotView, id: number, key: string): void {
-  const d = view.data;
-  const cluster = d.vpaCluster[id]!;
-  const i = entries.add(d.riskCategory[id]!, d.confidence[id]!, cluster === NO_CLUSTER ? NONE : d.clusterNumber[cluster]!);
-  vpaHashWords(key, hashWords);
-  entries.words.set(hashWords, 8 * i);
+function addReal(words: Uint32Array, at: number, category: number, confidence: number, cluster: number): void {
+  const i = entries.add(category, confidence, cluster);
+  for (let k = 0; k < 8; k++) entries.words[8 * i + k] = words[at + k]!;
+}
+
+/** The delta's VPAs in the range being answered: overlay ids and their whole hashes (8 words each), reused from answer to answer. */
+const deltaHeld = { ids: [] as number[], words: new Uint32Array(8 * 16) };
+
+/**
+ * Gathers into `deltaHeld` the VPAs of the delta (its overlay's, whose
+ * hashes are `delta`) in `range`, hashed whole: a range holds few of them,
+ * and a snapshot VPA the delta holds is told by its hash. Returns how many.
+ */
+function deltaInRange(overlay: SnapshotView, delta: DeltaHashes, range: number): number {
+  deltaHeld.ids.length = 0;
+  for (let i = firstInRange(delta, range); i < delta.sorted.length; i++) {
+    const id = delta.sorted[i]!;
+    if (rangeOf(delta.heads.hi[id]!) !== range) break;
+    const k = deltaHeld.ids.length;
+    if (deltaHeld.words.length < 8 * (k + 1)) {
+      const grown = new Uint32Array(2 * deltaHeld.words.length);
+      grown.set(deltaHeld.words);
+      deltaHeld.words = grown;
+    }
+    deltaHeld.words.set(vpaHashWords(overlay.keyOf(id), hashWords), 8 * k);
+    deltaHeld.ids.push(id);
+  }
+  return deltaHeld.ids.length;
+}
+
+/** Whether the hash at `at` in `words` is that of one of the first `held` VPAs in `deltaHeld`. */
+function heldByDelta(words: Uint32Array, at: number, held: number): boolean {
+  const theirs = deltaHeld.words;
+  for (let k = 0; k < held; k++) {
+    let same = true;
+    for (let w = 0; w < 8 && same; w++) same = words[at + w] === theirs[8 * k + w];
+    if (same) return true;
+  }
+  return false;
 }
 
 /**
@@ -236,7 +284,7 @@ function seededRandom(seed: Uint32Array, mix: number): () => number {
  */
 interface PaddingPool {
   readonly snapshotId: string;
-  /** Each entry's hash words, the range's bits zero. */
+  /** Each entry's hash words, the range's bits zero, in suffix order. */
   readonly words: Uint32Array;
   /** Each entry written ENTRY_WIDTH bytes wide. */
   readonly bytes: Uint8Array;
@@ -262,7 +310,15 @@ function paddingPool(view: ServingView): PaddingPool {
     putEntry(bytes, p * ENTRY_WIDTH, i, true);
     entries.count = saved;
   }
-  pool = { snapshotId, words, bytes };
+  // In suffix order, so that an answer's picks are ordered as numbers (sortBySuffix).
+  const sorted = Array.from({ length: PADDING_POOL }, (_, p) => p).sort((a, b) => compareSuffixes(words, 8 * a, words, 8 * b));
+  const sortedWords = new Uint32Array(words.length);
+  const sortedBytes = new Uint8Array(bytes.length);
+  sorted.forEach((p, at) => {
+    sortedWords.set(words.subarray(8 * p, 8 * p + 8), 8 * at);
+    sortedBytes.set(bytes.subarray(p * ENTRY_WIDTH, (p + 1) * ENTRY_WIDTH), at * ENTRY_WIDTH);
+  });
+  pool = { snapshotId, words: sortedWords, bytes: sortedBytes };
   return pool;
 }
 
@@ -272,30 +328,41 @@ function rotate(x: number, k: number): number {
 
 /**
  * `entries.order`: the real entries (their indexes) and the padding picks
- * (-1 - pick) in suffix order, an insertion sort: an answer has a few
- * dozen.
+ * (-1 - pick) in suffix order. The pool is in suffix order, so the picks
+ * are ordered as numbers; the real entries (a handful) by insertion; then
+ * the two are merged.
  */
 function sortBySuffix(poolWords: Uint32Array | null): void {
   const order = entries.order;
+  const words = entries.words;
   order.length = 0;
-  for (let i = 0; i < entries.count; i++) order.push(i);
-  for (const pick of entries.picks) order.push(-1 - pick);
-  for (let i = 1; i < order.length; i++) {
-    const item = order[i]!;
+  for (let i = 0; i < entries.count; i++) {
     let j = i - 1;
-    while (j >= 0 && suffixAfter(order[j]!, item, poolWords)) {
+    while (j >= 0 && compareSuffixes(words, 8 * order[j]!, words, 8 * i) > 0) {
       order[j + 1] = order[j]!;
       j--;
     }
-    order[j + 1] = item;
+    order[j + 1] = i;
   }
-}
-
-/** True when ordered item `a`'s suffix sorts after `b`'s (items as in `entries.order`). */
-function suffixAfter(a: number, b: number, poolWords: Uint32Array | null): boolean {
-  const aWords = a >= 0 ? entries.words : poolWords!;
-  const bWords = b >= 0 ? entries.words : poolWords!;
-  return compareSuffixes(aWords, 8 * (a >= 0 ? a : -1 - a), bWords, 8 * (b >= 0 ? b : -1 - b)) > 0;
+  const picks = entries.picks;
+  if (picks.length === 0) return;
+  for (let k = 0; k < picks.length; k++) order.push(0);
+  for (let i = 1; i < picks.length; i++) {
+    const pick = picks[i]!;
+    let j = i - 1;
+    while (j >= 0 && picks[j]! > pick) {
+      picks[j + 1] = picks[j]!;
+      j--;
+    }
+    picks[j + 1] = pick;
+  }
+  // Merged from the back, in place: the real entries move up as the picks go in behind them.
+  let r = entries.count - 1;
+  let p = picks.length - 1;
+  for (let at = entries.count + picks.length - 1; p >= 0; at--) {
+    if (r >= 0 && compareSuffixes(words, 8 * order[r]!, poolWords!, 8 * picks[p]!) > 0) order[at] = order[r--]!;
+    else order[at] = -1 - picks[p--]!;
+  }
 }
 
 /** Orders two hashes by their suffixes: the words after the range's bits. */
@@ -314,11 +381,19 @@ function compareSuffixes(x: Uint32Array, a: number, y: Uint32Array, b: number): 
 function putEntry(b: Uint8Array, start: number, i: number, padded: boolean): number {
   let at = putBytes(b, start, ENTRY_START, 0, ENTRY_START.length);
   const w = entries.words;
-  for (let digit = PREFIX_DIGITS; digit < 64; digit++) b[at++] = HEX[(w[8 * i + (digit >>> 3)]! >>> (28 - ((digit & 7) << 2))) & 15]!;
-  at = putBytes(b, at, STATUS_CATEGORY, 0, STATUS_CATEGORY.length);
-  const category = CATEGORY_TEXT[entries.category[i]!]!;
-  at = putBytes(b, at, category, 0, category.length);
-  at = putBytes(b, at, CONFIDENCE, 0, CONFIDENCE.length);
+  // The suffix: the first word's last three hex digits, then the other seven words' eight each, a byte's two at a time.
+  const first = w[8 * i]!;
+  b[at++] = HEX[(first >>> 8) & 15]!;
+  at = putHexByte(b, at, first & 255);
+  for (let k = 1; k < 8; k++) {
+    const word = w[8 * i + k]!;
+    at = putHexByte(b, at, word >>> 24);
+    at = putHexByte(b, at, (word >>> 16) & 255);
+    at = putHexByte(b, at, (word >>> 8) & 255);
+    at = putHexByte(b, at, word & 255);
+  }
+  const afterSuffix = AFTER_SUFFIX[entries.category[i]!]!;
+  at = putBytes(b, at, afterSuffix, 0, afterSuffix.length);
   at = putConfidence(b, at, entries.confidence[i]!);
   const cluster = entries.cluster[i]!;
   if (cluster === NONE) at = putBytes(b, at, CLUSTER_NULL, 0, CLUSTER_NULL.length);
@@ -330,4 +405,10 @@ function putEntry(b: Uint8Array, start: number, i: number, padded: boolean): num
   if (padded) while (at < start + ENTRY_WIDTH - 1) b[at++] = SPACE;
   b[at++] = CLOSE_BRACE;
   return at;
+}
+
+function putHexByte(b: Uint8Array, at: number, byte: number): number {
+  b[at] = HEX_PAIRS[2 * byte]!;
+  b[at + 1] = HEX_PAIRS[2 * byte + 1]!;
+  return at + 2;
 }

@@ -1,20 +1,18 @@
 import { runOneOffWorker } from '../common/one-off-worker.js';
 import { vpaHashWords } from '../vpa/vpa-hash.js';
 import { sharedArray } from './shared-arrays.js';
-import type { SnapshotData } from './snapshot-data.js';
+import { NO_CLUSTER, type SnapshotData } from './snapshot-data.js';
 import type { DeltaData } from './delta-data.js';
 import { NOT_IN_SNAPSHOT } from './delta-data.js';
 import { VpaIndex } from './vpa-index.js';
 
 /**
- * A snapshot's VPAs by h(upi) (vpa/vpa-hash.ts), for range lookups and the
- * mirror (docs/api.md, "Private lookups"): the ids ordered by their hash's
+ * A snapshot's VPAs by h(upi) (vpa/vpa-hash.ts), for the mirror and range
+ * lookups (docs/api.md, "Private lookups"): the ids ordered by their hash's
  * first 64 bits, and where each range (the first RANGE_PREFIX_BITS bits,
- * five hex digits) starts. Derived from the snapshot off the serving
- * threads (hash-ranges-worker.ts) and shared with them: 4 bytes a VPA and
- * 4 MiB of starts.
+ * five hex digits) starts: 4 bytes a VPA and 4 MiB of starts.
  */
-export interface HashRanges {
+export interface HashOrder {
   readonly snapshotId: string;
   /** Range r's VPAs are order[starts[r] .. starts[r + 1]); RANGES + 1 entries. */
   readonly starts: Uint32Array;
@@ -23,13 +21,45 @@ export interface HashRanges {
   readonly largest: number;
 }
 
+/**
+ * A range record: what a range answer and the mirror read of each VPA of a
+ * snapshot, RANGE_RECORD_WORDS words at that many times its position in
+ * HashOrder.order: its whole hash (words 0 to 7), its verdict's fields
+ * packed (RECORD_FIELDS: packRecordFields) and its cluster's number
+ * (RECORD_CLUSTER). An answer then reads its entries side by side instead
+ * of hashing each key again and reading its fields at random places in the
+ * snapshot, which was most of a range answer's cost at 10M
+ * (bench/MEASUREMENTS.md, "Range records in hash order"): 40 bytes a VPA.
+ */
+export const RANGE_RECORD_WORDS = 10;
+export const RECORD_FIELDS = 8;
+export const RECORD_CLUSTER = 9;
+
+/** A record's fields word: the risk category's code, the confidence (CONFIDENCE_SCALE units) and whether a cluster is named. */
+export function packRecordFields(riskCategory: number, confidence: number, clustered: boolean): number {
+  return (riskCategory | (confidence << 8) | (clustered ? 1 << 24 : 0)) >>> 0;
+}
+
+export const recordRiskCategory = (fields: number): number => fields & 0xff;
+export const recordConfidence = (fields: number): number => (fields >>> 8) & 0xffff;
+export const recordClustered = (fields: number): boolean => (fields & (1 << 24)) !== 0;
+
+/**
+ * A snapshot's hash order with its range records: made off the serving
+ * threads (hash-ranges-worker.ts) once the snapshot is served, and shared
+ * with them.
+ */
+export interface HashRanges extends HashOrder {
+  readonly records: Uint32Array;
+}
+
 /** Bits of a range prefix: five hex digits. */
 export const RANGE_PREFIX_BITS = 20;
 export const RANGES = 1 << RANGE_PREFIX_BITS;
 /** A hash's range: its first 20 bits. */
 export const rangeOf = (hi: number): number => hi >>> (32 - RANGE_PREFIX_BITS);
 
-/** The first 64 bits of every VPA's hash, by id (hi, lo): the mirror's entries are made from them. */
+/** The first 64 bits of every VPA's hash, by id (hi, lo): what the hash order is made from. */
 export interface VpaHashHeads {
   readonly hi: Uint32Array;
   readonly lo: Uint32Array;
@@ -46,8 +76,8 @@ export function hashHeads(data: SnapshotData, heads: VpaHashHeads, from = 0, to 
   }
 }
 
-/** The ranges of a snapshot whose hash heads are known: ids bucketed by range, then ordered by head within each. */
-export function rangesFromHeads(snapshotId: string, count: number, heads: VpaHashHeads): HashRanges {
+/** The hash order of a snapshot whose hash heads are known: ids bucketed by range, then ordered by head within each. */
+export function orderFromHeads(snapshotId: string, count: number, heads: VpaHashHeads): HashOrder {
   const starts = sharedArray(Uint32Array, RANGES + 1);
   for (let id = 0; id < count; id++) starts[rangeOf(heads.hi[id]!) + 1]!++;
   let largest = 0;
@@ -72,6 +102,31 @@ export function rangesFromHeads(snapshotId: string, count: number, heads: VpaHas
     }
   }
   return { snapshotId, starts, order, largest };
+}
+
+/** The range records of the positions [from, to) of `order` (a HashOrder's, of snapshot `data`), into `records`. */
+export function rangeRecordsOf(data: SnapshotData, order: Uint32Array, records: Uint32Array, from = 0, to = order.length): void {
+  const index = new VpaIndex(data, data.maxKeyLength);
+  const words = new Uint32Array(8);
+  for (let i = from; i < to; i++) {
+    const id = order[i]!;
+    const at = RANGE_RECORD_WORDS * i;
+    records.set(vpaHashWords(index.keyOf(id), words), at);
+    const cluster = data.vpaCluster[id]!;
+    records[at + RECORD_FIELDS] = packRecordFields(data.riskCategory[id]!, data.confidence[id]!, cluster !== NO_CLUSTER);
+    records[at + RECORD_CLUSTER] = cluster === NO_CLUSTER ? 0 : data.clusterNumber[cluster]!;
+  }
+}
+
+/** A snapshot's ranges made on this thread, as hashRangesOffThread makes them on others (for tests and benches). */
+export function hashRangesHere(data: SnapshotData): HashRanges {
+  const count = data.meta.vpaCount;
+  const heads = { hi: new Uint32Array(count), lo: new Uint32Array(count) };
+  hashHeads(data, heads);
+  const order = orderFromHeads(data.meta.id, count, heads);
+  const records = sharedArray(Uint32Array, RANGE_RECORD_WORDS * count);
+  rangeRecordsOf(data, order.order, records);
+  return { ...order, records };
 }
 
 function compareHeads(heads: VpaHashHeads, a: number, b: number): number {
@@ -196,10 +251,15 @@ export function firstInRange(delta: DeltaHashes, range: number): number {
   return low;
 }
 
-/** What a hash-ranges worker does (hash-ranges-worker.ts): hash ids [from, to) into `heads`, or order the hashed ids into ranges. */
+/**
+ * What a hash-ranges worker does (hash-ranges-worker.ts): hash ids [from,
+ * to) into `heads`, order the hashed ids into ranges, or write the range
+ * records of positions [from, to) of the order.
+ */
 export type HashRangesTask =
   | { readonly kind: 'heads'; readonly data: SnapshotData; readonly heads: VpaHashHeads; readonly from: number; readonly to: number }
-  | { readonly kind: 'ranges'; readonly snapshotId: string; readonly count: number; readonly heads: VpaHashHeads };
+  | { readonly kind: 'order'; readonly snapshotId: string; readonly count: number; readonly heads: VpaHashHeads }
+  | { readonly kind: 'records'; readonly data: SnapshotData; readonly order: Uint32Array; readonly records: Uint32Array; readonly from: number; readonly to: number };
 
 const WORKER_URL = new URL('./hash-ranges-worker.js', import.meta.url);
 
@@ -209,16 +269,18 @@ const WORKER_URL = new URL('./hash-ranges-worker.js', import.meta.url);
  * coordinating thread stalls: at 10M VPAs it is seconds of work
  * (bench/MEASUREMENTS.md, "VPA hashes").
  */
-export async function hashRangesOffThread(data: SnapshotData, threads: number): Promise<{ ranges: HashRanges; heads: VpaHashHeads }> {
+export async function hashRangesOffThread(data: SnapshotData, threads: number): Promise<HashRanges> {
   const count = data.meta.vpaCount;
   const heads = { hi: sharedArray(Uint32Array, count), lo: sharedArray(Uint32Array, count) };
   const slices = Math.max(1, Math.min(threads, Math.ceil(count / 100_000)));
   const step = Math.ceil(count / slices);
-  await Promise.all(
-    Array.from({ length: slices }, (_, i) => runTask<null>({ kind: 'heads', data, heads, from: i * step, to: Math.min(count, (i + 1) * step) })),
-  );
-  const ranges = await runTask<HashRanges>({ kind: 'ranges', snapshotId: data.meta.id, count, heads });
-  return { ranges, heads };
+  const sliced = (task: (from: number, to: number) => HashRangesTask): Promise<unknown> =>
+    Promise.all(Array.from({ length: slices }, (_, i) => runTask<null>(task(i * step, Math.min(count, (i + 1) * step)))));
+  await sliced((from, to) => ({ kind: 'heads', data, heads, from, to }));
+  const order = await runTask<HashOrder>({ kind: 'order', snapshotId: data.meta.id, count, heads });
+  const records = sharedArray(Uint32Array, RANGE_RECORD_WORDS * count);
+  await sliced((from, to) => ({ kind: 'records', data, order: order.order, records, from, to }));
+  return { ...order, records };
 }
 
 function runTask<T>(task: HashRangesTask): Promise<T> {

@@ -64,7 +64,7 @@ export class BuilderMirror {
         throw error;
       },
     );
-    const hashes = new HashRangeKeeper(follower, { threads: Math.max(1, Math.min(2, availableParallelism())), logger, keepHeads: true });
+    const hashes = new HashRangeKeeper(follower, { threads: Math.max(1, Math.min(2, availableParallelism())), logger });
     try {
       // The builder serves no version: the store's record is what followers serve, compressed by them.
       const keeper = await MirrorKeeper.start(follower, hashes, { record, key: options.key, logger, serves: false, ...(options.intervalMs === undefined ? {} : { intervalMs: options.intervalMs }) });

@@ -16,7 +16,7 @@ const GC_KINDS = new Map<number, string>([
 ]);
 
 /** The main thread's gauges whose values are read at each scrape from a function set later. */
-type ScrapeReader = 'residentBytes' | 'memoryLimit' | 'leanCompactions' | 'carriedBytes' | 'carriedDiskBytes' | 'reusableBytes' | 'replacedSnapshots' | 'buildThreads' | 'deltaVpas' | 'deltaItems' | 'deltaBytes' | 'deltaAge' | 'sinceCompaction' | 'storeConnected' | 'sinceCaughtUp' | 'versionsRecorded';
+type ScrapeReader = 'residentBytes' | 'memoryLimit' | 'leanCompactions' | 'carriedBytes' | 'carriedDiskBytes' | 'reusableBytes' | 'replacedSnapshots' | 'buildThreads' | 'deltaVpas' | 'deltaItems' | 'deltaBytes' | 'deltaAge' | 'sinceCompaction' | 'storeConnected' | 'sinceCaughtUp' | 'versionsRecorded' | 'hashRangesBytes';
 
 /**
  * Prometheus metrics of one thread: request counts and latency
@@ -169,6 +169,10 @@ export class ServiceMetrics {
     name: 'upi_risk_seconds_since_compaction',
     help: 'Seconds since the snapshot served was built or adopted (the last compaction)',
   });
+  readonly hashRangesBytes = this.#readAtScrape('hashRangesBytes', {
+    name: 'upi_risk_hash_ranges_bytes',
+    help: "Memory of the served snapshot's VPAs by hash: the order and entries range lookups read, and the hash heads the mirror keeps until it has made its entries",
+  });
   readonly storeConnected = this.#readAtScrape('storeConnected', {
     name: 'upi_risk_store_connected',
     help: "Fleet followers: 1 when the last look at the PostgreSQL store succeeded, 0 while it cannot be reached (what is served stays)",
@@ -296,6 +300,11 @@ export class ServiceMetrics {
     this.#readers.deltaBytes = () => read().bytes;
     this.#readers.deltaAge = () => read().ageSeconds;
     this.#readers.sinceCompaction = () => read().secondsSinceCompaction;
+  }
+
+  /** Read the memory of the snapshot's hash ranges at every scrape (main thread only). */
+  watchHashRanges(read: () => number): void {
+    this.#readers.hashRangesBytes = read;
   }
 
   /** Read a follower's hold on the store at every scrape (main thread only). */

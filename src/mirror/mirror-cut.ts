@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { runOneOffWorker } from '../common/one-off-worker.js';
 import { HIGH_BAND_FLOOR, MEDIUM_BAND_FLOOR } from '../api/advice.js';
-import type { DeltaHashes, VpaHashHeads } from '../engine/hash-ranges.js';
+import { RANGE_RECORD_WORDS, RECORD_FIELDS, recordConfidence, recordRiskCategory, type DeltaHashes } from '../engine/hash-ranges.js';
 import { NOT_IN_SNAPSHOT } from '../engine/delta-data.js';
 import { CONFIDENCE_SCALE, type SnapshotData } from '../engine/snapshot-data.js';
 import { sharedArray } from '../engine/shared-arrays.js';
@@ -14,28 +14,13 @@ import { MIRROR_ENTRY_BYTES, MIRROR_HEADER_BYTES, MIRROR_KIND_FULL, comparePrefi
  * (mirror-cut-worker.ts) and tests call it directly.
  */
 export interface CutInput {
-  readonly base: SnapshotData;
   /** The snapshot's ids in order of hash head (HashRanges.order). */
   readonly order: Uint32Array;
-  /** The snapshot's entries made by an earlier cut, or null for this one to make them from `heads`. */
-  readonly baseEntries: BaseEntries | null;
-  /** The snapshot's hash heads by id; needed only without `baseEntries`. */
-  readonly heads: VpaHashHeads | null;
+  /** The snapshot's range records (HashRanges.records, parallel to `order`): read in order, each cut. */
+  readonly records: Uint32Array;
   readonly delta: { readonly overlay: SnapshotData; readonly baseVpa: Uint32Array; readonly hashes: DeltaHashes } | null;
   /** The previous version's entries; null for the first. */
   readonly previous: MirrorEntries | null;
-}
-
-/**
- * A snapshot's entries in hash order, one per id and parallel to
- * HashRanges.order (two ids sharing a prefix are merged by the cut): made
- * once per snapshot, so that each cut reads them in order, where reading
- * the heads by id misses the cache at every VPA (seconds at 10M).
- */
-export interface BaseEntries {
-  readonly hi: Uint32Array;
-  readonly lo: Uint32Array;
-  readonly meta: Uint8Array;
 }
 
 /** Prefixes whose entry changed: `before` and `after` the entry byte, or -1 where there is no entry. Sorted by prefix. */
@@ -53,8 +38,6 @@ export interface CutResult {
   readonly full: Uint8Array;
   readonly sha256: string;
   readonly changes: MirrorChanges;
-  /** The snapshot's entries this cut read: the next cut of the same snapshot takes them. */
-  readonly baseEntries: BaseEntries;
 }
 
 const HIGH_FLOOR = Math.round(HIGH_BAND_FLOOR * CONFIDENCE_SCALE);
@@ -62,29 +45,18 @@ const MEDIUM_FLOOR = Math.round(MEDIUM_BAND_FLOOR * CONFIDENCE_SCALE);
 
 /** The entry byte of a flagged VPA: its risk category, and the band of its confidence (advice.ts: high, medium, low). */
 export function entryMeta(data: SnapshotData, id: number): number {
-  const confidence = data.confidence[id]!;
-  return packMeta(data.riskCategory[id]!, confidence >= HIGH_FLOOR ? 0 : confidence >= MEDIUM_FLOOR ? 1 : 2);
+  return packMeta(data.riskCategory[id]!, confidenceBand(data.confidence[id]!));
+}
+
+/** The band of a confidence in CONFIDENCE_SCALE units: high 0, medium 1, low 2. */
+function confidenceBand(confidence: number): number {
+  return confidence >= HIGH_FLOOR ? 0 : confidence >= MEDIUM_FLOOR ? 1 : 2;
 }
 
 export function cutMirror(input: CutInput): CutResult {
-  const base = input.baseEntries ?? snapshotEntries(input);
-  const { entries, full } = viewEntries(input, base);
+  const { entries, full } = viewEntries(input);
   const sha256 = createHash('sha256').update(full.subarray(MIRROR_HEADER_BYTES)).digest('hex');
-  return { entries, full, sha256, changes: changesBetween(input.previous, entries), baseEntries: base };
-}
-
-function snapshotEntries({ base, heads, order }: CutInput): BaseEntries {
-  if (heads === null) throw new RangeError('a cut without the snapshot\'s entries needs its hash heads');
-  const hi = sharedArray(Uint32Array, order.length);
-  const lo = sharedArray(Uint32Array, order.length);
-  const meta = sharedArray(Uint8Array, order.length);
-  for (let i = 0; i < order.length; i++) {
-    const id = order[i]!;
-    hi[i] = heads.hi[id]!;
-    lo[i] = heads.lo[id]!;
-    meta[i] = entryMeta(base, id);
-  }
-  return { hi, lo, meta };
+  return { entries, full, sha256, changes: changesBetween(input.previous, entries) };
 }
 
 /**
@@ -92,8 +64,8 @@ function snapshotEntries({ base, heads, order }: CutInput): BaseEntries {
  * with the delta's VPAs that count: sorted, one per prefix, written as the
  * entry set and as the full file's bytes in the same pass.
  */
-function viewEntries({ order, delta }: CutInput, base: BaseEntries): { entries: MirrorEntries; full: Uint8Array } {
-  const skipped = replacedPositions(order, base, delta);
+function viewEntries({ order, records, delta }: CutInput): { entries: MirrorEntries; full: Uint8Array } {
+  const skipped = replacedPositions(order, records, delta);
   const deltaCount = delta === null ? 0 : delta.hashes.sorted.length;
   const capacity = order.length + deltaCount;
   const hi = sharedArray(Uint32Array, capacity);
@@ -132,13 +104,15 @@ function viewEntries({ order, delta }: CutInput, base: BaseEntries): { entries: 
       s++;
       continue;
     }
-    const h = base.hi[i]!;
-    const l = base.lo[i]!;
+    const at = RANGE_RECORD_WORDS * i;
+    const h = records[at]!;
+    const l = records[at + 1]!;
+    const fields = records[at + RECORD_FIELDS]!;
     for (let o = nextDelta(); o >= 0 && comparePrefixes(delta!.hashes.heads.hi[o]!, delta!.hashes.heads.lo[o]!, h, l) <= 0; o = nextDelta()) {
       put(delta!.hashes.heads.hi[o]!, delta!.hashes.heads.lo[o]!, entryMeta(delta!.overlay, o));
       d++;
     }
-    put(h, l, base.meta[i]!);
+    put(h, l, packMeta(recordRiskCategory(fields), confidenceBand(recordConfidence(fields))));
   }
   for (let o = nextDelta(); o >= 0; o = nextDelta()) {
     put(delta!.hashes.heads.hi[o]!, delta!.hashes.heads.lo[o]!, entryMeta(delta!.overlay, o));
@@ -150,7 +124,7 @@ function viewEntries({ order, delta }: CutInput, base: BaseEntries): { entries: 
 }
 
 /** The positions in `order` of the snapshot's VPAs the delta holds, ascending: found by their hash heads, which the delta knows. */
-function replacedPositions(order: Uint32Array, base: BaseEntries, delta: CutInput['delta']): Uint32Array {
+function replacedPositions(order: Uint32Array, records: Uint32Array, delta: CutInput['delta']): Uint32Array {
   if (delta === null) return new Uint32Array(0);
   const found: number[] = [];
   const heads = delta.hashes.heads;
@@ -162,10 +136,10 @@ function replacedPositions(order: Uint32Array, base: BaseEntries, delta: CutInpu
     let high = order.length;
     while (low < high) {
       const mid = (low + high) >>> 1;
-      if (comparePrefixes(base.hi[mid]!, base.lo[mid]!, heads.hi[o]!, heads.lo[o]!) < 0) low = mid + 1;
+      if (comparePrefixes(records[RANGE_RECORD_WORDS * mid]!, records[RANGE_RECORD_WORDS * mid + 1]!, heads.hi[o]!, heads.lo[o]!) < 0) low = mid + 1;
       else high = mid;
     }
-    for (let p = low; p < order.length && base.hi[p] === heads.hi[o] && base.lo[p] === heads.lo[o]; p++) {
+    for (let p = low; p < order.length && records[RANGE_RECORD_WORDS * p] === heads.hi[o] && records[RANGE_RECORD_WORDS * p + 1] === heads.lo[o]; p++) {
       if (order[p] === id) {
         found.push(p);
         break;

@@ -222,8 +222,9 @@ async function serveUntilStopped(options: ServeOptions, mode: ServingMode, logge
     };
   });
   const mirrorKey = mode.mirror === 'data-dir' ? await loadMirrorKey(dir.mirror) : null;
-  // Hashed on as many threads as serve: at 10M that is seconds after each swap. The heads are the mirror's alone.
-  const hashes = new HashRangeKeeper(service, { threads: Math.max(1, Math.min(threads, availableParallelism())), logger, keepHeads: mirrorKey !== null });
+  // Hashed on as many threads as serve: at 10M that is seconds after each swap.
+  const hashes = new HashRangeKeeper(service, { threads: Math.max(1, Math.min(threads, availableParallelism())), logger });
+  metrics.watchHashRanges(() => hashes.bytes);
   const mirror: MirrorPublications | null =
     mode.mirror !== 'data-dir'
       ? await mode.mirror(logger)

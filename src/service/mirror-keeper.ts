@@ -1,6 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import type { Logger } from '../common/logger.js';
-import { cutMirrorOffThread, type BaseEntries } from '../mirror/mirror-cut.js';
+import { cutMirrorOffThread } from '../mirror/mirror-cut.js';
 import { MirrorDiffs } from '../mirror/mirror-diffs.js';
 import { manifestSigningText, type MirrorEntries, type MirrorManifest } from '../mirror/mirror-format.js';
 import { MirrorPublisher, diffPath, fileBodies, fullPath, type MirrorFileBodies, type MirrorPublication, type MirrorPublications } from '../mirror/mirror-publication.js';
@@ -61,12 +61,6 @@ export class MirrorKeeper implements MirrorPublications {
   #lastVersion = 0;
   #lastDataVersion: string | null = null;
   #entries: MirrorEntries | null = null;
-  /**
-   * The served snapshot's entries in hash order, made by its first cut, by
-   * its id: let go at a swap (holding the replaced snapshot itself would
-   * keep its memory from the next build).
-   */
-  #base: { readonly snapshotId: string; readonly entries: BaseEntries } | null = null;
   #diffs = new MirrorDiffs(DIFF_VERSIONS, DIFF_SHARE_LIMIT);
   readonly #publisher = new MirrorPublisher();
   /** When the last version was published, and how long its making took (performance.now, ms). */
@@ -90,14 +84,10 @@ export class MirrorKeeper implements MirrorPublications {
 
   /** A keeper that continues from the last version recorded; a record that cannot be read is refused (ERR_MIRROR_STATE, or the store's error). */
   static async start(served: ServedData, hashes: HashRangeKeeper, options: MirrorKeeperOptions): Promise<MirrorKeeper> {
-    if (!hashes.keepsHeads) throw new RangeError('the mirror needs a HashRangeKeeper that keeps the hash heads (keepHeads)');
     const keeper = new MirrorKeeper(served, hashes, options, await options.record.last());
     keeper.#unsubscribe.push(
       served.onDelta(() => keeper.#schedule()),
-      served.onSwap(() => {
-        keeper.#base = null;
-        keeper.#schedule();
-      }),
+      served.onSwap(() => keeper.#schedule()),
       hashes.onRanges(() => keeper.#schedule()),
     );
     keeper.#schedule();
@@ -145,9 +135,6 @@ export class MirrorKeeper implements MirrorPublications {
     const view = this.#served.view;
     // Nothing new to make, or the snapshot's ranges are not made yet (onRanges schedules again).
     if (this.#closed || snapshot === null || view.version === this.#lastDataVersion) return;
-    const baseEntries = this.#base?.snapshotId === snapshot.data.meta.id ? this.#base.entries : null;
-    // The heads are kept until the first cut of a snapshot has made its entries from them (start refuses a keeper that drops them).
-    if (baseEntries === null && snapshot.heads === null) return;
     this.#cutting = true;
     const started = performance.now();
     try {
@@ -155,19 +142,11 @@ export class MirrorKeeper implements MirrorPublications {
       const deltaHashes = this.#hashes.hashesOf(delta);
       const held = this.#entries;
       const cut = await cutMirrorOffThread({
-        base: snapshot.data,
         order: snapshot.ranges.order,
-        baseEntries,
-        heads: baseEntries === null ? snapshot.heads : null,
+        records: snapshot.ranges.records,
         delta: deltaHashes === null ? null : { overlay: delta.overlay, baseVpa: delta.baseVpa, hashes: deltaHashes },
         previous: held,
       });
-      if (baseEntries === null) {
-        // Unless a swap came while it was made: the next cut makes the new snapshot's.
-        if (this.#served.current.data === snapshot.data) this.#base = { snapshotId: snapshot.data.meta.id, entries: cut.baseEntries };
-        // The entries hold what the heads did, in order: the heads' 8 bytes a VPA go.
-        this.#hashes.releaseHeads(snapshot.data);
-      }
       if (this.#closed) return;
       const previousVersion = this.#lastVersion;
       const version = previousVersion + 1;

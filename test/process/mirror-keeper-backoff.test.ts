@@ -53,7 +53,7 @@ test('versions that cannot be made are tried again after a doubling wait, then m
       return Promise.resolve();
     },
   };
-  const hashes = new HashRangeKeeper(served, { threads: 1, logger: silentLogger, keepHeads: true });
+  const hashes = new HashRangeKeeper(served, { threads: 1, logger: silentLogger });
   const keeper = await MirrorKeeper.start(served, hashes, { record, key: await createMirrorKey(t.root), logger: silentLogger, intervalMs: INTERVAL_MS, serves: false });
   try {
     await until('a version made after three failures', 30_000, () => keeper.publication !== null);

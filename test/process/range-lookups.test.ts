@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { tempDataDir, ingest, evidence, ndjson, until } from '../helpers.js';
+import { tempDataDir, ingest, evidence, ndjson, sample, until } from '../helpers.js';
 import { startServer, runCli, lastLine } from '../server-process.js';
 import { assertSchema } from '../schema-check.js';
 import { RangeAnswerSchema } from '../../src/api/private-lookup-schemas.js';
@@ -39,6 +39,9 @@ test('range lookups over two serving threads: every flagged VPA found by its pre
       if (r.status === 503) assert.ok(r.headers.get('retry-after'));
       return r.status === 200;
     });
+    // What the ranges hold: 4 bytes of order and 40 of records a VPA, and a start for each of the 2^20 ranges and one past.
+    const metrics = await (await fetch(`${server.base}/metrics`)).text();
+    assert.equal(sample(metrics, 'upi_risk_hash_ranges_bytes'), 44 * UPIS.length + 4 * (2 ** 20 + 1));
 
     const lengths = new Set<number>();
     for (const upi of UPIS) {

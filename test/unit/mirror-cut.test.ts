@@ -4,7 +4,7 @@ import fc from 'fast-check';
 import { createHash } from 'node:crypto';
 import { ServingView } from '../../src/engine/serving-view.js';
 import { deltaHashes, type DeltaHashes } from '../../src/engine/hash-ranges.js';
-import { cutMirror, type BaseEntries, type CutResult } from '../../src/mirror/mirror-cut.js';
+import { cutMirror, type CutResult } from '../../src/mirror/mirror-cut.js';
 import { MIRROR_BANDS, MIRROR_HEADER_BYTES, MIRROR_KIND_FULL, MIRROR_RISK_CATEGORIES, encodeMirrorFile, type MirrorEntries } from '../../src/mirror/mirror-format.js';
 import { confidenceBand } from '../../src/api/advice.js';
 import { vpaHashWords } from '../../src/vpa/vpa-hash.js';
@@ -16,18 +16,14 @@ test("a mirror version holds exactly the view's flagged VPAs, with their categor
   fc.assert(
     fc.property(batchesArb, (batches) => {
       const { base, deltas } = snapshotAndDelta(batches);
-      const { heads, ranges } = snapshotHashes(base);
+      const ranges = snapshotHashes(base);
       let previous: MirrorEntries | null = null;
-      let baseEntries: BaseEntries | null = null;
       let hashes: DeltaHashes | null = null;
       for (const delta of [null, ...deltas]) {
         const view = new ServingView(base, delta);
         hashes = delta === null ? null : deltaHashes(delta, hashes);
-        // The first cut makes the snapshot's entries from its heads; the others take them.
         const cut: CutResult = cutMirror({
-          base: base.data,
-          heads: baseEntries === null ? heads : null,
-          baseEntries,
+          records: ranges.records,
           order: ranges.order,
           delta: delta === null || hashes === null ? null : { overlay: delta.overlay, baseVpa: delta.baseVpa, hashes },
           previous,
@@ -43,7 +39,6 @@ test("a mirror version holds exactly the view's flagged VPAs, with their categor
           .sort((a, b) => a.hi - b.hi || a.lo - b.lo)
           .map((e) => `${e.hi}:${e.lo}:${e.meta}`);
         assert.deepEqual(plain(cut.entries), expected);
-        baseEntries = cut.baseEntries;
         // The full file is the set's own, and its SHA-256 the manifest's.
         assert.deepEqual(cut.full, encodeMirrorFile(MIRROR_KIND_FULL, cut.entries));
         assert.equal(cut.sha256, createHash('sha256').update(cut.full.subarray(MIRROR_HEADER_BYTES)).digest('hex'));

@@ -6,6 +6,9 @@ import { ServingView } from '../../src/engine/serving-view.js';
 import { deltaHashes, type DeltaHashes } from '../../src/engine/hash-ranges.js';
 import { answerRange, parseRangePrefix } from '../../src/api/range-answer.js';
 import { ByteScratch } from '../../src/common/byte-scratch.js';
+import { mergeDelta } from '../../src/builder/delta-merge.js';
+import { RecordWriter } from '../../src/builder/record-codec.js';
+import { TEST_SCORED_AT } from '../helpers.js';
 import { ASKED, batchesArb, snapshotAndDelta, snapshotHashes } from '../delta-fixtures.js';
 
 interface RangeBody {
@@ -22,7 +25,7 @@ test('a range answer holds exactly the flagged VPAs of its prefix, with their ve
   fc.assert(
     fc.property(batchesArb, (batches) => {
       const { base, deltas } = snapshotAndDelta(batches);
-      const { ranges } = snapshotHashes(base);
+      const ranges = snapshotHashes(base);
       let previous: DeltaHashes | null = null;
       for (const delta of [null, ...deltas]) {
         const view = new ServingView(base, delta);
@@ -60,7 +63,7 @@ test('padded, every range answer of one data version has as many entries and as 
     Array.from({ length: 40 }, (_, i) => ({ evidence_id: `e${i}`, upi: `payee${i}@ybl`, url: `https://x.example/${i % 7}`, source_category: 'scam', risk_category: 'scam', captured_at: '2026-10-01T00:00:00Z', screenshot_available: false })),
   ];
   const { base } = snapshotAndDelta(batches);
-  const { ranges } = snapshotHashes(base);
+  const ranges = snapshotHashes(base);
   const view = new ServingView(base, null);
   const prefixes = [...Array.from({ length: 40 }, (_, i) => sha(`payee${i}@ybl`).slice(0, 5)), '00000', 'fffff', '12345'];
   const answers = prefixes.map((p) => text(answerRange(view, ranges, null, parseRangePrefix(p), true, scratch)));
@@ -75,6 +78,22 @@ test('padded, every range answer of one data version has as many entries and as 
   }
   // The padding depends on the version and prefix alone: the same answer twice.
   assert.equal(text(answerRange(view, ranges, null, parseRangePrefix('12345'), true, scratch)), answers.at(-1));
+});
+
+test("a snapshot VPA whose evidence a correction took back, all of it, is in no range answer; the rest of its range stays", () => {
+  const batch = Array.from({ length: 30 }, (_, i) => ({ evidence_id: `e${i}`, upi: `payee${i}@ybl`, url: `https://x.example/${i % 5}`, source_category: 'scam', risk_category: 'scam', captured_at: '2026-10-01T00:00:00Z', screenshot_available: false }));
+  const { base } = snapshotAndDelta([batch]);
+  const ranges = snapshotHashes(base);
+  const taken = 'payee7@ybl';
+  const delta = mergeDelta({ base: base.data, previous: null, inputs: [], files: [], now: TEST_SCORED_AT, reset: { upis: [taken], records: new RecordWriter().finish() } }).delta;
+  const view = new ServingView(base, delta);
+  assert.equal(view.verdict(taken).status, 'CLEARED');
+  const hashes = deltaHashes(delta, null);
+  for (let i = 0; i < batch.length; i++) {
+    const upi = `payee${i}@ybl`;
+    const body = JSON.parse(text(answerRange(view, ranges, hashes, parseRangePrefix(sha(upi).slice(0, 5)), false, scratch))) as RangeBody;
+    assert.equal(body.entries.some((e) => e.suffix === sha(upi).slice(5)), upi !== taken, upi);
+  }
 });
 
 test('a range prefix is exactly five lowercase hex digits', () => {
