@@ -128,8 +128,9 @@ export class JournalDesk implements CorrectionDesk {
     return Promise.resolve(this.#ledger.book.clearance(id));
   }
 
-  activeClearance(upi: string): Promise<ClearanceRecord | null> {
-    return Promise.resolve(this.#ledger.book.active(normalizeVpa(upi)));
+  async activeClearance(upi: string): Promise<ClearanceChange | null> {
+    const found = this.#ledger.book.active(normalizeVpa(upi));
+    return found === null ? null : { ...found, data_version: await this.#served(this.#engineOrFail()) };
   }
 
   /** Clearances in the order made, in force and ended, a page at a time. */
@@ -139,6 +140,12 @@ export class JournalDesk implements CorrectionDesk {
 
   async evidenceOf(upi: string): Promise<readonly EvidenceItemView[]> {
     return this.#engineOrFail().evidenceOf(normalizeVpa(upi));
+  }
+
+  async evidenceIdsOf(upi: string, ids: readonly string[]): Promise<ReadonlySet<string>> {
+    const canonical = normalizeVpa(upi);
+    const located = await this.#engineOrFail().locate([...new Set(ids)]);
+    return new Set([...located].filter(([, named]) => named === canonical).map(([id]) => id));
   }
 
   /** Stop looking for other processes' records, once the change in hand is served. */

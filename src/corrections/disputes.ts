@@ -154,21 +154,24 @@ export class DisputeService {
   /** Clear the VPA (unless a clearance is in force already), or retract the evidence named, which must be the VPA's. */
   async #correct(desk: CorrectionDesk, dispute: Dispute, input: ResolutionInput, key: KeyRecord): Promise<{ clearance_id: string | null; retracted: string[] | null; data_version: string }> {
     if (input.retract !== null) {
-      const own = new Set((await desk.evidenceOf(dispute.upi)).map((item) => item.evidence_id));
+      // Items retracted already count as the VPA's: a resolution retried after its retraction was stored finds them so.
+      const own = await desk.evidenceIdsOf(dispute.upi, input.retract);
       const foreign = input.retract.filter((evidenceId) => !own.has(evidenceId));
       if (foreign.length > 0) throw validationError(`not evidence of ${dispute.upi}: ${foreign.slice(0, 10).map((e) => JSON.stringify(e)).join(', ')}`);
       const outcome = await desk.retract(input.retract, `${dispute.reason}, dispute ${dispute.id}`, key.id);
       return { clearance_id: null, retracted: [...input.retract], data_version: outcome.data_version };
     }
     const inForce = await desk.activeClearance(dispute.upi);
-    if (inForce !== null) return { clearance_id: inForce.id, retracted: null, data_version: this.#o.served.view.version };
+    if (inForce !== null) return { clearance_id: inForce.id, retracted: null, data_version: inForce.data_version };
     try {
       const made = await desk.clear({ upi: dispute.upi, reason: dispute.reason, reference: dispute.id }, key.id);
       return { clearance_id: made.id, retracted: null, data_version: made.data_version };
     } catch (error) {
-      // A clearance made meanwhile (another dispute of the VPA upheld) serves this one too.
+      // A clearance made meanwhile (another dispute of the VPA upheld) serves this one too, once served here.
       if (!(error instanceof ClearanceConflictError)) throw error;
-      return { clearance_id: error.clearanceId, retracted: null, data_version: this.#o.served.view.version };
+      const standing = await desk.activeClearance(dispute.upi);
+      if (standing === null) throw error;
+      return { clearance_id: standing.id, retracted: null, data_version: standing.data_version };
     }
   }
 }

@@ -10,6 +10,7 @@ import type { ClearanceRecord, CorrectionDesk, EvidenceItemView, RetractionOutco
 import {
   clearanceById,
   clearanceInForce,
+  evidenceIdsOfVpa,
   evidenceOfVpas,
   listClearances,
   logClearance,
@@ -114,9 +115,12 @@ export class StoreDesk implements CorrectionDesk {
     return found === null ? null : recordOf(found);
   }
 
-  async activeClearance(upi: string): Promise<ClearanceRecord | null> {
+  async activeClearance(upi: string): Promise<ClearanceChange | null> {
     const found = await clearanceInForce(this.#options.pool, this.#options.location, normalizeVpa(upi));
-    return found === null ? null : recordOf(found);
+    if (found === null) return null;
+    // Perhaps made on another follower: answered once this one serves it.
+    await this.#servedAt(found.position);
+    return { ...recordOf(found), data_version: this.#options.follower.view.version };
   }
 
   /** Clearances in the order made, in force and ended, a page at a time; the cursor is the last clearance's id. */
@@ -130,6 +134,10 @@ export class StoreDesk implements CorrectionDesk {
     const rows = await listClearances(this.#options.pool, this.#options.location, { upi: query.upi, after, limit: query.limit + 1 });
     const page = rows.slice(0, query.limit);
     return { clearances: page.map(recordOf), nextCursor: rows.length > query.limit ? page.at(-1)!.id : null };
+  }
+
+  evidenceIdsOf(upi: string, ids: readonly string[]): Promise<ReadonlySet<string>> {
+    return evidenceIdsOfVpa(this.#options.pool, this.#options.location, normalizeVpa(upi), ids);
   }
 
   /** The VPA's items in the log up to the position served, retracted ones left out; `counts` under expiry and its clearance. */

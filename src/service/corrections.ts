@@ -78,7 +78,13 @@ export interface CorrectionDesk {
   /** Ends a clearance in force; null when no clearance has the id. Ending an ended one returns it unchanged. */
   endClearance(id: string, by: string): Promise<(ClearanceRecord & { readonly data_version: string }) | null>;
   clearance(id: string): Promise<ClearanceRecord | null>;
-  /** The clearance in force for a VPA (any letter case), if any. */
-  activeClearance(upi: string): Promise<ClearanceRecord | null>;
+  /**
+   * The clearance in force for a VPA (any letter case), if any, once this
+   * server serves it, with the data version then served: an answer naming a
+   * clearance another server made names a version that holds it.
+   */
+  activeClearance(upi: string): Promise<(ClearanceRecord & { readonly data_version: string }) | null>;
   evidenceOf(upi: string): Promise<readonly EvidenceItemView[]>;
+  /** Which of `ids` name stored evidence of the VPA (any letter case), retracted or not: a retraction retried finds its items still the VPA's. */
+  evidenceIdsOf(upi: string, ids: readonly string[]): Promise<ReadonlySet<string>>;
 }

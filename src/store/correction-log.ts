@@ -129,6 +129,12 @@ export async function evidenceOfVpas(client: pg.ClientBase | pg.Pool, location: 
   return result.rows.map((row) => loggedEvidenceOf(row, location));
 }
 
+/** Which of `ids` name logged evidence of `upi` (canonical), retracted or not. */
+export async function evidenceIdsOfVpa(client: pg.ClientBase | pg.Pool, location: StoreLocation, upi: string, ids: readonly string[]): Promise<Set<string>> {
+  const result = await run<{ evidence_id: string }>(client, location, 'SELECT evidence_id FROM evidence WHERE evidence_id = ANY($1) AND upi = $2', [[...new Set(ids)], upi]);
+  return new Set(result.rows.map((row) => row.evidence_id));
+}
+
 /** What a retraction did (logRetraction). */
 export interface LoggedRetraction {
   /** Its position, or null when it retracted nothing (then nothing was logged). */

@@ -175,6 +175,11 @@ test('analysts review a dispute beside the verdict and its evidence, and resolve
   assert.deepEqual((retracted.body.dispute as Body).retracted, ['tw-1']);
   const left = (await call('/v1/verify/upi?upi=twice.seen@ybl', bank)).body;
   assert.deepEqual([left.status, left.evidence_count, (left.sources as Body[]).map((s) => s.url)], ['FLAGGED', 1, ['https://scam.example/two']]);
+  // Naming an item retracted already, as a resolution retried after its retraction was stored does: still the VPA's.
+  const retry = String((await call('/v1/disputes', bank, 'POST', dispute('twice.seen@ybl'))).body.id);
+  const retried = await call(`/v1/admin/disputes/${retry}/resolve`, analyst, 'POST', { outcome: 'upheld', note: 'one page was wrong', retract: ['tw-1'] }, DisputeResolvedSchema);
+  assert.equal(retried.status, 200, JSON.stringify(retried.body));
+  assert.equal((await call('/v1/verify/upi?upi=twice.seen@ybl', bank)).body.evidence_count, 1);
 });
 
 test('an accepted confirmed_fraud report makes the VPA FLAGGED with a report: source; a report is decided once', async () => {

@@ -46,6 +46,16 @@ async function disputes(desk: FakeDesk = new FakeDesk()) {
 
 const dispute = (upi = 'flagged@ybl', extra: Body = {}): Body => ({ upi, reason: 'not_fraud', details: 'our merchant since 2019', ...extra });
 
+/** A service whose desk holds items ev-a and ev-b of flagged@ybl and ev-z of second@ybl, and a dispute of flagged@ybl opened by BANK. */
+async function disputedWithItems() {
+  const desk = new FakeDesk();
+  desk.holds('flagged@ybl', 'ev-a', 'ev-b');
+  desk.holds('second@ybl', 'ev-z');
+  const d = await disputes(desk);
+  const id = String((await d.open(BANK, dispute())).body.id);
+  return { desk, d, id };
+}
+
 test('a FLAGGED verdict is disputed once per key: the second answers 409 with the first id; another key has its own', async () => {
   const d = await disputes();
   try {
@@ -143,9 +153,10 @@ test('rejected changes nothing and is resolved once; upheld clears the VPA throu
     assert.deepEqual(desk.changes(), [{ method: 'clear', upi: 'flagged@ybl', reason: 'owner_request', reference: b, by: ANALYST.id }]);
     const resolved = upheld.body.dispute as Body;
     assert.deepEqual([resolved.status, resolved.clearance_id, resolved.resolved_by, resolved.owner, upheld.body.data_version], ['UPHELD', 'clr_1', ANALYST.id, OTHER.id, 'fake+1']);
-    // Another dispute of the VPA upheld later keeps the clearance in force.
+    // Another dispute of the VPA upheld later keeps the clearance in force, with the version the desk serves it in.
     const c = String((await d.open(BANK, dispute())).body.id);
-    assert.equal(((await d.resolve(c, { outcome: 'upheld', note: 'same VPA' })).body.dispute as Body).clearance_id, 'clr_1');
+    const kept = await d.resolve(c, { outcome: 'upheld', note: 'same VPA' });
+    assert.deepEqual([(kept.body.dispute as Body).clearance_id, kept.body.data_version], ['clr_1', 'fake+1']);
     assert.equal(desk.changes().length, 1);
 
     const audit = await d.audit.recent(10);
@@ -163,12 +174,8 @@ test('rejected changes nothing and is resolved once; upheld clears the VPA throu
 });
 
 test("upheld with retract retracts the VPA's items named; another VPA's item, a bad body or a failing desk store nothing", async () => {
-  const desk = new FakeDesk();
-  desk.holds('flagged@ybl', 'ev-a', 'ev-b');
-  desk.holds('second@ybl', 'ev-z');
-  const d = await disputes(desk);
+  const { desk, d, id } = await disputedWithItems();
   try {
-    const id = String((await d.open(BANK, dispute())).body.id);
     const review = await d.ask({ op: 'dispute.review', key: ANALYST, id });
     assert.equal(review.status, 200);
     assert.deepEqual((review.body.evidence as Body[]).map((e) => e.evidence_id), ['ev-a', 'ev-b']);
@@ -197,6 +204,20 @@ test("upheld with retract retracts the VPA's items named; another VPA's item, a 
     assert.equal((retracted.body.dispute as Body).clearance_id, null);
     assert.deepEqual(desk.changes().at(-1), { method: 'retract', ids: ['ev-b'], reason: `not_fraud, dispute ${id}`, by: ANALYST.id });
     assert.equal((await d.resolve('dsp_0000000000000000000000000000', { outcome: 'rejected', note: 'x' })).status, 404);
+  } finally {
+    await d.close();
+  }
+});
+
+test("upheld with retract once the items were retracted (a resolution retried after its retraction was stored): still the VPA's, resolved", async () => {
+  const { desk, d, id } = await disputedWithItems();
+  try {
+    // What the first attempt left: its retraction stored, the dispute still open.
+    await desk.retract(['ev-b', 'ev-z'], `not_fraud, dispute ${id}`, ANALYST.id);
+    assert.equal((await d.resolve(id, { outcome: 'upheld', note: 'x', retract: ['ev-b', 'ev-z'] })).status, 422, "a retracted item of another VPA is still not this one's");
+    const retried = await d.resolve(id, { outcome: 'upheld', note: 'a wrong sighting', retract: ['ev-b'] });
+    assert.equal(retried.status, 200, JSON.stringify(retried.body));
+    assert.deepEqual([(retried.body.dispute as Body).status, (retried.body.dispute as Body).retracted], ['UPHELD', ['ev-b']]);
   } finally {
     await d.close();
   }
