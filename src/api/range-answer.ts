@@ -160,7 +160,7 @@ export function answerRange(view: ServingView, ranges: HashRanges, delta: DeltaH
   entries.picks.length = 0;
   const pool = padded ? paddingPool(view) : null;
   if (pool !== null) addPadding(pool, view.version, range, entries.count, paddedCount(view, ranges, delta));
-  sortBySuffix(pool?.words ?? null);
+  sortBySuffix(pool);
 
   const version = JSON.stringify(view.version);
   const b = out.clear().room(rangeAnswerBound(entries.order.length, version));
@@ -284,10 +284,12 @@ function seededRandom(seed: Uint32Array, mix: number): () => number {
  */
 interface PaddingPool {
   readonly snapshotId: string;
-  /** Each entry's hash words, the range's bits zero, in suffix order. */
+  /** Each entry's hash words, the range's bits zero. */
   readonly words: Uint32Array;
   /** Each entry written ENTRY_WIDTH bytes wide. */
   readonly bytes: Uint8Array;
+  /** Each entry's place in suffix order: an answer's picks are ordered by it (sortBySuffix). */
+  readonly rank: Uint16Array;
 }
 
 const PADDING_POOL = 4096;
@@ -310,15 +312,11 @@ function paddingPool(view: ServingView): PaddingPool {
     putEntry(bytes, p * ENTRY_WIDTH, i, true);
     entries.count = saved;
   }
-  // In suffix order, so that an answer's picks are ordered as numbers (sortBySuffix).
-  const sorted = Array.from({ length: PADDING_POOL }, (_, p) => p).sort((a, b) => compareSuffixes(words, 8 * a, words, 8 * b));
-  const sortedWords = new Uint32Array(words.length);
-  const sortedBytes = new Uint8Array(bytes.length);
-  sorted.forEach((p, at) => {
-    sortedWords.set(words.subarray(8 * p, 8 * p + 8), 8 * at);
-    sortedBytes.set(bytes.subarray(p * ENTRY_WIDTH, (p + 1) * ENTRY_WIDTH), at * ENTRY_WIDTH);
-  });
-  pool = { snapshotId, words: sortedWords, bytes: sortedBytes };
+  const rank = new Uint16Array(PADDING_POOL);
+  Array.from({ length: PADDING_POOL }, (_, p) => p)
+    .sort((a, b) => compareSuffixes(words, 8 * a, words, 8 * b))
+    .forEach((p, at) => (rank[p] = at));
+  pool = { snapshotId, words, bytes, rank };
   return pool;
 }
 
@@ -328,11 +326,10 @@ function rotate(x: number, k: number): number {
 
 /**
  * `entries.order`: the real entries (their indexes) and the padding picks
- * (-1 - pick) in suffix order. The pool is in suffix order, so the picks
- * are ordered as numbers; the real entries (a handful) by insertion; then
- * the two are merged.
+ * (-1 - pick) in suffix order: the picks by their rank in the pool, the
+ * real entries (a handful) by insertion, then the two merged.
  */
-function sortBySuffix(poolWords: Uint32Array | null): void {
+function sortBySuffix(pool: PaddingPool | null): void {
   const order = entries.order;
   const words = entries.words;
   order.length = 0;
@@ -350,7 +347,7 @@ function sortBySuffix(poolWords: Uint32Array | null): void {
   for (let i = 1; i < picks.length; i++) {
     const pick = picks[i]!;
     let j = i - 1;
-    while (j >= 0 && picks[j]! > pick) {
+    while (j >= 0 && pool!.rank[picks[j]!]! > pool!.rank[pick]!) {
       picks[j + 1] = picks[j]!;
       j--;
     }
@@ -360,7 +357,7 @@ function sortBySuffix(poolWords: Uint32Array | null): void {
   let r = entries.count - 1;
   let p = picks.length - 1;
   for (let at = entries.count + picks.length - 1; p >= 0; at--) {
-    if (r >= 0 && compareSuffixes(words, 8 * order[r]!, poolWords!, 8 * picks[p]!) > 0) order[at] = order[r--]!;
+    if (r >= 0 && compareSuffixes(words, 8 * order[r]!, pool!.words, 8 * picks[p]!) > 0) order[at] = order[r--]!;
     else order[at] = -1 - picks[p--]!;
   }
 }

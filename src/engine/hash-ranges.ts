@@ -264,10 +264,11 @@ export type HashRangesTask =
 const WORKER_URL = new URL('./hash-ranges-worker.js', import.meta.url);
 
 /**
- * A snapshot's ranges and hash heads, made on `threads` short-lived worker
- * threads (the hashing is split between them), so that no serving or
- * coordinating thread stalls: at 10M VPAs it is seconds of work
- * (bench/MEASUREMENTS.md, "VPA hashes").
+ * A snapshot's ranges and their records, made on `threads` short-lived
+ * worker threads (the hashing is split between them), so that no serving
+ * or coordinating thread stalls: every VPA is hashed twice, once to order
+ * them and once for the records, about 15 s on two threads at 10M
+ * (bench/MEASUREMENTS.md, "Range records in hash order").
  */
 export async function hashRangesOffThread(data: SnapshotData, threads: number): Promise<HashRanges> {
   const count = data.meta.vpaCount;

@@ -171,7 +171,7 @@ export class ServiceMetrics {
   });
   readonly hashRangesBytes = this.#readAtScrape('hashRangesBytes', {
     name: 'upi_risk_hash_ranges_bytes',
-    help: "Memory of the served snapshot's VPAs by hash: the order and entries range lookups read, and the hash heads the mirror keeps until it has made its entries",
+    help: "Memory of the served snapshot's VPAs by hash: the order and the records range lookups and the mirror read (a replaced snapshot's until the new one's are made)",
   });
   readonly storeConnected = this.#readAtScrape('storeConnected', {
     name: 'upi_risk_store_connected',
