@@ -129,8 +129,13 @@ export class JournalDesk implements CorrectionDesk {
   }
 
   async activeClearance(upi: string): Promise<ClearanceChange | null> {
-    const found = this.#ledger.book.active(normalizeVpa(upi));
-    return found === null ? null : { ...found, data_version: await this.#served(this.#engineOrFail()) };
+    const canonical = normalizeVpa(upi);
+    const found = this.#ledger.book.active(canonical);
+    if (found === null) return null;
+    const engine = this.#engineOrFail();
+    // Recorded and not yet served (another process's, caught up): waited for. Served already: what is served holds it.
+    const unserved = this.#ledger.isChanged(canonical) || this.#beingServed.has(canonical);
+    return { ...found, data_version: unserved ? await this.#served(engine) : engine.view.version };
   }
 
   /** Clearances in the order made, in force and ended, a page at a time. */

@@ -161,17 +161,17 @@ export class DisputeService {
       const outcome = await desk.retract(input.retract, `${dispute.reason}, dispute ${dispute.id}`, key.id);
       return { clearance_id: null, retracted: [...input.retract], data_version: outcome.data_version };
     }
-    const inForce = await desk.activeClearance(dispute.upi);
-    if (inForce !== null) return { clearance_id: inForce.id, retracted: null, data_version: inForce.data_version };
-    try {
-      const made = await desk.clear({ upi: dispute.upi, reason: dispute.reason, reference: dispute.id }, key.id);
-      return { clearance_id: made.id, retracted: null, data_version: made.data_version };
-    } catch (error) {
-      // A clearance made meanwhile (another dispute of the VPA upheld) serves this one too, once served here.
-      if (!(error instanceof ClearanceConflictError)) throw error;
-      const standing = await desk.activeClearance(dispute.upi);
-      if (standing === null) throw error;
-      return { clearance_id: standing.id, retracted: null, data_version: standing.data_version };
+    // Twice at most: a clearance made meanwhile (another dispute of the VPA upheld) serves this one too, once served
+    // here; one that ended meanwhile leaves the VPA to clear again.
+    for (let attempt = 1; ; attempt++) {
+      const inForce = await desk.activeClearance(dispute.upi);
+      if (inForce !== null) return { clearance_id: inForce.id, retracted: null, data_version: inForce.data_version };
+      try {
+        const made = await desk.clear({ upi: dispute.upi, reason: dispute.reason, reference: dispute.id }, key.id);
+        return { clearance_id: made.id, retracted: null, data_version: made.data_version };
+      } catch (error) {
+        if (!(error instanceof ClearanceConflictError) || attempt === 2) throw error;
+      }
     }
   }
 }

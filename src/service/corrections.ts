@@ -40,6 +40,8 @@ export interface CorrectionEngine {
    * resolves, with the data version that serves it.
    */
   apply(state: CorrectionState, upis: readonly string[]): Promise<string>;
+  /** What is served now: its data version. */
+  readonly view: { readonly version: string };
 }
 
 /** A clearance, in force or ended, as the API shows it (POST/GET /v1/admin/clearances). */
