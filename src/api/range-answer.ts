@@ -13,8 +13,7 @@ import {
   type HashRanges,
 } from '../engine/hash-ranges.js';
 import type { ServingView } from '../engine/serving-view.js';
-import { NO_CLUSTER } from '../engine/snapshot-data.js';
-import type { SnapshotView } from '../engine/snapshot-view.js';
+import { NO_CLUSTER, type SnapshotData } from '../engine/snapshot-data.js';
 import { CLUSTER_ID_PREFIX } from '../engine/verdict.js';
 import { RISK_CATEGORIES } from '../vpa/categories.js';
 import { vpaHashWords } from '../vpa/vpa-hash.js';
@@ -33,8 +32,8 @@ import { putConfidence } from './flagged-verdict-bytes.js';
  * an answer may be cached by its ETag.
  *
  * A snapshot VPA's entry comes from its range record (engine/hash-ranges.ts),
- * read side by side with the rest of its range; a VPA of the delta is
- * hashed here (a range holds a few at most). The answer is written as
+ * read side by side with the rest of its range; a VPA of the delta from
+ * the delta's hashes and fields. The answer is written as
  * bytes into a reused buffer (byte-scratch.ts), the entries kept as hash
  * words and field codes in reused arrays until then: an answer allocates
  * little more than the views its padding is copied through.
@@ -141,22 +140,16 @@ export function rangeAnswerBound(count: number, version: string): number {
 export function answerRange(view: ServingView, ranges: HashRanges, delta: DeltaHashes | null, range: number, padded: boolean, out: ByteScratch): Uint8Array {
   entries.count = 0;
   const overlay = delta !== null ? view.delta : null;
-  const held = overlay !== null ? deltaInRange(overlay, delta!, range) : 0;
+  const held = overlay !== null ? deltaInRange(delta!, range) : 0;
   const records = ranges.records;
   for (let i = ranges.starts[range]!; i < ranges.starts[range + 1]!; i++) {
     const at = RANGE_RECORD_WORDS * i;
     // A VPA the delta holds is answered from the delta, below (or not at all, when a correction took it back).
-    if (held > 0 && heldByDelta(records, at, held)) continue;
+    if (held > 0 && heldByDelta(records, at, delta!.words, held)) continue;
     const fields = records[at + RECORD_FIELDS]!;
     addReal(records, at, recordRiskCategory(fields), recordConfidence(fields), recordClustered(fields) ? records[at + RECORD_CLUSTER]! : NONE);
   }
-  for (let k = 0; k < held; k++) {
-    const id = deltaHeld.ids[k]!;
-    const d = overlay!.data;
-    if (d.evidenceCount[id] === 0) continue;
-    const cluster = d.vpaCluster[id]!;
-    addReal(deltaHeld.words, 8 * k, d.riskCategory[id]!, d.confidence[id]!, cluster === NO_CLUSTER ? NONE : d.clusterNumber[cluster]!);
-  }
+  if (held > 0) addDeltaEntries(overlay!.data, delta!.words, held);
   entries.picks.length = 0;
   const pool = padded ? paddingPool(view) : null;
   if (pool !== null) addPadding(pool, view.version, range, entries.count, paddedCount(view, ranges, delta));
@@ -183,37 +176,36 @@ function addReal(words: Uint32Array, at: number, category: number, confidence: n
   for (let k = 0; k < 8; k++) entries.words[8 * i + k] = words[at + k]!;
 }
 
-/** The delta's VPAs in the range being answered: overlay ids and their whole hashes (8 words each), reused from answer to answer. */
-const deltaHeld = { ids: [] as number[], words: new Uint32Array(8 * 16) };
+/** The entries of the first `held` VPAs in `deltaHeld` that count, from the overlay `d` and their hashes in `words` by overlay id. */
+function addDeltaEntries(d: SnapshotData, words: Uint32Array, held: number): void {
+  for (let k = 0; k < held; k++) {
+    const id = deltaHeld[k]!;
+    if (d.evidenceCount[id] === 0) continue;
+    const cluster = d.vpaCluster[id]!;
+    addReal(words, 8 * id, d.riskCategory[id]!, d.confidence[id]!, cluster === NO_CLUSTER ? NONE : d.clusterNumber[cluster]!);
+  }
+}
 
-/**
- * Gathers into `deltaHeld` the VPAs of the delta (its overlay's, whose
- * hashes are `delta`) in `range`, hashed whole: a range holds few of them,
- * and a snapshot VPA the delta holds is told by its hash. Returns how many.
- */
-function deltaInRange(overlay: SnapshotView, delta: DeltaHashes, range: number): number {
-  deltaHeld.ids.length = 0;
+/** The overlay ids of the delta's VPAs in the range being answered, reused from answer to answer. */
+const deltaHeld: number[] = [];
+
+/** Gathers into `deltaHeld` the VPAs of the delta (whose hashes are `delta`) in `range`: a range holds few of them. Returns how many. */
+function deltaInRange(delta: DeltaHashes, range: number): number {
+  deltaHeld.length = 0;
   for (let i = firstInRange(delta, range); i < delta.sorted.length; i++) {
     const id = delta.sorted[i]!;
     if (rangeOf(delta.heads.hi[id]!) !== range) break;
-    const k = deltaHeld.ids.length;
-    if (deltaHeld.words.length < 8 * (k + 1)) {
-      const grown = new Uint32Array(2 * deltaHeld.words.length);
-      grown.set(deltaHeld.words);
-      deltaHeld.words = grown;
-    }
-    deltaHeld.words.set(vpaHashWords(overlay.keyOf(id), hashWords), 8 * k);
-    deltaHeld.ids.push(id);
+    deltaHeld.push(id);
   }
-  return deltaHeld.ids.length;
+  return deltaHeld.length;
 }
 
-/** Whether the hash at `at` in `words` is that of one of the first `held` VPAs in `deltaHeld`. */
-function heldByDelta(words: Uint32Array, at: number, held: number): boolean {
-  const theirs = deltaHeld.words;
+/** Whether the hash at `at` in `words` is that of one of the first `held` VPAs in `deltaHeld`, whose hashes are in `theirs` by overlay id. */
+function heldByDelta(words: Uint32Array, at: number, theirs: Uint32Array, held: number): boolean {
   for (let k = 0; k < held; k++) {
+    const from = 8 * deltaHeld[k]!;
     let same = true;
-    for (let w = 0; w < 8 && same; w++) same = words[at + w] === theirs[8 * k + w];
+    for (let w = 0; w < 8 && same; w++) same = words[at + w] === theirs[from + w];
     if (same) return true;
   }
   return false;

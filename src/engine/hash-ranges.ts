@@ -65,14 +65,19 @@ export interface VpaHashHeads {
   readonly lo: Uint32Array;
 }
 
-/** The first 64 bits of h(upi) of the VPAs [from, to) of a snapshot (or a delta's overlay), by id, into `heads`. */
-export function hashHeads(data: SnapshotData, heads: VpaHashHeads, from = 0, to = data.meta.vpaCount): void {
+/**
+ * The first 64 bits of h(upi) of the VPAs [from, to) of a snapshot (or a
+ * delta's overlay), by id, into `heads`; and every word of each, 8 at 8
+ * times its id, into `whole` when given.
+ */
+export function hashHeads(data: SnapshotData, heads: VpaHashHeads, from = 0, to = data.meta.vpaCount, whole: Uint32Array | null = null): void {
   const index = new VpaIndex(data, data.maxKeyLength);
   const words = new Uint32Array(8);
   for (let id = from; id < to; id++) {
     vpaHashWords(index.keyOf(id), words);
     heads.hi[id] = words[0]!;
     heads.lo[id] = words[1]!;
+    whole?.set(words, 8 * id);
   }
 }
 
@@ -166,6 +171,8 @@ export interface DeltaHashes {
   readonly keyBytes: Uint8Array;
   readonly keyOffsets: Uint32Array;
   readonly heads: VpaHashHeads;
+  /** Each overlay VPA's whole hash, 8 words at 8 times its id: a range answer tells the snapshot's VPAs the delta holds by it. */
+  readonly words: Uint32Array;
   /** Overlay ids sorted by head. */
   readonly sorted: Uint32Array;
   /**
@@ -186,12 +193,14 @@ export function deltaHashes(delta: DeltaData, previous: DeltaHashes | null): Del
   const count = overlay.meta.vpaCount;
   if (count === 0) return null;
   const heads = { hi: sharedArray(Uint32Array, count), lo: sharedArray(Uint32Array, count) };
+  const words = sharedArray(Uint32Array, 8 * count);
   const from = previous !== null && previous.baseId === delta.meta.baseId ? keptKeys(previous, delta) : 0;
   if (from > 0) {
     heads.hi.set(previous!.heads.hi.subarray(0, from));
     heads.lo.set(previous!.heads.lo.subarray(0, from));
+    words.set(previous!.words.subarray(0, 8 * from));
   }
-  hashHeads(overlay, heads, from);
+  hashHeads(overlay, heads, from, count, words);
   const sorted = sharedArray(Uint32Array, count);
   const fresh = Array.from({ length: count - from }, (_, i) => from + i).sort((a, b) => compareHeads(heads, a, b));
   if (from === 0) sorted.set(fresh);
@@ -211,7 +220,7 @@ export function deltaHashes(delta: DeltaData, previous: DeltaHashes | null): Del
     touched[i] = r;
     addedCounts[i] = added.get(r)!;
   });
-  return { baseId: delta.meta.baseId, position: delta.meta.position, keyBytes: delta.keyBytes, keyOffsets: delta.keyOffsets, heads, sorted, touched, added: addedCounts };
+  return { baseId: delta.meta.baseId, position: delta.meta.position, keyBytes: delta.keyBytes, keyOffsets: delta.keyOffsets, heads, words, sorted, touched, added: addedCounts };
 }
 
 /**

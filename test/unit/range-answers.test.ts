@@ -31,7 +31,11 @@ test('a range answer holds exactly the flagged VPAs of its prefix, with their ve
         const view = new ServingView(base, delta);
         const hashes: DeltaHashes | null = delta === null ? null : deltaHashes(delta, previous);
         // Each state's hashes, made from the state before's, are those made afresh.
-        if (delta !== null) assert.deepEqual(hashes?.sorted, deltaHashes(delta, null)?.sorted);
+        if (delta !== null) {
+          const afresh = deltaHashes(delta, null);
+          assert.deepEqual(hashes?.sorted, afresh?.sorted);
+          assert.deepEqual(hashes?.words, afresh?.words);
+        }
         previous = hashes;
         for (const upi of ASKED) {
           const hash = sha(upi);
