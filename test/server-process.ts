@@ -109,6 +109,34 @@ export function runCli(args: readonly string[]): Promise<{ code: number; stdout:
   });
 }
 
+export interface RefusedServe {
+  readonly code: number | null;
+  readonly stdout: string;
+  readonly stderr: string;
+  /** Whether it said it listens (then it was killed). */
+  readonly listened: boolean;
+}
+
+/** Run `upi-risk serve` with `args` where it is to refuse to start; one that listens instead is killed at once. */
+export async function serveExpectingRefusal(args: readonly string[]): Promise<RefusedServe> {
+  const child = spawn(process.execPath, [CLI, 'serve', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  let listened = false;
+  const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
+  child.stdout!.on('data', (chunk: Buffer) => {
+    stdout += chunk.toString();
+    if (!listened && /listening on/.test(stdout)) {
+      listened = true;
+      child.kill('SIGKILL');
+    }
+  });
+  child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const [code] = (await once(child, 'close')) as [number | null];
+  clearTimeout(timer);
+  return { code, stdout, stderr, listened };
+}
+
 /** The key printed as the last line of `keys create` / `keys rotate`. */
 export function lastLine(text: string): string {
   return text.trim().split('\n').at(-1)!;

@@ -131,6 +131,7 @@ export class EdgePool {
     } = options;
     // Threads share the port through SO_REUSEPORT, which uWS sets only for a concrete port.
     const port = options.port === 0 ? await freePort(options.host) : options.port;
+    if (options.port !== 0) await refuseTakenPort(options.host, port);
     const workers: Worker[] = [];
     let scrapeFromAll: (() => Promise<string>) | null = null;
     /** Set once drain() starts: threads exit from then on, and that is no failure. */
@@ -322,6 +323,25 @@ export async function freePort(host: string): Promise<number> {
   const { port } = server.address() as AddressInfo;
   await new Promise((resolve) => server.close(resolve));
   return port;
+}
+
+/**
+ * Fail with ERR_LISTEN when another process listens on `port`. The serving
+ * threads bind with SO_REUSEPORT, so beside another server doing the same
+ * (another `serve` of another data directory, a follower) they would not
+ * fail: the kernel would split the traffic between two servers. A probe
+ * without SO_REUSEPORT cannot bind there. It is released before the threads
+ * bind; a server started in between is not caught.
+ */
+async function refuseTakenPort(host: string, port: number): Promise<void> {
+  const probe = createServer();
+  try {
+    await new Promise<void>((resolve, reject) => probe.listen({ port, host, exclusive: true }, resolve).once('error', reject));
+  } catch (error) {
+    const reason = (error as NodeJS.ErrnoException).code === 'EADDRINUSE' ? 'another process listens there' : (error as Error).message;
+    throw new ServingError(ErrorCode.LISTEN, `cannot listen on ${host}:${port}: ${reason}`);
+  }
+  await new Promise((resolve) => probe.close(resolve));
 }
 
 async function listenOn(worker: Worker, port: number): Promise<number> {

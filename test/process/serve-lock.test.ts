@@ -1,6 +1,5 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { access, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -8,7 +7,7 @@ import { ErrorCode } from '../../src/common/errors.js';
 import { parseOwnerLock } from '../../src/common/owner-lock.js';
 import { evidence, ingest, ndjson, tempDataDir } from '../helpers.js';
 import { freePort } from '../private-services.js';
-import { CLI, GENEROUS_PLANS, lastLine, runCli, startServer } from '../server-process.js';
+import { GENEROUS_PLANS, lastLine, runCli, serveExpectingRefusal, startServer, type RefusedServe } from '../server-process.js';
 
 // One `serve` per data directory: state/serve.lock names the live server that
 // holds it. A second one refuses before it binds a port (the serving threads
@@ -28,36 +27,12 @@ async function lockHolder(path: string): Promise<number | undefined> {
   return parseOwnerLock(await readFile(path, 'latin1'))?.pid;
 }
 
-interface Refusal {
-  readonly code: number | null;
-  readonly stdout: string;
-  readonly stderr: string;
-  /** Whether it said it listens (then it was killed). */
-  readonly listened: boolean;
-}
-
 /** Run a `serve` that is to refuse to start; one that listens instead is killed at once. */
-async function refusedServe(dataDirRoot: string, port: number): Promise<Refusal> {
-  const args = ['serve', '--data-dir', dataDirRoot, '--plain-http', '--port', String(port), '--poll-ms', '100', '--plans', GENEROUS_PLANS];
-  const child = spawn(process.execPath, [CLI, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  let listened = false;
-  const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
-  child.stdout.on('data', (chunk: Buffer) => {
-    stdout += chunk.toString();
-    if (!listened && /listening on/.test(stdout)) {
-      listened = true;
-      child.kill('SIGKILL');
-    }
-  });
-  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  const [code] = (await once(child, 'close')) as [number | null];
-  clearTimeout(timer);
-  return { code, stdout, stderr, listened };
+function refusedServe(dataDirRoot: string, port: number): Promise<RefusedServe> {
+  return serveExpectingRefusal(['--data-dir', dataDirRoot, '--plain-http', '--port', String(port), '--poll-ms', '100', '--plans', GENEROUS_PLANS]);
 }
 
-function assertRefused(refusal: Refusal, holder: number, dataDirRoot: string): void {
+function assertRefused(refusal: RefusedServe, holder: number, dataDirRoot: string): void {
   assert.equal(refusal.listened, false, `the second serve listened:\n${refusal.stdout}${refusal.stderr}`);
   assert.equal(refusal.code, 1, refusal.stderr);
   assert.doesNotMatch(refusal.stdout, /listening/);

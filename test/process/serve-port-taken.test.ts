@@ -1,0 +1,65 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { access } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { ErrorCode } from '../../src/common/errors.js';
+import { evidence, ingest, tempDataDir } from '../helpers.js';
+import { GENEROUS_PLANS, serveExpectingRefusal, startServer, type RefusedServe } from '../server-process.js';
+
+// A serve asked for a port another process listens on refuses with
+// ERR_LISTEN. The serving threads bind with SO_REUSEPORT, so beside another
+// server doing the same (a serve of another data directory, a follower)
+// they would otherwise listen too, and the kernel would split the traffic
+// between two servers answering from different data.
+
+const exists = (path: string) => access(path).then(() => true, () => false);
+
+/** Run a serve on `port` that is to refuse; one that listens is killed at once. */
+function serveOn(dataDirRoot: string, port: number): Promise<RefusedServe> {
+  return serveExpectingRefusal(['--data-dir', dataDirRoot, '--plain-http', '--port', String(port), '--threads', '2', '--poll-ms', '100', '--plans', GENEROUS_PLANS]);
+}
+
+function assertRefused(outcome: RefusedServe, port: number): void {
+  assert.equal(outcome.listened, false, `the second serve listened:\n${outcome.stderr}`);
+  assert.equal(outcome.code, 1, outcome.stderr);
+  assert.match(outcome.stderr, new RegExp(`127\\.0\\.0\\.1:${port}: another process listens there`));
+  assert.match(outcome.stderr, new RegExp(`\\[${ErrorCode.LISTEN}\\]`));
+}
+
+test('a serve on a port another serve listens on refuses, and the first serves on', { timeout: 180_000 }, async () => {
+  const first = await tempDataDir();
+  const second = await tempDataDir();
+  try {
+    await ingest(first.dir, first.root, [evidence('first@ybl', 'https://first.example')]);
+    await ingest(second.dir, second.root, [evidence('second@ybl', 'https://second.example')]);
+    const server = await startServer(first.dir.root, { args: ['--threads', '2'] });
+    try {
+      const port = Number(new URL(server.base).port);
+      assertRefused(await serveOn(second.dir.root, port), port);
+      // The refused one let its data directory go.
+      assert.equal(await exists(second.dir.serveLock), false);
+      const ready = await fetch(`${server.base}/readyz`);
+      await ready.arrayBuffer();
+      assert.equal(ready.status, 200);
+    } finally {
+      await server.stop();
+    }
+  } finally {
+    await Promise.all([first.cleanup(), second.cleanup()]);
+  }
+});
+
+test('a serve on a port held by any other program refuses', { timeout: 120_000 }, async () => {
+  const t = await tempDataDir();
+  const holder = createServer();
+  try {
+    await ingest(t.dir, t.root, [evidence('first@ybl', 'https://first.example')]);
+    await new Promise<void>((resolve, reject) => holder.listen(0, '127.0.0.1', resolve).once('error', reject));
+    const address = holder.address();
+    assert.ok(address !== null && typeof address === 'object');
+    assertRefused(await serveOn(t.dir.root, address.port), address.port);
+  } finally {
+    await new Promise((resolve) => holder.close(resolve));
+    await t.cleanup();
+  }
+});
