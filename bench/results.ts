@@ -3,7 +3,7 @@
  * detail tables. Markdown for people (bench/README.md, bench/results/*.md), the same
  * data as JSON for tools.
  */
-import type { HttpResult, ScenarioResult, SwapResult } from './http/scenarios.js';
+import type { HttpResult, LatencyRow, ScenarioResult, SwapResult } from './http/scenarios.js';
 import type { MachineStallResult } from './machine-stall.bench.js';
 import { describeWindows, type DeltaResult, type HotPathScenario } from './http/delta.js';
 import type { CorrectionsResult, LookupPhase } from './http/corrections.js';
@@ -728,6 +728,31 @@ export function renderMarkdown(suite: SuiteResult): string {
       }
     }
     parts.push(table(['scenario', 'rate (share of peak)', 'service p50 / p99 / p99.9 / max', 'ceiling p50 / p99 / p99.9 / max', 'failed', 'generator lag max, ms'], rows));
+    parts.push(`## HTTP, ${name}: latency from a generator that sleeps between sends (wrk paced by think time), ms`);
+    const pacedRows: (string | number)[][] = [];
+    for (const s of mode.scenarios) {
+      for (const l of s.latency) {
+        // Reports written before paced runs existed have none.
+        const p = l.paced as LatencyRow['paced'] | undefined;
+        if (p === undefined) continue;
+        pacedRows.push([
+          s.scenario,
+          `${l.share * 100}% (${fmt(p.service.achievedRate)}/s, ceiling ${fmt(p.ceiling.achievedRate)}/s)`,
+          `${p.service.p50} / ${p.service.p99} / ${p.service.p999} / ${p.service.max}`,
+          `${p.ceiling.p50} / ${p.ceiling.p99} / ${p.ceiling.p999} / ${p.ceiling.max}`,
+          p.service.errors + p.service.non2xx,
+          `${p.service.connections} × ${p.service.thinkMs} ms`,
+          `${p.service.generatorCore} / ${p.ceiling.generatorCore}`,
+        ]);
+      }
+    }
+    parts.push(
+      table(['scenario', 'share of peak (rate reached)', 'service p50 / p99 / p99.9 / max', 'ceiling p50 / p99 / p99.9 / max', 'failed', 'connections × mean think time', 'generator core, service / ceiling'], pacedRows),
+    );
+    parts.push(
+      'Each connection waits a random think time (exponential) after every answer, so wrk sleeps between sends and leaves the server both cores, where the open-loop generator above keeps one busy. ' +
+        'Latency runs from the write of a request to its answer; a stall delays the requests each connection holds instead of showing in those it would have sent meanwhile, so the open-loop figures stay the ones without coordinated omission.',
+    );
   }
 
   if (suite.swap !== null) {

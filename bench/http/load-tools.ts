@@ -1,7 +1,8 @@
 /**
  * Running the two load generators as their own processes: wrk for peak
- * throughput (closed loop: as fast as answers come back) and open-loop.ts
- * for latency at a fixed rate.
+ * throughput (closed loop: as fast as answers come back) and, for latency
+ * at a fixed rate, open-loop.ts (no coordinated omission, but its send loop
+ * keeps a core busy) and wrk paced by think time (sleeps between sends).
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -24,6 +25,22 @@ export interface Target {
   /** The path of a POST (GET targets come from the lines). */
   readonly path: string;
   readonly token: string;
+}
+
+/** The wrk line's fields, as workload.lua's done() prints them. */
+interface WrkLine {
+  readonly requests: number;
+  readonly durationUs: number;
+  readonly connect: number;
+  readonly read: number;
+  readonly write: number;
+  readonly status: number;
+  readonly timeout: number;
+  readonly p50Us: number;
+  readonly p99Us: number;
+  readonly p999Us: number;
+  readonly maxUs: number;
+  readonly cpuUs: number;
 }
 
 export interface WrkResult {
@@ -72,20 +89,81 @@ export async function runWrk(target: Target, options: { seconds: number; connect
     target.token,
   ];
   const cpuBefore = options.serverPid === undefined ? null : await processCpuSeconds(options.serverPid);
-  const output = await capture('wrk', args);
+  const r = await wrkLine(args);
   const cpuAfter = options.serverPid === undefined ? null : await processCpuSeconds(options.serverPid);
+  return {
+    requestsPerSecond: Math.round((r.requests / r.durationUs) * 1e6),
+    requests: r.requests,
+    non2xx: r.status,
+    errors: r.connect + r.read + r.write + r.timeout,
+    p50: r.p50Us / 1000,
+    p99: r.p99Us / 1000,
+    serverCpuUsPerRequest: cpuBefore === null || cpuAfter === null || r.requests === 0 ? null : round1(((cpuAfter - cpuBefore) / r.requests) * 1e6),
+  };
+}
+
+/** Mean think time of a paced run, ms: long beside a lookup, so the rate hardly depends on the server's latency. */
+const PACED_THINK_MS = 5;
+/** What a paced connection adds to its think time on average besides the answer: half of wrk's 1 ms timer tick. */
+const PACED_TICK_MS = 0.5;
+
+/**
+ * As an open-loop run's figures, but the rate reached is near the rate asked
+ * (think times are random) and latency runs from each request's write.
+ */
+export interface PacedResult extends Pick<OpenLoopResult, 'rate' | 'achievedRate' | 'non2xx' | 'errors' | 'p50' | 'p99' | 'p999' | 'max'> {
+  readonly connections: number;
+  readonly thinkMs: number;
+  /** The share of one core wrk used: it sleeps between sends, so well below one. */
+  readonly generatorCore: number;
+}
+
+/**
+ * Latency at about `rate` requests a second from a generator that sleeps
+ * between sends: wrk on one thread, each connection waiting a random think
+ * time after every answer (workload.lua). Each connection is a closed loop,
+ * so a server stall delays the requests it holds rather than showing in the
+ * ones that would have been sent meanwhile: for comparing the tails of two
+ * kinds of request on a host whose cores the generator must not take, beside
+ * runOpenLoop's figures, not instead of them.
+ */
+export async function runPaced(target: Target, options: { rate: number; seconds: number }): Promise<PacedResult> {
+  const connections = Math.max(1, Math.round((options.rate * (PACED_THINK_MS + PACED_TICK_MS)) / 1000));
+  const args = [
+    '-t1',
+    `-c${connections}`,
+    `-d${options.seconds}s`,
+    '-s',
+    WRK_SCRIPT,
+    `${target.tls ? 'https' : 'http'}://127.0.0.1:${target.port}`,
+    '--',
+    target.linesFile,
+    target.method,
+    target.path,
+    target.token,
+    String(PACED_THINK_MS),
+  ];
+  const r = await wrkLine(args);
+  return {
+    rate: Math.round(options.rate),
+    achievedRate: Math.round((r.requests / r.durationUs) * 1e6),
+    connections,
+    thinkMs: PACED_THINK_MS,
+    non2xx: r.status,
+    errors: r.connect + r.read + r.write + r.timeout,
+    p50: r.p50Us / 1000,
+    p99: r.p99Us / 1000,
+    p999: r.p999Us / 1000,
+    max: r.maxUs / 1000,
+    generatorCore: Math.round((r.cpuUs / r.durationUs) * 1000) / 1000,
+  };
+}
+
+async function wrkLine(args: readonly string[]): Promise<WrkLine> {
+  const output = await capture('wrk', args);
   const line = output.split('\n').find((l) => l.startsWith('WRK_RESULT '));
   if (line === undefined) throw new Error(`wrk printed no result:\n${output}`);
-  const r = JSON.parse(line.slice('WRK_RESULT '.length)) as Record<string, number>;
-  return {
-    requestsPerSecond: Math.round((r.requests! / r.durationUs!) * 1e6),
-    requests: r.requests!,
-    non2xx: r.status!,
-    errors: r.connect! + r.read! + r.write! + r.timeout!,
-    p50: r.p50Us! / 1000,
-    p99: r.p99Us! / 1000,
-    serverCpuUsPerRequest: cpuBefore === null || cpuAfter === null || r.requests! === 0 ? null : round1(((cpuAfter - cpuBefore) / r.requests!) * 1e6),
-  };
+  return JSON.parse(line.slice('WRK_RESULT '.length)) as WrkLine;
 }
 
 /** Latency at a constant `rate` (requests per second), measured without coordinated omission. */

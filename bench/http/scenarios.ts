@@ -15,7 +15,7 @@ import { dataDir as openDataDir } from '../../src/common/data-dir.js';
 import { SNAPSHOT_EXTENSION, listSnapshots } from '../../src/engine/snapshot-files.js';
 import { defaultBuildThreads } from '../../src/service/snapshot-service.js';
 import { runCli, startServer, type RunningServer } from '../../test/server-process.js';
-import { runOpenLoop, runWrk, type OpenLoopResult, type Target, type WrkResult } from './load-tools.js';
+import { runOpenLoop, runPaced, runWrk, type OpenLoopResult, type PacedResult, type Target, type WrkResult } from './load-tools.js';
 import type { Workload } from './workload.js';
 import { medianBy, round3 } from '../support/report.js';
 
@@ -51,6 +51,8 @@ export interface LatencyRow {
   readonly rate: number;
   readonly service: OpenLoopResult;
   readonly ceiling: OpenLoopResult;
+  /** The same rate from wrk paced by think time, a generator that sleeps between sends (load-tools.ts, runPaced). */
+  readonly paced: { readonly service: PacedResult; readonly ceiling: PacedResult };
 }
 
 /** One peak round: the service, then the ceiling, each measured right after the other. */
@@ -360,8 +362,12 @@ export async function runHttp(options: HttpOptions, token: string): Promise<Http
           const rate = Math.max(1, Math.round(middle.service.requestsPerSecond * share));
           const onService = await runOpenLoop(serviceTarget, { ...loopOptions, rate });
           const onCeiling = await runOpenLoop(bareTarget, { ...loopOptions, rate });
-          log(`  ${scenario} at ${share * 100}% (${rate}/s): p99 ${onService.p99} ms vs ceiling ${onCeiling.p99} ms`);
-          latency.push({ share, rate, service: onService, ceiling: onCeiling });
+          const paced = { service: await runPaced(serviceTarget, { rate, seconds: options.seconds }), ceiling: await runPaced(bareTarget, { rate, seconds: options.seconds }) };
+          log(
+            `  ${scenario} at ${share * 100}% (${rate}/s): p99 ${onService.p99} ms vs ceiling ${onCeiling.p99} ms; ` +
+              `paced (${paced.service.achievedRate}/s): p99 ${paced.service.p99} ms vs ceiling ${paced.ceiling.p99} ms`,
+          );
+          latency.push({ share, rate, service: onService, ceiling: onCeiling, paced });
         }
         const ratios = rounds.map((r) => r.ratio);
         scenarios.push({
