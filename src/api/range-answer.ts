@@ -155,7 +155,7 @@ export function answerRange(view: ServingView, ranges: HashRanges, delta: DeltaH
   if (pool !== null) addPadding(pool, view.version, range, entries.count, paddedCount(view, ranges, delta));
   sortBySuffix(pool);
 
-  const version = JSON.stringify(view.version);
+  const version = versionJson(view.version);
   const b = out.clear().room(rangeAnswerBound(entries.order.length, version));
   let at = putAscii(b, 0, '{"prefix":"');
   at = putDigits(b, at, range, 16, PREFIX_DIGITS);
@@ -165,7 +165,7 @@ export function answerRange(view: ServingView, ranges: HashRanges, delta: DeltaH
   for (let k = 0; k < entries.order.length; k++) {
     if (k > 0) b[at++] = COMMA;
     const item = entries.order[k]!;
-    at = item >= 0 ? putEntry(b, at, item, padded) : putBytes(b, at, pool!.bytes, (-1 - item) * ENTRY_WIDTH, (-item) * ENTRY_WIDTH);
+    at = item >= 0 ? putEntry(b, at, item, padded) : putBytes(b, at, pool!.entries[-1 - item]!, 0, ENTRY_WIDTH);
   }
   at = putAscii(b, at, ']}');
   return out.commit(at).view();
@@ -218,10 +218,10 @@ function heldByDelta(words: Uint32Array, at: number, theirs: Uint32Array, held: 
  * is the same for every caller and every server of the version.
  */
 function addPadding(pool: PaddingPool, version: string, range: number, real: number, target: number): void {
-  const next = seededRandom(versionSeed(version), range);
+  const random = paddingRandom.seed(versionSeed(version), range);
   const picks = entries.picks;
   while (real + picks.length < target) {
-    const pick = next() % PADDING_POOL;
+    const pick = random.next() % PADDING_POOL;
     if (!picks.includes(pick) && !sameSuffixAsReal(pool.words, pick, real)) picks.push(pick);
   }
 }
@@ -246,24 +246,51 @@ function versionSeed(version: string): Uint32Array {
   return seedWords;
 }
 
-/** A xoshiro128** generator seeded from four words and a number mixed into them (a range, or 0). */
-function seededRandom(seed: Uint32Array, mix: number): () => number {
-  let a = (seed[0]! ^ Math.imul(mix, 0x9e3779b9)) | 1;
-  let b = seed[1]! ^ Math.imul(mix ^ 0x85ebca6b, 0xc2b2ae35);
-  let c = seed[2]!;
-  let d = seed[3]! ^ mix;
-  return () => {
-    const result = Math.imul(rotate(Math.imul(b, 5), 7), 9) >>> 0;
-    const t = b << 9;
-    c ^= a;
-    d ^= b;
-    b ^= c;
-    a ^= d;
-    c ^= t;
-    d = rotate(d, 11);
-    return result;
-  };
+/** The data version as a JSON string, made once per version. */
+let jsonVersion = '';
+let jsonOf: string | null = null;
+
+function versionJson(version: string): string {
+  if (version !== jsonOf) {
+    jsonVersion = JSON.stringify(version);
+    jsonOf = version;
+  }
+  return jsonVersion;
 }
+
+/**
+ * A xoshiro128** generator seeded from four words and a number mixed into
+ * them (a range, or 0). Seeded again for each answer rather than made anew,
+ * so that an answer allocates nothing for it.
+ */
+class SeededRandom {
+  #a = 0;
+  #b = 0;
+  #c = 0;
+  #d = 0;
+
+  seed(words: Uint32Array, mix: number): this {
+    this.#a = (words[0]! ^ Math.imul(mix, 0x9e3779b9)) | 1;
+    this.#b = words[1]! ^ Math.imul(mix ^ 0x85ebca6b, 0xc2b2ae35);
+    this.#c = words[2]!;
+    this.#d = words[3]! ^ mix;
+    return this;
+  }
+
+  next(): number {
+    const result = Math.imul(rotate(Math.imul(this.#b, 5), 7), 9) >>> 0;
+    const t = this.#b << 9;
+    this.#c ^= this.#a;
+    this.#d ^= this.#b;
+    this.#b ^= this.#c;
+    this.#a ^= this.#d;
+    this.#c ^= t;
+    this.#d = rotate(this.#d, 11);
+    return result;
+  }
+}
+
+const paddingRandom = new SeededRandom();
 
 /**
  * PADDING_POOL padding entries of a snapshot, written once (a serving thread
@@ -278,8 +305,8 @@ interface PaddingPool {
   readonly snapshotId: string;
   /** Each entry's hash words, the range's bits zero. */
   readonly words: Uint32Array;
-  /** Each entry written ENTRY_WIDTH bytes wide. */
-  readonly bytes: Uint8Array;
+  /** Each entry written ENTRY_WIDTH bytes wide, a view each of one buffer: copied whole, an answer makes no view. */
+  readonly entries: readonly Uint8Array[];
   /** Each entry's place in suffix order: an answer's picks are ordered by it (sortBySuffix). */
   readonly rank: Uint16Array;
 }
@@ -290,7 +317,8 @@ let pool: PaddingPool | null = null;
 function paddingPool(view: ServingView): PaddingPool {
   const snapshotId = view.base.meta.id;
   if (pool !== null && pool.snapshotId === snapshotId) return pool;
-  const next = seededRandom(vpaHashWords(`padding/${snapshotId}`, hashWords).slice(0, 4), 0);
+  const random = new SeededRandom().seed(vpaHashWords(`padding/${snapshotId}`, hashWords), 0);
+  const next = () => random.next();
   const clusters = view.base.data.clusterNumber;
   const saved = entries.count;
   const words = new Uint32Array(8 * PADDING_POOL);
@@ -308,7 +336,7 @@ function paddingPool(view: ServingView): PaddingPool {
   Array.from({ length: PADDING_POOL }, (_, p) => p)
     .sort((a, b) => compareSuffixes(words, 8 * a, words, 8 * b))
     .forEach((p, at) => (rank[p] = at));
-  pool = { snapshotId, words, bytes, rank };
+  pool = { snapshotId, words, entries: Array.from({ length: PADDING_POOL }, (_, p) => bytes.subarray(p * ENTRY_WIDTH, (p + 1) * ENTRY_WIDTH)), rank };
   return pool;
 }
 

@@ -12,6 +12,7 @@ import type { ApiDependencies, RouteKit } from '../route-kit.js';
  * answer may be; compactions come minutes apart (docs/api.md).
  */
 export const RANGE_MAX_AGE_SECONDS = 60;
+const RANGE_CACHE_CONTROL = `private, max-age=${RANGE_MAX_AGE_SECONDS}`;
 /** Bytes of the buffer a range answer is written into. */
 const RANGE_ANSWER_CAPACITY = 256 * 1024;
 /** Retry-After while a new snapshot's ranges are being made. */
@@ -40,7 +41,7 @@ export function registerPrivateLookupRoutes(kit: RouteKit, deps: ApiDependencies
       throw new HttpError(503, 'service_unavailable', 'range lookups for the snapshot being served are still being prepared', { retryAfter: RANGES_PENDING_RETRY_SECONDS });
     }
     const etag = `"${x.view.version}.${input.prefix}${input.padded ? '' : '.u'}"`;
-    const headers = ['ETag', etag, 'Cache-Control', `private, max-age=${RANGE_MAX_AGE_SECONDS}`, 'Vary', 'Upi-Risk-Padding'];
+    const headers = ['ETag', etag, 'Cache-Control', RANGE_CACHE_CONTROL, 'Vary', 'Upi-Risk-Padding'];
     if (matchesEtag(input.ifNoneMatch, etag)) {
       send(x, 304, '', headers);
       return;
