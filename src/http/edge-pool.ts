@@ -131,7 +131,6 @@ export class EdgePool {
     } = options;
     // Threads share the port through SO_REUSEPORT, which uWS sets only for a concrete port.
     const port = options.port === 0 ? await freePort(options.host) : options.port;
-    if (options.port !== 0) await refuseTakenPort(options.host, port);
     const workers: Worker[] = [];
     let scrapeFromAll: (() => Promise<string>) | null = null;
     /** Set once drain() starts: threads exit from then on, and that is no failure. */
@@ -288,6 +287,8 @@ export class EdgePool {
 
     const pool = new EdgePool(port, workers, options, draining, replacements);
     try {
+      // Again right before the threads bind, `serve` having tried at its start: the gap is one message to each thread.
+      if (options.port !== 0) await refuseTakenPort(options.host, port);
       await Promise.all(workers.map((worker) => listenOn(worker, port)));
     } catch (error) {
       // No pool is handed out to stop later: stop every thread now, and replace none.
@@ -331,9 +332,10 @@ export async function freePort(host: string): Promise<number> {
  * (another `serve` of another data directory, a follower) they would not
  * fail: the kernel would split the traffic between two servers. A probe
  * without SO_REUSEPORT cannot bind there. It is released before the threads
- * bind; a server started in between is not caught.
+ * bind; a server started in between is not caught, nor one started while
+ * every serving thread is being replaced at once.
  */
-async function refuseTakenPort(host: string, port: number): Promise<void> {
+export async function refuseTakenPort(host: string, port: number): Promise<void> {
   const probe = createServer();
   try {
     await new Promise<void>((resolve, reject) => probe.listen({ port, host, exclusive: true }, resolve).once('error', reject));

@@ -41,6 +41,14 @@ test('a serve on a port another serve listens on refuses, and the first serves o
       const ready = await fetch(`${server.base}/readyz`);
       await ready.arrayBuffer();
       assert.equal(ready.status, 200);
+      // A server started on the port right after the first stops is no other process: it listens.
+      await server.stop();
+      const again = await startServer(first.dir.root, { args: ['--threads', '2', '--port', String(port)] });
+      try {
+        assert.equal(Number(new URL(again.base).port), port);
+      } finally {
+        await again.stop();
+      }
     } finally {
       await server.stop();
     }
