@@ -750,8 +750,8 @@ export function renderMarkdown(suite: SuiteResult): string {
       table(['scenario', 'share of peak (rate reached)', 'service p50 / p99 / p99.9 / max', 'ceiling p50 / p99 / p99.9 / max', 'failed', 'connections × mean think time', 'generator core, service / ceiling'], pacedRows),
     );
     parts.push(
-      'Each connection waits a random think time (exponential) after every answer, so wrk sleeps between sends and leaves the server both cores, where the open-loop generator above keeps one busy. ' +
-        'Latency runs from the write of a request to its answer; a stall delays the requests each connection holds instead of showing in those it would have sent meanwhile, so the open-loop figures stay the ones without coordinated omission.',
+      'Each connection waits a random think time (exponential) after every answer, so wrk sleeps between sends (the share of a core it used is given), where the open-loop generator above keeps a core busy. ' +
+        "Latency runs from the write of a request to its answer; wrk corrects it for coordinated omission from each connection's mean cycle, so the open-loop figures stay the exact ones.",
     );
   }
 

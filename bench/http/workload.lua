@@ -5,7 +5,8 @@
 -- THINK_MS, when given and above 0, paces each connection: after an answer it
 -- waits a random time (exponential, that mean, in whole ms as wrk's timers
 -- count) before the next request, so wrk sleeps between sends and the rate is
--- about connections / (THINK_MS + latency).
+-- about connections / (THINK_MS + latency), less a little for the timers'
+-- whole ms (load-tools.ts, runPaced).
 -- done() prints one JSON line (prefixed "WRK_RESULT ") for bench/http/load-tools.ts,
 -- with the CPU wrk itself used.
 local requests = {}

@@ -35,8 +35,9 @@ import { putConfidence } from './flagged-verdict-bytes.js';
  * read side by side with the rest of its range; a VPA of the delta from
  * the delta's hashes and fields. The answer is written as
  * bytes into a reused buffer (byte-scratch.ts), the entries kept as hash
- * words and field codes in reused arrays until then: an answer allocates
- * little more than the views its padding is copied through.
+ * words and field codes in reused arrays until then, the padding copied
+ * from views made with its pool: an answer allocates next to nothing
+ * (bench/MEASUREMENTS.md, "Range lookup p99").
  */
 
 /** Hex digits of a range prefix. */
