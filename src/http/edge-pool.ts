@@ -1,4 +1,5 @@
 import { MessageChannel, Worker } from 'node:worker_threads';
+import { lookup } from 'node:dns/promises';
 import { createServer, type AddressInfo } from 'node:net';
 import type { Logger } from '../common/logger.js';
 import { ErrorCode, ServingError } from '../common/errors.js';
@@ -337,13 +338,24 @@ export async function freePort(host: string): Promise<number> {
  */
 export async function refuseTakenPort(host: string, port: number): Promise<void> {
   const probe = createServer();
+  const address = await addressBoundFor(host);
   try {
-    await new Promise<void>((resolve, reject) => probe.listen({ port, host, exclusive: true }, resolve).once('error', reject));
+    await new Promise<void>((resolve, reject) => probe.listen({ port, host: address, exclusive: true }, resolve).once('error', reject));
   } catch (error) {
     const reason = (error as NodeJS.ErrnoException).code === 'EADDRINUSE' ? 'another process listens there' : (error as Error).message;
     throw new ServingError(ErrorCode.LISTEN, `cannot listen on ${host}:${port}: ${reason}`);
   }
   await new Promise((resolve) => probe.close(resolve));
+}
+
+/**
+ * The address the serving threads bind for `host`: uSockets binds the first
+ * IPv6 address a name resolves to, else the first IPv4 one. A name that
+ * does not resolve is left to fail as the threads would.
+ */
+async function addressBoundFor(host: string): Promise<string> {
+  const found = await lookup(host, { all: true, verbatim: true }).catch(() => []);
+  return (found.find((a) => a.family === 6) ?? found[0])?.address ?? host;
 }
 
 async function listenOn(worker: Worker, port: number): Promise<number> {
