@@ -37,6 +37,8 @@ test('a serve on a port another serve listens on refuses, and the first serves o
     try {
       const port = Number(new URL(server.base).port);
       assertRefused(await serveOn(second.dir.root, port), port);
+      // The refused one let its data directory go.
+      assert.equal(await exists(second.dir.serveLock), false);
       // By name too: the port is tried at the address the serving threads would bind, the name's first IPv6 one if it
       // has one (then no other process listens there), else its IPv4 one, which the first server holds.
       const byName = await serveExpectingRefusal(['--data-dir', second.dir.root, '--plain-http', '--host', 'localhost', '--port', String(port), '--plans', GENEROUS_PLANS]);
@@ -45,8 +47,6 @@ test('a serve on a port another serve listens on refuses, and the first serves o
         assert.equal(byName.listened, false, `the serve by name listened:\n${byName.stderr}`);
         assert.match(byName.stderr, new RegExp(`localhost:${port}: another process listens there`));
       }
-      // The refused one let its data directory go.
-      assert.equal(await exists(second.dir.serveLock), false);
       const ready = await fetch(`${server.base}/readyz`);
       await ready.arrayBuffer();
       assert.equal(ready.status, 200);
