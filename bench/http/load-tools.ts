@@ -74,22 +74,8 @@ export function requireWrk(): void {
  * spent per request meanwhile.
  */
 export async function runWrk(target: Target, options: { seconds: number; connections: number; threads: number; serverPid?: number }): Promise<WrkResult> {
-  const url = `${target.tls ? 'https' : 'http'}://127.0.0.1:${target.port}`;
-  const args = [
-    `-t${options.threads}`,
-    `-c${options.connections}`,
-    `-d${options.seconds}s`,
-    '-s',
-    WRK_SCRIPT,
-    url,
-    '--',
-    target.linesFile,
-    target.method,
-    target.path,
-    target.token,
-  ];
   const cpuBefore = options.serverPid === undefined ? null : await processCpuSeconds(options.serverPid);
-  const r = await wrkLine(args);
+  const r = await wrkLine(target, options);
   const cpuAfter = options.serverPid === undefined ? null : await processCpuSeconds(options.serverPid);
   return {
     requestsPerSecond: Math.round((r.requests / r.durationUs) * 1e6),
@@ -135,21 +121,7 @@ export interface PacedResult extends Pick<OpenLoopResult, 'rate' | 'achievedRate
  */
 export async function runPaced(target: Target, options: { rate: number; seconds: number }): Promise<PacedResult> {
   const connections = Math.max(1, Math.round((options.rate * (PACED_THINK_MS + PACED_EXTRA_MS)) / 1000));
-  const args = [
-    '-t1',
-    `-c${connections}`,
-    `-d${options.seconds}s`,
-    '-s',
-    WRK_SCRIPT,
-    `${target.tls ? 'https' : 'http'}://127.0.0.1:${target.port}`,
-    '--',
-    target.linesFile,
-    target.method,
-    target.path,
-    target.token,
-    String(PACED_THINK_MS),
-  ];
-  const r = await wrkLine(args);
+  const r = await wrkLine(target, { threads: 1, connections, seconds: options.seconds, thinkMs: PACED_THINK_MS });
   return {
     rate: Math.round(options.rate),
     achievedRate: Math.round((r.requests / r.durationUs) * 1e6),
@@ -165,7 +137,11 @@ export async function runPaced(target: Target, options: { rate: number; seconds:
   };
 }
 
-async function wrkLine(args: readonly string[]): Promise<WrkLine> {
+/** Run wrk with workload.lua against `target` (paced when `thinkMs` is given) and read its result line. */
+async function wrkLine(target: Target, run: { threads: number; connections: number; seconds: number; thinkMs?: number }): Promise<WrkLine> {
+  const url = `${target.tls ? 'https' : 'http'}://127.0.0.1:${target.port}`;
+  const args = [`-t${run.threads}`, `-c${run.connections}`, `-d${run.seconds}s`, '-s', WRK_SCRIPT, url, '--', target.linesFile, target.method, target.path, target.token];
+  if (run.thinkMs !== undefined) args.push(String(run.thinkMs));
   const output = await capture('wrk', args);
   const line = output.split('\n').find((l) => l.startsWith('WRK_RESULT '));
   if (line === undefined) throw new Error(`wrk printed no result:\n${output}`);
