@@ -119,6 +119,23 @@ export function disputeStoreCases(name: string, open: () => Promise<DisputeStore
     assert.deepEqual(await store.report(r.id), accepted);
   });
 
+  withStore('one report per key and Idempotency-Key, even when stored at once; another key has its own', async (store) => {
+    const tries = Array.from({ length: 6 }, () => receivedReportOf(KEY_A, 'payee@ybl'));
+    const stored = await Promise.all(tries.map((r) => store.addReport(r, 'pay-31-retry')));
+    assert.equal(new Set(stored.map((r) => r.id)).size, 1);
+    assert.ok(tries.some((r) => r.id === stored[0]!.id));
+    assert.deepEqual(await store.reportByIdempotencyKey(KEY_A, 'pay-31-retry'), stored[0]);
+    assert.equal(await store.reportByIdempotencyKey(KEY_B, 'pay-31-retry'), null);
+    const theirs = receivedReportOf(KEY_B, 'payee@ybl');
+    assert.equal((await store.addReport(theirs, 'pay-31-retry')).id, theirs.id);
+    // A change keeps the key's report; reports without a key are each stored.
+    await store.changeReport(stored[0]!.id, async (current) => ({ ...current, status: 'DISMISSED' }));
+    assert.equal((await store.addReport(receivedReportOf(KEY_A, 'payee@ybl'), 'pay-31-retry')).status, 'DISMISSED');
+    await store.addReport(receivedReportOf(KEY_A, 'payee@ybl'));
+    await store.addReport(receivedReportOf(KEY_A, 'payee@ybl'), null);
+    assert.equal((await store.reports({ owner: KEY_A, status: null }, null, 10)).items.length, 3);
+  });
+
   withStore('pages newest first, by owner and status, with a cursor', async (store) => {
     const made: Dispute[] = [];
     for (let i = 0; i < 7; i++) made.push(await store.openDispute(openDisputeOf(i % 2 === 0 ? KEY_A : KEY_B, `m${i}@ybl`)));

@@ -74,7 +74,8 @@ export type DisputeRequest =
   | { readonly op: 'dispute.list.all'; readonly key: KeyRecord; readonly status: string | null; readonly cursor: string | null; readonly limit: number }
   | { readonly op: 'dispute.review'; readonly key: KeyRecord; readonly id: string }
   | { readonly op: 'dispute.resolve'; readonly key: KeyRecord; readonly id: string; readonly body: unknown }
-  | { readonly op: 'report.create'; readonly key: KeyRecord; readonly body: unknown }
+  /** `idempotencyKey`: the Idempotency-Key header as sent, '' for none; checked on the main thread. */
+  | { readonly op: 'report.create'; readonly key: KeyRecord; readonly body: unknown; readonly idempotencyKey: string }
   | { readonly op: 'report.list'; readonly key: KeyRecord; readonly status: string | null; readonly cursor: string | null; readonly limit: number }
   | { readonly op: 'report.accept'; readonly key: KeyRecord; readonly id: string; readonly body: unknown }
   | { readonly op: 'report.dismiss'; readonly key: KeyRecord; readonly id: string; readonly body: unknown };

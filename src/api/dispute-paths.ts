@@ -67,7 +67,18 @@ export function disputePaths({ ref, json, ok, error, common }: DocumentParts): R
         operationId: 'submitReport',
         tags: ['Reports'],
         summary: 'Report what happened after a payment',
-        description: 'Never changes a verdict by itself: a false_positive report of a FLAGGED VPA opens a dispute of it (or joins the open one of the key); a confirmed_fraud report waits for an analyst, who may make it evidence.',
+        description:
+          'Never changes a verdict by itself: a false_positive report of a FLAGGED VPA opens a dispute of it (or joins the open one of the key); a confirmed_fraud report waits for an analyst, who may make it evidence. With an Idempotency-Key, a retry is answered as the first attempt was and stores nothing more.',
+        parameters: [
+          {
+            name: 'Idempotency-Key',
+            in: 'header',
+            required: false,
+            description:
+              'The same on every attempt of one report (a UUID, or the payment record\'s own id): a report with the key of one the caller stored before is that report, answered as it was (202, same id), and nothing more is stored; with other content it is refused (422). Without it each request is a new report.',
+            schema: { type: 'string', pattern: '^[!-~]{1,255}$' },
+          },
+        ],
         requestBody: body('ReportCreateRequest'),
         responses: { '202': { description: 'Received', content: json(ref('ReportReceipt')) }, ...refusals, ...invalid },
       },

@@ -13,7 +13,7 @@ import { badRequest, validationError } from '../api/http-error.js';
 import { parseIsoWithZone } from '../common/time.js';
 import { RISK_CATEGORIES, type RiskCategory } from '../vpa/categories.js';
 import { describeInvalidVpa, isValidVpa, normalizeVpa } from '../vpa/vpa.js';
-import { isDisputeId, isReportId } from './dispute-records.js';
+import { MAX_IDEMPOTENCY_KEY_LENGTH, isDisputeId, isIdempotencyKey, isReportId } from './dispute-records.js';
 import { hasControlCharacter, hasLoneSurrogate, isStorableText } from '../common/control-characters.js';
 
 /**
@@ -102,6 +102,13 @@ export function disputeIdOf(id: string): string {
 export function reportIdOf(id: string): string {
   if (!isReportId(id)) throw badRequest(`${JSON.stringify(id.slice(0, 80))} is not a report id (rep_ and 28 hex digits)`);
   return id;
+}
+
+/** A request's Idempotency-Key header ('' when it sent none: null). */
+export function idempotencyKeyOf(header: string): string | null {
+  if (header === '') return null;
+  if (!isIdempotencyKey(header)) throw badRequest(`the Idempotency-Key header must be 1 to ${MAX_IDEMPOTENCY_KEY_LENGTH} visible ASCII characters (a UUID, for instance)`);
+  return header;
 }
 
 /** A listing's cursor: an id of the listing's kind, from the page before. */

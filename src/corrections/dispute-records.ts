@@ -34,6 +34,11 @@ function timePrefixedHex(now: number): string {
 export const isDisputeId = (id: string): boolean => /^dsp_[0-9a-f]{28}$/.test(id);
 export const isReportId = (id: string): boolean => /^rep_[0-9a-f]{28}$/.test(id);
 
+/** The most characters of an Idempotency-Key (docs/api.md, Reports). */
+export const MAX_IDEMPOTENCY_KEY_LENGTH = 255;
+/** An Idempotency-Key: 1 to 255 visible ASCII characters (a UUID is one). */
+export const isIdempotencyKey = (key: string): boolean => /^[!-~]{1,255}$/.test(key);
+
 /** The dispute as the key that opened it sees it (GET /v1/disputes/{id}). */
 export function publicDispute(d: Dispute): Record<string, unknown> {
   return {

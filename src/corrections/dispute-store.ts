@@ -35,7 +35,15 @@ export interface DisputeStore {
    * `change` throws is thrown, and nothing is stored.
    */
   changeDispute(id: string, change: (current: Dispute) => Promise<Dispute>): Promise<Dispute | null>;
-  addReport(report: Report): Promise<void>;
+  /**
+   * Store a new report. With an `idempotencyKey` (the caller's
+   * Idempotency-Key), unless its owner stored a report with that key
+   * already: then that one is returned, and nothing is stored. A key names
+   * one report of its owner for ever, whichever replica is asked.
+   */
+  addReport(report: Report, idempotencyKey?: string | null): Promise<Report>;
+  /** The report its owner stored with `idempotencyKey`, or null. */
+  reportByIdempotencyKey(owner: string, idempotencyKey: string): Promise<Report | null>;
   report(id: string): Promise<Report | null>;
   reports(filter: RecordFilter, cursor: string | null, limit: number): Promise<RecordPage<Report>>;
   /** As changeDispute, for a report. */

@@ -7,7 +7,7 @@ import type { Logger } from '../common/logger.js';
 import type { CorrectionDesk } from '../service/corrections.js';
 import type { IntakeResult } from '../service/evidence-intake.js';
 import type { ServedData } from '../service/served-data.js';
-import { cursorOf, disputeIdOf, disputeInput, resolutionInput, statusOf, type ResolutionInput } from './dispute-input.js';
+import { cursorOf, disputeIdOf, disputeInput, idempotencyKeyOf, resolutionInput, statusOf, type ResolutionInput } from './dispute-input.js';
 import { newDisputeId, publicDispute, type Dispute } from './dispute-records.js';
 import type { DisputeStore } from './dispute-store.js';
 import { Reports } from './reports.js';
@@ -86,7 +86,7 @@ export class DisputeService {
       case 'dispute.resolve':
         return this.#resolve(request.key, request.id, request.body);
       case 'report.create':
-        return this.#reports.create(request.key, request.body);
+        return this.#reports.create(request.key, request.body, idempotencyKeyOf(request.idempotencyKey));
       case 'report.list':
         return this.#reports.list(request.status, request.cursor, request.limit);
       case 'report.accept':

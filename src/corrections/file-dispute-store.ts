@@ -4,7 +4,7 @@ import { dirname, join } from 'node:path';
 import { syncDirectory } from '../common/atomic-file.js';
 import type { DataDir } from '../common/data-dir.js';
 import { DisputeStateError } from '../common/errors.js';
-import { readDispute, readReport, type Dispute, type OwnedRecord, type Report } from './dispute-records.js';
+import { isIdempotencyKey, readDispute, readReport, type Dispute, type OwnedRecord, type Report } from './dispute-records.js';
 import type { DisputeStore, RecordFilter, RecordPage } from './dispute-store.js';
 import { RecordShelf } from './record-shelf.js';
 
@@ -16,7 +16,7 @@ export function disputeJournalPath(dir: DataDir): string {
  * A line of the journal: a dispute or a report as it is from then on (made,
  * or decided). The last line of an id is its record.
  */
-type JournalLine = { op: 'dispute'; d: Dispute } | { op: 'report'; r: Report };
+type JournalLine = { op: 'dispute'; d: Dispute } | { op: 'report'; r: Report; k?: string };
 
 /**
  * The disputes and reports of a data directory: `state/disputes.ndjson`,
@@ -34,6 +34,8 @@ export class FileDisputeStore implements DisputeStore {
   readonly #reports = new RecordShelf<Report>();
   /** The open dispute of each owner and VPA. */
   readonly #open = new Map<string, string>();
+  /** The report of each owner and Idempotency-Key. */
+  readonly #idempotent = new Map<string, string>();
   /** Bytes of whole lines in the file. */
   #size: number;
   /** Appends, one after another. */
@@ -113,8 +115,22 @@ export class FileDisputeStore implements DisputeStore {
     return this.#change(this.#disputes, id, change, (d) => ({ op: 'dispute', d }));
   }
 
-  addReport(report: Report): Promise<void> {
-    return this.#serial(() => this.#write({ op: 'report', r: report }));
+  addReport(report: Report, idempotencyKey: string | null = null): Promise<Report> {
+    return this.#serial(async () => {
+      if (idempotencyKey === null) {
+        await this.#write({ op: 'report', r: report });
+        return report;
+      }
+      const stored = this.#idempotent.get(idempotentKey(report.owner, idempotencyKey));
+      if (stored !== undefined) return this.#reports.get(stored)!;
+      await this.#write({ op: 'report', r: report, k: idempotencyKey });
+      return report;
+    });
+  }
+
+  reportByIdempotencyKey(owner: string, idempotencyKey: string): Promise<Report | null> {
+    const stored = this.#idempotent.get(idempotentKey(owner, idempotencyKey));
+    return Promise.resolve(stored === undefined ? null : this.#reports.get(stored));
   }
 
   report(id: string): Promise<Report | null> {
@@ -189,9 +205,19 @@ export class FileDisputeStore implements DisputeStore {
       else if (this.#open.get(key) === d.id) this.#open.delete(key);
     } else {
       keepOwner(this.#reports.get(line.r.id), line.r, fail);
+      if (line.k !== undefined) {
+        const key = idempotentKey(line.r.owner, line.k);
+        const stored = this.#idempotent.get(key);
+        if (stored !== undefined && stored !== line.r.id) throw fail(`${line.r.id} repeats the Idempotency-Key of ${stored}`);
+        this.#idempotent.set(key, line.r.id);
+      }
       this.#reports.put(line.r);
     }
   }
+}
+
+function idempotentKey(owner: string, idempotencyKey: string): string {
+  return `${owner}\n${idempotencyKey}`;
 }
 
 function openKey(d: Dispute): string {
@@ -214,6 +240,11 @@ function parseLine(text: string, fail: (why: string) => Error): JournalLine {
   }
   const line = value as Record<string, unknown> | null;
   if (line?.op === 'dispute') return { op: 'dispute', d: readDispute(line.d, fail) };
-  if (line?.op === 'report') return { op: 'report', r: readReport(line.r, fail) };
+  if (line?.op === 'report') {
+    const r = readReport(line.r, fail);
+    if (line.k === undefined) return { op: 'report', r };
+    if (typeof line.k !== 'string' || !isIdempotencyKey(line.k)) throw fail(`${r.id} has an Idempotency-Key that is not one`);
+    return { op: 'report', r, k: line.k };
+  }
   throw fail(`not a dispute or report line (op ${JSON.stringify(line?.op)})`);
 }

@@ -59,8 +59,21 @@ export class PostgresDisputeStore implements DisputeStore {
     return this.#change(DISPUTES, id, change);
   }
 
-  async addReport(report: Report): Promise<void> {
-    await this.#query('INSERT INTO reports (id, owner, upi, status, record) VALUES ($1, $2, $3, $4, $5)', [report.id, report.owner, report.upi, report.status, JSON.stringify(report)]);
+  async addReport(report: Report, idempotencyKey: string | null = null): Promise<Report> {
+    const inserted = await this.#query(
+      'INSERT INTO reports (id, owner, upi, status, record, idempotency_key) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (owner, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING',
+      [report.id, report.owner, report.upi, report.status, JSON.stringify(report), idempotencyKey],
+    );
+    if (inserted.rowCount === 1) return report;
+    // Only a report with the same Idempotency-Key stops the insert, and reports are never removed: it is there.
+    const stored = await this.reportByIdempotencyKey(report.owner, idempotencyKey!);
+    if (stored === null) throw storeError(this.#location, new Error(`the report of Idempotency-Key ${JSON.stringify(idempotencyKey)} was not found after its insert was refused`));
+    return stored;
+  }
+
+  async reportByIdempotencyKey(owner: string, idempotencyKey: string): Promise<Report | null> {
+    const rows = (await this.#query<{ id: string; record: unknown }>('SELECT id, record FROM reports WHERE owner = $1 AND idempotency_key = $2', [owner, idempotencyKey])).rows;
+    return rows[0] === undefined ? null : this.#read(REPORTS, rows[0]);
   }
 
   report(id: string): Promise<Report | null> {

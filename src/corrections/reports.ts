@@ -5,7 +5,7 @@ import { conflict, notFound, validationError } from '../api/http-error.js';
 import type { IntakeResult } from '../service/evidence-intake.js';
 import type { ServedData } from '../service/served-data.js';
 import type { RiskCategory, SourceCategory } from '../vpa/categories.js';
-import { cursorOf, decisionNote, reportIdOf, reportInput, statusOf } from './dispute-input.js';
+import { cursorOf, decisionNote, reportIdOf, reportInput, statusOf, type ReportInput } from './dispute-input.js';
 import { newDisputeId, newReportId, type Dispute, type Report } from './dispute-records.js';
 import type { DisputeStore } from './dispute-store.js';
 
@@ -36,9 +36,18 @@ export class Reports {
     this.#c = context;
   }
 
-  async create(key: KeyRecord, body: unknown): Promise<AdminAnswer> {
+  /**
+   * Receive a report. With an Idempotency-Key, a retry (same key, same
+   * report) is answered as the first was, and nothing more is stored or
+   * opened; the same Idempotency-Key with another report is refused (422).
+   */
+  async create(key: KeyRecord, body: unknown, idempotencyKey: string | null = null): Promise<AdminAnswer> {
     const now = this.#c.now();
     const input = reportInput(body, now);
+    if (idempotencyKey !== null) {
+      const earlier = await this.#c.store.reportByIdempotencyKey(key.id, idempotencyKey);
+      if (earlier !== null) return receivedAgain(earlier, input, idempotencyKey);
+    }
     const id = newReportId(now);
     const createdAt = new Date(now).toISOString();
     let disputeId: string | null = null;
@@ -61,7 +70,7 @@ export class Reports {
       };
       disputeId = (await this.#c.store.openDispute(dispute)).id;
     }
-    await this.#c.store.addReport({
+    const report: Report = {
       id,
       owner: key.id,
       ...input,
@@ -72,8 +81,11 @@ export class Reports {
       decided_by: null,
       decision_note: null,
       evidence_id: null,
-    });
-    return { status: 202, body: JSON.stringify({ id, status: 'RECEIVED' }) };
+    };
+    const stored = await this.#c.store.addReport(report, idempotencyKey);
+    // A retry sent at the same time stored its report first.
+    if (stored.id !== id) return receivedAgain(stored, input, idempotencyKey!);
+    return received(id);
   }
 
   async list(status: string | null, cursor: string | null, limit: number): Promise<AdminAnswer> {
@@ -126,6 +138,18 @@ export class Reports {
     const actor: AuditActor = { key_id: key.id, name: key.name };
     await this.#c.audit.append({ actor, action, target: report.id, details: { upi: report.upi, outcome: report.outcome, note: report.decision_note, ...details } }, new Date(this.#c.now()));
   }
+}
+
+/** The answer to a report received. */
+function received(id: string): AdminAnswer {
+  return { status: 202, body: JSON.stringify({ id, status: 'RECEIVED' }) };
+}
+
+/** The answer to a retry of the report stored with `idempotencyKey`: the first answer, for the same report only. */
+function receivedAgain(stored: Report, input: ReportInput, idempotencyKey: string): AdminAnswer {
+  const same = stored.upi === input.upi && stored.outcome === input.outcome && stored.risk_category === input.risk_category && stored.occurred_at === input.occurred_at && stored.reference === input.reference;
+  if (!same) throw validationError(`the Idempotency-Key ${JSON.stringify(idempotencyKey)} was sent with another report (${stored.id}); a new report needs a new key`);
+  return received(stored.id);
 }
 
 /**

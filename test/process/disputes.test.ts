@@ -209,6 +209,20 @@ test('an accepted confirmed_fraud report makes the VPA FLAGGED with a report: so
   assert.equal((await call('/v1/admin/reports/rep_0000000000000000000000000000/dismiss', analyst, 'POST')).status, 404);
   assert.equal((await call('/v1/admin/reports/rep_0/dismiss', analyst, 'POST')).status, 400);
 
+  // Retries with one Idempotency-Key, at once, through both serving threads: one report, answered alike.
+  const send = (idempotencyKey: string, body: Body) =>
+    fetch(`${server.base}/v1/reports`, { method: 'POST', headers: { authorization: `Bearer ${other}`, 'content-type': 'application/json', 'idempotency-key': idempotencyKey }, body: JSON.stringify(body) }).then(
+      async (response) => ({ status: response.status, body: (await response.json()) as Body }),
+    );
+  const retried = await Promise.all(Array.from({ length: 4 }, () => send('PAY-5521-report', { upi: 'retried@ybl', outcome: 'confirmed_fraud' })));
+  assert.deepEqual(retried.map((r) => r.status), [202, 202, 202, 202]);
+  assert.equal(new Set(retried.map((r) => r.body.id)).size, 1);
+  const stored = (await call('/v1/admin/reports?limit=100', analyst, 'GET', undefined, ReportListSchema)).body.reports as Body[];
+  assert.equal(stored.filter((r) => r.upi === 'retried@ybl').length, 1);
+  const reused = await send('PAY-5521-report', { upi: 'retried@ybl', outcome: 'false_positive' });
+  assert.deepEqual([reused.status, reused.body.error], [422, 'validation_error']);
+  assert.equal((await send('has space', { upi: 'retried@ybl', outcome: 'confirmed_fraud' })).status, 400);
+
   // A false positive of a FLAGGED VPA opens the caller's dispute of it.
   const fp = await call('/v1/reports', other, 'POST', { upi: 'again@ybl', outcome: 'false_positive' }, ReportReceiptSchema);
   assert.equal(fp.status, 202);

@@ -32,6 +32,7 @@ test('migrate creates the schema once, from several processes at once, and again
         { version: 8, name: 'evidence_by_upi_position' },
         { version: 9, name: 'mirror_versions' },
         { version: 10, name: 'served_versions' },
+        { version: 11, name: 'report_idempotency_keys' },
       ]);
     } finally {
       await client.end();

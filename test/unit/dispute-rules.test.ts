@@ -23,7 +23,8 @@ type Body = Record<string, unknown>;
 /** A service over a data directory's journal, serving FLAGGED flagged@ybl and second@ybl, with the desk given. */
 async function disputes(desk: FakeDesk = new FakeDesk()) {
   const t = await tempDataDir();
-  const store = await FileDisputeStore.open(disputeJournalPath(t.dir));
+  const journal = disputeJournalPath(t.dir);
+  const store = await FileDisputeStore.open(journal);
   const snapshot = buildInProcess([evidence('flagged@ybl', 'https://scam.example/a', { risk_category: 'mule' }), evidence('second@ybl', 'https://scam.example/b')]);
   const served = { view: new ServingView(snapshot) } as unknown as ServedData;
   const audit = new FileAuditLog(join(t.root, 'audit.ndjson'));
@@ -41,7 +42,7 @@ async function disputes(desk: FakeDesk = new FakeDesk()) {
   const open = (by: KeyRecord, body: Body) => ask({ op: 'dispute.open', key: by, body });
   const resolve = (id: string, body: Body) => ask({ op: 'dispute.resolve', key: ANALYST, id, body });
   const all = async () => (await ask({ op: 'dispute.list.all', key: ANALYST, status: null, cursor: null, limit: 100 })).body.disputes as Body[];
-  return { service, store, audit, ingested, ask, open, resolve, all, close: async () => (await service.close(), await t.cleanup()) };
+  return { service, store, journal, audit, ingested, ask, open, resolve, all, close: async () => (await service.close(), await t.cleanup()) };
 }
 
 const dispute = (upi = 'flagged@ybl', extra: Body = {}): Body => ({ upi, reason: 'not_fraud', details: 'our merchant since 2019', ...extra });
@@ -226,7 +227,7 @@ test("upheld with retract once the items were retracted (a resolution retried af
 test('reports: confirmed fraud waits for an analyst and is accepted once as one evidence item; false positives open or join a dispute', async () => {
   const d = await disputes();
   try {
-    const report = (by: KeyRecord, body: Body) => d.ask({ op: 'report.create', key: by, body });
+    const report = (by: KeyRecord, body: Body) => d.ask({ op: 'report.create', key: by, body, idempotencyKey: '' });
     const fraud = await report(BANK, { upi: 'Victim.Payee@ybl', outcome: 'confirmed_fraud', risk_category: 'phishing', occurred_at: '2026-11-27T10:00:00+05:30', reference: 'PAY-77' });
     assert.equal(fraud.status, 202);
     assert.deepEqual(Object.keys(fraud.body), ['id', 'status']);
@@ -275,6 +276,55 @@ test('reports: confirmed fraud waits for an analyst and is accepted once as one 
   }
 });
 
+test('a report retried with its Idempotency-Key is answered as the first and stored once; the key with another report is refused', async () => {
+  const d = await disputes();
+  try {
+    const report = (by: KeyRecord, body: Body, idempotencyKey: string) => d.ask({ op: 'report.create', key: by, body, idempotencyKey });
+    const body = { upi: 'Flagged@ybl', outcome: 'false_positive', reference: 'PAY-9' };
+    const tries = await Promise.all([1, 2, 3].map(() => report(BANK, body, 'retry-7f3c')));
+    assert.deepEqual(tries.map((t) => t.status), [202, 202, 202]);
+    assert.equal(new Set(tries.map((t) => t.body.id)).size, 1, 'one report, whichever try stored it');
+    const again = await report(BANK, { ...body, upi: 'flagged@ybl' }, 'retry-7f3c');
+    assert.deepEqual(again.body, tries[0]!.body, 'the same report (the VPA in another case) later: the first answer');
+    const all = async () => (await d.ask({ op: 'report.list', key: ANALYST, status: null, cursor: null, limit: 10 })).body.reports as Body[];
+    assert.equal((await all()).length, 1);
+    const opened = (await d.ask({ op: 'dispute.list', key: BANK, cursor: null, limit: 10 })).body.disputes as Body[];
+    assert.equal(opened.length, 1, 'the retries joined the dispute the first opened');
+
+    // Another report under the same key is refused; another key's Idempotency-Key is its own.
+    for (const other of [{ ...body, reference: 'PAY-10' }, { ...body, outcome: 'confirmed_fraud' }, { upi: 'second@ybl', outcome: 'false_positive', reference: 'PAY-9' }]) {
+      const refused = await report(BANK, other, 'retry-7f3c');
+      assert.deepEqual([refused.status, refused.body.error], [422, 'validation_error'], JSON.stringify(other));
+      assert.match(String(refused.body.message), new RegExp(String(tries[0]!.body.id)));
+    }
+    const theirs = await report(OTHER, body, 'retry-7f3c');
+    assert.equal(theirs.status, 202);
+    assert.notEqual(theirs.body.id, tries[0]!.body.id);
+    // Without the header, each report is a new one, as before.
+    await report(BANK, body, '');
+    await report(BANK, body, '');
+    assert.equal((await all()).length, 4);
+
+    for (const bad of ['x'.repeat(256), 'has space', 'caf\u00e9']) {
+      const refused = await report(BANK, body, bad);
+      assert.deepEqual([refused.status, refused.body.error], [400, 'bad_request'], bad);
+    }
+    assert.equal((await all()).length, 4);
+
+    // The journal keeps the keys: after a restart, a retry still finds its report.
+    await d.store.close();
+    const reopened = await FileDisputeStore.open(d.journal);
+    try {
+      assert.equal((await reopened.reportByIdempotencyKey(BANK.id, 'retry-7f3c'))?.id, tries[0]!.body.id);
+      assert.equal(await reopened.reportByIdempotencyKey(BANK.id, 'never-sent'), null);
+    } finally {
+      await reopened.close();
+    }
+  } finally {
+    await d.close();
+  }
+});
+
 test('a bad report or decision is refused with nothing stored', async () => {
   const d = await disputes();
   try {
@@ -287,11 +337,11 @@ test('a bad report or decision is refused with nothing stored', async () => {
       [{ upi: 'payee@ybl', outcome: 'confirmed_fraud', reference: 'x'.repeat(201) }, 422],
       [{ upi: 'payee@ybl', outcome: 'confirmed_fraud', amount: 5 }, 422],
     ];
-    for (const [body, status] of refusals) assert.equal((await d.ask({ op: 'report.create', key: BANK, body })).status, status, JSON.stringify(body));
+    for (const [body, status] of refusals) assert.equal((await d.ask({ op: 'report.create', key: BANK, body, idempotencyKey: '' })).status, status, JSON.stringify(body));
     assert.deepEqual((await d.ask({ op: 'report.list', key: ANALYST, status: null, cursor: null, limit: 10 })).body.reports, []);
     assert.equal((await d.ask({ op: 'report.accept', key: ANALYST, id: 'rep_x', body: {} })).status, 400);
     assert.equal((await d.ask({ op: 'report.accept', key: ANALYST, id: 'rep_0000000000000000000000000000', body: {} })).status, 404);
-    const id = String((await d.ask({ op: 'report.create', key: BANK, body: { upi: 'payee@ybl', outcome: 'confirmed_fraud' } })).body.id);
+    const id = String((await d.ask({ op: 'report.create', key: BANK, body: { upi: 'payee@ybl', outcome: 'confirmed_fraud' }, idempotencyKey: '' })).body.id);
     assert.equal((await d.ask({ op: 'report.dismiss', key: ANALYST, id, body: { note: 5 } })).status, 422);
     assert.equal((await d.ask({ op: 'report.list', key: ANALYST, status: 'RECEIVED', cursor: null, limit: 10 })).body.reports instanceof Array, true);
     assert.equal(d.ingested.length, 0);

@@ -60,6 +60,8 @@ test('a line this service did not write is refused with ERR_DISPUTE_STATE naming
     [JSON.stringify({ op: 'dispute', d: { ...openDisputeOf(KEY_A, 'b@ybl'), status: 'MAYBE' } }), /line 2: not a AdminDispute: \/status/],
     [JSON.stringify({ op: 'report', r: { ...receivedReportOf(KEY_A, 'b@ybl'), extra: 1 } }), /line 2: not a Report/],
     [JSON.stringify({ op: 'dispute', d: { ...(JSON.parse(good) as { d: object }).d, owner: 'key_cccccccccccc' } }), /line 2: dsp_[0-9a-f]{28} changes its owner/],
+    [JSON.stringify({ op: 'report', r: receivedReportOf(KEY_A, 'b@ybl'), k: 'has space' }), /line 2: rep_[0-9a-f]{28} has an Idempotency-Key that is not one/],
+    [JSON.stringify({ op: 'report', r: receivedReportOf(KEY_A, 'b@ybl'), k: 7 }), /line 2: rep_[0-9a-f]{28} has an Idempotency-Key that is not one/],
   ];
   for (const [line, message] of cases) {
     const path = await journal();
@@ -71,6 +73,12 @@ test('a line this service did not write is refused with ERR_DISPUTE_STATE naming
       return true;
     });
   }
+  // Two reports of one key under one Idempotency-Key: the journal was not written by this service.
+  const twice = await journal();
+  await mkdir(dirname(twice), { recursive: true });
+  const keyed = (r: object) => JSON.stringify({ op: 'report', r, k: 'pay-1' });
+  await writeFile(twice, `${keyed(receivedReportOf(KEY_A, 'a@ybl'))}\n${keyed(receivedReportOf(KEY_A, 'b@ybl'))}\n`);
+  await assert.rejects(FileDisputeStore.open(twice), (error: Error & { code?: string }) => error.code === ErrorCode.DISPUTE_STATE && /line 2: rep_[0-9a-f]{28} repeats the Idempotency-Key of rep_/.test(error.message));
   // A byte damaged on disk (0xff is never UTF-8): refused, not read with U+FFFD in its place.
   const path = await journal();
   await mkdir(dirname(path), { recursive: true });

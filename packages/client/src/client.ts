@@ -80,6 +80,11 @@ export interface CallOptions {
   readonly deadlineMs?: number;
 }
 
+export interface ReportOptions extends CallOptions {
+  /** The report's Idempotency-Key, 1 to 255 visible ASCII characters: a new UUID by default. */
+  readonly idempotencyKey?: string;
+}
+
 export interface PageOptions extends CallOptions {
   /** Items per page, 1 to 1,000 (the service's default is 100). */
   readonly limit?: number;
@@ -300,11 +305,16 @@ export class UpiRiskClient {
    * Report what happened after a payment: `POST /v1/reports` (202). It
    * changes no verdict by itself: a `false_positive` report of a FLAGGED
    * VPA opens a dispute (see listDisputes), a `confirmed_fraud` one goes to
-   * the analysts. Not retried after a lost answer, which could report twice.
+   * the analysts. Every attempt carries one Idempotency-Key (`idempotencyKey`,
+   * a new UUID by default), so a retry after a lost answer is the same
+   * report, stored once; pass the key of your own payment record to make a
+   * report sent again later the same one too.
    */
-  async report(request: ReportCreateRequest, options: CallOptions = {}): Promise<ReportReceipt> {
+  async report(request: ReportCreateRequest, options: ReportOptions = {}): Promise<ReportReceipt> {
     text('upi', (objectArgument('request', request) as Partial<ReportCreateRequest>).upi);
-    return this.#json({ method: 'POST', path: '/v1/reports', body: request, idempotent: false }, options);
+    const idempotencyKey = options.idempotencyKey ?? globalThis.crypto.randomUUID();
+    if (typeof idempotencyKey !== 'string' || !/^[!-~]{1,255}$/.test(idempotencyKey)) throw new TypeError('idempotencyKey must be 1 to 255 visible ASCII characters');
+    return this.#json({ method: 'POST', path: '/v1/reports', body: request, idempotent: true, idempotencyKey }, options);
   }
 
   #scope(options: CallOptions): CallScope {

@@ -18,6 +18,7 @@ export {
   type ClusterResult,
   type PageOptions,
   type PrivateVerifyResult,
+  type ReportOptions,
   type Screening,
   type UpiRiskClientOptions,
   type VerifyResult,

@@ -9,10 +9,10 @@
  * | 500, 503 (any 5xx), no answer | up to 3 times | 1 s, 2 s, 4 s; a 503's `Retry-After` s when longer |
  *
  * A request that is not idempotent (creating a watchlist, rotating its
- * secret, a dispute, a report) is retried only on 429 and on the service's
+ * secret, a dispute) is retried only on 429 and on the service's
  * own 503 (`"error": "service_unavailable"`), the answers that say it was
  * not carried out: after a 500, a lost answer or a proxy's 503 it may have
- * been.
+ * been. A report carries an Idempotency-Key, which makes it idempotent.
  */
 
 export const RATE_LIMIT_FIRST_DELAY_MS = 1_000;

@@ -61,6 +61,8 @@ export interface ApiRequest {
   readonly body?: unknown;
   /** Whether sending it twice does no harm; see retry-schedule.ts. */
   readonly idempotent: boolean;
+  /** Sent as the Idempotency-Key header: the same on every attempt, so the service stores a retried change once. */
+  readonly idempotencyKey?: string;
   /** What a 2xx answer's body is: JSON (the default), or bytes, given as a Uint8Array. */
   readonly answer?: 'json' | 'bytes';
   /**
@@ -144,6 +146,7 @@ async function attempt(config: TransportConfig, request: ApiRequest, scope: Call
   const binary = request.answer === 'bytes';
   const headers: Record<string, string> = { authorization: `Bearer ${config.apiKey}`, accept: binary ? 'application/octet-stream' : 'application/json' };
   if (request.body !== undefined) headers['content-type'] = 'application/json';
+  if (request.idempotencyKey !== undefined) headers['idempotency-key'] = request.idempotencyKey;
   const url = `${config.baseUrl}${request.path}`;
   const init: FetchInit = { method: request.method, headers, ...(request.body === undefined ? {} : { body: JSON.stringify(request.body) }), signal: controller.signal };
   try {

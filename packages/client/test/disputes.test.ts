@@ -104,15 +104,25 @@ test("a second open dispute is a ConflictError naming the first; the service's r
   await assert.rejects(client.dispute({ upi: 'proxied@ybl', reason: 'other', details: '' }), (error: unknown) => error instanceof ConflictError && error.disputeId === null);
 });
 
-test('a report is not sent again after a lost answer (it could count twice); a 503 is retried, it was not stored', async () => {
-  const lost = clientFor(() => ({ reset: true }));
-  await assert.rejects(lost.client.report({ upi: 'payee@ybl', outcome: 'confirmed_fraud' }));
-  assert.equal(lost.requests.length, 1);
+test('a report carries one Idempotency-Key on every attempt, so a lost answer is retried; a 503 is retried too', async () => {
+  const lost = clientFor((_, index) => (index < 2 ? { reset: true } : { status: 202, body: { id: 'rep_1', status: 'RECEIVED' } }));
+  assert.deepEqual(await lost.client.report({ upi: 'payee@ybl', outcome: 'confirmed_fraud' }), { id: 'rep_1', status: 'RECEIVED' });
+  assert.equal(lost.requests.length, 3);
+  const keys = lost.requests.map((r) => r.headers['idempotency-key']);
+  assert.match(keys[0]!, /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+  assert.deepEqual(new Set(keys).size, 1, 'the same key on every attempt');
+  await lost.client.report({ upi: 'payee@ybl', outcome: 'confirmed_fraud' });
+  assert.notEqual(lost.requests[3]!.headers['idempotency-key'], keys[0], 'another report, another key');
 
   const busy = clientFor((_, index) => (index < 2 ? { status: 503, body: { error: 'service_unavailable', message: 'store down' } } : { status: 202, body: { id: 'rep_1', status: 'RECEIVED' } }));
-  assert.deepEqual(await busy.client.report({ upi: 'payee@ybl', outcome: 'false_positive' }), { id: 'rep_1', status: 'RECEIVED' });
+  assert.deepEqual(await busy.client.report({ upi: 'payee@ybl', outcome: 'false_positive' }, { idempotencyKey: 'PAY-2027-000042' }), { id: 'rep_1', status: 'RECEIVED' });
   assert.equal(busy.requests.length, 3);
   assert.deepEqual(busy.clock.delays, [1_000, 2_000]);
+  assert.deepEqual(busy.requests.map((r) => r.headers['idempotency-key']), ['PAY-2027-000042', 'PAY-2027-000042', 'PAY-2027-000042']);
+  for (const bad of ['', 'has space', 'x'.repeat(256), 42]) {
+    await assert.rejects(busy.client.report({ upi: 'payee@ybl', outcome: 'false_positive' }, { idempotencyKey: bad as string }), TypeError);
+  }
+  assert.equal(busy.requests.length, 3, 'nothing sent with a bad key');
 
   const down = clientFor(() => ({ status: 503, body: { error: 'service_unavailable', message: 'store down' } }));
   await assert.rejects(down.client.getDispute(dispute.id), ServiceUnavailableError);

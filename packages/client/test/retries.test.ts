@@ -235,7 +235,6 @@ test("a request that is not idempotent is retried on the service's own 503 only:
     assert.equal(requests.length, 1);
   }
   for (const call of [
-    (client: UpiRiskClient) => client.report({ upi: 'payee@ybl', outcome: 'confirmed_fraud' }),
     (client: UpiRiskClient) => client.dispute({ upi: 'payee@ybl', reason: 'other', details: '' }),
     (client: UpiRiskClient) => client.rotateWatchlistSecret('wl_1'),
   ]) {
@@ -243,10 +242,13 @@ test("a request that is not idempotent is retried on the service's own 503 only:
     await assert.rejects(call(client), ServiceUnavailableError);
     assert.equal(requests.length, 1);
   }
-  // A read is retried on any 503.
+  // A read is retried on any 503, and so is a report, which carries its Idempotency-Key.
   const read = setup([{ status: 503 }, ok]);
   await read.client.verify('a@ybl');
   assert.equal(read.requests.length, 2);
+  const report = setup([{ status: 503 }, { status: 202, body: { id: 'rep_1', status: 'RECEIVED' } }]);
+  await report.client.report({ upi: 'payee@ybl', outcome: 'confirmed_fraud' });
+  assert.equal(report.requests.length, 2);
 });
 
 test('an attempt past timeoutMs is retried like a lost answer, then TimeoutError', async () => {

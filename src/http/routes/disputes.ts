@@ -24,7 +24,7 @@ export function registerDisputeRoutes(kit: RouteKit, deps: Pick<ApiDependencies,
   const openDispute: JsonChange<undefined> = async (x, body) => relay(x, await ask({ op: 'dispute.open', key: caller(x), body }));
   const getDispute: Answer<string> = async (x, id) => relay(x, await ask({ op: 'dispute.get', key: caller(x), id }));
   const listDisputes: Answer<ListInput> = async (x, p) => relay(x, await ask({ op: 'dispute.list', key: caller(x), ...paged(p) }));
-  const createReport: JsonChange<undefined> = async (x, body) => relay(x, await ask({ op: 'report.create', key: caller(x), body }));
+  const createReport: JsonChange<string> = async (x, body, idempotencyKey) => relay(x, await ask({ op: 'report.create', key: caller(x), body, idempotencyKey }));
 
   const listAllDisputes: Answer<ListInput> = async (x, p) => relay(x, await ask({ op: 'dispute.list.all', key: caller(x), ...paged(p), status: statusOf(p) }));
   const reviewDispute: Answer<string> = async (x, id) => relay(x, await ask({ op: 'dispute.review', key: caller(x), id }));
@@ -36,7 +36,7 @@ export function registerDisputeRoutes(kit: RouteKit, deps: Pick<ApiDependencies,
   routes.post('/v1/disputes', change(ROUTE.disputes, 'screen', openDispute));
   routes.get('/v1/disputes', keyed(ROUTE.disputes, 'screen', listInput, listDisputes));
   routes.get('/v1/disputes/:id', keyed(ROUTE.disputes, 'screen', pathId, getDispute));
-  routes.post('/v1/reports', change(ROUTE.reports, 'screen', createReport));
+  routes.post('/v1/reports', change(ROUTE.reports, 'screen', createReport, (req) => req.getHeader('idempotency-key')));
 
   routes.get('/v1/admin/disputes', keyed(ROUTE.admin, 'admin', listInput, listAllDisputes));
   routes.get('/v1/admin/disputes/:id', keyed(ROUTE.admin, 'admin', pathId, reviewDispute));
