@@ -51,6 +51,7 @@ export class Reports {
     const id = newReportId(now);
     const createdAt = new Date(now).toISOString();
     let disputeId: string | null = null;
+    let opened = false;
     if (input.outcome === 'false_positive' && this.#c.served.view.batchItem(input.upi).status === 'FLAGGED') {
       // Opened (or joined) before the report is stored: a crash between leaves a dispute, and the caller's retry joins it.
       const dispute: Dispute = {
@@ -59,7 +60,7 @@ export class Reports {
         upi: input.upi,
         status: 'OPEN',
         reason: 'not_fraud',
-        details: `opened by false_positive report ${id}`,
+        details: openedBy(id),
         reference: input.reference,
         created_at: createdAt,
         resolved_at: null,
@@ -69,6 +70,7 @@ export class Reports {
         retracted: null,
       };
       disputeId = (await this.#c.store.openDispute(dispute)).id;
+      opened = disputeId === dispute.id;
     }
     const report: Report = {
       id,
@@ -83,9 +85,13 @@ export class Reports {
       evidence_id: null,
     };
     const stored = await this.#c.store.addReport(report, idempotencyKey);
-    // A retry sent at the same time stored its report first.
-    if (stored.id !== id) return receivedAgain(stored, input, idempotencyKey!);
-    return received(id);
+    if (stored.id === id) return received(id);
+    const again = receivedAgain(stored, input, idempotencyKey!);
+    // A retry sent at the same time stored its report first, and joined the dispute this one opened: the dispute names the report stored.
+    if (opened && disputeId !== null) {
+      await this.#c.store.changeDispute(disputeId, (d) => Promise.resolve(d.details === openedBy(id) ? { ...d, details: openedBy(stored.id) } : d));
+    }
+    return again;
   }
 
   async list(status: string | null, cursor: string | null, limit: number): Promise<AdminAnswer> {
@@ -138,6 +144,11 @@ export class Reports {
     const actor: AuditActor = { key_id: key.id, name: key.name };
     await this.#c.audit.append({ actor, action, target: report.id, details: { upi: report.upi, outcome: report.outcome, note: report.decision_note, ...details } }, new Date(this.#c.now()));
   }
+}
+
+/** The details of a dispute a false_positive report opened. */
+function openedBy(reportId: string): string {
+  return `opened by false_positive report ${reportId}`;
 }
 
 /** The answer to a report received. */

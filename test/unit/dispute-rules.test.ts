@@ -6,6 +6,7 @@ import type { KeyRecord } from '../../src/access/key-record.js';
 import type { DisputeRequest } from '../../src/api/admin-requests.js';
 import { DisputeService } from '../../src/corrections/disputes.js';
 import { FileDisputeStore, disputeJournalPath } from '../../src/corrections/file-dispute-store.js';
+import type { DisputeStore } from '../../src/corrections/dispute-store.js';
 import { silentLogger } from '../../src/common/logger.js';
 import { ServingView } from '../../src/engine/serving-view.js';
 import type { IntakeResult } from '../../src/service/evidence-intake.js';
@@ -21,10 +22,10 @@ const ANALYST = key('key_cccccccccccc', 'analyst');
 type Body = Record<string, unknown>;
 
 /** A service over a data directory's journal, serving FLAGGED flagged@ybl and second@ybl, with the desk given. */
-async function disputes(desk: FakeDesk = new FakeDesk()) {
+async function disputes(desk: FakeDesk = new FakeDesk(), wrap: (store: DisputeStore) => DisputeStore = (store) => store) {
   const t = await tempDataDir();
   const journal = disputeJournalPath(t.dir);
-  const store = await FileDisputeStore.open(journal);
+  const store = wrap(await FileDisputeStore.open(journal));
   const snapshot = buildInProcess([evidence('flagged@ybl', 'https://scam.example/a', { risk_category: 'mule' }), evidence('second@ybl', 'https://scam.example/b')]);
   const served = { view: new ServingView(snapshot) } as unknown as ServedData;
   const audit = new FileAuditLog(join(t.root, 'audit.ndjson'));
@@ -320,6 +321,46 @@ test('a report retried with its Idempotency-Key is answered as the first and sto
     } finally {
       await reopened.close();
     }
+  } finally {
+    await d.close();
+  }
+});
+
+test('two tries of one report at once, the one that opened the dispute storing second: the dispute names the report stored', async () => {
+  // The first try's report is held back until the second's is stored.
+  let holdFirst: Promise<void> | null = null;
+  let releaseFirst = () => {};
+  const d = await disputes(undefined, (store): DisputeStore => ({
+    openDispute: (dispute) => store.openDispute(dispute),
+    dispute: (id) => store.dispute(id),
+    disputes: (filter, cursor, limit) => store.disputes(filter, cursor, limit),
+    changeDispute: (id, change) => store.changeDispute(id, change),
+    addReport: async (report, key) => {
+      if (holdFirst !== null) {
+        const stored = await store.addReport(report, key);
+        releaseFirst();
+        return stored;
+      }
+      holdFirst = new Promise<void>((resolve) => (releaseFirst = resolve));
+      await holdFirst;
+      return store.addReport(report, key);
+    },
+    reportByIdempotencyKey: (owner, key) => store.reportByIdempotencyKey(owner, key),
+    report: (id) => store.report(id),
+    reports: (filter, cursor, limit) => store.reports(filter, cursor, limit),
+    changeReport: (id, change) => store.changeReport(id, change),
+    close: () => store.close(),
+  }));
+  try {
+    const body = { upi: 'flagged@ybl', outcome: 'false_positive' };
+    const tries = await Promise.all([1, 2].map(() => d.ask({ op: 'report.create', key: BANK, body, idempotencyKey: 'same-report' })));
+    assert.deepEqual(tries.map((t) => t.status), [202, 202]);
+    assert.equal(tries[0]!.body.id, tries[1]!.body.id);
+    const [stored] = (await d.ask({ op: 'report.list', key: ANALYST, status: null, cursor: null, limit: 10 })).body.reports as Body[];
+    const [opened] = (await d.ask({ op: 'dispute.list', key: BANK, cursor: null, limit: 10 })).body.disputes as Body[];
+    assert.equal(stored!.id, tries[0]!.body.id);
+    assert.equal(stored!.dispute_id, opened!.id);
+    assert.equal(opened!.details, `opened by false_positive report ${String(stored!.id)}`);
   } finally {
     await d.close();
   }
