@@ -377,6 +377,16 @@ function memoryChecks(m: MemoryResult): Check[] {
       m.compactions.map((c) => `${fmt(mibAsMB(last(c).resident))} MB${c.backToIdleS === null ? '' : ` (back after ${c.backToIdleS} s)`}`).join(', '),
       m.compactions.every((c) => c.backToIdleS !== null),
     ],
+    ...(m.compactions.every((c) => c.rangeAnswers !== undefined)
+      ? [
+          [
+            'range lookups from the signal until answered from the new snapshot',
+            'report: a compaction\'s snapshot is hashed once served (503 meanwhile)',
+            m.compactions.map((c) => `${fmt(c.rangeAnswers!.ok)} answered, ${fmt(c.rangeAnswers!.unavailable)} 503, ${fmt(c.rangeAnswers!.other)} other`).join('; '),
+            null,
+          ] satisfies Check,
+        ]
+      : []),
   ];
 }
 

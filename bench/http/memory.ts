@@ -13,6 +13,11 @@
  *    then every AFTER_STEP_MS for AFTER_MS (when it is back to the idle
  *    figure).
  *
+ * From each compaction's signal until a range lookup is answered from
+ * the new snapshot, range lookups of random prefixes, one every
+ * RANGE_PROBE_MS, counted by answer: the 503s are the seconds in which
+ * the new snapshot is served and its VPAs are being hashed.
+ *
  * Each sample: resident memory (VmRSS, with its anonymous, file and shared
  * parts from /proc) and what the server reports of its parts (/metrics):
  * the snapshot, the carried build state, the delta, a replaced snapshot
@@ -28,7 +33,7 @@ import { dataDir as openDataDir } from '../../src/common/data-dir.js';
 import { SNAPSHOT_EXTENSION } from '../../src/engine/snapshot-files.js';
 import { runCli, type RunningServer } from '../../test/server-process.js';
 import { METRICS_TOKEN, gauge } from './delta.js';
-import { cloneDataDir, metricsOf, pollUntil, readyOf, sleep, startService } from './scenarios.js';
+import { cloneDataDir, createBenchKey, metricsOf, pollUntil, readyOf, sleep, startService } from './scenarios.js';
 
 /** Longest wait for the idle state after start, ms. */
 const IDLE_WAIT_MS = 180_000;
@@ -37,6 +42,8 @@ const SAMPLE_MS = 200;
 /** How long after a compaction the memory is followed, and how often, ms. */
 const AFTER_MS = 60_000;
 const AFTER_STEP_MS = 5_000;
+/** How often a range lookup is asked during a compaction, ms. */
+const RANGE_PROBE_MS = 50;
 /** Items of the small ingest before each compaction. */
 const INGEST_ITEMS = 10_000;
 const MB = 1e6;
@@ -82,6 +89,16 @@ export interface CompactionMemory {
   readonly after: readonly MemorySample[];
   /** Seconds after the compaction until resident was back within 5 % of the idle figure (idleFor); null if not within AFTER_MS. */
   readonly backToIdleS: number | null;
+  /** Range lookups asked from the signal until one was answered from the new snapshot, by answer; absent in reports from before they were asked. */
+  readonly rangeAnswers?: RangeAnswers;
+}
+
+export interface RangeAnswers {
+  readonly ok: number;
+  /** 503: the served snapshot's VPAs not yet hashed. */
+  readonly unavailable: number;
+  /** Any other status, or no answer. */
+  readonly other: number;
 }
 
 export interface MemoryResult {
@@ -107,6 +124,7 @@ export async function runMemory(o: MemoryOptions): Promise<MemoryResult> {
   await rm(o.workDir, { recursive: true, force: true });
   await mkdir(o.workDir, { recursive: true });
   const dataDir = await cloneDataDir(o.dataDir, join(o.workDir, 'data'));
+  const key = await createBenchKey(['--data-dir', dataDir]);
   // The options a user gets (a serving thread per core, as serve's default), and what the bench needs to read the server: its metrics.
   const threads = availableParallelism();
   const serveOptions = o.serveOptions ?? [];
@@ -144,11 +162,15 @@ export async function runMemory(o: MemoryOptions): Promise<MemoryResult> {
       process.kill(server.child.pid!, 'SIGUSR2');
       let peak = await sample(signalled);
       let served = false;
+      let next: string | null = null;
+      const probing = probeRanges(server, key, () => next);
       while (!served) {
         await sleep(SAMPLE_MS);
         const now = await sample(signalled);
         if (now.resident > peak.resident) peak = now;
-        served = (await readyOf(server)).snapshot !== before;
+        const snapshot = (await readyOf(server)).snapshot;
+        served = snapshot !== before;
+        if (served) next = snapshot;
         if (performance.now() - signalled > 600_000) throw new Error('memory: a compaction was not served within 600 s');
       }
       const seconds = Math.round((performance.now() - signalled) / 100) / 10;
@@ -161,8 +183,10 @@ export async function runMemory(o: MemoryOptions): Promise<MemoryResult> {
         if (backToIdleS === null && now.resident <= idleFor(idle, now) * 1.05) backToIdleS = now.atS;
         if (waited < AFTER_MS) await sleep(AFTER_STEP_MS);
       }
-      compactions.push({ seconds, peak, after, backToIdleS });
+      const rangeAnswers = await probing;
+      compactions.push({ seconds, peak, after, backToIdleS, rangeAnswers });
       log(`  compaction ${c + 1}: ${seconds} s; peak ${describe(peak)}; a minute after: ${describe(after[after.length - 1]!)}; back to idle: ${backToIdleS === null ? 'not within a minute' : `${backToIdleS} s`}`);
+      log(`  range lookups during it: ${rangeAnswers.ok} answered, ${rangeAnswers.unavailable} 503, ${rangeAnswers.other} other`);
     }
     return {
       serverThreads: threads,
@@ -178,6 +202,37 @@ export async function runMemory(o: MemoryOptions): Promise<MemoryResult> {
   } finally {
     await server.stop();
     await rm(o.workDir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * Ask a range lookup of a random prefix every RANGE_PROBE_MS, and count the
+ * answers, until one is answered from the snapshot `next` names once it is
+ * served (or a minute after that).
+ */
+async function probeRanges(server: RunningServer, key: string, next: () => string | null): Promise<RangeAnswers> {
+  const counts = { ok: 0, unavailable: 0, other: 0 };
+  let servedAt: number | null = null;
+  for (;;) {
+    const prefix = Math.floor(Math.random() * 2 ** 20)
+      .toString(16)
+      .padStart(5, '0');
+    const answer = await fetch(`${server.base}/v1/verify/upi/range/${prefix}`, { headers: { authorization: `Bearer ${key}` } }).then(
+      async (response) => {
+        await response.arrayBuffer();
+        return { status: response.status, version: response.headers.get('x-data-version') ?? '' };
+      },
+      () => ({ status: 0, version: '' }),
+    );
+    if (answer.status === 200) counts.ok++;
+    else if (answer.status === 503) counts.unavailable++;
+    else counts.other++;
+    const snapshot = next();
+    if (snapshot !== null) {
+      servedAt ??= performance.now();
+      if ((answer.status === 200 && answer.version.split('+')[0] === snapshot) || performance.now() - servedAt > 60_000) return counts;
+    }
+    await sleep(RANGE_PROBE_MS);
   }
 }
 

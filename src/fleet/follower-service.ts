@@ -11,7 +11,7 @@ import { loadSnapshotOffThread } from '../engine/snapshot-loader.js';
 import { SnapshotView } from '../engine/snapshot-view.js';
 import { ServingView } from '../engine/serving-view.js';
 import { BACKGROUND_NICE } from '../service/snapshot-service.js';
-import type { ServedData, SwapEvent } from '../service/served-data.js';
+import { prepareToServe, type Preparation, type ServedData, type SwapEvent } from '../service/served-data.js';
 import type { ServedVersions } from '../history/served-versions.js';
 import { checkSchema } from '../store/migrations.js';
 import { redactStoreUrl, storePool, type StoreLocation } from '../store/postgres.js';
@@ -71,6 +71,7 @@ export class FollowerService implements ServedData {
   readonly #merger: SnapshotBuilder;
   readonly #listeners: ((event: SwapEvent) => void)[] = [];
   readonly #deltaListeners: ((delta: DeltaData) => void)[] = [];
+  readonly #preparations: Preparation[] = [];
   readonly #positionWaiters = new Set<{ readonly position: number; readonly resolve: () => void }>();
   /** Publications refused (a bad checksum, a snapshot that does not load), by seq: not tried again. */
   readonly #refused = new Set<number>();
@@ -191,6 +192,10 @@ export class FollowerService implements ServedData {
     return subscribe(this.#deltaListeners, listener);
   }
 
+  beforeServing(prepare: Preparation): () => void {
+    return subscribe(this.#preparations, prepare);
+  }
+
   /** A follower builds nothing: a replaced snapshot's memory is let go. */
   reuseMemoryOf(): boolean {
     return false;
@@ -277,6 +282,7 @@ export class FollowerService implements ServedData {
       const loaded = view;
       // Most of the log after it is merged here, while merges over the served snapshot go on; the rest in the swap.
       let replayed = await replay(this.#pool, this.#merger, this.#options, loaded, newest.position, null, 0, null);
+      await prepareToServe(this.#preparations, loaded.data, this.#logger);
       await this.#queueChange(async () => {
         if (this.#closed) return;
         replayed = await replay(this.#pool, this.#merger, this.#options, loaded, replayed.position, replayed.delta, replayed.chunks, replayed.clearances);

@@ -239,10 +239,13 @@ export class EdgePool {
       replacements.add(timer);
     };
 
-    const snapshotMessage = (data: SnapshotData, delta: DeltaData): ToEdge => {
-      const made = options.hashes?.snapshot ?? null;
-      return { type: 'snapshot', data, delta, ranges: made?.data === data ? made.ranges : null, deltaHashes: options.hashes?.hashesOf(delta) ?? null };
-    };
+    const snapshotMessage = (data: SnapshotData, delta: DeltaData): ToEdge => ({
+      type: 'snapshot',
+      data,
+      delta,
+      ranges: options.hashes?.rangesOf(data) ?? null,
+      deltaHashes: options.hashes?.hashesOf(delta) ?? null,
+    });
     for (let index = 0; index < options.threads; index++) workers.push(startThread(index));
     const send = (message: ToEdge) => {
       for (const worker of workers) worker.postMessage(message);

@@ -14,15 +14,21 @@ export interface SnapshotHashes {
 /**
  * Keeps what is served hashed by h(upi) (engine/hash-ranges.ts), on the
  * thread that owns what is served: each snapshot's ranges, made off-thread
- * once it is served (range lookups answer 503 until then: about 15 s at 10M,
- * bench/MEASUREMENTS.md "Range records in hash order"), and each state of the delta's
- * hashes, made here as it is handed out (only its new VPAs are hashed).
+ * (about 15 s at 10M, bench/MEASUREMENTS.md "Range records in hash order"),
+ * and each state of the delta's hashes, made here as it is handed out
+ * (only its new VPAs are hashed). A publication's or another process's
+ * snapshot is hashed before it is served (ServedData.beforeServing), while
+ * the snapshot before serves on with its own ranges; the first snapshot
+ * of a start and a compaction's own are hashed once served, and range
+ * lookups answer 503 until then.
  */
 export class HashRangeKeeper {
   readonly #served: ServedData;
   readonly #threads: number;
   readonly #logger: Logger;
   #snapshot: SnapshotHashes | null = null;
+  /** The ranges of the snapshot about to be served, made before its swap. */
+  #next: SnapshotHashes | null = null;
   #lastDelta: { readonly delta: DeltaData; readonly hashes: DeltaHashes | null } | null = null;
   readonly #listeners = new Set<(hashes: SnapshotHashes) => void>();
   #closed = false;
@@ -32,7 +38,8 @@ export class HashRangeKeeper {
     this.#threads = options.threads;
     this.#logger = options.logger;
     this.#make(served.current.data);
-    served.onSwap((event) => this.#make(event.next.data));
+    served.beforeServing((data) => this.#prepare(data));
+    served.onSwap((event) => this.#swapped(event.next.data));
   }
 
   /** The served snapshot's ranges, or null while they are being made. */
@@ -41,12 +48,21 @@ export class HashRangeKeeper {
     return held !== null && held.data === this.#served.current.data ? held : null;
   }
 
-  /** Bytes of the ranges held: those of the last snapshot hashed, until the next one's are made. */
+  /** The ranges of `data` when they are made, served or about to be (whatever order the swap's listeners run in); else null. */
+  rangesOf(data: SnapshotData): HashRanges | null {
+    for (const held of [this.#snapshot, this.#next]) if (held?.data === data) return held.ranges;
+    return null;
+  }
+
+  /** Bytes of the ranges held: the served snapshot's, and the next one's from when they are made until its swap. */
   get bytes(): number {
-    const held = this.#snapshot;
-    if (held === null) return 0;
-    const { starts, order, records } = held.ranges;
-    return starts.byteLength + order.byteLength + records.byteLength;
+    let bytes = 0;
+    for (const held of [this.#snapshot, this.#next]) {
+      if (held === null) continue;
+      const { starts, order, records } = held.ranges;
+      bytes += starts.byteLength + order.byteLength + records.byteLength;
+    }
+    return bytes;
   }
 
   /** The hashes of a state of the delta (null for an empty one); the state before's are reused. */
@@ -67,6 +83,28 @@ export class HashRangeKeeper {
   close(): void {
     this.#closed = true;
     this.#listeners.clear();
+  }
+
+  /** Make the ranges of `data` before it is served; resolves once they are (rejects when they cannot be: the swap goes on, and they are made after it). */
+  async #prepare(data: SnapshotData): Promise<void> {
+    if (this.#closed || this.#next?.data === data) return;
+    const started = performance.now();
+    const ranges = await hashRangesOffThread(data, this.#threads);
+    if (this.#closed) return;
+    this.#next = { data, ranges };
+    this.#logger.info({ snapshot: data.meta.id, vpas: data.meta.vpaCount, largestRange: ranges.largest, ms: Math.round(performance.now() - started) }, 'VPA hash ranges made before the snapshot is served');
+  }
+
+  /** `data` is served from now: its ranges made before are served with it, or made now when there are none. */
+  #swapped(data: SnapshotData): void {
+    const next = this.#next;
+    this.#next = null;
+    if (next?.data !== data) {
+      this.#make(data);
+      return;
+    }
+    this.#snapshot = next;
+    for (const listener of this.#listeners) listener(next);
   }
 
   #make(data: SnapshotData): void {

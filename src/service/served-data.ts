@@ -1,3 +1,4 @@
+import type { Logger } from '../common/logger.js';
 import type { DeltaData } from '../engine/delta-data.js';
 import type { SnapshotData } from '../engine/snapshot-data.js';
 import type { SnapshotView } from '../engine/snapshot-view.js';
@@ -17,6 +18,16 @@ export interface ServedData {
   readonly view: ServingView;
   /** Called with every swap; the function returned stops that. */
   onSwap(listener: (event: SwapEvent) => void): () => void;
+  /**
+   * Work a snapshot needs done before it is served (its VPAs by hash, which
+   * range lookups read): a swap to a snapshot loaded from elsewhere (a
+   * publication, another process's file) waits until `prepare` has
+   * finished with it, while the one before serves on; a compaction's own
+   * snapshot is served first (SnapshotService says why). A preparation that
+   * fails is logged and the swap goes on without it. The function returned
+   * stops that.
+   */
+  beforeServing(prepare: Preparation): () => void;
   /** Called with every new state of the delta over the same snapshot (a swap brings its own, in SwapEvent); the function returned stops that. */
   onDelta(listener: (delta: DeltaData) => void): () => void;
   /**
@@ -41,4 +52,18 @@ export interface DeltaFigures {
   readonly bytes: number;
   readonly ageSeconds: number;
   readonly secondsSinceCompaction: number;
+}
+
+/** What a snapshot needs done before it is served (ServedData.beforeServing). */
+export type Preparation = (next: SnapshotData) => Promise<void>;
+
+/** Run every preparation of `next` side by side; one that fails is logged, and the swap goes on without it. */
+export async function prepareToServe(preparations: readonly Preparation[], next: SnapshotData, logger: Logger): Promise<void> {
+  await Promise.all(
+    preparations.map((prepare) =>
+      prepare(next).catch((error: unknown) =>
+        logger.error({ snapshot: next.meta.id, err: error instanceof Error ? error.message : String(error) }, 'a snapshot could not be prepared before it is served; served without'),
+      ),
+    ),
+  );
 }

@@ -19,7 +19,7 @@ import { emptyDelta, type AppliedFile } from '../builder/delta-merge.js';
 import { countsFrom } from '../builder/scoring.js';
 import { PositionReserve } from './position-reserve.js';
 import type { ServedVersions } from '../history/served-versions.js';
-import type { ServedData, SwapEvent } from './served-data.js';
+import { prepareToServe, type Preparation, type ServedData, type SwapEvent } from './served-data.js';
 import { subscribe } from '../common/listeners.js';
 import { NO_CORRECTIONS, countsUnderClearance, type CorrectionSource, type CorrectionState } from '../evidence/corrections.js';
 import type { CorrectionEngine, EvidenceItemView } from './corrections.js';
@@ -139,6 +139,7 @@ export class SnapshotService implements ServedData, CorrectionEngine {
   readonly #positions: PositionReserve;
   readonly #listeners: ((event: SwapEvent) => void)[] = [];
   readonly #deltaListeners: ((delta: DeltaData) => void)[] = [];
+  readonly #preparations: Preparation[] = [];
   readonly #buildListeners: ((report: BuildReport) => void)[] = [];
   readonly #buildFailureListeners: ((error: unknown, durationMs: number) => void)[] = [];
   readonly #badSnapshots = new Set<string>();
@@ -364,6 +365,10 @@ export class SnapshotService implements ServedData, CorrectionEngine {
 
   onSwap(listener: (event: SwapEvent) => void): () => void {
     return subscribe(this.#listeners, listener);
+  }
+
+  beforeServing(prepare: Preparation): () => void {
+    return subscribe(this.#preparations, prepare);
   }
 
   /** Called with every new state of the delta over the same snapshot (a swap brings its own, in SwapEvent). */
@@ -735,7 +740,12 @@ export class SnapshotService implements ServedData, CorrectionEngine {
    * it: whatever of the delta `next` does not hold stays in the delta, so
    * nothing served before is lost in the swap.
    */
-  #swap(next: SnapshotView, reason: SwapEvent['reason']): Promise<void> {
+  async #swap(next: SnapshotView, reason: SwapEvent['reason']): Promise<void> {
+    // A snapshot another process wrote is loaded beside the served one in any case: it is prepared before it is
+    // served, outside the queue, so that merges go on meanwhile. A compaction's is served as soon as it is assembled,
+    // while the build's memory is still held: prepared first, the replaced snapshot would be held for as long beside
+    // them, at the peak (bench/MEASUREMENTS.md, "Range lookups across a swap"), so it is prepared once served.
+    if (reason === 'new-snapshot' && !this.#closed && next.meta.id > this.#current.meta.id) await prepareToServe(this.#preparations, next.data, this.#logger);
     return this.#queueChange(async () => {
       if (this.#closed || next.meta.id <= this.#current.meta.id) return;
       const covered = new Set(next.meta.evidenceFiles);

@@ -40,8 +40,13 @@ test("a follower's range lookups find what the log adds, from its delta and afte
 
       const before = served.publication.seq;
       builder.requestBuild();
-      await until('the next publication served', 30_000, () => served.publication.seq > before);
-      await until('both found by range over it', 30_000, () => found('logged.later@okaxis') && found('first.mule@ybl'));
+      // The next snapshot's ranges are made before it is served: it is served with them, never without.
+      await until('the next publication served', 30_000, () => {
+        assert.notEqual(keeper.snapshot, null, 'ranges of the snapshot served');
+        return served.publication.seq > before;
+      });
+      assert.equal(keeper.snapshot?.data, served.current.data);
+      assert.ok(found('logged.later@okaxis') && found('first.mule@ybl'), 'both found by range over it at once');
       assert.equal(served.delta.meta.vpaCount, 0);
     } finally {
       hashes?.close();

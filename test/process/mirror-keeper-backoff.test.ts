@@ -34,6 +34,7 @@ test('versions that cannot be made are tried again after a doubling wait, then m
       return new ServingView(current, delta);
     },
     onSwap: () => () => {},
+    beforeServing: () => () => {},
     onDelta: (listener) => {
       deltaListener = listener;
       return () => {};

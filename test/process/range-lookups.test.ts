@@ -33,7 +33,7 @@ test('range lookups over two serving threads: every flagged VPA found by its pre
     return { response: r, body };
   };
   try {
-    // The ranges are made once the snapshot is served: 503 with Retry-After until then.
+    // The first snapshot's ranges are made once it is served: 503 with Retry-After until then.
     await until('the ranges are made', 30_000, async () => {
       const r = await get('/v1/verify/upi/range/00000');
       if (r.status === 503) assert.ok(r.headers.get('retry-after'));

@@ -301,6 +301,7 @@ async function serveRounds(extraArgs: readonly string[]) {
       evidence_count?: number;
       cluster_id?: string | null;
     };
+  const snapshotServed = async () => ((await (await fetch(`${server.base}/readyz`)).json()) as { snapshot: string }).snapshot;
   let rounds = 0;
   return {
     gauge,
@@ -310,10 +311,12 @@ async function serveRounds(extraArgs: readonly string[]) {
     async rebuild(): Promise<void> {
       const round = ++rounds;
       const builtBefore = await gauge('upi_risk_last_build_timestamp_seconds');
+      const servedBefore = await snapshotServed();
       await ingest(t.dir, t.root, evidenceSet(round, 300));
       await waitFor(`round ${round} served`, async () => (await verdict(`payee${round}.1@ybl`)).status === 'FLAGGED');
-      // Served before its file is written; the build's figures come once it is.
+      // The build's figures come once its file is written; its snapshot is served once assembled and hashed, before or after that.
       await waitFor(`the build of round ${round} finished`, async () => (await gauge('upi_risk_last_build_timestamp_seconds')) !== builtBefore);
+      await waitFor(`the snapshot of round ${round} served`, async () => (await snapshotServed()) !== servedBefore);
       await waitFor('the replaced snapshot let go', async () => (await gauge('upi_risk_replaced_snapshots_held')) === 0);
     },
     /** Every VPA of every round so far answers as the evidence says. */

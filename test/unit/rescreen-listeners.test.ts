@@ -25,6 +25,7 @@ test('a closed rescreener stops listening to what is served', async () => {
       view: new ServingView(snapshot, delta),
       onSwap: (listener) => subscribe(swapListeners, listener),
       onDelta: (listener) => subscribe(deltaListeners, listener),
+      beforeServing: () => () => {},
       reuseMemoryOf: () => false,
     };
     let passes = 0;
