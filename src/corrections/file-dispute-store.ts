@@ -204,8 +204,11 @@ export class FileDisputeStore implements DisputeStore {
       if (d.status === 'OPEN') this.#open.set(key, d.id);
       else if (this.#open.get(key) === d.id) this.#open.delete(key);
     } else {
-      keepOwner(this.#reports.get(line.r.id), line.r, fail);
+      const before = this.#reports.get(line.r.id);
+      keepOwner(before, line.r, fail);
       if (line.k !== undefined) {
+        // A report's Idempotency-Key comes with its first line only.
+        if (before !== null) throw fail(`${line.r.id} is given an Idempotency-Key after it was stored`);
         const key = idempotentKey(line.r.owner, line.k);
         const stored = this.#idempotent.get(key);
         if (stored !== undefined && stored !== line.r.id) throw fail(`${line.r.id} repeats the Idempotency-Key of ${stored}`);

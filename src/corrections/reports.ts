@@ -86,10 +86,14 @@ export class Reports {
     };
     const stored = await this.#c.store.addReport(report, idempotencyKey);
     if (stored.id === id) return received(id);
+    // Another report under the key stored at the same moment (a caller's mistake): refused, and a dispute this one
+    // opened stays open for the analysts, naming a report never stored.
     const again = receivedAgain(stored, input, idempotencyKey!);
-    // A retry sent at the same time stored its report first, and joined the dispute this one opened: the dispute names the report stored.
+    // A try of this report sent at the same time stored first: the dispute this one opened names that report, and it names the dispute.
     if (opened && disputeId !== null) {
-      await this.#c.store.changeDispute(disputeId, (d) => Promise.resolve(d.details === openedBy(id) ? { ...d, details: openedBy(stored.id) } : d));
+      const named = disputeId;
+      await this.#c.store.changeDispute(named, (d) => Promise.resolve(d.details === openedBy(id) ? { ...d, details: openedBy(stored.id) } : d));
+      if (stored.dispute_id === null) await this.#c.store.changeReport(stored.id, (r) => Promise.resolve(r.dispute_id === null ? { ...r, dispute_id: named } : r));
     }
     return again;
   }

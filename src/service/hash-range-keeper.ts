@@ -90,7 +90,8 @@ export class HashRangeKeeper {
     if (this.#closed || this.#next?.data === data) return;
     const started = performance.now();
     const ranges = await hashRangesOffThread(data, this.#threads);
-    if (this.#closed) return;
+    // A snapshot as new was served meanwhile (a compaction's): this one will not be, and is not held for it.
+    if (this.#closed || data.meta.id <= this.#served.current.meta.id) return;
     this.#next = { data, ranges };
     this.#logger.info({ snapshot: data.meta.id, vpas: data.meta.vpaCount, largestRange: ranges.largest, ms: Math.round(performance.now() - started) }, 'VPA hash ranges made before the snapshot is served');
   }

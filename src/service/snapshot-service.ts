@@ -150,6 +150,8 @@ export class SnapshotService implements ServedData, CorrectionEngine {
   #timer: NodeJS.Timeout | null = null;
   #watcher: FSWatcher | null = null;
   #refreshing: Promise<void> | null = null;
+  /** The adoption of a snapshot another process wrote, under way (never rejects). */
+  #adopting: Promise<void> | null = null;
   #again = false;
   #compacting: Promise<void> | null = null;
   /** Why the last build could not run (another process holds the lock); logged once, not at every poll. */
@@ -390,11 +392,19 @@ export class SnapshotService implements ServedData, CorrectionEngine {
    * Bring what is served up to date: adopt a newer snapshot written by
    * another process, merge evidence stored since into the delta (or, without
    * incremental builds, rebuild), and start a compaction when the policy
-   * says so. Resolves once the evidence found is served; a compaction it
-   * starts runs on. Concurrent calls share one run, and a call during a run
-   * makes it run once more afterwards.
+   * says so. Resolves once the evidence found is served and a newer
+   * snapshot found is (its adoption runs beside the rest: ingests and
+   * polls do not wait for it); a compaction it starts runs on. Concurrent
+   * calls share one run, and a call during a run makes it run once more
+   * afterwards.
    */
-  refresh(): Promise<void> {
+  async refresh(): Promise<void> {
+    await this.#pass();
+    await this.#adopting;
+  }
+
+  /** A look at the data directory (#refresh), one at a time; it starts a newer snapshot's adoption, and does not wait for it. */
+  #pass(): Promise<void> {
     if (this.#refreshing !== null) {
       // Evidence may have landed after the running pass listed the folder: look again when it ends.
       this.#again = true;
@@ -479,6 +489,7 @@ export class SnapshotService implements ServedData, CorrectionEngine {
     if (this.#carryAgain !== null) clearTimeout(this.#carryAgain);
     this.#watcher?.close();
     await this.#refreshing?.catch(() => {});
+    await this.#adopting;
     await this.#compacting?.catch(() => {});
     await this.#changes;
     await this.#builder.close();
@@ -487,19 +498,10 @@ export class SnapshotService implements ServedData, CorrectionEngine {
   async #refresh(): Promise<void> {
     const dir = this.#options.dataDir;
     const newest = (await listSnapshots(dir))[0];
-    if (newest !== undefined && !this.#badSnapshots.has(newest) && !this.#otherLimit.has(snapshotIdOf(newest)) && snapshotIdOf(newest) > this.#current.meta.id) {
-      const adopted = await loadNewest(dir, this.#logger, this.#badSnapshots, this.#current.meta.id);
-      if (adopted !== null && adopted.meta.evidenceMaxAgeMs !== (this.#options.evidenceMaxAgeMs ?? 0)) {
-        // Served, it would bring back what expired here (or take back what counts), only for the next compaction to undo it.
-        this.#otherLimit.add(adopted.meta.id);
-        this.#logger.warn(
-          { snapshot: adopted.meta.id, evidenceMaxAgeMs: adopted.meta.evidenceMaxAgeMs, serverEvidenceMaxAgeMs: this.#options.evidenceMaxAgeMs ?? 0 },
-          'snapshot written by another process counts evidence by another age limit; not served, building one instead',
-        );
-        void this.compact('a new snapshot counts evidence by another age limit').catch(() => {});
-      } else if (adopted !== null) {
-        await this.#swap(adopted, 'new-snapshot');
-      }
+    if (this.#adopting === null && newest !== undefined && !this.#badSnapshots.has(newest) && !this.#otherLimit.has(snapshotIdOf(newest)) && snapshotIdOf(newest) > this.#current.meta.id) {
+      // Loaded and hashed beside what is served, for seconds at 10M: evidence is read into the delta meanwhile.
+      const adopting = this.#adoptNewest().finally(() => (this.#adopting = null));
+      this.#adopting = adopting.catch((error: unknown) => this.#logger.error({ err: String(error) }, 'a newer snapshot could not be served; still serving the previous one'));
     }
     const files = await listEvidenceFiles(dir);
     const served = new Set([...this.#current.meta.evidenceFiles, ...this.#delta.meta.files]);
@@ -516,6 +518,23 @@ export class SnapshotService implements ServedData, CorrectionEngine {
     if (this.#compactionDue()) void this.compact('the delta is due for compaction').catch(() => {});
   }
 
+  /** Load the newest snapshot another process wrote, and serve it (#swap hashes it first). */
+  async #adoptNewest(): Promise<void> {
+    const dir = this.#options.dataDir;
+    const adopted = await loadNewest(dir, this.#logger, this.#badSnapshots, this.#current.meta.id);
+    if (adopted !== null && adopted.meta.evidenceMaxAgeMs !== (this.#options.evidenceMaxAgeMs ?? 0)) {
+      // Served, it would bring back what expired here (or take back what counts), only for the next compaction to undo it.
+      this.#otherLimit.add(adopted.meta.id);
+      this.#logger.warn(
+        { snapshot: adopted.meta.id, evidenceMaxAgeMs: adopted.meta.evidenceMaxAgeMs, serverEvidenceMaxAgeMs: this.#options.evidenceMaxAgeMs ?? 0 },
+        'snapshot written by another process counts evidence by another age limit; not served, building one instead',
+      );
+      void this.compact('a new snapshot counts evidence by another age limit').catch(() => {});
+    } else if (adopted !== null) {
+      await this.#swap(adopted, 'new-snapshot');
+    }
+  }
+
   /**
    * Wait until the stored evidence file `name` is served (read into the
    * delta, or into the snapshot), looking for it as refresh() does; then how
@@ -528,8 +547,9 @@ export class SnapshotService implements ServedData, CorrectionEngine {
       const applied = this.#applied.find((a) => a.file.name === name);
       if (applied !== undefined) return applied.count;
       if (this.#current.meta.evidenceFiles.includes(name)) return null;
-      // A refresh already running may have listed the folder before the file came: the next one finds it.
-      await this.refresh();
+      // A pass already running may have listed the folder before the file came: the next one finds it. Not the
+      // adoption of a newer snapshot, which may take seconds: the file is read into the delta meanwhile.
+      await this.#pass();
     }
     return this.#applied.find((a) => a.file.name === name)?.count ?? null;
   }
@@ -880,7 +900,7 @@ export class SnapshotService implements ServedData, CorrectionEngine {
 
   /** A refresh nobody waits for: a failure is logged, and what is served stays. */
   #refreshInBackground(): Promise<void> {
-    return this.refresh().catch((error: unknown) => this.#logger.error({ err: String(error) }, 'refresh failed; still serving the previous snapshot'));
+    return this.#pass().catch((error: unknown) => this.#logger.error({ err: String(error) }, 'refresh failed; still serving the previous snapshot'));
   }
 
   #schedule(pollMs: number): void {

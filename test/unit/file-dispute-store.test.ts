@@ -79,6 +79,12 @@ test('a line this service did not write is refused with ERR_DISPUTE_STATE naming
   const keyed = (r: object) => JSON.stringify({ op: 'report', r, k: 'pay-1' });
   await writeFile(twice, `${keyed(receivedReportOf(KEY_A, 'a@ybl'))}\n${keyed(receivedReportOf(KEY_A, 'b@ybl'))}\n`);
   await assert.rejects(FileDisputeStore.open(twice), (error: Error & { code?: string }) => error.code === ErrorCode.DISPUTE_STATE && /line 2: rep_[0-9a-f]{28} repeats the Idempotency-Key of rep_/.test(error.message));
+  // A key comes with a report's first line only: a later line cannot give it a second one.
+  const later = await journal();
+  await mkdir(dirname(later), { recursive: true });
+  const report = receivedReportOf(KEY_A, 'a@ybl');
+  await writeFile(later, `${keyed(report)}\n${JSON.stringify({ op: 'report', r: { ...report, status: 'DISMISSED' }, k: 'pay-2' })}\n`);
+  await assert.rejects(FileDisputeStore.open(later), (error: Error & { code?: string }) => error.code === ErrorCode.DISPUTE_STATE && /line 2: rep_[0-9a-f]{28} is given an Idempotency-Key after it was stored/.test(error.message));
   // A byte damaged on disk (0xff is never UTF-8): refused, not read with U+FFFD in its place.
   const path = await journal();
   await mkdir(dirname(path), { recursive: true });

@@ -7,7 +7,7 @@ import { SnapshotService } from '../../src/service/snapshot-service.js';
 import { listSnapshots } from '../../src/engine/snapshot-files.js';
 import { frameSnapshotBody } from '../../src/engine/snapshot-format/encode.js';
 import { SNAPSHOT_FORMAT_VERSION, SNAPSHOT_HEADER_LENGTH } from '../../src/engine/snapshot-format/format.js';
-import { tempDataDir, ingest, evidence, TEST_SCORED_AT } from '../helpers.js';
+import { tempDataDir, ingest, evidence, buildAndLoad, until, TEST_SCORED_AT } from '../helpers.js';
 
 test('a compaction builds, loads and swaps in a snapshot; a request holding the old view finishes on it', async () => {
   const t = await tempDataDir();
@@ -137,6 +137,42 @@ test('the watch picks up ingested evidence by itself', { timeout: 60_000 }, asyn
       clearInterval(keepAlive);
     }
     assert.equal(service.view.verdict('watched@ybl').status, 'FLAGGED');
+  } finally {
+    await service.close();
+    await t.cleanup();
+  }
+});
+
+test('a snapshot another process wrote is prepared before it is served, and evidence stored meanwhile is served without waiting for it', async () => {
+  const t = await tempDataDir();
+  await ingest(t.dir, t.root, [evidence('old@ybl', 'https://u.example')]);
+  const service = await SnapshotService.start({ dataDir: t.dir, pollMs: 0, buildThreads: 1, scoredAt: () => TEST_SCORED_AT });
+  try {
+    let release = () => {};
+    const prepared: string[] = [];
+    service.beforeServing((next) => {
+      prepared.push(next.meta.id);
+      return new Promise((resolve) => (release = resolve));
+    });
+    // Another process's build: a newer snapshot in the data directory.
+    await ingest(t.dir, t.root, [evidence('built@ybl', 'https://w.example')]);
+    const built = await buildAndLoad(t.dir, { threads: 1 });
+    const before = service.current.meta.id;
+    const adopted = service.refresh();
+    await until('the new snapshot is being prepared', 10_000, () => prepared.length === 1);
+    assert.equal(prepared[0], built.meta.id);
+    assert.equal(service.current.meta.id, before, 'not served before it is prepared');
+
+    // Stored while the preparation waits: read into the delta over the snapshot served, at once.
+    const stored = await ingest(t.dir, t.root, [evidence('meanwhile@ybl', 'https://x.example')]);
+    assert.equal(await service.served(stored.storedAs!), 1);
+    assert.equal(service.view.verdict('meanwhile@ybl').status, 'FLAGGED');
+    assert.equal(service.current.meta.id, before);
+
+    release();
+    await adopted;
+    assert.equal(service.current.meta.id, built.meta.id);
+    for (const upi of ['old@ybl', 'built@ybl', 'meanwhile@ybl']) assert.equal(service.view.verdict(upi).status, 'FLAGGED', upi);
   } finally {
     await service.close();
     await t.cleanup();
