@@ -37,7 +37,8 @@ export const isReportId = (id: string): boolean => /^rep_[0-9a-f]{28}$/.test(id)
 /** The most characters of an Idempotency-Key (docs/api.md, Reports). */
 export const MAX_IDEMPOTENCY_KEY_LENGTH = 255;
 /** An Idempotency-Key: 1 to 255 visible ASCII characters (a UUID is one). */
-export const isIdempotencyKey = (key: string): boolean => /^[!-~]{1,255}$/.test(key);
+const IDEMPOTENCY_KEY = new RegExp(`^[!-~]{1,${MAX_IDEMPOTENCY_KEY_LENGTH}}$`);
+export const isIdempotencyKey = (key: string): boolean => IDEMPOTENCY_KEY.test(key);
 
 /** The dispute as the key that opened it sees it (GET /v1/disputes/{id}). */
 export function publicDispute(d: Dispute): Record<string, unknown> {

@@ -117,13 +117,9 @@ export class FileDisputeStore implements DisputeStore {
 
   addReport(report: Report, idempotencyKey: string | null = null): Promise<Report> {
     return this.#serial(async () => {
-      if (idempotencyKey === null) {
-        await this.#write({ op: 'report', r: report });
-        return report;
-      }
-      const stored = this.#idempotent.get(idempotentKey(report.owner, idempotencyKey));
+      const stored = idempotencyKey === null ? undefined : this.#idempotent.get(idempotentKey(report.owner, idempotencyKey));
       if (stored !== undefined) return this.#reports.get(stored)!;
-      await this.#write({ op: 'report', r: report, k: idempotencyKey });
+      await this.#write(idempotencyKey === null ? { op: 'report', r: report } : { op: 'report', r: report, k: idempotencyKey });
       return report;
     });
   }

@@ -88,40 +88,43 @@ export class HashRangeKeeper {
   /** Make the ranges of `data` before it is served; resolves once they are (rejects when they cannot be: the swap goes on, and they are made after it). */
   async #prepare(data: SnapshotData): Promise<void> {
     if (this.#closed || this.#next?.data === data) return;
-    const started = performance.now();
-    const ranges = await hashRangesOffThread(data, this.#threads);
+    const ranges = await this.#hash(data, 'VPA hash ranges made before the snapshot is served');
     // A snapshot as new was served meanwhile (a compaction's): this one will not be, and is not held for it.
     if (this.#closed || data.meta.id <= this.#served.current.meta.id) return;
     this.#next = { data, ranges };
-    this.#logger.info({ snapshot: data.meta.id, vpas: data.meta.vpaCount, largestRange: ranges.largest, ms: Math.round(performance.now() - started) }, 'VPA hash ranges made before the snapshot is served');
   }
 
   /** `data` is served from now: its ranges made before are served with it, or made now when there are none. */
   #swapped(data: SnapshotData): void {
     const next = this.#next;
     this.#next = null;
-    if (next?.data !== data) {
-      this.#make(data);
-      return;
-    }
-    this.#snapshot = next;
-    for (const listener of this.#listeners) listener(next);
+    if (next?.data === data) this.#serve(next);
+    else this.#make(data);
   }
 
   #make(data: SnapshotData): void {
-    const started = performance.now();
-    hashRangesOffThread(data, this.#threads).then(
+    this.#hash(data, 'VPA hash ranges made').then(
       (ranges) => {
         // A snapshot replaced meanwhile is not served any more: its ranges are of no use.
-        if (this.#closed || this.#served.current.data !== data) return;
-        const made = { data, ranges };
-        this.#snapshot = made;
-        this.#logger.info({ snapshot: data.meta.id, vpas: data.meta.vpaCount, largestRange: ranges.largest, ms: Math.round(performance.now() - started) }, 'VPA hash ranges made');
-        for (const listener of this.#listeners) listener(made);
+        if (!this.#closed && this.#served.current.data === data) this.#serve({ data, ranges });
       },
       (error: unknown) => {
         this.#logger.error({ snapshot: data.meta.id, err: error instanceof Error ? error.message : String(error) }, 'VPA hash ranges could not be made; range lookups answer 503 for this snapshot');
       },
     );
+  }
+
+  /** The served snapshot's ranges from now, told to the listeners. */
+  #serve(made: SnapshotHashes): void {
+    this.#snapshot = made;
+    for (const listener of this.#listeners) listener(made);
+  }
+
+  /** Hash `data` off this thread, logged with `message` once done. */
+  async #hash(data: SnapshotData, message: string): Promise<HashRanges> {
+    const started = performance.now();
+    const ranges = await hashRangesOffThread(data, this.#threads);
+    this.#logger.info({ snapshot: data.meta.id, vpas: data.meta.vpaCount, largestRange: ranges.largest, ms: Math.round(performance.now() - started) }, message);
+    return ranges;
   }
 }

@@ -1,8 +1,8 @@
-import type { Logger } from "../common/logger.js";
-import type { DeltaData } from "../engine/delta-data.js";
-import type { SnapshotData } from "../engine/snapshot-data.js";
-import type { SnapshotView } from "../engine/snapshot-view.js";
-import type { ServingView } from "../engine/serving-view.js";
+import type { Logger } from '../common/logger.js';
+import type { DeltaData } from '../engine/delta-data.js';
+import type { SnapshotData } from '../engine/snapshot-data.js';
+import type { SnapshotView } from '../engine/snapshot-view.js';
+import type { ServingView } from '../engine/serving-view.js';
 
 /**
  * What a server serves, as the HTTP edge sees it: a snapshot and the live
@@ -42,7 +42,7 @@ export interface SwapEvent {
   readonly next: SnapshotView;
   /** The delta served with `next` from the same moment: what of the old delta the new snapshot does not hold. */
   readonly delta: DeltaData;
-  readonly reason: "start" | "rebuild" | "new-snapshot";
+  readonly reason: 'start' | 'rebuild' | 'new-snapshot';
 }
 
 /** The live delta's figures, as /metrics and the console show them. */
