@@ -4,21 +4,18 @@
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { answerOneOff } from '../common/one-off-worker.js';
-import { hashHeads, orderFromHeads, rangeRecordsOf, type HashRangesTask } from './hash-ranges.js';
+import { orderRecords, rangeRecordsById, type HashRangesTask } from './hash-ranges.js';
 
 const task = workerData as HashRangesTask;
 await answerOneOff(
   (reply) => parentPort!.postMessage(reply),
   () => {
     switch (task.kind) {
-      case 'heads':
-        hashHeads(task.data, task.heads, task.from, task.to);
+      case 'records':
+        rangeRecordsById(task.data, task.records, task.fromSlot, task.toSlot, task.fromId, task.toId);
         return null;
       case 'order':
-        return orderFromHeads(task.snapshotId, task.count, task.heads);
-      case 'records':
-        rangeRecordsOf(task.data, task.order, task.records, task.from, task.to);
-        return null;
+        return orderRecords(task.snapshotId, task.count, task.records);
     }
   },
 );

@@ -81,57 +81,110 @@ export function hashHeads(data: SnapshotData, heads: VpaHashHeads, from = 0, to 
   }
 }
 
-/** The hash order of a snapshot whose hash heads are known: ids bucketed by range, then ordered by head within each. */
-export function orderFromHeads(snapshotId: string, count: number, heads: VpaHashHeads): HashOrder {
-  const starts = sharedArray(Uint32Array, RANGES + 1);
-  for (let id = 0; id < count; id++) starts[rangeOf(heads.hi[id]!) + 1]!++;
-  let largest = 0;
-  for (let r = 0; r < RANGES; r++) {
-    if (starts[r + 1]! > largest) largest = starts[r + 1]!;
-    starts[r + 1]! += starts[r]!;
-  }
-  const order = sharedArray(Uint32Array, count);
-  const next = starts.slice(0, RANGES);
-  for (let id = 0; id < count; id++) order[next[rangeOf(heads.hi[id]!)]!++] = id;
-  // Each range is a handful of ids: insertion sort by head.
-  for (let r = 0; r < RANGES; r++) {
-    const end = starts[r + 1]!;
-    for (let i = starts[r]! + 1; i < end; i++) {
-      const id = order[i]!;
-      let j = i - 1;
-      while (j >= starts[r]! && headAfter(heads, order[j]!, id)) {
-        order[j + 1] = order[j]!;
-        j--;
-      }
-      order[j + 1] = id;
-    }
-  }
-  return { snapshotId, starts, order, largest };
-}
-
-/** The range records of the positions [from, to) of `order` (a HashOrder's, of snapshot `data`), into `records`. */
-export function rangeRecordsOf(data: SnapshotData, order: Uint32Array, records: Uint32Array, from = 0, to = order.length): void {
+/**
+ * Part of a snapshot's range records, each at RANGE_RECORD_WORDS times its
+ * VPA's id in `records` (orderRecords then puts them in hash order): the
+ * whole hash of the VPA in each index slot of [fromSlot, toSlot), and the
+ * fields of the ids [fromId, toId). Keys are read in slot order and fields
+ * in id order, each array side by side; only the hash is written at random
+ * (bench/MEASUREMENTS.md, "Range records hashed once").
+ */
+export function rangeRecordsById(data: SnapshotData, records: Uint32Array, fromSlot: number, toSlot: number, fromId: number, toId: number): void {
   const index = new VpaIndex(data, data.maxKeyLength);
   const words = new Uint32Array(8);
-  for (let i = from; i < to; i++) {
-    const id = order[i]!;
-    const at = RANGE_RECORD_WORDS * i;
-    records.set(vpaHashWords(index.keyOf(id), words), at);
+  for (let slot = fromSlot; slot < toSlot; slot++) {
+    const id = index.idAtSlot(slot);
+    if (id >= 0) records.set(vpaHashWords(index.keyAtSlot(slot), words), RANGE_RECORD_WORDS * id);
+  }
+  for (let id = fromId; id < toId; id++) {
+    const at = RANGE_RECORD_WORDS * id;
     const cluster = data.vpaCluster[id]!;
     records[at + RECORD_FIELDS] = packRecordFields(data.riskCategory[id]!, data.confidence[id]!, cluster !== NO_CLUSTER);
     records[at + RECORD_CLUSTER] = cluster === NO_CLUSTER ? 0 : data.clusterNumber[cluster]!;
   }
 }
 
+/**
+ * The hash order of `count` range records laid out by id
+ * (rangeRecordsById): the ids bucketed by range, then ordered by head
+ * within each; and the records moved, in place, to their positions in
+ * that order, so that no second array of records is needed.
+ */
+export function orderRecords(snapshotId: string, count: number, records: Uint32Array): HashOrder {
+  const starts = sharedArray(Uint32Array, RANGES + 1);
+  for (let id = 0; id < count; id++) starts[rangeOf(records[RANGE_RECORD_WORDS * id]!) + 1]!++;
+  let largest = 0;
+  for (let r = 0; r < RANGES; r++) {
+    if (starts[r + 1]! > largest) largest = starts[r + 1]!;
+    starts[r + 1]! += starts[r]!;
+  }
+  const order = sharedArray(Uint32Array, count);
+  // Each id's head beside it in bucket order, so that sorting a range reads
+  // its neighbours rather than records at random ids.
+  const his = new Uint32Array(count);
+  const los = new Uint32Array(count);
+  const next = starts.slice(0, RANGES);
+  for (let id = 0; id < count; id++) {
+    const hi = records[RANGE_RECORD_WORDS * id]!;
+    const at = next[rangeOf(hi)]!++;
+    order[at] = id;
+    his[at] = hi;
+    los[at] = records[RANGE_RECORD_WORDS * id + 1]!;
+  }
+  // Each range is a handful of ids: insertion sort by head.
+  for (let r = 0; r < RANGES; r++) {
+    const first = starts[r]!;
+    const end = starts[r + 1]!;
+    for (let i = first + 1; i < end; i++) {
+      const id = order[i]!;
+      const hi = his[i]!;
+      const lo = los[i]!;
+      let j = i - 1;
+      while (j >= first && (his[j]! > hi || (his[j] === hi && los[j]! > lo))) {
+        order[j + 1] = order[j]!;
+        his[j + 1] = his[j]!;
+        los[j + 1] = los[j]!;
+        j--;
+      }
+      order[j + 1] = id;
+      his[j + 1] = hi;
+      los[j + 1] = lo;
+    }
+  }
+  permuteRecords(records, order);
+  return { snapshotId, starts, order, largest };
+}
+
+/**
+ * Put at each position p the record that was at id order[p], in place:
+ * each cycle of the permutation is followed once, its first record held
+ * aside, every other moved straight from where the next one reads it.
+ */
+function permuteRecords(records: Uint32Array, order: Uint32Array): void {
+  const moved = new Uint8Array((order.length + 7) >>> 3);
+  const held = new Uint32Array(RANGE_RECORD_WORDS);
+  for (let start = 0; start < order.length; start++) {
+    if ((moved[start >>> 3]! & (1 << (start & 7))) !== 0 || order[start] === start) continue;
+    held.set(records.subarray(RANGE_RECORD_WORDS * start, RANGE_RECORD_WORDS * (start + 1)));
+    for (let p = start; ; ) {
+      moved[p >>> 3]! |= 1 << (p & 7);
+      const from = order[p]!;
+      if (from === start) {
+        records.set(held, RANGE_RECORD_WORDS * p);
+        break;
+      }
+      records.copyWithin(RANGE_RECORD_WORDS * p, RANGE_RECORD_WORDS * from, RANGE_RECORD_WORDS * (from + 1));
+      p = from;
+    }
+  }
+}
+
 /** A snapshot's ranges made on this thread, as hashRangesOffThread makes them on others (for tests and benches). */
 export function hashRangesHere(data: SnapshotData): HashRanges {
   const count = data.meta.vpaCount;
-  const heads = { hi: new Uint32Array(count), lo: new Uint32Array(count) };
-  hashHeads(data, heads);
-  const order = orderFromHeads(data.meta.id, count, heads);
   const records = sharedArray(Uint32Array, RANGE_RECORD_WORDS * count);
-  rangeRecordsOf(data, order.order, records);
-  return { ...order, records };
+  rangeRecordsById(data, records, 0, new VpaIndex(data).capacity, 0, count);
+  return { ...orderRecords(data.meta.id, count, records), records };
 }
 
 function compareHeads(heads: VpaHashHeads, a: number, b: number): number {
@@ -261,35 +314,36 @@ export function firstInRange(delta: DeltaHashes, range: number): number {
 }
 
 /**
- * What a hash-ranges worker does (hash-ranges-worker.ts): hash ids [from,
- * to) into `heads`, order the hashed ids into ranges, or write the range
- * records of positions [from, to) of the order.
+ * What a hash-ranges worker does (hash-ranges-worker.ts): write a part of
+ * the range records by id (rangeRecordsById), or order all of them.
  */
 export type HashRangesTask =
-  | { readonly kind: 'heads'; readonly data: SnapshotData; readonly heads: VpaHashHeads; readonly from: number; readonly to: number }
-  | { readonly kind: 'order'; readonly snapshotId: string; readonly count: number; readonly heads: VpaHashHeads }
-  | { readonly kind: 'records'; readonly data: SnapshotData; readonly order: Uint32Array; readonly records: Uint32Array; readonly from: number; readonly to: number };
+  | { readonly kind: 'records'; readonly data: SnapshotData; readonly records: Uint32Array; readonly fromSlot: number; readonly toSlot: number; readonly fromId: number; readonly toId: number }
+  | { readonly kind: 'order'; readonly snapshotId: string; readonly count: number; readonly records: Uint32Array };
 
 const WORKER_URL = new URL('./hash-ranges-worker.js', import.meta.url);
 
 /**
  * A snapshot's ranges and their records, made on `threads` short-lived
  * worker threads (the hashing is split between them), so that no serving
- * or coordinating thread stalls: every VPA is hashed twice, once to order
- * them and once for the records, about 15 s on two threads at 10M
- * (bench/MEASUREMENTS.md, "Range records in hash order").
+ * or coordinating thread stalls: every VPA is hashed once, its record
+ * written by id, and the records then ordered in place on one thread
+ * (bench/MEASUREMENTS.md, "Range records hashed once").
  */
 export async function hashRangesOffThread(data: SnapshotData, threads: number): Promise<HashRanges> {
   const count = data.meta.vpaCount;
-  const heads = { hi: sharedArray(Uint32Array, count), lo: sharedArray(Uint32Array, count) };
-  const slices = Math.max(1, Math.min(threads, Math.ceil(count / 100_000)));
-  const step = Math.ceil(count / slices);
-  const sliced = (task: (from: number, to: number) => HashRangesTask): Promise<unknown> =>
-    Promise.all(Array.from({ length: slices }, (_, i) => runTask<null>(task(i * step, Math.min(count, (i + 1) * step)))));
-  await sliced((from, to) => ({ kind: 'heads', data, heads, from, to }));
-  const order = await runTask<HashOrder>({ kind: 'order', snapshotId: data.meta.id, count, heads });
   const records = sharedArray(Uint32Array, RANGE_RECORD_WORDS * count);
-  await sliced((from, to) => ({ kind: 'records', data, order: order.order, records, from, to }));
+  const slices = Math.max(1, Math.min(threads, Math.ceil(count / 100_000)));
+  const slots = new VpaIndex(data).capacity;
+  const part = (i: number, total: number) => [Math.floor((i * total) / slices), Math.floor(((i + 1) * total) / slices)] as const;
+  await Promise.all(
+    Array.from({ length: slices }, (_, i) => {
+      const [fromSlot, toSlot] = part(i, slots);
+      const [fromId, toId] = part(i, count);
+      return runTask<null>({ kind: 'records', data, records, fromSlot, toSlot, fromId, toId });
+    }),
+  );
+  const order = await runTask<HashOrder>({ kind: 'order', snapshotId: data.meta.id, count, records });
   return { ...order, records };
 }
 

@@ -619,7 +619,20 @@ export class VpaIndex implements KeyIndex {
     if (!Number.isInteger(id) || id < 0 || id >= this.size) {
       throw new RangeError(`no key with id ${id} (size ${this.size})`);
     }
-    const slot = this.vpaSlots[id]!;
+    return this.keyAtSlot(this.vpaSlots[id]!);
+  }
+
+  /**
+   * The id of the key in `slot` (0 to capacity - 1), or -1 for an empty
+   * slot. With keyAtSlot, a scan of every key in slot order: it reads the
+   * table side by side, where keyOf reads it at random.
+   */
+  idAtSlot(slot: number): number {
+    return this.tags[slot] === 0 ? -1 : this.entries[slot * ENTRY_WORDS]! - 1;
+  }
+
+  /** The key in `slot`, one idAtSlot names. */
+  keyAtSlot(slot: number): string {
     const code = this.tags[slot]! & 0xff;
     const e = slot * ENTRY_WORDS + 1;
     if (code <= INLINE_KEY_BYTES + 1) return unpackWords(this.entries, e, code - 1);

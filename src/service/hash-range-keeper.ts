@@ -14,7 +14,7 @@ export interface SnapshotHashes {
 /**
  * Keeps what is served hashed by h(upi) (engine/hash-ranges.ts), on the
  * thread that owns what is served: each snapshot's ranges, made off-thread
- * (about 15 s at 10M, bench/MEASUREMENTS.md "Range records in hash order"),
+ * (about 15 s at 10M, bench/MEASUREMENTS.md "Range records hashed once"),
  * and each state of the delta's hashes, made here as it is handed out
  * (only its new VPAs are hashed). A publication's or another process's
  * snapshot is hashed before it is served (ServedData.beforeServing), while

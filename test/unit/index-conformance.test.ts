@@ -407,6 +407,27 @@ describe('VpaIndex layout', () => {
     assert.equal(homeSlot(0, 14_285_715), 0);
   });
 
+  it('a scan of every slot names each key once, with its id, as keyOf gives it', () => {
+    fc.assert(
+      fc.property(fc.uniqueArray(fc.oneof(fc.constantFrom(...EDGE_KEYS), fc.stringMatching(/^[a-z0-9.]{1,40}@[a-z]{2,12}$/)), { maxLength: 60 }), (keys) => {
+        const { keyBytes, keyOffsets } = encodeKeys(keys);
+        const index = new VpaIndex(buildIndexArrays(keyBytes, keyOffsets, keys.length));
+        const seen = new Map<number, string>();
+        for (let slot = 0; slot < index.capacity; slot++) {
+          const id = index.idAtSlot(slot);
+          if (id < 0) continue;
+          assert.ok(!seen.has(id), `id ${id} in two slots`);
+          seen.set(id, index.keyAtSlot(slot));
+        }
+        assert.deepEqual(
+          [...seen].sort(([a], [b]) => a - b),
+          keys.map((_, id) => [id, index.keyOf(id)]),
+        );
+      }),
+      { numRuns: 200 },
+    );
+  });
+
   it('sizes the table to the fewest slots with load at most MAX_LOAD_FACTOR', () => {
     for (const count of [0, 1, 4, 5, 6, 7, 9, 100, 1000, 5734, 5735, 20_000]) {
       const { keyBytes, keyOffsets } = encodeKeys(keysOf(count));
