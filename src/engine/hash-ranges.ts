@@ -46,8 +46,8 @@ export const recordClustered = (fields: number): boolean => (fields & (1 << 24))
 
 /**
  * A snapshot's hash order with its range records: made off the serving
- * threads (hash-ranges-worker.ts) once the snapshot is served, and shared
- * with them.
+ * threads (hash-ranges-worker.ts), before or after the snapshot's swap
+ * (service/hash-range-keeper.ts says which), and shared with them.
  */
 export interface HashRanges extends HashOrder {
   readonly records: Uint32Array;
