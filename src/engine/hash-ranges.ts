@@ -183,7 +183,7 @@ function permuteRecords(records: Uint32Array, order: Uint32Array): void {
 export function hashRangesHere(data: SnapshotData): HashRanges {
   const count = data.meta.vpaCount;
   const records = sharedArray(Uint32Array, RANGE_RECORD_WORDS * count);
-  rangeRecordsById(data, records, 0, new VpaIndex(data).capacity, 0, count);
+  rangeRecordsById(data, records, 0, data.slotTags.length, 0, count);
   return { ...orderRecords(data.meta.id, count, records), records };
 }
 
@@ -334,7 +334,7 @@ export async function hashRangesOffThread(data: SnapshotData, threads: number): 
   const count = data.meta.vpaCount;
   const records = sharedArray(Uint32Array, RANGE_RECORD_WORDS * count);
   const slices = Math.max(1, Math.min(threads, Math.ceil(count / 100_000)));
-  const slots = new VpaIndex(data).capacity;
+  const slots = data.slotTags.length;
   const part = (i: number, total: number) => [Math.floor((i * total) / slices), Math.floor(((i + 1) * total) / slices)] as const;
   await Promise.all(
     Array.from({ length: slices }, (_, i) => {
