@@ -39,6 +39,8 @@ export interface AuditLog {
   append(entry: AuditEntry, now?: Date): Promise<AuditRecord>;
   /** Up to `limit` records, newest first. */
   recent(limit: number): Promise<AuditRecord[]>;
+  /** Whether any record of `action` on `target` was appended. */
+  holds(action: AuditAction, target: string): Promise<boolean>;
 }
 
 export const MAX_AUDIT_LIMIT = 1000;
@@ -108,6 +110,23 @@ export class FileAuditLog implements AuditLog {
   }
 
   async recent(limit: number): Promise<AuditRecord[]> {
+    const lines = await this.#lines();
+    const out: AuditRecord[] = [];
+    for (let i = lines.length - 1; i >= 0 && out.length < limit; i--) out.push(this.#record(lines, i));
+    return out;
+  }
+
+  async holds(action: AuditAction, target: string): Promise<boolean> {
+    const lines = await this.#lines();
+    for (let i = lines.length - 1; i >= 0; i--) {
+      const record = this.#record(lines, i);
+      if (record.action === action && record.target === target) return true;
+    }
+    return false;
+  }
+
+  /** The file's whole lines, oldest first (none when there is no file). */
+  async #lines(): Promise<string[]> {
     let text: string;
     try {
       text = await readFile(this.#path, 'utf8');
@@ -118,17 +137,17 @@ export class FileAuditLog implements AuditLog {
     const lines = text.split('\n');
     // The piece after the last newline is empty, or a torn write.
     lines.pop();
-    const out: AuditRecord[] = [];
-    for (let i = lines.length - 1; i >= 0 && out.length < limit; i--) {
-      const fail = (why: string) => new AdminStateError(`audit log ${this.#path}, line ${i + 1}: ${why}`);
-      let parsed: unknown;
-      try {
-        parsed = JSON.parse(lines[i]!);
-      } catch {
-        throw fail('not JSON');
-      }
-      out.push(readAuditRecord(parsed, fail));
+    return lines;
+  }
+
+  #record(lines: readonly string[], i: number): AuditRecord {
+    const fail = (why: string) => new AdminStateError(`audit log ${this.#path}, line ${i + 1}: ${why}`);
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(lines[i]!);
+    } catch {
+      throw fail('not JSON');
     }
-    return out;
+    return readAuditRecord(parsed, fail);
   }
 }

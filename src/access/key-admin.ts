@@ -29,7 +29,7 @@ export const PLAN_NAME_PATTERN = /^[A-Za-z0-9_.-]{1,64}$/;
  * stored. A change whose audit entry cannot be written is undone and the
  * failure thrown (nothing changed, nothing to audit), except a revocation:
  * a key revoked stays revoked, and the failure is thrown for the caller's
- * log.
+ * log. Revoking it again then writes the entry that is missing.
  */
 export class KeyAdmin {
   readonly #backend: KeyBackend;
@@ -90,6 +90,10 @@ export class KeyAdmin {
       return changed ? { ...current, revoked_at: now.toISOString() } : current;
     });
     if (changed) await this.#record(context, 'key.revoked', id, {}, now);
+    // A revocation whose entry the audit log could not take: recorded now, with when it took effect.
+    else if (updated.revoked_at !== null && this.#audit !== null && !(await this.#audit.holds('key.revoked', id))) {
+      await this.#record(context, 'key.revoked', id, { revoked_at: updated.revoked_at, recorded_late: true }, now);
+    }
     return visible(updated);
   }
 

@@ -1,4 +1,5 @@
 import type pg from 'pg';
+import type { AuditAction } from '../access/audit-actions.js';
 import { auditRecord, readAuditRecord, type AuditEntry, type AuditLog, type AuditRecord } from '../access/audit-log.js';
 import { StoreError, ErrorCode } from '../common/errors.js';
 import { storeError, type StoreLocation } from './postgres.js';
@@ -31,5 +32,14 @@ export class PostgresAuditLog implements AuditLog {
       throw storeError(this.#location, error);
     }
     return rows.map((row) => readAuditRecord(row.record, (why) => new StoreError(ErrorCode.STORE_DATA, `audit record ${row.position}: ${why}`)));
+  }
+
+  async holds(action: AuditAction, target: string): Promise<boolean> {
+    try {
+      const { rows } = await this.#pool.query("SELECT 1 FROM audit_records WHERE record->>'action' = $1 AND record->>'target' = $2 LIMIT 1", [action, target]);
+      return rows.length > 0;
+    } catch (error) {
+      throw storeError(this.#location, error);
+    }
   }
 }

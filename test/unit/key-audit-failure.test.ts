@@ -10,7 +10,8 @@ import { tempDataDir } from '../helpers.js';
 // Every key change is in the audit log. One whose entry cannot be written
 // (a full disk, the store down) is undone and the failure thrown: no key
 // active that nobody was given, no holder locked out by a rotation whose
-// new secret never reached anyone. A revocation stands all the same.
+// new secret never reached anyone. A revocation stands all the same, and
+// revoking the key again writes the entry that is missing.
 
 test('a key change the audit log cannot take is undone, but a revocation stands', async () => {
   const { root, cleanup } = await tempDataDir();
@@ -21,6 +22,7 @@ test('a key change the audit log cannot take is undone, but a revocation stands'
     const audit: AuditLog = {
       append: (entry: AuditEntry, now?: Date) => (failing ? Promise.reject(new Error('no space left on device')) : written.append(entry, now)),
       recent: (limit) => written.recent(limit),
+      holds: (action, target) => written.holds(action, target),
     };
     const admin = new KeyAdmin(backend, audit);
     const { key, record } = await admin.create({ name: 'bank', plan: 'default' });
@@ -42,6 +44,15 @@ test('a key change the audit log cannot take is undone, but a revocation stands'
       ['key.created'],
       'the audit log holds what stands, but for the revocation it could not take',
     );
+
+    // Revoking again once the log takes entries writes the one missing, with when the revocation took effect; once.
+    const revokedAt = (await backend.read())[0]!.revoked_at;
+    await admin.revoke(record.id);
+    await admin.revoke(record.id);
+    const entries = await written.recent(10);
+    assert.deepEqual(entries.map((r) => r.action), ['key.revoked', 'key.created']);
+    assert.deepEqual(entries[0]!.details, { revoked_at: revokedAt, recorded_late: true });
+    assert.equal((await backend.read())[0]!.revoked_at, revokedAt, 'the revocation keeps its time');
   } finally {
     await cleanup();
   }
