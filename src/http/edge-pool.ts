@@ -1,9 +1,9 @@
 import { MessageChannel, Worker } from 'node:worker_threads';
-import { lookup } from 'node:dns/promises';
 import { createServer, type AddressInfo } from 'node:net';
 import type { Logger } from '../common/logger.js';
 import { ErrorCode, ServingError } from '../common/errors.js';
 import { askThread } from './thread-ask.js';
+import { refuseTakenPort } from './port-claim.js';
 import type { KeyRegistry } from '../access/key-registry.js';
 import type { Quota } from '../access/quota.js';
 import { serveQuota } from '../access/remote-quota.js';
@@ -328,37 +328,6 @@ export async function freePort(host: string): Promise<number> {
   const { port } = server.address() as AddressInfo;
   await new Promise((resolve) => server.close(resolve));
   return port;
-}
-
-/**
- * Fail with ERR_LISTEN when another process listens on `port`. The serving
- * threads bind with SO_REUSEPORT, so beside another server doing the same
- * (another `serve` of another data directory, a follower) they would not
- * fail: the kernel would split the traffic between two servers. A probe
- * without SO_REUSEPORT cannot bind there. It is released before the threads
- * bind; a server started in between is not caught, nor one started while
- * every serving thread is being replaced at once.
- */
-export async function refuseTakenPort(host: string, port: number): Promise<void> {
-  const probe = createServer();
-  const address = await addressBoundFor(host);
-  try {
-    await new Promise<void>((resolve, reject) => probe.listen({ port, host: address, exclusive: true }, resolve).once('error', reject));
-  } catch (error) {
-    const reason = (error as NodeJS.ErrnoException).code === 'EADDRINUSE' ? 'another process listens there' : (error as Error).message;
-    throw new ServingError(ErrorCode.LISTEN, `cannot listen on ${host}:${port}: ${reason}`);
-  }
-  await new Promise((resolve) => probe.close(resolve));
-}
-
-/**
- * The address the serving threads bind for `host`: uSockets binds the first
- * IPv6 address a name resolves to, else the first IPv4 one. A name that
- * does not resolve is left to fail as the threads would.
- */
-async function addressBoundFor(host: string): Promise<string> {
-  const found = await lookup(host, { all: true, verbatim: true }).catch(() => []);
-  return (found.find((a) => a.family === 6) ?? found[0])?.address ?? host;
 }
 
 async function listenOn(worker: Worker, port: number): Promise<number> {

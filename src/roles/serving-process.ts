@@ -20,7 +20,8 @@ import { DisputeService } from '../corrections/disputes.js';
 import type { DeltaData } from '../engine/delta-data.js';
 import { ServiceMetrics } from '../http/metrics.js';
 import { checkTlsFiles, createTlsApp, ensureSelfSignedCertificate, type TlsFiles } from '../http/tls.js';
-import { EdgePool, refuseTakenPort } from '../http/edge-pool.js';
+import { EdgePool } from '../http/edge-pool.js';
+import { claimPort } from '../http/port-claim.js';
 import { HashRangeKeeper } from '../service/hash-range-keeper.js';
 import { MirrorKeeper } from '../service/mirror-keeper.js';
 import { loadMirrorKey } from '../mirror/signing-key.js';
@@ -153,8 +154,8 @@ export async function runServer(options: ServeOptions, mode: ServingMode): Promi
 /** The server's life: started, served until stopped, and everything closed; resolves to the exit status. */
 async function serveUntilStopped(options: ServeOptions, mode: ServingMode, logger: Logger, plans: PlansConfig, givenTls: TlsFiles | null): Promise<number> {
   const { dir, host, threads } = options;
-  // A port another process listens on fails now, not after the snapshot is loaded (EdgePool tries again before binding).
-  if (options.port !== 0) await refuseTakenPort(host, options.port);
+  // A port another process listens on or claims fails now, not after the snapshot is loaded (EdgePool probes again before binding).
+  if (options.port !== 0) await claimPort(host, options.port);
   const tls = givenTls ?? (await generatedTls(options, logger));
   const missingTunables = missingGlibcTunables(process.env.GLIBC_TUNABLES, runsOnGlibc());
   if (missingTunables.length > 0) {

@@ -3,15 +3,21 @@ import assert from 'node:assert/strict';
 import { lookup } from 'node:dns/promises';
 import { access } from 'node:fs/promises';
 import { createServer } from 'node:net';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { ErrorCode } from '../../src/common/errors.js';
 import { evidence, ingest, tempDataDir } from '../helpers.js';
 import { GENEROUS_PLANS, serveExpectingRefusal, startServer, type RefusedServe } from '../server-process.js';
+import { freePort } from '../private-services.js';
 
 // A serve asked for a port another process listens on refuses with
 // ERR_LISTEN. The serving threads bind with SO_REUSEPORT, so beside another
 // server doing the same (a serve of another data directory, a follower)
 // they would otherwise listen too, and the kernel would split the traffic
-// between two servers answering from different data.
+// between two servers answering from different data. A serve first claims
+// the port for its life, so of two started in the same instant one listens.
 
 const exists = (path: string) => access(path).then(() => true, () => false);
 
@@ -77,6 +83,29 @@ test('a serve on a port held by any other program refuses', { timeout: 120_000 }
     assertRefused(await serveOn(t.dir.root, address.port), address.port);
   } finally {
     await new Promise((resolve) => holder.close(resolve));
+    await t.cleanup();
+  }
+});
+
+test('a serve on a port another serve has claimed, not yet listening there, refuses', { timeout: 120_000 }, async () => {
+  const t = await tempDataDir();
+  const port = await freePort();
+  // The claim a serve takes first of all, held by another process that never listens: two serves started in the same
+  // instant both find the port free, and the claim decides between them.
+  const claim = `import(${JSON.stringify(pathToFileURL(resolve('dist/src/http/port-claim.js')).href)}).then((m) => m.claimPort('127.0.0.1', ${port})).then(() => { console.log('claimed'); setInterval(() => {}, 1000); })`;
+  const holder = spawn(process.execPath, ['-e', claim], { stdio: ['ignore', 'pipe', 'inherit'] });
+  try {
+    await ingest(t.dir, t.root, [evidence('first@ybl', 'https://first.example')]);
+    const [chunk] = (await once(holder.stdout!, 'data')) as [Buffer];
+    assert.equal(chunk.toString().trim(), 'claimed');
+    assertRefused(await serveOn(t.dir.root, port), port);
+    holder.kill('SIGKILL');
+    await once(holder, 'close');
+    // The kernel let the claim go with the process that held it.
+    const after = await serveOn(t.dir.root, port);
+    assert.equal(after.listened, true, after.stderr);
+  } finally {
+    holder.kill('SIGKILL');
     await t.cleanup();
   }
 });
