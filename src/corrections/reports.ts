@@ -40,62 +40,71 @@ export class Reports {
    * Receive a report. With an Idempotency-Key, a retry (same key, same
    * report) is answered as the first was, and nothing more is stored or
    * opened; the same Idempotency-Key with another report is refused (422).
+   *
+   * The report is stored before its dispute is opened, so the key is taken
+   * first: of two reports sent at once under one key, the one refused has
+   * opened nothing. A try that stopped between the two (a crash, a store
+   * that failed) leaves the report without its dispute, and the caller's
+   * retry opens it.
    */
   async create(key: KeyRecord, body: unknown, idempotencyKey: string | null = null): Promise<AdminAnswer> {
     const now = this.#c.now();
     const input = reportInput(body, now);
     if (idempotencyKey !== null) {
       const earlier = await this.#c.store.reportByIdempotencyKey(key.id, idempotencyKey);
-      if (earlier !== null) return receivedAgain(earlier, input, idempotencyKey);
-    }
-    const id = newReportId(now);
-    const createdAt = new Date(now).toISOString();
-    let disputeId: string | null = null;
-    let opened = false;
-    if (input.outcome === 'false_positive' && this.#c.served.view.batchItem(input.upi).status === 'FLAGGED') {
-      // Opened (or joined) before the report is stored: a crash between leaves a dispute, and the caller's retry joins it.
-      const dispute: Dispute = {
-        id: newDisputeId(now),
-        owner: key.id,
-        upi: input.upi,
-        status: 'OPEN',
-        reason: 'not_fraud',
-        details: openedBy(id),
-        reference: input.reference,
-        created_at: createdAt,
-        resolved_at: null,
-        resolved_by: null,
-        resolution_note: null,
-        clearance_id: null,
-        retracted: null,
-      };
-      disputeId = (await this.#c.store.openDispute(dispute)).id;
-      opened = disputeId === dispute.id;
+      if (earlier !== null) return this.#receivedAgain(earlier, input, idempotencyKey);
     }
     const report: Report = {
-      id,
+      id: newReportId(now),
       owner: key.id,
       ...input,
-      created_at: createdAt,
+      created_at: new Date(now).toISOString(),
       status: 'RECEIVED',
-      dispute_id: disputeId,
+      dispute_id: null,
       decided_at: null,
       decided_by: null,
       decision_note: null,
       evidence_id: null,
     };
     const stored = await this.#c.store.addReport(report, idempotencyKey);
-    if (stored.id === id) return received(id);
-    // Another report under the key stored at the same moment (a caller's mistake): refused, and a dispute this one
-    // opened stays open for the analysts, naming a report never stored.
-    const again = receivedAgain(stored, input, idempotencyKey!);
-    // A try of this report sent at the same time stored first: the dispute this one opened names that report, and it names the dispute.
-    if (opened && disputeId !== null) {
-      const named = disputeId;
-      await this.#c.store.changeDispute(named, (d) => Promise.resolve(d.details === openedBy(id) ? { ...d, details: openedBy(stored.id) } : d));
-      if (stored.dispute_id === null) await this.#c.store.changeReport(stored.id, (r) => Promise.resolve(r.dispute_id === null ? { ...r, dispute_id: named } : r));
-    }
-    return again;
+    // Another try under the key stored first: answered as that one is, if it is this report.
+    if (stored.id !== report.id) return this.#receivedAgain(stored, input, idempotencyKey!);
+    await this.#openDispute(stored);
+    return received(stored.id);
+  }
+
+  /** The answer to a retry of the report stored with `idempotencyKey` (the first answer, for the same report only), its dispute opened if the first try did not get to it. */
+  async #receivedAgain(stored: Report, input: ReportInput, idempotencyKey: string): Promise<AdminAnswer> {
+    const answer = receivedAgain(stored, input, idempotencyKey);
+    await this.#openDispute(stored);
+    return answer;
+  }
+
+  /**
+   * A received false_positive report of a FLAGGED VPA opens its owner's
+   * dispute of the VPA, or joins the one open, and names it. Nothing for
+   * another report, nor for one that names its dispute already.
+   */
+  async #openDispute(report: Report): Promise<void> {
+    if (report.outcome !== 'false_positive' || report.status !== 'RECEIVED' || report.dispute_id !== null) return;
+    if (this.#c.served.view.batchItem(report.upi).status !== 'FLAGGED') return;
+    const dispute: Dispute = {
+      id: newDisputeId(this.#c.now()),
+      owner: report.owner,
+      upi: report.upi,
+      status: 'OPEN',
+      reason: 'not_fraud',
+      details: openedBy(report.id),
+      reference: report.reference,
+      created_at: new Date(this.#c.now()).toISOString(),
+      resolved_at: null,
+      resolved_by: null,
+      resolution_note: null,
+      clearance_id: null,
+      retracted: null,
+    };
+    const named = (await this.#c.store.openDispute(dispute)).id;
+    await this.#c.store.changeReport(report.id, (r) => Promise.resolve(r.dispute_id === null ? { ...r, dispute_id: named } : r));
   }
 
   async list(status: string | null, cursor: string | null, limit: number): Promise<AdminAnswer> {

@@ -326,31 +326,8 @@ test('a report retried with its Idempotency-Key is answered as the first and sto
   }
 });
 
-test('two tries of one report at once, the one that opened the dispute storing second: the dispute names the report stored', async () => {
-  // The first try's report is held back until the second's is stored.
-  let holdFirst: Promise<void> | null = null;
-  let releaseFirst = () => {};
-  const d = await disputes(undefined, (store): DisputeStore => ({
-    openDispute: (dispute) => store.openDispute(dispute),
-    dispute: (id) => store.dispute(id),
-    disputes: (filter, cursor, limit) => store.disputes(filter, cursor, limit),
-    changeDispute: (id, change) => store.changeDispute(id, change),
-    addReport: async (report, key) => {
-      if (holdFirst !== null) {
-        const stored = await store.addReport(report, key);
-        releaseFirst();
-        return stored;
-      }
-      holdFirst = new Promise<void>((resolve) => (releaseFirst = resolve));
-      await holdFirst;
-      return store.addReport(report, key);
-    },
-    reportByIdempotencyKey: (owner, key) => store.reportByIdempotencyKey(owner, key),
-    report: (id) => store.report(id),
-    reports: (filter, cursor, limit) => store.reports(filter, cursor, limit),
-    changeReport: (id, change) => store.changeReport(id, change),
-    close: () => store.close(),
-  }));
+test('two tries of one report at once, the first storing second: one report, and its dispute names it', async () => {
+  const d = await disputes(undefined, firstReportStoredSecond);
   try {
     const body = { upi: 'flagged@ybl', outcome: 'false_positive' };
     const tries = await Promise.all([1, 2].map(() => d.ask({ op: 'report.create', key: BANK, body, idempotencyKey: 'same-report' })));
@@ -361,6 +338,85 @@ test('two tries of one report at once, the one that opened the dispute storing s
     assert.equal(stored!.id, tries[0]!.body.id);
     assert.equal(stored!.dispute_id, opened!.id);
     assert.equal(opened!.details, `opened by false_positive report ${String(stored!.id)}`);
+  } finally {
+    await d.close();
+  }
+});
+
+/** A store whose `addReport` holds the first report back until the second is stored. */
+function firstReportStoredSecond(store: DisputeStore): DisputeStore {
+  let holdFirst: Promise<void> | null = null;
+  let releaseFirst = () => {};
+  return {
+    ...delegate(store),
+    addReport: async (report, key) => {
+      if (holdFirst !== null) {
+        const stored = await store.addReport(report, key);
+        releaseFirst();
+        return stored;
+      }
+      holdFirst = new Promise<void>((resolve) => (releaseFirst = resolve));
+      await holdFirst;
+      return store.addReport(report, key);
+    },
+  };
+}
+
+/** Every method of `store`, bound (a spread of a class instance copies none). */
+function delegate(store: DisputeStore): DisputeStore {
+  return {
+    openDispute: (dispute) => store.openDispute(dispute),
+    dispute: (id) => store.dispute(id),
+    disputes: (filter, cursor, limit) => store.disputes(filter, cursor, limit),
+    changeDispute: (id, change) => store.changeDispute(id, change),
+    addReport: (report, key) => store.addReport(report, key),
+    reportByIdempotencyKey: (owner, key) => store.reportByIdempotencyKey(owner, key),
+    report: (id) => store.report(id),
+    reports: (filter, cursor, limit) => store.reports(filter, cursor, limit),
+    changeReport: (id, change) => store.changeReport(id, change),
+    close: () => store.close(),
+  };
+}
+
+test('two different reports at once under one Idempotency-Key: the one refused opened no dispute', async () => {
+  const d = await disputes(undefined, firstReportStoredSecond);
+  try {
+    const send = (reference: string) => d.ask({ op: 'report.create', key: BANK, body: { upi: 'flagged@ybl', outcome: 'false_positive', reference }, idempotencyKey: 'one-key' });
+    const [refused, taken] = await Promise.all([send('PAY-1'), send('PAY-2')]);
+    assert.deepEqual([refused!.status, refused!.body.error], [422, 'validation_error']);
+    assert.equal(taken!.status, 202);
+    const reports = (await d.ask({ op: 'report.list', key: ANALYST, status: null, cursor: null, limit: 10 })).body.reports as Body[];
+    const opened = (await d.ask({ op: 'dispute.list', key: BANK, cursor: null, limit: 10 })).body.disputes as Body[];
+    assert.deepEqual(reports.map((r) => [r.id, r.reference]), [[taken!.body.id, 'PAY-2']]);
+    assert.deepEqual(opened.map((o) => o.details), [`opened by false_positive report ${String(taken!.body.id)}`], 'no dispute names the report refused');
+    assert.equal(reports[0]!.dispute_id, (await d.all())[0]!.id);
+  } finally {
+    await d.close();
+  }
+});
+
+test("a retry of a false_positive report whose first try stopped before its dispute opens the dispute, once", async () => {
+  let failing = true;
+  const d = await disputes(undefined, (store) => ({
+    ...delegate(store),
+    openDispute: (dispute) => (failing ? Promise.reject(new Error('the store went away')) : store.openDispute(dispute)),
+  }));
+  try {
+    const send = () => d.ask({ op: 'report.create', key: BANK, body: { upi: 'flagged@ybl', outcome: 'false_positive' }, idempotencyKey: 'after-a-crash' });
+    const failed = await send();
+    assert.ok(failed.status >= 500, `a failed store is a server error, not ${failed.status}`);
+    const [stored] = (await d.ask({ op: 'report.list', key: ANALYST, status: null, cursor: null, limit: 10 })).body.reports as Body[];
+    assert.equal(stored!.dispute_id, null, 'stored, its dispute not opened');
+    assert.deepEqual(await d.all(), []);
+
+    failing = false;
+    const retried = await send();
+    assert.deepEqual(retried, { status: 202, body: { id: stored!.id, status: 'RECEIVED' } });
+    assert.equal((await send()).status, 202);
+    const opened = await d.all();
+    assert.deepEqual(opened.map((o) => o.details), [`opened by false_positive report ${String(stored!.id)}`]);
+    const [linked] = (await d.ask({ op: 'report.list', key: ANALYST, status: null, cursor: null, limit: 10 })).body.reports as Body[];
+    assert.equal(linked!.dispute_id, opened[0]!.id);
   } finally {
     await d.close();
   }
