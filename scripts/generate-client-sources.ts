@@ -58,6 +58,8 @@ const CLIENT_COMPONENTS: Readonly<Record<string, string>> = {
   ReportCreateRequest: 'ReportCreateRequest',
   ReportReceipt: 'ReportReceipt',
   DataVersion: 'DataVersion',
+  AnswerHistory: 'AnswerHistory',
+  AnswerChange: 'AnswerChange',
 };
 
 /**

@@ -84,7 +84,10 @@ export type DisputeRequest =
  * A read of the record of what was served (docs/api.md, Data versions):
  * `version` as the path carried it, percent-decoded, checked there.
  */
-export type HistoryRequest = { readonly op: 'data-version.get'; readonly key: KeyRecord; readonly version: string };
+export type HistoryRequest =
+  | { readonly op: 'data-version.get'; readonly key: KeyRecord; readonly version: string }
+  /** `upi` as the caller sent it, checked to be a VPA. */
+  | { readonly op: 'answer-history.get'; readonly key: KeyRecord; readonly upi: string };
 
 /** The admin requests of keys, sessions, the audit log and the figures. */
 export type KeyAdminRequest = Exclude<AdminRequest, WatchRequest | CorrectionRequest | DisputeRequest | HistoryRequest>;
@@ -104,7 +107,7 @@ export function isDisputeRequest(request: AdminRequest): request is DisputeReque
 
 /** Whether a request reads the record of what was served (HistoryRequest). */
 export function isHistoryRequest(request: AdminRequest): request is HistoryRequest {
-  return request.op === 'data-version.get';
+  return request.op === 'data-version.get' || request.op === 'answer-history.get';
 }
 
 /** A console session that stands, as a serving thread needs it. */

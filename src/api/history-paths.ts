@@ -1,6 +1,6 @@
-import { Type, type TSchema } from '@sinclair/typebox';
+import { Type, type Static, type TSchema } from '@sinclair/typebox';
 import type { DocumentParts } from './openapi-parts.js';
-import { Nullable, Timestamp, strict } from './schemas.js';
+import { ClusterIdText, Confidence, Nullable, RiskCategorySchema, Status, Timestamp, VPA_PATTERN, strict } from './schemas.js';
 
 /**
  * The record of what was served (docs/api.md, "Data versions"): its JSON
@@ -18,12 +18,56 @@ export const DataVersionSchema = strict(
   'When a data version was served, and what it held',
 );
 
-export const HISTORY_SCHEMAS: Readonly<Record<string, TSchema>> = { DataVersion: DataVersionSchema };
+/** Why a VPA's answer changed (GET /v1/verify/upi/history; history/answer-changes.ts says when each applies). */
+export const CHANGE_CAUSES = ['evidence', 'retraction', 'clearance', 'clearance_ended', 'expiry', 'compaction'] as const;
+export type ChangeCause = (typeof CHANGE_CAUSES)[number];
+
+export const AnswerChangeSchema = strict(
+  {
+    at: Type.String({ format: 'date-time', description: 'When the state that made the change began to be served' }),
+    data_version: Type.String({ description: 'That state, as X-Data-Version named it (GET /v1/data-versions/{version})' }),
+    status: Status,
+    risk_category: Nullable(RiskCategorySchema),
+    confidence: Nullable(Confidence),
+    cluster_id: Nullable(ClusterIdText),
+    cause: Type.Union(CHANGE_CAUSES.map((c) => Type.Literal(c)), { description: 'Why the answer changed' }),
+  },
+  'AnswerChange',
+  "A change of a VPA's status, risk category, confidence band or cluster",
+);
+
+/** A change as the history answers it. */
+export type ChangeEntry = Static<typeof AnswerChangeSchema>;
+
+export const AnswerHistorySchema = strict(
+  {
+    upi: Type.String({ description: 'The queried VPA, echoed' }),
+    changes: Type.Array(AnswerChangeSchema, { description: 'Oldest first, within the history kept (serve --history-days)' }),
+  },
+  'AnswerHistory',
+  "How a VPA's answer changed",
+);
+
+export const HISTORY_SCHEMAS: Readonly<Record<string, TSchema>> = { DataVersion: DataVersionSchema, AnswerChange: AnswerChangeSchema, AnswerHistory: AnswerHistorySchema };
 
 export const HISTORY_TAGS = [{ name: 'History', description: 'What the service served, and when (a key with the screen scope)' }];
 
 export function historyPaths({ ref, ok, error, common }: DocumentParts): Record<string, unknown> {
   return {
+    '/v1/verify/upi/history': {
+      get: {
+        operationId: 'getAnswerHistory',
+        tags: ['History'],
+        summary: "Every change of a VPA's status, risk category, confidence band or cluster, with the data version that first served it and why",
+        description: 'A VPA never seen answers 200 with no changes. Kept by a server of a data directory; a fleet follower answers 503.',
+        parameters: [{ name: 'upi', in: 'query', required: true, schema: { type: 'string', pattern: VPA_PATTERN } }],
+        responses: {
+          ...ok("The VPA's changes", ref('AnswerHistory')),
+          ...common,
+          '503': error('service_unavailable: the history of answers is not kept here, or cannot be read'),
+        },
+      },
+    },
     '/v1/data-versions/{version}': {
       get: {
         operationId: 'getDataVersion',

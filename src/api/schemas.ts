@@ -43,7 +43,7 @@ export const SourceCategorySchema = Type.Union(
 export const Vpa = Type.String({ pattern: VPA_PATTERN, maxLength: MAX_VPA_LENGTH, description: 'handle@provider' });
 export const ClusterIdText = Type.String({ pattern: '^MC-[0-9]+$' });
 export const Confidence = Type.Number({ minimum: 0, maximum: 1 });
-const Status = Type.Union([Type.Literal('FLAGGED'), Type.Literal('CLEARED')]);
+export const Status = Type.Union([Type.Literal('FLAGGED'), Type.Literal('CLEARED')]);
 export const Count = Type.Integer({ minimum: 0 });
 
 export const SourceSchema = Type.Object(

@@ -20,7 +20,8 @@ import { join, resolve } from 'node:path';
  *                (serve.lock) and the build running (build.lock)
  *   history/     what was served and when: every data version with the time
  *                it began to be served (versions.bin), so that a version read
- *                from a screening record is resolved later
+ *                from a screening record is resolved later; and how each
+ *                VPA's answer changed (changes.log)
  */
 export interface DataDir {
   readonly root: string;
@@ -38,6 +39,8 @@ export interface DataDir {
   readonly mirror: string;
   /** The record of the data versions served (history/version-journal.ts). */
   readonly versions: string;
+  /** The history of each VPA's answer (history/change-log.ts). */
+  readonly answerChanges: string;
 }
 
 export const DEFAULT_DATA_DIR = 'var/data';
@@ -55,5 +58,6 @@ export function dataDir(root: string = process.env.UPI_RISK_DATA_DIR ?? DEFAULT_
     carry: join(absolute, 'state', 'carry'),
     mirror: join(absolute, 'mirror'),
     versions: join(absolute, 'history', 'versions.bin'),
+    answerChanges: join(absolute, 'history', 'changes.log'),
   };
 }

@@ -1,9 +1,10 @@
-import { mkdir, open, rename, unlink, type FileHandle } from 'node:fs/promises';
+import { open, rename, unlink, type FileHandle } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { crc32 } from 'node:zlib';
 import { syncDirectory, tempFileName } from '../common/atomic-file.js';
 import { HistoryError } from '../common/errors.js';
 import { silentLogger, type Logger } from '../common/logger.js';
+import { openHistoryFile } from './history-file.js';
 import { dataVersionRecord, unavailableVersions, type DataVersionRecord, type ServedState, type ServedVersions } from './served-versions.js';
 
 /**
@@ -81,23 +82,12 @@ export class VersionJournal implements ServedVersions {
    * this service wrote whole. With `keepMs`, states that ended longer ago
    * are dropped, now and once a day (see above).
    */
-  static async open(path: string, logger: Logger = silentLogger, keepMs?: number): Promise<VersionJournal> {
-    let handle: FileHandle;
-    try {
-      await mkdir(dirname(path), { recursive: true });
-      handle = await open(path, 'a+');
-    } catch (error) {
-      throw new HistoryError(`cannot open ${path}: ${(error as Error).message}`, { cause: error });
-    }
-    try {
-      const scan = await scanJournal(handle, path);
-      const journal = new VersionJournal(path, logger, handle, scan);
+  static open(path: string, logger: Logger = silentLogger, keepMs?: number): Promise<VersionJournal> {
+    return openHistoryFile(path, async (handle) => {
+      const journal = new VersionJournal(path, logger, handle, await scanJournal(handle, path));
       if (keepMs !== undefined) journal.#keep(keepMs);
       return journal;
-    } catch (error) {
-      await handle.close();
-      throw error instanceof HistoryError ? error : new HistoryError(`cannot read ${path}: ${(error as Error).message}`, { cause: error });
-    }
+    });
   }
 
   get unavailable(): string | null {
@@ -106,6 +96,11 @@ export class VersionJournal implements ServedVersions {
 
   get highestPosition(): number {
     return this.#serial;
+  }
+
+  /** The time of the last record, epoch ms (0: none): a state recorded as served after it never was. */
+  get lastAt(): number {
+    return this.#lastAt;
   }
 
   /** Records in the file. */

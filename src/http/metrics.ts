@@ -16,7 +16,7 @@ const GC_KINDS = new Map<number, string>([
 ]);
 
 /** The main thread's gauges whose values are read at each scrape from a function set later. */
-type ScrapeReader = 'residentBytes' | 'memoryLimit' | 'leanCompactions' | 'carriedBytes' | 'carriedDiskBytes' | 'reusableBytes' | 'replacedSnapshots' | 'buildThreads' | 'deltaVpas' | 'deltaItems' | 'deltaBytes' | 'deltaAge' | 'sinceCompaction' | 'storeConnected' | 'sinceCaughtUp' | 'versionsRecorded' | 'hashRangesBytes';
+type ScrapeReader = 'residentBytes' | 'memoryLimit' | 'leanCompactions' | 'carriedBytes' | 'carriedDiskBytes' | 'reusableBytes' | 'replacedSnapshots' | 'buildThreads' | 'deltaVpas' | 'deltaItems' | 'deltaBytes' | 'deltaAge' | 'sinceCompaction' | 'storeConnected' | 'sinceCaughtUp' | 'versionsRecorded' | 'answersRecorded' | 'answerHistoryBytes' | 'hashRangesBytes';
 
 /**
  * Prometheus metrics of one thread: request counts and latency
@@ -185,6 +185,14 @@ export class ServiceMetrics {
     name: 'upi_risk_data_versions_recorded',
     help: 'Whether each data version served is recorded, so GET /v1/data-versions resolves it: 1; 0 when the record is off (--history-days 0) or cannot be read or written (ERR_HISTORY in the log)',
   });
+  readonly answersRecorded = this.#readAtScrape('answersRecorded', {
+    name: 'upi_risk_answer_history_recorded',
+    help: 'Whether each change of an answer is recorded, so GET /v1/verify/upi/history tells it: 1; 0 when the history is not kept here (a fleet follower, --history-days 0) or cannot be read or written (ERR_HISTORY in the log)',
+  });
+  readonly answerHistoryBytes = this.#readAtScrape('answerHistoryBytes', {
+    name: 'upi_risk_answer_history_bytes',
+    help: 'Bytes of the history of answers (history/changes.log)',
+  });
   /** Where the main thread's read-at-scrape gauges get their values (set with the watch methods); unset elsewhere. */
   readonly #readers: Partial<Record<ScrapeReader, () => number>> = {};
 
@@ -316,6 +324,11 @@ export class ServiceMetrics {
   /** Read at every scrape whether the record of data versions served can be used (main thread only). */
   watchVersionRecord(unavailable: () => string | null): void {
     this.#readers.versionsRecorded = () => (unavailable() === null ? 1 : 0);
+  }
+
+  watchAnswerHistory(unavailable: () => string | null, bytes: () => number): void {
+    this.#readers.answersRecorded = () => (unavailable() === null ? 1 : 0);
+    this.#readers.answerHistoryBytes = bytes;
   }
 
   /** Read the number of replaced snapshots still held at every scrape (main thread only). */

@@ -11,7 +11,8 @@ import { FileDisputeStore, disputeJournalPath } from '../corrections/file-disput
 import type { ServiceMetrics } from '../http/metrics.js';
 import { takeEvidence } from '../service/evidence-intake.js';
 import { SnapshotService, type SnapshotServiceOptions } from '../service/snapshot-service.js';
-import { openVersionJournal } from '../history/version-journal.js';
+import { VersionJournal, openVersionJournal } from '../history/version-journal.js';
+import { AnswerHistory } from '../history/answer-changes.js';
 import { HISTORY_OFF, historyKeepMs, unavailableVersions } from '../history/served-versions.js';
 import { acquireServeLock } from '../service/serve-lock.js';
 import { FileWatchStore, watchJournalPath } from '../watch/file-watch-store.js';
@@ -57,7 +58,12 @@ async function startEmbedded(options: EmbeddedServeOptions, logger: Logger, metr
   const limit = options.build.memoryLimitBytes;
   if (limit !== undefined) logger.info({ limitBytes: limit, from: options.memoryLimitFrom ?? 'max-memory' }, 'compactions plan their memory under a limit');
   const versions = options.historyDays === 0 ? unavailableVersions(HISTORY_OFF) : await openVersionJournal(dir.versions, logger, historyKeepMs(options.historyDays));
-  const service = await SnapshotService.start({ dataDir: dir, logger, pollMs: options.pollMs, ...options.build, corrections: desk.source, versions });
+  // Read beside the record of versions, which says what was served: without it, neither is kept.
+  const answers =
+    versions instanceof VersionJournal
+      ? await AnswerHistory.open(dir.answerChanges, versions.lastAt, historyKeepMs(options.historyDays), logger)
+      : AnswerHistory.unavailable(versions.unavailable ?? HISTORY_OFF, logger);
+  const service = await SnapshotService.start({ dataDir: dir, logger, pollMs: options.pollMs, ...options.build, corrections: desk.source, versions, answers });
   desk.attach(service);
   metrics.observeSnapshot(service.current);
   service.onSwap((event) => metrics.observeSnapshot(event.next));
@@ -92,10 +98,12 @@ async function startEmbedded(options: EmbeddedServeOptions, logger: Logger, metr
     },
     corrections: desk,
     versions,
+    answers,
     close: async () => {
       await desk.close();
       await service.close();
       await versions.close();
+      await answers.close();
     },
   };
 }

@@ -35,6 +35,7 @@ import { chooseKeyBackend } from './key-backends.js';
 import type { WatchSettings, Watching } from './watch-screening.js';
 import { HistoryRequests } from '../history/history-requests.js';
 import type { ServedVersions } from '../history/served-versions.js';
+import type { AnswerHistory } from '../history/answer-changes.js';
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
@@ -85,6 +86,8 @@ export interface ServedMode {
   readonly corrections: ListingDesk;
   /** The record of the data versions served, in the data directory or the store (GET /v1/data-versions/{version}). */
   readonly versions: ServedVersions;
+  /** How each VPA's answer changed (GET /v1/verify/upi/history). */
+  readonly answers: AnswerHistory;
   close(): Promise<void>;
 }
 
@@ -194,8 +197,9 @@ async function serveUntilStopped(options: ServeOptions, mode: ServingMode, logge
     logger,
   });
   const corrections = new CorrectionRequests({ desk: served.corrections, logger });
-  const history = new HistoryRequests(served.versions, logger);
+  const history = new HistoryRequests(served.versions, served.answers, logger);
   metrics.watchVersionRecord(() => served.versions.unavailable);
+  metrics.watchAnswerHistory(() => served.answers.unavailable, () => served.answers.bytes);
   const watch = await served.startWatching({ served: service, logger, allowed: options.webhookAllow, firstRetryMs: options.webhookFirstRetryMs, ownerActive: (id) => keys.isActive(id) });
   const ingest = async (body: Uint8Array): Promise<IntakeResult> => {
     const started = performance.now();

@@ -19,6 +19,8 @@ import { emptyDelta, type AppliedFile } from '../builder/delta-merge.js';
 import { countsFrom } from '../builder/scoring.js';
 import { PositionReserve } from './position-reserve.js';
 import type { ServedVersions } from '../history/served-versions.js';
+import { dataVersion } from '../engine/delta-data.js';
+import type { AnswerHistory, ServedChange } from '../history/answer-changes.js';
 import { prepareToServe, type Preparation, type ServedData, type SwapEvent } from './served-data.js';
 import { subscribe } from '../common/listeners.js';
 import { NO_CORRECTIONS, countsUnderClearance, type CorrectionSource, type CorrectionState } from '../evidence/corrections.js';
@@ -99,6 +101,11 @@ export interface SnapshotServiceOptions {
    * it began to be (history/served-versions.ts). Default: not recorded.
    */
   readonly versions?: ServedVersions;
+  /**
+   * Where what each state changes in the answers is recorded, before it is
+   * served (history/answer-changes.ts). Default: not recorded.
+   */
+  readonly answers?: AnswerHistory;
 }
 
 export interface CompactionPolicy {
@@ -269,7 +276,7 @@ export class SnapshotService implements ServedData, CorrectionEngine {
       // served, in the queue of changes, so that a merge queued meanwhile comes after it.
       const started = service;
       await started.#queueChange(async () => {
-        if (started.#delta === firstDelta) await started.#recordServed(first, firstDelta);
+        if (started.#delta === firstDelta) await started.#recordServed(first, firstDelta, 'snapshot');
       }, 'recording the first state served');
       const pollMs = options.pollMs ?? 1000;
       if (pollMs > 0) {
@@ -646,7 +653,7 @@ export class SnapshotService implements ServedData, CorrectionEngine {
         clearances: this.#clearances(),
         reset,
       });
-      await this.#recordServed(base, delta);
+      await this.#recordServed(base, delta, 'merge', reset.upis);
       this.#delta = delta;
       this.#view = new ServingView(base, delta);
       this.#logger.info({ ...deltaFields(delta), corrected: reset.upis.length, ms: Math.round(performance.now() - started) }, 'corrections served');
@@ -659,9 +666,19 @@ export class SnapshotService implements ServedData, CorrectionEngine {
     return run;
   }
 
-  /** Record that `base` with `delta` is served from now: called before it is. */
-  #recordServed(base: SnapshotView, delta: DeltaData): Promise<void> {
-    return this.#options.versions?.record({ snapshot: base.meta.id, position: delta.meta.position }, Date.now()) ?? Promise.resolve();
+  /**
+   * Record that `base` with `delta` is served from now, and what that
+   * changes in the answers (`kind`, and the VPAs `corrected` anew by it):
+   * called before it is served.
+   */
+  async #recordServed(base: SnapshotView, delta: DeltaData, kind: ServedChange['kind'], corrected: readonly string[] = []): Promise<void> {
+    const at = Date.now();
+    const { answers, versions, corrections } = this.#options;
+    if (answers !== undefined) {
+      const change: ServedChange = { kind, corrected: new Set(corrected), clearances: corrections?.state().clearances ?? new Map() };
+      await answers.record(base.data, delta, change, at, dataVersion(base.meta.id, delta.meta.position));
+    }
+    await versions?.record({ snapshot: base.meta.id, position: delta.meta.position }, at);
   }
 
   /** One change of what is served after the others; a failed one is logged and changes nothing. */
@@ -735,7 +752,7 @@ export class SnapshotService implements ServedData, CorrectionEngine {
         });
       if (merged === null) return;
       const { delta, applied } = merged;
-      await this.#recordServed(base, delta);
+      await this.#recordServed(base, delta, 'merge');
       this.#applied = [...this.#applied, ...applied];
       this.#delta = delta;
       this.#view = new ServingView(base, delta);
@@ -791,7 +808,9 @@ export class SnapshotService implements ServedData, CorrectionEngine {
         applied = [...merged.applied];
       }
       delta ??= await emptyDeltaOver(next, this.#positions, this.#options.versions);
-      await this.#recordServed(next, delta);
+      // Without incremental builds a snapshot is what serves corrections: every VPA named since the one replaced.
+      const folded = this.#options.incrementalBuilds === false ? (this.#options.corrections?.vpasSince(this.#current.meta.correctionSequence) ?? []) : [];
+      await this.#recordServed(next, delta, 'snapshot', [...(reset?.upis ?? []), ...folded]);
       const previous = this.#current;
       this.#current = next;
       this.#delta = delta;

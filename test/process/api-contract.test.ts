@@ -249,6 +249,7 @@ test('the OpenAPI document is served and names every live and planned path', asy
     '/v1/verify/upi',
     '/v1/verify/upi/batch',
     '/v1/verify/upi/cluster/{cluster_id}',
+    '/v1/verify/upi/history',
     '/v1/verify/upi/range/{prefix}',
     '/v1/watchlists',
     '/v1/watchlists/{id}',

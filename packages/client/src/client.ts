@@ -13,6 +13,8 @@ import { batchItemsOf, checkAnsweredFor, objectOf, privateVerdictOf, toVpaVerdic
 import { checkedVpa } from './vpa-check.js';
 import { vpaHashHex } from './vpa-hash.js';
 import type {
+  AnswerChange,
+  AnswerHistory,
   BatchItem,
   Cluster,
   DataVersion,
@@ -198,6 +200,22 @@ export class UpiRiskClient {
       throw new ResponseFormatError('the data version answer lacks version, from, until, snapshot or position');
     }
     return { version: body.version, from: body.from, until: body.until, snapshot: body.snapshot, position: body.position };
+  }
+
+  /**
+   * `GET /v1/verify/upi/history`: every change of a VPA's status, risk
+   * category, confidence band or cluster, oldest first, with the data
+   * version that first served it and why; none for a VPA never seen. A
+   * fleet follower keeps no history: ServiceUnavailableError.
+   */
+  async history(upi: string, options: CallOptions = {}): Promise<AnswerHistory> {
+    const answer = await this.#send({ method: 'GET', path: `/v1/verify/upi/history?upi=${encodeURIComponent(text('upi', upi))}`, idempotent: true, maxBytes: MAX_LISTING_ANSWER_BYTES }, this.#scope(options));
+    const body = objectOf(answer.body, 'the history', answer.meta);
+    checkAnsweredFor(body.upi, upi, 'the history', answer.meta);
+    if (!Array.isArray(body.changes) || !body.changes.every(isAnswerChange)) {
+      throw new ResponseFormatError('the history answer lacks its changes, or has one without at, data_version, status, risk_category, confidence, cluster_id or cause', { requestId: answer.meta.requestId });
+    }
+    return { upi: body.upi as string, changes: body.changes };
   }
 
   /**
@@ -415,4 +433,19 @@ function isCount(value: unknown): value is number {
 
 function sum(values: readonly number[]): number {
   return values.reduce((a, b) => a + b, 0);
+}
+
+/** A change of a history answer, field by field (the cause is kept as sent: a newer server may add causes). */
+function isAnswerChange(value: unknown): value is AnswerChange {
+  if (value === null || typeof value !== 'object') return false;
+  const c = value as Record<string, unknown>;
+  return (
+    typeof c.at === 'string' &&
+    typeof c.data_version === 'string' &&
+    (c.status === 'FLAGGED' || c.status === 'CLEARED') &&
+    (c.risk_category === null || typeof c.risk_category === 'string') &&
+    (c.confidence === null || typeof c.confidence === 'number') &&
+    (c.cluster_id === null || typeof c.cluster_id === 'string') &&
+    typeof c.cause === 'string'
+  );
 }

@@ -70,6 +70,8 @@ export interface WireTypes {
   ReportCreateRequest: ReportCreateRequest;
   ReportReceipt: ReportReceipt;
   DataVersion: DataVersion;
+  AnswerHistory: AnswerHistory;
+  AnswerChange: AnswerChange;
   ClusterMember: ClusterMember;
   ClusterSource: ClusterSource;
   WatchFilters: WatchFilters;
@@ -396,4 +398,38 @@ export interface DataVersion {
    * The live delta's position over the snapshot; 0 for the snapshot alone
    */
   position: number;
+}
+/**
+ * How a VPA's answer changed
+ */
+export interface AnswerHistory {
+  /**
+   * The queried VPA, echoed
+   */
+  upi: string;
+  /**
+   * Oldest first, within the history kept (serve --history-days)
+   */
+  changes: AnswerChange[];
+}
+/**
+ * A change of a VPA's status, risk category, confidence band or cluster
+ */
+export interface AnswerChange {
+  /**
+   * When the state that made the change began to be served
+   */
+  at: string;
+  /**
+   * That state, as X-Data-Version named it (GET /v1/data-versions/{version})
+   */
+  data_version: string;
+  status: 'FLAGGED' | 'CLEARED';
+  risk_category: RiskCategory | null;
+  confidence: number | null;
+  cluster_id: string | null;
+  /**
+   * Why the answer changed
+   */
+  cause: 'evidence' | 'retraction' | 'clearance' | 'clearance_ended' | 'expiry' | 'compaction';
 }

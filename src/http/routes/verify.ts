@@ -33,10 +33,7 @@ export function registerVerifyRoutes(kit: RouteKit): void {
   const batchBytes = new ByteScratch(BATCH_ANSWER_BOUND);
 
   const verifySingle: Answer<string | undefined | null> = (x, upi) => {
-    if (upi === MALFORMED_QUERY) throw badRequest('the query string has a malformed percent-encoding (a "%" not followed by two hex digits, or bytes that are not UTF-8)');
-    if (upi === undefined || upi === '') throw badRequest('missing query parameter "upi"');
-    if (!isValidVpa(upi)) throw badRequest('"upi" is not a valid VPA (handle@provider)');
-    send(x, 200, answerSingle(x.view, upi, bodyBytes));
+    send(x, 200, answerSingle(x.view, requireUpi(upi), bodyBytes));
   };
 
   const verifyBatch: BodyAnswer<undefined> = (x, body) => {
@@ -57,9 +54,17 @@ export function registerVerifyRoutes(kit: RouteKit): void {
  * uWS's `getQuery(key)`, whose decoding is lenient: one call into uWS as
  * before, and decoding work only when the query holds a `%`.
  */
-function readUpi(req: HttpRequest): string | undefined | null {
+export function readUpi(req: HttpRequest): string | undefined | null {
   const query = req.getQuery();
   return query === undefined ? undefined : strictQueryValue(query, 'upi');
+}
+
+/** The VPA readUpi read, or the 400 of one missing, malformed or not a VPA. */
+export function requireUpi(upi: string | undefined | null): string {
+  if (upi === MALFORMED_QUERY) throw badRequest('the query string has a malformed percent-encoding (a "%" not followed by two hex digits, or bytes that are not UTF-8)');
+  if (upi === undefined || upi === '') throw badRequest('missing query parameter "upi"');
+  if (!isValidVpa(upi)) throw badRequest('"upi" is not a valid VPA (handle@provider)');
+  return upi;
 }
 
 function noInput(): null {

@@ -1,0 +1,206 @@
+import { HistoryError } from '../common/errors.js';
+import type { Logger } from '../common/logger.js';
+import type { DeltaData } from '../engine/delta-data.js';
+import { NO_CLUSTER, type SnapshotData } from '../engine/snapshot-data.js';
+import { VpaIndex } from '../engine/vpa-index.js';
+import type { ChangeCause, ChangeEntry } from '../api/history-paths.js';
+import { CLEARED_FACTS, ChangeLog, isChange, toldFlagged, type AnswerFacts } from './change-log.js';
+
+/**
+ * What changed in the answers a new state serves (docs/api.md, "Answer
+ * history"), found against each VPA's answer last recorded (change-log.ts)
+ * and recorded before the state is served.
+ *
+ * A merge into the live delta changes only the delta's VPAs, so only they
+ * are compared; a new snapshot (a compaction, or the first state a server
+ * serves) may change any VPA, so every VPA it holds is compared, and every
+ * VPA recorded FLAGGED that it no longer holds becomes CLEARED.
+ *
+ * Why a VPA changed (`cause`): a correction recorded since the state before
+ * names it (a clearance made or ended, else a retraction); else new
+ * evidence, when a merge changed it or a snapshot first flagged it;
+ * expiry, when a snapshot no longer flags it; and otherwise the compaction
+ * itself (clusters formed, urls' categories and peers counted again, every
+ * VPA scored at the new snapshot's time).
+ */
+
+/** How the state to be served came about. */
+export interface ServedChange {
+  /** A merge of evidence or corrections into the delta; or a new snapshot, with its delta. */
+  readonly kind: 'merge' | 'snapshot';
+  /** VPAs (lower case) named by corrections recorded since the state recorded before. */
+  readonly corrected: ReadonlySet<string>;
+  /** The clearances in force, by VPA (lower case). */
+  readonly clearances: ReadonlyMap<string, { readonly createdAt: number }>;
+}
+
+/** How far past the retention the oldest change may be before the file is pruned, ms. */
+const PRUNE_SLACK_MS = 30 * 24 * 3600 * 1000;
+
+export class AnswerHistory {
+  readonly #log: ChangeLog | null;
+  readonly #logger: Logger;
+  /** The clearances in force at the state recorded last; unknown (none) after a start. */
+  #clearances: ReadonlyMap<string, { readonly createdAt: number }> = new Map();
+  #unavailable: string | null = null;
+  /** Whether a state was recorded since the log was opened: the first is compared whole, whatever made it. */
+  #compared = false;
+
+  /** How far back changes are told, ms (serve --history-days). */
+  readonly #keepMs: number;
+
+  private constructor(log: ChangeLog | null, logger: Logger, unavailable: string | null, keepMs: number) {
+    this.#log = log;
+    this.#logger = logger;
+    this.#unavailable = unavailable;
+    this.#keepMs = keepMs;
+  }
+
+  /**
+   * The history in the file at `path`, of which the records after
+   * `servedUntil` (the last instant the record of versions served holds)
+   * were never served; changes are told `keepMs` back. A file refused is
+   * logged, and the history is not served (503) nor written until it is
+   * restored or moved aside; screening goes on.
+   */
+  static async open(path: string, servedUntil: number, keepMs: number, logger: Logger): Promise<AnswerHistory> {
+    try {
+      return new AnswerHistory(await ChangeLog.open(path, servedUntil), logger, null, keepMs);
+    } catch (error) {
+      if (!(error instanceof HistoryError)) throw error;
+      logger.error({ code: error.code, err: error.message }, 'the history of answers is refused; serving without it');
+      return AnswerHistory.unavailable(`the history of answers cannot be used: ${error.message}`, logger);
+    }
+  }
+
+  /** A history that records nothing and answers 503 for `why`. */
+  static unavailable(why: string, logger: Logger): AnswerHistory {
+    return new AnswerHistory(null, logger, why, 0);
+  }
+
+  /** Why the history cannot be read now, or null. */
+  get unavailable(): string | null {
+    return this.#unavailable;
+  }
+
+  /** VPAs with a recorded change. */
+  get vpaCount(): number {
+    return this.#log?.vpaCount ?? 0;
+  }
+
+  /** Bytes of the file. */
+  get bytes(): number {
+    return this.#log?.bytes ?? 0;
+  }
+
+  /**
+   * Record what serving `base` with `delta` as `version` from `at` changes,
+   * durably. Never rejects: a history that cannot be written is logged and
+   * stops (a state is served all the same; screening comes first), and
+   * answers 503 until the server is restarted with the file whole.
+   */
+  async record(base: SnapshotData, delta: DeltaData | null, change: ServedChange, at: number, version: string): Promise<void> {
+    const log = this.#log;
+    if (log === null || this.#unavailable !== null) return;
+    try {
+      // The first state a server serves may hold any change since the last one recorded (a snapshot built meanwhile).
+      const whole: ServedChange = this.#compared ? change : { ...change, kind: 'snapshot' };
+      const started = performance.now();
+      log.begin(at, version);
+      const changes = whole.kind === 'merge' ? this.#deltaChanges(log, delta, whole) : await this.#snapshotChanges(log, base, delta, whole);
+      await log.commit();
+      // A whole comparison costs a pass over every VPA (docs/operations.md, "The history of answers"); a merge's, its delta's.
+      const fields = { version, changes, compared: whole.kind === 'merge' ? 'delta' : 'every VPA', ms: Math.round(performance.now() - started) };
+      if (whole.kind === 'merge') this.#logger.debug(fields, 'answer changes recorded');
+      else this.#logger.info(fields, 'answer changes recorded');
+      this.#clearances = change.clearances;
+      this.#compared = true;
+      // Changes past the retention are dropped once the oldest is a month past it: the file is copied about once a month.
+      if (this.#keepMs > 0 && log.oldestAt < at - this.#keepMs - PRUNE_SLACK_MS) {
+        const pruneStarted = performance.now();
+        const dropped = await log.prune(at - this.#keepMs);
+        this.#logger.info({ dropped, bytes: log.bytes, ms: Math.round(performance.now() - pruneStarted) }, 'changes past the history kept dropped');
+      }
+    } catch (error) {
+      this.#unavailable = `the history of answers could not be written (${(error as Error).message}); it is not served until the server is restarted with the file whole`;
+      this.#logger.error({ err: (error as Error).message }, 'the history of answers could not be written; no more changes are recorded');
+    }
+  }
+
+  /** Every change of `key` (lower case) recorded within the history kept, oldest first. */
+  changesOf(key: string, now = Date.now()): Promise<ChangeEntry[]> {
+    if (this.#log === null || this.#unavailable !== null) return Promise.reject(new HistoryError(this.#unavailable ?? 'no history of answers'));
+    return this.#log.changesOf(key, now - this.#keepMs);
+  }
+
+  async close(): Promise<void> {
+    await this.#log?.close();
+  }
+
+  /** Add the changes of the delta's VPAs; returns how many. */
+  #deltaChanges(log: ChangeLog, delta: DeltaData | null, change: ServedChange): number {
+    let changes = 0;
+    if (delta === null) return changes;
+    const overlay = delta.overlay;
+    for (let id = 0; id < overlay.meta.vpaCount; id++) {
+      const key = keyOfDelta(delta, id);
+      changes += this.#compare(log, key, log.latest(key), factsOf(overlay, id), change);
+    }
+    return changes;
+  }
+
+  /** Add the changes of every VPA `base` and `delta` hold, and of those recorded FLAGGED they do not; returns how many. */
+  async #snapshotChanges(log: ChangeLog, base: SnapshotData, delta: DeltaData | null, change: ServedChange): Promise<number> {
+    let changes = 0;
+    log.startPass();
+    const index = new VpaIndex(base, base.maxKeyLength);
+    const held = delta !== null && delta.overlay.meta.vpaCount > 0 ? delta : null;
+    const deltaIndex = held === null ? null : new VpaIndex(held.overlay, held.overlay.maxKeyLength);
+    for (let slot = 0; slot < index.capacity; slot++) {
+      const id = index.idAtSlot(slot);
+      if (id < 0) continue;
+      const key = index.keyAtSlot(slot);
+      // A VPA the delta holds is answered from the delta: compared below.
+      if (deltaIndex !== null && deltaIndex.lookup(key) >= 0) continue;
+      changes += this.#compare(log, key, log.seen(key), factsOf(base, id), change);
+    }
+    if (held !== null) {
+      for (let id = 0; id < held.overlay.meta.vpaCount; id++) {
+        const key = keyOfDelta(held, id);
+        changes += this.#compare(log, key, log.seen(key), factsOf(held.overlay, id), change);
+      }
+    }
+    for (const key of await log.unseenFlagged()) changes += this.#compare(log, key, log.latest(key), CLEARED_FACTS, change);
+    return changes;
+  }
+
+  /** Add the change of `key` to `after` if it is one; returns 1 if it was, else 0. */
+  #compare(log: ChangeLog, key: string, before: number | null, after: AnswerFacts, change: ServedChange): number {
+    if (!isChange(before, after)) return 0;
+    log.add(key, after, this.#causeOf(key, before, after, change));
+    return 1;
+  }
+
+  #causeOf(key: string, before: number | null, after: AnswerFacts, change: ServedChange): ChangeCause {
+    if (change.corrected.has(key)) {
+      const now = change.clearances.get(key)?.createdAt;
+      const was = this.#clearances.get(key)?.createdAt;
+      if (now === was) return 'retraction';
+      return now === undefined ? 'clearance_ended' : 'clearance';
+    }
+    if (change.kind === 'merge') return 'evidence';
+    if (after.flagged && !toldFlagged(before)) return 'evidence';
+    return after.flagged ? 'compaction' : 'expiry';
+  }
+}
+
+/** A VPA's answer in a snapshot or a delta's overlay (one with no evidence counting is CLEARED, as ServingView answers it). */
+function factsOf(data: SnapshotData, id: number): AnswerFacts {
+  if (data.evidenceCount[id] === 0) return CLEARED_FACTS;
+  const cluster = data.vpaCluster[id]!;
+  return { flagged: true, risk: data.riskCategory[id]!, confidence: data.confidence[id]!, cluster: cluster === NO_CLUSTER ? 0 : data.clusterNumber[cluster]! };
+}
+
+function keyOfDelta(delta: DeltaData, id: number): string {
+  return Buffer.from(delta.keyBytes.buffer, delta.keyBytes.byteOffset + delta.keyOffsets[id]!, delta.keyOffsets[id + 1]! - delta.keyOffsets[id]!).toString('latin1');
+}

@@ -1,0 +1,670 @@
+import { open, rename, unlink, type FileHandle } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
+import { syncDirectory, tempFileName } from '../common/atomic-file.js';
+import { openHistoryFile } from './history-file.js';
+import { crc32 } from 'node:zlib';
+import { HistoryError } from '../common/errors.js';
+import { RISK_CATEGORIES } from '../vpa/categories.js';
+import { CHANGE_CAUSES, type ChangeCause, type ChangeEntry } from '../api/history-paths.js';
+import { confidenceBand, type ConfidenceBand } from '../api/advice.js';
+import { CONFIDENCE_SCALE } from '../engine/snapshot-data.js';
+import { formatClusterId } from '../engine/verdict.js';
+import { formatIso } from '../common/time.js';
+
+/**
+ * The record of how each VPA's answer changed (GET /v1/verify/upi/history,
+ * docs/api.md): every change of its status, risk category, confidence band
+ * or cluster, with the instant and data version that first served it and
+ * why (`ChangeCause`). The embedded server keeps it in its data directory,
+ * `DIR/history/changes.log`, appended and synced before the state that
+ * makes the changes is served (answer-changes.ts finds them).
+ *
+ * Each VPA's records are chained newest to oldest, and an index in memory
+ * (typed arrays, open addressing on a 64-bit hash of the VPA) holds each
+ * VPA's newest record and the answer it records, so that finding what
+ * changed compares in memory and a VPA's history is read in one walk of its
+ * chain. The index is made again at open by one pass over the file.
+ *
+ * Layout, little endian: a 16-byte header, then records of 32 bytes, the
+ * VPA and the data version, padded with zeros to a multiple of 8 bytes (the
+ * index keeps a record's place in 8-byte units, in 32 bits).
+ *
+ *   header   0   8  magic "UPIRCHNG"
+ *            8   4  format version, u32 (1)
+ *           12   4  0
+ *   record   0   4  CRC-32 of the record's bytes from 4 on
+ *            4   2  the record's length with its padding, u16
+ *            6   1  cause, 1 to CHANGE_CAUSES.length
+ *            7   1  bit 0: FLAGGED; bits 1-3: risk category + 1 (0: none)
+ *            8   8  at, epoch ms, f64: when the state that made the change began to be served
+ *           16   8  where the VPA's record before this one starts, f64 (-1: none)
+ *           24   4  cluster number, u32 (0: none)
+ *           28   2  confidence × 10,000, u16 (0xffff: none)
+ *           30   1  the VPA's length, 1 to 255
+ *           31   1  the data version's length, 1 to 255
+ *           32      the VPA (lower case, ASCII), then the data version (ASCII), then 0 to 7 zeros
+ *
+ * A record that fails its CRC, or one this service would not write, is
+ * refused with HistoryError. So is a file cut inside its header; a last
+ * record cut short is the write a crash interrupted, and is cut off. Records
+ * of a state never served (written, then the process ended before the
+ * record of versions took the state) are cut off at open: `servedUntil`.
+ */
+
+
+/** A VPA's answer, as far as its history tells it. */
+export interface AnswerFacts {
+  readonly flagged: boolean;
+  /** Index into RISK_CATEGORIES, -1 for none (CLEARED). */
+  readonly risk: number;
+  /** Confidence × CONFIDENCE_SCALE, -1 for none (CLEARED). */
+  readonly confidence: number;
+  /** The cluster's number (MC-<number>), 0 for none. */
+  readonly cluster: number;
+}
+
+export const CLEARED_FACTS: AnswerFacts = { flagged: false, risk: -1, confidence: -1, cluster: 0 };
+
+/**
+ * What a change is told by, as one number: the status, risk category and
+ * advice band in the low 6 bits (bit 0 FLAGGED, bits 1-3 risk + 1, bits 4-5
+ * the band: 0 CLEARED, 1 low, 2 medium, 3 high) and the cluster number
+ * above them. Two answers are the same change when their codes are equal.
+ */
+export function toldOf(facts: AnswerFacts): number {
+  if (!facts.flagged) return 0;
+  const band = BAND_CODES[confidenceBand('FLAGGED', facts.confidence / CONFIDENCE_SCALE)];
+  return facts.cluster * TOLD_CLUSTER + (band << 4) + ((facts.risk + 1) << 1) + 1;
+}
+
+const BAND_CODES: Readonly<Record<ConfidenceBand, number>> = { cleared: 0, low: 1, medium: 2, high: 3 };
+const TOLD_CLUSTER = 64;
+
+/** Whether the answer told by `told` is FLAGGED. */
+export function toldFlagged(told: number | null): boolean {
+  return told !== null && told % 2 === 1;
+}
+
+/** Whether an answer with `after` is a change from the one told by `before` (null: never recorded, as CLEARED). */
+export function isChange(before: number | null, after: AnswerFacts): boolean {
+  return toldOf(after) !== (before ?? 0);
+}
+
+const MAGIC = 'UPIRCHNG';
+const FORMAT_VERSION = 1;
+const HEADER_LENGTH = 16;
+const FIXED_LENGTH = 32;
+const MAX_TEXT = 255;
+/** The longest record, padding included. */
+const MAX_RECORD = FIXED_LENGTH + 2 * MAX_TEXT + 8;
+const NO_CONFIDENCE = 0xffff;
+/** Records read at a time at open. */
+const SCAN_BYTES = 1 << 20;
+/** Records are handed to the file once this many bytes are waiting. */
+const FLUSH_BYTES = 4 << 20;
+
+interface StateWriting {
+  /** The file's size when the state began. */
+  readonly start: number;
+  readonly at: number;
+  readonly version: Buffer;
+  readonly buffer: Buffer;
+  /** Bytes of `buffer` not yet handed to the file. */
+  filled: number;
+  /** The writes handed so far, in order. */
+  flushed: Promise<void>;
+}
+
+export class ChangeLog {
+  readonly #path: string;
+  #handle: FileHandle;
+  #index: FactsIndex;
+  /** The time of the oldest record (Infinity in a file without any). */
+  #oldestAt: number;
+  #size: number;
+  #lastAt: number;
+  /** The state being written, between begin and commit. */
+  #writing: StateWriting | null = null;
+  /** Why the log refuses everything, after a write failed. */
+  #broken: string | null = null;
+  /** Resolves when no state is being written: a history read waits for the one under way. */
+  #committed: Promise<void> = Promise.resolve();
+  #release: () => void = () => {};
+
+  private constructor(path: string, handle: FileHandle, index: FactsIndex, size: number, lastAt: number, oldestAt: number) {
+    this.#path = path;
+    this.#handle = handle;
+    this.#index = index;
+    this.#size = size;
+    this.#lastAt = lastAt;
+    this.#oldestAt = oldestAt;
+  }
+
+  /**
+   * Open (or create) the log at `path`; HistoryError when it is not one this
+   * service wrote. Records after `servedUntil` (epoch ms: the last instant
+   * the record of versions served holds) are of a state never served, and
+   * are cut off.
+   */
+  static open(path: string, servedUntil: number): Promise<ChangeLog> {
+    return openHistoryFile(path, async (handle) => {
+      const index = new FactsIndex();
+      const { size, lastAt, oldestAt } = await scanLog(handle, path, index, servedUntil);
+      return new ChangeLog(path, handle, index, size, lastAt, oldestAt);
+    });
+  }
+
+  /** VPAs with a record. */
+  get vpaCount(): number {
+    return this.#index.count;
+  }
+
+  /** Bytes of the file. */
+  get bytes(): number {
+    return this.#size;
+  }
+
+  /** When the oldest change recorded was served, epoch ms (Infinity with none). */
+  get oldestAt(): number {
+    return this.#oldestAt;
+  }
+
+  /** What the answer last recorded for `key` (lower case) tells (toldOf), or null when it has none. */
+  latest(key: string): number | null {
+    return this.#index.told(this.#index.find(key));
+  }
+
+  /**
+   * Mark every VPA unseen; `seen(key)` then marks one, and `unseenFlagged`
+   * lists the ones recorded FLAGGED that no pass marked: a state that no
+   * longer holds them answers them CLEARED.
+   */
+  startPass(): void {
+    this.#index.startPass();
+  }
+
+  seen(key: string): number | null {
+    const slot = this.#index.find(key);
+    if (slot >= 0) this.#index.mark(slot);
+    return this.#index.told(slot);
+  }
+
+  /** The VPAs recorded FLAGGED and not seen in this pass, read from their newest records. */
+  async unseenFlagged(): Promise<string[]> {
+    const keys: string[] = [];
+    for (const offset of this.#index.unseenFlaggedOffsets()) keys.push((await this.#read(offset)).key);
+    return keys;
+  }
+
+  /**
+   * Begin the changes of one state, served from `at` (never before the last
+   * recorded) as `version`: `add` each, then `commit`. One state at a time.
+   * The index takes each change as it is added, and the records go to the
+   * file a few megabytes at a time, so a state changing every VPA holds
+   * little more than its index in memory. A write that fails is cut off
+   * again, and the log refuses everything (HistoryError) until it is opened
+   * again, which finds what was written before.
+   */
+  begin(at: number, version: string): void {
+    this.#usable();
+    if (this.#writing !== null) throw new RangeError('the changes of one state are being written already');
+    this.#committed = new Promise((resolve) => (this.#release = resolve));
+    this.#writing = { start: this.#size, at: Math.max(at, this.#lastAt), version: asciiOf(version, 'data version'), buffer: Buffer.alloc(FLUSH_BYTES + MAX_RECORD), filled: 0, flushed: Promise.resolve() };
+  }
+
+  /** A change of `key` (lower case) to `facts`, for `cause`, in the state begun. */
+  add(key: string, facts: AnswerFacts, cause: ChangeCause): void {
+    const w = this.#writing;
+    if (w === null) throw new RangeError('no state begun');
+    const slot = this.#index.find(key);
+    const offset = this.#size;
+    const length = encodeRecord(w.buffer, w.filled, key, facts, cause, w.at, slot < 0 ? -1 : this.#index.offsetAt(slot), w.version);
+    this.#index.put(key, offset, toldOf(facts));
+    this.#size += length;
+    w.filled += length;
+    if (w.filled >= FLUSH_BYTES) this.#flush(w);
+  }
+
+  /** Write what the state begun added, and sync it: resolves once it is durable. */
+  async commit(): Promise<void> {
+    const w = this.#writing;
+    if (w === null) throw new RangeError('no state begun');
+    this.#flush(w);
+    try {
+      await w.flushed;
+      if (this.#size > w.start) await this.#handle.datasync();
+    } catch (error) {
+      this.#broken = `${this.#path} could not be written (${(error as Error).message}); the history of answers is not read nor written until the server is restarted`;
+      await this.#handle.truncate(w.start).catch(() => {});
+      throw new HistoryError(this.#broken, { cause: error });
+    } finally {
+      this.#writing = null;
+      this.#release();
+    }
+    this.#lastAt = w.at;
+    if (this.#size > w.start) this.#oldestAt = Math.min(this.#oldestAt, w.at);
+  }
+
+  /**
+   * Drop the changes served before `cutoff` (epoch ms) that a later change
+   * of the same VPA replaced: a history within the retention tells none of
+   * them, and each VPA keeps its newest change, whenever it was, for what it
+   * is answered now. The file is copied without them, beside it, and the copy takes
+   * its place; meanwhile no state is begun and history reads wait. A copy
+   * that fails is removed and the log goes on as it was; returns the
+   * records dropped.
+   */
+  async prune(cutoff: number): Promise<number> {
+    this.#usable();
+    if (this.#writing !== null) throw new RangeError('a state is being written');
+    const temp = join(dirname(this.#path), tempFileName(basename(this.#path)));
+    this.#committed = new Promise((resolve) => (this.#release = resolve));
+    let copy: FileHandle | null = null;
+    let replaced = false;
+    try {
+      copy = await open(temp, 'w');
+      await copy.write(header(), 0, HEADER_LENGTH, 0);
+      const kept = new FactsIndex();
+      let size = HEADER_LENGTH;
+      let dropped = 0;
+      let oldestAt = Number.POSITIVE_INFINITY;
+      let pending: Buffer[] = [];
+      let pendingBytes = 0;
+      const target = copy;
+      let writes = Promise.resolve();
+      const flush = () => {
+        const bytes = Buffer.concat(pending);
+        const at = size - bytes.length;
+        pending = [];
+        pendingBytes = 0;
+        writes = writes.then(async () => void (await target.write(bytes, 0, bytes.length, at)));
+      };
+      await walkRecords(this.#handle, this.#path, HEADER_LENGTH, this.#size, (bytes, offset, length) => {
+        const [a, b] = recordHashes(bytes);
+        const at = bytes.readDoubleLE(8);
+        if (at < cutoff && this.#index.offsetAt(this.#index.findHashed(a, b)) !== offset) {
+          dropped++;
+          return true;
+        }
+        const record = Buffer.from(bytes.subarray(0, length));
+        const before = kept.findHashed(a, b);
+        record.writeDoubleLE(before < 0 ? -1 : kept.offsetAt(before), 16);
+        record.writeUInt32LE(crc32(record.subarray(4)), 0);
+        kept.putHashed(a, b, size, toldOf(factsIn(record)));
+        oldestAt = Math.min(oldestAt, at);
+        pending.push(record);
+        pendingBytes += length;
+        size += length;
+        if (pendingBytes >= FLUSH_BYTES) flush();
+        return true;
+      });
+      flush();
+      await writes;
+      await copy.datasync();
+      await copy.close();
+      copy = null;
+      await rename(temp, this.#path);
+      replaced = true;
+      await syncDirectory(dirname(this.#path));
+      await this.#handle.close();
+      this.#handle = await open(this.#path, 'a+');
+      this.#index = kept;
+      this.#size = size;
+      this.#oldestAt = oldestAt;
+      return dropped;
+    } catch (error) {
+      await copy?.close().catch(() => {});
+      if (!replaced) await unlink(temp).catch(() => {});
+      // Once the copy took the file's place, the old handle and index no longer describe it.
+      else this.#broken = `${this.#path} was pruned, and could not be opened again (${(error as Error).message}); the history of answers is not read nor written until the server is restarted`;
+      throw new HistoryError(`cannot prune ${this.#path}: ${(error as Error).message}`, { cause: error });
+    } finally {
+      this.#release();
+    }
+  }
+
+  /** Hand the records added so far to the file, after the ones handed before. */
+  #flush(w: StateWriting): void {
+    if (w.filled === 0) return;
+    const bytes = Buffer.from(w.buffer.subarray(0, w.filled));
+    const at = this.#size - w.filled;
+    w.filled = 0;
+    w.flushed = w.flushed.then(async () => {
+      const { bytesWritten } = await this.#handle.write(bytes, 0, bytes.length, at);
+      if (bytesWritten !== bytes.length) throw new Error(`only ${bytesWritten} of ${bytes.length} bytes could be written`);
+    });
+  }
+
+  #usable(): void {
+    if (this.#broken !== null) throw new HistoryError(this.#broken);
+  }
+
+  /** Every recorded change of `key` (lower case) at or after `since` (epoch ms), oldest first. */
+  async changesOf(key: string, since: number): Promise<ChangeEntry[]> {
+    await this.#committed;
+    this.#usable();
+    const slot = this.#index.find(key);
+    const out: ChangeEntry[] = [];
+    let offset = slot < 0 ? -1 : this.#index.offsetAt(slot);
+    while (offset >= 0) {
+      const record = await this.#read(offset);
+      if (record.key !== key) throw new HistoryError(`${this.#path}: the record at ${offset} names ${record.key}, not ${key}`);
+      if (record.at < since) break;
+      out.push(entryOf(record));
+      if (record.previous >= offset) throw new HistoryError(`${this.#path}: the record at ${offset} chains forward`);
+      offset = record.previous;
+    }
+    return out.reverse();
+  }
+
+  async close(): Promise<void> {
+    await this.#writing?.flushed.catch(() => {});
+    await this.#handle.close().catch(() => {});
+  }
+
+  async #read(offset: number): Promise<DecodedRecord> {
+    const bytes = Buffer.alloc(MAX_RECORD);
+    const { bytesRead } = await this.#handle.read(bytes, 0, bytes.length, offset);
+    const record = decodeRecord(bytes.subarray(0, bytesRead), this.#path, offset);
+    if (record === null) throw new HistoryError(`${this.#path}: no whole record at ${offset}`);
+    return record;
+  }
+}
+
+interface DecodedRecord {
+  readonly length: number;
+  readonly cause: ChangeCause;
+  readonly facts: AnswerFacts;
+  readonly at: number;
+  readonly previous: number;
+  readonly key: string;
+  readonly version: string;
+}
+
+function entryOf(r: DecodedRecord): ChangeEntry {
+  const f = r.facts;
+  return {
+    at: formatIso(r.at),
+    data_version: r.version,
+    status: f.flagged ? 'FLAGGED' : 'CLEARED',
+    risk_category: f.risk < 0 ? null : RISK_CATEGORIES[f.risk]!,
+    confidence: f.confidence < 0 ? null : f.confidence / CONFIDENCE_SCALE,
+    cluster_id: f.cluster === 0 ? null : formatClusterId(f.cluster),
+    cause: r.cause,
+  };
+}
+
+function asciiOf(text: string, what: string): Buffer {
+  if (text.length < 1 || text.length > MAX_TEXT || !/^[\x21-\x7e]+$/.test(text)) throw new RangeError(`a ${what} of 1 to ${MAX_TEXT} visible ASCII characters, got ${JSON.stringify(text)}`);
+  return Buffer.from(text, 'latin1');
+}
+
+/** Write the record of a change at `at` in `out`; returns its length. */
+function encodeRecord(out: Buffer, at: number, key: string, facts: AnswerFacts, cause: ChangeCause, when: number, previous: number, version: Buffer): number {
+  if (key.length < 1 || key.length > MAX_TEXT) throw new RangeError(`a VPA of 1 to ${MAX_TEXT} characters, got ${JSON.stringify(key)}`);
+  const length = paddedLength(key.length, version.length);
+  out.fill(0, at, at + length);
+  out.writeUInt16LE(length, at + 4);
+  out[at + 6] = CHANGE_CAUSES.indexOf(cause) + 1;
+  out[at + 7] = (facts.flagged ? 1 : 0) | ((facts.risk + 1) << 1);
+  out.writeDoubleLE(when, at + 8);
+  out.writeDoubleLE(previous, at + 16);
+  out.writeUInt32LE(facts.cluster, at + 24);
+  out.writeUInt16LE(facts.confidence < 0 ? NO_CONFIDENCE : facts.confidence, at + 28);
+  out[at + 30] = key.length;
+  out[at + 31] = version.length;
+  for (let i = 0; i < key.length; i++) {
+    const c = key.charCodeAt(i);
+    if (c < 0x21 || c > 0x7e) throw new RangeError(`a VPA of visible ASCII characters, got ${JSON.stringify(key)}`);
+    out[at + FIXED_LENGTH + i] = c;
+  }
+  version.copy(out, at + FIXED_LENGTH + key.length);
+  out.writeUInt32LE(crc32(out.subarray(at + 4, at + length)), at);
+  return length;
+}
+
+function paddedLength(keyLength: number, versionLength: number): number {
+  return Math.ceil((FIXED_LENGTH + keyLength + versionLength) / RECORD_ALIGN) * RECORD_ALIGN;
+}
+
+/** The record at the start of `bytes`, null when `bytes` ends inside it; HistoryError when it is not one this service writes. */
+function decodeRecord(bytes: Buffer, path: string, offset: number): DecodedRecord | null {
+  const length = checkRecord(bytes, path, offset);
+  if (length === null) return null;
+  const keyLength = bytes[30]!;
+  const text = bytes.toString('latin1', FIXED_LENGTH, FIXED_LENGTH + keyLength + bytes[31]!);
+  return { length, cause: CHANGE_CAUSES[bytes[6]! - 1]!, facts: factsIn(bytes), at: bytes.readDoubleLE(8), previous: bytes.readDoubleLE(16), key: text.slice(0, keyLength), version: text.slice(keyLength) };
+}
+
+function factsIn(bytes: Buffer): AnswerFacts {
+  if ((bytes[7]! & 1) === 0) return CLEARED_FACTS;
+  return { flagged: true, risk: (bytes[7]! >> 1) - 1, confidence: bytes.readUInt16LE(28), cluster: bytes.readUInt32LE(24) };
+}
+
+/**
+ * The length of the record at the start of `bytes`, checked whole; null
+ * when `bytes` ends inside it. HistoryError when it is not one this service
+ * writes. Makes no string, so a scan of the file at open makes none.
+ */
+function checkRecord(bytes: Buffer, path: string, offset: number): number | null {
+  const bad = (why: string): never => {
+    throw new HistoryError(`${path}: the record at byte ${offset} ${why}; the history of answers is not served until the file is restored or moved aside`);
+  };
+  if (bytes.length < FIXED_LENGTH) return null;
+  const length = bytes.readUInt16LE(4);
+  const keyLength = bytes[30]!;
+  const versionLength = bytes[31]!;
+  if (length !== paddedLength(keyLength, versionLength) || keyLength === 0 || versionLength === 0) bad('has lengths that do not agree');
+  if (bytes.length < length) return null;
+  if (crc32(bytes.subarray(4, length)) !== bytes.readUInt32LE(0)) bad('fails its CRC');
+  if (CHANGE_CAUSES[bytes[6]! - 1] === undefined) bad(`has cause ${bytes[6]}`);
+  const flagged = (bytes[7]! & 1) === 1;
+  const risk = (bytes[7]! >> 1) - 1;
+  const confidence = bytes.readUInt16LE(28);
+  const at = bytes.readDoubleLE(8);
+  const previous = bytes.readDoubleLE(16);
+  if (bytes[7]! >> 4 !== 0 || risk >= RISK_CATEGORIES.length) bad('has a status or risk category this service does not write');
+  if (flagged !== (risk >= 0) || flagged !== (confidence !== NO_CONFIDENCE) || (flagged && confidence > CONFIDENCE_SCALE) || (!flagged && bytes.readUInt32LE(24) !== 0)) {
+    bad('has a status its other fields do not agree with');
+  }
+  if (!Number.isSafeInteger(at) || at < 0 || !Number.isSafeInteger(previous) || previous < -1 || previous >= offset || (previous !== -1 && previous % RECORD_ALIGN !== 0)) {
+    bad('has a time or a chain this service does not write');
+  }
+  const textEnd = FIXED_LENGTH + keyLength + versionLength;
+  for (let i = FIXED_LENGTH; i < textEnd; i++) if (bytes[i]! < 0x21 || bytes[i]! > 0x7e) bad('names a VPA or data version that is not visible ASCII');
+  for (let i = textEnd; i < length; i++) if (bytes[i] !== 0) bad('has padding that is not zeros');
+  return length;
+}
+
+/** The header a new file starts with. */
+function header(): Buffer {
+  const bytes = Buffer.alloc(HEADER_LENGTH);
+  bytes.write(MAGIC, 0, 'latin1');
+  bytes.writeUInt32LE(FORMAT_VERSION, 8);
+  return bytes;
+}
+
+/**
+ * Hand each whole record of the file from `from` to `to` to `visit`
+ * (its bytes, from its start, and its place and length) until `visit`
+ * returns false; returns where the walk stopped: `to`, a record `visit`
+ * refused, or the start of a last record cut short.
+ */
+async function walkRecords(handle: FileHandle, path: string, from: number, to: number, visit: (bytes: Buffer, offset: number, length: number) => boolean): Promise<number> {
+  let offset = from;
+  let buffer = Buffer.alloc(0);
+  let bufferStart = offset;
+  while (offset < to) {
+    if (offset + MAX_RECORD > bufferStart + buffer.length && bufferStart + buffer.length < to) {
+      const chunk = Buffer.alloc(Math.min(SCAN_BYTES, to - offset));
+      const read = await handle.read(chunk, 0, chunk.length, offset);
+      buffer = chunk.subarray(0, read.bytesRead);
+      bufferStart = offset;
+    }
+    const bytes = buffer.subarray(offset - bufferStart);
+    const length = checkRecord(bytes, path, offset);
+    if (length === null || !visit(bytes, offset, length)) break;
+    offset += length;
+  }
+  return offset;
+}
+
+/** The hashes of the VPA of the record at the start of `bytes`. */
+function recordHashes(bytes: Buffer): [number, number] {
+  const keyEnd = FIXED_LENGTH + bytes[30]!;
+  return [hashA(bytes, FIXED_LENGTH, keyEnd), hashB(bytes, FIXED_LENGTH, keyEnd)];
+}
+
+/** Read the whole file into `index`; cuts off a torn last record and the records after `servedUntil`. */
+async function scanLog(handle: FileHandle, path: string, index: FactsIndex, servedUntil: number): Promise<{ size: number; lastAt: number; oldestAt: number }> {
+  const size = (await handle.stat()).size;
+  if (size === 0) {
+    await handle.write(header(), 0, HEADER_LENGTH, 0);
+    await handle.datasync();
+    return { size: HEADER_LENGTH, lastAt: 0, oldestAt: Number.POSITIVE_INFINITY };
+  }
+  const head = Buffer.alloc(HEADER_LENGTH);
+  const { bytesRead } = await handle.read(head, 0, HEADER_LENGTH, 0);
+  if (bytesRead < HEADER_LENGTH || head.toString('latin1', 0, 8) !== MAGIC) {
+    throw new HistoryError(`${path} is not a history of answers this service wrote (no UPIRCHNG header); move it aside to start a new one`);
+  }
+  if (head.readUInt32LE(8) !== FORMAT_VERSION) throw new HistoryError(`${path} is of format ${head.readUInt32LE(8)}, not ${FORMAT_VERSION}`);
+  let lastAt = 0;
+  let oldestAt = Number.POSITIVE_INFINITY;
+  // A record cut short at the end is the write a crash interrupted, never synced, so never served.
+  const end = await walkRecords(handle, path, HEADER_LENGTH, size, (bytes, offset) => {
+    const at = bytes.readDoubleLE(8);
+    if (at > servedUntil) return false;
+    const [a, b] = recordHashes(bytes);
+    index.putHashed(a, b, offset, toldOf(factsIn(bytes)));
+    lastAt = Math.max(lastAt, at);
+    oldestAt = Math.min(oldestAt, at);
+    return true;
+  });
+  if (end < size) {
+    await handle.truncate(end);
+    await handle.datasync();
+  }
+  return { size: end, lastAt, oldestAt };
+}
+
+/**
+ * Each VPA's newest record and the answer it tells (toldOf), by a 64-bit
+ * hash of the VPA (two 32-bit FNV-1a hashes of different bases), in 17
+ * bytes a slot and at most 3 VPAs to 4 slots. Two VPAs sharing all 64 bits
+ * would share an entry (about one chance in 10^5 at 10M VPAs); a history
+ * read checks the VPA its records name.
+ */
+class FactsIndex {
+  count = 0;
+  #capacity = 1 << 10;
+  #hashA = new Uint32Array(this.#capacity);
+  #hashB = new Uint32Array(this.#capacity);
+  /** Where the newest record starts, in 8-byte units. */
+  #place = new Uint32Array(this.#capacity);
+  #cluster = new Uint32Array(this.#capacity);
+  /** The low 6 bits of toldOf, and bit 6 for a VPA seen in the pass under way; EMPTY for an empty slot. */
+  #told = new Uint8Array(this.#capacity).fill(EMPTY);
+
+  find(key: string): number {
+    return this.findHashed(hashA(key), hashB(key));
+  }
+
+  findHashed(a: number, b: number): number {
+    const mask = this.#capacity - 1;
+    for (let slot = a & mask; ; slot = (slot + 1) & mask) {
+      if (this.#told[slot] === EMPTY) return -1;
+      if (this.#hashA[slot] === a && this.#hashB[slot] === b) return slot;
+    }
+  }
+
+  told(slot: number): number | null {
+    return slot < 0 ? null : this.#cluster[slot]! * TOLD_CLUSTER + (this.#told[slot]! & TOLD_BITS);
+  }
+
+  offsetAt(slot: number): number {
+    return this.#place[slot]! * RECORD_ALIGN;
+  }
+
+  put(key: string, offset: number, told: number): void {
+    this.putHashed(hashA(key), hashB(key), offset, told);
+  }
+
+  putHashed(a: number, b: number, offset: number, told: number): void {
+    if ((this.count + 1) * 4 > this.#capacity * 3) this.#grow();
+    const slot = this.#slotFor(a, b);
+    this.#place[slot] = offset / RECORD_ALIGN;
+    this.#cluster[slot] = Math.floor(told / TOLD_CLUSTER);
+    this.#told[slot] = (told % TOLD_CLUSTER) | SEEN;
+  }
+
+  startPass(): void {
+    for (let slot = 0; slot < this.#capacity; slot++) if (this.#told[slot] !== EMPTY) this.#told[slot]! &= TOLD_BITS;
+  }
+
+  mark(slot: number): void {
+    this.#told[slot]! |= SEEN;
+  }
+
+  unseenFlaggedOffsets(): number[] {
+    const out: number[] = [];
+    for (let slot = 0; slot < this.#capacity; slot++) {
+      const told = this.#told[slot]!;
+      if (told !== EMPTY && (told & SEEN) === 0 && (told & 1) === 1) out.push(this.offsetAt(slot));
+    }
+    return out;
+  }
+
+  /** The slot of hash (a, b), taken if it was empty. */
+  #slotFor(a: number, b: number): number {
+    const mask = this.#capacity - 1;
+    for (let slot = a & mask; ; slot = (slot + 1) & mask) {
+      if (this.#told[slot] === EMPTY) {
+        this.#hashA[slot] = a;
+        this.#hashB[slot] = b;
+        this.#told[slot] = 0;
+        this.count++;
+        return slot;
+      }
+      if (this.#hashA[slot] === a && this.#hashB[slot] === b) return slot;
+    }
+  }
+
+  #grow(): void {
+    const old = { a: this.#hashA, b: this.#hashB, place: this.#place, cluster: this.#cluster, told: this.#told };
+    this.#capacity *= 2;
+    this.#hashA = new Uint32Array(this.#capacity);
+    this.#hashB = new Uint32Array(this.#capacity);
+    this.#place = new Uint32Array(this.#capacity);
+    this.#cluster = new Uint32Array(this.#capacity);
+    this.#told = new Uint8Array(this.#capacity).fill(EMPTY);
+    this.count = 0;
+    for (let i = 0; i < old.told.length; i++) {
+      if (old.told[i] === EMPTY) continue;
+      const slot = this.#slotFor(old.a[i]!, old.b[i]!);
+      this.#place[slot] = old.place[i]!;
+      this.#cluster[slot] = old.cluster[i]!;
+      this.#told[slot] = old.told[i]!;
+    }
+  }
+}
+
+const EMPTY = 0xff;
+const TOLD_BITS = 0x3f;
+const SEEN = 0x40;
+const RECORD_ALIGN = 8;
+
+/** The hashes of a VPA, from its text or from its bytes in a record (ASCII: the same codes). */
+function hashA(key: string | Buffer, start = 0, end = key.length): number {
+  let h = 0x811c9dc5;
+  if (typeof key === 'string') for (let i = start; i < end; i++) h = Math.imul(h ^ key.charCodeAt(i), 0x01000193);
+  else for (let i = start; i < end; i++) h = Math.imul(h ^ key[i]!, 0x01000193);
+  return h >>> 0;
+}
+
+function hashB(key: string | Buffer, start = 0, end = key.length): number {
+  let h = 0x050c5d1f;
+  if (typeof key === 'string') for (let i = end - 1; i >= start; i--) h = Math.imul(h ^ key.charCodeAt(i), 0x01000193) ^ (h >>> 15);
+  else for (let i = end - 1; i >= start; i--) h = Math.imul(h ^ key[i]!, 0x01000193) ^ (h >>> 15);
+  return h >>> 0;
+}

@@ -1,0 +1,214 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFile, stat, truncate, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { HistoryError } from '../../src/common/errors.js';
+import type { ChangeCause } from '../../src/api/history-paths.js';
+import { CLEARED_FACTS, ChangeLog, toldOf, type AnswerFacts } from '../../src/history/change-log.js';
+import { tempDataDir } from '../helpers.js';
+
+// The history of answers on disk: each VPA's changes chained newest to
+// oldest, an index of the newest made again at open, a torn or unserved
+// tail cut off, and anything else this service does not write refused.
+
+const T0 = Date.parse('2026-11-01T00:00:00Z');
+const flagged = (confidence: number, cluster = 0, risk = 0): AnswerFacts => ({ flagged: true, risk, confidence, cluster });
+interface Change {
+  readonly key: string;
+  readonly facts: AnswerFacts;
+  readonly cause: ChangeCause;
+}
+const change = (key: string, facts: AnswerFacts, cause: ChangeCause = 'evidence'): Change => ({ key, facts, cause });
+
+/** The changes of one state, served from `at` as `version`. */
+async function append(log: ChangeLog, changes: readonly Change[], at: number, version: string): Promise<void> {
+  log.begin(at, version);
+  for (const c of changes) log.add(c.key, c.facts, c.cause);
+  await log.commit();
+}
+
+async function withLog(run: (path: string) => Promise<void>): Promise<void> {
+  const t = await tempDataDir();
+  try {
+    await run(join(t.root, 'history', 'changes.log'));
+  } finally {
+    await t.cleanup();
+  }
+}
+
+test('changes are read back oldest first, within the time asked, and the newest answer of each VPA is held', async () => {
+  await withLog(async (path) => {
+    const log = await ChangeLog.open(path, 0);
+    await append(log, [change('a@ybl', flagged(4500)), change('b@ybl', flagged(9000, 7, 3))], T0, 'snap-1');
+    await append(log, [change('a@ybl', flagged(8600, 12), 'compaction')], T0 + 1000, 'snap-2');
+    // One VPA twice in one append: the second chains to the first.
+    await append(log, [change('a@ybl', CLEARED_FACTS, 'retraction'), change('a@ybl', flagged(4000), 'clearance_ended')], T0 + 2000, 'snap-2+5');
+    assert.equal(log.latest('a@ybl'), toldOf(flagged(4000)));
+    assert.equal(log.latest('b@ybl'), toldOf(flagged(9000, 7, 3)));
+    assert.equal(log.latest('c@ybl'), null);
+    const all = await log.changesOf('a@ybl', 0);
+    assert.deepEqual(
+      all.map((c) => [c.at, c.data_version, c.status, c.risk_category, c.confidence, c.cluster_id, c.cause]),
+      [
+        ['2026-11-01T00:00:00Z', 'snap-1', 'FLAGGED', 'mule', 0.45, null, 'evidence'],
+        ['2026-11-01T00:00:01Z', 'snap-2', 'FLAGGED', 'mule', 0.86, 'MC-12', 'compaction'],
+        ['2026-11-01T00:00:02Z', 'snap-2+5', 'CLEARED', null, null, null, 'retraction'],
+        ['2026-11-01T00:00:02Z', 'snap-2+5', 'FLAGGED', 'mule', 0.4, null, 'clearance_ended'],
+      ],
+    );
+    assert.equal((await log.changesOf('a@ybl', T0 + 1000)).length, 3, 'only what is within the time asked');
+    assert.deepEqual(await log.changesOf('c@ybl', 0), []);
+    await log.close();
+
+    const reopened = await ChangeLog.open(path, T0 + 2000);
+    assert.deepEqual(await reopened.changesOf('a@ybl', 0), all, 'the same after a restart');
+    assert.equal(reopened.latest('a@ybl'), toldOf(flagged(4000)));
+    assert.equal(reopened.vpaCount, 2);
+    await reopened.close();
+  });
+});
+
+test('a time that went back is recorded as the last time, never before it', async () => {
+  await withLog(async (path) => {
+    const log = await ChangeLog.open(path, 0);
+    await append(log, [change('a@ybl', flagged(4500))], T0 + 5000, 'v1');
+    await append(log, [change('a@ybl', CLEARED_FACTS, 'expiry')], T0, 'v2');
+    assert.deepEqual((await log.changesOf('a@ybl', 0)).map((c) => c.at), ['2026-11-01T00:00:05Z', '2026-11-01T00:00:05Z']);
+    await log.close();
+  });
+});
+
+test('many VPAs: the index grows and finds each', async () => {
+  await withLog(async (path) => {
+    const log = await ChangeLog.open(path, 0);
+    const keys = Array.from({ length: 5000 }, (_, i) => `payee${i}@ybl`);
+    await append(log, keys.map((k, i) => change(k, flagged(i % 10_001))), T0, 'v1');
+    await append(log, keys.filter((_, i) => i % 3 === 0).map((k) => change(k, CLEARED_FACTS, 'expiry')), T0 + 1, 'v2');
+    for (const [i, k] of keys.entries()) assert.equal(log.latest(k), toldOf(i % 3 === 0 ? CLEARED_FACTS : flagged(i % 10_001)), k);
+    await log.close();
+    const reopened = await ChangeLog.open(path, T0 + 1);
+    assert.equal(reopened.vpaCount, 5000);
+    assert.equal((await reopened.changesOf('payee3@ybl', 0)).length, 2);
+    await reopened.close();
+  });
+});
+
+test('an answer is told by its status, risk, band and cluster, whatever the cluster number', () => {
+  assert.equal(toldOf(CLEARED_FACTS), 0);
+  assert.equal(toldOf(flagged(8499)), toldOf(flagged(6000)), 'one band: 0.60-0.84');
+  assert.notEqual(toldOf(flagged(8500)), toldOf(flagged(8499)));
+  assert.notEqual(toldOf(flagged(9000, 0, 1)), toldOf(flagged(9000, 0, 2)));
+  assert.notEqual(toldOf(flagged(9000, 0xffffffff)), toldOf(flagged(9000, 0xfffffffe)));
+  assert.ok(Number.isSafeInteger(toldOf(flagged(10_000, 0xffffffff, 4))));
+});
+
+test('a pass lists the VPAs recorded FLAGGED that it did not see', async () => {
+  await withLog(async (path) => {
+    const log = await ChangeLog.open(path, 0);
+    await append(log, [change('a@ybl', flagged(4500)), change('b@ybl', flagged(4500)), change('c@ybl', CLEARED_FACTS, 'expiry')], T0, 'v1');
+    log.startPass();
+    assert.equal(log.seen('a@ybl'), toldOf(flagged(4500)));
+    assert.equal(log.seen('new@ybl'), null);
+    assert.deepEqual(await log.unseenFlagged(), ['b@ybl']);
+    await log.close();
+  });
+});
+
+test('records of a state never served, and a last record cut short, are cut off at open', async () => {
+  await withLog(async (path) => {
+    const log = await ChangeLog.open(path, 0);
+    await append(log, [change('a@ybl', flagged(4500))], T0, 'v1');
+    const served = (await stat(path)).size;
+    await append(log, [change('a@ybl', flagged(9000), 'compaction')], T0 + 1000, 'v2');
+    await log.close();
+    // The record of versions holds T0 alone: v2 was written, then the process ended before it was served.
+    const cut = await ChangeLog.open(path, T0);
+    assert.equal((await stat(path)).size, served);
+    assert.equal(cut.latest('a@ybl'), toldOf(flagged(4500)));
+    await append(cut, [change('a@ybl', CLEARED_FACTS, 'retraction')], T0 + 2000, 'v3');
+    await cut.close();
+    const size = (await stat(path)).size;
+    await truncate(path, size - 3);
+    const torn = await ChangeLog.open(path, T0 + 2000);
+    assert.equal((await stat(path)).size, served, 'the torn record is cut off');
+    assert.deepEqual((await torn.changesOf('a@ybl', 0)).map((c) => c.data_version), ['v1']);
+    await torn.close();
+  });
+});
+
+test('a record that fails its CRC, a foreign file or one of another format is refused', async () => {
+  await withLog(async (path) => {
+    const log = await ChangeLog.open(path, 0);
+    await append(log, [change('a@ybl', flagged(4500)), change('b@ybl', flagged(4600))], T0, 'v1');
+    await log.close();
+    const whole = await readFile(path);
+    const flipped = Buffer.from(whole);
+    flipped[16 + 8]! ^= 0x01;
+    await writeFile(path, flipped);
+    await assert.rejects(ChangeLog.open(path, T0), (error: unknown) => error instanceof HistoryError && /fails its CRC/.test(error.message));
+    await writeFile(path, 'not a history at all, longer than a header\n');
+    await assert.rejects(ChangeLog.open(path, T0), /no UPIRCHNG header/);
+    const other = Buffer.from(whole);
+    other.writeUInt32LE(9, 8);
+    await writeFile(path, other);
+    await assert.rejects(ChangeLog.open(path, T0), /format 9/);
+    // Refused files are left as they were, for an operator to restore.
+    assert.deepEqual(await readFile(path), other);
+  });
+});
+
+test('a write that fails leaves the file as it was, and the log refusing until it is opened again', async () => {
+  await withLog(async (path) => {
+    const log = await ChangeLog.open(path, 0);
+    await append(log, [change('a@ybl', flagged(4500))], T0, 'v1');
+    const written = (await stat(path)).size;
+    assert.throws(() => log.add('b@ybl', flagged(1), 'evidence'), RangeError, 'no state begun');
+    log.begin(T0 + 1, 'v2');
+    assert.throws(() => log.begin(T0 + 1, 'v2'), RangeError, 'one state at a time');
+    log.add('a@ybl', flagged(9000), 'compaction');
+    // The file is closed under the log: the commit fails, and nothing more is taken.
+    await log.close();
+    await assert.rejects(log.commit(), HistoryError);
+    assert.throws(() => log.begin(T0 + 2, 'v3'), HistoryError);
+    await assert.rejects(log.changesOf('a@ybl', 0), HistoryError);
+    assert.equal((await stat(path)).size, written);
+    const reopened = await ChangeLog.open(path, T0 + 1);
+    assert.deepEqual((await reopened.changesOf('a@ybl', 0)).map((c) => c.data_version), ['v1']);
+    await reopened.close();
+  });
+});
+
+test('pruned at a cutoff: each VPA keeps every change after it, and its newest whenever it was, in a smaller file', async () => {
+  await withLog(async (path) => {
+    const log = await ChangeLog.open(path, 0);
+    const DAY = 24 * 3600 * 1000;
+    // a@ybl changes on days 0, 1, 5; b@ybl once on day 0; c@ybl on days 2 and 6.
+    await append(log, [change('a@ybl', flagged(4500)), change('b@ybl', flagged(9000, 3))], T0, 'd0');
+    await append(log, [change('a@ybl', flagged(7000), 'compaction')], T0 + DAY, 'd1');
+    await append(log, [change('c@ybl', flagged(3000))], T0 + 2 * DAY, 'd2');
+    await append(log, [change('a@ybl', CLEARED_FACTS, 'retraction')], T0 + 5 * DAY, 'd5');
+    await append(log, [change('c@ybl', CLEARED_FACTS, 'expiry')], T0 + 6 * DAY, 'd6');
+    const cutoff = T0 + 3 * DAY;
+    const keys = ['a@ybl', 'b@ybl', 'c@ybl'];
+    const told = keys.map((k) => log.latest(k));
+    const within = await Promise.all(keys.map((k) => log.changesOf(k, cutoff)));
+    const before = log.bytes;
+    assert.equal(log.oldestAt, T0);
+
+    assert.equal(await log.prune(cutoff), 3, 'a@ybl of days 0 and 1 and c@ybl of day 2 went; b@ybl of day 0 stays, its newest');
+    assert.ok(log.bytes < before);
+    assert.deepEqual(keys.map((k) => log.latest(k)), told);
+    assert.deepEqual(await Promise.all(keys.map((k) => log.changesOf(k, cutoff))), within);
+    assert.deepEqual((await log.changesOf('a@ybl', 0)).map((c) => c.data_version), ['d5'], 'the chain now starts at what was kept');
+    assert.deepEqual((await log.changesOf('c@ybl', 0)).map((c) => c.data_version), ['d6']);
+    assert.equal(log.oldestAt, T0, "b@ybl's answer, kept");
+    // Written after the prune, and read back the same after a restart.
+    await append(log, [change('b@ybl', CLEARED_FACTS, 'clearance')], T0 + 7 * DAY, 'd7');
+    await log.close();
+    const reopened = await ChangeLog.open(path, T0 + 7 * DAY);
+    assert.deepEqual((await reopened.changesOf('b@ybl', 0)).map((c) => [c.data_version, c.cause]), [['d0', 'evidence'], ['d7', 'clearance']]);
+    assert.deepEqual(await reopened.changesOf('c@ybl', cutoff), within[2]);
+    assert.equal(reopened.vpaCount, 3);
+    await reopened.close();
+  });
+});

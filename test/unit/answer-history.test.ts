@@ -1,0 +1,143 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import fc from 'fast-check';
+import { confidenceBand } from '../../src/api/advice.js';
+import { silentLogger } from '../../src/common/logger.js';
+import { ServingView } from '../../src/engine/serving-view.js';
+import type { DeltaData } from '../../src/engine/delta-data.js';
+import type { SnapshotView } from '../../src/engine/snapshot-view.js';
+import { AnswerHistory, type ServedChange } from '../../src/history/answer-changes.js';
+import { ASKED, batchesArb, snapshotAndDelta } from '../delta-fixtures.js';
+import { buildInProcess, evidence, tempDataDir } from '../helpers.js';
+
+// What each state served changes in the answers: after every state
+// recorded, each VPA's newest change is the answer that state gives (its
+// status, risk category, band and cluster), no change repeats the one
+// before it, and each says why it happened.
+
+const DAY = 24 * 3600 * 1000;
+const NOTHING: ServedChange = { kind: 'merge', corrected: new Set(), clearances: new Map() };
+
+async function withHistory(run: (history: AnswerHistory) => Promise<void>): Promise<void> {
+  const t = await tempDataDir();
+  const history = await AnswerHistory.open(join(t.root, 'changes.log'), 0, 400 * DAY, silentLogger);
+  try {
+    await run(history);
+  } finally {
+    await history.close();
+    await t.cleanup();
+  }
+}
+
+/** What the history tells of an answer. */
+function told(status: string, risk: string | null, confidence: number | null, cluster: string | null): string {
+  return JSON.stringify([status, risk, status === 'FLAGGED' ? confidenceBand('FLAGGED', confidence) : 'cleared', cluster]);
+}
+
+async function assertTellsServed(history: AnswerHistory, view: ServingView, at: number): Promise<void> {
+  for (const upi of ASKED) {
+    const changes = await history.changesOf(upi, at);
+    const v = view.verdict(upi);
+    const last = changes.at(-1);
+    if (last === undefined) assert.equal(v.status, 'CLEARED', `${upi} served FLAGGED with no change recorded`);
+    else assert.equal(told(last.status, last.risk_category, last.confidence, last.cluster_id), told(v.status, v.risk_category, v.confidence, v.cluster_id), upi);
+    for (let i = 1; i < changes.length; i++) {
+      const [a, b] = [changes[i - 1]!, changes[i]!];
+      assert.notEqual(told(a.status, a.risk_category, a.confidence, a.cluster_id), told(b.status, b.risk_category, b.confidence, b.cluster_id), `${upi}: change ${i} repeats the one before`);
+    }
+  }
+}
+
+test('after each snapshot and merge recorded, every VPA\'s newest change is what is served', async () => {
+  await fc.assert(
+    fc.asyncProperty(batchesArb, async (batches) => {
+      await withHistory(async (history) => {
+        const { base, deltas } = snapshotAndDelta(batches);
+        let at = Date.parse('2026-11-01T00:00:00Z');
+        await history.record(base.data, null, { ...NOTHING, kind: 'snapshot' }, at, base.meta.id);
+        await assertTellsServed(history, new ServingView(base), at);
+        for (const [i, delta] of deltas.entries()) {
+          await history.record(base.data, delta, NOTHING, ++at, `${base.meta.id}+${i + 1}`);
+          await assertTellsServed(history, new ServingView(base, delta), at);
+        }
+        // A compaction of everything: clusters formed, urls counted again; and then a snapshot of the first batch
+        // alone, which no longer holds the later VPAs (CLEARED).
+        for (const next of [buildInProcess(batches.flat()), buildInProcess(batches[0]!)]) {
+          await history.record(next.data, null, { ...NOTHING, kind: 'snapshot' }, ++at, `s${at}`);
+          await assertTellsServed(history, new ServingView(next), at);
+        }
+        assert.equal(history.unavailable, null);
+      });
+    }),
+    { numRuns: 60 },
+  );
+});
+
+test('why each change happened: evidence, a clearance made and ended, a retraction, expiry, the compaction', async () => {
+  await withHistory(async (history) => {
+    const x = 'x@ybl';
+    const one = buildInProcess([evidence(x, 'https://a.example'), evidence('y@ybl', 'https://b.example')]);
+    const without = buildInProcess([evidence('y@ybl', 'https://b.example')]);
+    const two = buildInProcess([evidence(x, 'https://a.example'), evidence(x, 'https://c.example', { risk_category: 'mule' }), evidence('y@ybl', 'https://b.example')]);
+    const clustered = buildInProcess([evidence(x, 'https://a.example'), evidence('y@ybl', 'https://a.example'), evidence('y@ybl', 'https://b.example')]);
+    const cleared = { createdAt: 1 };
+    let at = Date.parse('2026-11-01T00:00:00Z');
+    const step = async (view: SnapshotView, change: Partial<ServedChange>, delta: DeltaData | null = null) =>
+      history.record(view.data, delta, { ...NOTHING, kind: 'snapshot', ...change }, ++at, `v${at}`);
+    // The first state recorded is compared whole even when a merge made it.
+    await step(one, { kind: 'merge' });
+    await step(without, { corrected: new Set([x]), clearances: new Map([[x, cleared]]) });
+    await step(one, { corrected: new Set([x]) });
+    await step(without, { corrected: new Set([x]) });
+    await step(two, {});
+    await step(without, {});
+    await step(clustered, {});
+    const causes = (await history.changesOf(x)).map((c) => [c.status, c.cause]);
+    assert.deepEqual(causes, [
+      ['FLAGGED', 'evidence'],
+      ['CLEARED', 'clearance'],
+      ['FLAGGED', 'clearance_ended'],
+      ['CLEARED', 'retraction'],
+      ['FLAGGED', 'evidence'],
+      ['CLEARED', 'expiry'],
+      ['FLAGGED', 'evidence'],
+    ]);
+    const y = await history.changesOf('y@ybl');
+    assert.deepEqual(y.map((c) => [c.cause, c.cluster_id !== null]), [['evidence', false], ['compaction', true]], 'y joins a cluster: the compaction');
+    // Another record of the same state changes nothing.
+    const before = history.bytes;
+    await step(clustered, {});
+    assert.equal(history.bytes, before);
+  });
+});
+
+test('a history refused or that cannot be written answers why, and records nothing', async () => {
+  const off = AnswerHistory.unavailable('kept elsewhere', silentLogger);
+  await off.record(buildInProcess([evidence('x@ybl', 'https://a.example')]).data, null, NOTHING, 1, 'v1');
+  await assert.rejects(off.changesOf('x@ybl'), /kept elsewhere/);
+  assert.equal(off.vpaCount, 0);
+});
+
+test('changes past the history kept are dropped once the oldest is a month past it, and no longer told', async () => {
+  const t = await tempDataDir();
+  const history = await AnswerHistory.open(join(t.root, 'changes.log'), 0, DAY, silentLogger);
+  try {
+    const one = buildInProcess([evidence('x@ybl', 'https://a.example'), evidence('y@ybl', 'https://b.example')]);
+    const two = buildInProcess([evidence('x@ybl', 'https://a.example'), evidence('x@ybl', 'https://c.example', { risk_category: 'mule' }), evidence('y@ybl', 'https://b.example')]);
+    const start = Date.parse('2026-01-01T00:00:00Z');
+    const snapshot = { ...NOTHING, kind: 'snapshot' } as const;
+    await history.record(one.data, null, snapshot, start, 'v1');
+    await history.record(two.data, null, snapshot, start + 10 * DAY, 'v2');
+    const full = history.bytes;
+    // 31 days and a bit past the retention of one day: the file is copied without x@ybl's first change.
+    await history.record(one.data, null, snapshot, start + 33 * DAY, 'v3');
+    assert.equal(history.unavailable, null);
+    assert.ok(history.bytes < full, `${history.bytes} bytes after pruning, ${full} before the last state`);
+    assert.deepEqual((await history.changesOf('x@ybl', start + 33 * DAY)).map((c) => c.data_version), ['v3'], 'one day back');
+    assert.deepEqual((await history.changesOf('y@ybl', start + 33 * DAY)).map((c) => c.data_version), [], "y@ybl's answer is older than the day kept");
+  } finally {
+    await history.close();
+    await t.cleanup();
+  }
+});
