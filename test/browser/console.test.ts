@@ -178,6 +178,16 @@ describe('the console', () => {
     assert.equal(await sources.first().getAttribute('rel'), 'noopener noreferrer');
     assert.match(text, /Request id\s*\S+/);
     assert.match(page.url(), /\/console\/screen\?upi=/);
+    // Its history under the verdict: the change that flagged it, with the version that served it and why.
+    const history = await service.request(`/v1/verify/upi/history?upi=${encodeURIComponent(flaggedVpa)}`, { key: service.adminKey });
+    const changes = history.body.changes as { data_version: string }[];
+    assert.ok(changes.length > 0);
+    const timeline = page.getByRole('table', { name: `Changes (${changes.length}), oldest first` });
+    await timeline.waitFor();
+    const rows = timeline.getByRole('row');
+    assert.equal(await rows.count(), changes.length + 1, 'a row per change, under the header');
+    const first = (await rows.nth(1).textContent()) ?? '';
+    assert.ok(first.includes('new evidence') && first.includes(changes[0]!.data_version), first);
     await screenshot(page, 'screen');
     await close(session);
   });

@@ -33,7 +33,7 @@ import type {
   ReportSchema,
 } from '../../../src/api/dispute-schemas.js';
 import type { EvidenceReceiptSchema, EvidenceRefusalSchema } from '../../../src/api/schemas.js';
-import type { DataVersionSchema } from '../../../src/api/history-paths.js';
+import type { AnswerHistorySchema, DataVersionSchema } from '../../../src/api/history-paths.js';
 import type { AdminWatchlistListSchema, AdminWatchlistSchema, WatchEventPageSchema, WatchEventWithDeliverySchema, WatchedVpasPageSchema } from '../../../src/api/watch-schemas.js';
 
 /** The spec's answers, as the service writes them. */
@@ -98,3 +98,5 @@ export type ReportDecided = Static<typeof ReportDecidedSchema>;
 
 /** When a data version was served (GET /v1/data-versions/{version}). */
 export type DataVersion = Static<typeof DataVersionSchema>;
+/** How a VPA's answer changed (GET /v1/verify/upi/history). */
+export type AnswerHistory = Static<typeof AnswerHistorySchema>;

@@ -11,6 +11,7 @@ import { BatchScreen } from '../components/batch-screen.js';
 import { ErrorMessage } from '../components/error-message.js';
 import { PageHeading } from '../components/page-heading.js';
 import { VerdictView } from '../components/verdict-view.js';
+import { AnswerTimeline } from '../components/answer-timeline.js';
 import { navigate, screenPath } from '../router.js';
 
 type Lookup =
@@ -76,7 +77,10 @@ export function ScreenPage({ upi }: { readonly upi: string | null }) {
         </p>
         <ErrorMessage message={lookup.kind === 'failed' ? lookup.message : null} />
         {lookup.kind === 'done' ? (
-          <VerdictView verdict={lookup.answer.body} requestId={lookup.answer.requestId} dataVersion={lookup.answer.dataVersion} />
+          <>
+            <VerdictView verdict={lookup.answer.body} requestId={lookup.answer.requestId} dataVersion={lookup.answer.dataVersion} />
+            <AnswerTimeline upi={lookup.answer.body.upi} version={lookup.answer.dataVersion} />
+          </>
         ) : null}
       </section>
       <BatchScreen />
