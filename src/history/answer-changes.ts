@@ -1,3 +1,4 @@
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import { HistoryError } from '../common/errors.js';
 import type { Logger } from '../common/logger.js';
 import type { DeltaData } from '../engine/delta-data.js';
@@ -33,6 +34,9 @@ export interface ServedChange {
   /** The clearances in force, by VPA (lower case). */
   readonly clearances: ReadonlyMap<string, { readonly createdAt: number }>;
 }
+
+/** Slots of a snapshot's index compared in one turn of the event loop (tens of milliseconds). */
+const SLOTS_PER_TURN = 65_536;
 
 /** How far past the retention the oldest change may be before the file is pruned, ms. */
 const PRUNE_SLACK_MS = 30 * 24 * 3600 * 1000;
@@ -157,6 +161,8 @@ export class AnswerHistory {
     const held = delta !== null && delta.overlay.meta.vpaCount > 0 ? delta : null;
     const deltaIndex = held === null ? null : new VpaIndex(held.overlay, held.overlay.maxKeyLength);
     for (let slot = 0; slot < index.capacity; slot++) {
+      // Other work of the main thread goes on between runs of slots: a pass over 10M VPAs takes seconds.
+      if (slot % SLOTS_PER_TURN === SLOTS_PER_TURN - 1) await nextTurn();
       const id = index.idAtSlot(slot);
       if (id < 0) continue;
       const key = index.keyAtSlot(slot);
