@@ -119,15 +119,24 @@ export class AnswerHistory {
       else this.#logger.info(fields, 'answer changes recorded');
       this.#clearances = change.clearances;
       this.#compared = true;
-      // Changes past the retention are dropped once the oldest is a month past it: the file is copied about once a month.
-      if (this.#keepMs > 0 && log.oldestAt < at - this.#keepMs - PRUNE_SLACK_MS) {
-        const pruneStarted = performance.now();
-        const dropped = await log.prune(at - this.#keepMs);
-        this.#logger.info({ dropped, bytes: log.bytes, ms: Math.round(performance.now() - pruneStarted) }, 'changes past the history kept dropped');
-      }
     } catch (error) {
       this.#unavailable = `the history of answers could not be written (${(error as Error).message}); it is not served until the server is restarted with the file whole`;
       this.#logger.error({ err: (error as Error).message }, 'the history of answers could not be written; no more changes are recorded');
+      return;
+    }
+    // Changes past the retention are dropped once the oldest is a month past it: the file is copied about once a month.
+    if (this.#keepMs > 0 && log.oldestAt < at - this.#keepMs - PRUNE_SLACK_MS) await this.#prune(log, at - this.#keepMs);
+  }
+
+  /** A prune that fails leaves the file as it was, and is tried again at the next state; one that left the log unusable stops the history. */
+  async #prune(log: ChangeLog, cutoff: number): Promise<void> {
+    const started = performance.now();
+    try {
+      const dropped = await log.prune(cutoff);
+      this.#logger.info({ dropped, bytes: log.bytes, ms: Math.round(performance.now() - started) }, 'changes past the history kept dropped');
+    } catch (error) {
+      this.#logger.error({ err: (error as Error).message }, 'the changes past the history kept could not be dropped');
+      if (log.broken !== null) this.#unavailable = log.broken;
     }
   }
 

@@ -164,6 +164,11 @@ export class ChangeLog {
     return this.#size;
   }
 
+  /** Why the log refuses everything (a write failed, or a prune could not open the file again), or null. */
+  get broken(): string | null {
+    return this.#broken;
+  }
+
   /** When the oldest change recorded was served, epoch ms (Infinity with none). */
   get oldestAt(): number {
     return this.#oldestAt;
