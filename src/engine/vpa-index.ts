@@ -631,6 +631,16 @@ export class VpaIndex implements KeyIndex {
     return this.tags[slot] === 0 ? -1 : this.entries[slot * ENTRY_WORDS]! - 1;
   }
 
+  /** The key in `slot`, one idAtSlot names, as bytes written to `out` (room for maxKeyLength); returns its length. No allocation. */
+  keyBytesAtSlot(slot: number, out: Uint8Array): number {
+    const code = this.tags[slot]! & 0xff;
+    const e = slot * ENTRY_WORDS + 1;
+    if (code <= INLINE_KEY_BYTES + 1) return unpackBytes(this.entries, e, code - 1, out, 0);
+    const at = this.entries[e + ENTRY_WORDS - 2]! >>> 0;
+    const prefix = INLINE_PREFIX_WORDS * 4;
+    return unpackBytes(this.tails, at + 1, this.tails[at]! - prefix, out, unpackBytes(this.entries, e, prefix, out, 0));
+  }
+
   /** The key in `slot`, one idAtSlot names. */
   keyAtSlot(slot: number): string {
     const code = this.tags[slot]! & 0xff;
@@ -668,6 +678,12 @@ export class PackedQuery {
 }
 
 /** The `length` bytes packed in words from `array[at]`, as text. */
+/** unpackWords into `out` from `outAt`; returns where it stopped. */
+function unpackBytes(array: Int32Array, at: number, length: number, out: Uint8Array, outAt: number): number {
+  for (let j = 0; j < length; j++) out[outAt + j] = (array[at + (j >>> 2)]! >>> ((j & 3) << 3)) & 0xff;
+  return outAt + length;
+}
+
 function unpackWords(array: Int32Array, at: number, length: number): string {
   let text = '';
   for (let j = 0; j < length; j++) text += String.fromCharCode((array[at + (j >>> 2)]! >>> ((j & 3) << 3)) & 0xff);

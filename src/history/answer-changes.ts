@@ -154,10 +154,10 @@ export class AnswerHistory {
   #deltaChanges(log: ChangeLog, delta: DeltaData | null, change: ServedChange): number {
     let changes = 0;
     if (delta === null) return changes;
-    const overlay = delta.overlay;
+    const { overlay, keyBytes, keyOffsets } = delta;
     for (let id = 0; id < overlay.meta.vpaCount; id++) {
-      const key = keyOfDelta(delta, id);
-      changes += this.#compare(log, key, log.latest(key), factsOf(overlay, id), change);
+      const [start, end] = [keyOffsets[id]!, keyOffsets[id + 1]!];
+      changes += this.#compare(log, keyBytes, start, end, log.latest(keyBytes, start, end), factsOf(overlay, id), change);
     }
     return changes;
   }
@@ -169,28 +169,36 @@ export class AnswerHistory {
     const index = new VpaIndex(base, base.maxKeyLength);
     const held = delta !== null && delta.overlay.meta.vpaCount > 0 ? delta : null;
     const deltaIndex = held === null ? null : new VpaIndex(held.overlay, held.overlay.maxKeyLength);
+    // Keys are read as bytes, and made text only for a change: most VPAs have none.
+    const key = new Uint8Array(index.maxKeyLength);
     for (let slot = 0; slot < index.capacity; slot++) {
       // Other work of the main thread goes on between runs of slots: a pass over 10M VPAs takes seconds.
       if (slot % SLOTS_PER_TURN === SLOTS_PER_TURN - 1) await nextTurn();
       const id = index.idAtSlot(slot);
       if (id < 0) continue;
-      const key = index.keyAtSlot(slot);
+      const length = index.keyBytesAtSlot(slot, key);
       // A VPA the delta holds is answered from the delta: compared below.
-      if (deltaIndex !== null && deltaIndex.lookup(key) >= 0) continue;
-      changes += this.#compare(log, key, log.seen(key), factsOf(base, id), change);
+      if (deltaIndex !== null && deltaIndex.lookupBytes(key, 0, length) >= 0) continue;
+      changes += this.#compare(log, key, 0, length, log.seen(key, 0, length), factsOf(base, id), change);
     }
     if (held !== null) {
-      for (let id = 0; id < held.overlay.meta.vpaCount; id++) {
-        const key = keyOfDelta(held, id);
-        changes += this.#compare(log, key, log.seen(key), factsOf(held.overlay, id), change);
+      const { overlay, keyBytes, keyOffsets } = held;
+      for (let id = 0; id < overlay.meta.vpaCount; id++) {
+        const [start, end] = [keyOffsets[id]!, keyOffsets[id + 1]!];
+        changes += this.#compare(log, keyBytes, start, end, log.seen(keyBytes, start, end), factsOf(overlay, id), change);
       }
     }
-    for (const key of await log.unseenFlagged()) changes += this.#compare(log, key, log.latest(key), CLEARED_FACTS, change);
+    for (const cleared of await log.unseenFlagged()) changes += this.#compareText(log, cleared, log.latest(cleared), CLEARED_FACTS, change);
     return changes;
   }
 
+  /** #compareText of the key in `bytes` from `start` to `end`, made text only when it changed. */
+  #compare(log: ChangeLog, bytes: Uint8Array, start: number, end: number, before: number | null, after: AnswerFacts, change: ServedChange): number {
+    return isChange(before, after) ? this.#compareText(log, Buffer.from(bytes.buffer, bytes.byteOffset + start, end - start).toString('latin1'), before, after, change) : 0;
+  }
+
   /** Add the change of `key` to `after` if it is one; returns 1 if it was, else 0. */
-  #compare(log: ChangeLog, key: string, before: number | null, after: AnswerFacts, change: ServedChange): number {
+  #compareText(log: ChangeLog, key: string, before: number | null, after: AnswerFacts, change: ServedChange): number {
     if (!isChange(before, after)) return 0;
     log.add(key, after, this.#causeOf(key, before, after, change));
     return 1;
@@ -214,8 +222,4 @@ function factsOf(data: SnapshotData, id: number): AnswerFacts {
   if (data.evidenceCount[id] === 0) return CLEARED_FACTS;
   const cluster = data.vpaCluster[id]!;
   return { flagged: true, risk: data.riskCategory[id]!, confidence: data.confidence[id]!, cluster: cluster === NO_CLUSTER ? 0 : data.clusterNumber[cluster]! };
-}
-
-function keyOfDelta(delta: DeltaData, id: number): string {
-  return Buffer.from(delta.keyBytes.buffer, delta.keyBytes.byteOffset + delta.keyOffsets[id]!, delta.keyOffsets[id + 1]! - delta.keyOffsets[id]!).toString('latin1');
 }

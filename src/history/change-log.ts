@@ -174,9 +174,9 @@ export class ChangeLog {
     return this.#oldestAt;
   }
 
-  /** What the answer last recorded for `key` (lower case) tells (toldOf), or null when it has none. */
-  latest(key: string): number | null {
-    return this.#index.told(this.#index.find(key));
+  /** What the answer last recorded for `key` (lower case; text, or ASCII bytes from `start` to `end`) tells (toldOf), or null when it has none. */
+  latest(key: string | Uint8Array, start = 0, end = key.length): number | null {
+    return this.#index.told(this.#index.findHashed(hashA(key, start, end), hashB(key, start, end)));
   }
 
   /**
@@ -188,8 +188,8 @@ export class ChangeLog {
     this.#index.startPass();
   }
 
-  seen(key: string): number | null {
-    const slot = this.#index.find(key);
+  seen(key: string | Uint8Array, start = 0, end = key.length): number | null {
+    const slot = this.#index.findHashed(hashA(key, start, end), hashB(key, start, end));
     if (slot >= 0) this.#index.mark(slot);
     return this.#index.told(slot);
   }
@@ -659,15 +659,15 @@ const TOLD_BITS = 0x3f;
 const SEEN = 0x40;
 const RECORD_ALIGN = 8;
 
-/** The hashes of a VPA, from its text or from its bytes in a record (ASCII: the same codes). */
-function hashA(key: string | Buffer, start = 0, end = key.length): number {
+/** The hashes of a VPA, from its text or from its bytes (ASCII: the same codes). */
+function hashA(key: string | Uint8Array, start = 0, end = key.length): number {
   let h = 0x811c9dc5;
   if (typeof key === 'string') for (let i = start; i < end; i++) h = Math.imul(h ^ key.charCodeAt(i), 0x01000193);
   else for (let i = start; i < end; i++) h = Math.imul(h ^ key[i]!, 0x01000193);
   return h >>> 0;
 }
 
-function hashB(key: string | Buffer, start = 0, end = key.length): number {
+function hashB(key: string | Uint8Array, start = 0, end = key.length): number {
   let h = 0x050c5d1f;
   if (typeof key === 'string') for (let i = end - 1; i >= start; i--) h = Math.imul(h ^ key.charCodeAt(i), 0x01000193) ^ (h >>> 15);
   else for (let i = end - 1; i >= start; i--) h = Math.imul(h ^ key[i]!, 0x01000193) ^ (h >>> 15);

@@ -407,17 +407,20 @@ describe('VpaIndex layout', () => {
     assert.equal(homeSlot(0, 14_285_715), 0);
   });
 
-  it('a scan of every slot names each key once, with its id, as keyOf gives it', () => {
+  it('a scan of every slot names each key once, with its id, as keyOf gives it, and as bytes alike', () => {
     fc.assert(
       fc.property(fc.uniqueArray(fc.oneof(fc.constantFrom(...EDGE_KEYS), fc.stringMatching(/^[a-z0-9.]{1,40}@[a-z]{2,12}$/)), { maxLength: 60 }), (keys) => {
         const { keyBytes, keyOffsets } = encodeKeys(keys);
         const index = new VpaIndex(buildIndexArrays(keyBytes, keyOffsets, keys.length));
         const seen = new Map<number, string>();
+        const bytes = new Uint8Array(index.maxKeyLength);
         for (let slot = 0; slot < index.capacity; slot++) {
           const id = index.idAtSlot(slot);
           if (id < 0) continue;
           assert.ok(!seen.has(id), `id ${id} in two slots`);
           seen.set(id, index.keyAtSlot(slot));
+          const length = index.keyBytesAtSlot(slot, bytes);
+          assert.equal(Buffer.from(bytes.subarray(0, length)).toString('latin1'), index.keyAtSlot(slot));
         }
         assert.deepEqual(
           [...seen].sort(([a], [b]) => a - b),
