@@ -22,7 +22,7 @@ import { createTlsApp } from '../../src/http/tls.js';
 import { AnswerHead, snapshotHeaderLines } from '../../src/http/answer-headers.js';
 import { RequestIds } from '../../src/http/request-ids.js';
 import { listen } from '../../src/http/server.js';
-import { freePort } from '../../src/http/edge-pool.js';
+import { freePort } from '../../src/http/port-claim.js';
 
 const { values: args } = parseArgs({
   options: {

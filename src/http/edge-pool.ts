@@ -1,9 +1,8 @@
 import { MessageChannel, Worker } from 'node:worker_threads';
-import { createServer, type AddressInfo } from 'node:net';
 import type { Logger } from '../common/logger.js';
 import { ErrorCode, ServingError } from '../common/errors.js';
 import { askThread } from './thread-ask.js';
-import { refuseTakenPort } from './port-claim.js';
+import { claimFreePort, refuseTakenPort } from './port-claim.js';
 import type { KeyRegistry } from '../access/key-registry.js';
 import type { Quota } from '../access/quota.js';
 import { serveQuota } from '../access/remote-quota.js';
@@ -130,8 +129,9 @@ export class EdgePool {
       mirrorUnavailable,
       ...shared
     } = options;
-    // Threads share the port through SO_REUSEPORT, which uWS sets only for a concrete port.
-    const port = options.port === 0 ? await freePort(options.host) : options.port;
+    // Threads share the port through SO_REUSEPORT, which uWS sets only for a concrete port: one is chosen, and claimed
+    // so that another server choosing at the same moment cannot share it.
+    const port = options.port === 0 ? await claimFreePort(options.host) : options.port;
     const workers: Worker[] = [];
     let scrapeFromAll: (() => Promise<string>) | null = null;
     /** Set once drain() starts: threads exit from then on, and that is no failure. */
@@ -319,15 +319,6 @@ export class EdgePool {
     );
     this.#options.logger.info({ threads: this.#workers.length }, 'serving threads stopped');
   }
-}
-
-/** A port nothing listens on now (asked of the kernel, then released). */
-export async function freePort(host: string): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve, reject) => server.listen(0, host, resolve).once('error', reject));
-  const { port } = server.address() as AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
 }
 
 async function listenOn(worker: Worker, port: number): Promise<number> {

@@ -1,5 +1,5 @@
 import { lookup } from 'node:dns/promises';
-import { createServer, type Server } from 'node:net';
+import { createServer, type AddressInfo, type Server } from 'node:net';
 import { ErrorCode, ServingError } from '../common/errors.js';
 
 /**
@@ -34,6 +34,35 @@ export async function claimPort(host: string, port: number): Promise<void> {
   // Held until the process ends, without holding the event loop open.
   claim.unref();
   await refuseTakenPort(host, port);
+}
+
+/**
+ * A port nothing listens on now, asked of the kernel and claimed (claimPort)
+ * for this process's life: two servers asked for any port at the same moment
+ * may be handed the same one once each lets the kernel's go, and the claim
+ * sends the second to choose again.
+ */
+export async function claimFreePort(host: string): Promise<number> {
+  for (let attempt = 1; ; attempt++) {
+    const port = await freePort(host);
+    try {
+      await claimPort(host, port);
+      return port;
+    } catch (error) {
+      if (!(error instanceof ServingError) || attempt === FREE_PORT_ATTEMPTS) throw error;
+    }
+  }
+}
+
+const FREE_PORT_ATTEMPTS = 10;
+
+/** A port nothing listens on now (asked of the kernel, then released). */
+export async function freePort(host: string): Promise<number> {
+  const server = createServer();
+  await listen(server, { port: 0, host, exclusive: true });
+  const { port } = server.address() as AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
 }
 
 /** The claims this process holds: kept reachable, so that none is collected and closed. */

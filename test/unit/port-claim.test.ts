@@ -1,0 +1,14 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { claimFreePort, claimPort, refuseTakenPort } from '../../src/http/port-claim.js';
+
+// A server asked for any port claims the one it is handed, as one asked for
+// a given port does: no two servers of this process or another share one.
+
+test('ports chosen at the same moment are claimed, each once', async () => {
+  const ports = await Promise.all(Array.from({ length: 20 }, () => claimFreePort('127.0.0.1')));
+  assert.equal(new Set(ports).size, ports.length, ports.join(' '));
+  // Claimed, and nothing listens there: a probe passes, a claim does not.
+  await refuseTakenPort('127.0.0.1', ports[0]!);
+  await assert.rejects(claimPort('127.0.0.1', ports[0]!), /another process listens there/);
+});
