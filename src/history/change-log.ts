@@ -1,6 +1,6 @@
 import { open, rename, unlink, type FileHandle } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
-import { syncDirectory, tempFileName } from '../common/atomic-file.js';
+import { syncDirectory, tempFileName, writeAllAt } from '../common/atomic-file.js';
 import { openHistoryFile } from './history-file.js';
 import { crc32 } from 'node:zlib';
 import { HistoryError } from '../common/errors.js';
@@ -108,11 +108,55 @@ interface StateWriting {
   readonly start: number;
   readonly at: number;
   readonly version: Buffer;
-  readonly buffer: Buffer;
+  /** The state's records, on their way to the file. */
+  readonly runs: RecordRuns;
+}
+
+/**
+ * Records handed to a file in runs of a few megabytes, in order, from a
+ * place on: each is put in `buffer` at `filled`, then `added`. What is
+ * waiting is copied out at each run, so the buffer is reused at once.
+ */
+class RecordRuns {
+  readonly buffer = Buffer.alloc(FLUSH_BYTES + MAX_RECORD);
   /** Bytes of `buffer` not yet handed to the file. */
-  filled: number;
-  /** The writes handed so far, in order. */
-  flushed: Promise<void>;
+  filled = 0;
+  readonly #file: FileHandle;
+  /** Where the bytes waiting in `buffer` go. */
+  #at: number;
+  /** The runs handed so far, in order. */
+  #written: Promise<void> = Promise.resolve();
+
+  constructor(file: FileHandle, at: number) {
+    this.#file = file;
+    this.#at = at;
+  }
+
+  /** A record of `length` bytes was put at `filled`. */
+  added(length: number): void {
+    this.filled += length;
+    if (this.filled >= FLUSH_BYTES) this.#run();
+  }
+
+  /** Every record added, written: resolves once the writes are done (not synced). */
+  async done(): Promise<void> {
+    this.#run();
+    await this.#written;
+  }
+
+  /** Resolves when the runs handed so far are written or have failed. */
+  settled(): Promise<void> {
+    return this.#written.catch(() => {});
+  }
+
+  #run(): void {
+    if (this.filled === 0) return;
+    const bytes = Buffer.from(this.buffer.subarray(0, this.filled));
+    const at = this.#at;
+    this.#at += this.filled;
+    this.filled = 0;
+    this.#written = this.#written.then(() => writeAllAt(this.#file, [bytes], at));
+  }
 }
 
 export class ChangeLog {
@@ -214,7 +258,7 @@ export class ChangeLog {
     this.#usable();
     if (this.#writing !== null) throw new RangeError('the changes of one state are being written already');
     this.#committed = new Promise((resolve) => (this.#release = resolve));
-    this.#writing = { start: this.#size, at: Math.max(at, this.#lastAt), version: asciiOf(version, 'data version'), buffer: Buffer.alloc(FLUSH_BYTES + MAX_RECORD), filled: 0, flushed: Promise.resolve() };
+    this.#writing = { start: this.#size, at: Math.max(at, this.#lastAt), version: asciiOf(version, 'data version'), runs: new RecordRuns(this.#handle, this.#size) };
   }
 
   /** A change of `key` (lower case) to `facts`, for `cause`, in the state begun. */
@@ -223,20 +267,18 @@ export class ChangeLog {
     if (w === null) throw new RangeError('no state begun');
     const slot = this.#index.find(key);
     const offset = this.#size;
-    const length = encodeRecord(w.buffer, w.filled, key, facts, cause, w.at, slot < 0 ? -1 : this.#index.offsetAt(slot), w.version);
+    const length = encodeRecord(w.runs.buffer, w.runs.filled, key, facts, cause, w.at, slot < 0 ? -1 : this.#index.offsetAt(slot), w.version);
     this.#index.put(key, offset, toldOf(facts));
     this.#size += length;
-    w.filled += length;
-    if (w.filled >= FLUSH_BYTES) this.#flush(w);
+    w.runs.added(length);
   }
 
   /** Write what the state begun added, and sync it: resolves once it is durable. */
   async commit(): Promise<void> {
     const w = this.#writing;
     if (w === null) throw new RangeError('no state begun');
-    this.#flush(w);
     try {
-      await w.flushed;
+      await w.runs.done();
       if (this.#size > w.start) await this.#handle.datasync();
     } catch (error) {
       this.#broken = `${this.#path} could not be written (${(error as Error).message}); the history of answers is not read nor written until the server is restarted`;
@@ -268,22 +310,12 @@ export class ChangeLog {
     let replaced = false;
     try {
       copy = await open(temp, 'w');
-      await copy.write(header(), 0, HEADER_LENGTH, 0);
+      await writeAllAt(copy, [header()], 0);
       const kept = new FactsIndex();
+      const runs = new RecordRuns(copy, HEADER_LENGTH);
       let size = HEADER_LENGTH;
       let dropped = 0;
       let oldestAt = Number.POSITIVE_INFINITY;
-      let pending: Buffer[] = [];
-      let pendingBytes = 0;
-      const target = copy;
-      let writes = Promise.resolve();
-      const flush = () => {
-        const bytes = Buffer.concat(pending);
-        const at = size - bytes.length;
-        pending = [];
-        pendingBytes = 0;
-        writes = writes.then(async () => void (await target.write(bytes, 0, bytes.length, at)));
-      };
       await walkRecords(this.#handle, this.#path, HEADER_LENGTH, this.#size, (bytes, offset, length) => {
         const [a, b] = recordHashes(bytes);
         const at = bytes.readDoubleLE(8);
@@ -291,20 +323,19 @@ export class ChangeLog {
           dropped++;
           return true;
         }
-        const record = Buffer.from(bytes.subarray(0, length));
+        // Copied with its chain to the VPA's record kept before it.
+        const record = runs.buffer.subarray(runs.filled, runs.filled + length);
+        bytes.copy(record, 0, 0, length);
         const before = kept.findHashed(a, b);
         record.writeDoubleLE(before < 0 ? -1 : kept.offsetAt(before), 16);
         record.writeUInt32LE(crc32(record.subarray(4)), 0);
         kept.putHashed(a, b, size, toldOf(factsIn(record)));
         oldestAt = Math.min(oldestAt, at);
-        pending.push(record);
-        pendingBytes += length;
         size += length;
-        if (pendingBytes >= FLUSH_BYTES) flush();
+        runs.added(length);
         return true;
       });
-      flush();
-      await writes;
+      await runs.done();
       await copy.datasync();
       await copy.close();
       copy = null;
@@ -326,18 +357,6 @@ export class ChangeLog {
     } finally {
       this.#release();
     }
-  }
-
-  /** Hand the records added so far to the file, after the ones handed before. */
-  #flush(w: StateWriting): void {
-    if (w.filled === 0) return;
-    const bytes = Buffer.from(w.buffer.subarray(0, w.filled));
-    const at = this.#size - w.filled;
-    w.filled = 0;
-    w.flushed = w.flushed.then(async () => {
-      const { bytesWritten } = await this.#handle.write(bytes, 0, bytes.length, at);
-      if (bytesWritten !== bytes.length) throw new Error(`only ${bytesWritten} of ${bytes.length} bytes could be written`);
-    });
   }
 
   #usable(): void {
@@ -363,7 +382,7 @@ export class ChangeLog {
   }
 
   async close(): Promise<void> {
-    await this.#writing?.flushed.catch(() => {});
+    await this.#writing?.runs.settled();
     await this.#handle.close().catch(() => {});
   }
 
@@ -524,7 +543,7 @@ function recordHashes(bytes: Buffer): [number, number] {
 async function scanLog(handle: FileHandle, path: string, index: FactsIndex, servedUntil: number): Promise<{ size: number; lastAt: number; oldestAt: number }> {
   const size = (await handle.stat()).size;
   if (size === 0) {
-    await handle.write(header(), 0, HEADER_LENGTH, 0);
+    await writeAllAt(handle, [header()], 0);
     await handle.datasync();
     return { size: HEADER_LENGTH, lastAt: 0, oldestAt: Number.POSITIVE_INFINITY };
   }
