@@ -33,7 +33,17 @@ export async function claimPort(host: string, port: number): Promise<void> {
   }
   // Held until the process ends, without holding the event loop open.
   claim.unref();
-  await refuseTakenPort(host, port);
+  try {
+    await refuseTakenPort(host, port);
+  } catch (error) {
+    // Another program listens there: the port is not this server's, nor its claim (claimFreePort chooses again).
+    const held = claims.indexOf(claim);
+    if (held >= 0) {
+      claims.splice(held, 1);
+      claim.close();
+    }
+    throw error;
+  }
 }
 
 /**
