@@ -1,14 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { UpiRiskClient } from '../src/client.js';
 import { BadRequestError, ResponseFormatError } from '../src/errors.js';
-import { BASE_URL, fakeClock, scriptedFetch, type Reply, type SentRequest } from './fakes.js';
-
-function clientFor(answer: (request: SentRequest) => Reply) {
-  const clock = fakeClock();
-  const { fetch, requests } = scriptedFetch(answer);
-  return { client: new UpiRiskClient({ baseUrl: BASE_URL, apiKey: 'k', fetch, now: clock.now, sleep: clock.sleep, random: () => 0 }), requests };
-}
+import { scriptedClient } from './fakes.js';
 
 const change = {
   at: '2026-11-28T09:12:03.217Z',
@@ -21,7 +14,7 @@ const change = {
 };
 
 test('history asks for the VPA, encoded, and returns its changes as sent', async () => {
-  const { client, requests } = clientFor((request) => ({ status: 200, body: { upi: request.url.searchParams.get('upi'), changes: [change, { ...change, status: 'CLEARED', risk_category: null, confidence: null, cluster_id: null, cause: 'clearance' }] } }));
+  const { client, requests } = scriptedClient((request) => ({ status: 200, body: { upi: request.url.searchParams.get('upi'), changes: [change, { ...change, status: 'CLEARED', risk_category: null, confidence: null, cluster_id: null, cause: 'clearance' }] } }));
   const history = await client.history('Payee+1@ybl');
   assert.equal(requests[0]!.url.pathname, '/v1/verify/upi/history');
   assert.equal(requests[0]!.url.searchParams.get('upi'), 'Payee+1@ybl');
@@ -36,9 +29,9 @@ test('history refuses an answer for another VPA, or with a change missing a fiel
     { upi: 'payee@ybl', changes: [{ ...change, data_version: 7 }] },
     { upi: 'payee@ybl', changes: [{ ...change, status: 'MAYBE' }] },
   ]) {
-    const { client } = clientFor(() => ({ status: 200, body }));
+    const { client } = scriptedClient(() => ({ status: 200, body }));
     await assert.rejects(client.history('payee@ybl'), ResponseFormatError, JSON.stringify(body));
   }
-  const { client } = clientFor(() => ({ status: 400, body: { error: 'bad_request', message: '"upi" is not a valid VPA (handle@provider)' } }));
+  const { client } = scriptedClient(() => ({ status: 400, body: { error: 'bad_request', message: '"upi" is not a valid VPA (handle@provider)' } }));
   await assert.rejects(client.history('not-a-vpa'), BadRequestError);
 });

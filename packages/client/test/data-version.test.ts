@@ -1,14 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { UpiRiskClient } from '../src/client.js';
 import { NotFoundError, ResponseFormatError } from '../src/errors.js';
-import { BASE_URL, fakeClock, scriptedFetch, type Reply, type SentRequest } from './fakes.js';
-
-function clientFor(answer: (request: SentRequest) => Reply) {
-  const clock = fakeClock();
-  const { fetch, requests } = scriptedFetch(answer);
-  return { client: new UpiRiskClient({ baseUrl: BASE_URL, apiKey: 'k', fetch, now: clock.now, sleep: clock.sleep, random: () => 0 }), requests };
-}
+import { scriptedClient } from './fakes.js';
 
 const resolved = {
   version: '20261128T090000123Z-3fa9c1+1042',
@@ -19,7 +12,7 @@ const resolved = {
 };
 
 test('dataVersion resolves a version kept with a screening record, the "+" percent-encoded in the path', async () => {
-  const { client, requests } = clientFor((request) =>
+  const { client, requests } = scriptedClient((request) =>
     request.url.pathname === '/v1/data-versions/20261128T090000123Z-3fa9c1%2B1042' ? { status: 200, body: resolved } : { status: 404, body: { error: 'not_found', message: 'never served' } },
   );
   assert.deepEqual(await client.dataVersion(resolved.version), resolved);
@@ -28,6 +21,6 @@ test('dataVersion resolves a version kept with a screening record, the "+" perce
 });
 
 test('dataVersion refuses an answer without its fields', async () => {
-  const { client } = clientFor(() => ({ status: 200, body: { ...resolved, until: 7 } }));
+  const { client } = scriptedClient(() => ({ status: 200, body: { ...resolved, until: 7 } }));
   await assert.rejects(client.dataVersion(resolved.version), ResponseFormatError);
 });

@@ -1,8 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { UpiRiskClient } from '../src/client.js';
 import { ConflictError, NotFoundError, ResponseFormatError, ServiceUnavailableError, ValidationError } from '../src/errors.js';
-import { BASE_URL, fakeClock, scriptedFetch, type Reply, type SentRequest } from './fakes.js';
+import { scriptedClient, type SentRequest } from './fakes.js';
 
 const dispute = {
   id: 'dsp_019cbf2a41c8a3f09e1d5b27c4e6',
@@ -16,16 +15,10 @@ const dispute = {
   resolution_note: null,
 };
 
-function clientFor(answer: (request: SentRequest, index: number) => Reply) {
-  const clock = fakeClock();
-  const { fetch, requests } = scriptedFetch(answer);
-  return { client: new UpiRiskClient({ baseUrl: BASE_URL, apiKey: 'k', fetch, now: clock.now, sleep: clock.sleep, random: () => 0 }), requests, clock };
-}
-
 const call = (r: SentRequest) => `${r.method} ${r.url.pathname}${r.url.search}`;
 
 test('dispute, getDispute, listDisputes and report: methods, paths and bodies of docs/api.md', async () => {
-  const { client, requests } = clientFor((request) => {
+  const { client, requests } = scriptedClient((request) => {
     switch (`${request.method} ${request.url.pathname}`) {
       case 'POST /v1/disputes':
         return { status: 201, body: dispute };
@@ -73,18 +66,18 @@ test('dispute, getDispute, listDisputes and report: methods, paths and bodies of
 });
 
 test('a dispute answered for another VPA than the one disputed is a ResponseFormatError', async () => {
-  const { client } = clientFor(() => ({ status: 201, body: { ...dispute, upi: 'other@ybl' }, headers: { 'x-request-id': 'req-d' } }));
+  const { client } = scriptedClient(() => ({ status: 201, body: { ...dispute, upi: 'other@ybl' }, headers: { 'x-request-id': 'req-d' } }));
   await assert.rejects(
     client.dispute({ upi: 'shop.42@okaxis', reason: 'other', details: '' }),
     (e) => e instanceof ResponseFormatError && e.requestId === 'req-d' && /other@ybl, not shop\.42@okaxis/.test(e.message),
   );
   const { upi: _, ...withoutUpi } = dispute;
-  const bare = clientFor(() => ({ status: 201, body: withoutUpi }));
+  const bare = scriptedClient(() => ({ status: 201, body: withoutUpi }));
   await assert.rejects(bare.client.dispute({ upi: 'shop.42@okaxis', reason: 'other', details: '' }), ResponseFormatError);
 });
 
 test("a second open dispute is a ConflictError naming the first; the service's refusals keep their classes", async () => {
-  const { client } = clientFor((request) => {
+  const { client } = scriptedClient((request) => {
     const upi = (request.body as { upi: string }).upi;
     if (upi === 'again@ybl') return { status: 409, body: { error: 'conflict', message: 'this key has an open dispute of again@ybl already', dispute_id: dispute.id } };
     if (upi === 'clean@ybl') return { status: 422, body: { error: 'validation_error', message: 'clean@ybl is CLEARED' } };
@@ -105,7 +98,7 @@ test("a second open dispute is a ConflictError naming the first; the service's r
 });
 
 test('a report carries one Idempotency-Key on every attempt, so a lost answer is retried; a 503 is retried too', async () => {
-  const lost = clientFor((_, index) => (index < 2 ? { reset: true } : { status: 202, body: { id: 'rep_1', status: 'RECEIVED' } }));
+  const lost = scriptedClient((_, index) => (index < 2 ? { reset: true } : { status: 202, body: { id: 'rep_1', status: 'RECEIVED' } }));
   assert.deepEqual(await lost.client.report({ upi: 'payee@ybl', outcome: 'confirmed_fraud' }), { id: 'rep_1', status: 'RECEIVED' });
   assert.equal(lost.requests.length, 3);
   const keys = lost.requests.map((r) => r.headers['idempotency-key']);
@@ -114,7 +107,7 @@ test('a report carries one Idempotency-Key on every attempt, so a lost answer is
   await lost.client.report({ upi: 'payee@ybl', outcome: 'confirmed_fraud' });
   assert.notEqual(lost.requests[3]!.headers['idempotency-key'], keys[0], 'another report, another key');
 
-  const busy = clientFor((_, index) => (index < 2 ? { status: 503, body: { error: 'service_unavailable', message: 'store down' } } : { status: 202, body: { id: 'rep_1', status: 'RECEIVED' } }));
+  const busy = scriptedClient((_, index) => (index < 2 ? { status: 503, body: { error: 'service_unavailable', message: 'store down' } } : { status: 202, body: { id: 'rep_1', status: 'RECEIVED' } }));
   assert.deepEqual(await busy.client.report({ upi: 'payee@ybl', outcome: 'false_positive' }, { idempotencyKey: 'PAY-2027-000042' }), { id: 'rep_1', status: 'RECEIVED' });
   assert.equal(busy.requests.length, 3);
   assert.deepEqual(busy.clock.delays, [1_000, 2_000]);
@@ -124,7 +117,7 @@ test('a report carries one Idempotency-Key on every attempt, so a lost answer is
   }
   assert.equal(busy.requests.length, 3, 'nothing sent with a bad key');
 
-  const down = clientFor(() => ({ status: 503, body: { error: 'service_unavailable', message: 'store down' } }));
+  const down = scriptedClient(() => ({ status: 503, body: { error: 'service_unavailable', message: 'store down' } }));
   await assert.rejects(down.client.getDispute(dispute.id), ServiceUnavailableError);
   assert.equal(down.requests.length, 4, 'a read is retried 3 times');
 });

@@ -3,6 +3,7 @@
  * whose sleep records each delay and returns at once, so retry schedules can
  * be checked to the millisecond without waiting.
  */
+import { UpiRiskClient } from '../src/client.js';
 import type { FetchInit, FetchLike, FetchResponse } from '../src/transport.js';
 
 export interface SentRequest {
@@ -69,6 +70,13 @@ export function fakeClock(start = START_MS) {
       now += ms;
     },
   };
+}
+
+/** A client over scriptedFetch(`answer`) and a fake clock, with no jitter: the client, what it sent, and the clock. */
+export function scriptedClient(answer: (request: SentRequest, index: number) => Reply | Promise<Reply>) {
+  const clock = fakeClock();
+  const { fetch, requests } = scriptedFetch(answer);
+  return { client: new UpiRiskClient({ baseUrl: BASE_URL, apiKey: 'k', fetch, now: clock.now, sleep: clock.sleep, random: () => 0 }), requests, clock };
 }
 
 export const answerHeaders = (n: number): Record<string, string> => ({

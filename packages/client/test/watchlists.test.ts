@@ -1,21 +1,14 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { UpiRiskClient } from '../src/client.js';
 import { NotFoundError, ResponseFormatError } from '../src/errors.js';
-import { BASE_URL, cleared, fakeClock, itemOf, scriptedFetch, type Reply, type SentRequest } from './fakes.js';
+import { cleared, itemOf, scriptedClient, type Reply, type SentRequest } from './fakes.js';
 
 const watchlist = { id: 'wl_1', name: 'merchants', webhook_url: 'https://hooks.example/upi', filters: { statuses: ['FLAGGED'] }, created_at: '2027-01-15T08:00:00.000Z', vpa_count: 2 };
-
-function clientFor(answer: (request: SentRequest, index: number) => Reply) {
-  const clock = fakeClock();
-  const { fetch, requests } = scriptedFetch(answer);
-  return { client: new UpiRiskClient({ baseUrl: BASE_URL, apiKey: 'k', fetch, now: clock.now, sleep: clock.sleep, random: () => 0 }), requests };
-}
 
 const call = (r: SentRequest) => `${r.method} ${r.url.pathname}${r.url.search}`;
 
 test('watchlist management: methods, paths and bodies of docs/watchlists.md', async () => {
-  const { client, requests } = clientFor((request) => {
+  const { client, requests } = scriptedClient((request) => {
     const route = `${request.method} ${request.url.pathname}`;
     switch (route) {
       case 'POST /v1/watchlists':
@@ -70,7 +63,7 @@ test('watchlist management: methods, paths and bodies of docs/watchlists.md', as
 
 test('adding and removing VPAs: PUT and DELETE with {"upis"}, 1,000 a request, counts summed', async () => {
   let size = 0;
-  const { client, requests } = clientFor((request) => {
+  const { client, requests } = scriptedClient((request) => {
     const upis = (request.body as { upis: string[] }).upis;
     if (request.method === 'PUT') {
       size += upis.length;
@@ -93,7 +86,7 @@ test('adding and removing VPAs: PUT and DELETE with {"upis"}, 1,000 a request, c
 });
 
 test('answers without what the calls return are ResponseFormatErrors, never undefined or NaN', async () => {
-  const { client } = clientFor((request) => {
+  const { client } = scriptedClient((request) => {
     if (request.method === 'GET') return { status: 200, body: { lists: [] } };
     const upis = (request.body as { upis: string[] }).upis;
     if (upis[0] === 'no-count@ybl') return { status: 200, body: { total: 3 } };
@@ -118,7 +111,7 @@ function pagedVpas(count: number) {
 }
 
 test('listWatchlistVpas awaited is one page; iterated, every page from the cursor on', async () => {
-  const { client, requests } = clientFor(pagedVpas(250));
+  const { client, requests } = scriptedClient(pagedVpas(250));
   const first = await client.listWatchlistVpas('wl_1', { limit: 100 });
   assert.equal(first.vpas.length, 100);
   assert.equal(first.next_cursor, '100');
@@ -146,7 +139,7 @@ test('listWatchlistVpas awaited is one page; iterated, every page from the curso
 
 test('listWatchlistEvents pages the same way; a cursor that does not move is refused', async () => {
   const delivery = { state: 'delivered', attempts: [{ at: '2027-01-15T08:00:01.000Z', status: 200, error: null, duration_ms: 41 }], next_attempt_at: null };
-  const { client, requests } = clientFor((request) => {
+  const { client, requests } = scriptedClient((request) => {
     const cursor = request.url.searchParams.get('cursor');
     if (cursor === null) return { status: 200, body: { events: [{ id: 'evt_2', delivery }], next_cursor: 'c1' } };
     if (cursor === 'c1') return { status: 200, body: { events: [{ id: 'evt_1', delivery }], next_cursor: null } };
