@@ -172,8 +172,11 @@ export class AnswerHistory {
     // Keys are read as bytes, and made text only for a change: most VPAs have none.
     const key = new Uint8Array(index.maxKeyLength);
     for (let slot = 0; slot < index.capacity; slot++) {
-      // Other work of the main thread goes on between runs of slots: a pass over 10M VPAs takes seconds.
-      if (slot % SLOTS_PER_TURN === SLOTS_PER_TURN - 1) await nextTurn();
+      // Other work of the main thread goes on between runs of slots (a pass over 10M VPAs takes seconds), and the file takes the records added.
+      if (slot % SLOTS_PER_TURN === SLOTS_PER_TURN - 1) {
+        await log.drained();
+        await nextTurn();
+      }
       const id = index.idAtSlot(slot);
       if (id < 0) continue;
       const length = index.keyBytesAtSlot(slot, key);

@@ -115,7 +115,9 @@ interface StateWriting {
 /**
  * Records handed to a file in runs of a few megabytes, in order, from a
  * place on: each is put in `buffer` at `filled`, then `added`. What is
- * waiting is copied out at each run, so the buffer is reused at once.
+ * waiting is copied out at each run, so the buffer is reused at once; a
+ * writer that adds faster than the file takes them awaits `room()` between
+ * its turns, so that the runs waiting never pile up in memory.
  */
 class RecordRuns {
   readonly buffer = Buffer.alloc(FLUSH_BYTES + MAX_RECORD);
@@ -126,6 +128,8 @@ class RecordRuns {
   #at: number;
   /** The runs handed so far, in order. */
   #written: Promise<void> = Promise.resolve();
+  /** The runs handed before the last one. */
+  #writtenBefore: Promise<void> = Promise.resolve();
 
   constructor(file: FileHandle, at: number) {
     this.#file = file;
@@ -149,12 +153,18 @@ class RecordRuns {
     return this.#written.catch(() => {});
   }
 
+  /** Resolves when at most one run is being written (a failure is told by `done`). */
+  room(): Promise<void> {
+    return this.#writtenBefore.catch(() => {});
+  }
+
   #run(): void {
     if (this.filled === 0) return;
     const bytes = Buffer.from(this.buffer.subarray(0, this.filled));
     const at = this.#at;
     this.#at += this.filled;
     this.filled = 0;
+    this.#writtenBefore = this.#written;
     this.#written = this.#written.then(() => writeAllAt(this.#file, [bytes], at));
   }
 }
@@ -273,6 +283,15 @@ export class ChangeLog {
     w.runs.added(length);
   }
 
+  /**
+   * Resolves when the records of the state begun are no more than a run
+   * ahead of the file: a caller adding many changes awaits it between its
+   * turns (each turn adds a few megabytes at most).
+   */
+  drained(): Promise<void> {
+    return this.#writing?.runs.room() ?? Promise.resolve();
+  }
+
   /** Write what the state begun added, and sync it: resolves once it is durable. */
   async commit(): Promise<void> {
     const w = this.#writing;
@@ -316,7 +335,7 @@ export class ChangeLog {
       let size = HEADER_LENGTH;
       let dropped = 0;
       let oldestAt = Number.POSITIVE_INFINITY;
-      await walkRecords(this.#handle, this.#path, HEADER_LENGTH, this.#size, (bytes, offset, length) => {
+      const copied = (bytes: Buffer, offset: number, length: number): boolean => {
         const [a, b] = recordHashes(bytes);
         const at = bytes.readDoubleLE(8);
         if (at < cutoff && this.#index.offsetAt(this.#index.findHashed(a, b)) !== offset) {
@@ -334,7 +353,8 @@ export class ChangeLog {
         size += length;
         runs.added(length);
         return true;
-      });
+      };
+      await walkRecords(this.#handle, this.#path, HEADER_LENGTH, this.#size, copied, () => runs.room());
       await runs.done();
       await copy.datasync();
       await copy.close();
@@ -512,14 +532,23 @@ function header(): Buffer {
  * Hand each whole record of the file from `from` to `to` to `visit`
  * (its bytes, from its start, and its place and length) until `visit`
  * returns false; returns where the walk stopped: `to`, a record `visit`
- * refused, or the start of a last record cut short.
+ * refused, or the start of a last record cut short. `beforeRead` is awaited
+ * before each read of the file.
  */
-async function walkRecords(handle: FileHandle, path: string, from: number, to: number, visit: (bytes: Buffer, offset: number, length: number) => boolean): Promise<number> {
+async function walkRecords(
+  handle: FileHandle,
+  path: string,
+  from: number,
+  to: number,
+  visit: (bytes: Buffer, offset: number, length: number) => boolean,
+  beforeRead: () => Promise<void> = () => Promise.resolve(),
+): Promise<number> {
   let offset = from;
   let buffer = Buffer.alloc(0);
   let bufferStart = offset;
   while (offset < to) {
     if (offset + MAX_RECORD > bufferStart + buffer.length && bufferStart + buffer.length < to) {
+      await beforeRead();
       const chunk = Buffer.alloc(Math.min(SCAN_BYTES, to - offset));
       const read = await handle.read(chunk, 0, chunk.length, offset);
       buffer = chunk.subarray(0, read.bytesRead);

@@ -93,6 +93,30 @@ test('many VPAs: the index grows and finds each', async () => {
   });
 });
 
+test('a state of many changes is written as it is added: once drained, at most two runs are not in the file', async () => {
+  await withLog(async (path) => {
+    const log = await ChangeLog.open(path, 0);
+    log.begin(T0, 'v1');
+    const before = (await stat(path)).size;
+    // 500,000 records of 48 bytes (a 12-character VPA, a 2-character version): 24 MB, about six runs.
+    const keys = Array.from({ length: 500_000 }, (_, i) => `p${String(i).padStart(7, '0')}@ybl`);
+    for (const k of keys) log.add(k, flagged(5000), 'evidence');
+    await log.drained();
+    const added = log.bytes - before;
+    const RUN = 4 << 20;
+    const written = (await stat(path)).size - before;
+    assert.ok(added > 4 * RUN, `${added} bytes added`);
+    assert.ok(written >= added - 2 * (RUN + 600), `${written} of ${added} bytes written once drained`);
+    await log.commit();
+    assert.equal((await stat(path)).size, log.bytes);
+    await log.close();
+    const reopened = await ChangeLog.open(path, T0);
+    assert.equal(reopened.vpaCount, keys.length);
+    assert.equal(reopened.latest(keys.at(-1)!), toldOf(flagged(5000)));
+    await reopened.close();
+  });
+});
+
 test('an answer is told by its status, risk, band and cluster, whatever the cluster number', () => {
   assert.equal(toldOf(CLEARED_FACTS), 0);
   assert.equal(toldOf(flagged(8499)), toldOf(flagged(6000)), 'one band: 0.60-0.84');
