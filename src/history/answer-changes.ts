@@ -17,6 +17,13 @@ import { CLEARED_FACTS, ChangeLog, isChange, toldFlagged, type AnswerFacts } fro
  * serves) may change any VPA, so every VPA it holds is compared, and every
  * VPA recorded FLAGGED that it no longer holds becomes CLEARED.
  *
+ * A snapshot swapped in while merges go on is compared ahead (`compareAhead`,
+ * outside the queue of changes, in turns): the pass over every VPA keeps
+ * only the few whose answer differs from the one recorded, and the record
+ * at the swap compares those, the VPAs merges changed meanwhile and the
+ * new delta's, so evidence and corrections queued behind the swap wait
+ * milliseconds for it, not a pass over every VPA.
+ *
  * Why a VPA changed (`cause`): a correction recorded since the state before
  * names it (a clearance made or ended, else a retraction); else new
  * evidence, when a merge changed it or a snapshot first flagged it;
@@ -35,8 +42,24 @@ export interface ServedChange {
   readonly clearances: ReadonlyMap<string, { readonly createdAt: number }>;
 }
 
-/** Slots of a snapshot's index compared in one turn of the event loop (tens of milliseconds). */
-const SLOTS_PER_TURN = 65_536;
+/** Slots of a snapshot's index compared in one turn of the event loop: about 10 ms, so that merges going on beside a pass wait little for it. */
+const SLOTS_PER_TURN = 16_384;
+
+/**
+ * The most VPAs a comparison ahead keeps to be recorded at the swap; past
+ * it (a snapshot that changes most VPAs, such as one built from new
+ * evidence while the server was down) the swap compares every VPA itself.
+ */
+const MAX_AHEAD_CHANGES = 262_144;
+
+/** A snapshot compared ahead of its swap: what to record there (AnswerHistory.record). */
+export interface ComparedAhead {
+  readonly base: SnapshotData;
+  /** The VPAs whose answer in `base` differs from the one recorded, with that answer. */
+  readonly differing: ReadonlyMap<string, AnswerFacts>;
+  /** The pass that marked `base`'s VPAs seen: another pass since, and this one is of no use. */
+  readonly pass: number;
+}
 
 /** How far past the retention the oldest change may be before the file is pruned, ms. */
 const PRUNE_SLACK_MS = 30 * 24 * 3600 * 1000;
@@ -49,6 +72,10 @@ export class AnswerHistory {
   #unavailable: string | null = null;
   /** Whether a state was recorded since the log was opened: the first is compared whole, whatever made it. */
   #compared = false;
+  /** Passes over every VPA begun (ComparedAhead.pass). */
+  #passes = 0;
+  /** While a comparison ahead waits for its swap: the VPAs whose change was recorded since it began. */
+  #changedSince: Set<string> | null = null;
 
   /** How far back changes are told, ms (serve --history-days). */
   readonly #keepMs: number;
@@ -103,18 +130,23 @@ export class AnswerHistory {
    * stops (a state is served all the same; screening comes first), and
    * answers 503 until the server is restarted with the file whole.
    */
-  async record(base: SnapshotData, delta: DeltaData | null, change: ServedChange, at: number, version: string): Promise<void> {
+  async record(base: SnapshotData, delta: DeltaData | null, change: ServedChange, at: number, version: string, ahead: ComparedAhead | null = null): Promise<void> {
     const log = this.#log;
     if (log === null || this.#unavailable !== null) return;
     try {
       // The first state a server serves may hold any change since the last one recorded (a snapshot built meanwhile).
       const whole: ServedChange = this.#compared ? change : { ...change, kind: 'snapshot' };
+      const usable = whole.kind === 'snapshot' && ahead !== null && ahead.base === base && ahead.pass === this.#passes && this.#compared ? ahead : null;
       const started = performance.now();
       log.begin(at, version);
-      const changes = whole.kind === 'merge' ? this.#deltaChanges(log, delta, whole) : await this.#snapshotChanges(log, base, delta, whole);
+      let changes: number;
+      if (whole.kind === 'merge') changes = this.#deltaChanges(log, delta, whole);
+      else if (usable !== null) changes = await this.#aheadChanges(log, usable, delta, whole);
+      else changes = await this.#snapshotChanges(log, base, delta, whole);
       await log.commit();
       // A whole comparison costs a pass over every VPA (docs/operations.md, "The history of answers"); a merge's, its delta's.
-      const fields = { version, changes, compared: whole.kind === 'merge' ? 'delta' : 'every VPA', ms: Math.round(performance.now() - started) };
+      const compared = whole.kind === 'merge' ? 'delta' : usable !== null ? 'ahead' : 'every VPA';
+      const fields = { version, changes, compared, ms: Math.round(performance.now() - started) };
       if (whole.kind === 'merge') this.#logger.debug(fields, 'answer changes recorded');
       else this.#logger.info(fields, 'answer changes recorded');
       this.#clearances = change.clearances;
@@ -126,6 +158,62 @@ export class AnswerHistory {
     }
     // Changes past the retention are dropped once the oldest is a month past it: the file is copied about once a month.
     if (this.#keepMs > 0 && log.oldestAt < at - this.#keepMs - PRUNE_SLACK_MS) await this.#prune(log, at - this.#keepMs);
+  }
+
+  /**
+   * Compare every VPA of `base`, a snapshot about to be swapped in, with
+   * its answer recorded, ahead of the swap and while merges go on: the
+   * swap's record (record with the result) then compares only what
+   * differed and what changed since. Null when there is nothing to gain
+   * (no history, the first state, another comparison under way) or when
+   * too many VPAs differ to keep; the swap then compares every VPA.
+   */
+  async compareAhead(base: SnapshotData): Promise<ComparedAhead | null> {
+    const log = this.#log;
+    if (log === null || this.#unavailable !== null || !this.#compared) return null;
+    // A comparison ahead still waiting for its swap is of no use after this one's pass begins.
+    const started = performance.now();
+    const differing = new Map<string, AnswerFacts>();
+    const pass = this.#startPass(log);
+    const changedSince = new Set<string>();
+    this.#changedSince = changedSince;
+    const index = new VpaIndex(base, base.maxKeyLength);
+    const key = new Uint8Array(index.maxKeyLength);
+    for (let slot = 0; slot < index.capacity; slot++) {
+      if (slot % SLOTS_PER_TURN === SLOTS_PER_TURN - 1) {
+        await nextTurn();
+        // Recorded meanwhile: another pass, or a history stopped.
+        if (pass !== this.#passes || this.#unavailable !== null) return this.#endAhead(changedSince, null);
+      }
+      const id = index.idAtSlot(slot);
+      if (id < 0) continue;
+      const length = index.keyBytesAtSlot(slot, key);
+      const facts = factsOf(base, id);
+      if (!isChange(log.seen(key, 0, length), facts)) continue;
+      if (differing.size === MAX_AHEAD_CHANGES) return this.#endAhead(changedSince, null);
+      differing.set(Buffer.from(key.buffer, key.byteOffset, length).toString('latin1'), facts);
+    }
+    this.#logger.info({ snapshot: base.meta.id, differing: differing.size, ms: Math.round(performance.now() - started) }, 'answers compared ahead of a swap');
+    return { base, differing, pass };
+  }
+
+  /** Stop noting the VPAs changed for the comparison ahead that noted them in `changedSince`; returns `result`. */
+  #endAhead<T>(changedSince: Set<string>, result: T): T {
+    if (this.#changedSince === changedSince) this.#changedSince = null;
+    return result;
+  }
+
+  /** A pass over every VPA: every comparison ahead made before it is of no use. */
+  #startPass(log: ChangeLog): number {
+    this.#changedSince = null;
+    log.startPass();
+    return ++this.#passes;
+  }
+
+  /** Make the comparison ahead waiting for its swap of no use (ComparedAhead.pass no longer matches). */
+  #dropAhead(): void {
+    this.#changedSince = null;
+    this.#passes++;
   }
 
   /** A prune that fails leaves the file as it was, and is tried again at the next state; one that left the log unusable stops the history. */
@@ -162,10 +250,48 @@ export class AnswerHistory {
     return changes;
   }
 
+  /**
+   * #snapshotChanges from a comparison ahead: the VPAs that differed then
+   * and those changed since (compared again with what is recorded now),
+   * the delta's, and those recorded FLAGGED that no pass saw.
+   */
+  async #aheadChanges(log: ChangeLog, ahead: ComparedAhead, delta: DeltaData | null, change: ServedChange): Promise<number> {
+    const changedSince = this.#changedSince ?? new Set<string>();
+    this.#changedSince = null;
+    const held = delta !== null && delta.overlay.meta.vpaCount > 0 ? delta : null;
+    const deltaIndex = held === null ? null : new VpaIndex(held.overlay, held.overlay.maxKeyLength);
+    const baseIndex = new VpaIndex(ahead.base, ahead.base.maxKeyLength);
+    let changes = 0;
+    const compareBase = (key: string, facts: AnswerFacts): void => {
+      // A VPA the delta holds is answered from the delta: compared below.
+      if (deltaIndex === null || deltaIndex.lookup(key) < 0) changes += this.#compareText(log, key, log.latest(key), facts, change);
+    };
+    for (const [key, facts] of ahead.differing) compareBase(key, facts);
+    for (const key of changedSince) {
+      if (ahead.differing.has(key)) continue;
+      const id = baseIndex.lookup(key);
+      compareBase(key, id < 0 ? CLEARED_FACTS : factsOf(ahead.base, id));
+    }
+    if (held !== null) changes += this.#heldChanges(log, held, change);
+    for (const cleared of await log.unseenFlagged()) changes += this.#compareText(log, cleared, log.latest(cleared), CLEARED_FACTS, change);
+    return changes;
+  }
+
+  /** Add the changes of every VPA of `held`, marked seen; returns how many. */
+  #heldChanges(log: ChangeLog, held: DeltaData, change: ServedChange): number {
+    let changes = 0;
+    const { overlay, keyBytes, keyOffsets } = held;
+    for (let id = 0; id < overlay.meta.vpaCount; id++) {
+      const [start, end] = [keyOffsets[id]!, keyOffsets[id + 1]!];
+      changes += this.#compare(log, keyBytes, start, end, log.seen(keyBytes, start, end), factsOf(overlay, id), change);
+    }
+    return changes;
+  }
+
   /** Add the changes of every VPA `base` and `delta` hold, and of those recorded FLAGGED they do not; returns how many. */
   async #snapshotChanges(log: ChangeLog, base: SnapshotData, delta: DeltaData | null, change: ServedChange): Promise<number> {
     let changes = 0;
-    log.startPass();
+    this.#startPass(log);
     const index = new VpaIndex(base, base.maxKeyLength);
     const held = delta !== null && delta.overlay.meta.vpaCount > 0 ? delta : null;
     const deltaIndex = held === null ? null : new VpaIndex(held.overlay, held.overlay.maxKeyLength);
@@ -184,13 +310,7 @@ export class AnswerHistory {
       if (deltaIndex !== null && deltaIndex.lookupBytes(key, 0, length) >= 0) continue;
       changes += this.#compare(log, key, 0, length, log.seen(key, 0, length), factsOf(base, id), change);
     }
-    if (held !== null) {
-      const { overlay, keyBytes, keyOffsets } = held;
-      for (let id = 0; id < overlay.meta.vpaCount; id++) {
-        const [start, end] = [keyOffsets[id]!, keyOffsets[id + 1]!];
-        changes += this.#compare(log, keyBytes, start, end, log.seen(keyBytes, start, end), factsOf(overlay, id), change);
-      }
-    }
+    if (held !== null) changes += this.#heldChanges(log, held, change);
     for (const cleared of await log.unseenFlagged()) changes += this.#compareText(log, cleared, log.latest(cleared), CLEARED_FACTS, change);
     return changes;
   }
@@ -204,6 +324,12 @@ export class AnswerHistory {
   #compareText(log: ChangeLog, key: string, before: number | null, after: AnswerFacts, change: ServedChange): number {
     if (!isChange(before, after)) return 0;
     log.add(key, after, this.#causeOf(key, before, after, change));
+    const changedSince = this.#changedSince;
+    if (changedSince !== null) {
+      changedSince.add(key);
+      // A swap that never came (or many merges before it): the comparison ahead is dropped, and the swap compares every VPA.
+      if (changedSince.size > MAX_AHEAD_CHANGES) this.#dropAhead();
+    }
     return 1;
   }
 

@@ -20,7 +20,7 @@ import { countsFrom } from '../builder/scoring.js';
 import { PositionReserve } from './position-reserve.js';
 import type { ServedVersions } from '../history/served-versions.js';
 import { dataVersion } from '../engine/delta-data.js';
-import type { AnswerHistory, ServedChange } from '../history/answer-changes.js';
+import type { AnswerHistory, ComparedAhead, ServedChange } from '../history/answer-changes.js';
 import { prepareToServe, type Preparation, type ServedData, type SwapEvent } from './served-data.js';
 import { subscribe } from '../common/listeners.js';
 import { NO_CORRECTIONS, countsUnderClearance, type CorrectionSource, type CorrectionState } from '../evidence/corrections.js';
@@ -671,12 +671,12 @@ export class SnapshotService implements ServedData, CorrectionEngine {
    * changes in the answers (`kind`, and the VPAs `corrected` anew by it):
    * called before it is served.
    */
-  async #recordServed(base: SnapshotView, delta: DeltaData, kind: ServedChange['kind'], corrected: readonly string[] = []): Promise<void> {
+  async #recordServed(base: SnapshotView, delta: DeltaData, kind: ServedChange['kind'], corrected: readonly string[] = [], ahead: ComparedAhead | null = null): Promise<void> {
     const at = Date.now();
     const { answers, versions, corrections } = this.#options;
     if (answers !== undefined) {
       const change: ServedChange = { kind, corrected: new Set(corrected), clearances: corrections?.state().clearances ?? new Map() };
-      await answers.record(base.data, delta, change, at, dataVersion(base.meta.id, delta.meta.position));
+      await answers.record(base.data, delta, change, at, dataVersion(base.meta.id, delta.meta.position), ahead);
     }
     await versions?.record({ snapshot: base.meta.id, position: delta.meta.position }, at);
   }
@@ -783,6 +783,8 @@ export class SnapshotService implements ServedData, CorrectionEngine {
     // while the build's memory is still held: prepared first, the replaced snapshot would be held for as long beside
     // them, at the peak (bench/MEASUREMENTS.md, "Range lookups across a swap"), so it is prepared once served.
     if (reason === 'new-snapshot' && !this.#closed && next.meta.id > this.#current.meta.id) await prepareToServe(this.#preparations, next.data, this.#logger);
+    // What it changes in the answers is compared outside the queue too, so that merges wait for the swap, not for a pass over every VPA.
+    const ahead = this.#closed || next.meta.id <= this.#current.meta.id ? null : ((await this.#options.answers?.compareAhead(next.data)) ?? null);
     return this.#queueChange(async () => {
       if (this.#closed || next.meta.id <= this.#current.meta.id) return;
       const covered = new Set(next.meta.evidenceFiles);
@@ -810,7 +812,7 @@ export class SnapshotService implements ServedData, CorrectionEngine {
       delta ??= await emptyDeltaOver(next, this.#positions, this.#options.versions);
       // Without incremental builds a snapshot is what serves corrections: every VPA named since the one replaced.
       const folded = this.#options.incrementalBuilds === false ? (this.#options.corrections?.vpasSince(this.#current.meta.correctionSequence) ?? []) : [];
-      await this.#recordServed(next, delta, 'snapshot', [...(reset?.upis ?? []), ...folded]);
+      await this.#recordServed(next, delta, 'snapshot', [...(reset?.upis ?? []), ...folded], ahead);
       const previous = this.#current;
       this.#current = next;
       this.#delta = delta;

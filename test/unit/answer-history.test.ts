@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { confidenceBand } from '../../src/api/advice.js';
-import { silentLogger } from '../../src/common/logger.js';
+import { silentLogger, type Logger } from '../../src/common/logger.js';
 import { ServingView } from '../../src/engine/serving-view.js';
 import type { DeltaData } from '../../src/engine/delta-data.js';
 import type { SnapshotView } from '../../src/engine/snapshot-view.js';
@@ -19,9 +19,9 @@ import { buildInProcess, evidence, tempDataDir } from '../helpers.js';
 const DAY = 24 * 3600 * 1000;
 const NOTHING: ServedChange = { kind: 'merge', corrected: new Set(), clearances: new Map() };
 
-async function withHistory(run: (history: AnswerHistory) => Promise<void>): Promise<void> {
+async function withHistory(run: (history: AnswerHistory) => Promise<void>, logger: Logger = silentLogger): Promise<void> {
   const t = await tempDataDir();
-  const history = await AnswerHistory.open(join(t.root, 'changes.log'), 0, 400 * DAY, silentLogger);
+  const history = await AnswerHistory.open(join(t.root, 'changes.log'), 0, 400 * DAY, logger);
   try {
     await run(history);
   } finally {
@@ -72,6 +72,74 @@ test('after each snapshot and merge recorded, every VPA\'s newest change is what
     }),
     { numRuns: 60 },
   );
+});
+
+test('a snapshot compared ahead of its swap, merges recorded meanwhile, records what is served', async () => {
+  await fc.assert(
+    fc.asyncProperty(batchesArb, async (batches) => {
+      const compared: unknown[] = [];
+      const logger: Logger = { ...silentLogger, info: (fields, message) => void (message === 'answer changes recorded' && compared.push(fields.compared)) };
+      await withHistory(async (history) => {
+        const served = snapshotAndDelta(batches);
+        // The compaction: the first two batches in a snapshot, the rest merged again over it.
+        const compacted = snapshotAndDelta([batches.slice(0, 2).flat(), ...batches.slice(2)]);
+        const snapshot = { ...NOTHING, kind: 'snapshot' } as const;
+        let at = Date.parse('2026-11-01T00:00:00Z');
+        await history.record(served.base.data, null, snapshot, at, served.base.meta.id);
+        const ahead = await history.compareAhead(compacted.base.data);
+        assert.notEqual(ahead, null);
+        // Merges go on while the swap waits, and change answers the comparison ahead saw before them.
+        for (const [i, delta] of served.deltas.entries()) {
+          await history.record(served.base.data, delta, NOTHING, ++at, `${served.base.meta.id}+${i + 1}`);
+          await assertTellsServed(history, new ServingView(served.base, delta), at);
+        }
+        const delta = compacted.deltas.at(-1) ?? null;
+        await history.record(compacted.base.data, delta, snapshot, ++at, `c${at}`, ahead);
+        await assertTellsServed(history, delta === null ? new ServingView(compacted.base) : new ServingView(compacted.base, delta), at);
+        // A snapshot of the first batch alone, compared ahead with nothing between: the VPAs it no longer holds are CLEARED.
+        const first = buildInProcess(batches[0]!);
+        await history.record(first.data, null, snapshot, ++at, `f${at}`, await history.compareAhead(first.data));
+        await assertTellsServed(history, new ServingView(first), at);
+      }, logger);
+      assert.deepEqual(compared, ['every VPA', 'ahead', 'ahead']);
+    }),
+    { numRuns: 60 },
+  );
+});
+
+test('a VPA a merge changed while the comparison ahead waited is compared again at the swap', async () => {
+  await withHistory(async (history) => {
+    const x = 'x@ybl';
+    const { base, deltas } = snapshotAndDelta([[evidence(x, 'https://a.example'), evidence('y@ybl', 'https://a.example')], [evidence(x, 'https://c.example', { risk_category: 'mule' })]]);
+    const snapshot = { ...NOTHING, kind: 'snapshot' } as const;
+    await history.record(base.data, null, snapshot, 1, 'v1');
+    // The same answers as served: nothing differs when compared ahead.
+    const same = buildInProcess([evidence(x, 'https://a.example'), evidence('y@ybl', 'https://a.example')]);
+    const ahead = await history.compareAhead(same.data);
+    assert.equal(ahead?.differing.size, 0);
+    await history.record(base.data, deltas[0]!, NOTHING, 2, 'v1+1');
+    await history.record(same.data, null, snapshot, 3, 'v2', ahead);
+    await assertTellsServed(history, new ServingView(same), 3);
+    assert.deepEqual((await history.changesOf(x, 0)).map((c) => c.data_version), ['v1', 'v1+1', 'v2']);
+  });
+});
+
+test('a comparison ahead made stale by a pass since, or of another snapshot, is not used: every VPA is compared', async () => {
+  const compared: unknown[] = [];
+  const logger: Logger = { ...silentLogger, info: (fields, message) => void (message === 'answer changes recorded' && compared.push(fields.compared)) };
+  await withHistory(async (history) => {
+    const one = buildInProcess([evidence('x@ybl', 'https://a.example')]);
+    const two = buildInProcess([evidence('x@ybl', 'https://a.example'), evidence('y@ybl', 'https://b.example')]);
+    const snapshot = { ...NOTHING, kind: 'snapshot' } as const;
+    assert.equal(await history.compareAhead(one.data), null, 'nothing to gain before the first state');
+    await history.record(one.data, null, snapshot, 1, 'v1');
+    const stale = await history.compareAhead(two.data);
+    await history.record(one.data, null, snapshot, 2, 'v2');
+    await history.record(two.data, null, snapshot, 3, 'v3', stale);
+    await history.record(one.data, null, snapshot, 4, 'v4', await history.compareAhead(two.data));
+    assert.deepEqual((await history.changesOf('y@ybl', 0)).map((c) => [c.data_version, c.status]), [['v3', 'FLAGGED'], ['v4', 'CLEARED']]);
+  }, logger);
+  assert.deepEqual(compared, ['every VPA', 'every VPA', 'every VPA', 'every VPA']);
 });
 
 test('why each change happened: evidence, a clearance made and ended, a retraction, expiry, the compaction', async () => {
