@@ -165,13 +165,14 @@ export class AnswerHistory {
    * its answer recorded, ahead of the swap and while merges go on: the
    * swap's record (record with the result) then compares only what
    * differed and what changed since. Null when there is nothing to gain
-   * (no history, the first state, another comparison under way) or when
-   * too many VPAs differ to keep; the swap then compares every VPA.
+   * (no history, or no state recorded yet: the first is compared whole),
+   * when another pass over every VPA began meanwhile, or when too many
+   * VPAs differ to keep; the swap then compares every VPA. A comparison
+   * ahead still waiting for its swap is of no use once this one begins.
    */
   async compareAhead(base: SnapshotData): Promise<ComparedAhead | null> {
     const log = this.#log;
     if (log === null || this.#unavailable !== null || !this.#compared) return null;
-    // A comparison ahead still waiting for its swap is of no use after this one's pass begins.
     const started = performance.now();
     const differing = new Map<string, AnswerFacts>();
     const pass = this.#startPass(log);
