@@ -30,6 +30,11 @@ async function withHistory(run: (history: AnswerHistory) => Promise<void>, logge
   }
 }
 
+/** A logger that puts into `compared` how each new snapshot recorded was compared (`ahead` or `every VPA`; a merge's is logged at debug). */
+function comparisonsInto(compared: unknown[]): Logger {
+  return { ...silentLogger, info: (fields, message) => void (message === 'answer changes recorded' && compared.push(fields.compared)) };
+}
+
 /** What the history tells of an answer. */
 function told(status: string, risk: string | null, confidence: number | null, cluster: string | null): string {
   return JSON.stringify([status, risk, status === 'FLAGGED' ? confidenceBand('FLAGGED', confidence) : 'cleared', cluster]);
@@ -78,7 +83,6 @@ test('a snapshot compared ahead of its swap, merges recorded meanwhile, records 
   await fc.assert(
     fc.asyncProperty(batchesArb, async (batches) => {
       const compared: unknown[] = [];
-      const logger: Logger = { ...silentLogger, info: (fields, message) => void (message === 'answer changes recorded' && compared.push(fields.compared)) };
       await withHistory(async (history) => {
         const served = snapshotAndDelta(batches);
         // The compaction: the first two batches in a snapshot, the rest merged again over it.
@@ -100,7 +104,7 @@ test('a snapshot compared ahead of its swap, merges recorded meanwhile, records 
         const first = buildInProcess(batches[0]!);
         await history.record(first.data, null, snapshot, ++at, `f${at}`, await history.compareAhead(first.data));
         await assertTellsServed(history, new ServingView(first), at);
-      }, logger);
+      }, comparisonsInto(compared));
       assert.deepEqual(compared, ['every VPA', 'ahead', 'ahead']);
     }),
     { numRuns: 60 },
@@ -126,7 +130,6 @@ test('a VPA a merge changed while the comparison ahead waited is compared again 
 
 test('a comparison ahead made stale by a pass since, or of another snapshot, is not used: every VPA is compared', async () => {
   const compared: unknown[] = [];
-  const logger: Logger = { ...silentLogger, info: (fields, message) => void (message === 'answer changes recorded' && compared.push(fields.compared)) };
   await withHistory(async (history) => {
     const one = buildInProcess([evidence('x@ybl', 'https://a.example')]);
     const two = buildInProcess([evidence('x@ybl', 'https://a.example'), evidence('y@ybl', 'https://b.example')]);
@@ -138,7 +141,7 @@ test('a comparison ahead made stale by a pass since, or of another snapshot, is 
     await history.record(two.data, null, snapshot, 3, 'v3', stale);
     await history.record(one.data, null, snapshot, 4, 'v4', await history.compareAhead(two.data));
     assert.deepEqual((await history.changesOf('y@ybl', 0)).map((c) => [c.data_version, c.status]), [['v3', 'FLAGGED'], ['v4', 'CLEARED']]);
-  }, logger);
+  }, comparisonsInto(compared));
   assert.deepEqual(compared, ['every VPA', 'every VPA', 'every VPA', 'every VPA']);
 });
 
