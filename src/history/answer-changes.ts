@@ -184,24 +184,24 @@ export class AnswerHistory {
       if (slot % SLOTS_PER_TURN === SLOTS_PER_TURN - 1) {
         await nextTurn();
         // Recorded meanwhile: another pass, or a history stopped.
-        if (pass !== this.#passes || this.#unavailable !== null) return this.#endAhead(changedSince, null);
+        if (pass !== this.#passes || this.#unavailable !== null) return this.#abandonAhead(changedSince);
       }
       const id = index.idAtSlot(slot);
       if (id < 0) continue;
       const length = index.keyBytesAtSlot(slot, key);
       const facts = factsOf(base, id);
       if (!isChange(log.seen(key, 0, length), facts)) continue;
-      if (differing.size === MAX_AHEAD_CHANGES) return this.#endAhead(changedSince, null);
-      differing.set(Buffer.from(key.buffer, key.byteOffset, length).toString('latin1'), facts);
+      if (differing.size === MAX_AHEAD_CHANGES) return this.#abandonAhead(changedSince);
+      differing.set(keyText(key, 0, length), facts);
     }
     this.#logger.info({ snapshot: base.meta.id, differing: differing.size, ms: Math.round(performance.now() - started) }, 'answers compared ahead of a swap');
     return { base, differing, pass };
   }
 
-  /** Stop noting the VPAs changed for the comparison ahead that noted them in `changedSince`; returns `result`. */
-  #endAhead<T>(changedSince: Set<string>, result: T): T {
+  /** A comparison ahead given up: stop noting the VPAs changed for it (in `changedSince`) unless another began since. */
+  #abandonAhead(changedSince: Set<string>): null {
     if (this.#changedSince === changedSince) this.#changedSince = null;
-    return result;
+    return null;
   }
 
   /** A pass over every VPA: every comparison ahead made before it is of no use. */
@@ -318,7 +318,7 @@ export class AnswerHistory {
 
   /** #compareText of the key in `bytes` from `start` to `end`, made text only when it changed. */
   #compare(log: ChangeLog, bytes: Uint8Array, start: number, end: number, before: number | null, after: AnswerFacts, change: ServedChange): number {
-    return isChange(before, after) ? this.#compareText(log, Buffer.from(bytes.buffer, bytes.byteOffset + start, end - start).toString('latin1'), before, after, change) : 0;
+    return isChange(before, after) ? this.#compareText(log, keyText(bytes, start, end), before, after, change) : 0;
   }
 
   /** Add the change of `key` to `after` if it is one; returns 1 if it was, else 0. */
@@ -345,6 +345,11 @@ export class AnswerHistory {
     if (after.flagged && !toldFlagged(before)) return 'evidence';
     return after.flagged ? 'compaction' : 'expiry';
   }
+}
+
+/** The VPA in `bytes` from `start` to `end` (ASCII) as text. */
+function keyText(bytes: Uint8Array, start: number, end: number): string {
+  return Buffer.from(bytes.buffer, bytes.byteOffset + start, end - start).toString('latin1');
 }
 
 /** A VPA's answer in a snapshot or a delta's overlay (one with no evidence counting is CLEARED, as ServingView answers it). */

@@ -782,9 +782,10 @@ export class SnapshotService implements ServedData, CorrectionEngine {
     // served, outside the queue, so that merges go on meanwhile. A compaction's is served as soon as it is assembled,
     // while the build's memory is still held: prepared first, the replaced snapshot would be held for as long beside
     // them, at the peak (bench/MEASUREMENTS.md, "Range lookups across a swap"), so it is prepared once served.
-    if (reason === 'new-snapshot' && !this.#closed && next.meta.id > this.#current.meta.id) await prepareToServe(this.#preparations, next.data, this.#logger);
+    const newer = !this.#closed && next.meta.id > this.#current.meta.id;
+    if (reason === 'new-snapshot' && newer) await prepareToServe(this.#preparations, next.data, this.#logger);
     // What it changes in the answers is compared outside the queue too, so that merges wait for the swap, not for a pass over every VPA.
-    const ahead = this.#closed || next.meta.id <= this.#current.meta.id ? null : ((await this.#options.answers?.compareAhead(next.data)) ?? null);
+    const ahead = newer ? ((await this.#options.answers?.compareAhead(next.data)) ?? null) : null;
     return this.#queueChange(async () => {
       if (this.#closed || next.meta.id <= this.#current.meta.id) return;
       const covered = new Set(next.meta.evidenceFiles);
