@@ -3,6 +3,8 @@ import { fileURLToPath } from 'node:url';
 import { once } from 'node:events';
 
 export const CLI = fileURLToPath(new URL('../src/cli/main.js', import.meta.url));
+/** The installed command, which sets the allocator settings and becomes the CLI (bin/upi-risk). */
+export const BIN = fileURLToPath(new URL('../../bin/upi-risk', import.meta.url));
 /** Limits no functional test reaches; rate-limit tests pass their own plans. */
 export const GENEROUS_PLANS = fileURLToPath(new URL('../../test/fixtures/plans-generous.json', import.meta.url));
 
@@ -19,6 +21,8 @@ export interface ServerOptions {
    * would, rather than in this process's: see bench/http/scenarios.ts.
    */
   readonly ownSession?: boolean;
+  /** Start through BIN, as an operator would, rather than node and CLI. */
+  readonly viaBin?: boolean;
   /** Called with the process as soon as it is spawned, before it listens. */
   readonly onSpawn?: (child: ChildProcess) => void;
   /** How long it may take to listen before it is killed, ms (default 60,000). */
@@ -39,7 +43,8 @@ export interface RunningServer {
 export async function startServer(dataDirRoot: string, options: ServerOptions = {}): Promise<RunningServer> {
   const args = ['serve', '--data-dir', dataDirRoot, '--port', '0', '--poll-ms', '100', '--plans', options.plans ?? GENEROUS_PLANS];
   if (options.tls !== true) args.push('--plain-http');
-  const child = spawn(process.execPath, [CLI, ...args, ...(options.args ?? [])], {
+  const [command, first]: [string, string[]] = options.viaBin === true ? [BIN, []] : [process.execPath, [CLI]];
+  const child = spawn(command, [...first, ...args, ...(options.args ?? [])], {
     stdio: ['ignore', 'pipe', 'pipe'],
     detached: options.ownSession === true,
     ...(options.env === undefined ? {} : { env: { ...process.env, ...options.env } }),

@@ -2,8 +2,10 @@
  * glibc allocator settings the service is measured with (docs/operations.md,
  * Memory).
  * They can only be given in the environment before the process starts
- * (GLIBC_TUNABLES is read by the dynamic loader), so `serve` checks for them
- * and says what is missing rather than setting anything.
+ * (GLIBC_TUNABLES is read by the dynamic loader): the `upi-risk` command
+ * (bin/upi-risk, which keeps its own copy of this list; a test holds the two
+ * together) adds those missing before it runs Node.js, and `serve` says what
+ * is missing when it was started some other way.
  *
  * - `hugetlb=1`: large allocations (the snapshot's typed arrays) are backed
  *   by transparent huge pages where the kernel allows, which takes most TLB

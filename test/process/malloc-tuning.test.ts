@@ -1,9 +1,13 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFile } from 'node:fs/promises';
+import { execFile } from 'node:child_process';
+import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { RECOMMENDED_GLIBC_TUNABLES, missingGlibcTunables, runsOnGlibc } from '../../src/common/malloc-tuning.js';
 import { evidence, ingest, tempDataDir } from '../helpers.js';
-import { startServer } from '../server-process.js';
+import { BIN, startServer } from '../server-process.js';
 
 const ALL = RECOMMENDED_GLIBC_TUNABLES.join(':');
 
@@ -41,6 +45,51 @@ test('serve says which allocator settings are missing, and says nothing when the
         .map((line) => (JSON.parse(line) as { missing: string }).missing);
       assert.deepEqual(hint, expected === null ? [] : [expected], `GLIBC_TUNABLES=${tunables}`);
     }
+  } finally {
+    await t.cleanup();
+  }
+});
+
+/** What bin/upi-risk hands to `node` (a stand-in on PATH that prints its environment's tunables, its pid and its arguments), given GLIBC_TUNABLES. */
+async function binHandsOn(tunables: string | undefined, args: readonly string[]): Promise<{ tunables: string; samePid: boolean; args: string[] }> {
+  const dir = await mkdtemp(join(tmpdir(), 'upi-bin-'));
+  try {
+    const fakeNode = join(dir, 'node');
+    await writeFile(fakeNode, '#!/bin/sh\nprintf \'%s\\n\' "$GLIBC_TUNABLES" "$$" "$@"\n');
+    await chmod(fakeNode, 0o755);
+    // The script's own pid, printed before it execs: the same process runs the CLI.
+    const script = `echo $$; exec ${JSON.stringify(BIN)} "$@"`;
+    const env: NodeJS.ProcessEnv = { ...process.env, PATH: `${dir}:${process.env.PATH ?? ''}` };
+    if (tunables === undefined) delete env.GLIBC_TUNABLES;
+    else env.GLIBC_TUNABLES = tunables;
+    const { stdout } = await promisify(execFile)('/bin/sh', ['-c', script, 'sh', ...args], { env });
+    const [shellPid, seen, pid, main, ...rest] = stdout.trimEnd().split('\n');
+    assert.match(main!, /\/dist\/src\/cli\/main\.js$/);
+    return { tunables: seen!, samePid: shellPid === pid, args: rest };
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+test('bin/upi-risk adds the recommended tunables that are missing, keeps the operator\'s, and execs the CLI with its arguments', async () => {
+  assert.deepEqual(await binHandsOn(undefined, ['serve', '--data-dir', 'a dir']), { tunables: ALL, samePid: true, args: ['serve', '--data-dir', 'a dir'] });
+  assert.equal((await binHandsOn('', ['--help'])).tunables, ALL);
+  assert.equal((await binHandsOn(ALL, [])).tunables, ALL);
+  assert.equal((await binHandsOn('glibc.malloc.hugetlb=0', [])).tunables, 'glibc.malloc.hugetlb=0:glibc.malloc.mmap_threshold=131072');
+  assert.equal((await binHandsOn('glibc.malloc.arena_max=2:glibc.malloc.mmap_threshold=262144', [])).tunables, 'glibc.malloc.arena_max=2:glibc.malloc.mmap_threshold=262144:glibc.malloc.hugetlb=1');
+  // A tunable whose name merely ends like a recommended one is another tunable.
+  assert.equal((await binHandsOn('x.glibc.malloc.hugetlb=0', [])).tunables, `x.glibc.malloc.hugetlb=0:${ALL}`);
+});
+
+test('serve started by bin/upi-risk runs with the allocator settings, with none in its environment', { skip: !runsOnGlibc() && 'not on glibc' }, async () => {
+  const t = await tempDataDir();
+  await ingest(t.dir, t.root, [evidence('tuned@ybl', 'https://t.me/tuning')]);
+  try {
+    const server = await startServer(t.dir.root, { viaBin: true, env: { GLIBC_TUNABLES: undefined } });
+    const answer = await fetch(`${server.base}/healthz`);
+    assert.equal(answer.status, 200);
+    await server.stop();
+    assert.doesNotMatch(server.stderr(), /GLIBC_TUNABLES lacks/);
   } finally {
     await t.cleanup();
   }
