@@ -6,6 +6,7 @@ import { NO_CLUSTER, type SnapshotData } from '../engine/snapshot-data.js';
 import { VpaIndex } from '../engine/vpa-index.js';
 import type { ChangeCause, ChangeEntry } from '../api/history-paths.js';
 import { CLEARED_FACTS, ChangeLog, isChange, toldFlagged, type AnswerFacts } from './change-log.js';
+import { filesSummary } from './facts-index-file.js';
 
 /**
  * What changed in the answers a new state serves (docs/api.md, "Answer
@@ -15,7 +16,10 @@ import { CLEARED_FACTS, ChangeLog, isChange, toldFlagged, type AnswerFacts } fro
  * A merge into the live delta changes only the delta's VPAs, so only they
  * are compared; a new snapshot (a compaction, or the first state a server
  * serves) may change any VPA, so every VPA it holds is compared, and every
- * VPA recorded FLAGGED that it no longer holds becomes CLEARED.
+ * VPA recorded FLAGGED that it no longer holds becomes CLEARED. The first
+ * state after a restart on the snapshot whose every VPA was compared last
+ * (ChangeLog.mark, kept by a clean close) is the exception: only its
+ * delta's VPAs, and those whose changes were recorded since, can differ.
  *
  * A snapshot swapped in while merges go on is compared ahead (`compareAhead`,
  * outside the queue of changes, in turns): the pass over every VPA keeps
@@ -96,7 +100,13 @@ export class AnswerHistory {
    */
   static async open(path: string, servedUntil: number, keepMs: number, logger: Logger): Promise<AnswerHistory> {
     try {
-      return new AnswerHistory(await ChangeLog.open(path, servedUntil), logger, null, keepMs);
+      const started = performance.now();
+      const log = await ChangeLog.open(path, servedUntil);
+      const { keptIndex, indexRefused, bytesRead } = log.opened;
+      // Reading every record takes tens of seconds at 10M VPAs; the index a clean close keeps spares that (docs/operations.md).
+      if (indexRefused !== null) logger.warn({ why: indexRefused }, 'the index kept beside the history of answers is not used; every record is read');
+      logger.info({ vpas: log.vpaCount, keptIndex, bytesRead, ms: Math.round(performance.now() - started) }, 'history of answers opened');
+      return new AnswerHistory(log, logger, null, keepMs);
     } catch (error) {
       if (!(error instanceof HistoryError)) throw error;
       logger.error({ code: error.code, err: error.message }, 'the history of answers is refused; serving without it');
@@ -138,14 +148,18 @@ export class AnswerHistory {
       const whole: ServedChange = this.#compared ? change : { ...change, kind: 'snapshot' };
       const usable = whole.kind === 'snapshot' && ahead !== null && ahead.base === base && ahead.pass === this.#passes && this.#compared ? ahead : null;
       const started = performance.now();
+      // The first state after a start, of the snapshot compared last: only the VPAs its delta holds, and those changed since, may differ from what is recorded.
+      const sinceMark = this.#compared ? null : await this.#changedSinceMark(log, base, delta);
       log.begin(at, version);
       let changes: number;
       if (whole.kind === 'merge') changes = this.#deltaChanges(log, delta, whole);
       else if (usable !== null) changes = await this.#aheadChanges(log, usable, delta, whole);
+      else if (sinceMark !== null) changes = this.#markedChanges(log, base, delta, sinceMark, whole);
       else changes = await this.#snapshotChanges(log, base, delta, whole);
       await log.commit();
+      if (whole.kind === 'snapshot' && sinceMark === null) log.markCompared(base.meta.id, delta?.meta.files ?? []);
       // A whole comparison costs a pass over every VPA (docs/operations.md, "The history of answers"); a merge's, its delta's.
-      const compared = whole.kind === 'merge' ? 'delta' : usable !== null ? 'ahead' : 'every VPA';
+      const compared = whole.kind === 'merge' ? 'delta' : usable !== null ? 'ahead' : sinceMark !== null ? 'since the last comparison' : 'every VPA';
       const fields = { version, changes, compared, ms: Math.round(performance.now() - started) };
       if (whole.kind === 'merge') this.#logger.debug(fields, 'answer changes recorded');
       else this.#logger.info(fields, 'answer changes recorded');
@@ -236,7 +250,8 @@ export class AnswerHistory {
   }
 
   async close(): Promise<void> {
-    await this.#log?.close();
+    const unkept = (await this.#log?.close()) ?? null;
+    if (unkept !== null) this.#logger.warn({ why: unkept }, 'the index of the history of answers was not kept: the next start reads every record');
   }
 
   /** Add the changes of the delta's VPAs; returns how many. */
@@ -276,6 +291,37 @@ export class AnswerHistory {
     if (held !== null) changes += this.#heldChanges(log, held, change);
     for (const cleared of await log.unseenFlagged()) changes += this.#compareText(log, cleared, log.latest(cleared), CLEARED_FACTS, change);
     return changes;
+  }
+
+  /**
+   * The VPAs that may differ from what is recorded in a state of `base`
+   * with `delta`, besides the delta's own, when the last state whose every
+   * VPA was compared (ChangeLog.mark) was of `base` too: those whose
+   * changes were recorded since. Null when that cannot be told (another
+   * snapshot, no mark, or a file its delta held is no longer in this one),
+   * and every VPA is compared.
+   */
+  async #changedSinceMark(log: ChangeLog, base: SnapshotData, delta: DeltaData | null): Promise<Set<string> | null> {
+    const mark = log.mark;
+    if (mark === null || mark.snapshot !== base.meta.id) return null;
+    // The files that delta held sort first (files are named in the order they are stored); a file gone would take answers back unseen.
+    const held = filesSummary((delta?.meta.files ?? []).filter((name) => name <= mark.files.last));
+    if (held.count !== mark.files.count || held.crc !== mark.files.crc) return null;
+    return log.keysSince(mark.offset);
+  }
+
+  /** #snapshotChanges when only the VPAs of `delta` and `since` (#changedSinceMark) may have changed; returns how many did. */
+  #markedChanges(log: ChangeLog, base: SnapshotData, delta: DeltaData | null, since: ReadonlySet<string>, change: ServedChange): number {
+    const deltaIndex = delta !== null && delta.overlay.meta.vpaCount > 0 ? new VpaIndex(delta.overlay, delta.overlay.maxKeyLength) : null;
+    const baseIndex = new VpaIndex(base, base.maxKeyLength);
+    let changes = 0;
+    for (const key of since) {
+      // A VPA the delta holds is answered from the delta: compared below.
+      if (deltaIndex !== null && deltaIndex.lookup(key) >= 0) continue;
+      const id = baseIndex.lookup(key);
+      changes += this.#compareText(log, key, log.latest(key), id < 0 ? CLEARED_FACTS : factsOf(base, id), change);
+    }
+    return changes + this.#deltaChanges(log, delta, change);
   }
 
   /** Add the changes of every VPA of `held`, marked seen; returns how many. */

@@ -10,6 +10,8 @@ import { confidenceBand, type ConfidenceBand } from '../api/advice.js';
 import { CONFIDENCE_SCALE } from '../engine/snapshot-data.js';
 import { formatClusterId } from '../engine/verdict.js';
 import { formatIso } from '../common/time.js';
+import { FactsIndex, RECORD_ALIGN, TOLD_CLUSTER, hashA, hashB } from './facts-index.js';
+import { dropFactsIndex, filesSummary, keepFactsIndex, readFactsIndex, type ComparedMark, type IndexCovering } from './facts-index-file.js';
 
 /**
  * The record of how each VPA's answer changed (GET /v1/verify/upi/history,
@@ -23,7 +25,9 @@ import { formatIso } from '../common/time.js';
  * (typed arrays, open addressing on a 64-bit hash of the VPA) holds each
  * VPA's newest record and the answer it records, so that finding what
  * changed compares in memory and a VPA's history is read in one walk of its
- * chain. The index is made again at open by one pass over the file.
+ * chain. The index is made again at open by one pass over the file, or
+ * read from the copy a clean close keeps beside it (facts-index-file.ts),
+ * with the records after that copy.
  *
  * Layout, little endian: a 16-byte header, then records of 32 bytes, the
  * VPA and the data version, padded with zeros to a multiple of 8 bytes (the
@@ -78,7 +82,6 @@ export function toldOf(facts: AnswerFacts): number {
 }
 
 const BAND_CODES: Readonly<Record<ConfidenceBand, number>> = { cleared: 0, low: 1, medium: 2, high: 3 };
-const TOLD_CLUSTER = 64;
 
 /** Whether the answer told by `told` is FLAGGED. */
 export function toldFlagged(told: number | null): boolean {
@@ -100,6 +103,8 @@ const MAX_RECORD = FIXED_LENGTH + 2 * MAX_TEXT + 8;
 const NO_CONFIDENCE = 0xffff;
 /** Records read at a time at open. */
 const SCAN_BYTES = 1 << 20;
+/** Bytes read at a time for the CRC of the whole file. */
+const CRC_CHUNK = 8 << 20;
 /** Records are handed to the file once this many bytes are waiting. */
 const FLUSH_BYTES = 4 << 20;
 
@@ -184,14 +189,20 @@ export class ChangeLog {
   /** Resolves when no state is being written: a history read waits for the one under way. */
   #committed: Promise<void> = Promise.resolve();
   #release: () => void = () => {};
+  /** How the open read the file. */
+  readonly opened: LogOpened;
+  /** The last state whose every VPA was compared, as far as this file tells; null when unknown. */
+  #mark: ComparedMark | null;
 
-  private constructor(path: string, handle: FileHandle, index: FactsIndex, size: number, lastAt: number, oldestAt: number) {
+  private constructor(path: string, handle: FileHandle, index: FactsIndex, scan: LogScan, opened: LogOpened, mark: ComparedMark | null) {
     this.#path = path;
     this.#handle = handle;
     this.#index = index;
-    this.#size = size;
-    this.#lastAt = lastAt;
-    this.#oldestAt = oldestAt;
+    this.#size = scan.size;
+    this.#lastAt = scan.lastAt;
+    this.#oldestAt = scan.oldestAt;
+    this.opened = opened;
+    this.#mark = mark;
   }
 
   /**
@@ -202,9 +213,16 @@ export class ChangeLog {
    */
   static open(path: string, servedUntil: number): Promise<ChangeLog> {
     return openHistoryFile(path, async (handle) => {
-      const index = new FactsIndex();
-      const { size, lastAt, oldestAt } = await scanLog(handle, path, index, servedUntil);
-      return new ChangeLog(path, handle, index, size, lastAt, oldestAt);
+      const size = await checkedSize(handle, path);
+      // The index a clean close kept, when it holds what the file still holds: then only the records after it are read.
+      const kept = await readFactsIndex(path);
+      const why = kept === null ? null : 'refused' in kept ? kept.refused : await mismatch(handle, size, servedUntil, kept.covering);
+      const usable = kept !== null && why === null && !('refused' in kept) ? kept : null;
+      const index = usable?.index ?? new FactsIndex();
+      const c = usable?.covering;
+      const from: LogScan = c === undefined ? { size: HEADER_LENGTH, lastAt: 0, oldestAt: Number.POSITIVE_INFINITY } : { size: c.covered, lastAt: c.lastAt, oldestAt: c.oldestAt };
+      const scan = await scanLog(handle, path, index, servedUntil, from, size);
+      return new ChangeLog(path, handle, index, scan, { keptIndex: usable !== null, indexRefused: why, bytesRead: scan.size - (usable?.covering.covered ?? HEADER_LENGTH) }, usable?.mark ?? null);
     });
   }
 
@@ -359,6 +377,8 @@ export class ChangeLog {
       await copy.datasync();
       await copy.close();
       copy = null;
+      // The kept index names places in the file as it was.
+      await dropFactsIndex(this.#path);
       await rename(temp, this.#path);
       replaced = true;
       await syncDirectory(dirname(this.#path));
@@ -367,6 +387,8 @@ export class ChangeLog {
       this.#index = kept;
       this.#size = size;
       this.#oldestAt = oldestAt;
+      // Its offset names the file as it was.
+      this.#mark = null;
       return dropped;
     } catch (error) {
       await copy?.close().catch(() => {});
@@ -377,6 +399,28 @@ export class ChangeLog {
     } finally {
       this.#release();
     }
+  }
+
+  /** The last state whose every VPA was compared (ComparedMark), when this file tells it. */
+  get mark(): ComparedMark | null {
+    return this.#mark;
+  }
+
+  /** Mark the state just committed as one whose every VPA was compared: of `snapshot`, with a delta of evidence `files`. */
+  markCompared(snapshot: string, files: readonly string[]): void {
+    this.#mark = { snapshot, offset: this.#size, files: filesSummary(files) };
+  }
+
+  /** The VPAs named by the records from `offset` (a ComparedMark's) to the end. */
+  async keysSince(offset: number): Promise<Set<string>> {
+    this.#usable();
+    if (this.#writing !== null) throw new RangeError('a state is being written');
+    const keys = new Set<string>();
+    await walkRecords(this.#handle, this.#path, offset, this.#size, (bytes) => {
+      keys.add(bytes.toString('latin1', FIXED_LENGTH, FIXED_LENGTH + bytes[30]!));
+      return true;
+    });
+    return keys;
   }
 
   #usable(): void {
@@ -401,9 +445,23 @@ export class ChangeLog {
     return out.reverse();
   }
 
-  async close(): Promise<void> {
+  /**
+   * Close the file, keeping the index beside it (facts-index-file.ts) when
+   * the log is whole; resolves to why it could not be kept, or null.
+   */
+  async close(): Promise<string | null> {
     await this.#writing?.runs.settled();
+    let unkept: string | null = this.#broken ?? (this.#writing === null ? null : 'a state was being written');
+    if (unkept === null) {
+      try {
+        const logCrc = await crcOfFile(this.#handle, this.#size);
+        await keepFactsIndex(this.#path, this.#index, { covered: this.#size, logCrc, lastAt: this.#lastAt, oldestAt: this.#oldestAt }, this.#mark);
+      } catch (error) {
+        unkept = (error as Error).message;
+      }
+    }
     await this.#handle.close().catch(() => {});
+    return unkept;
   }
 
   async #read(offset: number): Promise<DecodedRecord> {
@@ -568,13 +626,28 @@ function recordHashes(bytes: Buffer): [number, number] {
   return [hashA(bytes, FIXED_LENGTH, keyEnd), hashB(bytes, FIXED_LENGTH, keyEnd)];
 }
 
-/** Read the whole file into `index`; cuts off a torn last record and the records after `servedUntil`. */
-async function scanLog(handle: FileHandle, path: string, index: FactsIndex, servedUntil: number): Promise<{ size: number; lastAt: number; oldestAt: number }> {
+/** How a log ends: its size and the times of its records. */
+interface LogScan {
+  readonly size: number;
+  readonly lastAt: number;
+  readonly oldestAt: number;
+}
+
+/** How a ChangeLog was opened: from the index a clean close kept (or why not), and how much of the file was read. */
+export interface LogOpened {
+  readonly keptIndex: boolean;
+  /** Why a kept index was not used; null when none was kept, or it was used. */
+  readonly indexRefused: string | null;
+  readonly bytesRead: number;
+}
+
+/** The size of the log `handle` holds, its header written (a new file) or checked. */
+async function checkedSize(handle: FileHandle, path: string): Promise<number> {
   const size = (await handle.stat()).size;
   if (size === 0) {
     await writeAllAt(handle, [header()], 0);
     await handle.datasync();
-    return { size: HEADER_LENGTH, lastAt: 0, oldestAt: Number.POSITIVE_INFINITY };
+    return HEADER_LENGTH;
   }
   const head = Buffer.alloc(HEADER_LENGTH);
   const { bytesRead } = await handle.read(head, 0, HEADER_LENGTH, 0);
@@ -582,10 +655,42 @@ async function scanLog(handle: FileHandle, path: string, index: FactsIndex, serv
     throw new HistoryError(`${path} is not a history of answers this service wrote (no UPIRCHNG header); move it aside to start a new one`);
   }
   if (head.readUInt32LE(8) !== FORMAT_VERSION) throw new HistoryError(`${path} is of format ${head.readUInt32LE(8)}, not ${FORMAT_VERSION}`);
-  let lastAt = 0;
-  let oldestAt = Number.POSITIVE_INFINITY;
+  return size;
+}
+
+/** Why an index holding `covering` is not one of the log in `handle` (`size` bytes, served until `servedUntil`), or null. */
+async function mismatch(handle: FileHandle, size: number, servedUntil: number, covering: IndexCovering): Promise<string | null> {
+  const { covered, lastAt } = covering;
+  if (!Number.isSafeInteger(covered) || covered < HEADER_LENGTH || covered > size || covered % RECORD_ALIGN !== 0) return `it holds ${covered} bytes of a log of ${size}`;
+  // Records never served are cut off at open: an index holding one holds what the file will not.
+  if (!(lastAt <= servedUntil)) return 'it holds a change that was never served';
+  // The same bytes: every record the index holds is as it was (each one's own CRC is checked when it is read).
+  if ((await crcOfFile(handle, covered)) !== covering.logCrc) return 'the log is not the one it was kept with';
+  return null;
+}
+
+/** CRC-32 of the first `length` bytes of `handle`. */
+async function crcOfFile(handle: FileHandle, length: number): Promise<number> {
+  const chunk = Buffer.alloc(Math.min(length, CRC_CHUNK));
+  let crc = 0;
+  for (let at = 0; at < length; ) {
+    const { bytesRead } = await handle.read(chunk, 0, Math.min(chunk.length, length - at), at);
+    if (bytesRead === 0) throw new HistoryError(`the file ends at ${at}, before ${length}`);
+    crc = crc32(chunk.subarray(0, bytesRead), crc);
+    at += bytesRead;
+  }
+  return crc;
+}
+
+/**
+ * Read the file from `from.size` to `size` into `index`, which holds what
+ * comes before; cuts off a torn last record and the records after
+ * `servedUntil`.
+ */
+async function scanLog(handle: FileHandle, path: string, index: FactsIndex, servedUntil: number, from: LogScan, size: number): Promise<LogScan> {
+  let { lastAt, oldestAt } = from;
   // A record cut short at the end is the write a crash interrupted, never synced, so never served.
-  const end = await walkRecords(handle, path, HEADER_LENGTH, size, (bytes, offset) => {
+  const end = await walkRecords(handle, path, from.size, size, (bytes, offset) => {
     const at = bytes.readDoubleLE(8);
     if (at > servedUntil) return false;
     const [a, b] = recordHashes(bytes);
@@ -601,123 +706,3 @@ async function scanLog(handle: FileHandle, path: string, index: FactsIndex, serv
   return { size: end, lastAt, oldestAt };
 }
 
-/**
- * Each VPA's newest record and the answer it tells (toldOf), by a 64-bit
- * hash of the VPA (two 32-bit FNV-1a hashes of different bases), in 17
- * bytes a slot and at most 3 VPAs to 4 slots. Two VPAs sharing all 64 bits
- * would share an entry (about one chance in 10^5 at 10M VPAs); a history
- * read checks the VPA its records name.
- */
-class FactsIndex {
-  count = 0;
-  #capacity = 1 << 10;
-  #hashA = new Uint32Array(this.#capacity);
-  #hashB = new Uint32Array(this.#capacity);
-  /** Where the newest record starts, in 8-byte units. */
-  #place = new Uint32Array(this.#capacity);
-  #cluster = new Uint32Array(this.#capacity);
-  /** The low 6 bits of toldOf, and bit 6 for a VPA seen in the pass under way; EMPTY for an empty slot. */
-  #told = new Uint8Array(this.#capacity).fill(EMPTY);
-
-  find(key: string): number {
-    return this.findHashed(hashA(key), hashB(key));
-  }
-
-  findHashed(a: number, b: number): number {
-    const mask = this.#capacity - 1;
-    for (let slot = a & mask; ; slot = (slot + 1) & mask) {
-      if (this.#told[slot] === EMPTY) return -1;
-      if (this.#hashA[slot] === a && this.#hashB[slot] === b) return slot;
-    }
-  }
-
-  told(slot: number): number | null {
-    return slot < 0 ? null : this.#cluster[slot]! * TOLD_CLUSTER + (this.#told[slot]! & TOLD_BITS);
-  }
-
-  offsetAt(slot: number): number {
-    return this.#place[slot]! * RECORD_ALIGN;
-  }
-
-  put(key: string, offset: number, told: number): void {
-    this.putHashed(hashA(key), hashB(key), offset, told);
-  }
-
-  putHashed(a: number, b: number, offset: number, told: number): void {
-    if ((this.count + 1) * 4 > this.#capacity * 3) this.#grow();
-    const slot = this.#slotFor(a, b);
-    this.#place[slot] = offset / RECORD_ALIGN;
-    this.#cluster[slot] = Math.floor(told / TOLD_CLUSTER);
-    this.#told[slot] = (told % TOLD_CLUSTER) | SEEN;
-  }
-
-  startPass(): void {
-    for (let slot = 0; slot < this.#capacity; slot++) if (this.#told[slot] !== EMPTY) this.#told[slot]! &= TOLD_BITS;
-  }
-
-  mark(slot: number): void {
-    this.#told[slot]! |= SEEN;
-  }
-
-  unseenFlaggedOffsets(): number[] {
-    const out: number[] = [];
-    for (let slot = 0; slot < this.#capacity; slot++) {
-      const told = this.#told[slot]!;
-      if (told !== EMPTY && (told & SEEN) === 0 && (told & 1) === 1) out.push(this.offsetAt(slot));
-    }
-    return out;
-  }
-
-  /** The slot of hash (a, b), taken if it was empty. */
-  #slotFor(a: number, b: number): number {
-    const mask = this.#capacity - 1;
-    for (let slot = a & mask; ; slot = (slot + 1) & mask) {
-      if (this.#told[slot] === EMPTY) {
-        this.#hashA[slot] = a;
-        this.#hashB[slot] = b;
-        this.#told[slot] = 0;
-        this.count++;
-        return slot;
-      }
-      if (this.#hashA[slot] === a && this.#hashB[slot] === b) return slot;
-    }
-  }
-
-  #grow(): void {
-    const old = { a: this.#hashA, b: this.#hashB, place: this.#place, cluster: this.#cluster, told: this.#told };
-    this.#capacity *= 2;
-    this.#hashA = new Uint32Array(this.#capacity);
-    this.#hashB = new Uint32Array(this.#capacity);
-    this.#place = new Uint32Array(this.#capacity);
-    this.#cluster = new Uint32Array(this.#capacity);
-    this.#told = new Uint8Array(this.#capacity).fill(EMPTY);
-    this.count = 0;
-    for (let i = 0; i < old.told.length; i++) {
-      if (old.told[i] === EMPTY) continue;
-      const slot = this.#slotFor(old.a[i]!, old.b[i]!);
-      this.#place[slot] = old.place[i]!;
-      this.#cluster[slot] = old.cluster[i]!;
-      this.#told[slot] = old.told[i]!;
-    }
-  }
-}
-
-const EMPTY = 0xff;
-const TOLD_BITS = 0x3f;
-const SEEN = 0x40;
-const RECORD_ALIGN = 8;
-
-/** The hashes of a VPA, from its text or from its bytes (ASCII: the same codes). */
-function hashA(key: string | Uint8Array, start = 0, end = key.length): number {
-  let h = 0x811c9dc5;
-  if (typeof key === 'string') for (let i = start; i < end; i++) h = Math.imul(h ^ key.charCodeAt(i), 0x01000193);
-  else for (let i = start; i < end; i++) h = Math.imul(h ^ key[i]!, 0x01000193);
-  return h >>> 0;
-}
-
-function hashB(key: string | Uint8Array, start = 0, end = key.length): number {
-  let h = 0x050c5d1f;
-  if (typeof key === 'string') for (let i = end - 1; i >= start; i--) h = Math.imul(h ^ key.charCodeAt(i), 0x01000193) ^ (h >>> 15);
-  else for (let i = end - 1; i >= start; i--) h = Math.imul(h ^ key[i]!, 0x01000193) ^ (h >>> 15);
-  return h >>> 0;
-}

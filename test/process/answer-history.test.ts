@@ -126,6 +126,14 @@ test('a history file damaged is refused with a clear error while screening goes 
     assert.deepEqual(await metrics(server), [1, (await stat(t.dir.answerChanges)).size]);
     assert.equal(await server.stop(), 0);
 
+    // Stopped cleanly, it kept its index: the next start reads no record, and compares only what may have changed.
+    server = await startServer(t.dir.root);
+    running = server;
+    assert.match(server.stderr(), /"keptIndex":true,"bytesRead":0,.*"history of answers opened"/);
+    assert.match(server.stderr(), /"compared":"since the last comparison"/);
+    assert.equal(((await get(server, '/v1/verify/upi/history?upi=payee@ybl')).body.changes as Body[]).length, 1);
+    assert.equal(await server.stop(), 0);
+
     // A bit flipped in the first record.
     const bytes = await readFile(t.dir.answerChanges);
     bytes[16 + 9]! ^= 0x10;

@@ -1,0 +1,241 @@
+import { open, rename, unlink } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
+import { crc32 } from 'node:zlib';
+import { Type } from '@sinclair/typebox';
+import { TypeCompiler } from '@sinclair/typebox/compiler';
+import { tempFileName, writeAllAt } from '../common/atomic-file.js';
+import { EMPTY, FactsIndex, RECORD_ALIGN, SEEN, TOLD_BITS, type FactsIndexArrays } from './facts-index.js';
+
+/**
+ * A copy of the history's index (facts-index.ts) that a clean close keeps
+ * beside the log (`changes.log.index`), so that the next open reads it and
+ * then only the records after it, rather than every record: a pass over
+ * the records of 10M VPAs takes tens of seconds, this file about one
+ * (docs/operations.md, "The history of answers"). It is derived: one that
+ * is missing, cut short, fails its CRC or does not match the log is not
+ * used, and the log is read whole, as before it was kept. So it is written
+ * without a sync; a crash that tears it only costs that pass.
+ *
+ * Layout, little endian: a 64-byte header, then the slots' arrays in
+ * FactsIndexArrays order (hashA, hashB, place and cluster, u32 each; told, u8).
+ *
+ *   0  8  magic "UPIRCHIX"
+ *   8  4  format version, u32 (1)
+ *  12  4  slots, a power of two
+ *  16  4  VPAs held
+ *  20  4  0
+ *  24  8  covered: the bytes of the log the index holds, f64
+ *  32  4  CRC-32 of those bytes of the log, u32
+ *  36  4  0
+ *  40  8  the latest `at` of their records, f64 (0: none)
+ *  48  8  the earliest, f64 (Infinity: none)
+ *  56  4  CRC-32 of bytes 0 to 56, of the arrays and of the mark
+ *  60  4  the mark's length, u32 (0: none)
+ *
+ * After the arrays, the mark of the last comparison of every VPA
+ * (ComparedMark) as JSON, when there is one.
+ */
+
+/** What of the log a kept index holds, for the log to check against itself. */
+export interface IndexCovering {
+  readonly covered: number;
+  /** CRC-32 of the log's first `covered` bytes: a log that still has them is the one the index holds. */
+  readonly logCrc: number;
+  readonly lastAt: number;
+  readonly oldestAt: number;
+}
+
+/**
+ * The last state whose every VPA was compared (a snapshot served first, or
+ * swapped in): which snapshot, where the log stood once its changes were
+ * written, and the evidence files its delta held (count, CRC-32 of their
+ * names joined by newlines, and the last). A later state of the same
+ * snapshot differs from what is recorded only in VPAs that its delta holds
+ * or that a record after `offset` names, while those files are still held
+ * (answer-changes.ts).
+ */
+export interface ComparedMark {
+  readonly snapshot: string;
+  readonly offset: number;
+  readonly files: FilesSummary;
+}
+
+export interface FilesSummary {
+  readonly count: number;
+  readonly crc: number;
+  readonly last: string;
+}
+
+export type KeptIndex = { readonly index: FactsIndex; readonly covering: IndexCovering; readonly mark: ComparedMark | null } | { readonly refused: string };
+
+const MAGIC = 'UPIRCHIX';
+const FORMAT_VERSION = 1;
+const HEADER_LENGTH = 64;
+const CRC_AT = 56;
+const MARK_LENGTH_AT = 60;
+/** The longest mark kept: a snapshot id and a file name are short. */
+const MAX_MARK = 4096;
+/** Bytes of the arrays per slot. */
+const SLOT_BYTES = 17;
+const MIN_SLOTS = 1 << 10;
+const MAX_SLOTS = 2 ** 31;
+
+/** The file that keeps the index of the log at `logPath`. */
+export function indexPathOf(logPath: string): string {
+  return `${logPath}.index`;
+}
+
+/**
+ * Keep `index`, which holds `covering` of the log at `logPath`: written
+ * beside it and renamed into place, so the file is either the old one or
+ * this one whole.
+ */
+export async function keepFactsIndex(logPath: string, index: FactsIndex, covering: IndexCovering, mark: ComparedMark | null): Promise<void> {
+  const path = indexPathOf(logPath);
+  const a = index.arrays;
+  const head = Buffer.alloc(HEADER_LENGTH);
+  head.write(MAGIC, 0, 'latin1');
+  head.writeUInt32LE(FORMAT_VERSION, 8);
+  head.writeUInt32LE(a.told.length, 12);
+  head.writeUInt32LE(a.count, 16);
+  head.writeDoubleLE(covering.covered, 24);
+  head.writeUInt32LE(covering.logCrc, 32);
+  head.writeDoubleLE(covering.lastAt, 40);
+  head.writeDoubleLE(covering.oldestAt, 48);
+  const markBytes = Buffer.from(mark === null ? '' : JSON.stringify(mark), 'utf8');
+  head.writeUInt32LE(markBytes.length, MARK_LENGTH_AT);
+  const parts = [...partsOf(a), markBytes];
+  head.writeUInt32LE(crcOf(head, parts), CRC_AT);
+  const temp = join(dirname(path), tempFileName(basename(path)));
+  const file = await open(temp, 'w');
+  try {
+    await writeAllAt(file, [head, ...parts], 0);
+    await file.close();
+    await rename(temp, path);
+  } catch (error) {
+    await file.close().catch(() => {});
+    await unlink(temp).catch(() => {});
+    throw error;
+  }
+}
+
+/** Remove the kept index of the log at `logPath` (none is fine): the log is about to change in place. */
+export async function dropFactsIndex(logPath: string): Promise<void> {
+  await unlink(indexPathOf(logPath)).catch((error: NodeJS.ErrnoException) => {
+    if (error.code !== 'ENOENT') throw error;
+  });
+}
+
+/**
+ * The index kept for the log at `logPath`, checked in itself (the log
+ * checks `covering` against its records); null when none is kept, and the
+ * reason when one is and cannot be used.
+ */
+export async function readFactsIndex(logPath: string): Promise<KeptIndex | null> {
+  const path = indexPathOf(logPath);
+  let file;
+  try {
+    file = await open(path, 'r');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    return { refused: `${path} cannot be opened (${(error as Error).message})` };
+  }
+  try {
+    const size = (await file.stat()).size;
+    const head = Buffer.alloc(HEADER_LENGTH);
+    if ((await file.read(head, 0, HEADER_LENGTH, 0)).bytesRead < HEADER_LENGTH || head.toString('latin1', 0, 8) !== MAGIC) return { refused: `${path} is not an index this service keeps` };
+    if (head.readUInt32LE(8) !== FORMAT_VERSION) return { refused: `${path} is of format ${head.readUInt32LE(8)}, not ${FORMAT_VERSION}` };
+    const slots = head.readUInt32LE(12);
+    const count = head.readUInt32LE(16);
+    if (slots < MIN_SLOTS || slots > MAX_SLOTS || (slots & (slots - 1)) !== 0 || count * 4 > slots * 3) return { refused: `${path} has ${count} VPAs in ${slots} slots` };
+    const markLength = head.readUInt32LE(MARK_LENGTH_AT);
+    if (markLength > MAX_MARK) return { refused: `${path} has a mark of ${markLength} bytes` };
+    const expected = HEADER_LENGTH + slots * SLOT_BYTES + markLength;
+    if (size !== expected) return { refused: `${path} is ${size} bytes, not ${expected}: cut short or grown` };
+    const arrays: FactsIndexArrays = {
+      count,
+      hashA: new Uint32Array(slots),
+      hashB: new Uint32Array(slots),
+      place: new Uint32Array(slots),
+      cluster: new Uint32Array(slots),
+      told: new Uint8Array(slots),
+    };
+    const markBytes = Buffer.alloc(markLength);
+    const parts = [...partsOf(arrays), markBytes];
+    let at = HEADER_LENGTH;
+    for (const part of parts) {
+      let done = 0;
+      while (done < part.byteLength) {
+        const { bytesRead } = await file.read(part, done, part.byteLength - done, at + done);
+        if (bytesRead === 0) return { refused: `${path} ends early` };
+        done += bytesRead;
+      }
+      at += part.byteLength;
+    }
+    if (crcOf(head, parts) !== head.readUInt32LE(CRC_AT)) return { refused: `${path} fails its CRC` };
+    const mark = markLength === 0 ? null : markOf(markBytes.toString('utf8'));
+    if (mark === undefined) return { refused: `${path} has a mark this service does not write` };
+    const covering: IndexCovering = {
+      covered: head.readDoubleLE(24),
+      logCrc: head.readUInt32LE(32),
+      lastAt: head.readDoubleLE(40),
+      oldestAt: head.readDoubleLE(48),
+    };
+    const why = wrongSlot(arrays, covering.covered);
+    if (why !== null) return { refused: `${path} ${why}` };
+    if (mark !== null && !(mark.offset <= covering.covered)) return { refused: `${path} has a mark past the log it holds` };
+    return { index: new FactsIndex(arrays), covering, mark };
+  } finally {
+    await file.close();
+  }
+}
+
+/** Why the slots of `a` are not ones an index of a log of `covered` bytes holds, or null. */
+function wrongSlot(a: FactsIndexArrays, covered: number): string | null {
+  let held = 0;
+  for (let slot = 0; slot < a.told.length; slot++) {
+    const told = a.told[slot]!;
+    if (told === EMPTY) continue;
+    held++;
+    // The low bits of toldOf, and the mark of a pass, which the next pass clears.
+    if ((told & ~(TOLD_BITS | SEEN)) !== 0) return `has a slot telling ${told}`;
+    const offset = a.place[slot]! * RECORD_ALIGN;
+    if (offset === 0 || offset >= covered) return `has a slot naming byte ${offset} of a log of ${covered}`;
+  }
+  return held === a.count ? null : `holds ${held} VPAs, not the ${a.count} its header says`;
+}
+
+const MarkSchema = Type.Object(
+  {
+    snapshot: Type.String({ minLength: 1, maxLength: 255 }),
+    offset: Type.Integer({ minimum: 0 }),
+    files: Type.Object({ count: Type.Integer({ minimum: 0 }), crc: Type.Integer({ minimum: 0, maximum: 0xffffffff }), last: Type.String({ maxLength: 255 }) }, { additionalProperties: false }),
+  },
+  { additionalProperties: false },
+);
+const markChecker = TypeCompiler.Compile(MarkSchema);
+
+/** The mark in `text`, or undefined when it is not one keepFactsIndex writes. */
+function markOf(text: string): ComparedMark | undefined {
+  try {
+    const value: unknown = JSON.parse(text);
+    return markChecker.Check(value) ? value : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The summary of evidence files `files`, in their order (ComparedMark.files). */
+export function filesSummary(files: readonly string[]): FilesSummary {
+  return { count: files.length, crc: crc32(files.join('\n')), last: files.reduce((last, name) => (name > last ? name : last), '') };
+}
+
+function partsOf(a: FactsIndexArrays): Uint8Array[] {
+  return [a.hashA, a.hashB, a.place, a.cluster, a.told].map((array) => new Uint8Array(array.buffer, array.byteOffset, array.byteLength));
+}
+
+function crcOf(head: Buffer, parts: readonly Uint8Array[]): number {
+  let crc = crc32(head.subarray(0, CRC_AT));
+  for (const part of parts) crc = crc32(part, crc);
+  return crc;
+}
