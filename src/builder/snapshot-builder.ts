@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import { availableParallelism } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { MessageChannel, type MessagePort } from 'node:worker_threads';
@@ -234,6 +235,8 @@ export class SnapshotBuilder {
   #spilling: Promise<void> = Promise.resolve();
   /** close() was called: a spill under way stops after its segment. */
   #closing = false;
+  /** Aborted by close: the phases running then end (Piscina ends their threads). */
+  readonly #stop = stopSignal();
   readonly #idleTimeoutMs: number;
   readonly #collect: () => void;
   /** A replaced snapshot's buffers for the next build's arrays (reuseMemoryOf), split as the tasks lay them out. */
@@ -551,8 +554,15 @@ export class SnapshotBuilder {
     await this.#spill?.removeAllBut(this.#carry === undefined ? [] : carriedSegments(this.#carry)).catch((error: unknown) => this.#onSpillFailed(error));
   }
 
+  /**
+   * Stop: the phases of a build or gathering under way are cut short (their
+   * threads ended), so that a stop waits seconds, not the rest of a
+   * compaction or of the read-ahead of stored evidence; what they were
+   * making is not kept. Merges into the delta (milliseconds) finish.
+   */
   async close(): Promise<void> {
     this.#closing = true;
+    this.#stop.abort();
     await this.#building;
     await this.#gathering;
     await this.#spilling;
@@ -628,7 +638,7 @@ export class SnapshotBuilder {
         ...(skips === undefined ? {} : { skip: skips[q]! }),
         ...(clearances[q]!.length === 0 ? {} : { clearances: clearances[q]! }),
       } satisfies BuildTask;
-      const result = (await this.#pool.run(task)) as AggregateResult;
+      const result = (await this.#pool.run(task, { signal: this.#stop.signal })) as AggregateResult;
       progress({ phase: 'aggregate', done: ++done, total: partitions });
       return result;
     };
@@ -678,7 +688,7 @@ export class SnapshotBuilder {
       reuse: assembleReuse,
     } satisfies BuildTask;
     // Once the task settles, a snapshot not yet delivered is dropped: the caller loads the file instead.
-    const outcome = (await this.#pool.run(task, { transferList }).finally(() => {
+    const outcome = (await this.#pool.run(task, { transferList, signal: this.#stop.signal }).finally(() => {
       assembled?.port1.close();
       index?.port1.close();
       // What of it the build left unused goes now, rather than at some later collection (collector.ts):
@@ -723,7 +733,7 @@ export class SnapshotBuilder {
     const channel = new MessageChannel();
     channel.port1.once('message', (request: IndexTask) => {
       this.#pool
-        .run({ kind: 'index', ...request, reuse } satisfies BuildTask)
+        .run({ kind: 'index', ...request, reuse } satisfies BuildTask, { signal: this.#stop.signal })
         .then(
           ({ arrays, reusedBytes }: IndexResult) => {
             indexed.reusedBytes = reusedBytes;
@@ -794,7 +804,7 @@ export class SnapshotBuilder {
     const parsed = await Promise.all(
       newChunks.map(async (chunk, index) => {
         const task = { kind: 'parse', ...chunk, chunk: firstNew + index, partitions, cacheDir } satisfies BuildTask;
-        const result = (await reader.run(task)) as ParseResult;
+        const result = (await reader.run(task, { signal: this.#stop.signal })) as ParseResult;
         parsedBytes += chunk.end - chunk.start;
         progress({ phase: 'parse', done: parsedBytes, total: totalBytes });
         return result;
@@ -859,6 +869,7 @@ export class SnapshotBuilder {
         const leading = carried?.map((segments, q) => segments.slice(segments.length - merge![q]!));
         const task = { kind: 'dedup', inputs, partitions, seen, homes, leading, retracted: retracted[p]! } satisfies BuildTask;
         const result = (await pool.run(task, {
+          signal: this.#stop.signal,
           transferList: [...inputs, ...(seen === undefined ? [] : internerBuffers(seen)), ...(homes === undefined ? [] : [homes.buffer as ArrayBuffer])],
         })) as DedupResult;
         progress({ phase: 'dedup', done: ++done, total: partitions });
@@ -913,4 +924,15 @@ export function clearancesByPartition(state: CorrectionState, partitions: number
     parts[partitionOfBytes(bytes, 0, bytes.length, partitions)]!.push({ upi, createdAt: clearance.createdAt, urls: [...clearance.urls] });
   }
   return parts;
+}
+
+/**
+ * The controller whose signal every phase's task takes: a build runs a task
+ * a chunk or a partition, far more than the ten listeners past which Node
+ * warns of a leak (each task's is removed when it settles).
+ */
+function stopSignal(): AbortController {
+  const controller = new AbortController();
+  setMaxListeners(0, controller.signal);
+  return controller;
 }

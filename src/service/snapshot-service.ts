@@ -240,7 +240,8 @@ export class SnapshotService implements ServedData, CorrectionEngine {
         first = new SnapshotView(await loadSnapshotOffThread(lastBuild.path, background));
       }
       const firstDelta = await emptyDeltaOver(first, positions, options.versions);
-      service = new SnapshotService(options, builder, first, firstDelta, positions);
+      const serving = new SnapshotService(options, builder, first, firstDelta, positions);
+      service = serving;
       service.#lastBuild = lastBuild;
       logger.info(snapshotFields(first), 'serving snapshot');
       if (incremental) {
@@ -258,7 +259,7 @@ export class SnapshotService implements ServedData, CorrectionEngine {
                 logger.info({ ms: Math.round(performance.now() - started), carriedBytes: builder.carriedBytes }, 'stored evidence read ahead of ingests');
               }
             },
-            (error: unknown) => logger.error({ err: String(error) }, 'reading stored evidence ahead of ingests failed; the next ingest reads every file'),
+            (error: unknown) => serving.#failed(error, 'reading stored evidence ahead of ingests failed; the next ingest reads every file'),
           );
         }
       }
@@ -274,9 +275,8 @@ export class SnapshotService implements ServedData, CorrectionEngine {
       }
       // Merges at start record the states they make; the first is recorded only when it is what is
       // served, in the queue of changes, so that a merge queued meanwhile comes after it.
-      const started = service;
-      await started.#queueChange(async () => {
-        if (started.#delta === firstDelta) await started.#recordServed(first, firstDelta, 'snapshot');
+      await serving.#queueChange(async () => {
+        if (serving.#delta === firstDelta) await serving.#recordServed(first, firstDelta, 'snapshot');
       }, 'recording the first state served');
       const pollMs = options.pollMs ?? 1000;
       if (pollMs > 0) {
@@ -438,7 +438,7 @@ export class SnapshotService implements ServedData, CorrectionEngine {
     if (this.#closed) return Promise.resolve();
     this.#compacting = this.#build(why)
       .catch((error: unknown) => {
-        this.#logger.error({ err: String(error) }, 'compaction failed; still serving the snapshot and delta before it');
+        this.#failed(error, 'compaction failed; still serving the snapshot and delta before it');
         throw error;
       })
       .finally(() => {
@@ -495,11 +495,13 @@ export class SnapshotService implements ServedData, CorrectionEngine {
     if (this.#timer !== null) clearTimeout(this.#timer);
     if (this.#carryAgain !== null) clearTimeout(this.#carryAgain);
     this.#watcher?.close();
+    // Work under way in the builder (a compaction, the read-ahead) is cut short now, not waited for (SnapshotBuilder.close).
+    const builderClosed = this.#builder.close();
     await this.#refreshing?.catch(() => {});
     await this.#adopting;
     await this.#compacting?.catch(() => {});
     await this.#changes;
-    await this.#builder.close();
+    await builderClosed;
   }
 
   async #refresh(): Promise<void> {
@@ -660,7 +662,7 @@ export class SnapshotService implements ServedData, CorrectionEngine {
       for (const listener of this.#deltaListeners) listener(delta);
     });
     this.#changes = run.catch((error: unknown) => {
-      this.#logger.error({ err: String(error) }, 'serving corrections failed; compacting to serve them');
+      this.#failed(error, 'serving corrections failed; compacting to serve them');
       if (!this.#closed) void this.compact('corrections could not be merged').catch(() => {});
     });
     return run;
@@ -723,7 +725,7 @@ export class SnapshotService implements ServedData, CorrectionEngine {
     const started = performance.now();
     this.#builder.prime(this.#options.dataDir).then(
       () => this.#logger.info({ ms: Math.round(performance.now() - started), carriedBytes: this.#builder.carriedBytes }, 'stored evidence read again after a lean build'),
-      (error: unknown) => this.#logger.error({ err: String(error) }, 'reading stored evidence again after a lean build failed; the next ingest reads every file'),
+      (error: unknown) => this.#failed(error, 'reading stored evidence again after a lean build failed; the next ingest reads every file'),
     );
   }
 
@@ -746,7 +748,7 @@ export class SnapshotService implements ServedData, CorrectionEngine {
         )
         .catch((error: unknown) => {
           // Read already, the evidence would not be read again: a compaction serves it instead.
-          this.#logger.error({ err: String(error), files: files.length }, 'merging evidence into the delta failed; compacting to serve it');
+          this.#failed(error, 'merging evidence into the delta failed; compacting to serve it', { files: files.length });
           if (!this.#closed) void this.compact('a merge failed').catch(() => {});
           return null;
         });
@@ -862,7 +864,7 @@ export class SnapshotService implements ServedData, CorrectionEngine {
       }
       if (servedEarly !== null) {
         // Evidence stays durable in its files: a restart rebuilds what was not written.
-        this.#logger.error({ err: String(error) }, 'snapshot served but its file was not written; a restart rebuilds it');
+        this.#failed(error, 'snapshot served but its file was not written; a restart rebuilds it');
         return;
       }
       throw error;
@@ -920,9 +922,19 @@ export class SnapshotService implements ServedData, CorrectionEngine {
     }
   }
 
+  /**
+   * Log a failure of work in the background. Once the service is closing
+   * the builder cuts its work short (SnapshotBuilder.close), and what fails
+   * then is that, logged at debug.
+   */
+  #failed(error: unknown, message: string, fields: Record<string, unknown> = {}): void {
+    if (this.#closed) this.#logger.debug({ ...fields, err: String(error) }, message);
+    else this.#logger.error({ ...fields, err: String(error) }, message);
+  }
+
   /** A refresh nobody waits for: a failure is logged, and what is served stays. */
   #refreshInBackground(): Promise<void> {
-    return this.#pass().catch((error: unknown) => this.#logger.error({ err: String(error) }, 'refresh failed; still serving the previous snapshot'));
+    return this.#pass().catch((error: unknown) => this.#failed(error, 'refresh failed; still serving the previous snapshot'));
   }
 
   #schedule(pollMs: number): void {
