@@ -235,8 +235,10 @@ export class SnapshotBuilder {
   #spilling: Promise<void> = Promise.resolve();
   /** close() was called: a spill under way stops after its segment. */
   #closing = false;
-  /** Aborted by close: the phases running then end (Piscina ends their threads). */
+  /** Aborted by stop: the phases running then end (Piscina ends their threads). */
   readonly #stop = stopSignal();
+  /** Signals of single tasks that stop aborts only while they are here: an assemble task until it hands its snapshot on. */
+  readonly #stoppable = new Set<AbortController>();
   readonly #idleTimeoutMs: number;
   readonly #collect: () => void;
   /** A replaced snapshot's buffers for the next build's arrays (reuseMemoryOf), split as the tasks lay them out. */
@@ -555,14 +557,23 @@ export class SnapshotBuilder {
   }
 
   /**
-   * Stop: the phases of a build or gathering under way are cut short (their
-   * threads ended), so that a stop waits seconds, not the rest of a
-   * compaction or of the read-ahead of stored evidence; what they were
-   * making is not kept. Merges into the delta (milliseconds) finish.
+   * Cut short the phases of a build or gathering under way (their threads
+   * ended), so that a stop waits seconds, not the rest of a compaction or
+   * of the read-ahead of stored evidence; what they were making is not
+   * kept. A build whose snapshot was handed on (BuildOptions.onAssembled)
+   * is not cut short: that snapshot is served, and its file is written.
+   * Merges into the delta are not cut short either (milliseconds). Nothing
+   * starts after it; close then waits for what remains.
    */
-  async close(): Promise<void> {
+  stop(): void {
     this.#closing = true;
     this.#stop.abort();
+    for (const controller of this.#stoppable) controller.abort();
+    this.#stoppable.clear();
+  }
+
+  async close(): Promise<void> {
+    this.stop();
     await this.#building;
     await this.#gathering;
     await this.#spilling;
@@ -661,9 +672,18 @@ export class SnapshotBuilder {
 
     progress({ phase: 'assemble', done: 0, total: 1 });
     const transferList: (ArrayBuffer | MessagePort)[] = [...new Set(partials.flatMap(aggregateBuffers))];
+    // Cut short by a stop until its snapshot is handed on; after that it is served, and its file must be written.
+    const assembleStop = stopSignal();
+    if (this.#closing) assembleStop.abort();
+    else this.#stoppable.add(assembleStop);
     const assembled = options.onAssembled === undefined ? undefined : new MessageChannel();
     if (assembled !== undefined) {
-      assembled.port1.once('message', (data: SnapshotData) => options.onAssembled!(data));
+      assembled.port1.once('message', (data: SnapshotData) => {
+        // Stopped first: the task is ended, and what it made is not served.
+        if (assembleStop.signal.aborted) return;
+        this.#stoppable.delete(assembleStop);
+        options.onAssembled!(data);
+      });
       transferList.push(assembled.port2);
     }
     // Taken now, not when the build began: a snapshot replaced meanwhile may have been let go since.
@@ -688,7 +708,8 @@ export class SnapshotBuilder {
       reuse: assembleReuse,
     } satisfies BuildTask;
     // Once the task settles, a snapshot not yet delivered is dropped: the caller loads the file instead.
-    const outcome = (await this.#pool.run(task, { transferList, signal: this.#stop.signal }).finally(() => {
+    const outcome = (await this.#pool.run(task, { transferList, signal: assembleStop.signal }).finally(() => {
+      this.#stoppable.delete(assembleStop);
       assembled?.port1.close();
       index?.port1.close();
       // What of it the build left unused goes now, rather than at some later collection (collector.ts):

@@ -307,7 +307,11 @@ export class AnswerHistory {
     // The files that delta held sort first (files are named in the order they are stored); a file gone would take answers back unseen.
     const held = filesSummary((delta?.meta.files ?? []).filter((name) => name <= mark.files.last));
     if (held.count !== mark.files.count || held.crc !== mark.files.crc) return null;
-    return log.keysSince(mark.offset);
+    // A mark the file no longer bears out (records a crash cut off under it) is no mark: every VPA is compared.
+    return log.keysSince(mark.offset).catch((error: unknown) => {
+      this.#logger.warn({ err: (error as Error).message }, 'the mark of the last comparison of every VPA is not used');
+      return null;
+    });
   }
 
   /** #snapshotChanges when only the VPAs of `delta` and `since` (#changedSinceMark) may have changed; returns how many did. */

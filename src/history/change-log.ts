@@ -215,7 +215,7 @@ export class ChangeLog {
     return openHistoryFile(path, async (handle) => {
       const size = await checkedSize(handle, path);
       // The index a clean close kept, when it holds what the file still holds: then only the records after it are read.
-      const kept = await readFactsIndex(path);
+      const kept = await readFactsIndex(path, HEADER_LENGTH);
       const why = kept === null ? null : 'refused' in kept ? kept.refused : await mismatch(handle, size, servedUntil, kept.covering);
       const usable = kept !== null && why === null && !('refused' in kept) ? kept : null;
       const index = usable?.index ?? new FactsIndex();
@@ -660,8 +660,10 @@ async function checkedSize(handle: FileHandle, path: string): Promise<number> {
 
 /** Why an index holding `covering` is not one of the log in `handle` (`size` bytes, served until `servedUntil`), or null. */
 async function mismatch(handle: FileHandle, size: number, servedUntil: number, covering: IndexCovering): Promise<string | null> {
-  const { covered, lastAt } = covering;
+  const { covered, lastAt, oldestAt } = covering;
   if (!Number.isSafeInteger(covered) || covered < HEADER_LENGTH || covered > size || covered % RECORD_ALIGN !== 0) return `it holds ${covered} bytes of a log of ${size}`;
+  // Times as the log keeps them (the oldest is Infinity in a log without records); NaN fails every test.
+  if (!(lastAt >= 0 && (oldestAt === Number.POSITIVE_INFINITY || (oldestAt >= 0 && oldestAt <= lastAt)))) return `it holds times ${lastAt} and ${oldestAt}`;
   // Records never served are cut off at open: an index holding one holds what the file will not.
   if (!(lastAt <= servedUntil)) return 'it holds a change that was never served';
   // The same bytes: every record the index holds is as it was (each one's own CRC is checked when it is read).

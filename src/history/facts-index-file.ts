@@ -1,4 +1,4 @@
-import { open, rename, unlink } from 'node:fs/promises';
+import { open, rename, unlink, type FileHandle } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { crc32 } from 'node:zlib';
 import { Type } from '@sinclair/typebox';
@@ -131,7 +131,7 @@ export async function dropFactsIndex(logPath: string): Promise<void> {
  * checks `covering` against its records); null when none is kept, and the
  * reason when one is and cannot be used.
  */
-export async function readFactsIndex(logPath: string): Promise<KeptIndex | null> {
+export async function readFactsIndex(logPath: string, firstRecord: number): Promise<KeptIndex | null> {
   const path = indexPathOf(logPath);
   let file;
   try {
@@ -141,57 +141,65 @@ export async function readFactsIndex(logPath: string): Promise<KeptIndex | null>
     return { refused: `${path} cannot be opened (${(error as Error).message})` };
   }
   try {
-    const size = (await file.stat()).size;
-    const head = Buffer.alloc(HEADER_LENGTH);
-    if ((await file.read(head, 0, HEADER_LENGTH, 0)).bytesRead < HEADER_LENGTH || head.toString('latin1', 0, 8) !== MAGIC) return { refused: `${path} is not an index this service keeps` };
-    if (head.readUInt32LE(8) !== FORMAT_VERSION) return { refused: `${path} is of format ${head.readUInt32LE(8)}, not ${FORMAT_VERSION}` };
-    const slots = head.readUInt32LE(12);
-    const count = head.readUInt32LE(16);
-    if (slots < MIN_SLOTS || slots > MAX_SLOTS || (slots & (slots - 1)) !== 0 || count * 4 > slots * 3) return { refused: `${path} has ${count} VPAs in ${slots} slots` };
-    const markLength = head.readUInt32LE(MARK_LENGTH_AT);
-    if (markLength > MAX_MARK) return { refused: `${path} has a mark of ${markLength} bytes` };
-    const expected = HEADER_LENGTH + slots * SLOT_BYTES + markLength;
-    if (size !== expected) return { refused: `${path} is ${size} bytes, not ${expected}: cut short or grown` };
-    const arrays: FactsIndexArrays = {
-      count,
-      hashA: new Uint32Array(slots),
-      hashB: new Uint32Array(slots),
-      place: new Uint32Array(slots),
-      cluster: new Uint32Array(slots),
-      told: new Uint8Array(slots),
-    };
-    const markBytes = Buffer.alloc(markLength);
-    const parts = [...partsOf(arrays), markBytes];
-    let at = HEADER_LENGTH;
-    for (const part of parts) {
-      let done = 0;
-      while (done < part.byteLength) {
-        const { bytesRead } = await file.read(part, done, part.byteLength - done, at + done);
-        if (bytesRead === 0) return { refused: `${path} ends early` };
-        done += bytesRead;
-      }
-      at += part.byteLength;
-    }
-    if (crcOf(head, parts) !== head.readUInt32LE(CRC_AT)) return { refused: `${path} fails its CRC` };
-    const mark = markLength === 0 ? null : markOf(markBytes.toString('utf8'));
-    if (mark === undefined) return { refused: `${path} has a mark this service does not write` };
-    const covering: IndexCovering = {
-      covered: head.readDoubleLE(24),
-      logCrc: head.readUInt32LE(32),
-      lastAt: head.readDoubleLE(40),
-      oldestAt: head.readDoubleLE(48),
-    };
-    const why = wrongSlot(arrays, covering.covered);
-    if (why !== null) return { refused: `${path} ${why}` };
-    if (mark !== null && !(mark.offset <= covering.covered)) return { refused: `${path} has a mark past the log it holds` };
-    return { index: new FactsIndex(arrays), covering, mark };
+    return await readOpened(file, path, firstRecord);
+  } catch (error) {
+    // Derived: whatever goes wrong reading it, the log is read whole instead.
+    return { refused: `${path} cannot be read (${(error as Error).message})` };
   } finally {
     await file.close();
   }
 }
 
-/** Why the slots of `a` are not ones an index of a log of `covered` bytes holds, or null. */
-function wrongSlot(a: FactsIndexArrays, covered: number): string | null {
+/** readFactsIndex of the file open as `file`; records of the log start at `firstRecord`. */
+async function readOpened(file: FileHandle, path: string, firstRecord: number): Promise<KeptIndex> {
+  const size = (await file.stat()).size;
+  const head = Buffer.alloc(HEADER_LENGTH);
+  if ((await file.read(head, 0, HEADER_LENGTH, 0)).bytesRead < HEADER_LENGTH || head.toString('latin1', 0, 8) !== MAGIC) return { refused: `${path} is not an index this service keeps` };
+  if (head.readUInt32LE(8) !== FORMAT_VERSION) return { refused: `${path} is of format ${head.readUInt32LE(8)}, not ${FORMAT_VERSION}` };
+  const slots = head.readUInt32LE(12);
+  const count = head.readUInt32LE(16);
+  if (slots < MIN_SLOTS || slots > MAX_SLOTS || (slots & (slots - 1)) !== 0 || count * 4 > slots * 3) return { refused: `${path} has ${count} VPAs in ${slots} slots` };
+  const markLength = head.readUInt32LE(MARK_LENGTH_AT);
+  if (markLength > MAX_MARK) return { refused: `${path} has a mark of ${markLength} bytes` };
+  const expected = HEADER_LENGTH + slots * SLOT_BYTES + markLength;
+  if (size !== expected) return { refused: `${path} is ${size} bytes, not ${expected}: cut short or grown` };
+  const arrays: FactsIndexArrays = {
+    count,
+    hashA: new Uint32Array(slots),
+    hashB: new Uint32Array(slots),
+    place: new Uint32Array(slots),
+    cluster: new Uint32Array(slots),
+    told: new Uint8Array(slots),
+  };
+  const markBytes = Buffer.alloc(markLength);
+  const parts = [...partsOf(arrays), markBytes];
+  let at = HEADER_LENGTH;
+  for (const part of parts) {
+    let done = 0;
+    while (done < part.byteLength) {
+      const { bytesRead } = await file.read(part, done, part.byteLength - done, at + done);
+      if (bytesRead === 0) return { refused: `${path} ends early` };
+      done += bytesRead;
+    }
+    at += part.byteLength;
+  }
+  if (crcOf(head, parts) !== head.readUInt32LE(CRC_AT)) return { refused: `${path} fails its CRC` };
+  const mark = markLength === 0 ? null : markOf(markBytes.toString('utf8'));
+  if (mark === undefined) return { refused: `${path} has a mark this service does not write` };
+  const covering: IndexCovering = {
+    covered: head.readDoubleLE(24),
+    logCrc: head.readUInt32LE(32),
+    lastAt: head.readDoubleLE(40),
+    oldestAt: head.readDoubleLE(48),
+  };
+  const why = wrongSlot(arrays, firstRecord, covering.covered);
+  if (why !== null) return { refused: `${path} ${why}` };
+  if (mark !== null && !(mark.offset >= firstRecord && mark.offset <= covering.covered && mark.offset % RECORD_ALIGN === 0)) return { refused: `${path} has a mark at byte ${mark.offset}, not a record's` };
+  return { index: new FactsIndex(arrays), covering, mark };
+}
+
+/** Why the slots of `a` are not ones an index of a log whose records run from `firstRecord` to `covered` holds, or null. */
+function wrongSlot(a: FactsIndexArrays, firstRecord: number, covered: number): string | null {
   let held = 0;
   for (let slot = 0; slot < a.told.length; slot++) {
     const told = a.told[slot]!;
@@ -200,7 +208,7 @@ function wrongSlot(a: FactsIndexArrays, covered: number): string | null {
     // The low bits of toldOf, and the mark of a pass, which the next pass clears.
     if ((told & ~(TOLD_BITS | SEEN)) !== 0) return `has a slot telling ${told}`;
     const offset = a.place[slot]! * RECORD_ALIGN;
-    if (offset === 0 || offset >= covered) return `has a slot naming byte ${offset} of a log of ${covered}`;
+    if (offset < firstRecord || offset >= covered) return `has a slot naming byte ${offset} of a log of ${covered}`;
   }
   return held === a.count ? null : `holds ${held} VPAs, not the ${a.count} its header says`;
 }

@@ -495,13 +495,13 @@ export class SnapshotService implements ServedData, CorrectionEngine {
     if (this.#timer !== null) clearTimeout(this.#timer);
     if (this.#carryAgain !== null) clearTimeout(this.#carryAgain);
     this.#watcher?.close();
-    // Work under way in the builder (a compaction, the read-ahead) is cut short now, not waited for (SnapshotBuilder.close).
-    const builderClosed = this.#builder.close();
+    // Work under way in the builder (a compaction, the read-ahead) is cut short now, not waited for (SnapshotBuilder.stop).
+    this.#builder.stop();
     await this.#refreshing?.catch(() => {});
     await this.#adopting;
     await this.#compacting?.catch(() => {});
     await this.#changes;
-    await builderClosed;
+    await this.#builder.close();
   }
 
   async #refresh(): Promise<void> {
@@ -864,7 +864,7 @@ export class SnapshotService implements ServedData, CorrectionEngine {
       }
       if (servedEarly !== null) {
         // Evidence stays durable in its files: a restart rebuilds what was not written.
-        this.#failed(error, 'snapshot served but its file was not written; a restart rebuilds it');
+        this.#logger.error({ err: String(error) }, 'snapshot served but its file was not written; a restart rebuilds it');
         return;
       }
       throw error;

@@ -1,13 +1,13 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { RECOMMENDED_GLIBC_TUNABLES, missingGlibcTunables, runsOnGlibc } from '../../src/common/malloc-tuning.js';
 import { evidence, ingest, tempDataDir } from '../helpers.js';
-import { BIN, startServer } from '../server-process.js';
+import { BIN, CLI, startServer } from '../server-process.js';
 
 const ALL = RECOMMENDED_GLIBC_TUNABLES.join(':');
 
@@ -51,20 +51,22 @@ test('serve says which allocator settings are missing, and says nothing when the
 });
 
 /** What bin/upi-risk hands to `node` (a stand-in on PATH that prints its environment's tunables, its pid and its arguments), given GLIBC_TUNABLES. */
-async function binHandsOn(tunables: string | undefined, args: readonly string[]): Promise<{ tunables: string; samePid: boolean; args: string[] }> {
+async function binHandsOn(tunables: string | undefined, args: readonly string[], viaLink = false): Promise<{ tunables: string; samePid: boolean; args: string[] }> {
   const dir = await mkdtemp(join(tmpdir(), 'upi-bin-'));
   try {
+    const command = viaLink ? join(dir, 'upi-risk') : BIN;
+    if (viaLink) await symlink(BIN, command);
     const fakeNode = join(dir, 'node');
     await writeFile(fakeNode, '#!/bin/sh\nprintf \'%s\\n\' "$GLIBC_TUNABLES" "$$" "$@"\n');
     await chmod(fakeNode, 0o755);
     // The script's own pid, printed before it execs: the same process runs the CLI.
-    const script = `echo $$; exec ${JSON.stringify(BIN)} "$@"`;
+    const script = `echo $$; exec ${JSON.stringify(command)} "$@"`;
     const env: NodeJS.ProcessEnv = { ...process.env, PATH: `${dir}:${process.env.PATH ?? ''}` };
     if (tunables === undefined) delete env.GLIBC_TUNABLES;
     else env.GLIBC_TUNABLES = tunables;
     const { stdout } = await promisify(execFile)('/bin/sh', ['-c', script, 'sh', ...args], { env });
     const [shellPid, seen, pid, main, ...rest] = stdout.trimEnd().split('\n');
-    assert.match(main!, /\/dist\/src\/cli\/main\.js$/);
+    assert.equal(main, CLI, 'the CLI of the package the command is in');
     return { tunables: seen!, samePid: shellPid === pid, args: rest };
   } finally {
     await rm(dir, { recursive: true, force: true });
@@ -77,8 +79,12 @@ test('bin/upi-risk adds the recommended tunables that are missing, keeps the ope
   assert.equal((await binHandsOn(ALL, [])).tunables, ALL);
   assert.equal((await binHandsOn('glibc.malloc.hugetlb=0', [])).tunables, 'glibc.malloc.hugetlb=0:glibc.malloc.mmap_threshold=131072');
   assert.equal((await binHandsOn('glibc.malloc.arena_max=2:glibc.malloc.mmap_threshold=262144', [])).tunables, 'glibc.malloc.arena_max=2:glibc.malloc.mmap_threshold=262144:glibc.malloc.hugetlb=1');
-  // A tunable whose name merely ends like a recommended one is another tunable.
+  // A tunable whose name merely ends like a recommended one is another tunable; one named without a value is set (missingGlibcTunables agrees).
   assert.equal((await binHandsOn('x.glibc.malloc.hugetlb=0', [])).tunables, `x.glibc.malloc.hugetlb=0:${ALL}`);
+  assert.equal((await binHandsOn('glibc.malloc.hugetlb', [])).tunables, 'glibc.malloc.hugetlb:glibc.malloc.mmap_threshold=131072');
+  assert.deepEqual(missingGlibcTunables('glibc.malloc.hugetlb', true), ['glibc.malloc.mmap_threshold=131072']);
+  // Run through a link, as npm installs it in node_modules/.bin: the CLI of the package the link leads to.
+  assert.equal((await binHandsOn(undefined, ['--help'], true)).args.join(' '), '--help');
 });
 
 test('serve started by bin/upi-risk runs with the allocator settings, with none in its environment', { skip: !runsOnGlibc() && 'not on glibc' }, async () => {

@@ -52,7 +52,8 @@ test('a restart on the snapshot compared last compares its delta alone, and tell
         const { base, deltas } = snapshotAndDelta(batches);
         let history = await AnswerHistory.open(path, 0, 400 * DAY, comparisonsInto(compared));
         let at = Date.parse('2026-11-01T00:00:00Z');
-        await history.record(base.data, null, SNAPSHOT, at, base.meta.id);
+        // Served first with the delta of the first file: the mark names it, and every start after holds it.
+        await history.record(base.data, deltas[0] ?? null, SNAPSHOT, at, `${base.meta.id}+0`);
         // Merges, then a clean stop after `cut` of them and a start serving the delta as it was, then the rest.
         const stopAfter = deltas.length === 0 ? 0 : cut % deltas.length;
         for (const [i, delta] of deltas.entries()) {
