@@ -924,7 +924,7 @@ export class SnapshotService implements ServedData, CorrectionEngine {
 
   /**
    * Log a failure of work in the background. Once the service is closing
-   * the builder cuts its work short (SnapshotBuilder.close), and what fails
+   * the builder cuts its work short (SnapshotBuilder.stop), and what fails
    * then is that, logged at debug.
    */
   #failed(error: unknown, message: string, fields: Record<string, unknown> = {}): void {
