@@ -27,6 +27,16 @@ export async function tempDataDir(prefix = 'upi-risk-test-'): Promise<{ dir: Dat
   return { dir: dataDir(join(root, 'data')), root, cleanup: () => rm(root, { recursive: true, force: true }) };
 }
 
+/** Run `run` with the path of a history of answers (history/changes.log) in a data directory of its own, removed after. */
+export async function withHistoryLog(run: (path: string) => Promise<void>): Promise<void> {
+  const t = await tempDataDir();
+  try {
+    await run(join(t.root, 'history', 'changes.log'));
+  } finally {
+    await t.cleanup();
+  }
+}
+
 export function ndjson(items: readonly object[]): string {
   return items.map((item) => JSON.stringify(item)).join('\n') + '\n';
 }

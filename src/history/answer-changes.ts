@@ -154,7 +154,8 @@ export class AnswerHistory {
       let changes: number;
       if (whole.kind === 'merge') changes = this.#deltaChanges(log, delta, whole);
       else if (usable !== null) changes = await this.#aheadChanges(log, usable, delta, whole);
-      else if (sinceMark !== null) changes = this.#markedChanges(log, base, delta, sinceMark, whole);
+      // Only the VPAs of the delta, and those changed since the mark, may have changed.
+      else if (sinceMark !== null) changes = this.#baseChanges(log, base, delta, sinceMark, whole) + this.#deltaChanges(log, delta, whole);
       else changes = await this.#snapshotChanges(log, base, delta, whole);
       await log.commit();
       if (whole.kind === 'snapshot' && sinceMark === null) log.markCompared(base.meta.id, delta?.meta.files ?? []);
@@ -274,20 +275,8 @@ export class AnswerHistory {
   async #aheadChanges(log: ChangeLog, ahead: ComparedAhead, delta: DeltaData | null, change: ServedChange): Promise<number> {
     const changedSince = this.#changedSince ?? new Set<string>();
     this.#changedSince = null;
-    const held = delta !== null && delta.overlay.meta.vpaCount > 0 ? delta : null;
-    const deltaIndex = held === null ? null : new VpaIndex(held.overlay, held.overlay.maxKeyLength);
-    const baseIndex = new VpaIndex(ahead.base, ahead.base.maxKeyLength);
-    let changes = 0;
-    const compareBase = (key: string, facts: AnswerFacts): void => {
-      // A VPA the delta holds is answered from the delta: compared below.
-      if (deltaIndex === null || deltaIndex.lookup(key) < 0) changes += this.#compareText(log, key, log.latest(key), facts, change);
-    };
-    for (const [key, facts] of ahead.differing) compareBase(key, facts);
-    for (const key of changedSince) {
-      if (ahead.differing.has(key)) continue;
-      const id = baseIndex.lookup(key);
-      compareBase(key, id < 0 ? CLEARED_FACTS : factsOf(ahead.base, id));
-    }
+    const held = heldDelta(delta);
+    let changes = this.#baseChanges(log, ahead.base, held, new Set([...ahead.differing.keys(), ...changedSince]), change, ahead.differing);
     if (held !== null) changes += this.#heldChanges(log, held, change);
     for (const cleared of await log.unseenFlagged()) changes += this.#compareText(log, cleared, log.latest(cleared), CLEARED_FACTS, change);
     return changes;
@@ -314,18 +303,27 @@ export class AnswerHistory {
     });
   }
 
-  /** #snapshotChanges when only the VPAs of `delta` and `since` (#changedSinceMark) may have changed; returns how many did. */
-  #markedChanges(log: ChangeLog, base: SnapshotData, delta: DeltaData | null, since: ReadonlySet<string>, change: ServedChange): number {
-    const deltaIndex = delta !== null && delta.overlay.meta.vpaCount > 0 ? new VpaIndex(delta.overlay, delta.overlay.maxKeyLength) : null;
+  /**
+   * Add the changes of `keys` to their answers in `base` (`known` holds
+   * some of them already; CLEARED where `base` holds none), but of those
+   * `delta` holds, which it answers and are compared with it apart; returns
+   * how many.
+   */
+  #baseChanges(log: ChangeLog, base: SnapshotData, delta: DeltaData | null, keys: Iterable<string>, change: ServedChange, known: ReadonlyMap<string, AnswerFacts> = new Map()): number {
+    const held = heldDelta(delta);
+    const deltaIndex = held === null ? null : new VpaIndex(held.overlay, held.overlay.maxKeyLength);
     const baseIndex = new VpaIndex(base, base.maxKeyLength);
     let changes = 0;
-    for (const key of since) {
-      // A VPA the delta holds is answered from the delta: compared below.
+    for (const key of keys) {
       if (deltaIndex !== null && deltaIndex.lookup(key) >= 0) continue;
-      const id = baseIndex.lookup(key);
-      changes += this.#compareText(log, key, log.latest(key), id < 0 ? CLEARED_FACTS : factsOf(base, id), change);
+      let facts = known.get(key);
+      if (facts === undefined) {
+        const id = baseIndex.lookup(key);
+        facts = id < 0 ? CLEARED_FACTS : factsOf(base, id);
+      }
+      changes += this.#compareText(log, key, log.latest(key), facts, change);
     }
-    return changes + this.#deltaChanges(log, delta, change);
+    return changes;
   }
 
   /** Add the changes of every VPA of `held`, marked seen; returns how many. */
@@ -344,7 +342,7 @@ export class AnswerHistory {
     let changes = 0;
     this.#startPass(log);
     const index = new VpaIndex(base, base.maxKeyLength);
-    const held = delta !== null && delta.overlay.meta.vpaCount > 0 ? delta : null;
+    const held = heldDelta(delta);
     const deltaIndex = held === null ? null : new VpaIndex(held.overlay, held.overlay.maxKeyLength);
     // Keys are read as bytes, and made text only for a change: most VPAs have none.
     const key = new Uint8Array(index.maxKeyLength);
@@ -395,6 +393,11 @@ export class AnswerHistory {
     if (after.flagged && !toldFlagged(before)) return 'evidence';
     return after.flagged ? 'compaction' : 'expiry';
   }
+}
+
+/** `delta` when it holds a VPA, else null. */
+function heldDelta(delta: DeltaData | null): DeltaData | null {
+  return delta !== null && delta.overlay.meta.vpaCount > 0 ? delta : null;
 }
 
 /** The VPA in `bytes` from `start` to `end` (ASCII) as text. */

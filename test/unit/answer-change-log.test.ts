@@ -1,11 +1,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFile, stat, truncate, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import { HistoryError } from '../../src/common/errors.js';
 import type { ChangeCause } from '../../src/api/history-paths.js';
 import { CLEARED_FACTS, ChangeLog, toldOf, type AnswerFacts } from '../../src/history/change-log.js';
-import { tempDataDir } from '../helpers.js';
+import { withHistoryLog } from '../helpers.js';
 
 // The history of answers on disk: each VPA's changes chained newest to
 // oldest, an index of the newest made again at open, a torn or unserved
@@ -27,17 +26,8 @@ async function append(log: ChangeLog, changes: readonly Change[], at: number, ve
   await log.commit();
 }
 
-async function withLog(run: (path: string) => Promise<void>): Promise<void> {
-  const t = await tempDataDir();
-  try {
-    await run(join(t.root, 'history', 'changes.log'));
-  } finally {
-    await t.cleanup();
-  }
-}
-
 test('changes are read back oldest first, within the time asked, and the newest answer of each VPA is held', async () => {
-  await withLog(async (path) => {
+  await withHistoryLog(async (path) => {
     const log = await ChangeLog.open(path, 0);
     await append(log, [change('a@ybl', flagged(4500)), change('b@ybl', flagged(9000, 7, 3))], T0, 'snap-1');
     await append(log, [change('a@ybl', flagged(8600, 12), 'compaction')], T0 + 1000, 'snap-2');
@@ -69,7 +59,7 @@ test('changes are read back oldest first, within the time asked, and the newest 
 });
 
 test('a time that went back is recorded as the last time, never before it', async () => {
-  await withLog(async (path) => {
+  await withHistoryLog(async (path) => {
     const log = await ChangeLog.open(path, 0);
     await append(log, [change('a@ybl', flagged(4500))], T0 + 5000, 'v1');
     await append(log, [change('a@ybl', CLEARED_FACTS, 'expiry')], T0, 'v2');
@@ -79,7 +69,7 @@ test('a time that went back is recorded as the last time, never before it', asyn
 });
 
 test('many VPAs: the index grows and finds each', async () => {
-  await withLog(async (path) => {
+  await withHistoryLog(async (path) => {
     const log = await ChangeLog.open(path, 0);
     const keys = Array.from({ length: 5000 }, (_, i) => `payee${i}@ybl`);
     await append(log, keys.map((k, i) => change(k, flagged(i % 10_001))), T0, 'v1');
@@ -94,7 +84,7 @@ test('many VPAs: the index grows and finds each', async () => {
 });
 
 test('a state of many changes is written as it is added: once drained, at most two runs are not in the file', async () => {
-  await withLog(async (path) => {
+  await withHistoryLog(async (path) => {
     const log = await ChangeLog.open(path, 0);
     log.begin(T0, 'v1');
     const before = (await stat(path)).size;
@@ -127,7 +117,7 @@ test('an answer is told by its status, risk, band and cluster, whatever the clus
 });
 
 test('a pass lists the VPAs recorded FLAGGED that it did not see', async () => {
-  await withLog(async (path) => {
+  await withHistoryLog(async (path) => {
     const log = await ChangeLog.open(path, 0);
     await append(log, [change('a@ybl', flagged(4500)), change('b@ybl', flagged(4500)), change('c@ybl', CLEARED_FACTS, 'expiry')], T0, 'v1');
     log.startPass();
@@ -139,7 +129,7 @@ test('a pass lists the VPAs recorded FLAGGED that it did not see', async () => {
 });
 
 test('records of a state never served, and a last record cut short, are cut off at open', async () => {
-  await withLog(async (path) => {
+  await withHistoryLog(async (path) => {
     const log = await ChangeLog.open(path, 0);
     await append(log, [change('a@ybl', flagged(4500))], T0, 'v1');
     const served = (await stat(path)).size;
@@ -161,7 +151,7 @@ test('records of a state never served, and a last record cut short, are cut off 
 });
 
 test('a record that fails its CRC, a foreign file or one of another format is refused', async () => {
-  await withLog(async (path) => {
+  await withHistoryLog(async (path) => {
     const log = await ChangeLog.open(path, 0);
     await append(log, [change('a@ybl', flagged(4500)), change('b@ybl', flagged(4600))], T0, 'v1');
     await log.close();
@@ -182,7 +172,7 @@ test('a record that fails its CRC, a foreign file or one of another format is re
 });
 
 test('a write that fails leaves the file as it was, and the log refusing until it is opened again', async () => {
-  await withLog(async (path) => {
+  await withHistoryLog(async (path) => {
     const log = await ChangeLog.open(path, 0);
     await append(log, [change('a@ybl', flagged(4500))], T0, 'v1');
     const written = (await stat(path)).size;
@@ -203,7 +193,7 @@ test('a write that fails leaves the file as it was, and the log refusing until i
 });
 
 test('pruned at a cutoff: each VPA keeps every change after it, and its newest whenever it was, in a smaller file', async () => {
-  await withLog(async (path) => {
+  await withHistoryLog(async (path) => {
     const log = await ChangeLog.open(path, 0);
     const DAY = 24 * 3600 * 1000;
     // a@ybl changes on days 0, 1, 5; b@ybl once on day 0; c@ybl on days 2 and 6.

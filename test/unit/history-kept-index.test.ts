@@ -1,12 +1,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFile, rm, stat, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import fc from 'fast-check';
 import { HistoryError } from '../../src/common/errors.js';
 import { CLEARED_FACTS, ChangeLog, type AnswerFacts } from '../../src/history/change-log.js';
 import { indexPathOf } from '../../src/history/facts-index-file.js';
-import { tempDataDir } from '../helpers.js';
+import { withHistoryLog } from '../helpers.js';
 
 // The index of the history of answers that a clean close keeps beside the
 // log: the next open reads it and the records after it alone, and answers
@@ -16,15 +15,6 @@ import { tempDataDir } from '../helpers.js';
 
 const T0 = Date.parse('2026-11-01T00:00:00Z');
 const KEYS = Array.from({ length: 40 }, (_, i) => `vpa${i}@ybl`);
-
-async function withLog(run: (path: string) => Promise<void>): Promise<void> {
-  const t = await tempDataDir();
-  try {
-    await run(join(t.root, 'history', 'changes.log'));
-  } finally {
-    await t.cleanup();
-  }
-}
 
 async function append(log: ChangeLog, changes: readonly (readonly [string, AnswerFacts])[], at: number, version: string): Promise<void> {
   log.begin(at, version);
@@ -59,7 +49,7 @@ test('after a clean close the next open reads no record, and tells what every re
       fc.array(fc.array(fc.tuple(fc.integer({ min: 0, max: KEYS.length - 1 }), fc.integer({ min: 0, max: 40 })), { maxLength: 12 }), { minLength: 1, maxLength: 12 }),
       fc.array(fc.boolean(), { minLength: 12, maxLength: 12 }),
       async (states, closeAfter) => {
-        await withLog(async (path) => {
+        await withHistoryLog(async (path) => {
           let log = await ChangeLog.open(path, 0);
           let at = T0;
           for (let i = 0; i < states.length; i++) {
@@ -82,7 +72,7 @@ test('after a clean close the next open reads no record, and tells what every re
 });
 
 test('after a crash, the index kept by the clean close before it and the records after it', async () => {
-  await withLog(async (path) => {
+  await withHistoryLog(async (path) => {
     const first = await ChangeLog.open(path, 0);
     await append(first, [['vpa1@ybl', facts(3)], ['vpa2@ybl', facts(4)]], T0 + 1000, 'v1');
     await first.close();
@@ -110,7 +100,7 @@ async function refusal(path: string, servedUntil: number): Promise<string> {
 }
 
 test('an index that does not match the log is not used, with the reason, and the log is read whole', async () => {
-  await withLog(async (path) => {
+  await withHistoryLog(async (path) => {
     const log = await ChangeLog.open(path, 0);
     await append(log, [['vpa1@ybl', facts(3)]], T0 + 1000, 'v1');
     await append(log, [['vpa2@ybl', facts(4)]], T0 + 2000, 'v2');
@@ -137,7 +127,7 @@ test('an index that does not match the log is not used, with the reason, and the
 });
 
 test('a record corrupted under a kept index is refused at open, as without one', async () => {
-  await withLog(async (path) => {
+  await withHistoryLog(async (path) => {
     const log = await ChangeLog.open(path, 0);
     await append(log, [['vpa1@ybl', facts(3)], ['vpa2@ybl', facts(4)]], T0 + 1000, 'v1');
     await log.close();
@@ -149,7 +139,7 @@ test('a record corrupted under a kept index is refused at open, as without one',
 });
 
 test('a prune drops the kept index, and the next close keeps one of the pruned log', async () => {
-  await withLog(async (path) => {
+  await withHistoryLog(async (path) => {
     const log = await ChangeLog.open(path, 0);
     await append(log, [['vpa1@ybl', facts(3)], ['vpa2@ybl', facts(4)]], T0 + 1000, 'v1');
     await log.close();
