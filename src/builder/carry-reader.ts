@@ -103,6 +103,75 @@ export function retractedOrdinals(carry: BuildCarry): SkipRun[][] | undefined {
   return runs;
 }
 
+/**
+ * A copy of the carried records of chunks from `fromChunk` on that count
+ * (retracted ones left out), as records of a gathering are handed to a
+ * delta merge. A pair's records are in chunk order, so a segment whose last
+ * record comes before `fromChunk` is passed over, and of the others only the
+ * blocks from about `fromChunk` on are read (from the file, for a spilled one).
+ */
+export function recordsFrom(carry: BuildCarry, fromChunk: number, index: BlockIndex): SharedArrayBuffer {
+  const pieces: Uint8Array[] = [];
+  const retracted = retractedOrdinals(carry);
+  const none = new Uint32Array(0);
+  for (let p = 0; p < carry.partitions; p++) {
+    for (let q = 0; q < carry.partitions; q++) {
+      const skip = retracted?.[q]![p]!.ordinals ?? none;
+      let next = 0;
+      let ordinal = 0;
+      for (const segment of carry.records[p]![q]!) {
+        if (segment.byteLength === 0) continue;
+        const blocks = index.of(segment);
+        const first = ordinal;
+        ordinal += blocks.records;
+        readSegment(segment, (range) => {
+          const last = range(blocks.starts[blocks.blocks - 1]!, blocks.starts[blocks.blocks]!);
+          let lastAt = 0;
+          for (let r = (blocks.records - 1) % BLOCK_RECORDS; r > 0; r--) lastAt = recordEndAt(last, lastAt);
+          if (chunkOf(last, lastAt) < fromChunk) return;
+          // Blocks' first records are in chunk order: from the block before the first that begins at fromChunk or later.
+          let lo = 0;
+          let hi = blocks.blocks;
+          while (lo < hi) {
+            const mid = (lo + hi) >>> 1;
+            if (chunkOf(range(blocks.starts[mid]!, blocks.starts[mid]! + 4), 0) < fromChunk) lo = mid + 1;
+            else hi = mid;
+          }
+          const from = Math.max(0, lo - 1);
+          const bytes = range(blocks.starts[from]!, segment.byteLength);
+          // Copied out, so that what was read of the file goes with this segment.
+          const kept = new Uint8Array(bytes.length);
+          let used = 0;
+          let o = first + from * BLOCK_RECORDS;
+          for (let at = 0; at < bytes.length; o++) {
+            const end = recordEndAt(bytes, at);
+            while (next < skip.length && skip[next]! < o) next++;
+            if (chunkOf(bytes, at) >= fromChunk && !(next < skip.length && skip[next] === o)) {
+              kept.set(bytes.subarray(at, end), used);
+              used += end - at;
+            }
+            at = end;
+          }
+          if (used > 0) pieces.push(kept.subarray(0, used));
+        });
+      }
+    }
+  }
+  const out = new SharedArrayBuffer(pieces.reduce((sum, piece) => sum + piece.byteLength, 0));
+  const view = new Uint8Array(out);
+  let at = 0;
+  for (const piece of pieces) {
+    view.set(piece, at);
+    at += piece.byteLength;
+  }
+  return out;
+}
+
+/** The chunk of the record at `at` (record-codec.ts: the first four bytes, little endian). */
+function chunkOf(bytes: Uint8Array, at: number): number {
+  return (bytes[at]! | (bytes[at + 1]! << 8) | (bytes[at + 2]! << 16) | (bytes[at + 3]! << 24)) >>> 0;
+}
+
 /** The place of each id's record: null for an id never read or whose record was dropped. */
 function placesOf(carry: BuildCarry, ids: readonly string[]): (Place | null)[] {
   const indexes = indexesOf(carry, ids);
@@ -203,10 +272,9 @@ function matchingRecords(carry: BuildCarry, p: number, q: number, keys: ByteInte
   return matches;
 }
 
-/** A matched record's chunk (record-codec.ts: the first four bytes, little endian). */
+/** A matched record's chunk. */
 function chunkAt(match: Match): number {
-  const b = match.segment;
-  return (b[match.at]! | (b[match.at + 1]! << 8) | (b[match.at + 2]! << 16) | (b[match.at + 3]! << 24)) >>> 0;
+  return chunkOf(match.segment, match.at);
 }
 
 /** The interned index in partition p of the records of pair (p, q) at `ordinals` (ascending). */

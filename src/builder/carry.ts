@@ -54,6 +54,8 @@ export type Segment = SharedArrayBuffer | SpilledSegment;
 export interface SpilledSegment {
   readonly path: string;
   readonly byteLength: number;
+  /** CRC-32 of its bytes, as written (kept-carry.ts checks the file against it). */
+  readonly crc?: number;
 }
 
 /** Whether `segment` (or any buffer of records) is in a file rather than in memory. */

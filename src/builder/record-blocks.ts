@@ -34,6 +34,18 @@ export interface RecordBlocks {
   readonly filters: Int32Array;
 }
 
+/** Whether `blocks` can be a segment of `byteLength` bytes' blocks: starts ascending from 0 to its end, a filter for each (a kept carry's are checked so). */
+export function blocksFit(blocks: RecordBlocks, byteLength: number): boolean {
+  const { starts, filters } = blocks;
+  if (starts.length !== blocks.blocks + 1 || filters.length !== blocks.blocks * FILTER_WORDS) return false;
+  if (blocks.blocks === 0) return byteLength === 0 && blocks.records === 0 && starts[0] === 0;
+  // Every block but the last is full.
+  if (blocks.records <= (blocks.blocks - 1) * BLOCK_RECORDS || blocks.records > blocks.blocks * BLOCK_RECORDS) return false;
+  if (starts[0] !== 0 || starts[blocks.blocks] !== byteLength) return false;
+  for (let b = 0; b < blocks.blocks; b++) if (!(starts[b]! < starts[b + 1]!)) return false;
+  return true;
+}
+
 /** The 32-bit hash the filters are probed with, of a VPA's bytes: FNV-1a (record-codec.ts), mixed so that both probes take well-spread bits. */
 export function vpaProbe(bytes: Uint8Array, start: number, end: number): number {
   let hash = fnv1aBytes(bytes, start, end);
@@ -156,6 +168,11 @@ export class BlockIndex {
       this.#done.set(segment, blocks);
     }
     return blocks;
+  }
+
+  /** `segment`'s blocks if they are made, without making them. */
+  madeOf(segment: Segment): RecordBlocks | undefined {
+    return this.#done.get(segment);
   }
 
   /** `spilled` holds the records of `segment`, whose blocks it keeps. */

@@ -20,7 +20,8 @@ import type { DeltaFile, DeltaMergeResult, DeltaMergeTask } from './delta-merge.
 import { NO_CORRECTIONS, type CorrectionState } from '../evidence/corrections.js';
 import { BlockIndex } from './record-blocks.js';
 import { SegmentFiles } from './spilled-segments.js';
-import { locateIds, markRetracted, recordsOf, retractedOrdinals, type CarriedItem } from './carry-reader.js';
+import { keepCarry, readKeptCarry, type CarryShape } from './kept-carry.js';
+import { locateIds, markRetracted, recordsFrom, recordsOf, retractedOrdinals, type CarriedItem } from './carry-reader.js';
 import { partitionOf, partitionOfBytes } from './record-codec.js';
 import type { ClearanceEntry } from './clearance-filter.js';
 
@@ -173,7 +174,30 @@ export interface BuilderOptions {
   readonly spillDir?: string;
   /** Told of a segment that could not be written to spillDir: it stays in memory. */
   readonly onSpillFailed?: (error: unknown) => void;
+  /**
+   * Keep the carry in spillDir at close, and start from the one kept there
+   * (kept-carry.ts): the next process's first gathering then reads only the
+   * files stored since, as every later one does, rather than every file.
+   * Needs spillDir. Default false.
+   */
+  readonly keepCarry?: boolean;
+  /**
+   * The evidence files the owner serves already: a kept carry's files not
+   * among them are handed to `onEvidence` with the first gathering, as if
+   * read then (a process stopped before a compaction served them).
+   * Undefined: there is no one to hand them to yet.
+   */
+  readonly served?: () => ReadonlySet<string> | undefined;
+  /** Told what became of a kept carry at the first gathering (none is not told). */
+  readonly onKeptCarry?: (report: KeptCarryReport) => void;
+  /** Told that close could not keep the carry (a write failed): the next process reads every file. */
+  readonly onKeepFailed?: (error: unknown) => void;
 }
+
+/** What the first gathering made of the carry kept by the last close (BuilderOptions.keepCarry). */
+export type KeptCarryReport =
+  | { readonly used: true; readonly files: number; readonly bytes: number; readonly ms: number }
+  | { readonly used: false; readonly reason: string; readonly ms: number };
 
 /**
  * Deduplicated records newly read: the records of `files`, found among
@@ -235,6 +259,13 @@ export class SnapshotBuilder {
   #spilling: Promise<void> = Promise.resolve();
   /** close() was called: a spill under way stops after its segment. */
   #closing = false;
+  /** Whether the carry is kept at close and looked for at the first gathering (BuilderOptions.keepCarry); and whether it was looked for. */
+  readonly #keepCarry: boolean;
+  #keptLooked = false;
+  readonly #served: (() => ReadonlySet<string> | undefined) | undefined;
+  readonly #onKeptCarry: (report: KeptCarryReport) => void;
+  readonly #onKeepFailed: (error: unknown) => void;
+  readonly #spillDir: string | undefined;
   /** Aborted by stop: the phases running then end (Piscina ends their threads). */
   readonly #stop = stopSignal();
   /** Signals of single tasks that stop aborts only while they are here: an assemble task until it hands its snapshot on. */
@@ -263,6 +294,12 @@ export class SnapshotBuilder {
     this.#incremental = options.incremental ?? true;
     this.#indexCarry = options.indexCarry ?? false;
     this.#spill = options.spillDir === undefined ? undefined : new SegmentFiles(options.spillDir);
+    this.#spillDir = options.spillDir;
+    if (options.keepCarry === true && options.spillDir === undefined) throw new RangeError('keepCarry needs spillDir');
+    this.#keepCarry = options.keepCarry === true && this.#incremental;
+    this.#served = options.served;
+    this.#onKeptCarry = options.onKeptCarry ?? (() => {});
+    this.#onKeepFailed = options.onKeepFailed ?? (() => {});
     this.#onSpillFailed = options.onSpillFailed ?? (() => {});
     const idleTimeoutMs = options.idleTimeoutMs ?? 5_000;
     if (!Number.isSafeInteger(idleTimeoutMs) || idleTimeoutMs < 0) {
@@ -577,9 +614,54 @@ export class SnapshotBuilder {
     await this.#building;
     await this.#gathering;
     await this.#spilling;
-    await this.#spill?.removeAllBut([]).catch((error: unknown) => this.#onSpillFailed(error));
+    const kept = this.#keepCarry && this.#carry !== undefined ? await this.#keep(this.#carry) : false;
+    await this.#spill?.removeAllBut(kept ? carriedSegments(this.#carry!) : []).catch((error: unknown) => this.#onSpillFailed(error));
     this.#dropReusable();
     await Promise.all([this.#pool.destroy(), this.#quickPool.destroy()]);
+  }
+
+  /** Write the carry for the next process (BuilderOptions.keepCarry), its segments still in memory first; whether it was. */
+  async #keep(carry: BuildCarry): Promise<boolean> {
+    const spill = this.#spill!;
+    try {
+      for (const segment of carriedSegments(carry)) {
+        if (isSpilled(segment) || segment.byteLength === 0) continue;
+        const blocks = this.#indexCarry ? this.#blocks.of(segment) : null;
+        const spilled = await spill.write(segment);
+        if (blocks !== null) this.#blocks.adopt(spilled, blocks);
+        replaceSegment(carry, segment, spilled);
+      }
+      await keepCarry(this.#spillDir!, carry, this.#carryShape(carry.partitions), (segment) => this.#blocks.madeOf(segment));
+      return true;
+    } catch (error) {
+      this.#onKeepFailed(error);
+      return false;
+    }
+  }
+
+  #carryShape(partitions: number): CarryShape {
+    return { partitions, chunkBytes: this.#chunkBytes, correctionSequence: this.#corrections().sequence };
+  }
+
+  /**
+   * The carry the last close kept, at the first gathering only (BuilderOptions.keepCarry); its
+   * files become this builder's. Told to onKeptCarry by the gathering once it knows whether the
+   * evidence files still extend it.
+   */
+  async #keptCarry(partitions: number): Promise<{ readonly carry: BuildCarry; readonly bytes: number; readonly ms: number } | undefined> {
+    if (!this.#keepCarry || this.#keptLooked) return undefined;
+    this.#keptLooked = true;
+    const started = performance.now();
+    const kept = await readKeptCarry(this.#spillDir!, this.#carryShape(partitions));
+    const ms = performance.now() - started;
+    if (kept === null) return undefined;
+    if ('refused' in kept) {
+      this.#onKeptCarry({ used: false, reason: kept.refused, ms });
+      return undefined;
+    }
+    this.#spill!.adopt(carriedSegments(kept.carry).filter(isSpilled));
+    for (const [segment, blocks] of kept.blocks) this.#blocks.adopt(segment, blocks);
+    return { carry: kept.carry, bytes: kept.bytes, ms };
   }
 
   async #buildLocked(options: BuildOptions): Promise<BuildReport> {
@@ -793,9 +875,18 @@ export class SnapshotBuilder {
     // runs its partitions one after the other in the same memory.
     const partitions = Math.max(MIN_PARTITIONS, this.#threads * 2);
     // The carry's id tables move into this build's tasks: whatever happens next, it is not the next build's.
-    const previous = this.#carry;
+    const keptCarry = this.#carry === undefined ? await this.#keptCarry(partitions) : undefined;
+    const kept = keptCarry?.carry;
+    const previous = this.#carry ?? kept;
     this.#carry = undefined;
     const carry = previous !== undefined && previous.partitions === partitions && extendsCarriedFiles(previous, files) ? previous : undefined;
+    if (keptCarry !== undefined) {
+      this.#onKeptCarry(
+        carry === kept
+          ? { used: true, files: keptCarry.carry.files.length, bytes: keptCarry.bytes, ms: keptCarry.ms }
+          : { used: false, reason: 'the evidence files are not those it was kept with, followed by new ones', ms: keptCarry.ms },
+      );
+    }
 
     const fileChunks: DeltaFile[] = [];
     const chunks = files.flatMap((file) => {
@@ -835,6 +926,8 @@ export class SnapshotBuilder {
 
     mark = performance.now();
     const retracted = this.#corrections().retracted;
+    // A kept carry's files the owner does not serve yet are told of with the new ones: their records, taken before the dedup takes the carry.
+    const handed = kept !== undefined && carry === kept ? this.#unservedOf(carry, fileChunks, [...retracted]) : { files: [], inputs: [] };
     const deduped = await this.#dedup(parsed, partitions, carry, progress, reader, idsByPartition(retracted, partitions));
     phaseMs.dedup = performance.now() - mark;
 
@@ -857,9 +950,23 @@ export class SnapshotBuilder {
       else if (this.#indexCarry) this.#blocks.warm(carriedSegments(gathered));
     }
     // Told of every new file, even one whose every item was a duplicate: it is read, and served as it is (unchanged).
-    const newFiles = fileChunks.filter((f) => f.firstChunk >= firstNew);
-    if (newFiles.length > 0) this.#onEvidence({ files: newFiles, inputs: deduped.fresh, readMs: performance.now() - begun });
+    const newFiles = [...handed.files, ...fileChunks.filter((f) => f.firstChunk >= firstNew)];
+    if (newFiles.length > 0) this.#onEvidence({ files: newFiles, inputs: [...handed.inputs, ...deduped.fresh], readMs: performance.now() - begun });
     return { files, gathered, cachedChunks: parsed.filter((r) => r.fromCache === true).length, reusedChunks: firstNew };
+  }
+
+  /**
+   * The files of a kept carry that the owner does not serve (BuilderOptions.served), with
+   * their records that count (retracted ones left out): what the process that kept it had
+   * read, and a compaction had not served yet.
+   */
+  #unservedOf(carry: BuildCarry, fileChunks: readonly DeltaFile[], retracted: readonly string[]): { files: DeltaFile[]; inputs: SharedArrayBuffer[] } {
+    const served = this.#served?.();
+    if (served === undefined) return { files: [], inputs: [] };
+    const files = fileChunks.filter((f) => f.firstChunk < carry.chunks && !served.has(f.name));
+    if (files.length === 0) return { files, inputs: [] };
+    markRetracted(carry, retracted);
+    return { files, inputs: [recordsFrom(carry, files[0]!.firstChunk, this.#blocks)] };
   }
 
   /**

@@ -1,6 +1,8 @@
 import { closeSync, openSync, readSync } from 'node:fs';
-import { mkdir, open, rm } from 'node:fs/promises';
-import { join } from 'node:path';
+import { mkdir, open, readdir, rm } from 'node:fs/promises';
+import { randomBytes } from 'node:crypto';
+import { basename, join } from 'node:path';
+import { crc32 } from 'node:zlib';
 import { isSpilled, type Segment, type SpilledSegment } from './carry.js';
 
 /**
@@ -45,12 +47,19 @@ export function segmentBuffer(segment: ArrayBufferLike | SpilledSegment): ArrayB
   return isSpilled(segment) ? readSegment(segment, (range) => range(0, segment.byteLength)).buffer : segment;
 }
 
+/** The name of a segment's file: the writer's pid, a tag of its own (a pid comes back after a restart) and a number. */
+export const SEGMENT_FILE_NAME = /^[1-9][0-9]{0,9}-[0-9a-f]{8}-[0-9]{1,15}\.records$/;
+
+/** Bytes written, and added to the CRC, at a time. */
+const WRITE_BYTES = 8 * 1024 * 1024;
+
 /**
  * The files of one builder's spilled segments: written, then removed once
  * no carry holds them and no build reads them (pinned).
  */
 export class SegmentFiles {
   readonly #dir: string;
+  readonly #tag = randomBytes(4).toString('hex');
   #next = 0;
   #ready: Promise<void> | undefined;
   /** Every file written and not yet removed. */
@@ -62,9 +71,22 @@ export class SegmentFiles {
     this.#dir = dir;
   }
 
-  /** Write `segment` to a file of its own. What a process left before is removed first: its files name no carry of this one. */
+  /**
+   * Take `segments`, files of the folder a kept carry names (kept-carry.ts),
+   * as written by this builder: kept while a carry holds them, removed
+   * with the others after. Before the first write.
+   */
+  adopt(segments: Iterable<SpilledSegment>): void {
+    for (const segment of segments) this.#files.add(segment);
+  }
+
+  /**
+   * Write `segment` to a file of its own, with its CRC-32. What a process
+   * left before, but for files adopted, is removed first: its files name no
+   * carry of this one.
+   */
   async write(segment: SharedArrayBuffer): Promise<SpilledSegment> {
-    this.#ready ??= rm(this.#dir, { recursive: true, force: true }).then(() => mkdir(this.#dir, { recursive: true })).then(() => {});
+    this.#ready ??= this.#clear();
     try {
       await this.#ready;
     } catch (error) {
@@ -72,20 +94,37 @@ export class SegmentFiles {
       this.#ready = undefined;
       throw error;
     }
-    const spilled: SpilledSegment = { path: join(this.#dir, `${process.pid}-${this.#next++}.records`), byteLength: segment.byteLength };
-    const file = await open(spilled.path, 'w', 0o600);
+    const path = join(this.#dir, `${process.pid}-${this.#tag}-${this.#next++}.records`);
+    // Never over a file: an adopted one may be another process's with a tag of the same bytes.
+    const file = await open(path, 'wx', 0o600);
+    let crc = 0;
     try {
       const bytes = new Uint8Array(segment);
       let done = 0;
-      while (done < bytes.length) done += (await file.write(bytes, done, bytes.length - done, done)).bytesWritten;
+      while (done < bytes.length) {
+        const slice = bytes.subarray(done, Math.min(bytes.length, done + WRITE_BYTES));
+        crc = crc32(slice, crc);
+        let written = 0;
+        while (written < slice.length) written += (await file.write(slice, written, slice.length - written, done + written)).bytesWritten;
+        done += slice.length;
+      }
     } catch (error) {
       await file.close().catch(() => {});
-      await rm(spilled.path, { force: true });
+      await rm(path, { force: true });
       throw error;
     }
     await file.close();
+    const spilled: SpilledSegment = { path, byteLength: segment.byteLength, crc };
     this.#files.add(spilled);
     return spilled;
+  }
+
+  /** The folder made, and emptied of all but the files adopted. */
+  async #clear(): Promise<void> {
+    await mkdir(this.#dir, { recursive: true });
+    const adopted = new Set([...this.#files].map((segment) => basename(segment.path)));
+    const names = await readdir(this.#dir);
+    await Promise.all(names.filter((name) => !adopted.has(name)).map((name) => rm(join(this.#dir, name), { recursive: true, force: true })));
   }
 
   /** Keep the spilled ones of `segments` until `unpin`: a build reads them. */

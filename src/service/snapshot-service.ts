@@ -10,7 +10,7 @@ import { earliestFirstSeen, snapshotBytes, type SnapshotData } from '../engine/s
 import { listSnapshots, loadNewestValidSnapshot } from '../engine/snapshot-files.js';
 import { loadSnapshotOffThread } from '../engine/snapshot-loader.js';
 import { listEvidenceFiles } from '../evidence/store.js';
-import { SnapshotBuilder, type BuildReport, type GatheredEvidence } from '../builder/snapshot-builder.js';
+import { SnapshotBuilder, type BuildReport, type GatheredEvidence, type KeptCarryReport } from '../builder/snapshot-builder.js';
 import { parseCacheDir } from '../builder/parse-cache.js';
 import { removeStaleTempFiles } from '../common/temp-cleanup.js';
 import { ServingView } from '../engine/serving-view.js';
@@ -210,6 +210,14 @@ export class SnapshotService implements ServedData, CorrectionEngine {
       // Between builds the records are read from files, not held (spilled-segments.ts).
       spillDir: options.dataDir.carry,
       onSpillFailed: (error: unknown) => logger.warn({ err: String(error) }, 'carried records could not be written to the data directory; they stay in memory'),
+      // Kept at a stop, so that a restart does not read every evidence file again before it merges an ingest (kept-carry.ts).
+      keepCarry: true,
+      served: () => (service === null ? undefined : new Set([...service.#current.meta.evidenceFiles, ...service.#delta.meta.files])),
+      onKeptCarry: (report: KeptCarryReport) => {
+        if (report.used) logger.info({ files: report.files, bytes: report.bytes, ms: Math.round(report.ms) }, 'stored evidence read from the carry kept at the last stop');
+        else logger.warn({ reason: report.reason, ms: Math.round(report.ms) }, 'the carry kept at the last stop is not used; every evidence file is read');
+      },
+      onKeepFailed: (error: unknown) => logger.warn({ err: String(error) }, 'the carry was not kept for the next start, which reads every evidence file'),
       // Looked up when needed: a server enables the collector after the service starts (EdgePool.start).
       collect: () => threadCollector()?.(),
       threads: options.buildThreads ?? defaultBuildThreads(),

@@ -6,14 +6,15 @@ import type { ServingView } from '../../src/engine/serving-view.js';
 import { TEST_SCORED_AT, buildInProcess, evidence, ingest, tempDataDir, type EvidenceInput } from '../helpers.js';
 import { ASKED, evidenceArb, settledFields, urlsOf } from '../delta-fixtures.js';
 import { MemoryCorrections } from '../correction-fixtures.js';
+import { silentLogger, type Logger } from '../../src/common/logger.js';
 
 const DAY = 86_400_000;
 
-async function startService(first: readonly EvidenceInput[], corrections: MemoryCorrections) {
+async function startService(first: readonly EvidenceInput[], corrections: MemoryCorrections, logger: Logger = silentLogger) {
   const t = await tempDataDir();
   await ingest(t.dir, t.root, first);
   corrections.stored(first);
-  const start = () => SnapshotService.start({ dataDir: t.dir, pollMs: 0, buildThreads: 2, scoredAt: () => TEST_SCORED_AT, corrections });
+  const start = () => SnapshotService.start({ dataDir: t.dir, pollMs: 0, buildThreads: 2, scoredAt: () => TEST_SCORED_AT, corrections, logger });
   const s = {
     service: await start(),
     ingest: async (items: readonly EvidenceInput[]) => {
@@ -154,10 +155,21 @@ const stepArb: fc.Arbitrary<Step> = fc.oneof(
 );
 
 test('snapshot, delta and corrections answer as a full build of the evidence that counts, after every step', async () => {
+  // A restart starts from the carry the stop kept (kept-carry.ts), with what the delta served handed on again: counted over the runs.
+  const kept = { used: 0, refused: [] as unknown[] };
+  const logger: Logger = {
+    ...silentLogger,
+    info: (_fields, message) => {
+      if (message.startsWith('stored evidence read from the carry kept')) kept.used++;
+    },
+    warn: (fields, message) => {
+      if (message.startsWith('the carry kept at the last stop') || message.startsWith('the carry was not kept')) kept.refused.push({ message, ...fields });
+    },
+  };
   await fc.assert(
     fc.asyncProperty(fc.array(evidenceArb, { minLength: 1, maxLength: 8 }), fc.array(stepArb, { minLength: 1, maxLength: 8 }), async (first, steps) => {
       const corrections = new MemoryCorrections();
-      const s = await startService(first, corrections);
+      const s = await startService(first, corrections, logger);
       try {
         for (const [i, step] of steps.entries()) {
           let every = false;
@@ -196,4 +208,6 @@ test('snapshot, delta and corrections answer as a full build of the evidence tha
     }),
     { numRuns: 25 },
   );
+  assert.deepEqual(kept.refused, []);
+  assert.ok(kept.used > 0, 'some restarts started from a kept carry');
 });
