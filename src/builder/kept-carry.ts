@@ -222,9 +222,9 @@ async function readChecked(dir: string, text: string, arraysPath: string, shape:
   if (manifest.correctionSequence > shape.correctionSequence) {
     return { refused: `kept after ${manifest.correctionSequence} corrections; the journal now holds ${shape.correctionSequence}` };
   }
-  const p = manifest.partitions;
-  if (manifest.ids.length !== p || manifest.records.length !== p || manifest.records.some((pairs) => pairs.length !== p)) {
-    return { refused: `${MANIFEST} does not hold ${p} partitions` };
+  const partitions = manifest.partitions;
+  if (manifest.ids.length !== partitions || manifest.records.length !== partitions || manifest.records.some((pairs) => pairs.length !== partitions)) {
+    return { refused: `${MANIFEST} does not hold ${partitions} partitions` };
   }
   const chunks = manifest.files.reduce((sum, file) => sum + Math.max(1, Math.ceil(file.size / manifest.chunkBytes)), 0);
   if (chunks !== manifest.chunks) return { refused: `${MANIFEST} counts ${manifest.chunks} chunks where its files make ${chunks}` };
@@ -270,9 +270,9 @@ async function readChecked(dir: string, text: string, arraysPath: string, shape:
   const blocks = new Map<SpilledSegment, RecordBlocks>();
   const records: Segment[][][] = [];
   let bytes = 0;
-  for (const [p, pairs] of manifest.records.entries()) {
+  for (const [idPartition, pairs] of manifest.records.entries()) {
     const row: Segment[][] = [];
-    for (const [q, segments] of pairs.entries()) {
+    for (const [vpaPartition, segments] of pairs.entries()) {
       const list: Segment[] = [];
       for (const [i, kept] of segments.entries()) {
         if (kept.file === null) {
@@ -281,7 +281,7 @@ async function readChecked(dir: string, text: string, arraysPath: string, shape:
           continue;
         }
         const segment: SpilledSegment = { path: join(dir, kept.file), byteLength: kept.byteLength, crc: kept.crc };
-        const made = madeBlocks[p]![q]![i]!;
+        const made = madeBlocks[idPartition]![vpaPartition]![i]!;
         if (made !== null) {
           if (!blocksFit(made, kept.byteLength)) return { refused: `the blocks kept of ${kept.file} do not fit it` };
           blocks.set(segment, made);
@@ -300,7 +300,7 @@ async function readChecked(dir: string, text: string, arraysPath: string, shape:
   const carry: BuildCarry = {
     files: manifest.files,
     chunks: manifest.chunks,
-    partitions: p,
+    partitions,
     seen,
     homes,
     records,
@@ -318,13 +318,13 @@ async function readChecked(dir: string, text: string, arraysPath: string, shape:
  * checked (some blocks not kept), else what is wrong.
  */
 function recordCountsProblem(homes: readonly Uint16Array[], blocks: readonly (readonly (readonly (RecordBlocks | null)[])[])[]): string | null {
-  for (const [p, partHomes] of homes.entries()) {
+  for (const [idPartition, partHomes] of homes.entries()) {
     const counts = new Float64Array(blocks.length);
     for (const home of partHomes) if (home !== NO_RECORD) counts[home & HOME_PARTITION]!++;
-    for (const [q, segments] of blocks[p]!.entries()) {
+    for (const [vpaPartition, segments] of blocks[idPartition]!.entries()) {
       if (segments.some((made) => made === null)) continue;
       const records = segments.reduce((sum, made) => sum + made!.records, 0);
-      if (records !== counts[q]) return `the homes of id partition ${p} give ${counts[q]} records to VPA partition ${q}, its segments hold ${records}`;
+      if (records !== counts[vpaPartition]) return `the homes of id partition ${idPartition} give ${counts[vpaPartition]} records to VPA partition ${vpaPartition}, its segments hold ${records}`;
     }
   }
   return null;
