@@ -1,6 +1,6 @@
 import { ByteInterner } from './byte-interner.js';
 import { HOME_PARTITION, HOME_RETRACTED, NO_RECORD, type BuildCarry } from './carry.js';
-import { FIXED_BYTES, RecordReader, partitionOf, partitionOfBytes, recordEndAt, upiLengthAt } from './record-codec.js';
+import { FIXED_BYTES, RecordReader, chunkAt, partitionOf, partitionOfBytes, recordEndAt, upiLengthAt } from './record-codec.js';
 import { BLOCK_RECORDS, blockMayHold, vpaProbe, type BlockIndex } from './record-blocks.js';
 import type { SkipRun } from './phases.js';
 import { readSegment } from './spilled-segments.js';
@@ -128,13 +128,13 @@ export function recordsFrom(carry: BuildCarry, fromChunk: number, index: BlockIn
           const last = range(blocks.starts[blocks.blocks - 1]!, blocks.starts[blocks.blocks]!);
           let lastAt = 0;
           for (let r = (blocks.records - 1) % BLOCK_RECORDS; r > 0; r--) lastAt = recordEndAt(last, lastAt);
-          if (chunkOf(last, lastAt) < fromChunk) return;
+          if (chunkAt(last, lastAt) < fromChunk) return;
           // Blocks' first records are in chunk order: from the block before the first that begins at fromChunk or later.
           let lo = 0;
           let hi = blocks.blocks;
           while (lo < hi) {
             const mid = (lo + hi) >>> 1;
-            if (chunkOf(range(blocks.starts[mid]!, blocks.starts[mid]! + 4), 0) < fromChunk) lo = mid + 1;
+            if (chunkAt(range(blocks.starts[mid]!, blocks.starts[mid]! + 4), 0) < fromChunk) lo = mid + 1;
             else hi = mid;
           }
           const from = Math.max(0, lo - 1);
@@ -146,7 +146,7 @@ export function recordsFrom(carry: BuildCarry, fromChunk: number, index: BlockIn
           for (let at = 0; at < bytes.length; o++) {
             const end = recordEndAt(bytes, at);
             while (next < skip.length && skip[next]! < o) next++;
-            if (chunkOf(bytes, at) >= fromChunk && !(next < skip.length && skip[next] === o)) {
+            if (chunkAt(bytes, at) >= fromChunk && !(next < skip.length && skip[next] === o)) {
               kept.set(bytes.subarray(at, end), used);
               used += end - at;
             }
@@ -165,11 +165,6 @@ export function recordsFrom(carry: BuildCarry, fromChunk: number, index: BlockIn
     at += piece.byteLength;
   }
   return out;
-}
-
-/** The chunk of the record at `at` (record-codec.ts: the first four bytes, little endian). */
-function chunkOf(bytes: Uint8Array, at: number): number {
-  return (bytes[at]! | (bytes[at + 1]! << 8) | (bytes[at + 2]! << 16) | (bytes[at + 3]! << 24)) >>> 0;
 }
 
 /** The place of each id's record: null for an id never read or whose record was dropped. */
@@ -272,11 +267,6 @@ function matchingRecords(carry: BuildCarry, p: number, q: number, keys: ByteInte
   return matches;
 }
 
-/** A matched record's chunk. */
-function chunkAt(match: Match): number {
-  return chunkOf(match.segment, match.at);
-}
-
 /** The interned index in partition p of the records of pair (p, q) at `ordinals` (ascending). */
 function indexesOfOrdinals(homes: Uint16Array, q: number, ordinals: readonly number[]): number[] {
   const indexes: number[] = [];
@@ -316,7 +306,7 @@ export function recordsOf(carry: BuildCarry, upis: ReadonlySet<string>, index: B
   }
   for (let p = 0; p < carry.partitions; p++) {
     for (const q of partitionsWanted) {
-      const matches = matchingRecords(carry, p, q, keys, lengths, probes, index).filter((m) => inChunk === undefined || inChunk(chunkAt(m)));
+      const matches = matchingRecords(carry, p, q, keys, lengths, probes, index).filter((m) => inChunk === undefined || inChunk(chunkAt(m.segment, m.at)));
       if (matches.length === 0) continue;
       // The id of each match, by one pass over the homes of p: whether it is retracted, and the id itself when asked for.
       const homes = carry.homes[p]!;

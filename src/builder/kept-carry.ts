@@ -4,6 +4,7 @@ import { crc32 } from 'node:zlib';
 import { Type, type Static } from '@sinclair/typebox';
 import { TypeCompiler } from '@sinclair/typebox/compiler';
 import { tempFileName, writeAllAt, writeFileAtomic } from '../common/atomic-file.js';
+import { crcOfFile } from '../common/file-crc.js';
 import { ByteInterner, type ByteInternerState } from './byte-interner.js';
 import { HOME_PARTITION, NO_RECORD, isSpilled, type BuildCarry, type Segment, type SpilledSegment } from './carry.js';
 import { blocksFit, type RecordBlocks } from './record-blocks.js';
@@ -34,8 +35,6 @@ const ARRAYS = 'kept-carry.bin';
 const FORMAT = 1;
 /** Arrays start at a multiple of this in kept-carry.bin, so each may be read into a buffer of its kind. */
 const ALIGN = 8;
-/** Bytes read at a time to check a file's CRC. */
-const READ_BYTES = 8 * 1024 * 1024;
 
 /** Where an array is in kept-carry.bin: [offset, byte length]. */
 const Place = Type.Tuple([Type.Integer({ minimum: 0 }), Type.Integer({ minimum: 0 })]);
@@ -374,15 +373,7 @@ async function checkFile(segment: SpilledSegment): Promise<string | null> {
   try {
     const { size } = await file.stat();
     if (size !== segment.byteLength) return `carried records file ${basename(segment.path)} holds ${size} bytes, ${segment.byteLength} were written`;
-    const chunk = Buffer.allocUnsafe(Math.min(READ_BYTES, Math.max(1, size)));
-    let crc = 0;
-    for (let at = 0; at < size; ) {
-      const { bytesRead } = await file.read(chunk, 0, Math.min(chunk.length, size - at), at);
-      if (bytesRead === 0) return `carried records file ${basename(segment.path)} ends early`;
-      crc = crc32(chunk.subarray(0, bytesRead), crc);
-      at += bytesRead;
-    }
-    return crc === segment.crc ? null : `carried records file ${basename(segment.path)} fails its CRC`;
+    return (await crcOfFile(file, size)) === segment.crc ? null : `carried records file ${basename(segment.path)} fails its CRC`;
   } finally {
     await file.close();
   }

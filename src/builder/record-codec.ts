@@ -236,6 +236,11 @@ export function fnv1aBytes(bytes: Uint8Array, start: number, end: number): numbe
   return hash >>> 0;
 }
 
+/** The chunk of the record at `at` (the first four bytes): with its line, its place in ingestion order. */
+export function chunkAt(bytes: Uint8Array, at: number): number {
+  return (bytes[at]! | (bytes[at + 1]! << 8) | (bytes[at + 2]! << 16) | (bytes[at + 3]! << 24)) >>> 0;
+}
+
 /**
  * The length of the VPA of the record that starts at `at` in `bytes`, read
  * from the bytes as RecordReader reads it through a DataView: for tight

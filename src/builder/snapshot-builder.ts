@@ -13,7 +13,7 @@ import { DEFAULT_URL_MEMBER_CAP } from './clustering.js';
 import { countsFrom } from './scoring.js';
 import { ARRAY_FIELDS, INDEX_FIELDS, type ArrayField, type SnapshotData, type SnapshotMeta } from '../engine/snapshot-data.js';
 import { aggregateBuffers, indexBuffers, internerBuffers, type AggregateResult, type DedupResult, type ParseResult } from './phases.js';
-import { carriedFileBytes, carriedSegments, carryBytes, extendsCarriedFiles, isSpilled, segmentsToMerge, type BuildCarry, type Segment, type Segments } from './carry.js';
+import { carriedFileBytes, carriedSegments, carryBytes, extendsCarriedFiles, isSpilled, segmentsToMerge, type BuildCarry, type Segment, type Segments, type SpilledSegment } from './carry.js';
 import type { ByteInternerState } from './byte-interner.js';
 import type { AssembleOutcome, BuildTask, IndexReply, IndexResult, IndexTask } from './tasks.js';
 import type { DeltaFile, DeltaMergeResult, DeltaMergeTask } from './delta-merge.js';
@@ -265,7 +265,6 @@ export class SnapshotBuilder {
   readonly #served: (() => ReadonlySet<string> | undefined) | undefined;
   readonly #onKeptCarry: (report: KeptCarryReport) => void;
   readonly #onKeepFailed: (error: unknown) => void;
-  readonly #spillDir: string | undefined;
   /** Aborted by stop: the phases running then end (Piscina ends their threads). */
   readonly #stop = stopSignal();
   /** Signals of single tasks that stop aborts only while they are here: an assemble task until it hands its snapshot on. */
@@ -294,7 +293,6 @@ export class SnapshotBuilder {
     this.#incremental = options.incremental ?? true;
     this.#indexCarry = options.indexCarry ?? false;
     this.#spill = options.spillDir === undefined ? undefined : new SegmentFiles(options.spillDir);
-    this.#spillDir = options.spillDir;
     if (options.keepCarry === true && options.spillDir === undefined) throw new RangeError('keepCarry needs spillDir');
     this.#keepCarry = options.keepCarry === true && this.#incremental;
     this.#served = options.served;
@@ -563,21 +561,17 @@ export class SnapshotBuilder {
    * keeps a carry; the files no carry holds go at its end.
    */
   #spillCarry(): void {
-    const spill = this.#spill!;
     this.#spilling = this.#spilling.then(async () => {
       while (!this.#closing) {
         const segment = this.#carry === undefined ? undefined : carriedSegments(this.#carry).find((s): s is SharedArrayBuffer => !isSpilled(s) && s.byteLength > 0);
         if (segment === undefined) break;
-        // Blocks only for a builder whose corrections read them (indexCarry); made from the file if ever needed.
-        const blocks = this.#indexCarry ? await this.#blocks.made(segment) : null;
         let spilled;
         try {
-          spilled = await spill.write(segment);
+          spilled = await this.#spillSegment(segment);
         } catch (error) {
           this.#onSpillFailed(error);
           return;
         }
-        if (blocks !== null) this.#blocks.adopt(spilled, blocks);
         await this.#gatherSerially(async () => {
           if (this.#carry !== undefined) replaceSegment(this.#carry, segment, spilled);
         });
@@ -586,6 +580,15 @@ export class SnapshotBuilder {
       // The shared memory of what was written out goes now, not at some later collection (collector.ts).
       this.#collect();
     });
+  }
+
+  /** Write `segment` to a file of spillDir, the blocks made of it kept with the file (for a builder whose corrections read them, indexCarry). */
+  async #spillSegment(segment: SharedArrayBuffer): Promise<SpilledSegment> {
+    // Made from the file if ever needed otherwise.
+    const blocks = this.#indexCarry ? await this.#blocks.made(segment) : null;
+    const spilled = await this.#spill!.write(segment);
+    if (blocks !== null) this.#blocks.adopt(spilled, blocks);
+    return spilled;
   }
 
   /** Remove the files of segments no carry holds and no build reads. Between gatherings only: a gathering's dedup reads the last carry's. */
@@ -622,16 +625,12 @@ export class SnapshotBuilder {
 
   /** Write the carry for the next process (BuilderOptions.keepCarry), its segments still in memory first; whether it was. */
   async #keep(carry: BuildCarry): Promise<boolean> {
-    const spill = this.#spill!;
     try {
       for (const segment of carriedSegments(carry)) {
         if (isSpilled(segment) || segment.byteLength === 0) continue;
-        const blocks = this.#indexCarry ? this.#blocks.of(segment) : null;
-        const spilled = await spill.write(segment);
-        if (blocks !== null) this.#blocks.adopt(spilled, blocks);
-        replaceSegment(carry, segment, spilled);
+        replaceSegment(carry, segment, await this.#spillSegment(segment));
       }
-      await keepCarry(this.#spillDir!, carry, this.#carryShape(carry.partitions), (segment) => this.#blocks.madeOf(segment));
+      await keepCarry(this.#spill!.dir, carry, this.#carryShape(carry.partitions), (segment) => this.#blocks.madeOf(segment));
       return true;
     } catch (error) {
       this.#onKeepFailed(error);
@@ -652,7 +651,7 @@ export class SnapshotBuilder {
     if (!this.#keepCarry || this.#keptLooked) return undefined;
     this.#keptLooked = true;
     const started = performance.now();
-    const kept = await readKeptCarry(this.#spillDir!, this.#carryShape(partitions));
+    const kept = await readKeptCarry(this.#spill!.dir, this.#carryShape(partitions));
     const ms = performance.now() - started;
     if (kept === null) return undefined;
     if ('refused' in kept) {

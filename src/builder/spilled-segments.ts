@@ -71,6 +71,11 @@ export class SegmentFiles {
     this.#dir = dir;
   }
 
+  /** The folder the files are in. */
+  get dir(): string {
+    return this.#dir;
+  }
+
   /**
    * Take `segments`, files of the folder a kept carry names (kept-carry.ts),
    * as written by this builder: kept while a carry holds them, removed

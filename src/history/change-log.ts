@@ -3,6 +3,7 @@ import { basename, dirname, join } from 'node:path';
 import { syncDirectory, tempFileName, writeAllAt } from '../common/atomic-file.js';
 import { openHistoryFile } from './history-file.js';
 import { crc32 } from 'node:zlib';
+import { crcOfFile } from '../common/file-crc.js';
 import { HistoryError } from '../common/errors.js';
 import { RISK_CATEGORIES } from '../vpa/categories.js';
 import { CHANGE_CAUSES, type ChangeCause, type ChangeEntry } from '../api/history-paths.js';
@@ -103,8 +104,6 @@ const MAX_RECORD = FIXED_LENGTH + 2 * MAX_TEXT + 8;
 const NO_CONFIDENCE = 0xffff;
 /** Records read at a time at open. */
 const SCAN_BYTES = 1 << 20;
-/** Bytes read at a time for the CRC of the whole file. */
-const CRC_CHUNK = 8 << 20;
 /** Records are handed to the file once this many bytes are waiting. */
 const FLUSH_BYTES = 4 << 20;
 
@@ -669,19 +668,6 @@ async function mismatch(handle: FileHandle, size: number, servedUntil: number, c
   // The same bytes: every record the index holds is as it was (each one's own CRC is checked when it is read).
   if ((await crcOfFile(handle, covered)) !== covering.logCrc) return 'the log is not the one it was kept with';
   return null;
-}
-
-/** CRC-32 of the first `length` bytes of `handle`. */
-async function crcOfFile(handle: FileHandle, length: number): Promise<number> {
-  const chunk = Buffer.alloc(Math.min(length, CRC_CHUNK));
-  let crc = 0;
-  for (let at = 0; at < length; ) {
-    const { bytesRead } = await handle.read(chunk, 0, Math.min(chunk.length, length - at), at);
-    if (bytesRead === 0) throw new HistoryError(`the file ends at ${at}, before ${length}`);
-    crc = crc32(chunk.subarray(0, bytesRead), crc);
-    at += bytesRead;
-  }
-  return crc;
 }
 
 /**
