@@ -2,7 +2,7 @@
  * Screen: one VPA (also opened from a link, `/console/screen?upi=...`), and
  * a pasted list or CSV file of many.
  */
-import { useEffect, useRef, useState } from 'preact/hooks';
+import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
 import { describeInvalidVpa } from '../../../src/vpa/vpa.js';
 import { describeError, type Answer } from '../api/client.js';
 import { lookUp } from '../api/screening.js';
@@ -26,9 +26,14 @@ export function ScreenPage({ upi }: { readonly upi: string | null }) {
   // Bumped to look up the VPA already in the address again.
   const [again, setAgain] = useState(0);
 
+  // The field shows the VPA in the address, set as the page is drawn: an effect runs after paint and
+  // would wipe what was typed in the meantime.
+  useLayoutEffect(() => {
+    if (field.current !== null) field.current.value = upi ?? '';
+  }, [upi]);
+
   // The VPA in the address is looked up whenever it changes (a link from a cluster, the form below, back and forward).
   useEffect(() => {
-    if (field.current !== null) field.current.value = upi ?? '';
     if (upi === null || upi.trim() === '') {
       setLookup({ kind: 'idle' });
       return;
