@@ -134,10 +134,14 @@ class RecordRuns {
   #written: Promise<void> = Promise.resolve();
   /** The runs handed before the last one. */
   #writtenBefore: Promise<void> = Promise.resolve();
+  /** CRC-32 of the file's bytes up to the last run handed, extended run by run. */
+  crc: number;
 
-  constructor(file: FileHandle, at: number) {
+  /** Runs from `at` on, in a file whose bytes before it have the CRC-32 `crc`. */
+  constructor(file: FileHandle, at: number, crc: number) {
     this.#file = file;
     this.#at = at;
+    this.crc = crc;
   }
 
   /** A record of `length` bytes was put at `filled`. */
@@ -165,6 +169,7 @@ class RecordRuns {
   #run(): void {
     if (this.filled === 0) return;
     const bytes = Buffer.from(this.buffer.subarray(0, this.filled));
+    this.crc = crc32(bytes, this.crc);
     const at = this.#at;
     this.#at += this.filled;
     this.filled = 0;
@@ -180,6 +185,8 @@ export class ChangeLog {
   /** The time of the oldest record (Infinity in a file without any). */
   #oldestAt: number;
   #size: number;
+  /** CRC-32 of the file's `#size` bytes, kept as records are written so that a close need not read the file (the kept index names it). */
+  #crc: number;
   #lastAt: number;
   /** The state being written, between begin and commit. */
   #writing: StateWriting | null = null;
@@ -198,6 +205,7 @@ export class ChangeLog {
     this.#handle = handle;
     this.#index = index;
     this.#size = scan.size;
+    this.#crc = scan.crc;
     this.#lastAt = scan.lastAt;
     this.#oldestAt = scan.oldestAt;
     this.opened = opened;
@@ -219,7 +227,10 @@ export class ChangeLog {
       const usable = kept !== null && why === null && !('refused' in kept) ? kept : null;
       const index = usable?.index ?? new FactsIndex();
       const c = usable?.covering;
-      const from: LogScan = c === undefined ? { size: HEADER_LENGTH, lastAt: 0, oldestAt: Number.POSITIVE_INFINITY } : { size: c.covered, lastAt: c.lastAt, oldestAt: c.oldestAt };
+      const from: LogScan =
+        c === undefined
+          ? { size: HEADER_LENGTH, crc: await crcOfFile(handle, HEADER_LENGTH), lastAt: 0, oldestAt: Number.POSITIVE_INFINITY }
+          : { size: c.covered, crc: c.logCrc, lastAt: c.lastAt, oldestAt: c.oldestAt };
       const scan = await scanLog(handle, path, index, servedUntil, from, size);
       return new ChangeLog(path, handle, index, scan, { keptIndex: usable !== null, indexRefused: why, bytesRead: scan.size - (usable?.covering.covered ?? HEADER_LENGTH) }, usable?.mark ?? null);
     });
@@ -285,7 +296,7 @@ export class ChangeLog {
     this.#usable();
     if (this.#writing !== null) throw new RangeError('the changes of one state are being written already');
     this.#committed = new Promise((resolve) => (this.#release = resolve));
-    this.#writing = { start: this.#size, at: Math.max(at, this.#lastAt), version: asciiOf(version, 'data version'), runs: new RecordRuns(this.#handle, this.#size) };
+    this.#writing = { start: this.#size, at: Math.max(at, this.#lastAt), version: asciiOf(version, 'data version'), runs: new RecordRuns(this.#handle, this.#size, this.#crc) };
   }
 
   /** A change of `key` (lower case) to `facts`, for `cause`, in the state begun. */
@@ -325,6 +336,7 @@ export class ChangeLog {
       this.#release();
     }
     this.#lastAt = w.at;
+    this.#crc = w.runs.crc;
     if (this.#size > w.start) this.#oldestAt = Math.min(this.#oldestAt, w.at);
   }
 
@@ -346,9 +358,10 @@ export class ChangeLog {
     let replaced = false;
     try {
       copy = await open(temp, 'w');
-      await writeAllAt(copy, [header()], 0);
+      const head = header();
+      await writeAllAt(copy, [head], 0);
       const kept = new FactsIndex();
-      const runs = new RecordRuns(copy, HEADER_LENGTH);
+      const runs = new RecordRuns(copy, HEADER_LENGTH, crc32(head));
       let size = HEADER_LENGTH;
       let dropped = 0;
       let oldestAt = Number.POSITIVE_INFINITY;
@@ -385,6 +398,7 @@ export class ChangeLog {
       this.#handle = await open(this.#path, 'a+');
       this.#index = kept;
       this.#size = size;
+      this.#crc = runs.crc;
       this.#oldestAt = oldestAt;
       // Its offset names the file as it was.
       this.#mark = null;
@@ -453,8 +467,7 @@ export class ChangeLog {
     let unkept: string | null = this.#broken ?? (this.#writing === null ? null : 'a state was being written');
     if (unkept === null) {
       try {
-        const logCrc = await crcOfFile(this.#handle, this.#size);
-        await keepFactsIndex(this.#path, this.#index, { covered: this.#size, logCrc, lastAt: this.#lastAt, oldestAt: this.#oldestAt }, this.#mark);
+        await keepFactsIndex(this.#path, this.#index, { covered: this.#size, logCrc: this.#crc, lastAt: this.#lastAt, oldestAt: this.#oldestAt }, this.#mark);
       } catch (error) {
         unkept = (error as Error).message;
       }
@@ -625,9 +638,10 @@ function recordHashes(bytes: Buffer): [number, number] {
   return [hashA(bytes, FIXED_LENGTH, keyEnd), hashB(bytes, FIXED_LENGTH, keyEnd)];
 }
 
-/** How a log ends: its size and the times of its records. */
+/** How a log ends: its size, the CRC-32 of its bytes and the times of its records. */
 interface LogScan {
   readonly size: number;
+  readonly crc: number;
   readonly lastAt: number;
   readonly oldestAt: number;
 }
@@ -691,6 +705,6 @@ async function scanLog(handle: FileHandle, path: string, index: FactsIndex, serv
     await handle.truncate(end);
     await handle.datasync();
   }
-  return { size: end, lastAt, oldestAt };
+  return { size: end, crc: await crcOfFile(handle, end, from.size, from.crc), lastAt, oldestAt };
 }
 
