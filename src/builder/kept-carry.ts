@@ -24,10 +24,13 @@ import { CACHE_VERSION } from './parse-cache.js';
  * It is derived data and never trusted: the description is checked, each
  * array and each segment file against its CRC-32, and the id tables by
  * ByteInterner.fromState; whatever fails, the carry is not used and every
- * file is read as before. Both files are removed as they are read, so a
- * process that dies later leaves none behind that its segment files (reused
- * or removed meanwhile) no longer match. Written without a sync: a crash
- * that tears it costs only that read.
+ * file is read as before. A kept carry stays after it is read: it is a
+ * true carry of the files it names for as long as its segment files are
+ * there (they are never written twice), and a start after a crash reads
+ * only the evidence stored since, as after a clean stop. The builder
+ * removes it before the first of those files goes (SegmentFiles.keptBy),
+ * and writes a new one at the next clean close. Written without a sync: a
+ * crash that tears it costs only that read.
  */
 
 const MANIFEST = 'kept-carry.json';
@@ -172,9 +175,9 @@ export async function keepCarry(dir: string, carry: BuildCarry, shape: CarryShap
 
 /**
  * The carry kept in `dir` by the last clean close, checked whole; null
- * when there is none, `refused` with the reason when it cannot be used.
- * Its two files are gone afterwards either way; the segment files stay
- * (the caller adopts them, or removes them with the rest of the folder).
+ * when there is none, `refused` with the reason when it cannot be used
+ * (its two files are removed then). The segment files stay: the caller
+ * adopts them, or removes them with the rest of the folder.
  */
 export async function readKeptCarry(dir: string, shape: CarryShape): Promise<KeptCarry> {
   const manifestPath = join(dir, MANIFEST);
@@ -190,17 +193,27 @@ export async function readKeptCarry(dir: string, shape: CarryShape): Promise<Kep
     await removeKept(manifestPath, arraysPath);
     return { refused: `${MANIFEST} cannot be read: ${(error as Error).message}` };
   }
+  let kept: KeptCarry;
   try {
-    return await readChecked(dir, text, arraysPath, shape);
+    kept = await readChecked(dir, text, arraysPath, shape);
   } catch (error) {
-    return { refused: (error as Error).message };
-  } finally {
-    await removeKept(manifestPath, arraysPath);
+    kept = { refused: (error as Error).message };
   }
+  if (kept !== null && 'refused' in kept) await removeKept(manifestPath, arraysPath);
+  return kept;
+}
+
+/** The files a kept carry is in, in its folder. */
+export const KEPT_CARRY_FILES: readonly string[] = [MANIFEST, ARRAYS];
+
+/** Remove the carry kept in `dir`, the description first. */
+export async function removeKeptCarry(dir: string): Promise<void> {
+  await removeKept(join(dir, MANIFEST), join(dir, ARRAYS));
 }
 
 async function removeKept(manifestPath: string, arraysPath: string): Promise<void> {
-  await Promise.all([unlink(manifestPath).catch(() => {}), unlink(arraysPath).catch(() => {})]);
+  await unlink(manifestPath).catch(() => {});
+  await unlink(arraysPath).catch(() => {});
 }
 
 async function readChecked(dir: string, text: string, arraysPath: string, shape: CarryShape): Promise<KeptCarry> {

@@ -20,7 +20,7 @@ import type { DeltaFile, DeltaMergeResult, DeltaMergeTask } from './delta-merge.
 import { NO_CORRECTIONS, type CorrectionState } from '../evidence/corrections.js';
 import { BlockIndex } from './record-blocks.js';
 import { SegmentFiles } from './spilled-segments.js';
-import { keepCarry, readKeptCarry, type CarryShape } from './kept-carry.js';
+import { KEPT_CARRY_FILES, keepCarry, readKeptCarry, removeKeptCarry, type CarryShape } from './kept-carry.js';
 import { locateIds, markRetracted, recordsFrom, recordsOf, retractedOrdinals, type CarriedItem } from './carry-reader.js';
 import { partitionOf, partitionOfBytes } from './record-codec.js';
 import type { ClearanceEntry } from './clearance-filter.js';
@@ -630,7 +630,9 @@ export class SnapshotBuilder {
         if (isSpilled(segment) || segment.byteLength === 0) continue;
         replaceSegment(carry, segment, await this.#spillSegment(segment));
       }
-      await keepCarry(this.#spill!.dir, carry, this.#carryShape(carry.partitions), (segment) => this.#blocks.madeOf(segment));
+      const dir = this.#spill!.dir;
+      await keepCarry(dir, carry, this.#carryShape(carry.partitions), (segment) => this.#blocks.madeOf(segment));
+      this.#spill!.keptBy(carriedSegments(carry).filter(isSpilled), KEPT_CARRY_FILES, () => removeKeptCarry(dir));
       return true;
     } catch (error) {
       this.#onKeepFailed(error);
@@ -658,7 +660,10 @@ export class SnapshotBuilder {
       this.#onKeptCarry({ used: false, reason: kept.refused, ms });
       return undefined;
     }
-    this.#spill!.adopt(carriedSegments(kept.carry).filter(isSpilled));
+    const dir = this.#spill!.dir;
+    const files = carriedSegments(kept.carry).filter(isSpilled);
+    this.#spill!.adopt(files);
+    this.#spill!.keptBy(files, KEPT_CARRY_FILES, () => removeKeptCarry(dir));
     for (const [segment, blocks] of kept.blocks) this.#blocks.adopt(segment, blocks);
     return { carry: kept.carry, bytes: kept.bytes, ms };
   }
@@ -879,6 +884,8 @@ export class SnapshotBuilder {
     const previous = this.#carry ?? kept;
     this.#carry = undefined;
     const carry = previous !== undefined && previous.partitions === partitions && extendsCarriedFiles(previous, files) ? previous : undefined;
+    // Not of these files: it would be refused at the next start too.
+    if (keptCarry !== undefined && carry !== kept) await this.#spill!.dropKept();
     if (keptCarry !== undefined) {
       this.#onKeptCarry(
         carry === kept
@@ -912,15 +919,23 @@ export class SnapshotBuilder {
     let mark = performance.now();
     let parsedBytes = 0;
     progress({ phase: 'parse', done: 0, total: totalBytes });
-    const parsed = await Promise.all(
-      newChunks.map(async (chunk, index) => {
-        const task = { kind: 'parse', ...chunk, chunk: firstNew + index, partitions, cacheDir } satisfies BuildTask;
-        const result = (await reader.run(task, { signal: this.#stop.signal })) as ParseResult;
-        parsedBytes += chunk.end - chunk.start;
-        progress({ phase: 'parse', done: parsedBytes, total: totalBytes });
-        return result;
-      }),
-    );
+    let parsed: ParseResult[];
+    try {
+      parsed = await Promise.all(
+        newChunks.map(async (chunk, index) => {
+          const task = { kind: 'parse', ...chunk, chunk: firstNew + index, partitions, cacheDir } satisfies BuildTask;
+          const result = (await reader.run(task, { signal: this.#stop.signal })) as ParseResult;
+          parsedBytes += chunk.end - chunk.start;
+          progress({ phase: 'parse', done: parsedBytes, total: totalBytes });
+          return result;
+        }),
+      );
+    } catch (error) {
+      // The carry is untouched until the dedup takes it: a stop (or a failure) while the new chunks are read
+      // leaves it the next gathering's, and a close keeps it, rather than a full read at the next start.
+      if (carry !== undefined && this.#incremental && keep) this.#carry = carry;
+      throw error;
+    }
     phaseMs.parse = performance.now() - mark;
 
     mark = performance.now();

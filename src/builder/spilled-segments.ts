@@ -57,6 +57,13 @@ const WRITE_BYTES = 8 * 1024 * 1024;
  * The files of one builder's spilled segments: written, then removed once
  * no carry holds them and no build reads them (pinned).
  */
+/** A carry kept in the folder: the files it is in, the segment files it names, and how to remove it. */
+interface KeptFiles {
+  readonly segments: ReadonlySet<SpilledSegment>;
+  readonly names: readonly string[];
+  readonly remove: () => Promise<void>;
+}
+
 export class SegmentFiles {
   readonly #dir: string;
   readonly #tag = randomBytes(4).toString('hex');
@@ -66,6 +73,8 @@ export class SegmentFiles {
   readonly #files = new Set<SpilledSegment>();
   /** How many running builds read each file. */
   readonly #pins = new Map<SpilledSegment, number>();
+  /** The carry kept in this folder (keptBy), or null. */
+  #kept: KeptFiles | null = null;
 
   constructor(dir: string) {
     this.#dir = dir;
@@ -83,6 +92,25 @@ export class SegmentFiles {
    */
   adopt(segments: Iterable<SpilledSegment>): void {
     for (const segment of segments) this.#files.add(segment);
+  }
+
+  /**
+   * A carry kept in this folder (kept-carry.ts), in the files `names`,
+   * naming `segments`: it describes a true carry for as long as they are
+   * all there, unchanged (a file is never written twice), so it stays
+   * after it is read, and a crash later still finds it. It is removed
+   * (`remove`) before the first of them is, and the emptying of the
+   * folder at the first write spares it.
+   */
+  keptBy(segments: Iterable<SpilledSegment>, names: readonly string[], remove: () => Promise<void>): void {
+    this.#kept = { segments: new Set(segments), names, remove };
+  }
+
+  /** Remove the kept carry now, if there is one: it no longer describes a carry this folder holds. */
+  async dropKept(): Promise<void> {
+    const kept = this.#kept;
+    this.#kept = null;
+    await kept?.remove();
   }
 
   /**
@@ -124,10 +152,10 @@ export class SegmentFiles {
     return spilled;
   }
 
-  /** The folder made, and emptied of all but the files adopted. */
+  /** The folder made, and emptied of all but the files adopted and the carry kept of them. */
   async #clear(): Promise<void> {
     await mkdir(this.#dir, { recursive: true });
-    const adopted = new Set([...this.#files].map((segment) => basename(segment.path)));
+    const adopted = new Set([...[...this.#files].map((segment) => basename(segment.path)), ...(this.#kept?.names ?? [])]);
     const names = await readdir(this.#dir);
     await Promise.all(names.filter((name) => !adopted.has(name)).map((name) => rm(join(this.#dir, name), { recursive: true, force: true })));
   }
@@ -155,6 +183,9 @@ export class SegmentFiles {
   async removeAllBut(held: Iterable<Segment>): Promise<void> {
     const keep = new Set<Segment>(held);
     const gone = [...this.#files].filter((segment) => !keep.has(segment) && !this.#pins.has(segment));
+    // The kept carry first: at no moment does it name a file that is not there.
+    const kept = this.#kept;
+    if (kept !== null && gone.some((segment) => kept.segments.has(segment))) await this.dropKept();
     for (const segment of gone) this.#files.delete(segment);
     await Promise.all(gone.map((segment) => rm(segment.path, { force: true })));
   }

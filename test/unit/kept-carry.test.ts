@@ -2,6 +2,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFile, readdir, rm, stat, truncate, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { SnapshotBuilder, type BuilderOptions, type GatheredEvidence, type KeptCarryReport } from '../../src/builder/snapshot-builder.js';
 import type { DataDir } from '../../src/common/data-dir.js';
 import { readSnapshotFile } from '../../src/engine/snapshot-files.js';
@@ -13,6 +15,8 @@ import { recordsFrom, recordsOf } from '../../src/builder/carry-reader.js';
 import { BlockIndex } from '../../src/builder/record-blocks.js';
 import { sameBuildDifferences as sameBuild } from '../fixtures/fake-snapshot.js';
 import { evidence, ingest, tempDataDir, TEST_SCORED_AT, type EvidenceInput } from '../helpers.js';
+
+const run = promisify(execFile);
 
 // A builder with keepCarry writes its carry at close, and the next builder
 // over the same folder starts from it: it must build, find and hand on
@@ -64,6 +68,26 @@ async function setup(): Promise<Setup> {
   return s;
 }
 
+/** The segment files the carry kept in `spillDir` names, or null when none is kept. */
+async function keptSegmentFiles(spillDir: string): Promise<string[] | null> {
+  const text = await readFile(join(spillDir, 'kept-carry.json'), 'utf8').catch(() => null);
+  if (text === null) return null;
+  const files: string[] = [];
+  JSON.stringify(JSON.parse(text), (key, value: unknown) => {
+    if (key === 'file' && typeof value === 'string') files.push(value);
+    return value;
+  });
+  return files;
+}
+
+/** A carry kept in `spillDir`, if any, names only segment files that are there. */
+async function assertKeptWhole(spillDir: string): Promise<void> {
+  const named = await keptSegmentFiles(spillDir);
+  if (named === null) return;
+  const there = new Set(await readdir(spillDir));
+  assert.deepEqual(named.filter((name) => !there.has(name)), [], 'a kept carry never names a file that is gone');
+}
+
 /** The VPAs of the records in `inputs` whose chunk `wanted` takes. */
 function upisOf(inputs: readonly SharedArrayBuffer[], wanted: (chunk: number) => boolean = () => true): string[] {
   const upis: string[] = [];
@@ -90,6 +114,23 @@ async function reference(s: Setup, threads = 2): Promise<SnapshotData> {
     return (await built(fresh, s.dir)).data;
   } finally {
     await fresh.close();
+  }
+}
+
+/**
+ * Build with a new builder, which must have read the kept carry (its report
+ * number `report`), the snapshot a builder reading every file makes; the
+ * chunks it carried.
+ */
+async function buildFromKept(s: Setup, report: number): Promise<number> {
+  const next = s.builder();
+  try {
+    const mine = await built(next, s.dir);
+    assert.ok(s.reports[report]?.used === true, JSON.stringify(s.reports));
+    assert.deepEqual(sameBuild(mine.data, await reference(s)), []);
+    return mine.reusedChunks;
+  } finally {
+    await next.close();
   }
 }
 
@@ -138,7 +179,7 @@ test('a carry kept at close is read back by the next builder: the same snapshots
       const keptChunks = (await Promise.all(keptFiles.map((name) => stat(join(s.dir.evidence, name))))).reduce((sum, file) => sum + Math.max(1, Math.ceil(file.size / 2048)), 0);
       assert.equal(mine.reusedChunks, keptChunks, 'none of the kept files read again');
       assert.deepEqual(sameBuild(mine.data, await reference(s)), [], 'the snapshot of a builder reading every file');
-      assert.ok(!(await readdir(s.spillDir)).includes('kept-carry.json'), 'read once: gone once read');
+      await assertKeptWhole(s.spillDir);
 
       const ids = ['r0-item0', 'r1-item2', 'r3-item5', 'r7-item3', 'missing'];
       await built(twin, s.dir);
@@ -223,14 +264,96 @@ test('segments still in memory at close are written with the carry', async () =>
     }
     const records = (await readdir(s.spillDir)).filter((name) => name.endsWith('.records'));
     assert.ok(records.length > spilledBefore + 1, `written at close: ${spilledBefore} files before, ${records.length} after`);
-    const next = s.builder();
+    await buildFromKept(s, 0);
+  } finally {
+    await s.cleanup();
+  }
+});
+
+test('a stop while the files stored since are read keeps the carry again, and the next builder uses it', async () => {
+  const s = await setup();
+  try {
+    await firstLife(s, 4);
+    await ingest(s.dir, s.root, batch(4));
+    const stopped = s.builder();
+    // The close stops the gathering as it reads the new file: the kept carry, read back and adopted, is not lost.
+    const absorbing = stopped.absorb(s.dir);
+    await stopped.close();
+    await assert.rejects(absorbing);
+    assert.ok(s.reports[0]?.used === true, JSON.stringify(s.reports));
+    const names = await readdir(s.spillDir);
+    assert.ok(names.includes('kept-carry.json') && names.includes('kept-carry.bin'), `kept again: ${names.join(', ')}`);
+
+    assert.ok((await buildFromKept(s, 1)) > 0);
+    assert.ok(s.reports[1]?.used === true && s.reports[1].files === 4, JSON.stringify(s.reports));
+  } finally {
+    await s.cleanup();
+  }
+});
+
+test('a kept carry stays after it is read until a file it names goes: a crash after a start finds it whole', async () => {
+  const s = await setup();
+  let copy: Awaited<ReturnType<typeof tempDataDir>> | undefined;
+  try {
+    await firstLife(s, 4);
+    const named = (await keptSegmentFiles(s.spillDir))!;
+    assert.ok(named.length > 0);
+    const running = s.builder();
     try {
-      const mine = await built(next, s.dir);
+      await running.absorb(s.dir);
       assert.ok(s.reports[0]?.used === true, JSON.stringify(s.reports));
-      assert.deepEqual(sameBuild(mine.data, await reference(s)), []);
+      await ingest(s.dir, s.root, batch(4));
+      await running.absorb(s.dir);
+      // Each step leaves the kept carry whole, or none.
+      await assertKeptWhole(s.spillDir);
+      assert.notEqual(await keptSegmentFiles(s.spillDir), null, 'an ingest of a file keeps the carry segments it names');
+      // The process dies here: what a restart finds is this folder as it is.
+      copy = await tempDataDir();
+      // `cp -a`: the copy's evidence files keep their times to the nanosecond, which the carry holds them by.
+      await run('cp', ['-a', s.dir.root, copy.dir.root]);
+      const copySetup = { ...s, reports: [] as KeptCarryReport[] };
+      const restarted = s.builder({ spillDir: copy.dir.carry, onKeptCarry: (report) => copySetup.reports.push(report) });
+      try {
+        const mine = await built(restarted, copy.dir);
+        // The carry of the last clean stop: its four files carried, the one stored since read.
+        assert.ok(copySetup.reports[0]?.used === true && copySetup.reports[0].files === 4 && mine.reusedChunks > 0, JSON.stringify(copySetup.reports));
+        assert.deepEqual(sameBuild(mine.data, await reference({ ...s, dir: copy.dir })), []);
+      } finally {
+        await restarted.close();
+      }
     } finally {
-      await next.close();
+      await running.close();
     }
+    // A lean build lets the carry go, and the kept carry with the first of its files.
+    const lean = s.builder();
+    try {
+      await lean.absorb(s.dir);
+      await lean.build({ dataDir: s.dir, scoredAt: TEST_SCORED_AT, lean: true });
+      assert.equal(await keptSegmentFiles(s.spillDir), null, 'no kept carry once its files are gone');
+    } finally {
+      await lean.close();
+    }
+  } finally {
+    await copy?.cleanup();
+    await s.cleanup();
+  }
+});
+
+test('the kept carry is not removed while every file it names stays', async () => {
+  const s = await setup();
+  try {
+    await firstLife(s, 4);
+    const named = (await keptSegmentFiles(s.spillDir))!;
+    const reader = s.builder();
+    try {
+      // Nothing new: the gathering adopts the kept carry and writes nothing.
+      await reader.absorb(s.dir);
+      assert.ok(s.reports[0]?.used === true);
+      assert.deepEqual(await keptSegmentFiles(s.spillDir), named, 'the same kept carry');
+    } finally {
+      await reader.close();
+    }
+    await assertKeptWhole(s.spillDir);
   } finally {
     await s.cleanup();
   }
