@@ -1,10 +1,9 @@
 import { mkdir, open, readFile, rename, unlink, type FileHandle } from 'node:fs/promises';
 import { basename, join } from 'node:path';
-import { crc32 } from 'node:zlib';
 import { Type, type Static } from '@sinclair/typebox';
 import { TypeCompiler } from '@sinclair/typebox/compiler';
 import { tempFileName, writeAllAt, writeFileAtomic } from '../common/atomic-file.js';
-import { crcOfFile } from '../common/file-crc.js';
+import { crcOfFile, extendCrc } from '../common/file-crc.js';
 import { ByteInterner, type ByteInternerState } from './byte-interner.js';
 import { HOME_PARTITION, NO_RECORD, isSpilled, type BuildCarry, type Segment, type SpilledSegment } from './carry.js';
 import { blocksFit, type RecordBlocks } from './record-blocks.js';
@@ -28,8 +27,8 @@ import { CACHE_VERSION } from './parse-cache.js';
  * true carry of the files it names for as long as its segment files are
  * there (they are never written twice), and a start after a crash reads
  * only the evidence stored since, as after a clean stop. The builder
- * removes it before the first of those files goes (SegmentFiles.keptBy),
- * and writes a new one at the next clean close. Written without a sync: a
+ * keeps those files while it stands (SegmentFiles.keptBy), until the next
+ * clean close keeps a new carry. Written without a sync: a
  * crash that tears it costs only that read.
  */
 
@@ -112,7 +111,7 @@ export async function keepCarry(dir: string, carry: BuildCarry, shape: CarryShap
     if (pad > 0) parts.push(new Uint8Array(pad));
     const bytes = new Uint8Array(array.buffer, array.byteOffset, array.byteLength);
     parts.push(bytes);
-    crc = crc32(bytes, crc);
+    crc = extendCrc(bytes, crc);
     const at = length + pad;
     length = at + bytes.byteLength;
     return [at, bytes.byteLength];
@@ -206,9 +205,13 @@ export async function readKeptCarry(dir: string, shape: CarryShape): Promise<Kep
 /** The files a kept carry is in, in its folder. */
 export const KEPT_CARRY_FILES: readonly string[] = [MANIFEST, ARRAYS];
 
-/** Remove the carry kept in `dir`, the description first. */
+/** Remove the carry kept in `dir`, the description first; a file already gone is no error, any other failure throws. */
 export async function removeKeptCarry(dir: string): Promise<void> {
-  await removeKept(join(dir, MANIFEST), join(dir, ARRAYS));
+  for (const name of [MANIFEST, ARRAYS]) {
+    await unlink(join(dir, name)).catch((error: unknown) => {
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+    });
+  }
 }
 
 async function removeKept(manifestPath: string, arraysPath: string): Promise<void> {
@@ -369,7 +372,7 @@ class ArrayReader {
       if (bytesRead === 0) throw new Error(`${ARRAYS} ends early`);
       done += bytesRead;
     }
-    this.crc = crc32(bytes, this.crc);
+    this.crc = extendCrc(bytes, this.crc);
     this.#end = at + length;
     return new Kind(buffer);
   }

@@ -4,6 +4,7 @@ import { basename, join } from 'node:path';
 import { crc32 } from 'node:zlib';
 import type { ParseResult, ParseTask } from './phases.js';
 import { TEMP_PREFIX, tempFileName } from '../common/atomic-file.js';
+import { extendCrc } from '../common/file-crc.js';
 
 /**
  * Parsed evidence chunks, kept on disk between builds (DIR/state/parsed/).
@@ -111,8 +112,8 @@ export function writeParsedChunk(dir: string, task: ParseTask, result: ParseResu
   const body = [lengths, samples, ...result.parts.map((part) => new Uint8Array(part))];
   let crc = 0;
   for (const piece of body) {
-    // zlib.crc32 answers 0, not the running value, for a view of an empty ArrayBuffer (empty partitions are common).
-    if (piece.byteLength > 0) crc = crc32(piece, crc);
+    // Empty partitions are common: extendCrc passes over them.
+    crc = extendCrc(piece, crc);
   }
   const header = Buffer.alloc(HEADER_BYTES);
   header.writeUInt32LE(MAGIC, 0);

@@ -168,8 +168,9 @@ export interface BuilderOptions {
    * are made, with indexCarry: spilled-segments.ts), so that between builds
    * the builder holds only its evidence-id tables (and the blocks' filters) in memory;
    * builds and corrections read the files. The directory is the builder's
-   * own: what it holds is removed at the first write. Default: records stay
-   * in memory.
+   * own: what it holds is removed at the first write, but for a kept carry
+   * the builder started from (keepCarry) and its files. Default: records
+   * stay in memory.
    */
   readonly spillDir?: string;
   /** Told of a segment that could not be written to spillDir: it stays in memory. */
@@ -518,7 +519,8 @@ export class SnapshotBuilder {
    * Run `work`, a gathering, once the one before has finished. When it
    * settles, the carried bytes are counted again from the carry now held: a
    * gathering that succeeded left one, one that failed after taking it left
-   * none, and one that failed before (the files not listed) kept the last.
+   * none, and one that failed before (the files not listed) kept the last,
+   * as does one stopped before its dedup (to be kept at close).
    */
   #gatherSerially<T>(work: () => Promise<T>): Promise<T> {
     const result = this.#gathering.then(work).finally(() => {
@@ -878,14 +880,14 @@ export class SnapshotBuilder {
     // MIN_PARTITIONS: an aggregation's working memory is its partition's, and a lone build thread
     // runs its partitions one after the other in the same memory.
     const partitions = Math.max(MIN_PARTITIONS, this.#threads * 2);
-    // The carry's id tables move into this build's tasks: whatever happens next, it is not the next build's.
+    // The carry's id tables move into this build's tasks (the dedup's): from then on, whatever happens, it is not the next build's.
     const keptCarry = this.#carry === undefined ? await this.#keptCarry(partitions) : undefined;
     const kept = keptCarry?.carry;
     const previous = this.#carry ?? kept;
     this.#carry = undefined;
     const carry = previous !== undefined && previous.partitions === partitions && extendsCarriedFiles(previous, files) ? previous : undefined;
-    // Not of these files: it would be refused at the next start too.
-    if (keptCarry !== undefined && carry !== kept) await this.#spill!.dropKept();
+    // Not of these files: it would be refused at the next start too. A removal that fails leaves it whole, and refused so.
+    if (keptCarry !== undefined && carry !== kept) await this.#spill!.dropKept().catch(() => {});
     if (keptCarry !== undefined) {
       this.#onKeptCarry(
         carry === kept
@@ -911,8 +913,9 @@ export class SnapshotBuilder {
     const firstNew = carry?.chunks ?? 0;
     // Reading only what came since the carry is small, and every ingest waits for it (gatherings take
     // turns): on the quick thread, at normal priority, not behind a low-priority build thread that
-    // serving threads under load leave little of a core to. Reading every file stays on `pool`.
-    const reader = carry === undefined ? pool : this.#quickPool;
+    // serving threads under load leave little of a core to. Reading every file stays on `pool`, and so
+    // does the start's reading on top of a kept carry, which may be of a stop long before (a crash since).
+    const reader = carry === undefined || carry === kept ? pool : this.#quickPool;
     const newChunks = chunks.slice(firstNew);
     const totalBytes = newChunks.reduce((sum, c) => sum + c.end - c.start, 0);
 
@@ -931,9 +934,10 @@ export class SnapshotBuilder {
         }),
       );
     } catch (error) {
-      // The carry is untouched until the dedup takes it: a stop (or a failure) while the new chunks are read
-      // leaves it the next gathering's, and a close keeps it, rather than a full read at the next start.
-      if (carry !== undefined && this.#incremental && keep) this.#carry = carry;
+      // The carry is untouched until the dedup takes it: a stop before or while the new chunks are read
+      // puts it back for the close to keep, rather than a full read at the next start. (After any other
+      // failure the next gathering reads every file, as it must for a kept carry's unserved files.)
+      if (carry !== undefined && this.#incremental && keep && this.#closing) this.#carry = carry;
       throw error;
     }
     phaseMs.parse = performance.now() - mark;

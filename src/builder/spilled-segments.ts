@@ -53,10 +53,6 @@ export const SEGMENT_FILE_NAME = /^[1-9][0-9]{0,9}-[0-9a-f]{8}-[0-9]{1,15}\.reco
 /** Bytes written, and added to the CRC, at a time. */
 const WRITE_BYTES = 8 * 1024 * 1024;
 
-/**
- * The files of one builder's spilled segments: written, then removed once
- * no carry holds them and no build reads them (pinned).
- */
 /** A carry kept in the folder: the files it is in, the segment files it names, and how to remove it. */
 interface KeptFiles {
   readonly segments: ReadonlySet<SpilledSegment>;
@@ -64,6 +60,11 @@ interface KeptFiles {
   readonly remove: () => Promise<void>;
 }
 
+/**
+ * The files of one builder's spilled segments: written, then removed once
+ * no carry holds them, no build reads them (pinned) and the carry kept in
+ * the folder does not name them (keptBy).
+ */
 export class SegmentFiles {
   readonly #dir: string;
   readonly #tag = randomBytes(4).toString('hex');
@@ -98,19 +99,27 @@ export class SegmentFiles {
    * A carry kept in this folder (kept-carry.ts), in the files `names`,
    * naming `segments`: it describes a true carry for as long as they are
    * all there, unchanged (a file is never written twice), so it stays
-   * after it is read, and a crash later still finds it. It is removed
-   * (`remove`) before the first of them is, and the emptying of the
-   * folder at the first write spares it.
+   * after it is read, and a crash later still finds it. Its files are
+   * kept until it is replaced (a clean close keeps a new one) or dropped,
+   * even once no carry holds them (a gathering merged them away): at most
+   * one carry's files more on disk. The emptying of the folder at the
+   * first write spares it too.
    */
   keptBy(segments: Iterable<SpilledSegment>, names: readonly string[], remove: () => Promise<void>): void {
     this.#kept = { segments: new Set(segments), names, remove };
   }
 
-  /** Remove the kept carry now, if there is one: it no longer describes a carry this folder holds. */
+  /**
+   * Remove the kept carry now, if there is one (it does not describe the
+   * evidence files), and with it the hold on its files. A removal that
+   * fails leaves both: the carry stays whole, and the next start refuses
+   * it by its checks.
+   */
   async dropKept(): Promise<void> {
     const kept = this.#kept;
+    if (kept === null) return;
+    await kept.remove();
     this.#kept = null;
-    await kept?.remove();
   }
 
   /**
@@ -179,13 +188,11 @@ export class SegmentFiles {
     }
   }
 
-  /** Remove every file but those `held` (the carry's) and those pinned. */
+  /** Remove every file but those `held` (the carry's), those pinned and those the kept carry names. */
   async removeAllBut(held: Iterable<Segment>): Promise<void> {
     const keep = new Set<Segment>(held);
-    const gone = [...this.#files].filter((segment) => !keep.has(segment) && !this.#pins.has(segment));
-    // The kept carry first: at no moment does it name a file that is not there.
-    const kept = this.#kept;
-    if (kept !== null && gone.some((segment) => kept.segments.has(segment))) await this.dropKept();
+    const kept = this.#kept?.segments;
+    const gone = [...this.#files].filter((segment) => !keep.has(segment) && !this.#pins.has(segment) && kept?.has(segment) !== true);
     for (const segment of gone) this.#files.delete(segment);
     await Promise.all(gone.map((segment) => rm(segment.path, { force: true })));
   }

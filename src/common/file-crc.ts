@@ -1,6 +1,14 @@
 import type { FileHandle } from 'node:fs/promises';
 import { crc32 } from 'node:zlib';
 
+/**
+ * `crc` extended over `bytes`. An empty view adds nothing: zlib.crc32
+ * answers 0 for a view of no bytes over an empty buffer, whatever `crc`.
+ */
+export function extendCrc(bytes: NodeJS.ArrayBufferView, crc: number): number {
+  return bytes.byteLength === 0 ? crc : crc32(bytes, crc);
+}
+
 /** Bytes read at a time. */
 const CRC_CHUNK = 8 << 20;
 

@@ -1,4 +1,5 @@
 import { crc32 } from 'node:zlib';
+import { extendCrc } from './file-crc.js';
 
 /**
  * The framing every binary file of the service shares (snapshots, the
@@ -46,7 +47,7 @@ export function frame(kind: FrameKind, body: Uint8Array | readonly Uint8Array[],
   let crc = 0;
   let bodyLength = 0;
   for (const part of parts) {
-    crc = crc32(part, crc);
+    crc = extendCrc(part, crc);
     bodyLength += part.byteLength;
   }
   return [frameHeader(kind, version, bodyLength, crc), ...parts];

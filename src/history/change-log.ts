@@ -3,7 +3,7 @@ import { basename, dirname, join } from 'node:path';
 import { syncDirectory, tempFileName, writeAllAt } from '../common/atomic-file.js';
 import { openHistoryFile } from './history-file.js';
 import { crc32 } from 'node:zlib';
-import { crcOfFile } from '../common/file-crc.js';
+import { crcOfFile, extendCrc } from '../common/file-crc.js';
 import { HistoryError } from '../common/errors.js';
 import { RISK_CATEGORIES } from '../vpa/categories.js';
 import { CHANGE_CAUSES, type ChangeCause, type ChangeEntry } from '../api/history-paths.js';
@@ -603,7 +603,8 @@ function header(): Buffer {
  * (its bytes, from its start, and its place and length) until `visit`
  * returns false; returns where the walk stopped: `to`, a record `visit`
  * refused, or the start of a last record cut short. `beforeRead` is awaited
- * before each read of the file.
+ * before each read of the file; `walked` is given the bytes of the records
+ * visited, in order, a run per read.
  */
 async function walkRecords(
   handle: FileHandle,
@@ -612,12 +613,17 @@ async function walkRecords(
   to: number,
   visit: (bytes: Buffer, offset: number, length: number) => boolean,
   beforeRead: () => Promise<void> = () => Promise.resolve(),
+  walked: (bytes: Buffer) => void = () => {},
 ): Promise<number> {
   let offset = from;
   let buffer = Buffer.alloc(0);
   let bufferStart = offset;
+  // Where the records of `buffer` not yet given to `walked` begin.
+  let runStart = offset;
   while (offset < to) {
     if (offset + MAX_RECORD > bufferStart + buffer.length && bufferStart + buffer.length < to) {
+      walked(buffer.subarray(runStart - bufferStart, offset - bufferStart));
+      runStart = offset;
       await beforeRead();
       const chunk = Buffer.alloc(Math.min(SCAN_BYTES, to - offset));
       const read = await handle.read(chunk, 0, chunk.length, offset);
@@ -629,6 +635,7 @@ async function walkRecords(
     if (length === null || !visit(bytes, offset, length)) break;
     offset += length;
   }
+  walked(buffer.subarray(runStart - bufferStart, offset - bufferStart));
   return offset;
 }
 
@@ -690,7 +697,7 @@ async function mismatch(handle: FileHandle, size: number, servedUntil: number, c
  * `servedUntil`.
  */
 async function scanLog(handle: FileHandle, path: string, index: FactsIndex, servedUntil: number, from: LogScan, size: number): Promise<LogScan> {
-  let { lastAt, oldestAt } = from;
+  let { lastAt, oldestAt, crc } = from;
   // A record cut short at the end is the write a crash interrupted, never synced, so never served.
   const end = await walkRecords(handle, path, from.size, size, (bytes, offset) => {
     const at = bytes.readDoubleLE(8);
@@ -700,11 +707,13 @@ async function scanLog(handle: FileHandle, path: string, index: FactsIndex, serv
     lastAt = Math.max(lastAt, at);
     oldestAt = Math.min(oldestAt, at);
     return true;
+  }, undefined, (walked) => {
+    crc = extendCrc(walked, crc);
   });
   if (end < size) {
     await handle.truncate(end);
     await handle.datasync();
   }
-  return { size: end, crc: await crcOfFile(handle, end, from.size, from.crc), lastAt, oldestAt };
+  return { size: end, crc, lastAt, oldestAt };
 }
 

@@ -4,6 +4,7 @@ import { crc32 } from 'node:zlib';
 import { Type } from '@sinclair/typebox';
 import { TypeCompiler } from '@sinclair/typebox/compiler';
 import { tempFileName, writeAllAt } from '../common/atomic-file.js';
+import { extendCrc } from '../common/file-crc.js';
 import { EMPTY, FactsIndex, RECORD_ALIGN, SEEN, TOLD_BITS, type FactsIndexArrays } from './facts-index.js';
 
 /**
@@ -244,6 +245,6 @@ function partsOf(a: FactsIndexArrays): Uint8Array[] {
 
 function crcOf(head: Buffer, parts: readonly Uint8Array[]): number {
   let crc = crc32(head.subarray(0, CRC_AT));
-  for (const part of parts) crc = crc32(part, crc);
+  for (const part of parts) crc = extendCrc(part, crc);
   return crc;
 }

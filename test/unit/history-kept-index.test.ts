@@ -98,6 +98,27 @@ test('after a crash, the index kept by the clean close before it and the records
   });
 });
 
+test('a log read whole at open, a torn record cut off, keeps an index at close that the next open uses', async () => {
+  await withHistoryLog(async (path) => {
+    const first = await ChangeLog.open(path, 0);
+    for (let i = 1; i <= 3; i++) await append(first, KEYS.slice(0, 7 * i).map((key, k) => [key, facts(i + k)] as const), T0 + i * 1000, `v${i}`);
+    await first.close();
+    await rm(indexPathOf(path), { force: true });
+    // A record cut short at the end, as a crash leaves one.
+    const whole = await readFile(path);
+    await writeFile(path, Buffer.concat([whole, whole.subarray(16, 40)]));
+    const second = await ChangeLog.open(path, T0 + 3000);
+    assert.equal(second.opened.keptIndex, false);
+    const fromRecords = await told(second);
+    assert.equal(await second.close(), null);
+    const third = await ChangeLog.open(path, T0 + 3000);
+    assert.equal(third.opened.keptIndex, true, third.opened.indexRefused ?? '');
+    assert.equal(third.opened.bytesRead, 0);
+    assert.deepEqual(await told(third), fromRecords);
+    await third.close();
+  });
+});
+
 /** Why the open of the log at `path` did not use its kept index (it must not have), the log closed again. */
 async function refusal(path: string, servedUntil: number): Promise<string> {
   const log = await ChangeLog.open(path, servedUntil);

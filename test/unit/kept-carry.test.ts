@@ -270,7 +270,7 @@ test('segments still in memory at close are written with the carry', async () =>
   }
 });
 
-test('a stop while the files stored since are read keeps the carry again, and the next builder uses it', async () => {
+test('a stop before or while the files stored since are parsed keeps the carry again, and the next builder uses it', async () => {
   const s = await setup();
   try {
     await firstLife(s, 4);
@@ -291,22 +291,26 @@ test('a stop while the files stored since are read keeps the carry again, and th
   }
 });
 
-test('a kept carry stays after it is read until a file it names goes: a crash after a start finds it whole', async () => {
+test('a kept carry stays, with its files, while the builder that read it stands: a crash finds it whole', async () => {
   const s = await setup();
   let copy: Awaited<ReturnType<typeof tempDataDir>> | undefined;
   try {
-    await firstLife(s, 4);
+    // Eight rounds: enough segments that the gatherings below merge the kept ones away from the carry.
+    await firstLife(s, 8);
     const named = (await keptSegmentFiles(s.spillDir))!;
     assert.ok(named.length > 0);
     const running = s.builder();
     try {
       await running.absorb(s.dir);
       assert.ok(s.reports[0]?.used === true, JSON.stringify(s.reports));
-      await ingest(s.dir, s.root, batch(4));
-      await running.absorb(s.dir);
-      // Each step leaves the kept carry whole, or none.
+      for (const round of [8, 9, 10]) {
+        await ingest(s.dir, s.root, batch(round));
+        await running.absorb(s.dir);
+      }
+      // A lean build lets the carry go; the kept one is still a true carry of its files.
+      await running.build({ dataDir: s.dir, scoredAt: TEST_SCORED_AT, lean: true });
+      assert.deepEqual(await keptSegmentFiles(s.spillDir), named, 'the same kept carry');
       await assertKeptWhole(s.spillDir);
-      assert.notEqual(await keptSegmentFiles(s.spillDir), null, 'an ingest of a file keeps the carry segments it names');
       // The process dies here: what a restart finds is this folder as it is.
       copy = await tempDataDir();
       // `cp -a`: the copy's evidence files keep their times to the nanosecond, which the carry holds them by.
@@ -315,34 +319,28 @@ test('a kept carry stays after it is read until a file it names goes: a crash af
       const restarted = s.builder({ spillDir: copy.dir.carry, onKeptCarry: (report) => copySetup.reports.push(report) });
       try {
         const mine = await built(restarted, copy.dir);
-        // The carry of the last clean stop: its four files carried, the one stored since read.
-        assert.ok(copySetup.reports[0]?.used === true && copySetup.reports[0].files === 4 && mine.reusedChunks > 0, JSON.stringify(copySetup.reports));
+        // The carry of the last clean stop: its eight files carried, the three stored since read.
+        assert.ok(copySetup.reports[0]?.used === true && copySetup.reports[0].files === 8 && mine.reusedChunks > 0, JSON.stringify(copySetup.reports));
         assert.deepEqual(sameBuild(mine.data, await reference({ ...s, dir: copy.dir })), []);
       } finally {
         await restarted.close();
       }
     } finally {
+      // With no carry to keep (the lean build let it go), the close leaves the kept one as it is.
       await running.close();
     }
-    // A lean build lets the carry go, and the kept carry with the first of its files.
-    const lean = s.builder();
-    try {
-      await lean.absorb(s.dir);
-      await lean.build({ dataDir: s.dir, scoredAt: TEST_SCORED_AT, lean: true });
-      assert.equal(await keptSegmentFiles(s.spillDir), null, 'no kept carry once its files are gone');
-    } finally {
-      await lean.close();
-    }
+    assert.deepEqual(await keptSegmentFiles(s.spillDir), named);
+    await assertKeptWhole(s.spillDir);
   } finally {
     await copy?.cleanup();
     await s.cleanup();
   }
 });
 
-test('the kept carry is not removed while every file it names stays', async () => {
+test('a clean close replaces the kept carry, and the files only the old one named go', async () => {
   const s = await setup();
   try {
-    await firstLife(s, 4);
+    await firstLife(s, 8);
     const named = (await keptSegmentFiles(s.spillDir))!;
     const reader = s.builder();
     try {
@@ -350,10 +348,18 @@ test('the kept carry is not removed while every file it names stays', async () =
       await reader.absorb(s.dir);
       assert.ok(s.reports[0]?.used === true);
       assert.deepEqual(await keptSegmentFiles(s.spillDir), named, 'the same kept carry');
+      for (const round of [8, 9]) {
+        await ingest(s.dir, s.root, batch(round));
+        await reader.absorb(s.dir);
+      }
     } finally {
       await reader.close();
     }
-    await assertKeptWhole(s.spillDir);
+    const renamed = (await keptSegmentFiles(s.spillDir))!;
+    assert.notDeepEqual(renamed, named);
+    const records = (await readdir(s.spillDir)).filter((name) => name.endsWith('.records'));
+    assert.deepEqual(records.sort(), [...new Set(renamed)].sort(), 'the segment files the new kept carry names, and no others');
+    await buildFromKept(s, 1);
   } finally {
     await s.cleanup();
   }
@@ -485,6 +491,7 @@ for (const refusal of REFUSALS) {
         assert.ok(!report.used && refusal.reason.test(report.reason), JSON.stringify(report));
         assert.equal(mine.reusedChunks, 0, 'every file read');
         assert.deepEqual(sameBuild(mine.data, await reference(s, refusal.options?.threads)), []);
+        assert.ok(!(await readdir(s.spillDir)).includes('kept-carry.json'), 'a refused carry is removed at once');
       } finally {
         await next.close();
       }
