@@ -158,6 +158,9 @@ export async function keepCarry(dir: string, carry: BuildCarry, shape: CarryShap
   };
   // A builder that never wrote a segment has not made the folder.
   await mkdir(dir, { recursive: true });
+  // The description of a carry kept before goes first: with the new arrays it would be refused, and a keep
+  // that fails part-way leaves none rather than one refused.
+  await removeKeptCarry(dir);
   const temp = join(dir, tempFileName(ARRAYS));
   const file = await open(temp, 'w', 0o600);
   try {

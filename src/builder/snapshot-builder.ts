@@ -638,6 +638,8 @@ export class SnapshotBuilder {
       return true;
     } catch (error) {
       this.#onKeepFailed(error);
+      // What is left of the carry kept before, if anything, is not whole: its files need not stay.
+      await this.#spill!.dropKept().catch(() => {});
       return false;
     }
   }
@@ -886,8 +888,8 @@ export class SnapshotBuilder {
     const previous = this.#carry ?? kept;
     this.#carry = undefined;
     const carry = previous !== undefined && previous.partitions === partitions && extendsCarriedFiles(previous, files) ? previous : undefined;
-    // Not of these files: it would be refused at the next start too. A removal that fails leaves it whole, and refused so.
-    if (keptCarry !== undefined && carry !== kept) await this.#spill!.dropKept().catch(() => {});
+    // Not of these files: it would be refused at the next start too, as is whatever a removal that fails leaves.
+    if (keptCarry !== undefined && carry !== kept) await this.#spill!.dropKept().catch((error: unknown) => this.#onKeepFailed(error));
     if (keptCarry !== undefined) {
       this.#onKeptCarry(
         carry === kept
@@ -934,10 +936,11 @@ export class SnapshotBuilder {
         }),
       );
     } catch (error) {
-      // The carry is untouched until the dedup takes it: a stop before or while the new chunks are read
-      // puts it back for the close to keep, rather than a full read at the next start. (After any other
-      // failure the next gathering reads every file, as it must for a kept carry's unserved files.)
-      if (carry !== undefined && this.#incremental && keep && this.#closing) this.#carry = carry;
+      // The carry is untouched until the dedup takes it: put back, the next gathering starts from it, and a
+      // stop before or while the new chunks are read keeps it at close rather than leaving a full read to the
+      // next start. A kept carry just read is put back only for the close: the next gathering must read every
+      // file again, for the kept files not served yet to be handed on.
+      if (carry !== undefined && this.#incremental && keep && (this.#closing || carry !== kept)) this.#carry = carry;
       throw error;
     }
     phaseMs.parse = performance.now() - mark;

@@ -111,9 +111,9 @@ export class SegmentFiles {
 
   /**
    * Remove the kept carry now, if there is one (it does not describe the
-   * evidence files), and with it the hold on its files. A removal that
-   * fails leaves both: the carry stays whole, and the next start refuses
-   * it by its checks.
+   * evidence files, or a keep failed part-way), and with it the hold on
+   * its files. A removal that fails throws and keeps the hold: what is
+   * left, the next start refuses by its checks.
    */
   async dropKept(): Promise<void> {
     const kept = this.#kept;

@@ -135,7 +135,7 @@ export class ServiceMetrics {
   });
   readonly buildCarriedDiskBytes = this.#readAtScrape('carriedDiskBytes', {
     name: 'upi_risk_build_carried_disk_bytes',
-    help: "The carried records written to the data directory (state/carry) instead of kept in memory: read back by builds and corrections, through the page cache",
+    help: "The carried records written to the data directory (state/carry) instead of kept in memory, read back by builds and corrections through the page cache; and the files the carry kept at the last stop names, held until the next stop keeps another",
   });
   readonly buildReusableBytes = this.#readAtScrape('reusableBytes', {
     name: 'upi_risk_build_reusable_bytes',
