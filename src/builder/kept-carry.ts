@@ -28,8 +28,8 @@ import { CACHE_VERSION } from './parse-cache.js';
  * there (they are never written twice), and a start after a crash reads
  * only the evidence stored since, as after a clean stop. The builder
  * keeps those files while it stands (SegmentFiles.keptBy), until the next
- * clean close keeps a new carry. Written without a sync: a
- * crash that tears it costs only that read.
+ * clean close keeps a new carry. Written without a sync: a crash that
+ * tears it costs only that read.
  */
 
 const MANIFEST = 'kept-carry.json';
@@ -192,7 +192,7 @@ export async function readKeptCarry(dir: string, shape: CarryShape): Promise<Kep
       await unlink(arraysPath).catch(() => {});
       return null;
     }
-    await removeKept(manifestPath, arraysPath);
+    await removeKeptCarry(dir).catch(() => {});
     return { refused: `${MANIFEST} cannot be read: ${(error as Error).message}` };
   }
   let kept: KeptCarry;
@@ -201,7 +201,8 @@ export async function readKeptCarry(dir: string, shape: CarryShape): Promise<Kep
   } catch (error) {
     kept = { refused: (error as Error).message };
   }
-  if (kept !== null && 'refused' in kept) await removeKept(manifestPath, arraysPath);
+  // Refused: removed, as far as it can be (the next start refuses again what is left).
+  if (kept !== null && 'refused' in kept) await removeKeptCarry(dir).catch(() => {});
   return kept;
 }
 
@@ -210,16 +211,11 @@ export const KEPT_CARRY_FILES: readonly string[] = [MANIFEST, ARRAYS];
 
 /** Remove the carry kept in `dir`, the description first; a file already gone is no error, any other failure throws. */
 export async function removeKeptCarry(dir: string): Promise<void> {
-  for (const name of [MANIFEST, ARRAYS]) {
+  for (const name of KEPT_CARRY_FILES) {
     await unlink(join(dir, name)).catch((error: unknown) => {
       if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
     });
   }
-}
-
-async function removeKept(manifestPath: string, arraysPath: string): Promise<void> {
-  await unlink(manifestPath).catch(() => {});
-  await unlink(arraysPath).catch(() => {});
 }
 
 async function readChecked(dir: string, text: string, arraysPath: string, shape: CarryShape): Promise<KeptCarry> {
