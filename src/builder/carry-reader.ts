@@ -1,6 +1,6 @@
 import { ByteInterner } from './byte-interner.js';
 import { HOME_PARTITION, HOME_RETRACTED, NO_RECORD, type BuildCarry } from './carry.js';
-import { FIXED_BYTES, RecordReader, chunkAt, partitionOf, partitionOfBytes, recordEndAt, upiLengthAt } from './record-codec.js';
+import { FIXED_BYTES, RecordReader, RecordWriter, chunkAt, partitionOf, partitionOfBytes, recordEndAt, upiLengthAt } from './record-codec.js';
 import { BLOCK_RECORDS, blockMayHold, vpaProbe, type BlockIndex } from './record-blocks.js';
 import type { SkipRun } from './phases.js';
 import { readSegment } from './spilled-segments.js';
@@ -111,7 +111,8 @@ export function retractedOrdinals(carry: BuildCarry): SkipRun[][] | undefined {
  * blocks from about `fromChunk` on are read (from the file, for a spilled one).
  */
 export function recordsFrom(carry: BuildCarry, fromChunk: number, index: BlockIndex): SharedArrayBuffer {
-  const pieces: Uint8Array[] = [];
+  // Copied out as they are read, so that what was read of a file goes with its segment.
+  const out = new RecordWriter();
   const retracted = retractedOrdinals(carry);
   const none = new Uint32Array(0);
   for (let p = 0; p < carry.partitions; p++) {
@@ -139,32 +140,18 @@ export function recordsFrom(carry: BuildCarry, fromChunk: number, index: BlockIn
           }
           const from = Math.max(0, lo - 1);
           const bytes = range(blocks.starts[from]!, segment.byteLength);
-          // Copied out, so that what was read of the file goes with this segment.
-          const kept = new Uint8Array(bytes.length);
-          let used = 0;
           let o = first + from * BLOCK_RECORDS;
           for (let at = 0; at < bytes.length; o++) {
             const end = recordEndAt(bytes, at);
             while (next < skip.length && skip[next]! < o) next++;
-            if (chunkAt(bytes, at) >= fromChunk && !(next < skip.length && skip[next] === o)) {
-              kept.set(bytes.subarray(at, end), used);
-              used += end - at;
-            }
+            if (chunkAt(bytes, at) >= fromChunk && !(next < skip.length && skip[next] === o)) out.appendRaw(bytes, at, end);
             at = end;
           }
-          if (used > 0) pieces.push(kept.subarray(0, used));
         });
       }
     }
   }
-  const out = new SharedArrayBuffer(pieces.reduce((sum, piece) => sum + piece.byteLength, 0));
-  const view = new Uint8Array(out);
-  let at = 0;
-  for (const piece of pieces) {
-    view.set(piece, at);
-    at += piece.byteLength;
-  }
-  return out;
+  return out.finishShared();
 }
 
 /** The place of each id's record: null for an id never read or whose record was dropped. */

@@ -2,7 +2,7 @@ import { mkdir, open, readFile, rename, unlink, type FileHandle } from 'node:fs/
 import { basename, join } from 'node:path';
 import { Type, type Static } from '@sinclair/typebox';
 import { TypeCompiler } from '@sinclair/typebox/compiler';
-import { tempFileName, writeAllAt, writeFileAtomic } from '../common/atomic-file.js';
+import { readAllAt, tempFileName, writeAllAt, writeFileAtomic } from '../common/atomic-file.js';
 import { crcOfFile, extendCrc } from '../common/file-crc.js';
 import { ByteInterner, type ByteInternerState } from './byte-interner.js';
 import { HOME_PARTITION, NO_RECORD, isSpilled, type BuildCarry, type Segment, type SpilledSegment } from './carry.js';
@@ -365,12 +365,7 @@ class ArrayReader {
     }
     const buffer = new ArrayBuffer(length);
     const bytes = new Uint8Array(buffer);
-    let done = 0;
-    while (done < length) {
-      const { bytesRead } = await this.#file.read(bytes, done, length - done, at + done);
-      if (bytesRead === 0) throw new Error(`${ARRAYS} ends early`);
-      done += bytesRead;
-    }
+    if (!(await readAllAt(this.#file, bytes, at))) throw new Error(`${ARRAYS} ends early`);
     this.crc = extendCrc(bytes, this.crc);
     this.#end = at + length;
     return new Kind(buffer);

@@ -2,7 +2,7 @@ import { closeSync, openSync, readSync } from 'node:fs';
 import { mkdir, open, readdir, rm } from 'node:fs/promises';
 import { randomBytes } from 'node:crypto';
 import { basename, join } from 'node:path';
-import { crc32 } from 'node:zlib';
+import { extendCrc } from '../common/file-crc.js';
 import { isSpilled, type Segment, type SpilledSegment } from './carry.js';
 
 /**
@@ -145,7 +145,7 @@ export class SegmentFiles {
       let done = 0;
       while (done < bytes.length) {
         const slice = bytes.subarray(done, Math.min(bytes.length, done + WRITE_BYTES));
-        crc = crc32(slice, crc);
+        crc = extendCrc(slice, crc);
         let written = 0;
         while (written < slice.length) written += (await file.write(slice, written, slice.length - written, done + written)).bytesWritten;
         done += slice.length;

@@ -46,6 +46,19 @@ export async function writeAllAt(file: FileHandle, parts: readonly Uint8Array[],
   }
 }
 
+/**
+ * Fill `bytes` from the file at `position` on, however the system splits
+ * the reads: false when the file ends first.
+ */
+export async function readAllAt(file: FileHandle, bytes: Uint8Array, position: number): Promise<boolean> {
+  for (let done = 0; done < bytes.byteLength; ) {
+    const { bytesRead } = await file.read(bytes, done, bytes.byteLength - done, position + done);
+    if (bytesRead === 0) return false;
+    done += bytesRead;
+  }
+  return true;
+}
+
 export const TEMP_PREFIX = '.tmp-';
 
 /**

@@ -22,7 +22,7 @@ export async function crcOfFile(handle: FileHandle, length: number, from = 0, cr
   for (let at = from; at < length; ) {
     const { bytesRead } = await handle.read(chunk, 0, Math.min(chunk.length, length - at), at);
     if (bytesRead === 0) throw new Error(`the file ends at ${at}, before ${length}`);
-    crc = crc32(chunk.subarray(0, bytesRead), crc);
+    crc = extendCrc(chunk.subarray(0, bytesRead), crc);
     at += bytesRead;
   }
   return crc;

@@ -169,7 +169,7 @@ class RecordRuns {
   #run(): void {
     if (this.filled === 0) return;
     const bytes = Buffer.from(this.buffer.subarray(0, this.filled));
-    this.crc = crc32(bytes, this.crc);
+    this.crc = extendCrc(bytes, this.crc);
     const at = this.#at;
     this.#at += this.filled;
     this.filled = 0;

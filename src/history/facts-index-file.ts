@@ -3,7 +3,7 @@ import { basename, dirname, join } from 'node:path';
 import { crc32 } from 'node:zlib';
 import { Type } from '@sinclair/typebox';
 import { TypeCompiler } from '@sinclair/typebox/compiler';
-import { tempFileName, writeAllAt } from '../common/atomic-file.js';
+import { readAllAt, tempFileName, writeAllAt } from '../common/atomic-file.js';
 import { extendCrc } from '../common/file-crc.js';
 import { EMPTY, FactsIndex, RECORD_ALIGN, SEEN, TOLD_BITS, type FactsIndexArrays } from './facts-index.js';
 
@@ -176,12 +176,7 @@ async function readOpened(file: FileHandle, path: string, firstRecord: number): 
   const parts = [...partsOf(arrays), markBytes];
   let at = HEADER_LENGTH;
   for (const part of parts) {
-    let done = 0;
-    while (done < part.byteLength) {
-      const { bytesRead } = await file.read(part, done, part.byteLength - done, at + done);
-      if (bytesRead === 0) return { refused: `${path} ends early` };
-      done += bytesRead;
-    }
+    if (!(await readAllAt(file, part, at))) return { refused: `${path} ends early` };
     at += part.byteLength;
   }
   if (crcOf(head, parts) !== head.readUInt32LE(CRC_AT)) return { refused: `${path} fails its CRC` };
