@@ -65,7 +65,7 @@ interface Counters {
 /** Once, outside timing: the answer is JSON of a full batch with the expected flagged count. */
 function check(label: string, view: SnapshotView, body: Buffer, flagged: number): void {
   const answer = answerBatchBody(new ServingView(view), body, scratch);
-  if (!(answer instanceof Uint8Array)) throw new Error(`${label}: answered ${answer.status} ${answer.message}`);
+  if (!(answer instanceof Uint8Array)) throw new Error(`${label}: answered ${JSON.stringify(answer)}`);
   const response = JSON.parse(Buffer.from(answer).toString('latin1')) as BatchResponse;
   if (response.total !== BATCH || response.results.length !== BATCH || response.flagged_count !== flagged) {
     throw new Error(`${label}: total ${response.total}, flagged ${response.flagged_count}; expected ${BATCH}, ${flagged}`);

@@ -1,4 +1,6 @@
 import assert from 'node:assert/strict';
+import type { AnswerFacts } from '../src/history/change-log.js';
+import type { AnswerDetail } from '../src/history/answer-detail.js';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { get, type Agent } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -35,6 +37,19 @@ export async function withHistoryLog(run: (path: string) => Promise<void>): Prom
   } finally {
     await t.cleanup();
   }
+}
+
+/** A FLAGGED answer as the history records it, for tests of the log alone: its fingerprint and detail follow its fields. */
+export function flaggedFacts(confidence: number, cluster = 0, risk = 0): AnswerFacts {
+  const captured = '2026-11-01T00:00:00Z';
+  const detail: AnswerDetail = {
+    cluster_size: cluster === 0 ? 0 : 2,
+    first_seen: captured,
+    last_seen: captured,
+    sources: [{ url: `https://${risk}.example/${cluster}`, category: 'scam', captured_at: captured, screenshot_available: false }],
+    evidence_count: 1,
+  };
+  return { flagged: true, risk, confidence, cluster, printA: cluster + 1, printB: risk, detail: () => detail };
 }
 
 export function ndjson(items: readonly object[]): string {

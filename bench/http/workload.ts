@@ -95,7 +95,7 @@ export async function writeWorkload(view: SnapshotView, dir: string, options: Wo
     const body = JSON.stringify({ upis });
     bodies.push(body);
     const answer = answerBatchBody(new ServingView(view), Buffer.from(body), batchScratch);
-    if (!(answer instanceof Uint8Array)) throw new Error(`workload batch refused: ${answer.message}`);
+    if (!(answer instanceof Uint8Array)) throw new Error(`workload batch refused: ${JSON.stringify(answer)}`);
     batchBytes += answer.length;
   }
 

@@ -87,7 +87,9 @@ export type DisputeRequest =
 export type HistoryRequest =
   | { readonly op: 'data-version.get'; readonly key: KeyRecord; readonly version: string }
   /** `upi` as the caller sent it, checked to be a VPA. */
-  | { readonly op: 'answer-history.get'; readonly key: KeyRecord; readonly upi: string };
+  | { readonly op: 'answer-history.get'; readonly key: KeyRecord; readonly upi: string }
+  /** A single lookup (`batch` false, one VPA) or a batch as of `asOf`, the text the caller sent; `upis` checked to be VPAs. */
+  | { readonly op: 'verify.as-of'; readonly key: KeyRecord; readonly upis: readonly string[]; readonly asOf: string; readonly batch: boolean };
 
 /** The admin requests of keys, sessions, the audit log and the figures. */
 export type KeyAdminRequest = Exclude<AdminRequest, WatchRequest | CorrectionRequest | DisputeRequest | HistoryRequest>;
@@ -107,7 +109,7 @@ export function isDisputeRequest(request: AdminRequest): request is DisputeReque
 
 /** Whether a request reads the record of what was served (HistoryRequest). */
 export function isHistoryRequest(request: AdminRequest): request is HistoryRequest {
-  return request.op === 'data-version.get' || request.op === 'answer-history.get';
+  return request.op === 'data-version.get' || request.op === 'answer-history.get' || request.op === 'verify.as-of';
 }
 
 /** A console session that stands, as a serving thread needs it. */
@@ -121,6 +123,8 @@ export interface FoundSession {
 export interface AdminAnswer {
   readonly status: number;
   readonly body: string;
+  /** An answer from a past state (an as-of lookup): its X-Data-Version and X-Data-As-Of, and the instant asked for (X-As-Of). */
+  readonly servedAs?: { readonly version: string; readonly asOf: string; readonly requested: string };
   readonly cookie?: string;
   readonly session?: FoundSession | null;
 }

@@ -7,12 +7,22 @@ import { parseBatchRequest } from './batch-request.js';
 import { FLAGGED_BATCH_ITEM_BOUND, putFlaggedBatchItem } from './flagged-verdict-bytes.js';
 import { MAX_BATCH_ITEMS } from './schemas.js';
 
+/** A batch to be answered as of a past instant: its VPAs, and the instant as sent (null: not text). */
+export interface AsOfBatch {
+  readonly upis: readonly string[];
+  readonly asOf: string | null;
+}
+
 /**
  * A batch request from body bytes to response JSON, below the HTTP layer:
  * parse, validate, look every VPA up in the one view given (one snapshot
  * and one state of its delta), encode. Returns the 200 answer's JSON as
  * bytes in `out` (valid until `out` is written again), or the error to
  * answer.
+ *
+ * A body with `as_of` is not answered from the view: its VPAs and the
+ * instant (null when it is not text) are returned for the history to
+ * answer (AsOfBatch).
  *
  * The answer is written as it is looked up, without an object per item and
  * without a string for the whole: most payees are unknown, and a CLEARED
@@ -21,7 +31,7 @@ import { MAX_BATCH_ITEMS } from './schemas.js';
  * written from the snapshot's arrays (putFlaggedBatchItem). The bytes are
  * those of batchResponseJson (a test holds the two together).
  */
-export function answerBatchBody(view: ServingView, body: Buffer, out: ByteScratch): Uint8Array | HttpError {
+export function answerBatchBody(view: ServingView, body: Buffer, out: ByteScratch): Uint8Array | HttpError | AsOfBatch {
   if (body.length === 0) return badRequest('request body missing; send {"upis": ["handle@provider", ...]}');
   // V8's JSON.parse: a hand-written byte scanner for the plain body shape was slower
   // (bench/MEASUREMENTS.md, 'The request path: allocation and native calls').
@@ -33,6 +43,8 @@ export function answerBatchBody(view: ServingView, body: Buffer, out: ByteScratc
   }
   const upis = parseBatchRequest(parsed);
   if (!Array.isArray(upis)) return upis;
+  const asOf = (parsed as Record<string, unknown>).as_of;
+  if (asOf !== undefined) return { upis, asOf: typeof asOf === 'string' ? asOf : null };
   const b = out.clear().room(BATCH_ANSWER_BOUND);
   let at = put(b, 0, RESULTS_START);
   let flagged = 0;

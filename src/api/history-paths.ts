@@ -48,7 +48,35 @@ export const AnswerHistorySchema = strict(
   "How a VPA's answer changed",
 );
 
-export const HISTORY_SCHEMAS: Readonly<Record<string, TSchema>> = { DataVersion: DataVersionSchema, AnswerChange: AnswerChangeSchema, AnswerHistory: AnswerHistorySchema };
+/** The 422 of an `as_of` before the history kept (docs/api.md, "Answers as of a past instant"). */
+export const AsOfRefusalSchema = strict(
+  {
+    error: Type.Literal('validation_error'),
+    message: Type.String(),
+    earliest_as_of: Nullable(Type.String({ format: 'date-time', description: 'The earliest instant answers are told as of; null where no history is kept (serve --history-days 0)' })),
+  },
+  'AsOfRefusal',
+  'An instant before the history kept',
+);
+
+export const HISTORY_SCHEMAS: Readonly<Record<string, TSchema>> = { DataVersion: DataVersionSchema, AnswerChange: AnswerChangeSchema, AnswerHistory: AnswerHistorySchema, AsOfRefusal: AsOfRefusalSchema };
+
+/** The `as_of` query parameter of a single lookup. */
+export const AS_OF_PARAMETER = {
+  name: 'as_of',
+  in: 'query',
+  required: false,
+  description: 'Answer exactly as the service answered at this RFC 3339 instant (with its zone; "+" as %2B), from the state then served: its X-Data-Version and X-Data-As-Of, and X-As-Of echoing the instant',
+  schema: { type: 'string', format: 'date-time' },
+};
+
+/** What a lookup with `as_of` may answer besides the lookup's own. */
+export function asOfResponses({ ref, json, error }: Pick<DocumentParts, 'ref' | 'json' | 'error'>): Record<string, unknown> {
+  return {
+    '422': { description: 'validation_error: an as_of still to come (or a batch body of the wrong shape); or one before the history kept, with earliest_as_of', content: json(ref('AsOfRefusal')) },
+    '503': error('service_unavailable: an as_of on a fleet follower, which keeps no history of answers, or a history that cannot be read'),
+  };
+}
 
 export const HISTORY_TAGS = [{ name: 'History', description: 'What the service served, and when (a key with the screen scope)' }];
 

@@ -22,7 +22,7 @@ import { DISPUTE_SCHEMAS } from './dispute-schemas.js';
 import { DISPUTE_TAGS, disputePaths } from './dispute-paths.js';
 import { PRIVATE_LOOKUP_SCHEMAS } from './private-lookup-schemas.js';
 import { PRIVATE_LOOKUP_TAGS, privateLookupPaths } from './private-lookup-paths.js';
-import { HISTORY_SCHEMAS, HISTORY_TAGS, historyPaths } from './history-paths.js';
+import { AS_OF_PARAMETER, HISTORY_SCHEMAS, HISTORY_TAGS, asOfResponses, historyPaths } from './history-paths.js';
 import type { DocumentParts } from './openapi-parts.js';
 import { MAX_ADMIN_BODY_BYTES, MAX_WATCH_BODY_BYTES, MAX_WATCHED_PER_KEY, MAX_WATCHLISTS_PER_KEY } from './admin-requests.js';
 import { CLEARANCE_ID_PATTERN, MAX_RETRACTION_IDS } from './admin-schemas.js';
@@ -102,8 +102,8 @@ export function openApiDocument(version: string): Record<string, unknown> {
           operationId: 'verifyUpi',
           tags: ['Verify'],
           summary: 'Single lookup',
-          parameters: [{ name: 'upi', in: 'query', required: true, schema: { type: 'string', pattern: VPA_PATTERN } }],
-          responses: { ...ok('VPA verdict', ref('VpaVerdict')), ...common },
+          parameters: [{ name: 'upi', in: 'query', required: true, schema: { type: 'string', pattern: VPA_PATTERN } }, AS_OF_PARAMETER],
+          responses: { ...ok('VPA verdict', ref('VpaVerdict')), ...common, ...asOfResponses({ ref, json, error }) },
         },
       },
       '/v1/verify/upi/batch': {
@@ -111,9 +111,9 @@ export function openApiDocument(version: string): Record<string, unknown> {
           operationId: 'verifyUpiBatch',
           tags: ['Verify'],
           summary: 'Batch lookup of 1 to 100 VPAs; counts as one request against the rate limit',
-          description: `"vpas" is accepted as an alias of "upis"; the response is always the reference form. Bodies over ${MAX_BODY_BYTES} bytes are refused with 400.`,
+          description: `"vpas" is accepted as an alias of "upis"; the response is always the reference form. Bodies over ${MAX_BODY_BYTES} bytes are refused with 400. With "as_of", the batch is answered from the one state served at that instant.`,
           requestBody: { required: true, content: json(ref('BatchRequest')) },
-          responses: { ...ok('Batch response, results in input order', ref('BatchResponse')), ...common, '422': error('validation_error: the body is JSON of the wrong shape') },
+          responses: { ...ok('Batch response, results in input order', ref('BatchResponse')), ...common, ...asOfResponses({ ref, json, error }) },
         },
       },
       '/v1/verify/upi/cluster/{cluster_id}': {

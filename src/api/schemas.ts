@@ -26,6 +26,11 @@ if (!FormatRegistry.Has('date')) {
   FormatRegistry.Set('date', (value) => /^\d{4}-\d{2}-\d{2}$/.test(value) && !Number.isNaN(parseIsoWithZone(`${value}T00:00:00Z`)));
 }
 
+/** An RFC 3339 instant (a `date-time`), epoch ms; NaN for text that is not one. */
+export function parseRfc3339(text: string): number {
+  return RFC3339.test(text) ? parseIsoWithZone(text) : Number.NaN;
+}
+
 export const Timestamp = Type.String({ format: 'date-time', description: 'ISO 8601 timestamp, UTC' });
 /** A component of the document (`id`) with no field but those named. */
 export const strict = <T extends Parameters<typeof Type.Object>[0]>(properties: T, id: string, description?: string) =>
@@ -135,11 +140,14 @@ export const ErrorSchema = Type.Object(
 /** Batch request: the reference form names the array `upis`; `vpas` is accepted as an alias. */
 const batchArray = (name: string) =>
   Type.Array(Vpa, { minItems: 1, maxItems: MAX_BATCH_ITEMS, description: `1 to ${MAX_BATCH_ITEMS} VPAs (${name})` });
+/** `as_of` of a lookup: answer as the service answered at that instant (docs/api.md, "Answers as of a past instant"). */
+export const AsOfText = Type.String({ format: 'date-time', description: 'Answer exactly as the service answered at this instant (RFC 3339), within the history kept' });
+
 export const BatchRequestSchema = Type.Union(
   [
     // Each form forbids the other: a body naming both is refused, not silently half-read.
-    Type.Object({ upis: batchArray('reference form'), vpas: Type.Optional(Type.Never()) }),
-    Type.Object({ vpas: batchArray('alias from the secondary description; same meaning as upis'), upis: Type.Optional(Type.Never()) }),
+    Type.Object({ upis: batchArray('reference form'), vpas: Type.Optional(Type.Never()), as_of: Type.Optional(AsOfText) }),
+    Type.Object({ vpas: batchArray('alias from the secondary description; same meaning as upis'), upis: Type.Optional(Type.Never()), as_of: Type.Optional(AsOfText) }),
   ],
   { $id: 'BatchRequest' },
 );

@@ -48,7 +48,7 @@ export class ServingView {
     // Named by its position even when it holds nothing: a server restarted on a snapshot it served
     // alone serves it under a new position, so that a version names one stretch of time.
     this.version = dataVersion(base.meta.id, delta?.meta.position ?? 0);
-    this.asOf = held === null ? base.asOf : Math.max(base.asOf, held.meta.dataAsOf);
+    this.asOf = servedAsOf(base, delta);
     this.asOfIso = this.asOf === base.asOf ? base.asOfIso : formatIso(this.asOf);
     this.located = base;
     this.#query = new PackedQuery(Math.max(base.maxKeyLength, this.delta?.maxKeyLength ?? 0));
@@ -92,4 +92,9 @@ export class ServingView {
   cluster(clusterId: string): Cluster | null {
     return this.base.cluster(clusterId);
   }
+}
+
+/** X-Data-As-Of of `base` served with `delta`: when the newest evidence either holds was ingested, epoch ms. */
+export function servedAsOf(base: SnapshotView, delta: DeltaData | null): number {
+  return delta === null || delta.meta.vpaCount === 0 ? base.asOf : Math.max(base.asOf, delta.meta.dataAsOf);
 }

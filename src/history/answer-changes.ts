@@ -2,16 +2,21 @@ import { setImmediate as nextTurn } from 'node:timers/promises';
 import { HistoryError } from '../common/errors.js';
 import type { Logger } from '../common/logger.js';
 import type { DeltaData } from '../engine/delta-data.js';
-import { NO_CLUSTER, type SnapshotData } from '../engine/snapshot-data.js';
+import { NO_CLUSTER } from '../engine/snapshot-data.js';
+import { SnapshotView } from '../engine/snapshot-view.js';
 import { VpaIndex } from '../engine/vpa-index.js';
 import type { ChangeCause, ChangeEntry } from '../api/history-paths.js';
-import { CLEARED_FACTS, ChangeLog, isChange, toldFlagged, type AnswerFacts } from './change-log.js';
+import { CLEARED_FACTS, ChangeLog, toldFlagged, type AnswerFacts, type PastAnswer } from './change-log.js';
 import { filesSummary } from './facts-index-file.js';
+import { detailOf, detailPrint } from './answer-detail.js';
+import { NO_SCORE } from './score-columns.js';
 
 /**
  * What changed in the answers a new state serves (docs/api.md, "Answer
- * history"), found against each VPA's answer last recorded (change-log.ts)
- * and recorded before the state is served.
+ * history" and "Answers as of a past instant"), found against each VPA's
+ * answer last recorded (change-log.ts) and recorded before the state is
+ * served. A new snapshot's confidences go to its column (score-columns.ts)
+ * rather than to a record each; any other change of an answer is a record.
  *
  * A merge into the live delta changes only the delta's VPAs, so only they
  * are compared; a new snapshot (a compaction, or the first state a server
@@ -58,7 +63,9 @@ const MAX_AHEAD_CHANGES = 262_144;
 
 /** A snapshot compared ahead of its swap: what to record there (AnswerHistory.record). */
 export interface ComparedAhead {
-  readonly base: SnapshotData;
+  readonly base: SnapshotView;
+  /** The confidence `base` serves each VPA numbered then with, by number (NO_SCORE: none). */
+  readonly scores: Uint16Array;
   /** The VPAs whose answer in `base` differs from the one recorded, with that answer. */
   readonly differing: ReadonlyMap<string, AnswerFacts>;
   /** The pass that marked `base`'s VPAs seen: another pass since, and this one is of no use. */
@@ -102,7 +109,8 @@ export class AnswerHistory {
     try {
       const started = performance.now();
       const log = await ChangeLog.open(path, servedUntil);
-      const { keptIndex, indexRefused, bytesRead } = log.opened;
+      const { keptIndex, indexRefused, bytesRead, movedAside } = log.opened;
+      if (movedAside !== null) logger.warn({ movedAside }, 'the history of answers was of a format that cannot tell answers again; it is moved aside and begins again');
       // Reading every record takes tens of seconds at 10M VPAs; the index a clean close keeps spares that (docs/operations.md).
       if (indexRefused !== null) logger.warn({ why: indexRefused }, 'the index kept beside the history of answers is not used; every record is read');
       logger.info({ vpas: log.vpaCount, keptIndex, bytesRead, ms: Math.round(performance.now() - started) }, 'history of answers opened');
@@ -129,6 +137,11 @@ export class AnswerHistory {
     return this.#log?.vpaCount ?? 0;
   }
 
+  /** When the last state recorded began to be served, epoch ms (0: none). */
+  get lastAt(): number {
+    return this.#log?.lastAt ?? 0;
+  }
+
   /** Bytes of the file. */
   get bytes(): number {
     return this.#log?.bytes ?? 0;
@@ -140,7 +153,7 @@ export class AnswerHistory {
    * stops (a state is served all the same; screening comes first), and
    * answers 503 until the server is restarted with the file whole.
    */
-  async record(base: SnapshotData, delta: DeltaData | null, change: ServedChange, at: number, version: string, ahead: ComparedAhead | null = null): Promise<void> {
+  async record(base: SnapshotView, delta: DeltaData | null, change: ServedChange, at: number, version: string, ahead: ComparedAhead | null = null): Promise<void> {
     const log = this.#log;
     if (log === null || this.#unavailable !== null) return;
     try {
@@ -152,13 +165,15 @@ export class AnswerHistory {
       const sinceMark = this.#compared ? null : await this.#changedSinceMark(log, base, delta);
       log.begin(at, version);
       let changes: number;
-      if (whole.kind === 'merge') changes = this.#deltaChanges(log, delta, whole);
+      if (whole.kind === 'merge') changes = this.#deltaChanges(log, base, delta, whole);
       else if (usable !== null) changes = await this.#aheadChanges(log, usable, delta, whole);
-      // Only the VPAs of the delta, and those changed since the mark, may have changed.
-      else if (sinceMark !== null) changes = this.#baseChanges(log, base, delta, sinceMark, whole) + this.#deltaChanges(log, delta, whole);
+      // Only the VPAs of the delta, and those changed since the mark, may have changed; the snapshot's confidences are its column's.
+      else if (sinceMark !== null) changes = this.#baseChanges(log, base, delta, sinceMark, whole, true) + this.#deltaChanges(log, base, delta, whole);
       else changes = await this.#snapshotChanges(log, base, delta, whole);
-      await log.commit();
-      if (whole.kind === 'snapshot' && sinceMark === null) log.markCompared(base.meta.id, delta?.meta.files ?? []);
+      // A snapshot compared whole scored every VPA again: its column keeps their confidences.
+      const scored = whole.kind === 'snapshot' && sinceMark === null;
+      await log.commit(scored);
+      if (scored) log.markCompared(base.meta.id, delta?.meta.files ?? []);
       // A whole comparison costs a pass over every VPA (docs/operations.md, "The history of answers"); a merge's, its delta's.
       const compared = whole.kind === 'merge' ? 'delta' : usable !== null ? 'ahead' : sinceMark !== null ? 'since the last comparison' : 'every VPA';
       const fields = { version, changes, compared, ms: Math.round(performance.now() - started) };
@@ -185,7 +200,7 @@ export class AnswerHistory {
    * VPAs differ to keep; the swap then compares every VPA. A comparison
    * ahead still waiting for its swap is of no use once this one begins.
    */
-  async compareAhead(base: SnapshotData): Promise<ComparedAhead | null> {
+  async compareAhead(base: SnapshotView): Promise<ComparedAhead | null> {
     const log = this.#log;
     if (log === null || this.#unavailable !== null || !this.#compared) return null;
     const started = performance.now();
@@ -193,7 +208,8 @@ export class AnswerHistory {
     const pass = this.#startPass(log);
     const changedSince = new Set<string>();
     this.#changedSince = changedSince;
-    const index = new VpaIndex(base, base.maxKeyLength);
+    const scores = new Uint16Array(log.numbered).fill(NO_SCORE);
+    const index = new VpaIndex(base.data, base.maxKeyLength);
     const key = new Uint8Array(index.maxKeyLength);
     for (let slot = 0; slot < index.capacity; slot++) {
       if (slot % SLOTS_PER_TURN === SLOTS_PER_TURN - 1) {
@@ -205,12 +221,14 @@ export class AnswerHistory {
       if (id < 0) continue;
       const length = index.keyBytesAtSlot(slot, key);
       const facts = factsOf(base, id);
-      if (!isChange(log.seen(key, 0, length), facts)) continue;
+      const found = log.seen(key, 0, length);
+      if (found >= 0 && log.numberAt(found) < scores.length) scores[log.numberAt(found)] = facts.flagged ? facts.confidence : NO_SCORE;
+      if (!log.differs(found, facts, false)) continue;
       if (differing.size === MAX_AHEAD_CHANGES) return this.#abandonAhead(changedSince);
       differing.set(keyText(key, 0, length), facts);
     }
     this.#logger.info({ snapshot: base.meta.id, differing: differing.size, ms: Math.round(performance.now() - started) }, 'answers compared ahead of a swap');
-    return { base, differing, pass };
+    return { base, scores, differing, pass };
   }
 
   /** A comparison ahead given up: stop noting the VPAs changed for it (in `changedSince`) unless another began since. */
@@ -250,19 +268,32 @@ export class AnswerHistory {
     return this.#log.changesOf(key, now - this.#keepMs);
   }
 
+  /** The answer to `key` (lower case) served at `at` (epoch ms, within the history kept: earliestAt). */
+  answerAt(key: string, at: number): Promise<PastAnswer> {
+    if (this.#log === null || this.#unavailable !== null) return Promise.reject(new HistoryError(this.#unavailable ?? 'no history of answers'));
+    return this.#log.answerAt(key, at);
+  }
+
+  /** The earliest instant answers are told as of at `now`: when the history was begun, and the retention. */
+  earliestAt(now = Date.now()): number {
+    return Math.max(this.#log?.startedAt ?? now, this.#keepMs > 0 ? now - this.#keepMs : 0);
+  }
+
   async close(): Promise<void> {
     const unkept = (await this.#log?.close()) ?? null;
     if (unkept !== null) this.#logger.warn({ why: unkept }, 'the index of the history of answers was not kept: the next start reads every record');
   }
 
-  /** Add the changes of the delta's VPAs; returns how many. */
-  #deltaChanges(log: ChangeLog, delta: DeltaData | null, change: ServedChange): number {
+  /** Add the changes of the delta's VPAs, confidence included; returns how many. */
+  #deltaChanges(log: ChangeLog, base: SnapshotView, delta: DeltaData | null, change: ServedChange): number {
+    const held = heldDelta(delta);
+    if (held === null) return 0;
+    const view = new SnapshotView(held.overlay, base);
+    const { keyBytes, keyOffsets } = held;
     let changes = 0;
-    if (delta === null) return changes;
-    const { overlay, keyBytes, keyOffsets } = delta;
-    for (let id = 0; id < overlay.meta.vpaCount; id++) {
+    for (let id = 0; id < held.overlay.meta.vpaCount; id++) {
       const [start, end] = [keyOffsets[id]!, keyOffsets[id + 1]!];
-      changes += this.#compare(log, keyBytes, start, end, log.latest(keyBytes, start, end), factsOf(overlay, id), change);
+      changes += this.#compare(log, keyBytes, start, end, log.slotOf(keyBytes, start, end), factsOf(view, id), change, true);
     }
     return changes;
   }
@@ -270,15 +301,17 @@ export class AnswerHistory {
   /**
    * #snapshotChanges from a comparison ahead: the VPAs that differed then
    * and those changed since (compared again with what is recorded now),
-   * the delta's, and those recorded FLAGGED that no pass saw.
+   * the delta's, and those recorded FLAGGED that no pass saw; every VPA
+   * takes the confidence the pass found.
    */
   async #aheadChanges(log: ChangeLog, ahead: ComparedAhead, delta: DeltaData | null, change: ServedChange): Promise<number> {
     const changedSince = this.#changedSince ?? new Set<string>();
     this.#changedSince = null;
+    log.takeServedConfidences(ahead.scores);
     const held = heldDelta(delta);
-    let changes = this.#baseChanges(log, ahead.base, held, new Set([...ahead.differing.keys(), ...changedSince]), change, ahead.differing);
-    if (held !== null) changes += this.#heldChanges(log, held, change);
-    for (const cleared of await log.unseenFlagged()) changes += this.#compareText(log, cleared, log.latest(cleared), CLEARED_FACTS, change);
+    let changes = this.#baseChanges(log, ahead.base, held, new Set([...ahead.differing.keys(), ...changedSince]), change, false, ahead.differing);
+    if (held !== null) changes += this.#heldChanges(log, ahead.base, held, change);
+    for (const cleared of await log.unseenFlagged()) changes += this.#compareText(log, cleared, log.slotOf(cleared), CLEARED_FACTS, change, true);
     return changes;
   }
 
@@ -290,7 +323,7 @@ export class AnswerHistory {
    * snapshot, no mark, or a file its delta held is no longer in this one),
    * and every VPA is compared.
    */
-  async #changedSinceMark(log: ChangeLog, base: SnapshotData, delta: DeltaData | null): Promise<Set<string> | null> {
+  async #changedSinceMark(log: ChangeLog, base: SnapshotView, delta: DeltaData | null): Promise<Set<string> | null> {
     const mark = log.mark;
     if (mark === null || mark.snapshot !== base.meta.id) return null;
     // The files that delta held sort first (files are named in the order they are stored); a file gone would take answers back unseen.
@@ -307,12 +340,13 @@ export class AnswerHistory {
    * Add the changes of `keys` to their answers in `base` (`known` holds
    * some of them already; CLEARED where `base` holds none), but of those
    * `delta` holds, which it answers and are compared with it apart; returns
-   * how many.
+   * how many. `withConfidence`: a confidence changed is a change; else it
+   * is the column's, and only taken as the one served.
    */
-  #baseChanges(log: ChangeLog, base: SnapshotData, delta: DeltaData | null, keys: Iterable<string>, change: ServedChange, known: ReadonlyMap<string, AnswerFacts> = new Map()): number {
+  #baseChanges(log: ChangeLog, base: SnapshotView, delta: DeltaData | null, keys: Iterable<string>, change: ServedChange, withConfidence: boolean, known: ReadonlyMap<string, AnswerFacts> = new Map()): number {
     const held = heldDelta(delta);
     const deltaIndex = held === null ? null : new VpaIndex(held.overlay, held.overlay.maxKeyLength);
-    const baseIndex = new VpaIndex(base, base.maxKeyLength);
+    const baseIndex = new VpaIndex(base.data, base.maxKeyLength);
     let changes = 0;
     for (const key of keys) {
       if (deltaIndex !== null && deltaIndex.lookup(key) >= 0) continue;
@@ -321,27 +355,28 @@ export class AnswerHistory {
         const id = baseIndex.lookup(key);
         facts = id < 0 ? CLEARED_FACTS : factsOf(base, id);
       }
-      changes += this.#compareText(log, key, log.latest(key), facts, change);
+      changes += this.#compareText(log, key, log.slotOf(key), facts, change, withConfidence);
     }
     return changes;
   }
 
-  /** Add the changes of every VPA of `held`, marked seen; returns how many. */
-  #heldChanges(log: ChangeLog, held: DeltaData, change: ServedChange): number {
+  /** Add the changes of every VPA of `held`, confidence included, marked seen; returns how many. */
+  #heldChanges(log: ChangeLog, base: SnapshotView, held: DeltaData, change: ServedChange): number {
+    const view = new SnapshotView(held.overlay, base);
+    const { keyBytes, keyOffsets } = held;
     let changes = 0;
-    const { overlay, keyBytes, keyOffsets } = held;
-    for (let id = 0; id < overlay.meta.vpaCount; id++) {
+    for (let id = 0; id < held.overlay.meta.vpaCount; id++) {
       const [start, end] = [keyOffsets[id]!, keyOffsets[id + 1]!];
-      changes += this.#compare(log, keyBytes, start, end, log.seen(keyBytes, start, end), factsOf(overlay, id), change);
+      changes += this.#compare(log, keyBytes, start, end, log.seen(keyBytes, start, end), factsOf(view, id), change, true);
     }
     return changes;
   }
 
   /** Add the changes of every VPA `base` and `delta` hold, and of those recorded FLAGGED they do not; returns how many. */
-  async #snapshotChanges(log: ChangeLog, base: SnapshotData, delta: DeltaData | null, change: ServedChange): Promise<number> {
+  async #snapshotChanges(log: ChangeLog, base: SnapshotView, delta: DeltaData | null, change: ServedChange): Promise<number> {
     let changes = 0;
     this.#startPass(log);
-    const index = new VpaIndex(base, base.maxKeyLength);
+    const index = new VpaIndex(base.data, base.maxKeyLength);
     const held = heldDelta(delta);
     const deltaIndex = held === null ? null : new VpaIndex(held.overlay, held.overlay.maxKeyLength);
     // Keys are read as bytes, and made text only for a change: most VPAs have none.
@@ -357,22 +392,31 @@ export class AnswerHistory {
       const length = index.keyBytesAtSlot(slot, key);
       // A VPA the delta holds is answered from the delta: compared below.
       if (deltaIndex !== null && deltaIndex.lookupBytes(key, 0, length) >= 0) continue;
-      changes += this.#compare(log, key, 0, length, log.seen(key, 0, length), factsOf(base, id), change);
+      changes += this.#compare(log, key, 0, length, log.seen(key, 0, length), factsOf(base, id), change, false);
     }
-    if (held !== null) changes += this.#heldChanges(log, held, change);
-    for (const cleared of await log.unseenFlagged()) changes += this.#compareText(log, cleared, log.latest(cleared), CLEARED_FACTS, change);
+    if (held !== null) changes += this.#heldChanges(log, base, held, change);
+    for (const cleared of await log.unseenFlagged()) changes += this.#compareText(log, cleared, log.slotOf(cleared), CLEARED_FACTS, change, true);
     return changes;
   }
 
   /** #compareText of the key in `bytes` from `start` to `end`, made text only when it changed. */
-  #compare(log: ChangeLog, bytes: Uint8Array, start: number, end: number, before: number | null, after: AnswerFacts, change: ServedChange): number {
-    return isChange(before, after) ? this.#compareText(log, keyText(bytes, start, end), before, after, change) : 0;
+  #compare(log: ChangeLog, bytes: Uint8Array, start: number, end: number, slot: number, after: AnswerFacts, change: ServedChange, withConfidence: boolean): number {
+    if (log.differs(slot, after, withConfidence)) return this.#compareText(log, keyText(bytes, start, end), slot, after, change, withConfidence);
+    if (slot >= 0 && after.flagged) log.setServedConfidence(slot, after.confidence);
+    return 0;
   }
 
-  /** Add the change of `key` to `after` if it is one; returns 1 if it was, else 0. */
-  #compareText(log: ChangeLog, key: string, before: number | null, after: AnswerFacts, change: ServedChange): number {
-    if (!isChange(before, after)) return 0;
-    log.add(key, after, this.#causeOf(key, before, after, change));
+  /**
+   * Add the change of `key` (in slot `slot`, -1: none) to `after` if it is
+   * one; returns 1 if it was, else 0. Its confidence alone is a change with
+   * `withConfidence`; else it is only taken as the one served (the column's).
+   */
+  #compareText(log: ChangeLog, key: string, slot: number, after: AnswerFacts, change: ServedChange, withConfidence: boolean): number {
+    if (!log.differs(slot, after, withConfidence)) {
+      if (slot >= 0 && after.flagged) log.setServedConfidence(slot, after.confidence);
+      return 0;
+    }
+    log.add(key, after, this.#causeOf(key, log.toldAt(slot), after, change));
     const changedSince = this.#changedSince;
     if (changedSince !== null) {
       changedSince.add(key);
@@ -405,9 +449,21 @@ function keyText(bytes: Uint8Array, start: number, end: number): string {
   return Buffer.from(bytes.buffer, bytes.byteOffset + start, end - start).toString('latin1');
 }
 
-/** A VPA's answer in a snapshot or a delta's overlay (one with no evidence counting is CLEARED, as ServingView answers it). */
-function factsOf(data: SnapshotData, id: number): AnswerFacts {
+const PRINT = new Uint32Array(2);
+
+/** A VPA's answer as `view` (a snapshot, or a delta's overlay) serves it (one with no evidence counting is CLEARED, as ServingView answers it). */
+function factsOf(view: SnapshotView, id: number): AnswerFacts {
+  const data = view.data;
   if (data.evidenceCount[id] === 0) return CLEARED_FACTS;
   const cluster = data.vpaCluster[id]!;
-  return { flagged: true, risk: data.riskCategory[id]!, confidence: data.confidence[id]!, cluster: cluster === NO_CLUSTER ? 0 : data.clusterNumber[cluster]! };
+  detailPrint(view, data, id, PRINT);
+  return {
+    flagged: true,
+    risk: data.riskCategory[id]!,
+    confidence: data.confidence[id]!,
+    cluster: cluster === NO_CLUSTER ? 0 : data.clusterNumber[cluster]!,
+    printA: PRINT[0]!,
+    printB: PRINT[1]!,
+    detail: () => detailOf(view, id),
+  };
 }

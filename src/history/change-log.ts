@@ -1,6 +1,6 @@
 import { open, rename, unlink, type FileHandle } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
-import { syncDirectory, tempFileName, writeAllAt } from '../common/atomic-file.js';
+import { readAllAt, syncDirectory, tempFileName, writeAllAt } from '../common/atomic-file.js';
 import { openHistoryFile } from './history-file.js';
 import { crc32 } from 'node:zlib';
 import { crcOfFile, extendCrc } from '../common/file-crc.js';
@@ -11,16 +11,23 @@ import { confidenceBand, type ConfidenceBand } from '../api/advice.js';
 import { CONFIDENCE_SCALE } from '../engine/snapshot-data.js';
 import { formatClusterId } from '../engine/verdict.js';
 import { formatIso } from '../common/time.js';
-import { FactsIndex, RECORD_ALIGN, TOLD_CLUSTER, hashA, hashB } from './facts-index.js';
+import { FactsIndex, RECORD_ALIGN, hashA, hashB, type IndexedAnswer } from './facts-index.js';
+import { MAX_DETAIL_BYTES, decodeDetail, encodeDetail, type AnswerDetail } from './answer-detail.js';
+import { NO_SCORE, ScoreColumns } from './score-columns.js';
 import { dropFactsIndex, filesSummary, keepFactsIndex, readFactsIndex, type ComparedMark, type IndexCovering } from './facts-index-file.js';
 
 /**
- * The record of how each VPA's answer changed (GET /v1/verify/upi/history,
- * docs/api.md): every change of its status, risk category, confidence band
- * or cluster, with the instant and data version that first served it and
- * why (`ChangeCause`). The embedded server keeps it in its data directory,
- * `DIR/history/changes.log`, appended and synced before the state that
- * makes the changes is served (answer-changes.ts finds them).
+ * The record of how each VPA's answer changed: every change of any field
+ * of it, with the instant and data version that first served it and why
+ * (`ChangeCause`), so that the answer served at any instant can be told
+ * again byte for byte (GET /v1/verify/upi?as_of=, docs/api.md) and the
+ * changes of its status, risk category, confidence band or cluster listed
+ * (GET /v1/verify/upi/history). The confidence a new snapshot scores every
+ * VPA with again is kept apart, a column a snapshot (score-columns.ts).
+ * The embedded server keeps both in its data directory,
+ * `DIR/history/changes.log` and `DIR/history/scores/`, written and synced
+ * before the state that makes the changes is served (answer-changes.ts
+ * finds them).
  *
  * Each VPA's records are chained newest to oldest, and an index in memory
  * (typed arrays, open addressing on a 64-bit hash of the VPA) holds each
@@ -30,24 +37,32 @@ import { dropFactsIndex, filesSummary, keepFactsIndex, readFactsIndex, type Comp
  * read from the copy a clean close keeps beside it (facts-index-file.ts),
  * with the records after that copy.
  *
- * Layout, little endian: a 16-byte header, then records of 32 bytes, the
- * VPA and the data version, padded with zeros to a multiple of 8 bytes (the
- * index keeps a record's place in 8-byte units, in 32 bits).
+ * Layout, little endian: a 24-byte header, then records of 56 bytes, the
+ * VPA, the data version and the rest of the answer, padded with zeros to a
+ * multiple of 8 bytes (the index keeps a record's place in 8-byte units, in
+ * 32 bits).
  *
  *   header   0   8  magic "UPIRCHNG"
- *            8   4  format version, u32 (1)
+ *            8   4  format version, u32 (2)
  *           12   4  0
+ *           16   8  when the file was begun, epoch ms, f64: nothing before is told
  *   record   0   4  CRC-32 of the record's bytes from 4 on
- *            4   2  the record's length with its padding, u16
- *            6   1  cause, 1 to CHANGE_CAUSES.length
- *            7   1  bit 0: FLAGGED; bits 1-3: risk category + 1 (0: none)
- *            8   8  at, epoch ms, f64: when the state that made the change began to be served
- *           16   8  where the VPA's record before this one starts, f64 (-1: none)
- *           24   4  cluster number, u32 (0: none)
- *           28   2  confidence × 10,000, u16 (0xffff: none)
- *           30   1  the VPA's length, 1 to 255
- *           31   1  the data version's length, 1 to 255
- *           32      the VPA (lower case, ASCII), then the data version (ASCII), then 0 to 7 zeros
+ *            4   4  the record's length with its padding, u32
+ *            8   1  cause, 1 to CHANGE_CAUSES.length
+ *            9   1  bit 0: FLAGGED; bits 1-3: risk category + 1 (0: none)
+ *           10   1  the VPA's length, 1 to 255
+ *           11   1  the data version's length, 1 to 255
+ *           12   2  confidence × 10,000, u16 (0xffff: none)
+ *           14   2  0
+ *           16   8  at, epoch ms, f64: when the state that made the change began to be served
+ *           24   8  where the VPA's record before this one starts, f64 (-1: none)
+ *           32   4  cluster number, u32 (0: none)
+ *           36   4  the VPA's number (facts-index.ts), u32
+ *           40   8  the fingerprint of the answer's detail, two u32 (0 and 0: CLEARED)
+ *           48   4  the detail's length, u32 (0: CLEARED)
+ *           52   4  0
+ *           56      the VPA (lower case, ASCII), the data version (ASCII), the
+ *                   detail (MessagePack, answer-detail.ts), then 0 to 7 zeros
  *
  * A record that fails its CRC, or one this service would not write, is
  * refused with HistoryError. So is a file cut inside its header; a last
@@ -66,20 +81,25 @@ export interface AnswerFacts {
   readonly confidence: number;
   /** The cluster's number (MC-<number>), 0 for none. */
   readonly cluster: number;
+  /** The fingerprint of the rest of the answer (answer-detail.ts, detailPrint); 0 and 0 when CLEARED. */
+  readonly printA: number;
+  readonly printB: number;
+  /** The rest of the answer, made when the change is recorded; null when CLEARED. */
+  readonly detail: (() => AnswerDetail) | null;
 }
 
-export const CLEARED_FACTS: AnswerFacts = { flagged: false, risk: -1, confidence: -1, cluster: 0 };
+export const CLEARED_FACTS: AnswerFacts = { flagged: false, risk: -1, confidence: -1, cluster: 0, printA: 0, printB: 0, detail: null };
 
 /**
- * What a change is told by, as one number: the status, risk category and
- * advice band in the low 6 bits (bit 0 FLAGGED, bits 1-3 risk + 1, bits 4-5
- * the band: 0 CLEARED, 1 low, 2 medium, 3 high) and the cluster number
- * above them. Two answers are the same change when their codes are equal.
+ * What a change is told by in the history of a VPA, in 6 bits: bit 0
+ * FLAGGED, bits 1-3 risk + 1, bits 4-5 the advice band (0 CLEARED, 1 low,
+ * 2 medium, 3 high). With the cluster, what GET /v1/verify/upi/history
+ * lists a change of.
  */
-export function toldOf(facts: AnswerFacts): number {
+export function toldOf(facts: { readonly flagged: boolean; readonly risk: number; readonly confidence: number }): number {
   if (!facts.flagged) return 0;
   const band = BAND_CODES[confidenceBand('FLAGGED', facts.confidence / CONFIDENCE_SCALE)];
-  return facts.cluster * TOLD_CLUSTER + (band << 4) + ((facts.risk + 1) << 1) + 1;
+  return (band << 4) + ((facts.risk + 1) << 1) + 1;
 }
 
 const BAND_CODES: Readonly<Record<ConfidenceBand, number>> = { cleared: 0, low: 1, medium: 2, high: 3 };
@@ -89,23 +109,30 @@ export function toldFlagged(told: number | null): boolean {
   return told !== null && told % 2 === 1;
 }
 
-/** Whether an answer with `after` is a change from the one told by `before` (null: never recorded, as CLEARED). */
-export function isChange(before: number | null, after: AnswerFacts): boolean {
-  return toldOf(after) !== (before ?? 0);
+/** What the index holds of `facts`. */
+export function indexedOf(facts: AnswerFacts): IndexedAnswer {
+  return { told: toldOf(facts), printA: facts.printA, printB: facts.printB, confidence: facts.flagged ? facts.confidence : NO_SCORE };
+}
+
+/** An answer as it was served at an instant (ChangeLog.answerAt): null fields when CLEARED. */
+export interface PastAnswer {
+  readonly facts: AnswerFacts;
+  readonly detail: AnswerDetail | null;
 }
 
 const MAGIC = 'UPIRCHNG';
-const FORMAT_VERSION = 1;
-const HEADER_LENGTH = 16;
-const FIXED_LENGTH = 32;
+const FORMAT_VERSION = 2;
+const HEADER_LENGTH = 24;
+const FIXED_LENGTH = 56;
 const MAX_TEXT = 255;
 /** The longest record, padding included. */
-const MAX_RECORD = FIXED_LENGTH + 2 * MAX_TEXT + 8;
-const NO_CONFIDENCE = 0xffff;
+const MAX_RECORD = FIXED_LENGTH + 2 * MAX_TEXT + MAX_DETAIL_BYTES + 8;
 /** Records read at a time at open. */
 const SCAN_BYTES = 1 << 20;
 /** Records are handed to the file once this many bytes are waiting. */
 const FLUSH_BYTES = 4 << 20;
+/** Room for the records of a run: most are under a kilobyte; a longer one is handed to the file on its own. */
+const MAX_RECORD_RUN = 64 << 10;
 
 interface StateWriting {
   /** The file's size when the state began. */
@@ -124,7 +151,7 @@ interface StateWriting {
  * its turns, so that the runs waiting never pile up in memory.
  */
 class RecordRuns {
-  readonly buffer = Buffer.alloc(FLUSH_BYTES + MAX_RECORD);
+  readonly buffer = Buffer.alloc(FLUSH_BYTES + MAX_RECORD_RUN);
   /** Bytes of `buffer` not yet handed to the file. */
   filled = 0;
   readonly #file: FileHandle;
@@ -144,8 +171,25 @@ class RecordRuns {
     this.crc = crc;
   }
 
-  /** A record of `length` bytes was put at `filled`. */
+  /** A record written whole on its own: longer than the buffer holds. */
+  #large: Buffer | null = null;
+
+  /** Where to put a record of `length` bytes, then `added(length)`. */
+  reserve(length: number): Buffer {
+    if (this.filled + length > this.buffer.length) this.#run();
+    if (length <= this.buffer.length) return this.buffer.subarray(this.filled, this.filled + length);
+    this.#large = Buffer.alloc(length);
+    return this.#large;
+  }
+
+  /** The record of `length` bytes `reserve` gave was put. */
   added(length: number): void {
+    const large = this.#large;
+    if (large !== null) {
+      this.#large = null;
+      this.#hand(large);
+      return;
+    }
     this.filled += length;
     if (this.filled >= FLUSH_BYTES) this.#run();
   }
@@ -169,10 +213,14 @@ class RecordRuns {
   #run(): void {
     if (this.filled === 0) return;
     const bytes = Buffer.from(this.buffer.subarray(0, this.filled));
+    this.filled = 0;
+    this.#hand(bytes);
+  }
+
+  #hand(bytes: Buffer): void {
     this.crc = extendCrc(bytes, this.crc);
     const at = this.#at;
-    this.#at += this.filled;
-    this.filled = 0;
+    this.#at += bytes.length;
     this.#writtenBefore = this.#written;
     this.#written = this.#written.then(() => writeAllAt(this.#file, [bytes], at));
   }
@@ -182,6 +230,9 @@ export class ChangeLog {
   readonly #path: string;
   #handle: FileHandle;
   #index: FactsIndex;
+  readonly #columns: ScoreColumns;
+  /** When the file was begun (its header): no answer before is told. */
+  readonly startedAt: number;
   /** The time of the oldest record (Infinity in a file without any). */
   #oldestAt: number;
   #size: number;
@@ -200,10 +251,12 @@ export class ChangeLog {
   /** The last state whose every VPA was compared, as far as this file tells; null when unknown. */
   #mark: ComparedMark | null;
 
-  private constructor(path: string, handle: FileHandle, index: FactsIndex, scan: LogScan, opened: LogOpened, mark: ComparedMark | null) {
+  private constructor(path: string, handle: FileHandle, index: FactsIndex, columns: ScoreColumns, scan: LogScan, opened: LogOpened, mark: ComparedMark | null) {
     this.#path = path;
     this.#handle = handle;
     this.#index = index;
+    this.#columns = columns;
+    this.startedAt = scan.startedAt;
     this.#size = scan.size;
     this.#crc = scan.crc;
     this.#lastAt = scan.lastAt;
@@ -218,9 +271,11 @@ export class ChangeLog {
    * the record of versions served holds) are of a state never served, and
    * are cut off.
    */
-  static open(path: string, servedUntil: number): Promise<ChangeLog> {
+  static async open(path: string, servedUntil: number, now = Date.now()): Promise<ChangeLog> {
+    const movedAside = await moveAsideFormat1(path);
+    const columns = await ScoreColumns.open(join(dirname(path), 'scores'), servedUntil);
     return openHistoryFile(path, async (handle) => {
-      const size = await checkedSize(handle, path);
+      const { size, startedAt } = await checkedHead(handle, path, now);
       // The index a clean close kept, when it holds what the file still holds: then only the records after it are read.
       const kept = await readFactsIndex(path, HEADER_LENGTH);
       const why = kept === null ? null : 'refused' in kept ? kept.refused : await mismatch(handle, size, servedUntil, kept.covering);
@@ -229,10 +284,13 @@ export class ChangeLog {
       const c = usable?.covering;
       const from: LogScan =
         c === undefined
-          ? { size: HEADER_LENGTH, crc: await crcOfFile(handle, HEADER_LENGTH), lastAt: 0, oldestAt: Number.POSITIVE_INFINITY }
-          : { size: c.covered, crc: c.logCrc, lastAt: c.lastAt, oldestAt: c.oldestAt };
-      const scan = await scanLog(handle, path, index, servedUntil, from, size);
-      return new ChangeLog(path, handle, index, scan, { keptIndex: usable !== null, indexRefused: why, bytesRead: scan.size - (usable?.covering.covered ?? HEADER_LENGTH) }, usable?.mark ?? null);
+          ? { size: HEADER_LENGTH, crc: await crcOfFile(handle, HEADER_LENGTH), lastAt: 0, oldestAt: Number.POSITIVE_INFINITY, startedAt }
+          : { size: c.covered, crc: c.logCrc, lastAt: c.lastAt, oldestAt: c.oldestAt, startedAt };
+      // Read whole, a record's confidence is the served one unless a column came after it.
+      const latest = usable === null ? columns.at(Number.POSITIVE_INFINITY) : null;
+      const scan = await scanLog(handle, path, index, servedUntil, from, size, latest === null ? null : { at: latest.at, values: await columns.values(latest) });
+      const opened = { keptIndex: usable !== null, indexRefused: why, bytesRead: scan.size - (usable?.covering.covered ?? HEADER_LENGTH), movedAside };
+      return new ChangeLog(path, handle, index, columns, scan, opened, usable?.mark ?? null);
     });
   }
 
@@ -251,14 +309,57 @@ export class ChangeLog {
     return this.#broken;
   }
 
+  /** When the last state recorded began to be served, epoch ms (0: none). */
+  get lastAt(): number {
+    return this.#lastAt;
+  }
+
   /** When the oldest change recorded was served, epoch ms (Infinity with none). */
   get oldestAt(): number {
     return this.#oldestAt;
   }
 
-  /** What the answer last recorded for `key` (lower case; text, or ASCII bytes from `start` to `end`) tells (toldOf), or null when it has none. */
-  latest(key: string | Uint8Array, start = 0, end = key.length): number | null {
-    return this.#index.told(this.#index.findHashed(hashA(key, start, end), hashB(key, start, end)));
+  /** What the answer last recorded for `key` (lower case) tells (toldOf), or null when it has none. */
+  latest(key: string): number | null {
+    return this.#index.told(this.slotOf(key));
+  }
+
+  /** The index's slot of `key` (lower case; text, or ASCII bytes from `start` to `end`), -1 when it has no record. */
+  slotOf(key: string | Uint8Array, start = 0, end = key.length): number {
+    return this.#index.findHashed(hashA(key, start, end), hashB(key, start, end));
+  }
+
+  /** toldOf the answer in slot `slot`, null for -1 (none). */
+  toldAt(slot: number): number | null {
+    return this.#index.told(slot);
+  }
+
+  /**
+   * Whether `after` is a change from the answer slot `slot` holds (-1: none,
+   * as CLEARED). Its confidence counts with `withConfidence`; without, it is
+   * a new snapshot's score, which its column keeps (`setServedConfidence`).
+   */
+  differs(slot: number, after: AnswerFacts, withConfidence: boolean): boolean {
+    return this.#index.differs(slot, indexedOf(after), withConfidence);
+  }
+
+  /** The confidence the VPA in slot `slot` is served with from the state begun, which its column keeps. */
+  setServedConfidence(slot: number, confidence: number): void {
+    this.#index.setConfidence(slot, confidence);
+  }
+
+  /** setServedConfidence for each VPA numbered below `byNumber.length` that it holds a confidence for (not NO_SCORE). */
+  takeServedConfidences(byNumber: Uint16Array): void {
+    this.#index.takeConfidences(byNumber, NO_SCORE);
+  }
+
+  /** VPAs numbered so far: the length of a column. */
+  get numbered(): number {
+    return this.#index.count;
+  }
+
+  numberAt(slot: number): number {
+    return this.#index.numberAt(slot);
   }
 
   /**
@@ -270,10 +371,11 @@ export class ChangeLog {
     this.#index.startPass();
   }
 
-  seen(key: string | Uint8Array, start = 0, end = key.length): number | null {
-    const slot = this.#index.findHashed(hashA(key, start, end), hashB(key, start, end));
+  /** slotOf `key`, marked seen in the pass under way. */
+  seen(key: string | Uint8Array, start = 0, end = key.length): number {
+    const slot = this.slotOf(key, start, end);
     if (slot >= 0) this.#index.mark(slot);
-    return this.#index.told(slot);
+    return slot;
   }
 
   /** The VPAs recorded FLAGGED and not seen in this pass, read from their newest records. */
@@ -303,10 +405,14 @@ export class ChangeLog {
   add(key: string, facts: AnswerFacts, cause: ChangeCause): void {
     const w = this.#writing;
     if (w === null) throw new RangeError('no state begun');
+    checkKey(key);
     const slot = this.#index.find(key);
     const offset = this.#size;
-    const length = encodeRecord(w.runs.buffer, w.runs.filled, key, facts, cause, w.at, slot < 0 ? -1 : this.#index.offsetAt(slot), w.version);
-    this.#index.put(key, offset, toldOf(facts));
+    const detail = facts.detail === null ? null : encodeDetail(facts.detail());
+    const length = paddedLength(key.length, w.version.length, detail?.length ?? 0);
+    const number = slot < 0 ? this.#index.count : this.#index.numberAt(slot);
+    encodeRecord(w.runs.reserve(length), key, facts, detail, cause, w.at, slot < 0 ? -1 : this.#index.offsetAt(slot), w.version, number);
+    this.#index.put(key, offset, indexedOf(facts));
     this.#size += length;
     w.runs.added(length);
   }
@@ -320,13 +426,18 @@ export class ChangeLog {
     return this.#writing?.runs.room() ?? Promise.resolve();
   }
 
-  /** Write what the state begun added, and sync it: resolves once it is durable. */
-  async commit(): Promise<void> {
+  /**
+   * Write what the state begun added, and sync it, with the column of the
+   * confidence every VPA is served with (`withColumn`: the state serves a
+   * new snapshot); resolves once both are durable.
+   */
+  async commit(withColumn = false): Promise<void> {
     const w = this.#writing;
     if (w === null) throw new RangeError('no state begun');
     try {
       await w.runs.done();
       if (this.#size > w.start) await this.#handle.datasync();
+      if (withColumn) await this.#columns.write(w.at, this.#index.confidenceByNumber());
     } catch (error) {
       this.#broken = `${this.#path} could not be written (${(error as Error).message}); the history of answers is not read nor written until the server is restarted`;
       await this.#handle.truncate(w.start).catch(() => {});
@@ -341,13 +452,13 @@ export class ChangeLog {
   }
 
   /**
-   * Drop the changes served before `cutoff` (epoch ms) that a later change
-   * of the same VPA replaced: a history within the retention tells none of
-   * them, and each VPA keeps its newest change, whenever it was, for what it
-   * is answered now. The file is copied without them, beside it, and the copy takes
-   * its place; meanwhile no state is begun and history reads wait. A copy
-   * that fails is removed and the log goes on as it was; returns the
-   * records dropped.
+   * Drop the changes replaced before `cutoff` (epoch ms): of each VPA's
+   * records before it, all but the newest, which tells its answer at the
+   * cutoff (and, for a VPA without a later one, now). A history within the
+   * retention needs none of them. So with the columns. The file is copied
+   * without them, beside it, and the copy takes its place; meanwhile no
+   * state is begun and history reads wait. A copy that fails is removed and
+   * the log goes on as it was; returns the records dropped.
    */
   async prune(cutoff: number): Promise<number> {
     this.#usable();
@@ -358,8 +469,14 @@ export class ChangeLog {
     let replaced = false;
     try {
       copy = await open(temp, 'w');
-      const head = header();
+      const head = header(this.startedAt);
       await writeAllAt(copy, [head], 0);
+      // Each VPA's newest record before the cutoff, by its number, in 8-byte units + 1 (0: none).
+      const newestBefore = new Float64Array(this.#index.count);
+      await walkRecords(this.#handle, this.#path, HEADER_LENGTH, this.#size, (bytes, offset) => {
+        if (bytes.readDoubleLE(16) < cutoff) newestBefore[bytes.readUInt32LE(36)] = offset / RECORD_ALIGN + 1;
+        return true;
+      });
       const kept = new FactsIndex();
       const runs = new RecordRuns(copy, HEADER_LENGTH, crc32(head));
       let size = HEADER_LENGTH;
@@ -367,24 +484,28 @@ export class ChangeLog {
       let oldestAt = Number.POSITIVE_INFINITY;
       const copied = (bytes: Buffer, offset: number, length: number): boolean => {
         const [a, b] = recordHashes(bytes);
-        const at = bytes.readDoubleLE(8);
-        if (at < cutoff && this.#index.offsetAt(this.#index.findHashed(a, b)) !== offset) {
+        const at = bytes.readDoubleLE(16);
+        const number = bytes.readUInt32LE(36);
+        if (at < cutoff && newestBefore[number] !== offset / RECORD_ALIGN + 1) {
           dropped++;
           return true;
         }
         // Copied with its chain to the VPA's record kept before it.
-        const record = runs.buffer.subarray(runs.filled, runs.filled + length);
+        const record = runs.reserve(length);
         bytes.copy(record, 0, 0, length);
         const before = kept.findHashed(a, b);
-        record.writeDoubleLE(before < 0 ? -1 : kept.offsetAt(before), 16);
+        record.writeDoubleLE(before < 0 ? -1 : kept.offsetAt(before), 24);
         record.writeUInt32LE(crc32(record.subarray(4)), 0);
-        kept.putHashed(a, b, size, toldOf(factsIn(record)));
+        // The served confidence of the VPA stays the one the log's index holds.
+        const slot = this.#index.findHashed(a, b);
+        kept.putHashed(a, b, size, { ...indexedIn(record), confidence: this.#index.confidenceAt(slot) }, number);
         oldestAt = Math.min(oldestAt, at);
         size += length;
         runs.added(length);
         return true;
       };
       await walkRecords(this.#handle, this.#path, HEADER_LENGTH, this.#size, copied, () => runs.room());
+      if (kept.count !== this.#index.count) throw new HistoryError(`${this.#path} holds ${kept.count} VPAs once copied, not ${this.#index.count}`);
       await runs.done();
       await copy.datasync();
       await copy.close();
@@ -402,7 +523,7 @@ export class ChangeLog {
       this.#oldestAt = oldestAt;
       // Its offset names the file as it was.
       this.#mark = null;
-      return dropped;
+      return dropped + (await this.#columns.prune(cutoff));
     } catch (error) {
       await copy?.close().catch(() => {});
       if (!replaced) await unlink(temp).catch(() => {});
@@ -430,7 +551,7 @@ export class ChangeLog {
     if (this.#writing !== null) throw new RangeError('a state is being written');
     const keys = new Set<string>();
     await walkRecords(this.#handle, this.#path, offset, this.#size, (bytes) => {
-      keys.add(bytes.toString('latin1', FIXED_LENGTH, FIXED_LENGTH + bytes[30]!));
+      keys.add(bytes.toString('latin1', FIXED_LENGTH, FIXED_LENGTH + bytes[10]!));
       return true;
     });
     return keys;
@@ -440,22 +561,63 @@ export class ChangeLog {
     if (this.#broken !== null) throw new HistoryError(this.#broken);
   }
 
-  /** Every recorded change of `key` (lower case) at or after `since` (epoch ms), oldest first. */
+  /**
+   * Every change of the status, risk category, advice band or cluster of
+   * `key` (lower case) at or after `since` (epoch ms), oldest first: its
+   * records then that tell another answer than the record before (the
+   * others changed what else the answer holds).
+   */
   async changesOf(key: string, since: number): Promise<ChangeEntry[]> {
+    const out: ChangeEntry[] = [];
+    let after: DecodedRecord | null = null;
+    await this.#walkBack(key, (record) => {
+      // Each record is told by what it changed from: the one before it, which is read before it is listed.
+      if (after !== null && toldChange(record, after)) out.push(entryOf(after));
+      after = record;
+      return record.at >= since;
+    });
+    const first = after as DecodedRecord | null;
+    if (first !== null && first.at >= since && toldChange(null, first)) out.push(entryOf(first));
+    return out.reverse();
+  }
+
+  /**
+   * The answer to `key` (lower case) served at `at` (epoch ms, not before
+   * `startedAt` nor the retention): its newest record then, with the
+   * confidence of the newest column then when that came after the record.
+   * CLEARED for a VPA without a record then.
+   */
+  async answerAt(key: string, at: number): Promise<PastAnswer> {
+    let found: DecodedRecord | null = null;
+    await this.#walkBack(key, (record) => {
+      if (record.at > at) return true;
+      found = record;
+      return false;
+    });
+    const record = found as DecodedRecord | null;
+    if (record === null || !record.facts.flagged) return { facts: CLEARED_FACTS, detail: null };
+    const detail = decodeDetail(record.detail);
+    if (detail === null) throw new HistoryError(`${this.#path}: the record at ${record.offset} holds an answer this service does not write`);
+    const column = this.#columns.at(at);
+    if (column === null || column.at <= record.at) return { facts: record.facts, detail };
+    const confidence = await this.#columns.valueOf(column, record.number);
+    if (confidence === NO_SCORE) throw new HistoryError(`${column.path} holds no confidence for the FLAGGED VPA numbered ${record.number}`);
+    return { facts: { ...record.facts, confidence }, detail };
+  }
+
+  /** Walk `key`'s records from the newest back while `visit` returns true; waits for the state being written. */
+  async #walkBack(key: string, visit: (record: DecodedRecord) => boolean): Promise<void> {
     await this.#committed;
     this.#usable();
     const slot = this.#index.find(key);
-    const out: ChangeEntry[] = [];
     let offset = slot < 0 ? -1 : this.#index.offsetAt(slot);
     while (offset >= 0) {
       const record = await this.#read(offset);
       if (record.key !== key) throw new HistoryError(`${this.#path}: the record at ${offset} names ${record.key}, not ${key}`);
-      if (record.at < since) break;
-      out.push(entryOf(record));
+      if (!visit(record)) return;
       if (record.previous >= offset) throw new HistoryError(`${this.#path}: the record at ${offset} chains forward`);
       offset = record.previous;
     }
-    return out.reverse();
   }
 
   /**
@@ -477,22 +639,35 @@ export class ChangeLog {
   }
 
   async #read(offset: number): Promise<DecodedRecord> {
-    const bytes = Buffer.alloc(MAX_RECORD);
-    const { bytesRead } = await this.#handle.read(bytes, 0, bytes.length, offset);
-    const record = decodeRecord(bytes.subarray(0, bytesRead), this.#path, offset);
+    const fixed = Buffer.alloc(FIXED_LENGTH);
+    if (!(await readAllAt(this.#handle, fixed, offset))) throw new HistoryError(`${this.#path}: no whole record at ${offset}`);
+    const length = fixed.readUInt32LE(4);
+    const bytes = Buffer.alloc(Math.max(FIXED_LENGTH, Math.min(length, MAX_RECORD)));
+    fixed.copy(bytes);
+    if (bytes.length > FIXED_LENGTH && !(await readAllAt(this.#handle, bytes.subarray(FIXED_LENGTH), offset + FIXED_LENGTH))) throw new HistoryError(`${this.#path}: no whole record at ${offset}`);
+    const record = decodeRecord(bytes, this.#path, offset);
     if (record === null) throw new HistoryError(`${this.#path}: no whole record at ${offset}`);
     return record;
   }
 }
 
 interface DecodedRecord {
+  readonly offset: number;
   readonly length: number;
   readonly cause: ChangeCause;
   readonly facts: AnswerFacts;
   readonly at: number;
   readonly previous: number;
+  readonly number: number;
   readonly key: string;
   readonly version: string;
+  /** The detail's bytes (answer-detail.ts), empty when CLEARED. */
+  readonly detail: Buffer;
+}
+
+/** Whether `after` tells another status, risk category, advice band or cluster than `before` (null: none, as CLEARED). */
+function toldChange(before: DecodedRecord | null, after: DecodedRecord): boolean {
+  return (before === null ? 0 : toldOf(before.facts)) !== toldOf(after.facts) || (before?.facts.cluster ?? 0) !== after.facts.cluster;
 }
 
 function entryOf(r: DecodedRecord): ChangeEntry {
@@ -513,46 +688,67 @@ function asciiOf(text: string, what: string): Buffer {
   return Buffer.from(text, 'latin1');
 }
 
-/** Write the record of a change at `at` in `out`; returns its length. */
-function encodeRecord(out: Buffer, at: number, key: string, facts: AnswerFacts, cause: ChangeCause, when: number, previous: number, version: Buffer): number {
-  if (key.length < 1 || key.length > MAX_TEXT) throw new RangeError(`a VPA of 1 to ${MAX_TEXT} characters, got ${JSON.stringify(key)}`);
-  const length = paddedLength(key.length, version.length);
-  out.fill(0, at, at + length);
-  out.writeUInt16LE(length, at + 4);
-  out[at + 6] = CHANGE_CAUSES.indexOf(cause) + 1;
-  out[at + 7] = (facts.flagged ? 1 : 0) | ((facts.risk + 1) << 1);
-  out.writeDoubleLE(when, at + 8);
-  out.writeDoubleLE(previous, at + 16);
-  out.writeUInt32LE(facts.cluster, at + 24);
-  out.writeUInt16LE(facts.confidence < 0 ? NO_CONFIDENCE : facts.confidence, at + 28);
-  out[at + 30] = key.length;
-  out[at + 31] = version.length;
-  for (let i = 0; i < key.length; i++) {
-    const c = key.charCodeAt(i);
-    if (c < 0x21 || c > 0x7e) throw new RangeError(`a VPA of visible ASCII characters, got ${JSON.stringify(key)}`);
-    out[at + FIXED_LENGTH + i] = c;
-  }
-  version.copy(out, at + FIXED_LENGTH + key.length);
-  out.writeUInt32LE(crc32(out.subarray(at + 4, at + length)), at);
-  return length;
+function checkKey(key: string): void {
+  if (key.length < 1 || key.length > MAX_TEXT || !/^[\x21-\x7e]+$/.test(key)) throw new RangeError(`a VPA of 1 to ${MAX_TEXT} visible ASCII characters, got ${JSON.stringify(key)}`);
 }
 
-function paddedLength(keyLength: number, versionLength: number): number {
-  return Math.ceil((FIXED_LENGTH + keyLength + versionLength) / RECORD_ALIGN) * RECORD_ALIGN;
+/** Write the record of a change in `out`, its length (paddedLength) long. */
+function encodeRecord(out: Buffer, key: string, facts: AnswerFacts, detail: Buffer | null, cause: ChangeCause, when: number, previous: number, version: Buffer, number: number): void {
+  if (facts.flagged !== (detail !== null)) throw new RangeError('a FLAGGED answer has a detail, a CLEARED one none');
+  out.fill(0);
+  out.writeUInt32LE(out.length, 4);
+  out[8] = CHANGE_CAUSES.indexOf(cause) + 1;
+  out[9] = (facts.flagged ? 1 : 0) | ((facts.risk + 1) << 1);
+  out[10] = key.length;
+  out[11] = version.length;
+  out.writeUInt16LE(facts.confidence < 0 ? NO_SCORE : facts.confidence, 12);
+  out.writeDoubleLE(when, 16);
+  out.writeDoubleLE(previous, 24);
+  out.writeUInt32LE(facts.cluster, 32);
+  out.writeUInt32LE(number, 36);
+  out.writeUInt32LE(facts.printA, 40);
+  out.writeUInt32LE(facts.printB, 44);
+  out.writeUInt32LE(detail?.length ?? 0, 48);
+  out.write(key, FIXED_LENGTH, 'latin1');
+  version.copy(out, FIXED_LENGTH + key.length);
+  detail?.copy(out, FIXED_LENGTH + key.length + version.length);
+  out.writeUInt32LE(crc32(out.subarray(4)), 0);
+}
+
+function paddedLength(keyLength: number, versionLength: number, detailLength: number): number {
+  return Math.ceil((FIXED_LENGTH + keyLength + versionLength + detailLength) / RECORD_ALIGN) * RECORD_ALIGN;
 }
 
 /** The record at the start of `bytes`, null when `bytes` ends inside it; HistoryError when it is not one this service writes. */
 function decodeRecord(bytes: Buffer, path: string, offset: number): DecodedRecord | null {
   const length = checkRecord(bytes, path, offset);
   if (length === null) return null;
-  const keyLength = bytes[30]!;
-  const text = bytes.toString('latin1', FIXED_LENGTH, FIXED_LENGTH + keyLength + bytes[31]!);
-  return { length, cause: CHANGE_CAUSES[bytes[6]! - 1]!, facts: factsIn(bytes), at: bytes.readDoubleLE(8), previous: bytes.readDoubleLE(16), key: text.slice(0, keyLength), version: text.slice(keyLength) };
+  const keyLength = bytes[10]!;
+  const versionLength = bytes[11]!;
+  const textEnd = FIXED_LENGTH + keyLength + versionLength;
+  const text = bytes.toString('latin1', FIXED_LENGTH, textEnd);
+  return {
+    offset,
+    length,
+    cause: CHANGE_CAUSES[bytes[8]! - 1]!,
+    facts: factsIn(bytes),
+    at: bytes.readDoubleLE(16),
+    previous: bytes.readDoubleLE(24),
+    number: bytes.readUInt32LE(36),
+    key: text.slice(0, keyLength),
+    version: text.slice(keyLength),
+    detail: Buffer.from(bytes.subarray(textEnd, textEnd + bytes.readUInt32LE(48))),
+  };
 }
 
 function factsIn(bytes: Buffer): AnswerFacts {
-  if ((bytes[7]! & 1) === 0) return CLEARED_FACTS;
-  return { flagged: true, risk: (bytes[7]! >> 1) - 1, confidence: bytes.readUInt16LE(28), cluster: bytes.readUInt32LE(24) };
+  if ((bytes[9]! & 1) === 0) return CLEARED_FACTS;
+  return { flagged: true, risk: (bytes[9]! >> 1) - 1, confidence: bytes.readUInt16LE(12), cluster: bytes.readUInt32LE(32), printA: bytes.readUInt32LE(40), printB: bytes.readUInt32LE(44), detail: null };
+}
+
+/** What the index holds of the record at the start of `bytes`. */
+function indexedIn(bytes: Buffer): IndexedAnswer {
+  return indexedOf(factsIn(bytes));
 }
 
 /**
@@ -565,20 +761,29 @@ function checkRecord(bytes: Buffer, path: string, offset: number): number | null
     throw new HistoryError(`${path}: the record at byte ${offset} ${why}; the history of answers is not served until the file is restored or moved aside`);
   };
   if (bytes.length < FIXED_LENGTH) return null;
-  const length = bytes.readUInt16LE(4);
-  const keyLength = bytes[30]!;
-  const versionLength = bytes[31]!;
-  if (length !== paddedLength(keyLength, versionLength) || keyLength === 0 || versionLength === 0) bad('has lengths that do not agree');
+  const length = bytes.readUInt32LE(4);
+  const keyLength = bytes[10]!;
+  const versionLength = bytes[11]!;
+  const detailLength = bytes.readUInt32LE(48);
+  if (detailLength > MAX_DETAIL_BYTES || length !== paddedLength(keyLength, versionLength, detailLength) || keyLength === 0 || versionLength === 0) bad('has lengths that do not agree');
   if (bytes.length < length) return null;
   if (crc32(bytes.subarray(4, length)) !== bytes.readUInt32LE(0)) bad('fails its CRC');
-  if (CHANGE_CAUSES[bytes[6]! - 1] === undefined) bad(`has cause ${bytes[6]}`);
-  const flagged = (bytes[7]! & 1) === 1;
-  const risk = (bytes[7]! >> 1) - 1;
-  const confidence = bytes.readUInt16LE(28);
-  const at = bytes.readDoubleLE(8);
-  const previous = bytes.readDoubleLE(16);
-  if (bytes[7]! >> 4 !== 0 || risk >= RISK_CATEGORIES.length) bad('has a status or risk category this service does not write');
-  if (flagged !== (risk >= 0) || flagged !== (confidence !== NO_CONFIDENCE) || (flagged && confidence > CONFIDENCE_SCALE) || (!flagged && bytes.readUInt32LE(24) !== 0)) {
+  if (CHANGE_CAUSES[bytes[8]! - 1] === undefined) bad(`has cause ${bytes[8]}`);
+  const flagged = (bytes[9]! & 1) === 1;
+  const risk = (bytes[9]! >> 1) - 1;
+  const confidence = bytes.readUInt16LE(12);
+  const at = bytes.readDoubleLE(16);
+  const previous = bytes.readDoubleLE(24);
+  const printed = bytes.readUInt32LE(40) !== 0 || bytes.readUInt32LE(44) !== 0;
+  if (bytes[9]! >> 4 !== 0 || risk >= RISK_CATEGORIES.length || bytes.readUInt16LE(14) !== 0 || bytes.readUInt32LE(52) !== 0) bad('has a status or risk category this service does not write');
+  if (
+    flagged !== (risk >= 0) ||
+    flagged !== (confidence !== NO_SCORE) ||
+    flagged !== printed ||
+    flagged !== (detailLength > 0) ||
+    (flagged && confidence > CONFIDENCE_SCALE) ||
+    (!flagged && bytes.readUInt32LE(32) !== 0)
+  ) {
     bad('has a status its other fields do not agree with');
   }
   if (!Number.isSafeInteger(at) || at < 0 || !Number.isSafeInteger(previous) || previous < -1 || previous >= offset || (previous !== -1 && previous % RECORD_ALIGN !== 0)) {
@@ -586,15 +791,16 @@ function checkRecord(bytes: Buffer, path: string, offset: number): number | null
   }
   const textEnd = FIXED_LENGTH + keyLength + versionLength;
   for (let i = FIXED_LENGTH; i < textEnd; i++) if (bytes[i]! < 0x21 || bytes[i]! > 0x7e) bad('names a VPA or data version that is not visible ASCII');
-  for (let i = textEnd; i < length; i++) if (bytes[i] !== 0) bad('has padding that is not zeros');
+  for (let i = textEnd + detailLength; i < length; i++) if (bytes[i] !== 0) bad('has padding that is not zeros');
   return length;
 }
 
-/** The header a new file starts with. */
-function header(): Buffer {
+/** The header of a file begun at `startedAt`. */
+function header(startedAt: number): Buffer {
   const bytes = Buffer.alloc(HEADER_LENGTH);
   bytes.write(MAGIC, 0, 'latin1');
   bytes.writeUInt32LE(FORMAT_VERSION, 8);
+  bytes.writeDoubleLE(startedAt, 16);
   return bytes;
 }
 
@@ -621,14 +827,18 @@ async function walkRecords(
   // Where the records of `buffer` not yet given to `walked` begin.
   let runStart = offset;
   while (offset < to) {
-    if (offset + MAX_RECORD > bufferStart + buffer.length && bufferStart + buffer.length < to) {
+    const held = bufferStart + buffer.length - offset;
+    // The next record whole, when the file holds it: its fixed part first, then its length.
+    const needed = held < FIXED_LENGTH ? FIXED_LENGTH : Math.min(buffer.readUInt32LE(offset - bufferStart + 4), MAX_RECORD);
+    if (held < needed && bufferStart + buffer.length < to) {
       walked(buffer.subarray(runStart - bufferStart, offset - bufferStart));
       runStart = offset;
       await beforeRead();
-      const chunk = Buffer.alloc(Math.min(SCAN_BYTES, to - offset));
+      const chunk = Buffer.alloc(Math.min(Math.max(SCAN_BYTES, needed), to - offset));
       const read = await handle.read(chunk, 0, chunk.length, offset);
       buffer = chunk.subarray(0, read.bytesRead);
       bufferStart = offset;
+      if (read.bytesRead < chunk.length) to = offset + read.bytesRead;
     }
     const bytes = buffer.subarray(offset - bufferStart);
     const length = checkRecord(bytes, path, offset);
@@ -641,16 +851,17 @@ async function walkRecords(
 
 /** The hashes of the VPA of the record at the start of `bytes`. */
 function recordHashes(bytes: Buffer): [number, number] {
-  const keyEnd = FIXED_LENGTH + bytes[30]!;
+  const keyEnd = FIXED_LENGTH + bytes[10]!;
   return [hashA(bytes, FIXED_LENGTH, keyEnd), hashB(bytes, FIXED_LENGTH, keyEnd)];
 }
 
-/** How a log ends: its size, the CRC-32 of its bytes and the times of its records. */
+/** How a log ends: its size, the CRC-32 of its bytes and the times of its records; and when it was begun. */
 interface LogScan {
   readonly size: number;
   readonly crc: number;
   readonly lastAt: number;
   readonly oldestAt: number;
+  readonly startedAt: number;
 }
 
 /** How a ChangeLog was opened: from the index a clean close kept (or why not), and how much of the file was read. */
@@ -659,15 +870,17 @@ export interface LogOpened {
   /** Why a kept index was not used; null when none was kept, or it was used. */
   readonly indexRefused: string | null;
   readonly bytesRead: number;
+  /** Where a file of the format before was moved aside, when one was: the history begins again. */
+  readonly movedAside: string | null;
 }
 
-/** The size of the log `handle` holds, its header written (a new file) or checked. */
-async function checkedSize(handle: FileHandle, path: string): Promise<number> {
+/** The size of the log `handle` holds and when it was begun, its header written (a new file, begun `now`) or checked. */
+async function checkedHead(handle: FileHandle, path: string, now: number): Promise<{ size: number; startedAt: number }> {
   const size = (await handle.stat()).size;
   if (size === 0) {
-    await writeAllAt(handle, [header()], 0);
+    await writeAllAt(handle, [header(now)], 0);
     await handle.datasync();
-    return HEADER_LENGTH;
+    return { size: HEADER_LENGTH, startedAt: now };
   }
   const head = Buffer.alloc(HEADER_LENGTH);
   const { bytesRead } = await handle.read(head, 0, HEADER_LENGTH, 0);
@@ -675,7 +888,36 @@ async function checkedSize(handle: FileHandle, path: string): Promise<number> {
     throw new HistoryError(`${path} is not a history of answers this service wrote (no UPIRCHNG header); move it aside to start a new one`);
   }
   if (head.readUInt32LE(8) !== FORMAT_VERSION) throw new HistoryError(`${path} is of format ${head.readUInt32LE(8)}, not ${FORMAT_VERSION}`);
-  return size;
+  const startedAt = head.readDoubleLE(16);
+  if (!Number.isSafeInteger(startedAt) || startedAt < 0 || head.readUInt32LE(12) !== 0) throw new HistoryError(`${path} has a header this service does not write`);
+  return { size, startedAt };
+}
+
+/**
+ * A log of format 1 (changes of the told fields alone, no detail) cannot
+ * tell an answer again: it is moved aside, beside it with `.format1`, with
+ * its kept index dropped, and the history begins again. Returns where it
+ * went, or null.
+ */
+async function moveAsideFormat1(path: string): Promise<string | null> {
+  let handle: FileHandle;
+  try {
+    handle = await open(path, 'r');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    throw new HistoryError(`cannot open ${path}: ${(error as Error).message}`, { cause: error });
+  }
+  const head = Buffer.alloc(12);
+  try {
+    if (!(await readAllAt(handle, head, 0)) || head.toString('latin1', 0, 8) !== MAGIC || head.readUInt32LE(8) !== 1) return null;
+  } finally {
+    await handle.close();
+  }
+  const aside = `${path}.format1`;
+  await dropFactsIndex(path);
+  await rename(path, aside);
+  await syncDirectory(dirname(path));
+  return aside;
 }
 
 /** Why an index holding `covering` is not one of the log in `handle` (`size` bytes, served until `servedUntil`), or null. */
@@ -694,16 +936,20 @@ async function mismatch(handle: FileHandle, size: number, servedUntil: number, c
 /**
  * Read the file from `from.size` to `size` into `index`, which holds what
  * comes before; cuts off a torn last record and the records after
- * `servedUntil`.
+ * `servedUntil`. A record before `column` (the newest column, read whole)
+ * is served with the column's confidence.
  */
-async function scanLog(handle: FileHandle, path: string, index: FactsIndex, servedUntil: number, from: LogScan, size: number): Promise<LogScan> {
+async function scanLog(handle: FileHandle, path: string, index: FactsIndex, servedUntil: number, from: LogScan, size: number, column: { readonly at: number; readonly values: Uint16Array } | null): Promise<LogScan> {
   let { lastAt, oldestAt, crc } = from;
   // A record cut short at the end is the write a crash interrupted, never synced, so never served.
   const end = await walkRecords(handle, path, from.size, size, (bytes, offset) => {
-    const at = bytes.readDoubleLE(8);
+    const at = bytes.readDoubleLE(16);
     if (at > servedUntil) return false;
     const [a, b] = recordHashes(bytes);
-    index.putHashed(a, b, offset, toldOf(factsIn(bytes)));
+    const number = bytes.readUInt32LE(36);
+    const answer = indexedIn(bytes);
+    const scored = column !== null && at < column.at ? column.values[number] : undefined;
+    index.putHashed(a, b, offset, scored === undefined ? answer : { ...answer, confidence: scored }, number);
     lastAt = Math.max(lastAt, at);
     oldestAt = Math.min(oldestAt, at);
     return true;
@@ -714,6 +960,5 @@ async function scanLog(handle: FileHandle, path: string, index: FactsIndex, serv
     await handle.truncate(end);
     await handle.datasync();
   }
-  return { size: end, crc, lastAt, oldestAt };
+  return { size: end, crc, lastAt, oldestAt, startedAt: from.startedAt };
 }
-

@@ -18,10 +18,11 @@ import { EMPTY, FactsIndex, RECORD_ALIGN, SEEN, TOLD_BITS, type FactsIndexArrays
  * without a sync; a crash that tears it only costs that pass.
  *
  * Layout, little endian: a 64-byte header, then the slots' arrays in
- * FactsIndexArrays order (hashA, hashB, place and cluster, u32 each; told, u8).
+ * FactsIndexArrays order (hashA, hashB, place, printA, printB and number,
+ * u32 each; confidence, u16; told, u8).
  *
  *   0  8  magic "UPIRCHIX"
- *   8  4  format version, u32 (1)
+ *   8  4  format version, u32 (2)
  *  12  4  slots, a power of two
  *  16  4  VPAs held
  *  20  4  0
@@ -70,14 +71,14 @@ export interface FilesSummary {
 export type KeptIndex = { readonly index: FactsIndex; readonly covering: IndexCovering; readonly mark: ComparedMark | null } | { readonly refused: string };
 
 const MAGIC = 'UPIRCHIX';
-const FORMAT_VERSION = 1;
+const FORMAT_VERSION = 2;
 const HEADER_LENGTH = 64;
 const CRC_AT = 56;
 const MARK_LENGTH_AT = 60;
 /** The longest mark kept: a snapshot id and a file name are short. */
 const MAX_MARK = 4096;
 /** Bytes of the arrays per slot. */
-const SLOT_BYTES = 17;
+const SLOT_BYTES = 27;
 const MIN_SLOTS = 1 << 10;
 const MAX_SLOTS = 2 ** 31;
 
@@ -169,7 +170,10 @@ async function readOpened(file: FileHandle, path: string, firstRecord: number): 
     hashA: new Uint32Array(slots),
     hashB: new Uint32Array(slots),
     place: new Uint32Array(slots),
-    cluster: new Uint32Array(slots),
+    printA: new Uint32Array(slots),
+    printB: new Uint32Array(slots),
+    number: new Uint32Array(slots),
+    confidence: new Uint16Array(slots),
     told: new Uint8Array(slots),
   };
   const markBytes = Buffer.alloc(markLength);
@@ -205,6 +209,7 @@ function wrongSlot(a: FactsIndexArrays, firstRecord: number, covered: number): s
     if ((told & ~(TOLD_BITS | SEEN)) !== 0) return `has a slot telling ${told}`;
     const offset = a.place[slot]! * RECORD_ALIGN;
     if (offset < firstRecord || offset >= covered) return `has a slot naming byte ${offset} of a log of ${covered}`;
+    if (a.number[slot]! >= a.count) return `has a VPA numbered ${a.number[slot]} of ${a.count}`;
   }
   return held === a.count ? null : `holds ${held} VPAs, not the ${a.count} its header says`;
 }
@@ -235,7 +240,7 @@ export function filesSummary(files: readonly string[]): FilesSummary {
 }
 
 function partsOf(a: FactsIndexArrays): Uint8Array[] {
-  return [a.hashA, a.hashB, a.place, a.cluster, a.told].map((array) => new Uint8Array(array.buffer, array.byteOffset, array.byteLength));
+  return [a.hashA, a.hashB, a.place, a.printA, a.printB, a.number, a.confidence, a.told].map((array) => new Uint8Array(array.buffer, array.byteOffset, array.byteLength));
 }
 
 function crcOf(head: Buffer, parts: readonly Uint8Array[]): number {

@@ -1,15 +1,15 @@
 /**
  * The index in memory of the history of answers (change-log.ts): each
- * VPA's newest record and the answer it tells, made again at open from the
- * file, or from the copy a clean close kept (facts-index-file.ts).
+ * VPA's newest record, the answer it tells, the fingerprint of the rest of
+ * that answer, the confidence it is served with and the VPA's number (its
+ * place in the confidence columns, score-columns.ts), made again at open
+ * from the file, or from the copy a clean close kept (facts-index-file.ts).
  */
 
 /** A slot's `told` when it holds no VPA. */
 export const EMPTY = 0xff;
-/** The bits of `told` that toldOf gives; the cluster number is kept apart. */
+/** The bits of `told` that toldOf gives. */
 export const TOLD_BITS = 0x3f;
-/** toldOf is the cluster number times this, plus the low bits. */
-export const TOLD_CLUSTER = 64;
 /** The bit of `told` marking a VPA seen in the pass under way. */
 export const SEEN = 0x40;
 /** Records start at multiples of this many bytes of the file. */
@@ -21,27 +21,44 @@ export interface FactsIndexArrays {
   readonly hashA: Uint32Array;
   readonly hashB: Uint32Array;
   readonly place: Uint32Array;
-  readonly cluster: Uint32Array;
+  readonly printA: Uint32Array;
+  readonly printB: Uint32Array;
+  readonly number: Uint32Array;
+  readonly confidence: Uint16Array;
   readonly told: Uint8Array;
 }
 
+/** What the index holds of a VPA's answer: toldOf, the 64-bit fingerprint of the rest but its confidence, and the confidence served (NO_CONFIDENCE: none). */
+export interface IndexedAnswer {
+  readonly told: number;
+  readonly printA: number;
+  readonly printB: number;
+  readonly confidence: number;
+}
+
 /**
- * Each VPA's newest record and the answer it tells (toldOf), by a 64-bit
- * hash of the VPA (two 32-bit FNV-1a hashes of different bases), in 17
- * bytes a slot and at most 3 VPAs to 4 slots. Two VPAs sharing all 64 bits
+ * Each VPA's newest record and the answer it tells (IndexedAnswer), by a
+ * 64-bit hash of the VPA (two 32-bit FNV-1a hashes of different bases), in
+ * 27 bytes a slot and at most 3 VPAs to 4 slots. VPAs are numbered from 0
+ * in the order they are first recorded, and never leave the index (a prune
+ * keeps each VPA's newest record), so the numbers are those of 0 to
+ * `count - 1`. Two VPAs sharing all 64 bits
  * would share an entry (about one chance in 10^5 at 10M VPAs); a history
  * read checks the VPA its records name.
  */
 export class FactsIndex {
   count = 0;
   #capacity: number;
-  #hashA: Uint32Array;
-  #hashB: Uint32Array;
+  #hashA!: Uint32Array;
+  #hashB!: Uint32Array;
   /** Where the newest record starts, in 8-byte units. */
-  #place: Uint32Array;
-  #cluster: Uint32Array;
-  /** The low 6 bits of toldOf, and bit 6 for a VPA seen in the pass under way; EMPTY for an empty slot. */
-  #told: Uint8Array;
+  #place!: Uint32Array;
+  #printA!: Uint32Array;
+  #printB!: Uint32Array;
+  #number!: Uint32Array;
+  #confidence!: Uint16Array;
+  /** toldOf, and bit 6 for a VPA seen in the pass under way; EMPTY for an empty slot. */
+  #told!: Uint8Array;
 
   /** An empty index, or one of `arrays` (FactsIndexArrays: their slots as a file kept them, checked by the caller). */
   constructor(arrays: FactsIndexArrays | null = null) {
@@ -52,12 +69,16 @@ export class FactsIndex {
       this.#capacity = arrays.told.length;
       this.count = arrays.count;
     }
-    ({ hashA: this.#hashA, hashB: this.#hashB, place: this.#place, cluster: this.#cluster, told: this.#told } = arrays);
+    this.#take(arrays);
   }
 
   /** The index's slots, as they are (not a copy): for a file to keep them. */
   get arrays(): FactsIndexArrays {
-    return { count: this.count, hashA: this.#hashA, hashB: this.#hashB, place: this.#place, cluster: this.#cluster, told: this.#told };
+    return { count: this.count, hashA: this.#hashA, hashB: this.#hashB, place: this.#place, printA: this.#printA, printB: this.#printB, number: this.#number, confidence: this.#confidence, told: this.#told };
+  }
+
+  #take(arrays: FactsIndexArrays): void {
+    ({ hashA: this.#hashA, hashB: this.#hashB, place: this.#place, printA: this.#printA, printB: this.#printB, number: this.#number, confidence: this.#confidence, told: this.#told } = arrays);
   }
 
   find(key: string): number {
@@ -73,23 +94,71 @@ export class FactsIndex {
   }
 
   told(slot: number): number | null {
-    return slot < 0 ? null : this.#cluster[slot]! * TOLD_CLUSTER + (this.#told[slot]! & TOLD_BITS);
+    return slot < 0 ? null : this.#told[slot]! & TOLD_BITS;
+  }
+
+  /** Whether the answer `after` differs from the one slot `slot` holds (-1: none, as CLEARED); `withConfidence`: its confidence too. */
+  differs(slot: number, after: IndexedAnswer, withConfidence: boolean): boolean {
+    if (slot < 0) return after.told !== 0;
+    return (
+      (this.#told[slot]! & TOLD_BITS) !== after.told ||
+      this.#printA[slot] !== after.printA ||
+      this.#printB[slot] !== after.printB ||
+      (withConfidence && this.#confidence[slot] !== after.confidence)
+    );
+  }
+
+  numberAt(slot: number): number {
+    return this.#number[slot]!;
+  }
+
+  confidenceAt(slot: number): number {
+    return this.#confidence[slot]!;
+  }
+
+  /** The confidence a VPA is served with, where no record of it says so (a new snapshot scored it again). */
+  setConfidence(slot: number, confidence: number): void {
+    this.#confidence[slot] = confidence;
+  }
+
+  /** Each VPA's served confidence, by its number: `count` of them. */
+  confidenceByNumber(): Uint16Array {
+    const out = new Uint16Array(this.count);
+    for (let slot = 0; slot < this.#capacity; slot++) if (this.#told[slot] !== EMPTY) out[this.#number[slot]!] = this.#confidence[slot]!;
+    return out;
+  }
+
+  /** Set the served confidence of each VPA numbered below `byNumber.length` from it, where it holds one (not NO_SCORE). */
+  takeConfidences(byNumber: Uint16Array, noScore: number): void {
+    for (let slot = 0; slot < this.#capacity; slot++) {
+      if (this.#told[slot] === EMPTY) continue;
+      const value = byNumber[this.#number[slot]!];
+      if (value !== undefined && value !== noScore) this.#confidence[slot] = value;
+    }
   }
 
   offsetAt(slot: number): number {
     return this.#place[slot]! * RECORD_ALIGN;
   }
 
-  put(key: string, offset: number, told: number): void {
-    this.putHashed(hashA(key), hashB(key), offset, told);
+  /** Put the newest record of `key`, at `offset`, telling `answer`; returns the VPA's number (a new VPA takes the next). */
+  put(key: string, offset: number, answer: IndexedAnswer): number {
+    return this.putHashed(hashA(key), hashB(key), offset, answer, -1);
   }
 
-  putHashed(a: number, b: number, offset: number, told: number): void {
+  /** put by the VPA's hashes; `number` -1 keeps the VPA's number, or gives a new VPA the next. */
+  putHashed(a: number, b: number, offset: number, answer: IndexedAnswer, number: number): number {
     if ((this.count + 1) * 4 > this.#capacity * 3) this.#grow();
+    const before = this.count;
     const slot = this.#slotFor(a, b);
+    if (number >= 0) this.#number[slot] = number;
+    else if (this.count > before) this.#number[slot] = before;
     this.#place[slot] = offset / RECORD_ALIGN;
-    this.#cluster[slot] = Math.floor(told / TOLD_CLUSTER);
-    this.#told[slot] = (told % TOLD_CLUSTER) | SEEN;
+    this.#printA[slot] = answer.printA;
+    this.#printB[slot] = answer.printB;
+    this.#confidence[slot] = answer.confidence;
+    this.#told[slot] = answer.told | SEEN;
+    return this.#number[slot]!;
   }
 
   startPass(): void {
@@ -125,22 +194,35 @@ export class FactsIndex {
   }
 
   #grow(): void {
-    const old = { a: this.#hashA, b: this.#hashB, place: this.#place, cluster: this.#cluster, told: this.#told };
+    const old = this.arrays;
     this.#capacity *= 2;
-    ({ hashA: this.#hashA, hashB: this.#hashB, place: this.#place, cluster: this.#cluster, told: this.#told } = emptyArrays(this.#capacity));
+    this.#take(emptyArrays(this.#capacity));
     this.count = 0;
     for (let i = 0; i < old.told.length; i++) {
       if (old.told[i] === EMPTY) continue;
-      const slot = this.#slotFor(old.a[i]!, old.b[i]!);
+      const slot = this.#slotFor(old.hashA[i]!, old.hashB[i]!);
       this.#place[slot] = old.place[i]!;
-      this.#cluster[slot] = old.cluster[i]!;
+      this.#printA[slot] = old.printA[i]!;
+      this.#printB[slot] = old.printB[i]!;
+      this.#number[slot] = old.number[i]!;
+      this.#confidence[slot] = old.confidence[i]!;
       this.#told[slot] = old.told[i]!;
     }
   }
 }
 
 function emptyArrays(capacity: number): FactsIndexArrays {
-  return { count: 0, hashA: new Uint32Array(capacity), hashB: new Uint32Array(capacity), place: new Uint32Array(capacity), cluster: new Uint32Array(capacity), told: new Uint8Array(capacity).fill(EMPTY) };
+  return {
+    count: 0,
+    hashA: new Uint32Array(capacity),
+    hashB: new Uint32Array(capacity),
+    place: new Uint32Array(capacity),
+    printA: new Uint32Array(capacity),
+    printB: new Uint32Array(capacity),
+    number: new Uint32Array(capacity),
+    confidence: new Uint16Array(capacity),
+    told: new Uint8Array(capacity).fill(EMPTY),
+  };
 }
 
 /** The hashes of a VPA, from its text or from its bytes (ASCII: the same codes). */

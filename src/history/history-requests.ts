@@ -1,17 +1,23 @@
 import type { AdminAnswer, HistoryRequest } from '../api/admin-requests.js';
 import { answerAlways } from '../api/admin-requests.js';
-import { badRequest, notFound, serviceUnavailable } from '../api/http-error.js';
+import { HttpError, badRequest, notFound, serviceUnavailable, validationError } from '../api/http-error.js';
+import { verdictJson } from '../api/answer-json.js';
+import { parseRfc3339 } from '../api/schemas.js';
+import { dataVersion } from '../engine/delta-data.js';
+import { formatIso } from '../common/time.js';
+import { pastBatchJson, pastVerdict } from './past-verdicts.js';
 import { HistoryError } from '../common/errors.js';
 import type { Logger } from '../common/logger.js';
 import { normalizeVpa } from '../vpa/vpa.js';
 import type { AnswerHistory } from './answer-changes.js';
-import { parseDataVersion, type ServedVersions } from './served-versions.js';
+import { HISTORY_OFF, parseDataVersion, type ServedVersions } from './served-versions.js';
 
 /**
  * The main thread's side of GET /v1/data-versions/{version} (docs/api.md,
- * Data versions), looked up in the record of versions served, and of GET
+ * Data versions), looked up in the record of versions served; of GET
  * /v1/verify/upi/history (Answer history), read from the history of
- * answers.
+ * answers; and of lookups with `as_of` (Answers as of a past instant),
+ * from both.
  */
 export class HistoryRequests {
   readonly #versions: ServedVersions;
@@ -26,7 +32,12 @@ export class HistoryRequests {
 
   handle(request: HistoryRequest): Promise<AdminAnswer> {
     return answerAlways(
-      () => (request.op === 'data-version.get' ? this.#dataVersion(request.version) : this.#answerHistory(request.upi)),
+      () =>
+        request.op === 'data-version.get'
+          ? this.#dataVersion(request.version)
+          : request.op === 'answer-history.get'
+            ? this.#answerHistory(request.upi)
+            : this.#asOf(request.upis, request.asOf, request.batch),
       (error) => this.#logger.error({ op: request.op, err: error.message }, 'history request failed'),
     );
   }
@@ -49,6 +60,34 @@ export class HistoryRequests {
     return { status: 200, body: JSON.stringify({ upi, changes }) };
   }
 
+  /**
+   * The answers to `upis` (each checked to be a VPA, echoed as given) as
+   * the service gave them at `asOfText`, from the one state then served:
+   * a single verdict, or a batch. 400 for an instant that is not RFC 3339,
+   * 422 for one to come, or before the history kept (`earliest_as_of`).
+   */
+  async #asOf(upis: readonly string[], asOfText: string, batch: boolean): Promise<AdminAnswer> {
+    const at = parseRfc3339(asOfText);
+    if (Number.isNaN(at)) throw badRequest('"as_of" is not an RFC 3339 instant (such as 2026-03-03T10:02:00Z or 2026-03-03T15:32:00+05:30)');
+    const now = Date.now();
+    if (at > now) throw validationError(`"as_of" ${asOfText} is still to come; the service answers as of an instant past`);
+    const answers = this.#answers;
+    if (answers.unavailable !== null && answers.unavailable !== HISTORY_OFF) throw serviceUnavailable(answers.unavailable);
+    const earliest = answers.unavailable === null ? await this.#earliest(now) : null;
+    if (earliest === null || at < earliest) throw beforeHistory(asOfText, earliest);
+    const served = await this.#read('a past state could not be looked up', 'the record of served data versions', () => this.#versions.stateAt(at));
+    if (served === null || served.dataAsOf === 0) throw beforeHistory(asOfText, earliest);
+    const past = await this.#read('a past answer could not be read', 'the history of answers', () => Promise.all(upis.map((upi) => answers.answerAt(normalizeVpa(upi), at))));
+    const body = batch ? pastBatchJson(upis, past) : verdictJson(pastVerdict(upis[0]!, past[0]!));
+    return { status: 200, body, servedAs: { version: dataVersion(served.state.snapshot, served.state.position), asOf: formatIso(served.dataAsOf), requested: asOfText } };
+  }
+
+  /** The earliest instant an answer is told as of: the history begun, the first state recorded, the retention. Null with none recorded. */
+  async #earliest(now: number): Promise<number | null> {
+    const first = await this.#read('a past state could not be looked up', 'the record of served data versions', () => this.#versions.firstAt());
+    return first === null ? null : Math.max(first, this.#answers.earliestAt(now));
+  }
+
   /** `read()`, a HistoryError logged as `failed` and answered 503 naming `what`. */
   async #read<T>(failed: string, what: string, read: () => Promise<T>): Promise<T> {
     try {
@@ -59,4 +98,10 @@ export class HistoryRequests {
       throw serviceUnavailable(`${what} cannot be read: ${error.message}`);
     }
   }
+}
+
+/** The 422 of an instant before the history kept, naming the earliest one kept (null: none). */
+function beforeHistory(asOfText: string, earliest: number | null): HttpError {
+  const kept = earliest === null ? 'no history of answers is kept here yet' : `the earliest instant kept is ${formatIso(earliest)}`;
+  return new HttpError(422, 'validation_error', `"as_of" ${asOfText} is before the history kept (serve --history-days); ${kept}`, { fields: { earliest_as_of: earliest === null ? null : formatIso(earliest) } });
 }

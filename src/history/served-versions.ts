@@ -17,7 +17,13 @@ export interface ServedVersions {
    * served. Never rejects: a record that cannot be written is logged, and the
    * state is served all the same (screening comes first).
    */
-  record(state: ServedState, at: number): Promise<void>;
+  record(state: ServedState, at: number, dataAsOf?: number): Promise<void>;
+  /** The state served at `at` (epoch ms): the last that began at or before it (the server may have stopped since); null before the first. */
+  stateAt(at: number): Promise<ServedAt | null>;
+  /** When the first state recorded began to be served, null with none. */
+  firstAt(): Promise<number | null>;
+  /** When the last record was written, epoch ms (0 or less: none): a state recorded after it is recorded later. */
+  readonly lastAt: number;
   /** Whether `state` was recorded as served before: a server serves a state again under a new version rather than record one version twice. */
   served(state: ServedState): boolean;
   /** The record of a version, null for one never served; rejects (HistoryError) when the record cannot be read. */
@@ -28,6 +34,13 @@ export interface ServedVersions {
   readonly unavailable: string | null;
   /** The server stops serving: recorded where the record keeps it (the embedded one), and the record closed. */
   close(): Promise<void>;
+}
+
+/** A state served at an instant: when it began, and when the newest evidence it held was ingested (its X-Data-As-Of; 0: not known). */
+export interface ServedAt {
+  readonly state: ServedState;
+  readonly from: number;
+  readonly dataAsOf: number;
 }
 
 /** A state served: a snapshot, and the position of the delta over it (0: none). */
@@ -50,6 +63,8 @@ export interface DataVersionRecord {
 
 /** How long the record of versions served is kept by default, days (serve --history-days). */
 export const DEFAULT_HISTORY_DAYS = 400;
+/** Why a fleet follower answers no as-of lookup, nor a VPA's history. */
+export const AS_OF_NOT_IN_FLEET = 'answers as of a past instant and the history of answers are kept by the embedded server (serve --data-dir); a fleet follower does not keep them';
 /** Why versions are not resolved with --history-days 0. */
 export const HISTORY_OFF = 'the record of data versions served is off on this server (--history-days 0)';
 const DAY_MS = 24 * 60 * 60 * 1000;
@@ -85,9 +100,12 @@ export function unavailableVersions(why: string): ServedVersions {
   return {
     unavailable: why,
     highestPosition: 0,
+    lastAt: 0,
     record: () => Promise.resolve(),
     served: () => false,
     find: () => Promise.reject(new HistoryError(why)),
+    stateAt: () => Promise.reject(new HistoryError(why)),
+    firstAt: () => Promise.reject(new HistoryError(why)),
     close: () => Promise.resolve(),
   };
 }

@@ -5,7 +5,7 @@ import { syncDirectory, tempFileName } from '../common/atomic-file.js';
 import { HistoryError } from '../common/errors.js';
 import { silentLogger, type Logger } from '../common/logger.js';
 import { openHistoryFile } from './history-file.js';
-import { dataVersionRecord, unavailableVersions, type DataVersionRecord, type ServedState, type ServedVersions } from './served-versions.js';
+import { dataVersionRecord, unavailableVersions, type DataVersionRecord, type ServedAt, type ServedState, type ServedVersions } from './served-versions.js';
 
 /**
  * The embedded server's record of the data versions it served
@@ -16,11 +16,11 @@ import { dataVersionRecord, unavailableVersions, type DataVersionRecord, type Se
  * bisection; the few versions of a snapshot alone (position 0, one per
  * compaction) are indexed in memory when the file is opened.
  *
- * Layout, little endian: a 32-byte header, then 96-byte records.
+ * Layout, little endian: a 32-byte header, then 104-byte records.
  *
  *   header   0   8  magic "UPIRVERS"
- *            8   4  format version, u32 (1)
- *           12   4  record length, u32 (96)
+ *            8   4  format version, u32 (2)
+ *           12   4  record length, u32 (104)
  *           16  16  0
  *   record   0   1  kind: 1 a state served from `at`; 2 the server stopped at `at` (the state before served until then)
  *            1   1  the snapshot id's length, 1 to 64
@@ -30,6 +30,10 @@ import { dataVersionRecord, unavailableVersions, type DataVersionRecord, type Se
  *           16   8  serial, f64: the highest position recorded up to this record, which never decreases
  *           24   8  at, epoch ms, f64
  *           32  64  the snapshot id, ASCII, zero padded
+ *           96   8  the state's X-Data-As-Of, epoch ms, f64 (0: not known, a record of format 1)
+ *
+ * A file of format 1 (96-byte records, without the last field) is rewritten
+ * in this format when it is opened.
  *
  * A file cut short, a record that fails its CRC, or one this service would
  * not write is refused with HistoryError: the server serves on, and data
@@ -82,7 +86,8 @@ export class VersionJournal implements ServedVersions {
    * this service wrote whole. With `keepMs`, states that ended longer ago
    * are dropped, now and once a day (see above).
    */
-  static open(path: string, logger: Logger = silentLogger, keepMs?: number): Promise<VersionJournal> {
+  static async open(path: string, logger: Logger = silentLogger, keepMs?: number): Promise<VersionJournal> {
+    if (await rewriteFormat1(path)) logger.info({ path }, 'the record of served data versions was rewritten in the format that keeps each state\'s data-as-of time');
     return openHistoryFile(path, async (handle) => {
       const journal = new VersionJournal(path, logger, handle, await scanJournal(handle, path));
       if (keepMs !== undefined) journal.#keep(keepMs);
@@ -112,8 +117,28 @@ export class VersionJournal implements ServedVersions {
     return state.position === 0 ? this.#alone.has(state.snapshot) : state.position <= this.#serial;
   }
 
-  record(state: ServedState, at: number): Promise<void> {
-    return this.#append(RECORD_SERVED, state, at);
+  record(state: ServedState, at: number, dataAsOf = 0): Promise<void> {
+    return this.#append(RECORD_SERVED, state, at, dataAsOf);
+  }
+
+  stateAt(at: number): Promise<ServedAt | null> {
+    return this.#beside(() => this.#stateAtOnce(at));
+  }
+
+  async #stateAtOnce(at: number): Promise<ServedAt | null> {
+    if (this.#unavailable !== null) throw new HistoryError(this.#unavailable);
+    const count = this.#count;
+    // The last record at or before `at`, back past a stop to the state it ended.
+    for (let i = (await this.#bisect(count, (r) => r.at <= at)) - 1; i >= 0; i--) {
+      const r = await this.#read(i);
+      if (r.kind === RECORD_SERVED) return { state: { snapshot: r.snapshot, position: r.position }, from: r.at, dataAsOf: r.dataAsOf };
+    }
+    return null;
+  }
+
+  async firstAt(): Promise<number | null> {
+    if (this.#unavailable !== null) throw new HistoryError(this.#unavailable);
+    return this.#count === 0 ? null : (await this.#read(0)).at;
   }
 
   /** Record that the server stops serving its last state at `at`, and close the file. */
@@ -123,17 +148,21 @@ export class VersionJournal implements ServedVersions {
     // A prune under way finishes first: its copy reads this file.
     await this.#pruneRun;
     const last = this.#last;
-    if (last !== null && last.kind === RECORD_SERVED) await this.#append(RECORD_STOPPED, last.state, at);
+    if (last !== null && last.kind === RECORD_SERVED) await this.#append(RECORD_STOPPED, last.state, at, 0);
     await this.#appending;
     await this.#handle.close().catch(() => {});
   }
 
-  async find(state: ServedState): Promise<DataVersionRecord | null> {
-    // A prune that replaces the file while this reads it moves every index: read again.
+  find(state: ServedState): Promise<DataVersionRecord | null> {
+    return this.#beside(() => this.#findOnce(state));
+  }
+
+  /** `read()` of the file, read again when a prune replaced the file meanwhile (it moves every index). */
+  async #beside<T>(read: () => Promise<T>): Promise<T> {
     for (;;) {
       const generation = this.#generation;
       try {
-        const found = await this.#findOnce(state);
+        const found = await read();
         if (generation === this.#generation) return found;
       } catch (error) {
         if (generation === this.#generation) throw error;
@@ -296,7 +325,7 @@ export class VersionJournal implements ServedVersions {
     return decodeRecord(bytes, index, this.#path);
   }
 
-  #append(kind: number, state: ServedState, at: number): Promise<void> {
+  #append(kind: number, state: ServedState, at: number, dataAsOf: number): Promise<void> {
     return this.#inTurn(async () => {
       if (this.#unavailable !== null) return;
       if (kind === RECORD_SERVED && state.position > 0 && state.position <= this.#serial) {
@@ -316,7 +345,7 @@ export class VersionJournal implements ServedVersions {
           await syncDirectory(dirname(this.#path));
           this.#directoryUnsynced = false;
         }
-        await writeWhole(this.#handle, encodeRecord(kind, state, serial, when));
+        await writeWhole(this.#handle, encodeRecord(kind, state, serial, when, dataAsOf));
         await this.#handle.datasync();
       } catch (error) {
         // A record cut short (a full disk) is cut off again, so that the file stays whole records.
@@ -358,9 +387,11 @@ async function writeWhole(handle: FileHandle, bytes: Buffer): Promise<void> {
 }
 
 const MAGIC = 'UPIRVERS';
-const FORMAT_VERSION = 1;
+const FORMAT_VERSION = 2;
 const HEADER_LENGTH = 32;
-const RECORD_LENGTH = 96;
+const RECORD_LENGTH = 104;
+const FORMAT1_RECORD_LENGTH = 96;
+const DATA_AS_OF_AT = 96;
 const ID_OFFSET = 32;
 const MAX_ID_LENGTH = 64;
 const RECORD_SERVED = 1;
@@ -380,6 +411,7 @@ interface JournalRecord {
   readonly position: number;
   readonly serial: number;
   readonly at: number;
+  readonly dataAsOf: number;
 }
 
 interface Scan {
@@ -398,8 +430,9 @@ function header(): Buffer {
   return bytes;
 }
 
-function encodeRecord(kind: number, state: ServedState, serial: number, at: number): Buffer {
+function encodeRecord(kind: number, state: ServedState, serial: number, at: number, dataAsOf: number): Buffer {
   const bytes = Buffer.alloc(RECORD_LENGTH);
+  bytes.writeDoubleLE(dataAsOf, DATA_AS_OF_AT);
   bytes[0] = kind;
   bytes[1] = state.snapshot.length;
   bytes.writeDoubleLE(state.position, 8);
@@ -425,12 +458,15 @@ function decodeRecord(bytes: Buffer, index: number, path: string): JournalRecord
   if (kind !== RECORD_SERVED && kind !== RECORD_STOPPED) bad(`is of an unknown kind ${kind}`);
   if (idLength < 1 || idLength > MAX_ID_LENGTH || bytes.readUInt16LE(2) !== 0) bad('has a bad snapshot id length');
   const snapshot = bytes.toString('latin1', ID_OFFSET, ID_OFFSET + idLength);
-  if (!/^[\x21-\x7e]+$/.test(snapshot) || bytes.subarray(ID_OFFSET + idLength).some((b) => b !== 0)) bad('has a snapshot id that is not visible ASCII');
+  if (!/^[\x21-\x7e]+$/.test(snapshot) || bytes.subarray(ID_OFFSET + idLength, ID_OFFSET + MAX_ID_LENGTH).some((b) => b !== 0)) bad('has a snapshot id that is not visible ASCII');
   const position = bytes.readDoubleLE(8);
   const serial = bytes.readDoubleLE(16);
   const at = bytes.readDoubleLE(24);
-  if (!Number.isSafeInteger(position) || position < 0 || !Number.isSafeInteger(serial) || serial < position || !Number.isFinite(at)) bad('has a position, serial or time out of range');
-  return { kind, snapshot, position, serial, at };
+  const dataAsOf = bytes.length > DATA_AS_OF_AT ? bytes.readDoubleLE(DATA_AS_OF_AT) : 0;
+  if (!Number.isSafeInteger(position) || position < 0 || !Number.isSafeInteger(serial) || serial < position || !Number.isFinite(at) || !Number.isSafeInteger(dataAsOf) || dataAsOf < 0) {
+    bad('has a position, serial or time out of range');
+  }
+  return { kind, snapshot, position, serial, at, dataAsOf };
 }
 
 /** Check the whole file and index what lookups need; writes the header of a new one. */
@@ -481,4 +517,56 @@ async function scanJournal(handle: FileHandle, path: string): Promise<Scan> {
     }
   }
   return { count, serial, last, lastAt, alone };
+}
+
+/**
+ * Rewrite a record of format 1 at `path` (96-byte records, no data-as-of
+ * time) in this format, each record checked and given a data-as-of time of
+ * 0 (not known); returns whether there was one. Written beside it and
+ * renamed into place.
+ */
+async function rewriteFormat1(path: string): Promise<boolean> {
+  let handle: FileHandle;
+  try {
+    handle = await open(path, 'r');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return false;
+    throw new HistoryError(`cannot open ${path}: ${(error as Error).message}`, { cause: error });
+  }
+  const temp = join(dirname(path), tempFileName(basename(path)));
+  let copy: FileHandle | null = null;
+  try {
+    const head = Buffer.alloc(HEADER_LENGTH);
+    const { bytesRead } = await handle.read(head, 0, HEADER_LENGTH, 0);
+    if (bytesRead < HEADER_LENGTH || head.toString('latin1', 0, 8) !== MAGIC || head.readUInt32LE(8) !== 1 || head.readUInt32LE(12) !== FORMAT1_RECORD_LENGTH) return false;
+    const body = (await handle.stat()).size - HEADER_LENGTH;
+    if (body % FORMAT1_RECORD_LENGTH !== 0) throw new HistoryError(`${path} is cut short: ${body % FORMAT1_RECORD_LENGTH} bytes follow its last whole record; restore it from a backup, or move it aside to start the record afresh`);
+    copy = await open(temp, 'w');
+    await writeWhole(copy, header());
+    const count = body / FORMAT1_RECORD_LENGTH;
+    const chunk = Buffer.alloc(SCAN_RECORDS * FORMAT1_RECORD_LENGTH);
+    for (let first = 0; first < count; first += SCAN_RECORDS) {
+      const n = Math.min(SCAN_RECORDS, count - first);
+      const read = await handle.read(chunk, 0, n * FORMAT1_RECORD_LENGTH, HEADER_LENGTH + first * FORMAT1_RECORD_LENGTH);
+      if (read.bytesRead !== n * FORMAT1_RECORD_LENGTH) throw new HistoryError(`${path} changed while it was read`);
+      const out: Buffer[] = [];
+      for (let k = 0; k < n; k++) {
+        const r = decodeRecord(chunk.subarray(k * FORMAT1_RECORD_LENGTH, (k + 1) * FORMAT1_RECORD_LENGTH), first + k, path);
+        out.push(encodeRecord(r.kind, { snapshot: r.snapshot, position: r.position }, r.serial, r.at, 0));
+      }
+      await writeWhole(copy, Buffer.concat(out));
+    }
+    await copy.sync();
+    await copy.close();
+    copy = null;
+    await rename(temp, path);
+    await syncDirectory(dirname(path));
+    return true;
+  } catch (error) {
+    await copy?.close().catch(() => {});
+    await unlink(temp).catch(() => {});
+    throw error instanceof HistoryError ? error : new HistoryError(`cannot rewrite ${path}: ${(error as Error).message}`, { cause: error });
+  } finally {
+    await handle.close();
+  }
 }

@@ -29,7 +29,7 @@ export interface ApiApp {
  */
 export function createApiApp(deps: ApiDependencies, app: TemplatedApp = uWS.App()): ApiApp {
   const { kit, inFlight, drain } = createRouteKit(deps, app);
-  registerVerifyRoutes(kit);
+  registerVerifyRoutes(kit, deps);
   registerEvidenceRoutes(kit, deps);
   registerClusterRoutes(kit);
   registerPrivateLookupRoutes(kit, deps);

@@ -96,6 +96,8 @@ export interface RouteKit {
   send: (x: Exchange, status: number, body: string | Uint8Array, extra?: ExtraHeaders, closeConnection?: boolean) => void;
   /** As `send`, for a body of another type than JSON (the mirror's files). */
   sendTyped: (x: Exchange, status: number, contentType: string, body: Uint8Array, extra?: ExtraHeaders) => void;
+  /** As `send`, for an answer from another state than the one served now (an as-of lookup): its X-Data-Version and X-Data-As-Of. */
+  sendServedAs: (x: Exchange, status: number, body: string, dataVersion: string, dataAsOf: string, extra?: ExtraHeaders) => void;
   /**
    * Answer a HEAD request: the status and headers of the GET answer, whose
    * body (`getBody`) gives Content-Length, and no body. Within the handler,
@@ -229,6 +231,9 @@ export function createRouteKit(deps: ApiDependencies, app: TemplatedApp): BuiltR
 
   const sendTyped = (x: Exchange, status: number, contentType: string, body: Uint8Array, extra?: ExtraHeaders): void =>
     send(x, status, body, extra, false, snapshotHeaderLines(x.view.version, x.view.asOfIso, contentType));
+
+  const sendServedAs = (x: Exchange, status: number, body: string, dataVersion: string, dataAsOf: string, extra?: ExtraHeaders): void =>
+    send(x, status, body, extra, false, snapshotHeaderLines(dataVersion, dataAsOf));
 
   const sendHead = (x: Exchange, status: number, getBody: string): void => {
     const headLines = head.lines(snapshotLines(x.view), x.requestNumber, x.quota);
@@ -374,7 +379,7 @@ export function createRouteKit(deps: ApiDependencies, app: TemplatedApp): BuiltR
   };
 
   return {
-    kit: { routes, begin, answerLater, send, sendTyped, sendHead, sendBare, fail, keyed, keyedBody, admitKey, refuseKey, peekIp },
+    kit: { routes, begin, answerLater, send, sendTyped, sendServedAs, sendHead, sendBare, fail, keyed, keyedBody, admitKey, refuseKey, peekIp },
     inFlight: () => inFlight,
     drain: () => {
       draining = true;

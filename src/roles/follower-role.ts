@@ -8,7 +8,7 @@ import type { BuildRecord } from '../admin/intelligence-stats.js';
 import { PostgresDisputeStore } from '../corrections/postgres-dispute-store.js';
 import type { Logger } from '../common/logger.js';
 import { StoreServedVersions } from '../store/served-versions.js';
-import { HISTORY_OFF, historyKeepMs, unavailableVersions } from '../history/served-versions.js';
+import { AS_OF_NOT_IN_FLEET, HISTORY_OFF, historyKeepMs, unavailableVersions } from '../history/served-versions.js';
 import { AnswerHistory } from '../history/answer-changes.js';
 import { FollowerService } from '../fleet/follower-service.js';
 import { StoreMirror } from '../fleet/store-mirror.js';
@@ -83,7 +83,7 @@ async function startFollower(options: FollowerServeOptions, logger: Logger, metr
     compact: null,
     corrections: new StoreDesk({ pool: intake, location, follower, audit, nameOf: (keyId) => keys.records().find((k) => k.id === keyId)?.name }),
     versions,
-    answers: AnswerHistory.unavailable('the history of answers is kept by a server of a data directory (serve --data-dir); a fleet follower does not keep one', logger),
+    answers: AnswerHistory.unavailable(AS_OF_NOT_IN_FLEET, logger),
     close: async () => {
       await keyChanges.close();
       await follower.close();

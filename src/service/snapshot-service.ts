@@ -13,7 +13,7 @@ import { listEvidenceFiles } from '../evidence/store.js';
 import { SnapshotBuilder, type BuildReport, type GatheredEvidence, type KeptCarryReport } from '../builder/snapshot-builder.js';
 import { parseCacheDir } from '../builder/parse-cache.js';
 import { removeStaleTempFiles } from '../common/temp-cleanup.js';
-import { ServingView } from '../engine/serving-view.js';
+import { ServingView, servedAsOf } from '../engine/serving-view.js';
 import type { DeltaData } from '../engine/delta-data.js';
 import { emptyDelta, type AppliedFile } from '../builder/delta-merge.js';
 import { countsFrom } from '../builder/scoring.js';
@@ -682,13 +682,14 @@ export class SnapshotService implements ServedData, CorrectionEngine {
    * called before it is served.
    */
   async #recordServed(base: SnapshotView, delta: DeltaData, kind: ServedChange['kind'], corrected: readonly string[] = [], ahead: ComparedAhead | null = null): Promise<void> {
-    const at = Date.now();
     const { answers, versions, corrections } = this.#options;
+    // Each state begins after the last one recorded, never in the same millisecond: an instant names one state (an as-of lookup's).
+    const at = Math.max(Date.now(), (versions?.lastAt ?? 0) + 1, (answers?.lastAt ?? 0) + 1);
     if (answers !== undefined) {
       const change: ServedChange = { kind, corrected: new Set(corrected), clearances: corrections?.state().clearances ?? new Map() };
-      await answers.record(base.data, delta, change, at, dataVersion(base.meta.id, delta.meta.position), ahead);
+      await answers.record(base, delta, change, at, dataVersion(base.meta.id, delta.meta.position), ahead);
     }
-    await versions?.record({ snapshot: base.meta.id, position: delta.meta.position }, at);
+    await versions?.record({ snapshot: base.meta.id, position: delta.meta.position }, at, servedAsOf(base, delta));
   }
 
   /** One change of what is served after the others; a failed one is logged and changes nothing. */
@@ -795,7 +796,7 @@ export class SnapshotService implements ServedData, CorrectionEngine {
     const newer = !this.#closed && next.meta.id > this.#current.meta.id;
     if (reason === 'new-snapshot' && newer) await prepareToServe(this.#preparations, next.data, this.#logger);
     // What it changes in the answers is compared outside the queue too, so that merges wait for the swap, not for a pass over every VPA.
-    const ahead = newer ? ((await this.#options.answers?.compareAhead(next.data)) ?? null) : null;
+    const ahead = newer ? ((await this.#options.answers?.compareAhead(next)) ?? null) : null;
     return this.#queueChange(async () => {
       if (this.#closed || next.meta.id <= this.#current.meta.id) return;
       const covered = new Set(next.meta.evidenceFiles);

@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import { ErrorCode, HistoryError, StoreError } from '../common/errors.js';
 import { silentLogger, type Logger } from '../common/logger.js';
-import { dataVersionRecord, type DataVersionRecord, type ServedState, type ServedVersions } from '../history/served-versions.js';
+import { AS_OF_NOT_IN_FLEET, dataVersionRecord, type DataVersionRecord, type ServedAt, type ServedState, type ServedVersions } from '../history/served-versions.js';
 import { storeError, type StoreLocation } from './postgres.js';
 
 /** States held for a store that cannot be written to, at most: past this the oldest are dropped (and logged). */
@@ -32,6 +32,8 @@ export class StoreServedVersions implements ServedVersions {
   #pruning: NodeJS.Timeout | null = null;
   #retry: NodeJS.Timeout | null = null;
   #closed = false;
+  /** Followers name states by the log's positions and record their own times; none orders its times after another's. */
+  readonly lastAt = 0;
 
   constructor(pool: pg.Pool, location: StoreLocation, logger: Logger = silentLogger, keepMs?: number) {
     this.#pool = pool;
@@ -44,6 +46,15 @@ export class StoreServedVersions implements ServedVersions {
       this.#pruning.unref();
       prune();
     }
+  }
+
+  /** Answers as of a past instant are the embedded server's (docs/api.md): a follower keeps no history of answers to tell them from. */
+  stateAt(): Promise<ServedAt | null> {
+    return Promise.reject(new HistoryError(AS_OF_NOT_IN_FLEET));
+  }
+
+  firstAt(): Promise<number | null> {
+    return Promise.reject(new HistoryError(AS_OF_NOT_IN_FLEET));
   }
 
   /**

@@ -136,7 +136,7 @@ test('a history file damaged is refused with a clear error while screening goes 
 
     // A bit flipped in the first record.
     const bytes = await readFile(t.dir.answerChanges);
-    bytes[16 + 9]! ^= 0x10;
+    bytes[24 + 9]! ^= 0x10;
     await writeFile(t.dir.answerChanges, bytes);
     server = await startServer(t.dir.root);
     running = server;

@@ -75,10 +75,13 @@ test('a follower started later resolves every version another follower served, f
       assert.deepEqual(await Promise.all(served.map((v) => resolve(later, v))), before);
       const missing = await fetch(`${later.base}/v1/data-versions/${encodeURIComponent(`${snapshot}+999999`)}`, { headers: { authorization: `Bearer ${key}` } });
       assert.equal(missing.status, 404);
-      // The history of answers is a data directory's: a follower says so.
+      // The history of answers, and answers as of a past instant, are a data directory's: a follower says so.
       const history = await fetch(`${later.base}/v1/verify/upi/history?upi=third@ybl`, { headers: { authorization: `Bearer ${key}` } });
       assert.equal(history.status, 503);
-      assert.match(((await history.json()) as { message: string }).message, /fleet follower does not keep one/);
+      assert.match(((await history.json()) as { message: string }).message, /a fleet follower does not keep them/);
+      const asOf = await fetch(`${later.base}/v1/verify/upi?upi=third@ybl&as_of=${new Date(Date.now() - 1000).toISOString()}`, { headers: { authorization: `Bearer ${key}` } });
+      assert.equal(asOf.status, 503);
+      assert.match(((await asOf.json()) as { message: string }).message, /a fleet follower does not keep them/);
       assert.equal(await later.stop(), 0);
     } finally {
       for (const f of followers) if (f.child.exitCode === null && f.child.signalCode === null) await f.stop();

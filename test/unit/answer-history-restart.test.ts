@@ -6,7 +6,10 @@ import { confidenceBand } from '../../src/api/advice.js';
 import { silentLogger, type Logger } from '../../src/common/logger.js';
 import { ServingView } from '../../src/engine/serving-view.js';
 import { AnswerHistory, type ServedChange } from '../../src/history/answer-changes.js';
+import type { DeltaData } from '../../src/engine/delta-data.js';
+import type { SnapshotView } from '../../src/engine/snapshot-view.js';
 import { ASKED, batchesArb, snapshotAndDelta } from '../delta-fixtures.js';
+import { assertToldAsOf } from '../as-of-checks.js';
 import { buildInProcess, tempDataDir } from '../helpers.js';
 
 // The first state a restarted server records: of the snapshot whose every
@@ -42,6 +45,10 @@ function served(view: ServingView): string[] {
   });
 }
 
+function viewOf(base: SnapshotView, delta: DeltaData | null): ServingView {
+  return delta === null ? new ServingView(base) : new ServingView(base, delta);
+}
+
 test('a restart on the snapshot compared last compares its delta alone, and tells what is served', async () => {
   await fc.assert(
     fc.asyncProperty(batchesArb, fc.nat(), async (batches, cut) => {
@@ -53,17 +60,21 @@ test('a restart on the snapshot compared last compares its delta alone, and tell
         let history = await AnswerHistory.open(path, 0, 400 * DAY, comparisonsInto(compared));
         let at = Date.parse('2026-11-01T00:00:00Z');
         // Served first with the delta of the first file: the mark names it, and every start after holds it.
-        await history.record(base.data, deltas[0] ?? null, SNAPSHOT, at, `${base.meta.id}+0`);
+        await history.record(base, deltas[0] ?? null, SNAPSHOT, at, `${base.meta.id}+0`);
+        const states: (readonly [number, ServingView])[] = [[at, viewOf(base, deltas[0] ?? null)]];
         // Merges, then a clean stop after `cut` of them and a start serving the delta as it was, then the rest.
         const stopAfter = deltas.length === 0 ? 0 : cut % deltas.length;
         for (const [i, delta] of deltas.entries()) {
-          await history.record(base.data, delta, MERGE, ++at, `${base.meta.id}+${i + 1}`);
+          await history.record(base, delta, MERGE, ++at, `${base.meta.id}+${i + 1}`);
+          states.push([at, new ServingView(base, delta)]);
           if (i !== stopAfter) continue;
           await history.close();
           history = await AnswerHistory.open(path, at, 400 * DAY, comparisonsInto(compared));
-          await history.record(base.data, delta, MERGE, ++at, `${base.meta.id}+${i + 1}r`);
+          await history.record(base, delta, MERGE, ++at, `${base.meta.id}+${i + 1}r`);
+          states.push([at, new ServingView(base, delta)]);
           assert.deepEqual(await newestChanges(history), served(new ServingView(base, delta)));
         }
+        await assertToldAsOf(history, states);
         await history.close();
         assert.deepEqual(compared, deltas.length === 0 ? ['every VPA'] : ['every VPA', 'since the last comparison']);
       } finally {
@@ -84,18 +95,23 @@ test('after a crash, a restart on the snapshot compared before a swap compares w
         const { base, deltas } = snapshotAndDelta(batches);
         const first = await AnswerHistory.open(path, 0, 400 * DAY, silentLogger);
         let at = Date.parse('2026-11-01T00:00:00Z');
-        await first.record(base.data, null, SNAPSHOT, at, base.meta.id);
+        await first.record(base, null, SNAPSHOT, at, base.meta.id);
         await first.close();
         // A run that swaps in a compaction of everything, and ends without closing: the index kept is the first run's.
         const second = await AnswerHistory.open(path, at, 400 * DAY, silentLogger);
         const compaction = buildInProcess(batches.flat());
-        await second.record(base.data, null, SNAPSHOT, ++at, `${base.meta.id}+1`);
-        await second.record(compaction.data, null, SNAPSHOT, ++at, compaction.meta.id);
+        const states: (readonly [number, ServingView])[] = [[at, new ServingView(base)]];
+        await second.record(base, null, SNAPSHOT, ++at, `${base.meta.id}+1`);
+        states.push([at, new ServingView(base)]);
+        await second.record(compaction, null, SNAPSHOT, ++at, compaction.meta.id);
+        states.push([at, new ServingView(compaction)]);
         // The next start serves the first snapshot again (the compaction's file lost), with its delta.
         const third = await AnswerHistory.open(path, at, 400 * DAY, comparisonsInto(compared));
         const delta = deltas.at(-1) ?? null;
-        await third.record(base.data, delta, MERGE, ++at, `${base.meta.id}+2`);
-        assert.deepEqual(await newestChanges(third), served(delta === null ? new ServingView(base) : new ServingView(base, delta)));
+        await third.record(base, delta, MERGE, ++at, `${base.meta.id}+2`);
+        states.push([at, viewOf(base, delta)]);
+        assert.deepEqual(await newestChanges(third), served(viewOf(base, delta)));
+        await assertToldAsOf(third, states);
         await third.close();
         await second.close();
         assert.deepEqual(compared, ['since the last comparison']);
@@ -117,17 +133,17 @@ test('a restart on another snapshot, or with a file its delta held gone, compare
     let at = Date.parse('2026-11-01T00:00:00Z');
     let history = await AnswerHistory.open(path, 0, 400 * DAY, comparisonsInto(compared));
     // Swapped in with a delta of two files.
-    await history.record(base.data, deltas[1]!, SNAPSHOT, at, `${base.meta.id}+2`);
+    await history.record(base, deltas[1]!, SNAPSHOT, at, `${base.meta.id}+2`);
     await history.close();
     // Started again with a delta of the first file alone: the second file is gone.
     history = await AnswerHistory.open(path, at, 400 * DAY, comparisonsInto(compared));
-    await history.record(base.data, deltas[0]!, MERGE, ++at, `${base.meta.id}+3`);
+    await history.record(base, deltas[0]!, MERGE, ++at, `${base.meta.id}+3`);
     assert.deepEqual(await newestChanges(history), served(new ServingView(base, deltas[0]!)));
     await history.close();
     // Started on another snapshot.
     const other = buildInProcess(batches.flat());
     history = await AnswerHistory.open(path, at, 400 * DAY, comparisonsInto(compared));
-    await history.record(other.data, null, MERGE, ++at, other.meta.id);
+    await history.record(other, null, MERGE, ++at, other.meta.id);
     assert.deepEqual(await newestChanges(history), served(new ServingView(other)));
     await history.close();
     assert.deepEqual(compared, ['every VPA', 'every VPA', 'every VPA']);

@@ -8,6 +8,9 @@ import { ServingView } from '../../src/engine/serving-view.js';
 import type { DeltaData } from '../../src/engine/delta-data.js';
 import type { SnapshotView } from '../../src/engine/snapshot-view.js';
 import { AnswerHistory, type ServedChange } from '../../src/history/answer-changes.js';
+import { pastVerdict } from '../../src/history/past-verdicts.js';
+import { verdictJson } from '../../src/api/answer-json.js';
+import { assertToldAsOf } from '../as-of-checks.js';
 import { ASKED, batchesArb, snapshotAndDelta } from '../delta-fixtures.js';
 import { buildInProcess, evidence, tempDataDir } from '../helpers.js';
 
@@ -40,7 +43,17 @@ function told(status: string, risk: string | null, confidence: number | null, cl
   return JSON.stringify([status, risk, status === 'FLAGGED' ? confidenceBand('FLAGGED', confidence) : 'cleared', cluster]);
 }
 
+/** Every state recorded so far in a history, with when it began: each is told again as of that instant. */
+const statesOf = new WeakMap<AnswerHistory, (readonly [number, ServingView])[]>();
+
+async function assertAnswersAsOf(history: AnswerHistory, view: ServingView, at: number): Promise<void> {
+  const states = [...(statesOf.get(history) ?? []), [at, view] as const];
+  statesOf.set(history, states);
+  await assertToldAsOf(history, states);
+}
+
 async function assertTellsServed(history: AnswerHistory, view: ServingView, at: number): Promise<void> {
+  await assertAnswersAsOf(history, view, at);
   for (const upi of ASKED) {
     const changes = await history.changesOf(upi, at);
     const v = view.verdict(upi);
@@ -60,16 +73,16 @@ test('after each snapshot and merge recorded, every VPA\'s newest change is what
       await withHistory(async (history) => {
         const { base, deltas } = snapshotAndDelta(batches);
         let at = Date.parse('2026-11-01T00:00:00Z');
-        await history.record(base.data, null, { ...NOTHING, kind: 'snapshot' }, at, base.meta.id);
+        await history.record(base, null, { ...NOTHING, kind: 'snapshot' }, at, base.meta.id);
         await assertTellsServed(history, new ServingView(base), at);
         for (const [i, delta] of deltas.entries()) {
-          await history.record(base.data, delta, NOTHING, ++at, `${base.meta.id}+${i + 1}`);
+          await history.record(base, delta, NOTHING, ++at, `${base.meta.id}+${i + 1}`);
           await assertTellsServed(history, new ServingView(base, delta), at);
         }
         // A compaction of everything: clusters formed, urls counted again; and then a snapshot of the first batch
         // alone, which no longer holds the later VPAs (CLEARED).
         for (const next of [buildInProcess(batches.flat()), buildInProcess(batches[0]!)]) {
-          await history.record(next.data, null, { ...NOTHING, kind: 'snapshot' }, ++at, `s${at}`);
+          await history.record(next, null, { ...NOTHING, kind: 'snapshot' }, ++at, `s${at}`);
           await assertTellsServed(history, new ServingView(next), at);
         }
         assert.equal(history.unavailable, null);
@@ -89,20 +102,20 @@ test('a snapshot compared ahead of its swap, merges recorded meanwhile, records 
         const compacted = snapshotAndDelta([batches.slice(0, 2).flat(), ...batches.slice(2)]);
         const snapshot = { ...NOTHING, kind: 'snapshot' } as const;
         let at = Date.parse('2026-11-01T00:00:00Z');
-        await history.record(served.base.data, null, snapshot, at, served.base.meta.id);
-        const ahead = await history.compareAhead(compacted.base.data);
+        await history.record(served.base, null, snapshot, at, served.base.meta.id);
+        const ahead = await history.compareAhead(compacted.base);
         assert.notEqual(ahead, null);
         // Merges go on while the swap waits, and change answers the comparison ahead saw before them.
         for (const [i, delta] of served.deltas.entries()) {
-          await history.record(served.base.data, delta, NOTHING, ++at, `${served.base.meta.id}+${i + 1}`);
+          await history.record(served.base, delta, NOTHING, ++at, `${served.base.meta.id}+${i + 1}`);
           await assertTellsServed(history, new ServingView(served.base, delta), at);
         }
         const delta = compacted.deltas.at(-1) ?? null;
-        await history.record(compacted.base.data, delta, snapshot, ++at, `c${at}`, ahead);
+        await history.record(compacted.base, delta, snapshot, ++at, `c${at}`, ahead);
         await assertTellsServed(history, delta === null ? new ServingView(compacted.base) : new ServingView(compacted.base, delta), at);
         // A snapshot of the first batch alone, compared ahead with nothing between: the VPAs it no longer holds are CLEARED.
         const first = buildInProcess(batches[0]!);
-        await history.record(first.data, null, snapshot, ++at, `f${at}`, await history.compareAhead(first.data));
+        await history.record(first, null, snapshot, ++at, `f${at}`, await history.compareAhead(first));
         await assertTellsServed(history, new ServingView(first), at);
       }, comparisonsInto(compared));
       assert.deepEqual(compared, ['every VPA', 'ahead', 'ahead']);
@@ -116,13 +129,13 @@ test('a VPA a merge changed while the comparison ahead waited is compared again 
     const x = 'x@ybl';
     const { base, deltas } = snapshotAndDelta([[evidence(x, 'https://a.example'), evidence('y@ybl', 'https://a.example')], [evidence(x, 'https://c.example', { risk_category: 'mule' })]]);
     const snapshot = { ...NOTHING, kind: 'snapshot' } as const;
-    await history.record(base.data, null, snapshot, 1, 'v1');
+    await history.record(base, null, snapshot, 1, 'v1');
     // The same answers as served: nothing differs when compared ahead.
     const same = buildInProcess([evidence(x, 'https://a.example'), evidence('y@ybl', 'https://a.example')]);
-    const ahead = await history.compareAhead(same.data);
+    const ahead = await history.compareAhead(same);
     assert.equal(ahead?.differing.size, 0);
-    await history.record(base.data, deltas[0]!, NOTHING, 2, 'v1+1');
-    await history.record(same.data, null, snapshot, 3, 'v2', ahead);
+    await history.record(base, deltas[0]!, NOTHING, 2, 'v1+1');
+    await history.record(same, null, snapshot, 3, 'v2', ahead);
     await assertTellsServed(history, new ServingView(same), 3);
     assert.deepEqual((await history.changesOf(x, 0)).map((c) => c.data_version), ['v1', 'v1+1', 'v2']);
   });
@@ -134,12 +147,12 @@ test('a comparison ahead made stale by a pass since, or of another snapshot, is 
     const one = buildInProcess([evidence('x@ybl', 'https://a.example')]);
     const two = buildInProcess([evidence('x@ybl', 'https://a.example'), evidence('y@ybl', 'https://b.example')]);
     const snapshot = { ...NOTHING, kind: 'snapshot' } as const;
-    assert.equal(await history.compareAhead(one.data), null, 'nothing to gain before the first state');
-    await history.record(one.data, null, snapshot, 1, 'v1');
-    const stale = await history.compareAhead(two.data);
-    await history.record(one.data, null, snapshot, 2, 'v2');
-    await history.record(two.data, null, snapshot, 3, 'v3', stale);
-    await history.record(one.data, null, snapshot, 4, 'v4', await history.compareAhead(two.data));
+    assert.equal(await history.compareAhead(one), null, 'nothing to gain before the first state');
+    await history.record(one, null, snapshot, 1, 'v1');
+    const stale = await history.compareAhead(two);
+    await history.record(one, null, snapshot, 2, 'v2');
+    await history.record(two, null, snapshot, 3, 'v3', stale);
+    await history.record(one, null, snapshot, 4, 'v4', await history.compareAhead(two));
     assert.deepEqual((await history.changesOf('y@ybl', 0)).map((c) => [c.data_version, c.status]), [['v3', 'FLAGGED'], ['v4', 'CLEARED']]);
   }, comparisonsInto(compared));
   assert.deepEqual(compared, ['every VPA', 'every VPA', 'every VPA', 'every VPA']);
@@ -155,7 +168,7 @@ test('why each change happened: evidence, a clearance made and ended, a retracti
     const cleared = { createdAt: 1 };
     let at = Date.parse('2026-11-01T00:00:00Z');
     const step = async (view: SnapshotView, change: Partial<ServedChange>, delta: DeltaData | null = null) =>
-      history.record(view.data, delta, { ...NOTHING, kind: 'snapshot', ...change }, ++at, `v${at}`);
+      history.record(view, delta, { ...NOTHING, kind: 'snapshot', ...change }, ++at, `v${at}`);
     // The first state recorded is compared whole even when a merge made it.
     await step(one, { kind: 'merge' });
     await step(without, { corrected: new Set([x]), clearances: new Map([[x, cleared]]) });
@@ -185,7 +198,7 @@ test('why each change happened: evidence, a clearance made and ended, a retracti
 
 test('a history refused or that cannot be written answers why, and records nothing', async () => {
   const off = AnswerHistory.unavailable('kept elsewhere', silentLogger);
-  await off.record(buildInProcess([evidence('x@ybl', 'https://a.example')]).data, null, NOTHING, 1, 'v1');
+  await off.record(buildInProcess([evidence('x@ybl', 'https://a.example')]), null, NOTHING, 1, 'v1');
   await assert.rejects(off.changesOf('x@ybl'), /kept elsewhere/);
   assert.equal(off.vpaCount, 0);
 });
@@ -198,14 +211,19 @@ test('changes past the history kept are dropped once the oldest is a month past 
     const two = buildInProcess([evidence('x@ybl', 'https://a.example'), evidence('x@ybl', 'https://c.example', { risk_category: 'mule' }), evidence('y@ybl', 'https://b.example')]);
     const start = Date.parse('2026-01-01T00:00:00Z');
     const snapshot = { ...NOTHING, kind: 'snapshot' } as const;
-    await history.record(one.data, null, snapshot, start, 'v1');
-    await history.record(two.data, null, snapshot, start + 10 * DAY, 'v2');
+    await history.record(one, null, snapshot, start, 'v1');
+    await history.record(two, null, snapshot, start + 5 * DAY, 'v2');
+    await history.record(one, null, snapshot, start + 10 * DAY, 'v3');
     const full = history.bytes;
-    // 31 days and a bit past the retention of one day: the file is copied without x@ybl's first change.
-    await history.record(one.data, null, snapshot, start + 33 * DAY, 'v3');
+    // 31 days and a bit past the retention of one day: the file is copied without x@ybl's first two changes; the third
+    // tells its answer at the cutoff.
+    await history.record(two, null, snapshot, start + 33 * DAY, 'v4');
     assert.equal(history.unavailable, null);
     assert.ok(history.bytes < full, `${history.bytes} bytes after pruning, ${full} before the last state`);
-    assert.deepEqual((await history.changesOf('x@ybl', start + 33 * DAY)).map((c) => c.data_version), ['v3'], 'one day back');
+    assert.deepEqual((await history.changesOf('x@ybl', start + 33 * DAY)).map((c) => c.data_version), ['v4'], 'one day back');
+    for (const [at, view] of [[start + 32.5 * DAY, one], [start + 33 * DAY, two]] as const) {
+      assert.equal(verdictJson(pastVerdict('x@ybl', await history.answerAt('x@ybl', at))), verdictJson(new ServingView(view).verdict('x@ybl')));
+    }
     assert.deepEqual((await history.changesOf('y@ybl', start + 33 * DAY)).map((c) => c.data_version), [], "y@ybl's answer is older than the day kept");
   } finally {
     await history.close();

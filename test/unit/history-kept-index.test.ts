@@ -5,7 +5,7 @@ import fc from 'fast-check';
 import { HistoryError } from '../../src/common/errors.js';
 import { CLEARED_FACTS, ChangeLog, type AnswerFacts } from '../../src/history/change-log.js';
 import { indexPathOf } from '../../src/history/facts-index-file.js';
-import { withHistoryLog } from '../helpers.js';
+import { flaggedFacts, withHistoryLog } from '../helpers.js';
 
 // The index of the history of answers that a clean close keeps beside the
 // log: the next open reads it and the records after it alone, and answers
@@ -22,7 +22,7 @@ async function append(log: ChangeLog, changes: readonly (readonly [string, Answe
   await log.commit();
 }
 
-const facts = (n: number): AnswerFacts => (n === 0 ? CLEARED_FACTS : { flagged: true, risk: n % 5, confidence: (n * 997) % 10_001, cluster: n % 3 });
+const facts = (n: number): AnswerFacts => (n === 0 ? CLEARED_FACTS : flaggedFacts((n * 997) % 10_001, n % 3, n % 5));
 
 /** What `log` tells of every key: the newest answer, and each change. */
 async function told(log: ChangeLog): Promise<unknown[]> {
@@ -175,6 +175,7 @@ test('a prune drops the kept index, and the next close keeps one of the pruned l
     await log.close();
     const reopened = await ChangeLog.open(path, T0 + 1000);
     assert.equal(reopened.opened.keptIndex, true);
+    await append(reopened, [['vpa1@ybl', facts(6)]], T0 + 1200, 'v1b');
     await append(reopened, [['vpa1@ybl', facts(5)]], T0 + 2000, 'v2');
     assert.equal(await reopened.prune(T0 + 1500), 1);
     await assert.rejects(stat(indexPathOf(path)), { code: 'ENOENT' });

@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { SnapshotService } from '../../src/service/snapshot-service.js';
 import { dataVersion } from '../../src/engine/delta-data.js';
-import type { DataVersionRecord, ServedState, ServedVersions } from '../../src/history/served-versions.js';
+import type { DataVersionRecord, ServedAt, ServedState, ServedVersions } from '../../src/history/served-versions.js';
 import { TEST_SCORED_AT, evidence, ingest, tempDataDir } from '../helpers.js';
 
 /** A record in memory that notes, at each record, what the service served then. */
@@ -10,6 +10,7 @@ class NotedVersions implements ServedVersions {
   readonly recorded: string[] = [];
   readonly servedWhenRecorded: (string | null)[] = [];
   readonly unavailable = null;
+  readonly lastAt = 0;
   service: SnapshotService | null = null;
   #highest = 0;
   readonly #alone = new Set<string>();
@@ -24,6 +25,14 @@ class NotedVersions implements ServedVersions {
     this.#highest = Math.max(this.#highest, state.position);
     if (state.position === 0) this.#alone.add(state.snapshot);
     return Promise.resolve();
+  }
+
+  stateAt(): Promise<ServedAt | null> {
+    return Promise.resolve(null);
+  }
+
+  firstAt(): Promise<number | null> {
+    return Promise.resolve(null);
   }
 
   served(state: ServedState): boolean {

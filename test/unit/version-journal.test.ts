@@ -1,9 +1,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { formatIso } from '../../src/common/time.js';
-import { appendFile, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { appendFile, mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import { crc32 } from 'node:zlib';
 import { ErrorCode } from '../../src/common/errors.js';
 import { VersionJournal, openVersionJournal } from '../../src/history/version-journal.js';
 import type { ServedVersions } from '../../src/history/served-versions.js';
@@ -94,7 +95,7 @@ test('a version is found among many by bisection, whatever the snapshots alone b
     }
     assert.equal(await journal.find({ snapshot: 'not-served', position: served[5]!.position }), null, 'the position, but another snapshot');
     await journal.close();
-    assert.equal((await stat(t.path)).size, 32 + 96 * 2001);
+    assert.equal((await stat(t.path)).size, 32 + 104 * 2001);
   } finally {
     await t.done();
   }
@@ -105,7 +106,7 @@ test('a record cut short, with a flipped byte or of another kind is refused with
     ['cut short', (path: string) => appendFile(path, Buffer.alloc(10)), /cut short: 10 bytes/],
     ['flipped byte', async (path: string) => {
       const bytes = await readFile(path);
-      bytes.writeUInt8(bytes.readUInt8(32 + 96 + 40) ^ 0x01, 32 + 96 + 40);
+      bytes.writeUInt8(bytes.readUInt8(32 + 104 + 40) ^ 0x01, 32 + 104 + 40);
       await writeFile(path, bytes);
     }, /record 1 fails its CRC/],
     ['another file', (path: string) => writeFile(path, '{"not":"a journal"}\n'.repeat(4)), /not a record of served data versions/],
@@ -162,7 +163,7 @@ test('a retention drops the states that ended before it, keeps the one served th
     await journal.record({ snapshot: 'S3', position: 12 }, T + 6 * DAY);
     assert.equal((await journal.find({ snapshot: 'S3', position: 0 }))?.until, formatIso(T + 6 * DAY));
     await journal.close(T + 7 * DAY);
-    assert.equal((await stat(t.path)).size, 32 + 96 * 5);
+    assert.equal((await stat(t.path)).size, 32 + 104 * 5);
 
     // Opened with a retention its oldest record is a month past, the record drops by itself what ended before it
     // (here every state: the last ended with the stop at day 7), but not the newest snapshot served alone, S3, and what
@@ -194,9 +195,9 @@ test('a position served out of order is not recorded, and a file holding one is 
 
     // Two whole records swapped: each passes its CRC, the order does not.
     const bytes = await readFile(t.path);
-    const first = Buffer.from(bytes.subarray(32, 128));
-    bytes.copy(bytes, 32, 128, 224);
-    first.copy(bytes, 128);
+    const first = Buffer.from(bytes.subarray(32, 136));
+    bytes.copy(bytes, 32, 136, 240);
+    first.copy(bytes, 136);
     await writeFile(t.path, bytes);
     await assert.rejects(VersionJournal.open(t.path), /record 1 is out of order/);
   } finally {
@@ -234,7 +235,7 @@ test('a prune that meets a damaged record stops resolving versions, and recordin
     for (let p = 1; p <= 8; p++) await journal.record({ snapshot: S, position: p }, T + p * DAY);
     // A byte of record 6, among those a prune keeps, flipped after the file was opened.
     const bytes = await readFile(t.path);
-    bytes[32 + 6 * 96 + 40]! ^= 0xff;
+    bytes[32 + 6 * 104 + 40]! ^= 0xff;
     await writeFile(t.path, bytes);
     assert.equal(await journal.prune(T + 6.5 * DAY), 0);
     assert.match(journal.unavailable ?? '', /record 6 fails its CRC/);
@@ -266,6 +267,69 @@ test('records are copied by a prune beside appends, and a clock stepped back nev
     await journal.close();
     const reopened = await VersionJournal.open(t.path);
     assert.equal((await reopened.find({ snapshot: S, position: 20_021 }))?.from, formatIso(T + 30 * DAY + 19));
+    await reopened.close();
+  } finally {
+    await t.done();
+  }
+});
+
+test('the state served at an instant: the last begun at or before it, back past a stop; with its data-as-of time', async () => {
+  const t = await tempPath();
+  try {
+    const journal = await VersionJournal.open(t.path);
+    assert.equal(await journal.stateAt(T), null);
+    assert.equal(await journal.firstAt(), null);
+    await journal.record({ snapshot: S, position: 1 }, T, T - 500);
+    await journal.record({ snapshot: S, position: 2 }, T + 1_000, T + 900);
+    await journal.close(T + 5_000);
+    const again = await VersionJournal.open(t.path);
+    await again.record({ snapshot: S, position: 3 }, T + 9_000, T + 8_000);
+    const at = async (instant: number) => {
+      const found = await again.stateAt(instant);
+      return found === null ? null : [found.state.position, found.from, found.dataAsOf];
+    };
+    assert.equal(await at(T - 1), null, 'before the first');
+    assert.deepEqual(await at(T), [1, T, T - 500]);
+    assert.deepEqual(await at(T + 999), [1, T, T - 500]);
+    assert.deepEqual(await at(T + 1_000), [2, T + 1_000, T + 900]);
+    assert.deepEqual(await at(T + 7_000), [2, T + 1_000, T + 900], 'stopped: the state it stopped serving');
+    assert.deepEqual(await at(T + 60_000), [3, T + 9_000, T + 8_000]);
+    assert.equal(await again.firstAt(), T);
+    await again.close();
+  } finally {
+    await t.done();
+  }
+});
+
+test('a record of format 1 is rewritten in this format at open, each state kept, its data-as-of time unknown (0)', async () => {
+  const t = await tempPath();
+  try {
+    // Format 1: a 32-byte header naming 96-byte records, each with its CRC over the record with the CRC's bytes 0.
+    const head = Buffer.alloc(32);
+    head.write('UPIRVERS', 0, 'latin1');
+    head.writeUInt32LE(1, 8);
+    head.writeUInt32LE(96, 12);
+    const records = [1, 2].map((position) => {
+      const r = Buffer.alloc(96);
+      r[0] = 1;
+      r[1] = S.length;
+      r.writeDoubleLE(position, 8);
+      r.writeDoubleLE(position, 16);
+      r.writeDoubleLE(T + position * 1_000, 24);
+      r.write(S, 32, 'latin1');
+      r.writeUInt32LE(crc32(r), 4);
+      return r;
+    });
+    await mkdir(dirname(t.path), { recursive: true });
+    await writeFile(t.path, Buffer.concat([head, ...records]));
+    const journal = await VersionJournal.open(t.path);
+    assert.equal((await stat(t.path)).size, 32 + 104 * 2);
+    assert.deepEqual(await journal.find({ snapshot: S, position: 1 }), { version: `${S}+1`, from: formatIso(T + 1_000), until: formatIso(T + 2_000), snapshot: S, position: 1 });
+    assert.equal((await journal.stateAt(T + 2_500))?.dataAsOf, 0);
+    await journal.record({ snapshot: S, position: 3 }, T + 3_000, T + 2_900);
+    await journal.close();
+    const reopened = await VersionJournal.open(t.path);
+    assert.equal((await reopened.stateAt(T + 3_000))?.dataAsOf, T + 2_900);
     await reopened.close();
   } finally {
     await t.done();

@@ -82,6 +82,16 @@ export interface CallOptions {
   readonly deadlineMs?: number;
 }
 
+export interface VerifyOptions extends CallOptions {
+  /**
+   * Answer exactly as the service answered at this instant (RFC 3339 text,
+   * or a Date), for a dispute or an audit: the verdict, `dataVersion` and
+   * `dataAsOf` of the state then served. ValidationError for an instant to
+   * come or before the history the service keeps.
+   */
+  readonly asOf?: string | Date;
+}
+
 export interface ReportOptions extends CallOptions {
   /** The report's Idempotency-Key, 1 to 255 visible ASCII characters: a new UUID by default. */
   readonly idempotencyKey?: string;
@@ -131,8 +141,10 @@ export class UpiRiskClient {
   }
 
   /** Single lookup: `GET /v1/verify/upi`. A verdict for another VPA than `upi` (a cache that ignored the query) is a ResponseFormatError. */
-  async verify(upi: string, options: CallOptions = {}): Promise<VerifyResult> {
-    const answer = await this.#send({ method: 'GET', path: `/v1/verify/upi?upi=${encodeURIComponent(text('upi', upi))}`, idempotent: true }, this.#scope(options));
+  async verify(upi: string, options: VerifyOptions = {}): Promise<VerifyResult> {
+    const asOf = asOfText(options.asOf);
+    const query = `upi=${encodeURIComponent(text('upi', upi))}${asOf === undefined ? '' : `&as_of=${encodeURIComponent(asOf)}`}`;
+    const answer = await this.#send({ method: 'GET', path: `/v1/verify/upi?${query}`, idempotent: true }, this.#scope(options));
     const verdict = toVpaVerdict(answer.body, answer.meta);
     checkAnsweredFor(verdict.upi, upi, 'the verdict', answer.meta);
     return { verdict, ...answer.meta };
@@ -160,13 +172,14 @@ export class UpiRiskClient {
    * (`POST /v1/verify/upi/batch`), a few at a time, merged in input order,
    * duplicates included. No VPA, no request.
    */
-  async verifyBatch(upis: readonly string[], options: CallOptions = {}): Promise<BatchResult> {
+  async verifyBatch(upis: readonly string[], options: VerifyOptions = {}): Promise<BatchResult> {
     if (!Array.isArray(upis)) throw new TypeError('upis must be an array of VPAs');
     upis.forEach((upi, index) => text(`upis[${index}]`, upi));
+    const asOf = asOfText(options.asOf);
     const scope = this.#scope(options);
     const chunks = chunksOf(upis, BATCH_REQUEST_SIZE);
     const answers = await mapConcurrently(chunks, this.#batchConcurrency, scope.signal, async (chunk, _, signal) => {
-      const answer = await this.#send({ method: 'POST', path: '/v1/verify/upi/batch', body: { upis: chunk }, idempotent: true }, { ...scope, signal });
+      const answer = await this.#send({ method: 'POST', path: '/v1/verify/upi/batch', body: asOf === undefined ? { upis: chunk } : { upis: chunk, as_of: asOf }, idempotent: true }, { ...scope, signal });
       return { items: batchItemsOf(answer.body, chunk, answer.meta), meta: answer.meta };
     });
     const results = answers.flatMap(({ items, meta }) => items.map((verdict) => ({ verdict, ...meta })));
@@ -448,4 +461,14 @@ function isAnswerChange(value: unknown): value is AnswerChange {
     (c.cluster_id === null || typeof c.cluster_id === 'string') &&
     typeof c.cause === 'string'
   );
+}
+
+/** `asOf` as the request carries it: a Date as RFC 3339 in UTC, text as given (the service checks it). */
+function asOfText(asOf: string | Date | undefined): string | undefined {
+  if (asOf === undefined) return undefined;
+  if (asOf instanceof Date) {
+    if (Number.isNaN(asOf.getTime())) throw new RangeError('asOf is an invalid Date');
+    return asOf.toISOString();
+  }
+  return text('asOf', asOf);
 }

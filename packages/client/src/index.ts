@@ -15,6 +15,7 @@ export {
   RANGE_PREFIX_DIGITS,
   type BatchResult,
   type CallOptions,
+  type VerifyOptions,
   type ClusterResult,
   type PageOptions,
   type PrivateVerifyResult,

@@ -22,6 +22,10 @@ export type BatchRequest =
        */
       upis: string[];
       vpas?: never;
+      /**
+       * Answer exactly as the service answered at this instant (RFC 3339), within the history kept
+       */
+      as_of?: string;
     }
   | {
       /**
@@ -34,6 +38,10 @@ export type BatchRequest =
        */
       vpas: string[];
       upis?: never;
+      /**
+       * Answer exactly as the service answered at this instant (RFC 3339), within the history kept
+       */
+      as_of?: string;
     };
 
 /**

@@ -11,7 +11,7 @@ export type Ask = (request: AdminRequest) => Promise<AdminAnswer>;
 
 export interface MainThreadCalls {
   readonly ask: Ask;
-  /** Write the main thread's answer, with the Set-Cookie it asks for. */
+  /** Write the main thread's answer, with the Set-Cookie it asks for, or as of the past state it was answered from. */
   readonly relay: (x: Exchange, answer: AdminAnswer) => void;
 }
 
@@ -20,7 +20,11 @@ export function mainThreadCalls(kit: RouteKit, deps: Pick<ApiDependencies, 'admi
   return {
     ask: (request: AdminRequest): Promise<AdminAnswer> =>
       deps.admin === undefined ? Promise.reject(serviceUnavailable('this server has no admin API')) : deps.admin(request),
-    relay: (x: Exchange, answer: AdminAnswer): void => kit.send(x, answer.status, answer.body, answer.cookie === undefined ? undefined : ['Set-Cookie', answer.cookie]),
+    relay: (x: Exchange, answer: AdminAnswer): void => {
+      const served = answer.servedAs;
+      if (served !== undefined) kit.sendServedAs(x, answer.status, answer.body, served.version, served.asOf, ['X-As-Of', served.requested]);
+      else kit.send(x, answer.status, answer.body, answer.cookie === undefined ? undefined : ['Set-Cookie', answer.cookie]);
+    },
   };
 }
 
