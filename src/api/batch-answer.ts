@@ -7,10 +7,10 @@ import { parseBatchRequest } from './batch-request.js';
 import { FLAGGED_BATCH_ITEM_BOUND, putFlaggedBatchItem } from './flagged-verdict-bytes.js';
 import { MAX_BATCH_ITEMS } from './schemas.js';
 
-/** A batch to be answered as of a past instant: its VPAs, and the instant as sent (null: not text). */
+/** A batch to be answered as of a past instant: its VPAs, and the instant as sent. */
 export interface AsOfBatch {
   readonly upis: readonly string[];
-  readonly asOf: string | null;
+  readonly asOf: string;
 }
 
 /**
@@ -21,8 +21,7 @@ export interface AsOfBatch {
  * answer.
  *
  * A body with `as_of` is not answered from the view: its VPAs and the
- * instant (null when it is not text) are returned for the history to
- * answer (AsOfBatch).
+ * instant are returned for the history to answer (AsOfBatch).
  *
  * The answer is written as it is looked up, without an object per item and
  * without a string for the whole: most payees are unknown, and a CLEARED
@@ -44,7 +43,7 @@ export function answerBatchBody(view: ServingView, body: Buffer, out: ByteScratc
   const upis = parseBatchRequest(parsed);
   if (!Array.isArray(upis)) return upis;
   const asOf = (parsed as Record<string, unknown>).as_of;
-  if (asOf !== undefined) return { upis, asOf: typeof asOf === 'string' ? asOf : null };
+  if (typeof asOf === 'string') return { upis, asOf };
   const b = out.clear().room(BATCH_ANSWER_BOUND);
   let at = put(b, 0, RESULTS_START);
   let flagged = 0;

@@ -7,7 +7,7 @@ import { badRequest, validationError, type HttpError } from './http-error.js';
  *
  * The 400/422 split (docs/api.md, "Errors"): 422 `validation_error` when the JSON
  * has the wrong shape — not an object, both `upis` and `vpas`, the array not
- * an array, an item not a string; 400 `bad_request` when the shape is right
+ * an array, an item not a string, an `as_of` not a string; 400 `bad_request` when the shape is right
  * but the content is not — no array at all, 0 or more than 100 items, an item
  * that is not a valid VPA. Accepts exactly what BatchRequestSchema accepts
  * (a property test holds the two together); hand-written because it runs on
@@ -25,6 +25,7 @@ export function parseBatchRequest(body: unknown): string[] | HttpError {
   const name = hasUpis ? 'upis' : 'vpas';
   const items = hasUpis ? fields.upis : fields.vpas;
   if (!Array.isArray(items)) return validationError(`"${name}" must be an array of strings`);
+  if (fields.as_of !== undefined && typeof fields.as_of !== 'string') return validationError('"as_of" must be a string, an RFC 3339 instant');
   for (let i = 0; i < items.length; i++) {
     if (typeof items[i] !== 'string') return validationError(`"${name}"[${i}] must be a string`);
   }

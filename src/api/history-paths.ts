@@ -53,10 +53,10 @@ export const AsOfRefusalSchema = strict(
   {
     error: Type.Literal('validation_error'),
     message: Type.String(),
-    earliest_as_of: Nullable(Type.String({ format: 'date-time', description: 'The earliest instant answers are told as of; null where no history is kept (serve --history-days 0)' })),
+    earliest_as_of: Type.Optional(Nullable(Type.String({ format: 'date-time', description: 'With an as_of before the history kept: the earliest instant answers are told as of; null where none is kept (serve --history-days 0, or no state recorded yet)' }))),
   },
   'AsOfRefusal',
-  'An instant before the history kept',
+  'An as_of refused: still to come, or before the history kept (with earliest_as_of)',
 );
 
 export const HISTORY_SCHEMAS: Readonly<Record<string, TSchema>> = { DataVersion: DataVersionSchema, AnswerChange: AnswerChangeSchema, AnswerHistory: AnswerHistorySchema, AsOfRefusal: AsOfRefusalSchema };

@@ -1,4 +1,5 @@
 import { CONFIDENCE_SCALE } from '../engine/snapshot-data.js';
+import { startOfUtcDay } from '../common/time.js';
 
 /**
  * Confidence scoring. Everything here is documented in docs/scoring.md,
@@ -12,7 +13,7 @@ import { CONFIDENCE_SCALE } from '../engine/snapshot-data.js';
  *     + 0.3  * (distinct source categories - 1)
  *     + 0.25 * ln(1 + min(peers, 50))      cluster context: other VPAs on its pages
  *
- *   w(item) = 0.25 + 0.75 * 2^(-age / 365 days), age = scoredAt - captured_at (≥ 0)
+ *   w(item) = 0.25 + 0.75 * 2^(-age / 365 days), age = scoringDay(scoredAt) - captured_at (≥ 0)
  *
  * Every term only grows when evidence is added (one more item adds a weight
  * > 0, urls, categories and peers can only increase), so confidence never
@@ -32,9 +33,21 @@ export const PEER_SATURATION = 50;
 export const RECENCY_FLOOR = 0.25;
 export const RECENCY_HALF_LIFE_MS = 365 * 24 * 3600 * 1000;
 
-/** Weight of one evidence item captured at `capturedAt`, scored at `scoredAt`. In [0.25, 1]. */
+/**
+ * The day recency is counted from at `scoredAt` (epoch ms): the start of
+ * its UTC day. Recency is counted in whole days, so that snapshots built on
+ * one day weigh the same evidence alike: a confidence does not drift from
+ * one compaction to the next within a day, and the history of answers
+ * keeps a day's confidences once (docs/scoring.md). Expiry is counted from
+ * `scoredAt` itself.
+ */
+export function scoringDay(scoredAt: number): number {
+  return startOfUtcDay(scoredAt);
+}
+
+/** Weight of one evidence item captured at `capturedAt`, scored at `scoredAt` (as of its day: scoringDay). In [0.25, 1]. */
 export function recencyWeight(capturedAt: number, scoredAt: number): number {
-  const age = Math.max(0, scoredAt - capturedAt);
+  const age = Math.max(0, scoringDay(scoredAt) - capturedAt);
   return RECENCY_FLOOR + (1 - RECENCY_FLOOR) * Math.pow(2, -age / RECENCY_HALF_LIFE_MS);
 }
 

@@ -257,3 +257,10 @@ function splitClock(intoDay: number): void {
   PARTS[5] = seconds;
   PARTS[6] = rest - seconds * 1000;
 }
+
+const MS_PER_UTC_DAY = 86_400_000;
+
+/** The start (00:00 UTC) of the day of `ms`, epoch ms. */
+export function startOfUtcDay(ms: number): number {
+  return ms - (((ms % MS_PER_UTC_DAY) + MS_PER_UTC_DAY) % MS_PER_UTC_DAY);
+}

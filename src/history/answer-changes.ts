@@ -1,5 +1,6 @@
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { HistoryError } from '../common/errors.js';
+import { startOfUtcDay } from '../common/time.js';
 import type { Logger } from '../common/logger.js';
 import type { DeltaData } from '../engine/delta-data.js';
 import { NO_CLUSTER } from '../engine/snapshot-data.js';
@@ -15,8 +16,9 @@ import { NO_SCORE } from './score-columns.js';
  * What changed in the answers a new state serves (docs/api.md, "Answer
  * history" and "Answers as of a past instant"), found against each VPA's
  * answer last recorded (change-log.ts) and recorded before the state is
- * served. A new snapshot's confidences go to its column (score-columns.ts)
- * rather than to a record each; any other change of an answer is a record.
+ * served. The confidences of a snapshot of a new scoring day go to its
+ * column (score-columns.ts) rather than to a record each; any other change
+ * of an answer is a record.
  *
  * A merge into the live delta changes only the delta's VPAs, so only they
  * are compared; a new snapshot (a compaction, or the first state a server
@@ -64,7 +66,9 @@ const MAX_AHEAD_CHANGES = 262_144;
 /** A snapshot compared ahead of its swap: what to record there (AnswerHistory.record). */
 export interface ComparedAhead {
   readonly base: SnapshotView;
-  /** The confidence `base` serves each VPA numbered then with, by number (NO_SCORE: none). */
+  /** Whether `base` is of a new scoring day: its confidences go to a column (`scores`), not to records. */
+  readonly scored: boolean;
+  /** The confidence `base` serves each VPA numbered then with, by number (NO_SCORE: none); empty unless `scored`. */
   readonly scores: Uint16Array;
   /** The VPAs whose answer in `base` differs from the one recorded, with that answer. */
   readonly differing: ReadonlyMap<string, AnswerFacts>;
@@ -169,14 +173,14 @@ export class AnswerHistory {
       else if (usable !== null) changes = await this.#aheadChanges(log, usable, delta, whole);
       // Only the VPAs of the delta, and those changed since the mark, may have changed; the snapshot's confidences are its column's.
       else if (sinceMark !== null) changes = this.#baseChanges(log, base, delta, sinceMark, whole, true) + this.#deltaChanges(log, base, delta, whole);
-      else changes = await this.#snapshotChanges(log, base, delta, whole);
-      // A snapshot compared whole scored every VPA again: its column keeps their confidences.
-      const scored = whole.kind === 'snapshot' && sinceMark === null;
-      await log.commit(scored);
-      if (scored) log.markCompared(base.meta.id, delta?.meta.files ?? []);
+      else changes = await this.#snapshotChanges(log, base, delta, whole, newScores(log, base));
+      // A snapshot compared whole of a new scoring day scored every VPA again: its column keeps their confidences.
+      const compared = whole.kind === 'snapshot' && sinceMark === null;
+      await log.commit(compared && (usable?.scored ?? newScores(log, base)) ? startOfUtcDay(base.meta.scoredAt) : null);
+      if (compared) log.markCompared(base.meta.id, delta?.meta.files ?? []);
       // A whole comparison costs a pass over every VPA (docs/operations.md, "The history of answers"); a merge's, its delta's.
-      const compared = whole.kind === 'merge' ? 'delta' : usable !== null ? 'ahead' : sinceMark !== null ? 'since the last comparison' : 'every VPA';
-      const fields = { version, changes, compared, ms: Math.round(performance.now() - started) };
+      const how = whole.kind === 'merge' ? 'delta' : usable !== null ? 'ahead' : sinceMark !== null ? 'since the last comparison' : 'every VPA';
+      const fields = { version, changes, compared: how, ms: Math.round(performance.now() - started) };
       if (whole.kind === 'merge') this.#logger.debug(fields, 'answer changes recorded');
       else this.#logger.info(fields, 'answer changes recorded');
       this.#clearances = change.clearances;
@@ -186,8 +190,8 @@ export class AnswerHistory {
       this.#logger.error({ err: (error as Error).message }, 'the history of answers could not be written; no more changes are recorded');
       return;
     }
-    // Changes past the retention are dropped once the oldest is a month past it: the file is copied about once a month.
-    if (this.#keepMs > 0 && log.oldestAt < at - this.#keepMs - PRUNE_SLACK_MS) await this.#prune(log, at - this.#keepMs);
+    // Records replaced before the retention are dropped once the first is a month past it: the file is copied about once a month.
+    if (this.#keepMs > 0 && log.replacedAt < at - this.#keepMs - PRUNE_SLACK_MS) await this.#prune(log, at - this.#keepMs);
   }
 
   /**
@@ -208,7 +212,8 @@ export class AnswerHistory {
     const pass = this.#startPass(log);
     const changedSince = new Set<string>();
     this.#changedSince = changedSince;
-    const scores = new Uint16Array(log.numbered).fill(NO_SCORE);
+    const scored = newScores(log, base);
+    const scores = new Uint16Array(scored ? log.numbered : 0).fill(NO_SCORE);
     const index = new VpaIndex(base.data, base.maxKeyLength);
     const key = new Uint8Array(index.maxKeyLength);
     for (let slot = 0; slot < index.capacity; slot++) {
@@ -223,12 +228,12 @@ export class AnswerHistory {
       const facts = factsOf(base, id);
       const found = log.seen(key, 0, length);
       if (found >= 0 && log.numberAt(found) < scores.length) scores[log.numberAt(found)] = facts.flagged ? facts.confidence : NO_SCORE;
-      if (!log.differs(found, facts, false)) continue;
+      if (!log.differs(found, facts, !scored)) continue;
       if (differing.size === MAX_AHEAD_CHANGES) return this.#abandonAhead(changedSince);
       differing.set(keyText(key, 0, length), facts);
     }
     this.#logger.info({ snapshot: base.meta.id, differing: differing.size, ms: Math.round(performance.now() - started) }, 'answers compared ahead of a swap');
-    return { base, scores, differing, pass };
+    return { base, scored, scores, differing, pass };
   }
 
   /** A comparison ahead given up: stop noting the VPAs changed for it (in `changedSince`) unless another began since. */
@@ -252,6 +257,8 @@ export class AnswerHistory {
 
   /** A prune that fails leaves the file as it was, and is tried again at the next state; one that left the log unusable stops the history. */
   async #prune(log: ChangeLog, cutoff: number): Promise<void> {
+    // The copy's index holds no pass's marks: a comparison ahead waiting for its swap would find no VPA unseen.
+    this.#dropAhead();
     const started = performance.now();
     try {
       const dropped = await log.prune(cutoff);
@@ -274,9 +281,10 @@ export class AnswerHistory {
     return this.#log.answerAt(key, at);
   }
 
-  /** The earliest instant answers are told as of at `now`: when the history was begun, and the retention. */
-  earliestAt(now = Date.now()): number {
-    return Math.max(this.#log?.startedAt ?? now, this.#keepMs > 0 ? now - this.#keepMs : 0);
+  /** The earliest instant answers are told as of at `now`: when the first state recorded began, and the retention; null before any state. */
+  earliestAt(now = Date.now()): number | null {
+    const started = this.#log?.startedAt ?? 0;
+    return started === 0 ? null : Math.max(started, this.#keepMs > 0 ? now - this.#keepMs : 0);
   }
 
   async close(): Promise<void> {
@@ -301,15 +309,15 @@ export class AnswerHistory {
   /**
    * #snapshotChanges from a comparison ahead: the VPAs that differed then
    * and those changed since (compared again with what is recorded now),
-   * the delta's, and those recorded FLAGGED that no pass saw; every VPA
-   * takes the confidence the pass found.
+   * the delta's, and those recorded FLAGGED that no pass saw; of a new
+   * scoring day, every VPA takes the confidence the pass found.
    */
   async #aheadChanges(log: ChangeLog, ahead: ComparedAhead, delta: DeltaData | null, change: ServedChange): Promise<number> {
     const changedSince = this.#changedSince ?? new Set<string>();
     this.#changedSince = null;
     log.takeServedConfidences(ahead.scores);
     const held = heldDelta(delta);
-    let changes = this.#baseChanges(log, ahead.base, held, new Set([...ahead.differing.keys(), ...changedSince]), change, false, ahead.differing);
+    let changes = this.#baseChanges(log, ahead.base, held, new Set([...ahead.differing.keys(), ...changedSince]), change, !ahead.scored, ahead.differing);
     if (held !== null) changes += this.#heldChanges(log, ahead.base, held, change);
     for (const cleared of await log.unseenFlagged()) changes += this.#compareText(log, cleared, log.slotOf(cleared), CLEARED_FACTS, change, true);
     return changes;
@@ -325,7 +333,8 @@ export class AnswerHistory {
    */
   async #changedSinceMark(log: ChangeLog, base: SnapshotView, delta: DeltaData | null): Promise<Set<string> | null> {
     const mark = log.mark;
-    if (mark === null || mark.snapshot !== base.meta.id) return null;
+    // A column since the mark (a snapshot of another scoring day served, then lost) holds confidences this snapshot does not serve.
+    if (mark === null || mark.snapshot !== base.meta.id || newScores(log, base)) return null;
     // The files that delta held sort first (files are named in the order they are stored); a file gone would take answers back unseen.
     const held = filesSummary((delta?.meta.files ?? []).filter((name) => name <= mark.files.last));
     if (held.count !== mark.files.count || held.crc !== mark.files.crc) return null;
@@ -372,8 +381,13 @@ export class AnswerHistory {
     return changes;
   }
 
-  /** Add the changes of every VPA `base` and `delta` hold, and of those recorded FLAGGED they do not; returns how many. */
-  async #snapshotChanges(log: ChangeLog, base: SnapshotView, delta: DeltaData | null, change: ServedChange): Promise<number> {
+  /**
+   * Add the changes of every VPA `base` and `delta` hold, and of those
+   * recorded FLAGGED they do not; returns how many. With `scored` (a new
+   * scoring day), a confidence changed is not a change of a VPA of `base`
+   * (its column keeps it).
+   */
+  async #snapshotChanges(log: ChangeLog, base: SnapshotView, delta: DeltaData | null, change: ServedChange, scored: boolean): Promise<number> {
     let changes = 0;
     this.#startPass(log);
     const index = new VpaIndex(base.data, base.maxKeyLength);
@@ -392,7 +406,7 @@ export class AnswerHistory {
       const length = index.keyBytesAtSlot(slot, key);
       // A VPA the delta holds is answered from the delta: compared below.
       if (deltaIndex !== null && deltaIndex.lookupBytes(key, 0, length) >= 0) continue;
-      changes += this.#compare(log, key, 0, length, log.seen(key, 0, length), factsOf(base, id), change, false);
+      changes += this.#compare(log, key, 0, length, log.seen(key, 0, length), factsOf(base, id), change, !scored);
     }
     if (held !== null) changes += this.#heldChanges(log, base, held, change);
     for (const cleared of await log.unseenFlagged()) changes += this.#compareText(log, cleared, log.slotOf(cleared), CLEARED_FACTS, change, true);
@@ -447,6 +461,15 @@ function heldDelta(delta: DeltaData | null): DeltaData | null {
 /** The VPA in `bytes` from `start` to `end` (ASCII) as text. */
 function keyText(bytes: Uint8Array, start: number, end: number): string {
   return Buffer.from(bytes.buffer, bytes.byteOffset + start, end - start).toString('latin1');
+}
+
+/**
+ * Whether `base` scores recency from another day than the confidences
+ * `log` keeps apart (builder/scoring.ts, scoringDay): a state first serving
+ * it writes a column.
+ */
+function newScores(log: ChangeLog, base: SnapshotView): boolean {
+  return log.scoredAt !== startOfUtcDay(base.meta.scoredAt);
 }
 
 const PRINT = new Uint32Array(2);

@@ -19,8 +19,8 @@ import { SOURCE_CATEGORIES } from '../vpa/categories.js';
  */
 export type AnswerDetail = Pick<VpaVerdict, 'cluster_size' | 'first_seen' | 'last_seen' | 'sources' | 'evidence_count'>;
 
-/** The longest detail kept: about 30,000 sources. */
-export const MAX_DETAIL_BYTES = 4 << 20;
+/** The longest detail kept: hundreds of thousands of sources, far past any VPA's; a longer one stops the history (logged). */
+export const MAX_DETAIL_BYTES = 64 << 20;
 
 const packr = new Packr({ useRecords: false, moreTypes: false });
 const unpackr = new Unpackr({ useRecords: false, moreTypes: false, mapsAsObjects: false });

@@ -3,7 +3,7 @@ import { basename, dirname, join } from 'node:path';
 import { readAllAt, syncDirectory, tempFileName, writeAllAt } from '../common/atomic-file.js';
 import { openHistoryFile } from './history-file.js';
 import { crc32 } from 'node:zlib';
-import { crcOfFile, extendCrc } from '../common/file-crc.js';
+import { crcOfFile } from '../common/file-crc.js';
 import { HistoryError } from '../common/errors.js';
 import { RISK_CATEGORIES } from '../vpa/categories.js';
 import { CHANGE_CAUSES, type ChangeCause, type ChangeEntry } from '../api/history-paths.js';
@@ -22,8 +22,8 @@ import { dropFactsIndex, filesSummary, keepFactsIndex, readFactsIndex, type Comp
  * (`ChangeCause`), so that the answer served at any instant can be told
  * again byte for byte (GET /v1/verify/upi?as_of=, docs/api.md) and the
  * changes of its status, risk category, confidence band or cluster listed
- * (GET /v1/verify/upi/history). The confidence a new snapshot scores every
- * VPA with again is kept apart, a column a snapshot (score-columns.ts).
+ * (GET /v1/verify/upi/history). The confidence a snapshot of a new scoring
+ * day gives every VPA is kept apart, a column a day (score-columns.ts).
  * The embedded server keeps both in its data directory,
  * `DIR/history/changes.log` and `DIR/history/scores/`, written and synced
  * before the state that makes the changes is served (answer-changes.ts
@@ -45,7 +45,7 @@ import { dropFactsIndex, filesSummary, keepFactsIndex, readFactsIndex, type Comp
  *   header   0   8  magic "UPIRCHNG"
  *            8   4  format version, u32 (2)
  *           12   4  0
- *           16   8  when the file was begun, epoch ms, f64: nothing before is told
+ *           16   8  when its first state began to be served, epoch ms, f64 (0: none yet): nothing before is told
  *   record   0   4  CRC-32 of the record's bytes from 4 on
  *            4   4  the record's length with its padding, u32
  *            8   1  cause, 1 to CHANGE_CAUSES.length
@@ -131,7 +131,7 @@ const MAX_RECORD = FIXED_LENGTH + 2 * MAX_TEXT + MAX_DETAIL_BYTES + 8;
 const SCAN_BYTES = 1 << 20;
 /** Records are handed to the file once this many bytes are waiting. */
 const FLUSH_BYTES = 4 << 20;
-/** Room for the records of a run: most are under a kilobyte; a longer one is handed to the file on its own. */
+/** Room for the records of a run: most are under a kilobyte; one longer than the room (an answer of hundreds of sources) is handed to the file on its own. */
 const MAX_RECORD_RUN = 64 << 10;
 
 interface StateWriting {
@@ -141,6 +141,8 @@ interface StateWriting {
   readonly version: Buffer;
   /** The state's records, on their way to the file. */
   readonly runs: RecordRuns;
+  /** Whether a record of the state replaced an earlier one of its VPA. */
+  replaced: boolean;
 }
 
 /**
@@ -161,14 +163,10 @@ class RecordRuns {
   #written: Promise<void> = Promise.resolve();
   /** The runs handed before the last one. */
   #writtenBefore: Promise<void> = Promise.resolve();
-  /** CRC-32 of the file's bytes up to the last run handed, extended run by run. */
-  crc: number;
-
-  /** Runs from `at` on, in a file whose bytes before it have the CRC-32 `crc`. */
-  constructor(file: FileHandle, at: number, crc: number) {
+  /** Runs from `at` on. */
+  constructor(file: FileHandle, at: number) {
     this.#file = file;
     this.#at = at;
-    this.crc = crc;
   }
 
   /** A record written whole on its own: longer than the buffer holds. */
@@ -218,7 +216,6 @@ class RecordRuns {
   }
 
   #hand(bytes: Buffer): void {
-    this.crc = extendCrc(bytes, this.crc);
     const at = this.#at;
     this.#at += bytes.length;
     this.#writtenBefore = this.#written;
@@ -231,13 +228,11 @@ export class ChangeLog {
   #handle: FileHandle;
   #index: FactsIndex;
   readonly #columns: ScoreColumns;
-  /** When the file was begun (its header): no answer before is told. */
-  readonly startedAt: number;
-  /** The time of the oldest record (Infinity in a file without any). */
-  #oldestAt: number;
+  /** When the first state it records began to be served (its header; 0 until then): no answer before is told. */
+  #startedAt: number;
+  /** When a record first replaced an earlier one of its VPA (Infinity: none): a prune drops records only once this is past its cutoff. */
+  #replacedAt: number;
   #size: number;
-  /** CRC-32 of the file's `#size` bytes, kept as records are written so that a close need not read the file (the kept index names it). */
-  #crc: number;
   #lastAt: number;
   /** The state being written, between begin and commit. */
   #writing: StateWriting | null = null;
@@ -256,11 +251,10 @@ export class ChangeLog {
     this.#handle = handle;
     this.#index = index;
     this.#columns = columns;
-    this.startedAt = scan.startedAt;
+    this.#startedAt = scan.startedAt;
     this.#size = scan.size;
-    this.#crc = scan.crc;
     this.#lastAt = scan.lastAt;
-    this.#oldestAt = scan.oldestAt;
+    this.#replacedAt = scan.replacedAt;
     this.opened = opened;
     this.#mark = mark;
   }
@@ -271,11 +265,11 @@ export class ChangeLog {
    * the record of versions served holds) are of a state never served, and
    * are cut off.
    */
-  static async open(path: string, servedUntil: number, now = Date.now()): Promise<ChangeLog> {
+  static async open(path: string, servedUntil: number): Promise<ChangeLog> {
     const movedAside = await moveAsideFormat1(path);
     const columns = await ScoreColumns.open(join(dirname(path), 'scores'), servedUntil);
     return openHistoryFile(path, async (handle) => {
-      const { size, startedAt } = await checkedHead(handle, path, now);
+      const { size, startedAt } = await checkedHead(handle, path);
       // The index a clean close kept, when it holds what the file still holds: then only the records after it are read.
       const kept = await readFactsIndex(path, HEADER_LENGTH);
       const why = kept === null ? null : 'refused' in kept ? kept.refused : await mismatch(handle, size, servedUntil, kept.covering);
@@ -284,11 +278,14 @@ export class ChangeLog {
       const c = usable?.covering;
       const from: LogScan =
         c === undefined
-          ? { size: HEADER_LENGTH, crc: await crcOfFile(handle, HEADER_LENGTH), lastAt: 0, oldestAt: Number.POSITIVE_INFINITY, startedAt }
-          : { size: c.covered, crc: c.logCrc, lastAt: c.lastAt, oldestAt: c.oldestAt, startedAt };
-      // Read whole, a record's confidence is the served one unless a column came after it.
-      const latest = usable === null ? columns.at(Number.POSITIVE_INFINITY) : null;
-      const scan = await scanLog(handle, path, index, servedUntil, from, size, latest === null ? null : { at: latest.at, values: await columns.values(latest) });
+          ? { size: HEADER_LENGTH, lastAt: 0, replacedAt: Number.POSITIVE_INFINITY, startedAt }
+          : { size: c.covered, lastAt: c.lastAt, replacedAt: c.replacedAt, startedAt };
+      // A record's confidence is the served one unless a column came after it: one written after the kept index (and
+      // a crash before the next close) is taken into it first, then the records after it are read.
+      const latest = columns.at(Number.POSITIVE_INFINITY);
+      const column = latest !== null && (usable === null || latest.at > usable.covering.columnAt) ? { at: latest.at, values: await columns.values(latest) } : null;
+      if (usable !== null && column !== null) index.takeConfidences(column.values, NO_SCORE);
+      const scan = await scanLog(handle, path, index, servedUntil, from, size, column);
       const opened = { keptIndex: usable !== null, indexRefused: why, bytesRead: scan.size - (usable?.covering.covered ?? HEADER_LENGTH), movedAside };
       return new ChangeLog(path, handle, index, columns, scan, opened, usable?.mark ?? null);
     });
@@ -309,14 +306,19 @@ export class ChangeLog {
     return this.#broken;
   }
 
+  /** When the first state recorded began to be served, epoch ms (0: none yet). */
+  get startedAt(): number {
+    return this.#startedAt;
+  }
+
   /** When the last state recorded began to be served, epoch ms (0: none). */
   get lastAt(): number {
     return this.#lastAt;
   }
 
-  /** When the oldest change recorded was served, epoch ms (Infinity with none). */
-  get oldestAt(): number {
-    return this.#oldestAt;
+  /** When a record first replaced an earlier one of its VPA, epoch ms (Infinity with none): the records a prune at a cutoff after it would drop. */
+  get replacedAt(): number {
+    return this.#replacedAt;
   }
 
   /** What the answer last recorded for `key` (lower case) tells (toldOf), or null when it has none. */
@@ -351,6 +353,11 @@ export class ChangeLog {
   /** setServedConfidence for each VPA numbered below `byNumber.length` that it holds a confidence for (not NO_SCORE). */
   takeServedConfidences(byNumber: Uint16Array): void {
     this.#index.takeConfidences(byNumber, NO_SCORE);
+  }
+
+  /** The scoring day of the newest column (the confidences the log holds apart), null with none. */
+  get scoredAt(): number | null {
+    return this.#columns.scoredAt;
   }
 
   /** VPAs numbered so far: the length of a column. */
@@ -398,7 +405,7 @@ export class ChangeLog {
     this.#usable();
     if (this.#writing !== null) throw new RangeError('the changes of one state are being written already');
     this.#committed = new Promise((resolve) => (this.#release = resolve));
-    this.#writing = { start: this.#size, at: Math.max(at, this.#lastAt), version: asciiOf(version, 'data version'), runs: new RecordRuns(this.#handle, this.#size, this.#crc) };
+    this.#writing = { start: this.#size, at: Math.max(at, this.#lastAt), version: asciiOf(version, 'data version'), runs: new RecordRuns(this.#handle, this.#size), replaced: false };
   }
 
   /** A change of `key` (lower case) to `facts`, for `cause`, in the state begun. */
@@ -411,6 +418,7 @@ export class ChangeLog {
     const detail = facts.detail === null ? null : encodeDetail(facts.detail());
     const length = paddedLength(key.length, w.version.length, detail?.length ?? 0);
     const number = slot < 0 ? this.#index.count : this.#index.numberAt(slot);
+    if (slot >= 0) w.replaced = true;
     encodeRecord(w.runs.reserve(length), key, facts, detail, cause, w.at, slot < 0 ? -1 : this.#index.offsetAt(slot), w.version, number);
     this.#index.put(key, offset, indexedOf(facts));
     this.#size += length;
@@ -428,27 +436,33 @@ export class ChangeLog {
 
   /**
    * Write what the state begun added, and sync it, with the column of the
-   * confidence every VPA is served with (`withColumn`: the state serves a
-   * new snapshot); resolves once both are durable.
+   * confidence every VPA is served with when the state serves a snapshot of
+   * a new scoring day (`scoredAt`, the start of that day); resolves once
+   * both are durable.
    */
-  async commit(withColumn = false): Promise<void> {
+  async commit(scoredAt: number | null = null): Promise<void> {
     const w = this.#writing;
     if (w === null) throw new RangeError('no state begun');
+    const first = this.#startedAt === 0;
     try {
       await w.runs.done();
       if (this.#size > w.start) await this.#handle.datasync();
-      if (withColumn) await this.#columns.write(w.at, this.#index.confidenceByNumber());
+      // The first state names the instant the history begins at (in place: the log's own handle appends).
+      if (first) await writeHeader(this.#path, w.at);
+      if (scoredAt !== null) await this.#columns.write(w.at, scoredAt, this.#index.confidenceByNumber());
     } catch (error) {
       this.#broken = `${this.#path} could not be written (${(error as Error).message}); the history of answers is not read nor written until the server is restarted`;
       await this.#handle.truncate(w.start).catch(() => {});
+      // A column renamed into place before the failure is of a state never served.
+      await this.#columns.discard(w.at).catch(() => {});
       throw new HistoryError(this.#broken, { cause: error });
     } finally {
       this.#writing = null;
       this.#release();
     }
     this.#lastAt = w.at;
-    this.#crc = w.runs.crc;
-    if (this.#size > w.start) this.#oldestAt = Math.min(this.#oldestAt, w.at);
+    if (first) this.#startedAt = w.at;
+    if (w.replaced) this.#replacedAt = Math.min(this.#replacedAt, w.at);
   }
 
   /**
@@ -478,10 +492,10 @@ export class ChangeLog {
         return true;
       });
       const kept = new FactsIndex();
-      const runs = new RecordRuns(copy, HEADER_LENGTH, crc32(head));
+      const runs = new RecordRuns(copy, HEADER_LENGTH);
       let size = HEADER_LENGTH;
       let dropped = 0;
-      let oldestAt = Number.POSITIVE_INFINITY;
+      let replacedAt = Number.POSITIVE_INFINITY;
       const copied = (bytes: Buffer, offset: number, length: number): boolean => {
         const [a, b] = recordHashes(bytes);
         const at = bytes.readDoubleLE(16);
@@ -499,7 +513,7 @@ export class ChangeLog {
         // The served confidence of the VPA stays the one the log's index holds.
         const slot = this.#index.findHashed(a, b);
         kept.putHashed(a, b, size, { ...indexedIn(record), confidence: this.#index.confidenceAt(slot) }, number);
-        oldestAt = Math.min(oldestAt, at);
+        if (before >= 0) replacedAt = Math.min(replacedAt, at);
         size += length;
         runs.added(length);
         return true;
@@ -519,8 +533,7 @@ export class ChangeLog {
       this.#handle = await open(this.#path, 'a+');
       this.#index = kept;
       this.#size = size;
-      this.#crc = runs.crc;
-      this.#oldestAt = oldestAt;
+      this.#replacedAt = replacedAt;
       // Its offset names the file as it was.
       this.#mark = null;
       return dropped + (await this.#columns.prune(cutoff));
@@ -629,7 +642,7 @@ export class ChangeLog {
     let unkept: string | null = this.#broken ?? (this.#writing === null ? null : 'a state was being written');
     if (unkept === null) {
       try {
-        await keepFactsIndex(this.#path, this.#index, { covered: this.#size, logCrc: this.#crc, lastAt: this.#lastAt, oldestAt: this.#oldestAt }, this.#mark);
+        await keepFactsIndex(this.#path, this.#index, { covered: this.#size, logCrc: await tailCrc(this.#handle, this.#size), lastAt: this.#lastAt, replacedAt: this.#replacedAt, columnAt: this.#columns.at(Number.POSITIVE_INFINITY)?.at ?? 0 }, this.#mark);
       } catch (error) {
         unkept = (error as Error).message;
       }
@@ -795,7 +808,18 @@ function checkRecord(bytes: Buffer, path: string, offset: number): number | null
   return length;
 }
 
-/** The header of a file begun at `startedAt`. */
+/** Write the header of the log at `path` in place, its first state begun at `startedAt`, durably. */
+async function writeHeader(path: string, startedAt: number): Promise<void> {
+  const handle = await open(path, 'r+');
+  try {
+    await writeAllAt(handle, [header(startedAt)], 0);
+    await handle.datasync();
+  } finally {
+    await handle.close();
+  }
+}
+
+/** The header of a file whose first state began at `startedAt` (0: none yet). */
 function header(startedAt: number): Buffer {
   const bytes = Buffer.alloc(HEADER_LENGTH);
   bytes.write(MAGIC, 0, 'latin1');
@@ -809,8 +833,7 @@ function header(startedAt: number): Buffer {
  * (its bytes, from its start, and its place and length) until `visit`
  * returns false; returns where the walk stopped: `to`, a record `visit`
  * refused, or the start of a last record cut short. `beforeRead` is awaited
- * before each read of the file; `walked` is given the bytes of the records
- * visited, in order, a run per read.
+ * before each read of the file.
  */
 async function walkRecords(
   handle: FileHandle,
@@ -819,20 +842,15 @@ async function walkRecords(
   to: number,
   visit: (bytes: Buffer, offset: number, length: number) => boolean,
   beforeRead: () => Promise<void> = () => Promise.resolve(),
-  walked: (bytes: Buffer) => void = () => {},
 ): Promise<number> {
   let offset = from;
   let buffer = Buffer.alloc(0);
   let bufferStart = offset;
-  // Where the records of `buffer` not yet given to `walked` begin.
-  let runStart = offset;
   while (offset < to) {
     const held = bufferStart + buffer.length - offset;
     // The next record whole, when the file holds it: its fixed part first, then its length.
     const needed = held < FIXED_LENGTH ? FIXED_LENGTH : Math.min(buffer.readUInt32LE(offset - bufferStart + 4), MAX_RECORD);
     if (held < needed && bufferStart + buffer.length < to) {
-      walked(buffer.subarray(runStart - bufferStart, offset - bufferStart));
-      runStart = offset;
       await beforeRead();
       const chunk = Buffer.alloc(Math.min(Math.max(SCAN_BYTES, needed), to - offset));
       const read = await handle.read(chunk, 0, chunk.length, offset);
@@ -845,7 +863,6 @@ async function walkRecords(
     if (length === null || !visit(bytes, offset, length)) break;
     offset += length;
   }
-  walked(buffer.subarray(runStart - bufferStart, offset - bufferStart));
   return offset;
 }
 
@@ -855,12 +872,11 @@ function recordHashes(bytes: Buffer): [number, number] {
   return [hashA(bytes, FIXED_LENGTH, keyEnd), hashB(bytes, FIXED_LENGTH, keyEnd)];
 }
 
-/** How a log ends: its size, the CRC-32 of its bytes and the times of its records; and when it was begun. */
+/** How a log ends: its size and the times of its records; and when it was begun. */
 interface LogScan {
   readonly size: number;
-  readonly crc: number;
   readonly lastAt: number;
-  readonly oldestAt: number;
+  readonly replacedAt: number;
   readonly startedAt: number;
 }
 
@@ -874,13 +890,13 @@ export interface LogOpened {
   readonly movedAside: string | null;
 }
 
-/** The size of the log `handle` holds and when it was begun, its header written (a new file, begun `now`) or checked. */
-async function checkedHead(handle: FileHandle, path: string, now: number): Promise<{ size: number; startedAt: number }> {
+/** The size of the log `handle` holds and when its first state began (0: none yet), its header written (a new file) or checked. */
+async function checkedHead(handle: FileHandle, path: string): Promise<{ size: number; startedAt: number }> {
   const size = (await handle.stat()).size;
   if (size === 0) {
-    await writeAllAt(handle, [header(now)], 0);
+    await writeAllAt(handle, [header(0)], 0);
     await handle.datasync();
-    return { size: HEADER_LENGTH, startedAt: now };
+    return { size: HEADER_LENGTH, startedAt: 0 };
   }
   const head = Buffer.alloc(HEADER_LENGTH);
   const { bytesRead } = await handle.read(head, 0, HEADER_LENGTH, 0);
@@ -922,14 +938,15 @@ async function moveAsideFormat1(path: string): Promise<string | null> {
 
 /** Why an index holding `covering` is not one of the log in `handle` (`size` bytes, served until `servedUntil`), or null. */
 async function mismatch(handle: FileHandle, size: number, servedUntil: number, covering: IndexCovering): Promise<string | null> {
-  const { covered, lastAt, oldestAt } = covering;
+  const { covered, lastAt, replacedAt } = covering;
   if (!Number.isSafeInteger(covered) || covered < HEADER_LENGTH || covered > size || covered % RECORD_ALIGN !== 0) return `it holds ${covered} bytes of a log of ${size}`;
   // Times as the log keeps them (the oldest is Infinity in a log without records); NaN fails every test.
-  if (!(lastAt >= 0 && (oldestAt === Number.POSITIVE_INFINITY || (oldestAt >= 0 && oldestAt <= lastAt)))) return `it holds times ${lastAt} and ${oldestAt}`;
+  if (!(lastAt >= 0 && (replacedAt === Number.POSITIVE_INFINITY || (replacedAt >= 0 && replacedAt <= lastAt)))) return `it holds times ${lastAt} and ${replacedAt}`;
+  if (!(Number.isSafeInteger(covering.columnAt) && covering.columnAt >= 0 && covering.columnAt <= servedUntil)) return `it holds a column of ${covering.columnAt}`;
   // Records never served are cut off at open: an index holding one holds what the file will not.
   if (!(lastAt <= servedUntil)) return 'it holds a change that was never served';
-  // The same bytes: every record the index holds is as it was (each one's own CRC is checked when it is read).
-  if ((await crcOfFile(handle, covered)) !== covering.logCrc) return 'the log is not the one it was kept with';
+  // The same log, by the bytes it ended with then (each record's own CRC is checked when it is read).
+  if ((await tailCrc(handle, covered)) !== covering.logCrc) return 'the log is not the one it was kept with';
   return null;
 }
 
@@ -940,7 +957,7 @@ async function mismatch(handle: FileHandle, size: number, servedUntil: number, c
  * is served with the column's confidence.
  */
 async function scanLog(handle: FileHandle, path: string, index: FactsIndex, servedUntil: number, from: LogScan, size: number, column: { readonly at: number; readonly values: Uint16Array } | null): Promise<LogScan> {
-  let { lastAt, oldestAt, crc } = from;
+  let { lastAt, replacedAt } = from;
   // A record cut short at the end is the write a crash interrupted, never synced, so never served.
   const end = await walkRecords(handle, path, from.size, size, (bytes, offset) => {
     const at = bytes.readDoubleLE(16);
@@ -951,14 +968,25 @@ async function scanLog(handle: FileHandle, path: string, index: FactsIndex, serv
     const scored = column !== null && at < column.at ? column.values[number] : undefined;
     index.putHashed(a, b, offset, scored === undefined ? answer : { ...answer, confidence: scored }, number);
     lastAt = Math.max(lastAt, at);
-    oldestAt = Math.min(oldestAt, at);
+    if (bytes.readDoubleLE(24) >= 0) replacedAt = Math.min(replacedAt, at);
     return true;
-  }, undefined, (walked) => {
-    crc = extendCrc(walked, crc);
   });
   if (end < size) {
     await handle.truncate(end);
     await handle.datasync();
   }
-  return { size: end, crc, lastAt, oldestAt, startedAt: from.startedAt };
+  return { size: end, lastAt, replacedAt, startedAt: from.startedAt };
+}
+
+/** Bytes of the log a kept index names it by: the last of those it covers, with the header. */
+const TAIL_BYTES = 1 << 20;
+
+/**
+ * CRC-32 of the log's header and of its last TAIL_BYTES up to `size`: what
+ * tells the log a kept index was kept with from another, read in a moment
+ * however long the log grows (a year of history is gigabytes).
+ */
+async function tailCrc(handle: FileHandle, size: number): Promise<number> {
+  const from = Math.max(HEADER_LENGTH, size - TAIL_BYTES);
+  return crcOfFile(handle, size, from, await crcOfFile(handle, HEADER_LENGTH));
 }

@@ -17,7 +17,7 @@ import { EMPTY, FactsIndex, RECORD_ALIGN, SEEN, TOLD_BITS, type FactsIndexArrays
  * used, and the log is read whole, as before it was kept. So it is written
  * without a sync; a crash that tears it only costs that pass.
  *
- * Layout, little endian: a 64-byte header, then the slots' arrays in
+ * Layout, little endian: a 72-byte header, then the slots' arrays in
  * FactsIndexArrays order (hashA, hashB, place, printA, printB and number,
  * u32 each; confidence, u16; told, u8).
  *
@@ -27,12 +27,13 @@ import { EMPTY, FactsIndex, RECORD_ALIGN, SEEN, TOLD_BITS, type FactsIndexArrays
  *  16  4  VPAs held
  *  20  4  0
  *  24  8  covered: the bytes of the log the index holds, f64
- *  32  4  CRC-32 of those bytes of the log, u32
+ *  32  4  CRC-32 of the log's header and of the last MiB of those bytes, u32
  *  36  4  0
  *  40  8  the latest `at` of their records, f64 (0: none)
- *  48  8  the earliest, f64 (Infinity: none)
- *  56  4  CRC-32 of bytes 0 to 56, of the arrays and of the mark
- *  60  4  the mark's length, u32 (0: none)
+ *  48  8  when a record first replaced an earlier one of its VPA, f64 (Infinity: none)
+ *  56  8  the time of the newest confidence column the index holds, f64 (0: none)
+ *  64  4  CRC-32 of bytes 0 to 64, of the arrays and of the mark
+ *  68  4  the mark's length, u32 (0: none)
  *
  * After the arrays, the mark of the last comparison of every VPA
  * (ComparedMark) as JSON, when there is one.
@@ -41,10 +42,13 @@ import { EMPTY, FactsIndex, RECORD_ALIGN, SEEN, TOLD_BITS, type FactsIndexArrays
 /** What of the log a kept index holds, for the log to check against itself. */
 export interface IndexCovering {
   readonly covered: number;
-  /** CRC-32 of the log's first `covered` bytes: a log that still has them is the one the index holds. */
+  /** CRC-32 of the log's header and of its last MiB up to `covered`: a log that still has them is the one the index holds. */
   readonly logCrc: number;
   readonly lastAt: number;
-  readonly oldestAt: number;
+  /** When a record first replaced an earlier one of its VPA (Infinity: none). */
+  readonly replacedAt: number;
+  /** The time of the newest confidence column (score-columns.ts) whose confidences the index holds, 0 for none. */
+  readonly columnAt: number;
 }
 
 /**
@@ -72,9 +76,10 @@ export type KeptIndex = { readonly index: FactsIndex; readonly covering: IndexCo
 
 const MAGIC = 'UPIRCHIX';
 const FORMAT_VERSION = 2;
-const HEADER_LENGTH = 64;
-const CRC_AT = 56;
-const MARK_LENGTH_AT = 60;
+const HEADER_LENGTH = 72;
+const COLUMN_AT = 56;
+const CRC_AT = 64;
+const MARK_LENGTH_AT = 68;
 /** The longest mark kept: a snapshot id and a file name are short. */
 const MAX_MARK = 4096;
 /** Bytes of the arrays per slot. */
@@ -103,7 +108,8 @@ export async function keepFactsIndex(logPath: string, index: FactsIndex, coverin
   head.writeDoubleLE(covering.covered, 24);
   head.writeUInt32LE(covering.logCrc, 32);
   head.writeDoubleLE(covering.lastAt, 40);
-  head.writeDoubleLE(covering.oldestAt, 48);
+  head.writeDoubleLE(covering.replacedAt, 48);
+  head.writeDoubleLE(covering.columnAt, COLUMN_AT);
   const markBytes = Buffer.from(mark === null ? '' : JSON.stringify(mark), 'utf8');
   head.writeUInt32LE(markBytes.length, MARK_LENGTH_AT);
   const parts = [...partsOf(a), markBytes];
@@ -190,7 +196,8 @@ async function readOpened(file: FileHandle, path: string, firstRecord: number): 
     covered: head.readDoubleLE(24),
     logCrc: head.readUInt32LE(32),
     lastAt: head.readDoubleLE(40),
-    oldestAt: head.readDoubleLE(48),
+    replacedAt: head.readDoubleLE(48),
+    columnAt: head.readDoubleLE(COLUMN_AT),
   };
   const why = wrongSlot(arrays, firstRecord, covering.covered);
   if (why !== null) return { refused: `${path} ${why}` };

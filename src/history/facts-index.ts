@@ -28,7 +28,7 @@ export interface FactsIndexArrays {
   readonly told: Uint8Array;
 }
 
-/** What the index holds of a VPA's answer: toldOf, the 64-bit fingerprint of the rest but its confidence, and the confidence served (NO_CONFIDENCE: none). */
+/** What the index holds of a VPA's answer: toldOf, the 64-bit fingerprint of its detail, and the confidence served (0xffff: none). */
 export interface IndexedAnswer {
   readonly told: number;
   readonly printA: number;

@@ -77,7 +77,9 @@ export class HistoryRequests {
     if (earliest === null || at < earliest) throw beforeHistory(asOfText, earliest);
     const served = await this.#read('a past state could not be looked up', 'the record of served data versions', () => this.#versions.stateAt(at));
     if (served === null || served.dataAsOf === 0) throw beforeHistory(asOfText, earliest);
-    const past = await this.#read('a past answer could not be read', 'the history of answers', () => Promise.all(upis.map((upi) => answers.answerAt(normalizeVpa(upi), at))));
+    if (!served.answersRecorded) throw serviceUnavailable('the answers served at that instant are not in the history of answers: it could not be written then (ERR_HISTORY in the log)');
+    // As of the state's first instant, which it answered alike until the next: the records of a state not yet in the record of versions (being served now) are not read.
+    const past = await this.#read('a past answer could not be read', 'the history of answers', () => Promise.all(upis.map((upi) => answers.answerAt(normalizeVpa(upi), served.from))));
     const body = batch ? pastBatchJson(upis, past) : verdictJson(pastVerdict(upis[0]!, past[0]!));
     return { status: 200, body, servedAs: { version: dataVersion(served.state.snapshot, served.state.position), asOf: formatIso(served.dataAsOf), requested: asOfText } };
   }
@@ -85,7 +87,8 @@ export class HistoryRequests {
   /** The earliest instant an answer is told as of: the history begun, the first state recorded, the retention. Null with none recorded. */
   async #earliest(now: number): Promise<number | null> {
     const first = await this.#read('a past state could not be looked up', 'the record of served data versions', () => this.#versions.firstAt());
-    return first === null ? null : Math.max(first, this.#answers.earliestAt(now));
+    const kept = this.#answers.earliestAt(now);
+    return first === null || kept === null ? null : Math.max(first, kept);
   }
 
   /** `read()`, a HistoryError logged as `failed` and answered 503 naming `what`. */

@@ -17,7 +17,7 @@ export interface ServedVersions {
    * served. Never rejects: a record that cannot be written is logged, and the
    * state is served all the same (screening comes first).
    */
-  record(state: ServedState, at: number, dataAsOf?: number): Promise<void>;
+  record(state: ServedState, at: number, dataAsOf?: number, answersRecorded?: boolean): Promise<void>;
   /** The state served at `at` (epoch ms): the last that began at or before it (the server may have stopped since); null before the first. */
   stateAt(at: number): Promise<ServedAt | null>;
   /** When the first state recorded began to be served, null with none. */
@@ -36,11 +36,16 @@ export interface ServedVersions {
   close(): Promise<void>;
 }
 
-/** A state served at an instant: when it began, and when the newest evidence it held was ingested (its X-Data-As-Of; 0: not known). */
+/**
+ * A state served at an instant: when it began, when the newest evidence it
+ * held was ingested (its X-Data-As-Of; 0: not known), and whether its
+ * answers were recorded in the history of answers.
+ */
 export interface ServedAt {
   readonly state: ServedState;
   readonly from: number;
   readonly dataAsOf: number;
+  readonly answersRecorded: boolean;
 }
 
 /** A state served: a snapshot, and the position of the delta over it (0: none). */

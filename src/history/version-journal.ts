@@ -24,7 +24,8 @@ import { dataVersionRecord, unavailableVersions, type DataVersionRecord, type Se
  *           16  16  0
  *   record   0   1  kind: 1 a state served from `at`; 2 the server stopped at `at` (the state before served until then)
  *            1   1  the snapshot id's length, 1 to 64
- *            2   2  0
+ *            2   1  bit 0: the state's answers were recorded in the history of answers (answer-changes.ts) before it was served
+ *            3   1  0
  *            4   4  CRC-32 of the record with these four bytes 0
  *            8   8  position, f64
  *           16   8  serial, f64: the highest position recorded up to this record, which never decreases
@@ -117,8 +118,8 @@ export class VersionJournal implements ServedVersions {
     return state.position === 0 ? this.#alone.has(state.snapshot) : state.position <= this.#serial;
   }
 
-  record(state: ServedState, at: number, dataAsOf = 0): Promise<void> {
-    return this.#append(RECORD_SERVED, state, at, dataAsOf);
+  record(state: ServedState, at: number, dataAsOf = 0, answersRecorded = false): Promise<void> {
+    return this.#append(RECORD_SERVED, state, at, dataAsOf, answersRecorded);
   }
 
   stateAt(at: number): Promise<ServedAt | null> {
@@ -131,7 +132,7 @@ export class VersionJournal implements ServedVersions {
     // The last record at or before `at`, back past a stop to the state it ended.
     for (let i = (await this.#bisect(count, (r) => r.at <= at)) - 1; i >= 0; i--) {
       const r = await this.#read(i);
-      if (r.kind === RECORD_SERVED) return { state: { snapshot: r.snapshot, position: r.position }, from: r.at, dataAsOf: r.dataAsOf };
+      if (r.kind === RECORD_SERVED) return { state: { snapshot: r.snapshot, position: r.position }, from: r.at, dataAsOf: r.dataAsOf, answersRecorded: r.answersRecorded };
     }
     return null;
   }
@@ -148,7 +149,7 @@ export class VersionJournal implements ServedVersions {
     // A prune under way finishes first: its copy reads this file.
     await this.#pruneRun;
     const last = this.#last;
-    if (last !== null && last.kind === RECORD_SERVED) await this.#append(RECORD_STOPPED, last.state, at, 0);
+    if (last !== null && last.kind === RECORD_SERVED) await this.#append(RECORD_STOPPED, last.state, at, 0, false);
     await this.#appending;
     await this.#handle.close().catch(() => {});
   }
@@ -325,7 +326,7 @@ export class VersionJournal implements ServedVersions {
     return decodeRecord(bytes, index, this.#path);
   }
 
-  #append(kind: number, state: ServedState, at: number, dataAsOf: number): Promise<void> {
+  #append(kind: number, state: ServedState, at: number, dataAsOf: number, answersRecorded: boolean): Promise<void> {
     return this.#inTurn(async () => {
       if (this.#unavailable !== null) return;
       if (kind === RECORD_SERVED && state.position > 0 && state.position <= this.#serial) {
@@ -345,7 +346,7 @@ export class VersionJournal implements ServedVersions {
           await syncDirectory(dirname(this.#path));
           this.#directoryUnsynced = false;
         }
-        await writeWhole(this.#handle, encodeRecord(kind, state, serial, when, dataAsOf));
+        await writeWhole(this.#handle, encodeRecord(kind, state, serial, when, dataAsOf, answersRecorded));
         await this.#handle.datasync();
       } catch (error) {
         // A record cut short (a full disk) is cut off again, so that the file stays whole records.
@@ -412,6 +413,7 @@ interface JournalRecord {
   readonly serial: number;
   readonly at: number;
   readonly dataAsOf: number;
+  readonly answersRecorded: boolean;
 }
 
 interface Scan {
@@ -430,8 +432,9 @@ function header(): Buffer {
   return bytes;
 }
 
-function encodeRecord(kind: number, state: ServedState, serial: number, at: number, dataAsOf: number): Buffer {
+function encodeRecord(kind: number, state: ServedState, serial: number, at: number, dataAsOf: number, answersRecorded: boolean): Buffer {
   const bytes = Buffer.alloc(RECORD_LENGTH);
+  bytes[2] = answersRecorded ? 1 : 0;
   bytes.writeDoubleLE(dataAsOf, DATA_AS_OF_AT);
   bytes[0] = kind;
   bytes[1] = state.snapshot.length;
@@ -456,7 +459,7 @@ function decodeRecord(bytes: Buffer, index: number, path: string): JournalRecord
   const kind = bytes[0]!;
   const idLength = bytes[1]!;
   if (kind !== RECORD_SERVED && kind !== RECORD_STOPPED) bad(`is of an unknown kind ${kind}`);
-  if (idLength < 1 || idLength > MAX_ID_LENGTH || bytes.readUInt16LE(2) !== 0) bad('has a bad snapshot id length');
+  if (idLength < 1 || idLength > MAX_ID_LENGTH || bytes[2]! > 1 || bytes[3] !== 0) bad('has a bad snapshot id length or flags');
   const snapshot = bytes.toString('latin1', ID_OFFSET, ID_OFFSET + idLength);
   if (!/^[\x21-\x7e]+$/.test(snapshot) || bytes.subarray(ID_OFFSET + idLength, ID_OFFSET + MAX_ID_LENGTH).some((b) => b !== 0)) bad('has a snapshot id that is not visible ASCII');
   const position = bytes.readDoubleLE(8);
@@ -466,7 +469,7 @@ function decodeRecord(bytes: Buffer, index: number, path: string): JournalRecord
   if (!Number.isSafeInteger(position) || position < 0 || !Number.isSafeInteger(serial) || serial < position || !Number.isFinite(at) || !Number.isSafeInteger(dataAsOf) || dataAsOf < 0) {
     bad('has a position, serial or time out of range');
   }
-  return { kind, snapshot, position, serial, at, dataAsOf };
+  return { kind, snapshot, position, serial, at, dataAsOf, answersRecorded: bytes[2] === 1 };
 }
 
 /** Check the whole file and index what lookups need; writes the header of a new one. */
@@ -552,7 +555,7 @@ async function rewriteFormat1(path: string): Promise<boolean> {
       const out: Buffer[] = [];
       for (let k = 0; k < n; k++) {
         const r = decodeRecord(chunk.subarray(k * FORMAT1_RECORD_LENGTH, (k + 1) * FORMAT1_RECORD_LENGTH), first + k, path);
-        out.push(encodeRecord(r.kind, { snapshot: r.snapshot, position: r.position }, r.serial, r.at, 0));
+        out.push(encodeRecord(r.kind, { snapshot: r.snapshot, position: r.position }, r.serial, r.at, 0, false));
       }
       await writeWhole(copy, Buffer.concat(out));
     }

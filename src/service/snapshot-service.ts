@@ -689,7 +689,8 @@ export class SnapshotService implements ServedData, CorrectionEngine {
       const change: ServedChange = { kind, corrected: new Set(corrected), clearances: corrections?.state().clearances ?? new Map() };
       await answers.record(base, delta, change, at, dataVersion(base.meta.id, delta.meta.position), ahead);
     }
-    await versions?.record({ snapshot: base.meta.id, position: delta.meta.position }, at, servedAsOf(base, delta));
+    // Whether its answers are in the history: one that could not be written leaves a gap an as-of lookup must not fill.
+    await versions?.record({ snapshot: base.meta.id, position: delta.meta.position }, at, servedAsOf(base, delta), answers !== undefined && answers.unavailable === null);
   }
 
   /** One change of what is served after the others; a failed one is logged and changes nothing. */

@@ -156,7 +156,9 @@ test('every answer served is told again as of its instant, across corrections, c
     assert.deepEqual((await refused('&as_of=%zz')).slice(0, 2), [400, 'bad_request']);
     assert.deepEqual((await refused('&as_of=2026-03-03T10:02:00')).slice(0, 2), [400, 'bad_request'], 'an instant without its zone');
     const badBatch = await call('/v1/verify/upi/batch', { method: 'POST', body: JSON.stringify({ upis: PAYEES, as_of: 5 }) });
-    assert.equal(badBatch.status, 400);
+    assert.equal(badBatch.status, 422, 'an as_of of the wrong type');
+    const malformedBatch = await call('/v1/verify/upi/batch', { method: 'POST', body: JSON.stringify({ upis: PAYEES, as_of: 'yesterday' }) });
+    assert.equal(malformedBatch.status, 400);
     // With an offset, the same instant.
     const offset = new Date(last.at + 5.5 * 3600_000).toISOString().replace('Z', '+05:30');
     assert.equal((await call(`/v1/verify/upi?upi=${last.upi}&as_of=${encodeURIComponent(offset)}`)).text, last.body);

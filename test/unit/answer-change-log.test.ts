@@ -208,7 +208,7 @@ test('pruned at a cutoff: each VPA keeps every change after it and its newest be
     const told = keys.map((k) => log.latest(k));
     const within = await Promise.all(keys.map((k) => log.changesOf(k, cutoff)));
     const before = log.bytes;
-    assert.equal(log.oldestAt, T0);
+    assert.equal(log.replacedAt, T0 + DAY, "a@ybl's change of day 1 replaced its first");
 
     assert.equal(await log.prune(cutoff), 1, 'a@ybl of day 0 went; its day 1, b@ybl of day 0 and c@ybl of day 2 tell their answers at the cutoff');
     assert.ok(log.bytes < before);
@@ -218,7 +218,7 @@ test('pruned at a cutoff: each VPA keeps every change after it and its newest be
     assert.deepEqual((await log.changesOf('c@ybl', 0)).map((c) => c.data_version), ['d2', 'd6']);
     assert.equal((await log.answerAt('a@ybl', cutoff)).facts.confidence, 7000, "a@ybl's answer at the cutoff");
     assert.equal((await log.answerAt('c@ybl', cutoff)).facts.confidence, 3000);
-    assert.equal(log.oldestAt, T0, "b@ybl's answer, kept");
+    assert.equal(log.replacedAt, T0 + 5 * DAY, 'the records kept of days 1 and 2 are replaced on days 5 and 6: nothing to drop before then');
     // Written after the prune, and read back the same after a restart.
     await append(log, [change('b@ybl', CLEARED_FACTS, 'clearance')], T0 + 7 * DAY, 'd7');
     await log.close();
@@ -238,7 +238,7 @@ test('an answer as of an instant: the newest record then, with the confidence of
     log.begin(T0 + 1000, 'v2');
     log.setServedConfidence(log.slotOf('a@ybl'), 4400);
     log.add('b@ybl', flagged(6100, 8, 2), 'compaction');
-    await log.commit(true);
+    await log.commit(T0);
     await append(log, [change('a@ybl', CLEARED_FACTS, 'retraction')], T0 + 2000, 'v3');
     const at = async (key: string, instant: number) => {
       const { facts, detail } = await log.answerAt(key, instant);
@@ -261,32 +261,39 @@ test('an answer as of an instant: the newest record then, with the confidence of
 });
 
 test('a column damaged is refused when read; one of a state never served is removed at open', async () => {
+  const DAY = 24 * 3600 * 1000;
   await withHistoryLog(async (path) => {
-    const log = await ChangeLog.open(path, 0);
+    const scores = join(dirname(path), 'scores');
+    let log = await ChangeLog.open(path, 0);
     await append(log, [change('a@ybl', flagged(4500))], T0, 'v1');
     log.begin(T0 + 1000, 'v2');
     log.setServedConfidence(log.slotOf('a@ybl'), 4400);
-    await log.commit(true);
+    await log.commit(T0);
     log.begin(T0 + 2000, 'v3');
-    await log.commit(true);
+    await log.commit(T0 + DAY);
     await log.close();
-    const scores = join(dirname(path), 'scores');
     const names = (await readdir(scores)).sort();
     assert.equal(names.length, 2);
     // The record of versions holds T0 + 1000 last: the column of T0 + 2000 was never served.
-    const reopened = await ChangeLog.open(path, T0 + 1000);
+    log = await ChangeLog.open(path, T0 + 1000);
     assert.deepEqual(await readdir(scores), [names[0]]);
-    assert.equal((await reopened.answerAt('a@ybl', T0 + 1500)).facts.confidence, 4400);
-    await reopened.close();
+    assert.equal((await log.answerAt('a@ybl', T0 + 1500)).facts.confidence, 4400);
+    await log.close();
+    // A bit flipped in its values, under the index that close kept: found when an answer reads that block.
     const column = join(scores, names[0]!);
     const bytes = await readFile(column);
-    bytes[32]! ^= 0x01;
+    // The first value: after the 40-byte header and the one block's CRC.
+    bytes[44]! ^= 0x01;
     await writeFile(column, bytes);
-    const damaged = await ChangeLog.open(path, T0 + 1000);
-    await assert.rejects(damaged.answerAt('a@ybl', T0 + 1500), (error: unknown) => error instanceof HistoryError && /fails its CRC/.test(error.message));
-    assert.equal((await damaged.answerAt('a@ybl', T0 + 500)).facts.confidence, 4500, 'answers before it need no column');
-    await damaged.close();
-    await writeFile(column, bytes.subarray(0, 33));
+    log = await ChangeLog.open(path, T0 + 1000);
+    assert.equal(log.opened.keptIndex, true);
+    await assert.rejects(log.answerAt('a@ybl', T0 + 1500), (error: unknown) => error instanceof HistoryError && /fails its CRC/.test(error.message));
+    assert.equal((await log.answerAt('a@ybl', T0 + 500)).facts.confidence, 4500, 'answers before it need no column');
+    await log.close();
+    // Read whole at open (no index), the newest column is read whole too: refused then.
+    await rm(`${path}.index`);
+    await assert.rejects(ChangeLog.open(path, T0 + 1000), /fails its CRC/);
+    await writeFile(column, bytes.subarray(0, 45));
     await assert.rejects(ChangeLog.open(path, T0 + 1000), /cut short or grown/);
   });
 });
@@ -298,11 +305,14 @@ test('a log of format 1 is moved aside, and the history begins again', async () 
     head.write('UPIRCHNG', 0, 'latin1');
     head.writeUInt32LE(1, 8);
     await writeFile(path, head);
-    const log = await ChangeLog.open(path, 0, T0);
+    const log = await ChangeLog.open(path, 0);
     assert.equal(log.opened.movedAside, `${path}.format1`);
     assert.deepEqual(await readFile(`${path}.format1`), head);
-    assert.equal(log.startedAt, T0);
+    assert.equal(log.startedAt, 0, 'no state recorded yet');
     assert.equal(log.vpaCount, 0);
+    await append(log, [change('a@ybl', flagged(4500))], T0, 'v1');
+    assert.equal(log.startedAt, T0, 'the history begins with its first state');
     await log.close();
+    assert.equal((await ChangeLog.open(path, T0).then(async (l) => [l.startedAt, await l.close()]))[0], T0);
   });
 });

@@ -10,7 +10,7 @@ import type { DeltaData } from '../../src/engine/delta-data.js';
 import type { SnapshotView } from '../../src/engine/snapshot-view.js';
 import { ASKED, batchesArb, snapshotAndDelta } from '../delta-fixtures.js';
 import { assertToldAsOf } from '../as-of-checks.js';
-import { buildInProcess, tempDataDir } from '../helpers.js';
+import { TEST_SCORED_AT, buildInProcess, tempDataDir } from '../helpers.js';
 
 // The first state a restarted server records: of the snapshot whose every
 // VPA was compared last, only the VPAs its delta holds and those changed
@@ -85,41 +85,61 @@ test('a restart on the snapshot compared last compares its delta alone, and tell
   );
 });
 
+/**
+ * A first run serving `batches`' first snapshot, closed; a second that
+ * swaps in a compaction of everything scored at `compactionScoredAt` and
+ * ends without closing (the index kept is the first run's); a third that
+ * serves the first snapshot again (the compaction's file lost) with its
+ * delta. Returns how the third compared its first state, after checking
+ * that the history tells each state as it was served.
+ */
+async function crashAfterCompaction(batches: Parameters<typeof snapshotAndDelta>[0], compactionScoredAt: number): Promise<unknown[]> {
+  const t = await tempDataDir();
+  const path = join(t.root, 'changes.log');
+  const compared: unknown[] = [];
+  try {
+    const { base, deltas } = snapshotAndDelta(batches);
+    const first = await AnswerHistory.open(path, 0, 400 * DAY, silentLogger);
+    let at = Date.parse('2026-11-01T00:00:00Z');
+    await first.record(base, null, SNAPSHOT, at, base.meta.id);
+    await first.close();
+    const second = await AnswerHistory.open(path, at, 400 * DAY, silentLogger);
+    const compaction = buildInProcess(batches.flat(), compactionScoredAt);
+    const states: (readonly [number, ServingView])[] = [[at, new ServingView(base)]];
+    await second.record(base, null, SNAPSHOT, ++at, `${base.meta.id}+1`);
+    states.push([at, new ServingView(base)]);
+    await second.record(compaction, null, SNAPSHOT, ++at, compaction.meta.id);
+    states.push([at, new ServingView(compaction)]);
+    const third = await AnswerHistory.open(path, at, 400 * DAY, comparisonsInto(compared));
+    const delta = deltas.at(-1) ?? null;
+    await third.record(base, delta, MERGE, ++at, `${base.meta.id}+2`);
+    states.push([at, viewOf(base, delta)]);
+    assert.deepEqual(await newestChanges(third), served(viewOf(base, delta)));
+    await assertToldAsOf(third, states);
+    await third.close();
+    await second.close();
+    return compared;
+  } finally {
+    await t.cleanup();
+  }
+}
+
 test('after a crash, a restart on the snapshot compared before a swap compares what changed since', async () => {
   await fc.assert(
     fc.asyncProperty(batchesArb, async (batches) => {
-      const t = await tempDataDir();
-      const path = join(t.root, 'changes.log');
-      const compared: unknown[] = [];
-      try {
-        const { base, deltas } = snapshotAndDelta(batches);
-        const first = await AnswerHistory.open(path, 0, 400 * DAY, silentLogger);
-        let at = Date.parse('2026-11-01T00:00:00Z');
-        await first.record(base, null, SNAPSHOT, at, base.meta.id);
-        await first.close();
-        // A run that swaps in a compaction of everything, and ends without closing: the index kept is the first run's.
-        const second = await AnswerHistory.open(path, at, 400 * DAY, silentLogger);
-        const compaction = buildInProcess(batches.flat());
-        const states: (readonly [number, ServingView])[] = [[at, new ServingView(base)]];
-        await second.record(base, null, SNAPSHOT, ++at, `${base.meta.id}+1`);
-        states.push([at, new ServingView(base)]);
-        await second.record(compaction, null, SNAPSHOT, ++at, compaction.meta.id);
-        states.push([at, new ServingView(compaction)]);
-        // The next start serves the first snapshot again (the compaction's file lost), with its delta.
-        const third = await AnswerHistory.open(path, at, 400 * DAY, comparisonsInto(compared));
-        const delta = deltas.at(-1) ?? null;
-        await third.record(base, delta, MERGE, ++at, `${base.meta.id}+2`);
-        states.push([at, viewOf(base, delta)]);
-        assert.deepEqual(await newestChanges(third), served(viewOf(base, delta)));
-        await assertToldAsOf(third, states);
-        await third.close();
-        await second.close();
-        assert.deepEqual(compared, ['since the last comparison']);
-      } finally {
-        await t.cleanup();
-      }
+      assert.deepEqual(await crashAfterCompaction(batches, TEST_SCORED_AT), ['since the last comparison']);
     }),
     { numRuns: 40 },
+  );
+});
+
+test('after a crash, a restart on the snapshot compared before a swap to another scoring day compares every VPA, and tells each state', async () => {
+  await fc.assert(
+    fc.asyncProperty(batchesArb, async (batches) => {
+      // The compaction's column holds confidences the first snapshot does not serve.
+      assert.deepEqual(await crashAfterCompaction(batches, TEST_SCORED_AT + 2 * DAY), ['every VPA']);
+    }),
+    { numRuns: 25 },
   );
 });
 

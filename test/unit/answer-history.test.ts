@@ -1,5 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { confidenceBand } from '../../src/api/advice.js';
@@ -12,7 +13,7 @@ import { pastVerdict } from '../../src/history/past-verdicts.js';
 import { verdictJson } from '../../src/api/answer-json.js';
 import { assertToldAsOf } from '../as-of-checks.js';
 import { ASKED, batchesArb, snapshotAndDelta } from '../delta-fixtures.js';
-import { buildInProcess, evidence, tempDataDir } from '../helpers.js';
+import { TEST_SCORED_AT, buildInProcess, evidence, tempDataDir } from '../helpers.js';
 
 // What each state served changes in the answers: after every state
 // recorded, each VPA's newest change is the answer that state gives (its
@@ -79,9 +80,11 @@ test('after each snapshot and merge recorded, every VPA\'s newest change is what
           await history.record(base, delta, NOTHING, ++at, `${base.meta.id}+${i + 1}`);
           await assertTellsServed(history, new ServingView(base, delta), at);
         }
-        // A compaction of everything: clusters formed, urls counted again; and then a snapshot of the first batch
-        // alone, which no longer holds the later VPAs (CLEARED).
-        for (const next of [buildInProcess(batches.flat()), buildInProcess(batches[0]!)]) {
+        // A compaction of everything: clusters formed, urls counted again; the same scored 40 days on (a new scoring
+        // day: every confidence to a column); and then a snapshot of the first batch alone on that day, which no
+        // longer holds the later VPAs (CLEARED).
+        const later = TEST_SCORED_AT + 40 * DAY;
+        for (const next of [buildInProcess(batches.flat()), buildInProcess(batches.flat(), later), buildInProcess(batches[0]!, later)]) {
           await history.record(next, null, { ...NOTHING, kind: 'snapshot' }, ++at, `s${at}`);
           await assertTellsServed(history, new ServingView(next), at);
         }
@@ -113,8 +116,9 @@ test('a snapshot compared ahead of its swap, merges recorded meanwhile, records 
         const delta = compacted.deltas.at(-1) ?? null;
         await history.record(compacted.base, delta, snapshot, ++at, `c${at}`, ahead);
         await assertTellsServed(history, delta === null ? new ServingView(compacted.base) : new ServingView(compacted.base, delta), at);
-        // A snapshot of the first batch alone, compared ahead with nothing between: the VPAs it no longer holds are CLEARED.
-        const first = buildInProcess(batches[0]!);
+        // A snapshot of the first batch alone on a later scoring day (a column), compared ahead with nothing between:
+        // the VPAs it no longer holds are CLEARED.
+        const first = buildInProcess(batches[0]!, TEST_SCORED_AT + 40 * DAY);
         await history.record(first, null, snapshot, ++at, `f${at}`, await history.compareAhead(first));
         await assertTellsServed(history, new ServingView(first), at);
       }, comparisonsInto(compared));
@@ -215,16 +219,43 @@ test('changes past the history kept are dropped once the oldest is a month past 
     await history.record(two, null, snapshot, start + 5 * DAY, 'v2');
     await history.record(one, null, snapshot, start + 10 * DAY, 'v3');
     const full = history.bytes;
-    // 31 days and a bit past the retention of one day: the file is copied without x@ybl's first two changes; the third
-    // tells its answer at the cutoff.
-    await history.record(two, null, snapshot, start + 33 * DAY, 'v4');
+    // A month and a day past the retention of one day after x@ybl's first record was replaced: the file is copied
+    // without x@ybl's first two changes; the third tells its answer at the cutoff.
+    await history.record(two, null, snapshot, start + 37 * DAY, 'v4');
     assert.equal(history.unavailable, null);
     assert.ok(history.bytes < full, `${history.bytes} bytes after pruning, ${full} before the last state`);
-    assert.deepEqual((await history.changesOf('x@ybl', start + 33 * DAY)).map((c) => c.data_version), ['v4'], 'one day back');
-    for (const [at, view] of [[start + 32.5 * DAY, one], [start + 33 * DAY, two]] as const) {
+    assert.deepEqual((await history.changesOf('x@ybl', start + 37 * DAY)).map((c) => c.data_version), ['v4'], 'one day back');
+    for (const [at, view] of [[start + 36.5 * DAY, one], [start + 37 * DAY, two]] as const) {
       assert.equal(verdictJson(pastVerdict('x@ybl', await history.answerAt('x@ybl', at))), verdictJson(new ServingView(view).verdict('x@ybl')));
     }
-    assert.deepEqual((await history.changesOf('y@ybl', start + 33 * DAY)).map((c) => c.data_version), [], "y@ybl's answer is older than the day kept");
+    assert.deepEqual((await history.changesOf('y@ybl', start + 37 * DAY)).map((c) => c.data_version), [], "y@ybl's answer is older than the day kept");
+  } finally {
+    await history.close();
+    await t.cleanup();
+  }
+});
+
+test('a new scoring day writes a column of every confidence; another snapshot of the same day records its changes instead', async () => {
+  const t = await tempDataDir();
+  const history = await AnswerHistory.open(join(t.root, 'history', 'changes.log'), 0, 400 * DAY, silentLogger);
+  try {
+    const items = [evidence('x@ybl', 'https://a.example', { captured_at: new Date(TEST_SCORED_AT - 100 * DAY).toISOString() }), evidence('y@ybl', 'https://b.example')];
+    const snapshot = { ...NOTHING, kind: 'snapshot' } as const;
+    const columns = async () => (await readdir(join(t.root, 'history', 'scores'))).length;
+    const states: (readonly [number, ServingView])[] = [];
+    const serve = async (view: SnapshotView, at: number) => {
+      await history.record(view, null, snapshot, at, `s${at}`);
+      states.push([at, new ServingView(view)]);
+    };
+    await serve(buildInProcess(items, TEST_SCORED_AT + 3600_000), 1);
+    assert.equal(await columns(), 1, 'the first state');
+    // Later the same day, with a page more for y@ybl: recorded as a change, no column.
+    await serve(buildInProcess([...items, evidence('y@ybl', 'https://c.example', { evidence_id: 'y2' })], TEST_SCORED_AT + 20 * 3600_000), 2);
+    assert.equal(await columns(), 1);
+    // The next day scores x@ybl's old evidence less, and y@ybl's too: a column.
+    await serve(buildInProcess([...items, evidence('y@ybl', 'https://c.example', { evidence_id: 'y2' })], TEST_SCORED_AT + DAY + 3600_000), 3);
+    assert.equal(await columns(), 2);
+    await assertToldAsOf(history, states);
   } finally {
     await history.close();
     await t.cleanup();

@@ -77,3 +77,20 @@ test('calibration against the advice table: one fresh sighting is below review, 
   const gang = vpaConfidence({ evidenceWeight: 3, distinctUrls: 2, distinctSourceCategories: 2, peers: 20 });
   assert.ok(gang >= 8_500, `gang member ${gang}`);
 });
+
+test('recency is counted in whole days: builds of one UTC day weigh evidence alike, the next day less', () => {
+  const day = 24 * 3600 * 1000;
+  const items: EvidenceInput[] = [
+    { evidence_id: 'd1', upi: 'old@ybl', url: 'https://a.example', source_category: 'scam', risk_category: 'mule', captured_at: new Date(TEST_SCORED_AT - 200 * day).toISOString(), screenshot_available: false },
+    { evidence_id: 'd2', upi: 'new@ybl', url: 'https://b.example', source_category: 'scam', risk_category: 'mule', captured_at: new Date(TEST_SCORED_AT + 3 * 3600_000).toISOString(), screenshot_available: false },
+  ];
+  const confidences = (scoredAt: number) => ['old@ybl', 'new@ybl'].map((upi) => buildInProcess(items, scoredAt).verdict(upi).confidence);
+  // TEST_SCORED_AT is a day's start: a build at 01:00 and one at 23:59 of that day score alike.
+  assert.deepEqual(confidences(TEST_SCORED_AT + 3600_000), confidences(TEST_SCORED_AT + day - 60_000));
+  assert.equal(recencyWeight(TEST_SCORED_AT - 200 * day, TEST_SCORED_AT + day - 1), recencyWeight(TEST_SCORED_AT - 200 * day, TEST_SCORED_AT));
+  // Evidence captured later in the day it is scored counts as fresh.
+  assert.equal(recencyWeight(TEST_SCORED_AT + 3 * 3600_000, TEST_SCORED_AT + 5 * 3600_000), 1);
+  const [oldToday] = confidences(TEST_SCORED_AT + 3600_000);
+  const [oldLater] = confidences(TEST_SCORED_AT + 30 * day);
+  assert.ok(oldLater! < oldToday!, `${oldLater} after a month, ${oldToday} today`);
+});

@@ -86,7 +86,7 @@ test('after a crash, the index kept by the clean close before it and the records
     const fromIndex = await told(third);
     await append(third, [['vpa2@ybl', facts(0)]], T0 + 3000, 'v3');
     const toldAfter = await told(third);
-    // Its close keeps an index of the whole log again, the CRC carried on from the first close's over what was read since.
+    // Its close keeps an index of the whole log again.
     assert.equal(await third.close(), null);
     const fourth = await ChangeLog.open(path, T0 + 3000);
     assert.equal(fourth.opened.keptIndex, true, fourth.opened.indexRefused ?? '');
@@ -162,7 +162,7 @@ test('a record corrupted under a kept index is refused at open, as without one',
     await append(log, [['vpa1@ybl', facts(3)], ['vpa2@ybl', facts(4)]], T0 + 1000, 'v1');
     await log.close();
     const bytes = await readFile(path);
-    bytes[16 + 8]! ^= 0x01;
+    bytes[24 + 8]! ^= 0x01;
     await writeFile(path, bytes);
     await assert.rejects(ChangeLog.open(path, T0 + 1000), (error: unknown) => error instanceof HistoryError && /fails its CRC/.test(error.message));
   });
@@ -185,5 +185,23 @@ test('a prune drops the kept index, and the next close keeps one of the pruned l
     assert.equal(again.opened.keptIndex, true);
     assert.deepEqual(await told(again), fromIndex);
     await again.close();
+  });
+});
+
+test('a record corrupted under a kept index, before the last MiB it names the log by, is refused when it is read', async () => {
+  await withHistoryLog(async (path) => {
+    const log = await ChangeLog.open(path, 0);
+    const keys = Array.from({ length: 12_000 }, (_, i) => `payee${i}@ybl`);
+    await append(log, keys.map((key, i) => [key, facts(1 + (i % 7))] as const), T0 + 1000, 'v1');
+    await log.close();
+    assert.ok((await stat(path)).size > 1.5 * (1 << 20));
+    const bytes = await readFile(path);
+    bytes[24 + 8]! ^= 0x01;
+    await writeFile(path, bytes);
+    const reopened = await ChangeLog.open(path, T0 + 1000);
+    assert.equal(reopened.opened.keptIndex, true, 'a start reads no more than the end of the log');
+    await assert.rejects(reopened.changesOf(keys[0]!, 0), (error: unknown) => error instanceof HistoryError && /fails its CRC/.test(error.message));
+    assert.equal((await reopened.changesOf(keys[1]!, 0)).length, 1);
+    await reopened.close();
   });
 });
