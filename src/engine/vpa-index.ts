@@ -631,6 +631,11 @@ export class VpaIndex implements KeyIndex {
     return this.tags[slot] === 0 ? -1 : this.entries[slot * ENTRY_WORDS]! - 1;
   }
 
+  /** The slot of the key of `id` (0 to size - 1): with keyBytesAtSlot, a scan of every key in id order, which reads a snapshot's columns side by side. */
+  slotOfId(id: number): number {
+    return this.vpaSlots[id]!;
+  }
+
   /** The key in `slot`, one idAtSlot names, as bytes written to `out` (room for maxKeyLength); returns its length. No allocation. */
   keyBytesAtSlot(slot: number, out: Uint8Array): number {
     const code = this.tags[slot]! & 0xff;

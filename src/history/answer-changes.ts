@@ -53,8 +53,8 @@ export interface ServedChange {
   readonly clearances: ReadonlyMap<string, { readonly createdAt: number }>;
 }
 
-/** Slots of a snapshot's index compared in one turn of the event loop: about 10 ms, so that merges going on beside a pass wait little for it. */
-const SLOTS_PER_TURN = 16_384;
+/** VPAs of a snapshot compared in one turn of the event loop: about 10 ms, so that merges going on beside a pass wait little for it. */
+const VPAS_PER_TURN = 16_384;
 
 /**
  * The most VPAs a comparison ahead keeps to be recorded at the swap; past
@@ -216,15 +216,14 @@ export class AnswerHistory {
     const scores = new Uint16Array(scored ? log.numbered : 0).fill(NO_SCORE);
     const index = new VpaIndex(base.data, base.maxKeyLength);
     const key = new Uint8Array(index.maxKeyLength);
-    for (let slot = 0; slot < index.capacity; slot++) {
-      if (slot % SLOTS_PER_TURN === SLOTS_PER_TURN - 1) {
+    // In id order: a VPA's answer is read off the snapshot's columns side by side, its key at random.
+    for (let id = 0; id < index.size; id++) {
+      if (id % VPAS_PER_TURN === VPAS_PER_TURN - 1) {
         await nextTurn();
         // Recorded meanwhile: another pass, or a history stopped.
         if (pass !== this.#passes || this.#unavailable !== null) return this.#abandonAhead(changedSince);
       }
-      const id = index.idAtSlot(slot);
-      if (id < 0) continue;
-      const length = index.keyBytesAtSlot(slot, key);
+      const length = index.keyBytesAtSlot(index.slotOfId(id), key);
       const facts = factsOf(base, id);
       const found = log.seen(key, 0, length);
       if (found >= 0 && log.numberAt(found) < scores.length) scores[log.numberAt(found)] = facts.flagged ? facts.confidence : NO_SCORE;
@@ -395,15 +394,13 @@ export class AnswerHistory {
     const deltaIndex = held === null ? null : new VpaIndex(held.overlay, held.overlay.maxKeyLength);
     // Keys are read as bytes, and made text only for a change: most VPAs have none.
     const key = new Uint8Array(index.maxKeyLength);
-    for (let slot = 0; slot < index.capacity; slot++) {
-      // Other work of the main thread goes on between runs of slots (a pass over 10M VPAs takes seconds), and the file takes the records added.
-      if (slot % SLOTS_PER_TURN === SLOTS_PER_TURN - 1) {
+    for (let id = 0; id < index.size; id++) {
+      // Other work of the main thread goes on between runs of VPAs (a pass over 10M VPAs takes seconds), and the file takes the records added.
+      if (id % VPAS_PER_TURN === VPAS_PER_TURN - 1) {
         await log.drained();
         await nextTurn();
       }
-      const id = index.idAtSlot(slot);
-      if (id < 0) continue;
-      const length = index.keyBytesAtSlot(slot, key);
+      const length = index.keyBytesAtSlot(index.slotOfId(id), key);
       // A VPA the delta holds is answered from the delta: compared below.
       if (deltaIndex !== null && deltaIndex.lookupBytes(key, 0, length) >= 0) continue;
       changes += this.#compare(log, key, 0, length, log.seen(key, 0, length), factsOf(base, id), change, !scored);

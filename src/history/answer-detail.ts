@@ -90,6 +90,35 @@ class Print {
 
 const print = new Print();
 
+/** Each url's 64-bit fingerprint of its text, made on first use: a url is read once a snapshot, not once a VPA it names. */
+interface UrlPrints {
+  readonly prints: Uint32Array;
+  readonly made: Uint8Array;
+}
+
+const urlPrints = new WeakMap<SnapshotData, UrlPrints>();
+
+function urlPrintsOf(data: SnapshotData): UrlPrints {
+  let found = urlPrints.get(data);
+  if (found === undefined) {
+    found = { prints: new Uint32Array(2 * data.meta.urlCount), made: new Uint8Array(data.meta.urlCount) };
+    urlPrints.set(data, found);
+  }
+  return found;
+}
+
+const urlPrint = new Print();
+
+function makeUrlPrint(data: SnapshotData, urls: UrlPrints, url: number): void {
+  urlPrint.a = 0x811c9dc5;
+  urlPrint.b = 0x050c5d1f;
+  const bytes = data.urlBytes;
+  for (let i = data.urlOffsets[url]!, to = data.urlOffsets[url + 1]!; i < to; i++) urlPrint.word(bytes[i]!);
+  urls.prints[2 * url] = urlPrint.a >>> 0;
+  urls.prints[2 * url + 1] = urlPrint.b >>> 0;
+  urls.made[url] = 1;
+}
+
 /**
  * The fingerprint of the detail of the flagged VPA `id` of `data`, which
  * `view` answers (a snapshot, or a delta's overlay with its snapshot's
@@ -105,10 +134,12 @@ export function detailPrint(view: SnapshotView, data: SnapshotData, id: number, 
   const cluster = data.vpaCluster[id]!;
   print.word(cluster === NO_CLUSTER ? 0 : data.clusterNumber[cluster]!);
   print.word(cluster === NO_CLUSTER ? 0 : view.clusterSize(cluster));
-  const urlBytes = data.urlBytes;
+  const urls = urlPrintsOf(data);
   for (let s = data.sourceOffsets[id]!, end = data.sourceOffsets[id + 1]!; s < end; s++) {
     const url = data.sourceUrl[s]!;
-    for (let i = data.urlOffsets[url]!, to = data.urlOffsets[url + 1]!; i < to; i++) print.word(urlBytes[i]!);
+    if (urls.made[url] === 0) makeUrlPrint(data, urls, url);
+    print.word(urls.prints[2 * url]!);
+    print.word(urls.prints[2 * url + 1]!);
     print.word(0x100 + data.urlCategory[url]!);
     print.float(data.sourceCapturedAt[s]!);
     print.word(data.sourceFlags[s]!);
