@@ -171,7 +171,7 @@ export class AnswerHistory {
       let changes: number;
       if (whole.kind === 'merge') changes = this.#deltaChanges(log, base, delta, whole);
       else if (usable !== null) changes = await this.#aheadChanges(log, usable, delta, whole);
-      // Only the VPAs of the delta, and those changed since the mark, may have changed; the snapshot's confidences are its column's.
+      // Only the VPAs of the delta, and those changed since the mark, may have changed, confidence included (no column: the mark's snapshot is of the newest column's day).
       else if (sinceMark !== null) changes = this.#baseChanges(log, base, delta, sinceMark, whole, true) + this.#deltaChanges(log, base, delta, whole);
       else changes = await this.#snapshotChanges(log, base, delta, whole, newScores(log, base));
       // A snapshot compared whole of a new scoring day scored every VPA again: its column keeps their confidences.
