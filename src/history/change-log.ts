@@ -857,6 +857,8 @@ async function walkRecords(
       buffer = chunk.subarray(0, read.bytesRead);
       bufferStart = offset;
       if (read.bytesRead < chunk.length) to = offset + read.bytesRead;
+      // Read for its fixed part alone, a record longer than the run read may need more.
+      continue;
     }
     const bytes = buffer.subarray(offset - bufferStart);
     const length = checkRecord(bytes, path, offset);

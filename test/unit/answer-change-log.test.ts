@@ -316,3 +316,23 @@ test('a log of format 1 is moved aside, and the history begins again', async () 
     assert.equal((await ChangeLog.open(path, T0).then(async (l) => [l.startedAt, await l.close()]))[0], T0);
   });
 });
+
+test('a record longer than a run of the scan at open is read whole, not taken for a torn tail', async () => {
+  await withHistoryLog(async (path) => {
+    const log = await ChangeLog.open(path, 0);
+    const captured = '2026-11-01T00:00:00Z';
+    const sources = Array.from({ length: 6000 }, (_, i) => ({ url: `https://pages.example/${'x'.repeat(200)}/${i}`, category: 'scam' as const, captured_at: captured, screenshot_available: false }));
+    const detail = { cluster_size: 0, first_seen: captured, last_seen: captured, sources, evidence_count: sources.length };
+    // The first record of the file, longer than the 1 MiB a scan reads at a time.
+    await append(log, [change('big@ybl', { ...flagged(9000), detail: () => detail }), change('after@ybl', flagged(4500))], T0, 'v1');
+    await log.close();
+    const size = (await stat(path)).size;
+    assert.ok(size > 1.2 * (1 << 20));
+    await rm(`${path}.index`);
+    const reopened = await ChangeLog.open(path, T0);
+    assert.equal((await stat(path)).size, size, 'nothing cut off');
+    assert.equal(reopened.vpaCount, 2);
+    assert.equal((await reopened.answerAt('big@ybl', T0)).detail?.sources.length, 6000);
+    await reopened.close();
+  });
+});
