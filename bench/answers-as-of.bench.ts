@@ -18,8 +18,13 @@
  * (`/proc/sys/vm/drop_caches`, as root), so that the lookups read the disk.
  * With `--dir`, the history is kept there, and a later run on the same
  * directory only opens it and looks up (to measure again, warm or cold).
+ * With `--store URL`, the history is also copied into a new schema of that
+ * PostgreSQL store as a fleet's recorder copies it, and the same lookups
+ * are told from there as a follower tells them (the state of the instant,
+ * then the answer: two queries), with the bytes the store takes; the
+ * schema is dropped afterwards.
  *
- *   node dist/bench/answers-as-of.bench.js [--vpas 1000000] [--days 365] [--lookups 20000] [--dir DIR] [--cold] [--json FILE]
+ *   node dist/bench/answers-as-of.bench.js [--vpas 1000000] [--days 365] [--lookups 20000] [--dir DIR] [--cold] [--store URL] [--json FILE]
  */
 import { mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -31,6 +36,8 @@ import type { AnswerDetail } from '../src/history/answer-detail.js';
 import { pastVerdict } from '../src/history/past-verdicts.js';
 import { formatIso } from '../src/common/time.js';
 import { mulberry32 } from '../test/fixtures/random.js';
+import { StoreAnswerHistory, recordedStateAt } from '../src/store/answer-history-store.js';
+import { copyHistoryToStore, dropCopiedHistory } from './support/history-in-store.js';
 import { percentile, round1, round3, wholeNumberOption, writeReport } from './support/report.js';
 
 const { values } = parseArgs({
@@ -42,6 +49,7 @@ const { values } = parseArgs({
     'compact-minutes': { type: 'string', default: '10' },
     dir: { type: 'string' },
     cold: { type: 'boolean', default: false },
+    store: { type: 'string' },
     json: { type: 'string' },
   },
   strict: true,
@@ -188,13 +196,39 @@ for (let k = 0; k < lookups; k++) {
   times.push(ms);
   if (t0 - lookupsStarted > 1000) afterFirstSecond.push(ms);
 }
-await log.close();
-if (values.dir === undefined) await rm(dir, { recursive: true, force: true });
 
 const summary = (list: number[]) => {
   const sorted = [...list].sort((a, b) => a - b);
   return { count: sorted.length, p50Ms: round3(percentile(sorted, 0.5)), p99Ms: round3(percentile(sorted, 0.99)), maxMs: round3(sorted.at(-1) ?? 0) };
 };
+
+// The same lookups as a fleet follower tells them, from the store.
+let store: { copyS: number; bytes: number; perMillionVpasMB: number; lookups: ReturnType<typeof summary>; lookupsAfterFirstSecond: ReturnType<typeof summary> } | null = null;
+if (values.store !== undefined) {
+  const copyStarted = performance.now();
+  const copy = await copyHistoryToStore(values.store, log, join(dir, 'history'), START + days * DAY);
+  const copyMs = performance.now() - copyStarted;
+  const history = new StoreAnswerHistory(copy.pool, copy.location, 0);
+  const storeTimes: number[] = [];
+  const storeAfterFirstSecond: number[] = [];
+  const storeStarted = performance.now();
+  const again = mulberry32(43);
+  for (let k = 0; k < lookups; k++) {
+    const key = again() < 0.9 ? keyOf(Math.floor(again() * known)) : `nobody${k}@ybl`;
+    const at = START + Math.floor(again() * days * DAY);
+    const t0 = performance.now();
+    const state = await recordedStateAt(copy.pool, copy.location, at);
+    verdictJson(pastVerdict(key, await history.answerAt(key, state?.from ?? at)));
+    const ms = performance.now() - t0;
+    storeTimes.push(ms);
+    if (t0 - storeStarted > 1000) storeAfterFirstSecond.push(ms);
+  }
+  store = { copyS: round1(copyMs / 1000), bytes: copy.bytes, perMillionVpasMB: round1((copy.bytes / 1e6) * (1e6 / known)), lookups: summary(storeTimes), lookupsAfterFirstSecond: summary(storeAfterFirstSecond) };
+  await dropCopiedHistory(copy);
+}
+await log.close();
+if (values.dir === undefined) await rm(dir, { recursive: true, force: true });
+
 const report = {
   benchmark: 'answers-as-of',
   vpas,
@@ -216,6 +250,7 @@ const report = {
   openMs: round1(openMs),
   lookups: summary(times),
   lookupsAfterFirstSecond: summary(afterFirstSecond),
+  store,
 };
 console.log(JSON.stringify(report, null, 2));
 if (values.json !== undefined) writeReport(values.json, report);

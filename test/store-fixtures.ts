@@ -102,3 +102,14 @@ export async function published(location: StoreLocation, publication: Publicatio
     await t.cleanup();
   }
 }
+
+/** Resolves once the schema of `location` holds a publication for followers to follow. */
+export async function untilPublished(location: StoreLocation, timeoutMs = 60_000): Promise<void> {
+  const db = new pg.Client({ connectionString: TEST_STORE_URL });
+  await db.connect();
+  try {
+    await until('a publication to follow', timeoutMs, async () => (await db.query(`SELECT 1 FROM "${location.schema}".snapshots`)).rows.length > 0);
+  } finally {
+    await db.end();
+  }
+}

@@ -74,7 +74,7 @@ export const AS_OF_PARAMETER = {
 export function asOfResponses({ ref, json, error }: Pick<DocumentParts, 'ref' | 'json' | 'error'>): Record<string, unknown> {
   return {
     '422': { description: 'validation_error: an as_of still to come (or a batch body of the wrong shape); or one before the history kept, with earliest_as_of', content: json(ref('AsOfRefusal')) },
-    '503': error('service_unavailable: an as_of on a fleet follower, which keeps no history of answers, or a history that cannot be read'),
+    '503': error('service_unavailable: an as_of whose instant the history does not hold (not recorded then, or in a fleet not yet a second past), or a history that cannot be read'),
   };
 }
 
@@ -87,7 +87,7 @@ export function historyPaths({ ref, ok, error, common }: DocumentParts): Record<
         operationId: 'getAnswerHistory',
         tags: ['History'],
         summary: "Every change of a VPA's status, risk category, confidence band or cluster, with the data version that first served it and why",
-        description: 'A VPA never seen answers 200 with no changes. Kept by a server of a data directory; a fleet follower answers 503.',
+        description: 'A VPA never seen answers 200 with no changes. Kept in the data directory, or in a fleet in the store (every follower answers).',
         parameters: [{ name: 'upi', in: 'query', required: true, schema: { type: 'string', pattern: VPA_PATTERN } }],
         responses: {
           ...ok("The VPA's changes", ref('AnswerHistory')),

@@ -20,6 +20,8 @@ import { readLog } from '../store/log-reader.js';
 import { downloadSnapshot, newestPublication, snapshotsChannel, type Publication } from '../store/snapshot-publications.js';
 import { StoreNotifications } from '../store/store-notifications.js';
 import { logRecords } from './log-records.js';
+import type { HistoryRecorder } from './history-recorder.js';
+import type { ComparedAhead } from '../history/answer-changes.js';
 import type { LoggedEvidence } from '../store/log-reader.js';
 import { clearancesAsOf, evidenceOfVpas, logHead, readCorrections, type LoggedCorrection } from '../store/correction-log.js';
 import type { ActiveClearance } from '../evidence/corrections.js';
@@ -37,6 +39,8 @@ export interface FollowerOptions {
   readonly batchItems?: number;
   /** Where each state is recorded before it is served (history/served-versions.ts). Default: not recorded. */
   readonly versions?: ServedVersions;
+  /** What records the fleet's history of answers, while this follower holds its lease (history-recorder.ts). Default: none. */
+  readonly history?: HistoryRecorder;
 }
 
 /**
@@ -123,7 +127,7 @@ export class FollowerService implements ServedData {
       const timings: LoadTimings = { downloadMs: 0, loadMs: 0 };
       const view = await loadPublication(pool, options, publication, timings);
       const replayed = await replay(pool, merger, options, view, publication.position, null, 0, null);
-      await recordServed(options, replayed);
+      await recordServed(options, replayed, 'snapshot', 0);
       const service = new FollowerService(options, pool, merger, publication, replayed);
       await removeOtherSnapshots(options.dataDir, publication.id);
       logger.info(
@@ -217,6 +221,14 @@ export class FollowerService implements ServedData {
     });
   }
 
+  /** Record the state served now again, in the queue of changes: a follower taking the history lease over records it. */
+  recordAgain(): Promise<void> {
+    return this.#queueChange(async () => {
+      if (this.#closed) return;
+      await this.#options.history?.record(this.#current, this.#delta, { kind: 'snapshot', corrected: new Set(), clearances: this.#clearances });
+    });
+  }
+
   async close(): Promise<void> {
     this.#closed = true;
     if (this.#timer !== null) clearTimeout(this.#timer);
@@ -240,7 +252,7 @@ export class FollowerService implements ServedData {
         const replayed = await replay(this.#pool, this.#merger, this.#options, this.#current, this.#position, this.#delta, this.#chunks, this.#clearances);
         this.#caughtUpAt = Date.now();
         if (replayed.position === this.#position) return;
-        await recordServed(this.#options, replayed);
+        await recordServed(this.#options, replayed, 'merge', this.#position);
         this.#serve(replayed);
         const started = replayed.startedAt;
         this.#logger.info({ position: replayed.position, deltaVpas: replayed.delta.meta.vpaCount, ms: Math.round(performance.now() - started) }, 'evidence merged into the delta');
@@ -283,13 +295,16 @@ export class FollowerService implements ServedData {
       // Most of the log after it is merged here, while merges over the served snapshot go on; the rest in the swap.
       let replayed = await replay(this.#pool, this.#merger, this.#options, loaded, newest.position, null, 0, null);
       await prepareToServe(this.#preparations, loaded.data, this.#logger);
+      // Compared with the history ahead of the swap, so that the swap records in moments what it changes.
+      const ahead = (await this.#options.history?.compareAhead(loaded)) ?? null;
       await this.#queueChange(async () => {
         if (this.#closed) return;
+        const first = replayed;
         replayed = await replay(this.#pool, this.#merger, this.#options, loaded, replayed.position, replayed.delta, replayed.chunks, replayed.clearances);
         const previous = this.#current;
         this.#publication = newest;
         this.#loaded = null;
-        await recordServed(this.#options, replayed);
+        await recordServed(this.#options, { ...replayed, corrections: [...first.corrections, ...replayed.corrections] }, 'snapshot', this.#position, ahead);
         this.#serve(replayed);
         this.#caughtUpAt = Date.now();
         this.#logger.info({ ...publicationFields(newest), previous: previous.meta.id, position: replayed.position, deltaVpas: replayed.delta.meta.vpaCount }, 'snapshot swapped');
@@ -379,6 +394,8 @@ interface Replayed {
   readonly startedAt: number;
   /** The clearances in force at `position`, by VPA. */
   readonly clearances: ReadonlyMap<string, ActiveClearance>;
+  /** The corrections applied, in order. */
+  readonly corrections: readonly LoggedCorrection[];
 }
 
 /**
@@ -407,6 +424,7 @@ async function replay(
   const head = await logHead(pool, location);
   let delta = previous ?? emptyDelta(view.data, Date.now());
   let position = after;
+  const corrections: LoggedCorrection[] = [];
   const merge = async (rows: readonly LoggedEvidence[]) => {
     if (rows.length === 0) return;
     const { records, file } = logRecords(rows, chunks++);
@@ -427,6 +445,7 @@ async function replay(
       await merge(rows.slice(next, upTo));
       next = upTo;
       inForce = afterCorrection(inForce, fix);
+      corrections.push(fix);
       const items = await evidenceOfVpas(pool, location, fix.upis, fix.position);
       const records = items.length === 0 ? new ArrayBuffer(0) : logRecords(items, chunks++).records;
       ({ delta } = await merger.mergeDelta({
@@ -444,12 +463,19 @@ async function replay(
     await merge(rows.slice(next));
     if (!full) break;
   }
-  return { view, delta, position, chunks, startedAt, clearances: inForce };
+  return { view, delta, position, chunks, startedAt, clearances: inForce, corrections };
 }
 
-/** Record that what a replay made is served from now: called before it is. */
-function recordServed(options: FollowerOptions, replayed: Replayed): Promise<void> {
-  return options.versions?.record({ snapshot: replayed.view.meta.id, position: replayed.delta.meta.position }, Date.now()) ?? Promise.resolve();
+/**
+ * Record that what a replay made is served from now, made by `kind` after
+ * the state served at `after` (a log position): called before it is.
+ */
+async function recordServed(options: FollowerOptions, replayed: Replayed, kind: 'merge' | 'snapshot', after: number, ahead: ComparedAhead | null = null): Promise<void> {
+  const { view, delta } = replayed;
+  // The corrections logged since the state served before name the VPAs whose change they caused.
+  const corrected = new Set(replayed.corrections.filter((fix) => fix.position > after).flatMap((fix) => fix.upis));
+  await options.history?.record(view, delta, { kind, corrected, clearances: replayed.clearances }, ahead);
+  await options.versions?.record({ snapshot: view.meta.id, position: delta.meta.position }, Date.now());
 }
 
 /** The clearances in force once `fix` is applied. */

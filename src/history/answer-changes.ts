@@ -7,7 +7,7 @@ import { NO_CLUSTER } from '../engine/snapshot-data.js';
 import { SnapshotView } from '../engine/snapshot-view.js';
 import { VpaIndex } from '../engine/vpa-index.js';
 import type { ChangeCause, ChangeEntry } from '../api/history-paths.js';
-import { CLEARED_FACTS, ChangeLog, toldFlagged, type AnswerFacts, type PastAnswer } from './change-log.js';
+import { CLEARED_FACTS, ChangeLog, toldFlagged, type AnswerFacts, type CommittedState, type PastAnswer } from './change-log.js';
 import { filesSummary } from './facts-index-file.js';
 import { detailOf, detailPrint } from './answer-detail.js';
 import { NO_SCORE } from './score-columns.js';
@@ -76,10 +76,38 @@ export interface ComparedAhead {
   readonly pass: number;
 }
 
+/**
+ * The history of answers as the main thread reads it (history-requests.ts):
+ * the embedded server's own (AnswerHistory), or the fleet's, from the store
+ * (store/answer-history-store.ts).
+ */
+export interface AnswerReader {
+  /** Why the history cannot be read now, or null. */
+  readonly unavailable: string | null;
+  /** Bytes the history takes in this server's data directory. */
+  readonly bytes: number;
+  /** Every change of `key` (lower case) recorded within the history kept, oldest first. */
+  changesOf(key: string, now?: number): Promise<ChangeEntry[]>;
+  /** The answer to `key` (lower case) served at `at` (epoch ms, within the history kept: earliestAt). */
+  answerAt(key: string, at: number): Promise<PastAnswer>;
+  /** The earliest instant answers are told as of at `now`, as far as the history tells; null when it tells none. */
+  earliestAt(now?: number): number | null;
+}
+
+/**
+ * Where the states a history records are copied as they are (the fleet's
+ * store, fleet/history-recorder.ts): `committed` runs once the state's
+ * changes are durable in the file and before it is served; a failure stops
+ * the history as a failed write does.
+ */
+export interface HistoryCopy {
+  committed(state: CommittedState, log: ChangeLog): Promise<void>;
+}
+
 /** How far past the retention the oldest change may be before the file is pruned, ms. */
 const PRUNE_SLACK_MS = 30 * 24 * 3600 * 1000;
 
-export class AnswerHistory {
+export class AnswerHistory implements AnswerReader {
   readonly #log: ChangeLog | null;
   readonly #logger: Logger;
   /** The clearances in force at the state recorded last; unknown (none) after a start. */
@@ -94,12 +122,14 @@ export class AnswerHistory {
 
   /** How far back changes are told, ms (serve --history-days). */
   readonly #keepMs: number;
+  readonly #copy: HistoryCopy | null;
 
-  private constructor(log: ChangeLog | null, logger: Logger, unavailable: string | null, keepMs: number) {
+  private constructor(log: ChangeLog | null, logger: Logger, unavailable: string | null, keepMs: number, copy: HistoryCopy | null = null) {
     this.#log = log;
     this.#logger = logger;
     this.#unavailable = unavailable;
     this.#keepMs = keepMs;
+    this.#copy = copy;
   }
 
   /**
@@ -107,9 +137,10 @@ export class AnswerHistory {
    * `servedUntil` (the last instant the record of versions served holds)
    * were never served; changes are told `keepMs` back. A file refused is
    * logged, and the history is not served (503) nor written until it is
-   * restored or moved aside; screening goes on.
+   * restored or moved aside; screening goes on. Each state recorded is
+   * handed to `copy` too, when given.
    */
-  static async open(path: string, servedUntil: number, keepMs: number, logger: Logger): Promise<AnswerHistory> {
+  static async open(path: string, servedUntil: number, keepMs: number, logger: Logger, copy: HistoryCopy | null = null): Promise<AnswerHistory> {
     try {
       const started = performance.now();
       const log = await ChangeLog.open(path, servedUntil);
@@ -118,7 +149,7 @@ export class AnswerHistory {
       // Reading every record takes tens of seconds at 10M VPAs; the index a clean close keeps spares that (docs/operations.md).
       if (indexRefused !== null) logger.warn({ why: indexRefused }, 'the index kept beside the history of answers is not used; every record is read');
       logger.info({ vpas: log.vpaCount, keptIndex, bytesRead, ms: Math.round(performance.now() - started) }, 'history of answers opened');
-      return new AnswerHistory(log, logger, null, keepMs);
+      return new AnswerHistory(log, logger, null, keepMs, copy);
     } catch (error) {
       if (!(error instanceof HistoryError)) throw error;
       logger.error({ code: error.code, err: error.message }, 'the history of answers is refused; serving without it');
@@ -176,7 +207,8 @@ export class AnswerHistory {
       else changes = await this.#snapshotChanges(log, base, delta, whole, newScores(log, base));
       // A snapshot compared whole of a new scoring day scored every VPA again: its column keeps their confidences.
       const compared = whole.kind === 'snapshot' && sinceMark === null;
-      await log.commit(compared && (usable?.scored ?? newScores(log, base)) ? startOfUtcDay(base.meta.scoredAt) : null);
+      const committed = await log.commit(compared && (usable?.scored ?? newScores(log, base)) ? startOfUtcDay(base.meta.scoredAt) : null);
+      await this.#copy?.committed(committed, log);
       if (compared) log.markCompared(base.meta.id, delta?.meta.files ?? []);
       // A whole comparison costs a pass over every VPA (docs/operations.md, "The history of answers"); a merge's, its delta's.
       const how = whole.kind === 'merge' ? 'delta' : usable !== null ? 'ahead' : sinceMark !== null ? 'since the last comparison' : 'every VPA';

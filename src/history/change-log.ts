@@ -1,4 +1,4 @@
-import { open, rename, unlink, type FileHandle } from 'node:fs/promises';
+import { mkdir, open, rename, rm, unlink, type FileHandle } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { readAllAt, syncDirectory, tempFileName, writeAllAt } from '../common/atomic-file.js';
 import { openHistoryFile } from './history-file.js';
@@ -114,6 +114,16 @@ export function indexedOf(facts: AnswerFacts): IndexedAnswer {
   return { told: toldOf(facts), printA: facts.printA, printB: facts.printB, confidence: facts.flagged ? facts.confidence : NO_SCORE };
 }
 
+/** A state's changes written (ChangeLog.commit): its records are the file's bytes from `start` to `end`. */
+export interface CommittedState {
+  readonly at: number;
+  readonly version: string;
+  readonly start: number;
+  readonly end: number;
+  /** The column it wrote, with its scoring day: the confidence of every VPA by number. */
+  readonly column: { readonly scoredAt: number; readonly values: Uint16Array } | null;
+}
+
 /** An answer as it was served at an instant (ChangeLog.answerAt): null fields when CLEARED. */
 export interface PastAnswer {
   readonly facts: AnswerFacts;
@@ -123,6 +133,8 @@ export interface PastAnswer {
 const MAGIC = 'UPIRCHNG';
 const FORMAT_VERSION = 2;
 const HEADER_LENGTH = 24;
+/** Where a log's first record starts: after its header. */
+export const CHANGE_LOG_HEADER_BYTES = HEADER_LENGTH;
 const FIXED_LENGTH = 56;
 const MAX_TEXT = 255;
 /** The longest record, padding included. */
@@ -301,6 +313,10 @@ export class ChangeLog {
     return this.#size;
   }
 
+  get path(): string {
+    return this.#path;
+  }
+
   /** Why the log refuses everything (a write failed, or a prune could not open the file again), or null. */
   get broken(): string | null {
     return this.#broken;
@@ -440,16 +456,17 @@ export class ChangeLog {
    * a new scoring day (`scoredAt`, the start of that day); resolves once
    * both are durable.
    */
-  async commit(scoredAt: number | null = null): Promise<void> {
+  async commit(scoredAt: number | null = null): Promise<CommittedState> {
     const w = this.#writing;
     if (w === null) throw new RangeError('no state begun');
     const first = this.#startedAt === 0;
+    const column = scoredAt === null ? null : { scoredAt, values: this.#index.confidenceByNumber() };
     try {
       await w.runs.done();
       if (this.#size > w.start) await this.#handle.datasync();
       // The first state names the instant the history begins at (in place: the log's own handle appends).
       if (first) await writeHeader(this.#path, w.at);
-      if (scoredAt !== null) await this.#columns.write(w.at, scoredAt, this.#index.confidenceByNumber());
+      if (column !== null) await this.#columns.write(w.at, column.scoredAt, column.values);
     } catch (error) {
       this.#broken = `${this.#path} could not be written (${(error as Error).message}); the history of answers is not read nor written until the server is restarted`;
       await this.#handle.truncate(w.start).catch(() => {});
@@ -463,6 +480,77 @@ export class ChangeLog {
     this.#lastAt = w.at;
     if (first) this.#startedAt = w.at;
     if (w.replaced) this.#replacedAt = Math.min(this.#replacedAt, w.at);
+    return { at: w.at, version: w.version.toString('latin1'), start: w.start, end: this.#size, column };
+  }
+
+  /**
+   * Hand the records from `start` to `end` (a CommittedState's) to `take`,
+   * a run of whole records at a time (copies, about a megabyte each), in
+   * order; each run is taken before the next is read.
+   */
+  async recordRuns(start: number, end: number, take: (records: Buffer[]) => Promise<void>): Promise<void> {
+    this.#usable();
+    let run: Buffer[] = [];
+    const hand = async () => {
+      if (run.length === 0) return;
+      const taken = run;
+      run = [];
+      await take(taken);
+    };
+    const stopped = await walkRecords(
+      this.#handle,
+      this.#path,
+      start,
+      end,
+      (bytes, _offset, length) => {
+        run.push(Buffer.from(bytes.subarray(0, length)));
+        return true;
+      },
+      hand,
+    );
+    if (stopped !== end) throw new HistoryError(`${this.#path}: no whole record at ${stopped}, before ${end}`);
+    await hand();
+  }
+
+  /**
+   * Write a log at `path` in place of any there, begun at `startedAt`, that
+   * holds `records` (each VPA's newest, as a copy kept elsewhere holds them:
+   * store/answer-history-store.ts) with `column`, the newest column of the
+   * confidences, in place of the columns there: a writer taking over the
+   * history from that copy compares with what it tells. Records keep their
+   * numbers, times, versions and causes; each is its VPA's only one.
+   */
+  static async seed(path: string, startedAt: number, records: AsyncIterable<readonly Buffer[]>, column: { readonly at: number; readonly scoredAt: number; readonly values: Uint16Array } | null): Promise<void> {
+    const temp = join(dirname(path), tempFileName(basename(path)));
+    await mkdir(dirname(path), { recursive: true });
+    const copy = await open(temp, 'w');
+    try {
+      const runs = new RecordRuns(copy, HEADER_LENGTH);
+      await writeAllAt(copy, [header(startedAt)], 0);
+      for await (const run of records) {
+        for (const bytes of run) {
+          const record = runs.reserve(bytes.length);
+          bytes.copy(record);
+          record.writeDoubleLE(-1, 24);
+          record.writeUInt32LE(crc32(record.subarray(4)), 0);
+          runs.added(bytes.length);
+        }
+        await runs.room();
+      }
+      await runs.done();
+      await copy.datasync();
+    } catch (error) {
+      await copy.close().catch(() => {});
+      await unlink(temp).catch(() => {});
+      throw new HistoryError(`cannot write ${path}: ${(error as Error).message}`, { cause: error });
+    }
+    await copy.close();
+    await dropFactsIndex(path);
+    const scores = join(dirname(path), 'scores');
+    await rm(scores, { recursive: true, force: true });
+    if (column !== null) await (await ScoreColumns.open(scores, Number.POSITIVE_INFINITY)).write(column.at, column.scoredAt, column.values);
+    await rename(temp, path);
+    await syncDirectory(dirname(path));
   }
 
   /**
@@ -581,17 +669,12 @@ export class ChangeLog {
    * others changed what else the answer holds).
    */
   async changesOf(key: string, since: number): Promise<ChangeEntry[]> {
-    const out: ChangeEntry[] = [];
-    let after: DecodedRecord | null = null;
+    const newestFirst: StoredRecord[] = [];
     await this.#walkBack(key, (record) => {
-      // Each record is told by what it changed from: the one before it, which is read before it is listed.
-      if (after !== null && toldChange(record, after)) out.push(entryOf(after));
-      after = record;
+      newestFirst.push(record);
       return record.at >= since;
     });
-    const first = after as DecodedRecord | null;
-    if (first !== null && first.at >= since && toldChange(null, first)) out.push(entryOf(first));
-    return out.reverse();
+    return changeEntries(newestFirst, since);
   }
 
   /**
@@ -601,25 +684,23 @@ export class ChangeLog {
    * CLEARED for a VPA without a record then.
    */
   async answerAt(key: string, at: number): Promise<PastAnswer> {
-    let found: DecodedRecord | null = null;
+    let found: StoredRecord | null = null;
     await this.#walkBack(key, (record) => {
       if (record.at > at) return true;
       found = record;
       return false;
     });
-    const record = found as DecodedRecord | null;
-    if (record === null || !record.facts.flagged) return { facts: CLEARED_FACTS, detail: null };
-    const detail = decodeDetail(record.detail);
-    if (detail === null) throw new HistoryError(`${this.#path}: the record at ${record.offset} holds an answer this service does not write`);
-    const column = this.#columns.at(at);
-    if (column === null || column.at <= record.at) return { facts: record.facts, detail };
-    const confidence = await this.#columns.valueOf(column, record.number);
-    if (confidence === NO_SCORE) throw new HistoryError(`${column.path} holds no confidence for the FLAGGED VPA numbered ${record.number}`);
-    return { facts: { ...record.facts, confidence }, detail };
+    return pastAnswerOf(found, this.#path, async (record) => {
+      const column = this.#columns.at(at);
+      if (column === null || column.at <= record.at) return null;
+      const confidence = await this.#columns.valueOf(column, record.number);
+      if (confidence === NO_SCORE) throw new HistoryError(`${column.path} holds no confidence for the FLAGGED VPA numbered ${record.number}`);
+      return confidence;
+    });
   }
 
   /** Walk `key`'s records from the newest back while `visit` returns true; waits for the state being written. */
-  async #walkBack(key: string, visit: (record: DecodedRecord) => boolean): Promise<void> {
+  async #walkBack(key: string, visit: (record: StoredRecord) => boolean): Promise<void> {
     await this.#committed;
     this.#usable();
     const slot = this.#index.find(key);
@@ -651,7 +732,7 @@ export class ChangeLog {
     return unkept;
   }
 
-  async #read(offset: number): Promise<DecodedRecord> {
+  async #read(offset: number): Promise<StoredRecord> {
     const fixed = Buffer.alloc(FIXED_LENGTH);
     if (!(await readAllAt(this.#handle, fixed, offset))) throw new HistoryError(`${this.#path}: no whole record at ${offset}`);
     const length = fixed.readUInt32LE(4);
@@ -664,7 +745,8 @@ export class ChangeLog {
   }
 }
 
-interface DecodedRecord {
+/** A record as read back: from the file (at `offset`), or from a copy of its bytes elsewhere (store/answer-history-store.ts). */
+export interface StoredRecord {
   readonly offset: number;
   readonly length: number;
   readonly cause: ChangeCause;
@@ -679,11 +761,58 @@ interface DecodedRecord {
 }
 
 /** Whether `after` tells another status, risk category, advice band or cluster than `before` (null: none, as CLEARED). */
-function toldChange(before: DecodedRecord | null, after: DecodedRecord): boolean {
+function toldChange(before: StoredRecord | null, after: StoredRecord): boolean {
   return (before === null ? 0 : toldOf(before.facts)) !== toldOf(after.facts) || (before?.facts.cluster ?? 0) !== after.facts.cluster;
 }
 
-function entryOf(r: DecodedRecord): ChangeEntry {
+/**
+ * The changes told by a VPA's records `newestFirst` (newest first, down to
+ * the first before `since` or the oldest) at or after `since`, oldest
+ * first: each record that tells another answer than the one before it.
+ */
+export function changeEntries(newestFirst: readonly StoredRecord[], since: number): ChangeEntry[] {
+  const out: ChangeEntry[] = [];
+  let after: StoredRecord | null = null;
+  for (const record of newestFirst) {
+    // Each record is told by what it changed from: the one before it, which comes after it here.
+    if (after !== null && toldChange(record, after)) out.push(entryOf(after));
+    after = record;
+    if (record.at < since) break;
+  }
+  const first = after as StoredRecord | null;
+  if (first !== null && first.at >= since && toldChange(null, first)) out.push(entryOf(first));
+  return out.reverse();
+}
+
+/**
+ * The answer `record` (a VPA's newest at an instant; null: none) tells, in
+ * the file or store `where`: CLEARED without one; else its answer, with the
+ * confidence `scoredLater` finds in a column after it (null: none).
+ */
+export async function pastAnswerOf(record: StoredRecord | null, where: string, scoredLater: (record: StoredRecord) => Promise<number | null>): Promise<PastAnswer> {
+  if (record === null || !record.facts.flagged) return { facts: CLEARED_FACTS, detail: null };
+  const detail = decodeDetail(record.detail);
+  if (detail === null) throw new HistoryError(`${where}: the record at ${record.offset} holds an answer this service does not write`);
+  const confidence = await scoredLater(record);
+  return { facts: confidence === null ? record.facts : { ...record.facts, confidence }, detail };
+}
+
+/** The place decodeRecord is given for a record kept apart from its file: any chain is before it. */
+const STORED_APART = Number.MAX_SAFE_INTEGER;
+
+/**
+ * The record whose bytes a copy of the log keeps apart from its file
+ * (store/answer-history-store.ts), checked as at open; `where` names it in
+ * errors. Its chain names places in the file it was written to, and is not
+ * followed.
+ */
+export function decodeStoredRecord(bytes: Buffer, where: string): StoredRecord {
+  const record = decodeRecord(bytes, where, STORED_APART);
+  if (record === null || record.length !== bytes.length) throw new HistoryError(`${where}: a record of ${bytes.length} bytes that is not one whole record`);
+  return record;
+}
+
+function entryOf(r: StoredRecord): ChangeEntry {
   const f = r.facts;
   return {
     at: formatIso(r.at),
@@ -733,7 +862,7 @@ function paddedLength(keyLength: number, versionLength: number, detailLength: nu
 }
 
 /** The record at the start of `bytes`, null when `bytes` ends inside it; HistoryError when it is not one this service writes. */
-function decodeRecord(bytes: Buffer, path: string, offset: number): DecodedRecord | null {
+function decodeRecord(bytes: Buffer, path: string, offset: number): StoredRecord | null {
   const length = checkRecord(bytes, path, offset);
   if (length === null) return null;
   const keyLength = bytes[10]!;
@@ -771,6 +900,7 @@ function indexedIn(bytes: Buffer): IndexedAnswer {
  */
 function checkRecord(bytes: Buffer, path: string, offset: number): number | null {
   const bad = (why: string): never => {
+    if (offset === STORED_APART) throw new HistoryError(`${path}: a record ${why}; it is not told until it is restored`);
     throw new HistoryError(`${path}: the record at byte ${offset} ${why}; the history of answers is not served until the file is restored or moved aside`);
   };
   if (bytes.length < FIXED_LENGTH) return null;

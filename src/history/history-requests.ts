@@ -9,7 +9,7 @@ import { pastBatchJson, pastVerdict } from './past-verdicts.js';
 import { HistoryError } from '../common/errors.js';
 import type { Logger } from '../common/logger.js';
 import { normalizeVpa } from '../vpa/vpa.js';
-import type { AnswerHistory } from './answer-changes.js';
+import type { AnswerReader } from './answer-changes.js';
 import { HISTORY_OFF, parseDataVersion, type ServedVersions } from './served-versions.js';
 
 /**
@@ -21,10 +21,10 @@ import { HISTORY_OFF, parseDataVersion, type ServedVersions } from './served-ver
  */
 export class HistoryRequests {
   readonly #versions: ServedVersions;
-  readonly #answers: AnswerHistory;
+  readonly #answers: AnswerReader;
   readonly #logger: Logger;
 
-  constructor(versions: ServedVersions, answers: AnswerHistory, logger: Logger) {
+  constructor(versions: ServedVersions, answers: AnswerReader, logger: Logger) {
     this.#versions = versions;
     this.#answers = answers;
     this.#logger = logger;
@@ -77,7 +77,7 @@ export class HistoryRequests {
     if (earliest === null || at < earliest) throw beforeHistory(asOfText, earliest);
     const served = await this.#read('a past state could not be looked up', 'the record of served data versions', () => this.#versions.stateAt(at));
     if (served === null || served.dataAsOf === 0) throw beforeHistory(asOfText, earliest);
-    if (!served.answersRecorded) throw serviceUnavailable('the answers served at that instant are not in the history of answers: it could not be written then (ERR_HISTORY in the log)');
+    if (!served.answersRecorded) throw serviceUnavailable('the answers served at that instant are not in the history of answers: it could not be written then (ERR_HISTORY in the log), or no fleet follower was recording it (or has said so yet: a fleet tells an instant a second after it)');
     // As of the state's first instant, which it answered alike until the next: the records of a state not yet in the record of versions (being served now) are not read.
     const past = await this.#read('a past answer could not be read', 'the history of answers', () => Promise.all(upis.map((upi) => answers.answerAt(normalizeVpa(upi), served.from))));
     const body = batch ? pastBatchJson(upis, past) : verdictJson(pastVerdict(upis[0]!, past[0]!));

@@ -37,7 +37,8 @@ export const NO_SCORE = 0xffff;
 const MAGIC = 'UPIRSCOR';
 const FORMAT_VERSION = 1;
 const HEADER_LENGTH = 40;
-const BLOCK_VALUES = 32_768;
+/** Values a block holds, checked by one CRC (and, in the fleet's store, one row). */
+export const SCORE_BLOCK_VALUES = 32_768;
 const SUFFIX = '.scores';
 
 export interface ScoreColumn {
@@ -92,6 +93,11 @@ export class ScoreColumns {
     return this.#columns.length;
   }
 
+  /** Every column, oldest first. */
+  list(): readonly ScoreColumn[] {
+    return this.#columns;
+  }
+
   /** The scoring day of the newest column, null with none. */
   get scoredAt(): number | null {
     return this.#columns.at(-1)?.scoredAt ?? null;
@@ -108,8 +114,8 @@ export class ScoreColumns {
     const last = this.#columns.at(-1);
     if (last !== undefined && at <= last.at) throw new RangeError(`a column at ${at}, not after the one at ${last.at}`);
     const bytes = new Uint8Array(values.buffer, values.byteOffset, values.byteLength);
-    const blockCrcs = new Uint32Array(Math.ceil(values.length / BLOCK_VALUES));
-    for (let b = 0; b < blockCrcs.length; b++) blockCrcs[b] = crc32(bytes.subarray(2 * b * BLOCK_VALUES, 2 * (b + 1) * BLOCK_VALUES));
+    const blockCrcs = new Uint32Array(Math.ceil(values.length / SCORE_BLOCK_VALUES));
+    for (let b = 0; b < blockCrcs.length; b++) blockCrcs[b] = crc32(bytes.subarray(2 * b * SCORE_BLOCK_VALUES, 2 * (b + 1) * SCORE_BLOCK_VALUES));
     const table = new Uint8Array(blockCrcs.buffer);
     const head = Buffer.alloc(HEADER_LENGTH);
     head.write(MAGIC, 0, 'latin1');
@@ -131,9 +137,9 @@ export class ScoreColumns {
   /** The confidence of VPA `number` in `column` (NO_SCORE: none), its block checked. */
   async valueOf(column: ScoreColumn, number: number): Promise<number> {
     if (number >= column.count) return NO_SCORE;
-    const block = Math.floor(number / BLOCK_VALUES);
-    const first = block * BLOCK_VALUES;
-    const values = await this.#read(column, first, Math.min(BLOCK_VALUES, column.count - first));
+    const block = Math.floor(number / SCORE_BLOCK_VALUES);
+    const first = block * SCORE_BLOCK_VALUES;
+    const values = await this.#read(column, first, Math.min(SCORE_BLOCK_VALUES, column.count - first));
     return values[number - first]!;
   }
 
@@ -152,9 +158,9 @@ export class ScoreColumns {
     } finally {
       await file.close();
     }
-    for (let at = 0; at < count; at += BLOCK_VALUES) {
-      const block = (first + at) / BLOCK_VALUES;
-      if (crc32(bytes.subarray(2 * at, 2 * (at + BLOCK_VALUES))) !== column.blockCrcs[block]) {
+    for (let at = 0; at < count; at += SCORE_BLOCK_VALUES) {
+      const block = (first + at) / SCORE_BLOCK_VALUES;
+      if (crc32(bytes.subarray(2 * at, 2 * (at + SCORE_BLOCK_VALUES))) !== column.blockCrcs[block]) {
         throw new HistoryError(`${column.path}: block ${block} fails its CRC; the history of answers is not served until it is restored or moved aside`);
       }
     }
@@ -201,7 +207,7 @@ async function readHeader(path: string): Promise<ScoreColumn> {
     const at = head.readDoubleLE(16);
     const scoredAt = head.readDoubleLE(24);
     if (!Number.isSafeInteger(at) || at < 0 || !Number.isSafeInteger(scoredAt)) throw new HistoryError(`${path} has a header this service does not write`);
-    const blockCrcs = new Uint32Array(Math.ceil(count / BLOCK_VALUES));
+    const blockCrcs = new Uint32Array(Math.ceil(count / SCORE_BLOCK_VALUES));
     const expected = valuesStart(blockCrcs.length) + 2 * count;
     if (size !== expected) throw new HistoryError(`${path} is ${size} bytes, not ${expected}: cut short or grown; restore it, or move the history aside`);
     const table = new Uint8Array(blockCrcs.buffer);

@@ -68,8 +68,6 @@ export interface DataVersionRecord {
 
 /** How long the record of versions served is kept by default, days (serve --history-days). */
 export const DEFAULT_HISTORY_DAYS = 400;
-/** Why a fleet follower answers no as-of lookup, nor a VPA's history. */
-export const AS_OF_NOT_IN_FLEET = 'answers as of a past instant and the history of answers are kept by the embedded server (serve --data-dir); a fleet follower does not keep them';
 /** Why versions are not resolved with --history-days 0. */
 export const HISTORY_OFF = 'the record of data versions served is off on this server (--history-days 0)';
 const DAY_MS = 24 * 60 * 60 * 1000;

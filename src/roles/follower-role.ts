@@ -8,9 +8,11 @@ import type { BuildRecord } from '../admin/intelligence-stats.js';
 import { PostgresDisputeStore } from '../corrections/postgres-dispute-store.js';
 import type { Logger } from '../common/logger.js';
 import { StoreServedVersions } from '../store/served-versions.js';
-import { AS_OF_NOT_IN_FLEET, HISTORY_OFF, historyKeepMs, unavailableVersions } from '../history/served-versions.js';
+import { HISTORY_OFF, historyKeepMs, unavailableVersions } from '../history/served-versions.js';
 import { AnswerHistory } from '../history/answer-changes.js';
 import { FollowerService } from '../fleet/follower-service.js';
+import { HistoryRecorder } from '../fleet/history-recorder.js';
+import { StoreAnswerHistory } from '../store/answer-history-store.js';
 import { StoreMirror } from '../fleet/store-mirror.js';
 import { takeEvidenceIntoLog } from '../fleet/log-intake.js';
 import type { ServiceMetrics } from '../http/metrics.js';
@@ -19,7 +21,7 @@ import { keysChannel } from '../store/postgres-key-backend.js';
 import { StoreNotifications } from '../store/store-notifications.js';
 import { listPublications } from '../store/snapshot-publications.js';
 import { PostgresWatchStore } from '../watch/postgres-watch-store.js';
-import { WatchLease } from '../watch/watch-lease.js';
+import { StoreLease } from '../store/store-lease.js';
 import { WatchService } from '../watch/watch-service.js';
 import { deltaFigures, runServer, type ServeOptions, type ServedMode } from './serving-process.js';
 import { startScreening, type Screening, type WatchSettings, type Watching } from './watch-screening.js';
@@ -52,11 +54,17 @@ export function serveFollower(options: FollowerServeOptions): Promise<number> {
 async function startFollower(options: FollowerServeOptions, logger: Logger, metrics: ServiceMetrics, keys: KeyRegistry, audit: AuditLog): Promise<ServedMode> {
   const { location } = options;
   const intake = storePool(location, 4);
-  const versions = options.historyDays === 0 ? unavailableVersions(HISTORY_OFF) : new StoreServedVersions(intake, location, logger, historyKeepMs(options.historyDays));
-  const follower = await FollowerService.start({ location, dataDir: options.dir, logger, pollMs: options.pollMs, versions }).catch(async (error: unknown) => {
-    await intake.end().catch(() => {});
-    throw error;
-  });
+  const keepMs = historyKeepMs(options.historyDays);
+  const versions = options.historyDays === 0 ? unavailableVersions(HISTORY_OFF) : new StoreServedVersions(intake, location, logger, keepMs);
+  // One follower at a time records the fleet's history of answers; every follower reads it from the store.
+  const history = options.historyDays === 0 ? null : new HistoryRecorder({ location, pool: intake, path: options.dir.answerChanges, keepMs, logger, leasePollMs: options.pollMs });
+  const follower = await FollowerService.start({ location, dataDir: options.dir, logger, pollMs: options.pollMs, versions, ...(history === null ? {} : { history }) }).catch(
+    async (error: unknown) => {
+      await intake.end().catch(() => {});
+      throw error;
+    },
+  );
+  history?.start(() => follower.recordAgain());
   const keyChanges = new StoreNotifications(location, [keysChannel(location)], () => void keys.check(), logger);
   metrics.observeSnapshot(follower.current);
   follower.onSwap((event) => metrics.observeSnapshot(event.next));
@@ -83,15 +91,19 @@ async function startFollower(options: FollowerServeOptions, logger: Logger, metr
     compact: null,
     corrections: new StoreDesk({ pool: intake, location, follower, audit, nameOf: (keyId) => keys.records().find((k) => k.id === keyId)?.name }),
     versions,
-    answers: AnswerHistory.unavailable(AS_OF_NOT_IN_FLEET, logger),
+    answers: history === null ? AnswerHistory.unavailable(HISTORY_OFF, logger) : new StoreAnswerHistory(intake, location, keepMs),
     close: async () => {
       await keyChanges.close();
       await follower.close();
+      await history?.close();
       await versions.close();
       await intake.end().catch(() => {});
     },
   };
 }
+
+/** The lease of screening watched VPAs (StoreLease). */
+const WATCH_DUTY = { lock: 'watch', name: 'watchlist', duty: 'screens watched VPAs and delivers their events' } as const;
 
 /** The store's watchlists: every follower keeps them; the one holding the lease screens, delivers and keeps the journal short. */
 async function watchStore(pool: pg.Pool, location: StoreLocation, settings: WatchSettings): Promise<Watching> {
@@ -99,7 +111,7 @@ async function watchStore(pool: pg.Pool, location: StoreLocation, settings: Watc
   const store = await PostgresWatchStore.open(pool, location, logger);
   let running: Screening | null = null;
   store.onApplied(() => running?.delivery.wake());
-  const lease = new WatchLease(location, logger, async () => {
+  const lease = new StoreLease(location, WATCH_DUTY, logger, async () => {
     const started = startScreening(store, settings);
     started.rescreener.onPass(() => void store.compactIfGrown().catch((error: Error) => logger.error({ err: error.message }, 'watchlist journal not rewritten')));
     running = started;

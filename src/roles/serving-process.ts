@@ -35,7 +35,7 @@ import { chooseKeyBackend } from './key-backends.js';
 import type { WatchSettings, Watching } from './watch-screening.js';
 import { HistoryRequests } from '../history/history-requests.js';
 import type { ServedVersions } from '../history/served-versions.js';
-import type { AnswerHistory } from '../history/answer-changes.js';
+import type { AnswerReader } from '../history/answer-changes.js';
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
@@ -87,7 +87,7 @@ export interface ServedMode {
   /** The record of the data versions served, in the data directory or the store (GET /v1/data-versions/{version}). */
   readonly versions: ServedVersions;
   /** How each VPA's answer changed (GET /v1/verify/upi/history). */
-  readonly answers: AnswerHistory;
+  readonly answers: AnswerReader;
   close(): Promise<void>;
 }
 

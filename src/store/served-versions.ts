@@ -1,8 +1,9 @@
 import type pg from 'pg';
 import { ErrorCode, HistoryError, StoreError } from '../common/errors.js';
 import { silentLogger, type Logger } from '../common/logger.js';
-import { AS_OF_NOT_IN_FLEET, dataVersionRecord, type DataVersionRecord, type ServedAt, type ServedState, type ServedVersions } from '../history/served-versions.js';
+import { dataVersionRecord, type DataVersionRecord, type ServedAt, type ServedState, type ServedVersions } from '../history/served-versions.js';
 import { storeError, type StoreLocation } from './postgres.js';
+import { firstRecordedAt, recordedStateAt } from './answer-history-store.js';
 
 /** States held for a store that cannot be written to, at most: past this the oldest are dropped (and logged). */
 const MAX_PENDING = 10_000;
@@ -48,13 +49,13 @@ export class StoreServedVersions implements ServedVersions {
     }
   }
 
-  /** Answers as of a past instant are the embedded server's (docs/api.md): a follower keeps no history of answers to tell them from. */
-  stateAt(): Promise<ServedAt | null> {
-    return Promise.reject(new HistoryError(AS_OF_NOT_IN_FLEET));
+  /** The state the fleet's history of answers recorded as served at `at` (store/answer-history-store.ts). */
+  stateAt(at: number): Promise<ServedAt | null> {
+    return recordedStateAt(this.#pool, this.#location, at);
   }
 
   firstAt(): Promise<number | null> {
-    return Promise.reject(new HistoryError(AS_OF_NOT_IN_FLEET));
+    return firstRecordedAt(this.#pool, this.#location);
   }
 
   /**

@@ -4,6 +4,7 @@ import { UpiRiskClient } from '@upi-risk/client';
 import { KeyAdmin } from '../../src/access/key-admin.js';
 import { FileKeyBackend, keyFilePath } from '../../src/access/key-file.js';
 import { evidence, ingest, tempDataDir } from '../helpers.js';
+import { IntelligenceChanges, PAGES, PAYEES, RecordedAnswers, caller } from '../as-of-replay.js';
 import { startServer, type RunningServer } from '../server-process.js';
 import { mulberry32 } from '../fixtures/random.js';
 
@@ -16,17 +17,6 @@ import { mulberry32 } from '../fixtures/random.js';
 
 type Body = Record<string, unknown>;
 
-interface Recorded {
-  readonly at: number;
-  readonly upi: string;
-  readonly body: string;
-  readonly version: string | null;
-  readonly asOf: string | null;
-}
-
-const PAYEES = ['payee@ybl', 'mate@ybl', 'other@okaxis', 'merchant@paytm', 'late@ibl'];
-const PAGES = ['https://pages.example/a', 'https://pages.example/b', 'https://pages.example/c'];
-
 test('every answer served is told again as of its instant, across corrections, compactions, restarts and a SIGKILL', { timeout: 600_000 }, async () => {
   const seed = Number(process.env.AS_OF_SEED ?? 20261137);
   const next = mulberry32(seed);
@@ -38,59 +28,19 @@ test('every answer served is told again as of its instant, across corrections, c
     const key = (await admin.create({ name: 'all', scopes: ['screen', 'ingest', 'admin'] })).key;
     const start = async () => (server = await startServer(t.dir.root, { args: ['--threads', '2'] }));
     await start();
-    const call = async (path: string, options: { method?: string; body?: string; type?: string } = {}) => {
-      const response = await fetch(`${server!.base}${path}`, {
-        method: options.method ?? 'GET',
-        headers: { authorization: `Bearer ${key}`, ...(options.body === undefined ? {} : { 'content-type': options.type ?? 'application/json' }) },
-        ...(options.body === undefined ? {} : { body: options.body }),
-      });
-      return { status: response.status, headers: response.headers, text: await response.text() };
-    };
+    const call = caller(() => server!.base, key);
     const json = (text: string) => JSON.parse(text) as Body;
-    const recorded: Recorded[] = [];
-    const batches: { at: number; body: string; version: string | null }[] = [];
-    const record = async () => {
-      for (const upi of PAYEES) {
-        const answer = await call(`/v1/verify/upi?upi=${upi}`);
-        assert.equal(answer.status, 200);
-        recorded.push({ at: Date.now(), upi, body: answer.text, version: answer.headers.get('x-data-version'), asOf: answer.headers.get('x-data-as-of') });
-      }
-      const batch = await call('/v1/verify/upi/batch', { method: 'POST', body: JSON.stringify({ upis: PAYEES }) });
-      batches.push({ at: Date.now(), body: batch.text, version: batch.headers.get('x-data-version') });
-    };
+    const answers = new RecordedAnswers();
+    const record = () => answers.record(call);
     const version = async () => (await call('/v1/verify/upi?upi=payee@ybl')).headers.get('x-data-version')!;
 
-    let evidenceId = 10;
-    const clearances = new Map<string, string>();
-    const steps: string[] = [];
+    const changes = new IntelligenceChanges(next);
+    const steps = changes.steps;
     await record();
     for (let step = 0; step < 16; step++) {
       const roll = next();
-      if (roll < 0.4) {
-        const items = Array.from({ length: 1 + Math.floor(next() * 3) }, () =>
-          evidence(PAYEES[Math.floor(next() * PAYEES.length)]!, PAGES[Math.floor(next() * PAGES.length)]!, { evidence_id: `ev-${evidenceId++}` }),
-        );
-        const sent = await call('/v1/admin/evidence', { method: 'POST', type: 'application/x-ndjson', body: items.map((i) => `${JSON.stringify(i)}\n`).join('') });
-        assert.equal(sent.status, 200, sent.text);
-        steps.push('evidence');
-      } else if (roll < 0.5 && evidenceId > 10) {
-        const id = `ev-${10 + Math.floor(next() * (evidenceId - 10))}`;
-        const retracted = await call('/v1/admin/retractions', { method: 'POST', body: JSON.stringify({ evidence_ids: [id], reason: 'the page named another payee' }) });
-        assert.ok([200, 409].includes(retracted.status), retracted.text);
-        steps.push('retraction');
-      } else if (roll < 0.65) {
-        const upi = PAYEES[Math.floor(next() * PAYEES.length)]!;
-        const id = clearances.get(upi);
-        if (id === undefined) {
-          const made = await call('/v1/admin/clearances', { method: 'POST', body: JSON.stringify({ upi, reason: 'a merchant we know' }) });
-          assert.equal(made.status, 201, made.text);
-          clearances.set(upi, String(json(made.text).id));
-          steps.push('clearance');
-        } else {
-          assert.equal((await call(`/v1/admin/clearances/${id}`, { method: 'DELETE' })).status, 200);
-          clearances.delete(upi);
-          steps.push('clearance ended');
-        }
+      if (await changes.make(roll, call)) {
+        // New evidence or a correction, made.
       } else if (roll < 0.8) {
         const before = (await version()).split('+')[0];
         assert.equal((await call('/v1/admin/compaction', { method: 'POST' })).status, 202);
@@ -117,28 +67,11 @@ test('every answer served is told again as of its instant, across corrections, c
     await start();
 
     for (const kind of ['evidence', 'retraction', 'clearance', 'compaction', 'restart', 'SIGKILL']) assert.ok(steps.includes(kind), `the run (seed ${seed}) holds a ${kind}: ${steps.join(', ')}`);
-    const distinct = new Set(recorded.map((r) => r.body));
-    assert.ok(distinct.size >= 4, `the run changed answers (${distinct.size} distinct; steps ${steps.join(', ')})`);
-    for (const r of recorded) {
-      const iso = new Date(r.at).toISOString();
-      const past = await call(`/v1/verify/upi?upi=${r.upi}&as_of=${encodeURIComponent(iso)}`);
-      assert.equal(past.status, 200, past.text);
-      assert.equal(past.text, r.body, `${r.upi} as of ${iso} (seed ${seed}, steps ${steps.join(', ')})`);
-      assert.equal(past.headers.get('x-data-version'), r.version, `the version of ${r.upi} as of ${iso}`);
-      assert.equal(past.headers.get('x-data-as-of'), r.asOf);
-      assert.equal(past.headers.get('x-as-of'), iso, 'the instant asked for, echoed');
-    }
-    for (const b of batches) {
-      const iso = new Date(b.at).toISOString();
-      const past = await call('/v1/verify/upi/batch', { method: 'POST', body: JSON.stringify({ upis: PAYEES, as_of: iso }) });
-      assert.equal(past.status, 200, past.text);
-      assert.equal(past.text, b.body, `the batch as of ${iso}`);
-      assert.equal(past.headers.get('x-data-version'), b.version);
-    }
+    await answers.assertToldAgain(call, `seed ${seed}, steps ${steps.join(', ')}`);
 
     // The client.
     const client = new UpiRiskClient({ baseUrl: server!.base, apiKey: key });
-    const last = recorded.at(-1)!;
+    const last = answers.single.at(-1)!;
     const byClient = await client.verify(last.upi, { asOf: new Date(last.at) });
     assert.deepEqual([byClient.verdict, byClient.dataVersion], [JSON.parse(last.body), last.version]);
 
@@ -151,7 +84,7 @@ test('every answer served is told again as of its instant, across corrections, c
     assert.deepEqual((await refused(`&as_of=${tomorrow}`)).slice(0, 2), [422, 'validation_error']);
     const early = await refused('&as_of=2020-01-01T00:00:00Z');
     assert.deepEqual(early.slice(0, 2), [422, 'validation_error']);
-    assert.ok(typeof early[2] === 'string' && Date.parse(early[2]) <= recorded[0]!.at, `earliest_as_of ${String(early[2])}`);
+    assert.ok(typeof early[2] === 'string' && Date.parse(early[2]) <= answers.single[0]!.at, `earliest_as_of ${String(early[2])}`);
     assert.deepEqual((await refused('&as_of=yesterday')).slice(0, 2), [400, 'bad_request']);
     assert.deepEqual((await refused('&as_of=%zz')).slice(0, 2), [400, 'bad_request']);
     assert.deepEqual((await refused('&as_of=2026-03-03T10:02:00')).slice(0, 2), [400, 'bad_request'], 'an instant without its zone');

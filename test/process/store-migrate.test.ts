@@ -33,6 +33,7 @@ test('migrate creates the schema once, from several processes at once, and again
         { version: 9, name: 'mirror_versions' },
         { version: 10, name: 'served_versions' },
         { version: 11, name: 'report_idempotency_keys' },
+        { version: 12, name: 'answer_history' },
       ]);
     } finally {
       await client.end();

@@ -218,8 +218,7 @@ export class UpiRiskClient {
   /**
    * `GET /v1/verify/upi/history`: every change of a VPA's status, risk
    * category, confidence band or cluster, oldest first, with the data
-   * version that first served it and why; none for a VPA never seen. A
-   * fleet follower keeps no history: ServiceUnavailableError.
+   * version that first served it and why; none for a VPA never seen.
    */
   async history(upi: string, options: CallOptions = {}): Promise<AnswerHistory> {
     const answer = await this.#send({ method: 'GET', path: `/v1/verify/upi/history?upi=${encodeURIComponent(text('upi', upi))}`, idempotent: true, maxBytes: MAX_LISTING_ANSWER_BYTES }, this.#scope(options));

@@ -1,11 +1,13 @@
 import type pg from 'pg';
 import type { Logger } from '../common/logger.js';
 import { beforeDeadline } from '../common/deadline.js';
-import { connectStore, holdsAdvisoryLock, redactStoreUrl, type StoreLocation } from '../store/postgres.js';
+import { connectStore, holdsAdvisoryLock, redactStoreUrl, type StoreLocation } from './postgres.js';
 
 /**
- * Which follower screens watched VPAs and delivers their events: the one
- * holding a session advisory lock on a connection of its own. The others
+ * Which follower does a duty of the fleet that one at a time must do
+ * (screening watched VPAs and delivering their events; recording the
+ * history of answers): the one holding a session advisory lock, named for
+ * the duty, on a connection of its own. The others
  * try for it every `pollMs`; when the holder's connection ends (a crash, a
  * network cut), PostgreSQL lets the lock go and another takes over. While
  * it holds the lease, a follower runs what `onAcquired` starts, and stops
@@ -21,10 +23,21 @@ import { connectStore, holdsAdvisoryLock, redactStoreUrl, type StoreLocation } f
 /** How long the holder waits for its connection to confirm the lease, ms. */
 const DEFAULT_CHECK_MS = 5_000;
 
-export class WatchLease {
+/** A duty one follower at a time does: `lock` names its advisory lock, `name` and `duty` its log lines. */
+export interface LeasedDuty {
+  readonly lock: string;
+  /** Such as "watchlist". */
+  readonly name: string;
+  /** What the holder does, such as "screens watched VPAs and delivers their events". */
+  readonly duty: string;
+}
+
+export class StoreLease {
   readonly #location: StoreLocation;
+  readonly #duty: LeasedDuty;
   readonly #logger: Logger;
-  readonly #onAcquired: () => Promise<() => Promise<void>>;
+  /** Given the backend pid of the lease's connection: a write made for the lease checks it still holds the lock (holdsAdvisoryLock). */
+  readonly #onAcquired: (pid: number) => Promise<() => Promise<void>>;
   readonly #pollMs: number;
   #client: pg.Client | null = null;
   #stop: (() => Promise<void>) | null = null;
@@ -33,8 +46,9 @@ export class WatchLease {
 
   readonly #checkMs: number;
 
-  constructor(location: StoreLocation, logger: Logger, onAcquired: () => Promise<() => Promise<void>>, pollMs = 2000, checkMs = DEFAULT_CHECK_MS) {
+  constructor(location: StoreLocation, duty: LeasedDuty, logger: Logger, onAcquired: (pid: number) => Promise<() => Promise<void>>, pollMs = 2000, checkMs = DEFAULT_CHECK_MS) {
     this.#location = location;
+    this.#duty = duty;
     this.#logger = logger;
     this.#onAcquired = onAcquired;
     this.#pollMs = pollMs;
@@ -64,9 +78,11 @@ export class WatchLease {
       return;
     }
     client.on('error', () => {});
+    let pid: number;
     try {
-      const got = (await client.query<{ got: boolean }>('SELECT pg_try_advisory_lock(hashtext($1)) AS got', [this.#lockName()])).rows[0]?.got === true;
-      if (!got || this.#closed) {
+      const row = (await client.query<{ got: boolean; pid: number }>('SELECT pg_try_advisory_lock(hashtext($1)) AS got, pg_backend_pid() AS pid', [this.lockName])).rows[0];
+      pid = row?.pid ?? 0;
+      if (row?.got !== true || this.#closed) {
         await client.end().catch(() => {});
         return;
       }
@@ -78,34 +94,45 @@ export class WatchLease {
     client.once('end', () => {
       if (this.#client !== client) return;
       this.#client = null;
-      this.#logger.error({ store: redactStoreUrl(this.#location.url) }, 'lost the watchlist lease with its connection; another follower takes over');
+      this.#logger.error({ store: redactStoreUrl(this.#location.url) }, `lost the ${this.#duty.name} lease with its connection; another follower takes over`);
       void this.#release();
     });
-    this.#logger.info({ schema: this.#location.schema }, 'watchlist lease taken: this follower screens watched VPAs and delivers their events');
-    this.#stop = await this.#onAcquired();
+    this.#logger.info({ schema: this.#location.schema }, `${this.#duty.name} lease taken: this follower ${this.#duty.duty}`);
+    this.#stop = await this.#onAcquired(pid);
   }
 
   /** Give the lease up unless its connection says, within `checkMs`, that the lock is still held. */
   async #check(): Promise<void> {
     const client = this.#client;
     if (client === null || this.#closed) return;
-    const held = await beforeDeadline(holdsAdvisoryLock(client, this.#lockName()), this.#checkMs, 'the lease was not confirmed in time').catch(() => false);
+    const held = await beforeDeadline(holdsAdvisoryLock(client, this.lockName), this.#checkMs, 'the lease was not confirmed in time').catch(() => false);
     if (held || this.#client !== client) return;
     this.#client = null;
-    this.#logger.error({ store: redactStoreUrl(this.#location.url), checkMs: this.#checkMs }, 'the watchlist lease could not be confirmed on its connection; giving it up, another follower takes over');
+    this.#logger.error({ store: redactStoreUrl(this.#location.url), checkMs: this.#checkMs }, `the ${this.#duty.name} lease could not be confirmed on its connection; giving it up, another follower takes over`);
     await this.#release();
     // Not waited for: a connection that does not answer may not answer its end either.
     void client.end().catch(() => {});
   }
 
-  #lockName(): string {
-    return `upi-risk watch ${this.#location.schema}`;
+  /** The advisory lock's name: one per duty and schema. */
+  get lockName(): string {
+    return `upi-risk ${this.#duty.lock} ${this.#location.schema}`;
   }
 
   async #release(): Promise<void> {
     const stop = this.#stop;
     this.#stop = null;
     await stop?.();
+  }
+
+  /** Give the lease up now (what it started is stopped); it is tried for again after `pollMs`. */
+  async giveUp(): Promise<void> {
+    const client = this.#client;
+    if (client === null) return;
+    this.#client = null;
+    this.#logger.warn({ schema: this.#location.schema }, `${this.#duty.name} lease given up`);
+    await this.#release();
+    await client.end().catch(() => {});
   }
 
   async close(): Promise<void> {

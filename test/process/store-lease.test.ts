@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { WatchLease } from '../../src/watch/watch-lease.js';
+import { StoreLease } from '../../src/store/store-lease.js';
 import { silentLogger } from '../../src/common/logger.js';
 import { TEST_STORE_URL, newTestLocation } from '../store-fixtures.js';
 import { until } from '../helpers.js';
@@ -12,8 +12,9 @@ test('a lease holder whose connection stops answering gives the lease up, and ta
   await db.connect();
   let running = 0;
   let starts = 0;
-  const lease = new WatchLease(
+  const lease = new StoreLease(
     location,
+    { lock: 'test', name: 'test', duty: 'is tested' },
     silentLogger,
     () => {
       running++;
@@ -33,7 +34,7 @@ test('a lease holder whose connection stops answering gives the lease up, and ta
     // The backend of the lease's connection: stopped, it holds the lock but answers nothing (as a half-open socket would).
     const { rows } = await db.query<{ pid: number }>(
       "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted AND objsubid = 1 AND objid::bigint = (hashtext($1)::bigint & 4294967295)",
-      [`upi-risk watch ${location.schema}`],
+      [lease.lockName],
     );
     assert.equal(rows.length, 1);
     stopped = rows[0]!.pid;

@@ -1,0 +1,71 @@
+import { join } from 'node:path';
+import type pg from 'pg';
+import { CHANGE_LOG_HEADER_BYTES, decodeStoredRecord, type ChangeLog } from '../../src/history/change-log.js';
+import { SCORE_BLOCK_VALUES, ScoreColumns } from '../../src/history/score-columns.js';
+import { beginRecording, recordingAlive } from '../../src/store/answer-history-store.js';
+import { migrate } from '../../src/store/migrations.js';
+import { storePool, type StoreLocation } from '../../src/store/postgres.js';
+
+/**
+ * A change log written by the bench, copied into a new schema of a store as
+ * a fleet's recorder copies it state by state (store/answer-history-store.ts):
+ * every record a row, every column its blocks, a state for each instant a
+ * record names, in one stretch of recording. Resolves to the schema, the
+ * pool on it, and the bytes its tables and indexes take.
+ */
+export async function copyHistoryToStore(url: string, log: ChangeLog, historyDir: string, until: number): Promise<{ location: StoreLocation; pool: pg.Pool; bytes: number }> {
+  const location: StoreLocation = { url, schema: `bench_as_of_${Date.now()}` };
+  await migrate(location);
+  const pool = storePool(location, 2);
+  const term = await beginRecording(pool, location, 0);
+  const states = new Map<number, string>();
+  await log.recordRuns(CHANGE_LOG_HEADER_BYTES, log.bytes, async (run) => {
+    // Each VPA's last record of a state, as the recorder keeps it.
+    const rows = new Map<string, { vpa: string; at: number; number: number; bytes: Buffer }>();
+    for (const bytes of run) {
+      const record = decodeStoredRecord(bytes, log.path);
+      states.set(record.at, record.version);
+      const id = `${record.key} ${record.at}`;
+      rows.delete(id);
+      rows.set(id, { vpa: record.key, at: record.at, number: record.number, bytes });
+    }
+    const list = [...rows.values()];
+    await pool.query(
+      `INSERT INTO answer_changes (vpa, at_ms, number, record) SELECT * FROM unnest($1::text[], $2::bigint[], $3::integer[], $4::bytea[])
+       ON CONFLICT (vpa, at_ms) DO UPDATE SET number = EXCLUDED.number, record = EXCLUDED.record`,
+      [list.map((r) => r.vpa), list.map((r) => r.at), list.map((r) => r.number), list.map((r) => r.bytes)],
+    );
+  });
+  const ats = [...states.keys()];
+  for (let i = 0; i < ats.length; i += 10_000) {
+    const part = ats.slice(i, i + 10_000);
+    await pool.query(
+      `INSERT INTO answer_states (at_ms, term, snapshot, position, data_as_of_ms, log_bytes)
+       SELECT at, $1, split_part(version, '+', 1), COALESCE(NULLIF(split_part(version, '+', 2), ''), '0')::bigint, at, 0 FROM unnest($2::bigint[], $3::text[]) AS s (at, version)
+       ON CONFLICT DO NOTHING`,
+      [term, part, part.map((at) => states.get(at)!)],
+    );
+  }
+  const columns = await ScoreColumns.open(join(historyDir, 'scores'), Number.MAX_SAFE_INTEGER);
+  for (const next of columns.list()) {
+    const values = await columns.values(next);
+    const bytes = Buffer.from(values.buffer, values.byteOffset, values.byteLength);
+    await pool.query('INSERT INTO answer_score_columns (at_ms, scored_at_ms, vpas) VALUES ($1, $2, $3)', [next.at, next.scoredAt, values.length]);
+    const blocks: Buffer[] = [];
+    for (let at = 0; at < bytes.length; at += 2 * SCORE_BLOCK_VALUES) blocks.push(bytes.subarray(at, at + 2 * SCORE_BLOCK_VALUES));
+    await pool.query('INSERT INTO answer_score_blocks (at_ms, block, scores) SELECT $1, b - 1, s FROM unnest($2::bytea[]) WITH ORDINALITY AS u (s, b)', [next.at, blocks]);
+  }
+  await recordingAlive(pool, location, term, until, true);
+  await pool.query('VACUUM ANALYZE answer_changes');
+  const { rows } = await pool.query<{ bytes: string }>(
+    `SELECT sum(pg_total_relation_size(c.oid))::bigint AS bytes FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relkind = 'r'`,
+    [location.schema],
+  );
+  return { location, pool, bytes: Number(rows[0]!.bytes) };
+}
+
+/** Drop the schema `copyHistoryToStore` made, and end its pool. */
+export async function dropCopiedHistory(copy: { location: StoreLocation; pool: pg.Pool }): Promise<void> {
+  await copy.pool.query(`DROP SCHEMA "${copy.location.schema}" CASCADE`);
+  await copy.pool.end();
+}

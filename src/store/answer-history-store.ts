@@ -1,0 +1,315 @@
+import type pg from 'pg';
+import { ErrorCode, HistoryError, StoreError } from '../common/errors.js';
+import type { ChangeEntry } from '../api/history-paths.js';
+import type { AnswerReader } from '../history/answer-changes.js';
+import { changeEntries, decodeStoredRecord, pastAnswerOf, type ChangeLog, type CommittedState, type PastAnswer, type StoredRecord } from '../history/change-log.js';
+import { NO_SCORE, SCORE_BLOCK_VALUES } from '../history/score-columns.js';
+import type { ServedAt } from '../history/served-versions.js';
+import { withPoolClient } from './copy-out.js';
+import { holdsAdvisoryLock, storeError, type StoreLocation } from './postgres.js';
+
+/**
+ * The fleet's history of answers in the store (migration 0012): the change
+ * log's records and columns as the recording follower wrote them in its
+ * own data directory (fleet/history-recorder.ts), with the states it
+ * recorded and the stretches of time it recorded them in. Any follower
+ * reads a past answer from here with one query, as the embedded server
+ * reads it from its file.
+ */
+
+/** How often the recorder says it is still recording, ms: an instant is told once a word after it is in. */
+export const RECORDER_ALIVE_EVERY_MS = 1_000;
+/** Records written per statement, and newest records read per page when a recorder takes over. */
+const ROWS_PER_STATEMENT = 5_000;
+
+/** The history in the store as the main thread reads it (history-requests.ts). */
+export class StoreAnswerHistory implements AnswerReader {
+  readonly #pool: pg.Pool;
+  readonly #location: StoreLocation;
+  readonly #keepMs: number;
+  readonly unavailable = null;
+  /** The history is the store's: none of it is in the data directory. */
+  readonly bytes = 0;
+
+  constructor(pool: pg.Pool, location: StoreLocation, keepMs: number) {
+    this.#pool = pool;
+    this.#location = location;
+    this.#keepMs = keepMs;
+  }
+
+  async answerAt(key: string, at: number): Promise<PastAnswer> {
+    const rows = await this.#query<{ number: number; record: Buffer; column_at: string | null; score: Buffer | null }>(
+      `SELECT c.number, c.record, s.at_ms AS column_at,
+              substring(b.scores FROM (c.number % ${SCORE_BLOCK_VALUES}) * 2 + 1 FOR 2) AS score
+         FROM (SELECT number, record, at_ms FROM answer_changes WHERE vpa = $1 AND at_ms <= $2 ORDER BY at_ms DESC LIMIT 1) c
+         LEFT JOIN LATERAL (SELECT at_ms FROM answer_score_columns WHERE at_ms <= $2 ORDER BY at_ms DESC LIMIT 1) s ON s.at_ms > c.at_ms
+         LEFT JOIN answer_score_blocks b ON b.at_ms = s.at_ms AND b.block = c.number / ${SCORE_BLOCK_VALUES}`,
+      [key, Math.floor(at)],
+    );
+    const row = rows[0];
+    const record = row === undefined ? null : this.#record(key, row.record, row.number);
+    return pastAnswerOf(record, this.#where, () => {
+      if (row === undefined || row.column_at === null) return Promise.resolve(null);
+      const score = row.score;
+      const value = score !== null && score.length === 2 ? score.readUInt16LE(0) : NO_SCORE;
+      if (value === NO_SCORE) return Promise.reject(new HistoryError(`${this.#where}: the column of ${row.column_at} holds no confidence for the FLAGGED VPA numbered ${row.number}`));
+      return Promise.resolve(value);
+    });
+  }
+
+  async changesOf(key: string, now = Date.now()): Promise<ChangeEntry[]> {
+    const since = now - this.#keepMs;
+    // Its records within the history kept, and the one before, which they are told against.
+    const rows = await this.#query<{ number: number; record: Buffer }>(
+      `SELECT number, record FROM answer_changes
+        WHERE vpa = $1 AND at_ms >= COALESCE((SELECT max(at_ms) FROM answer_changes WHERE vpa = $1 AND at_ms < $2), 0)
+        ORDER BY at_ms DESC`,
+      [key, Math.floor(since)],
+    );
+    return changeEntries(
+      rows.map((row) => this.#record(key, row.record, row.number)),
+      since,
+    );
+  }
+
+  /** The retention's start: the states recorded tell the rest (StoreServedVersions.firstAt). */
+  earliestAt(now = Date.now()): number | null {
+    return this.#keepMs > 0 ? now - this.#keepMs : 0;
+  }
+
+  get #where(): string {
+    return `the answer history of store schema ${this.#location.schema}`;
+  }
+
+  #record(key: string, bytes: Buffer, number: number): StoredRecord {
+    // A damaged record is the history's (HistoryError: answered 503 naming it), as a damaged file is.
+    const record = decodeStoredRecord(bytes, this.#where);
+    if (record.key !== key || record.number !== number) throw new HistoryError(`${this.#where}: a record of ${key} holds another VPA or number`);
+    return record;
+  }
+
+  async #query<R extends pg.QueryResultRow>(sql: string, values: unknown[]): Promise<R[]> {
+    try {
+      return (await this.#pool.query<R>(sql, values)).rows;
+    } catch (error) {
+      throw storeError(this.#location, error);
+    }
+  }
+}
+
+/** The last state recorded: what a recorder taking over continues from. */
+export interface LastRecordedState {
+  readonly at: number;
+  readonly logBytes: number;
+  /** When the first state kept began. */
+  readonly firstAt: number;
+}
+
+/**
+ * The state recorded as served at `at` (epoch ms), null before the first;
+ * its answers count as recorded up to the last word of the recorder that
+ * recorded it (RECORDER_ALIVE_EVERY_MS): after it, that recorder may have
+ * stopped, and a state another follower served is not in the history.
+ */
+export async function recordedStateAt(pool: pg.Pool, location: StoreLocation, at: number): Promise<ServedAt | null> {
+  let rows: { at_ms: string; snapshot: string; position: string; data_as_of_ms: string; alive_ms: string }[];
+  try {
+    ({ rows } = await pool.query(
+      `SELECT s.at_ms, s.snapshot, s.position, s.data_as_of_ms, r.alive_ms
+         FROM answer_states s JOIN answer_recorders r ON r.term = s.term
+        WHERE s.at_ms <= $1 ORDER BY s.at_ms DESC LIMIT 1`,
+      [Math.floor(at)],
+    ));
+  } catch (error) {
+    throw storeError(location, error);
+  }
+  const row = rows[0];
+  if (row === undefined) return null;
+  return {
+    state: { snapshot: row.snapshot, position: epochMs(location, row.position, 'answer_states.position') },
+    from: epochMs(location, row.at_ms, 'answer_states.at_ms'),
+    dataAsOf: epochMs(location, row.data_as_of_ms, 'answer_states.data_as_of_ms'),
+    answersRecorded: at <= epochMs(location, row.alive_ms, 'answer_recorders.alive_ms'),
+  };
+}
+
+/** When the first state kept began, null with none. */
+export async function firstRecordedAt(pool: pg.Pool, location: StoreLocation): Promise<number | null> {
+  try {
+    const { rows } = await pool.query<{ at_ms: string | null }>('SELECT min(at_ms) AS at_ms FROM answer_states');
+    const text = rows[0]?.at_ms ?? null;
+    return text === null ? null : epochMs(location, text, 'answer_states.at_ms');
+  } catch (error) {
+    throw error instanceof StoreError ? error : storeError(location, error);
+  }
+}
+
+export async function lastRecordedState(pool: pg.Pool, location: StoreLocation): Promise<LastRecordedState | null> {
+  try {
+    const { rows } = await pool.query<{ at_ms: string; log_bytes: string; first_ms: string }>(
+      'SELECT at_ms, log_bytes, (SELECT min(at_ms) FROM answer_states) AS first_ms FROM answer_states ORDER BY at_ms DESC LIMIT 1',
+    );
+    const row = rows[0];
+    if (row === undefined) return null;
+    return { at: epochMs(location, row.at_ms, 'answer_states.at_ms'), logBytes: epochMs(location, row.log_bytes, 'answer_states.log_bytes'), firstAt: epochMs(location, row.first_ms, 'answer_states.at_ms') };
+  } catch (error) {
+    throw error instanceof StoreError ? error : storeError(location, error);
+  }
+}
+
+/** Begin a stretch of recording at `now`; resolves to its term. */
+export async function beginRecording(pool: pg.Pool, location: StoreLocation, now: number): Promise<number> {
+  try {
+    const { rows } = await pool.query<{ term: string }>('INSERT INTO answer_recorders (began_ms, alive_ms) VALUES ($1, $1) RETURNING term', [Math.floor(now)]);
+    return Number(rows[0]!.term);
+  } catch (error) {
+    throw storeError(location, error);
+  }
+}
+
+/** Say that `term` still records at `now`, or (`ended`) that it stopped then. */
+export async function recordingAlive(pool: pg.Pool, location: StoreLocation, term: number, now: number, ended = false): Promise<void> {
+  try {
+    await pool.query('UPDATE answer_recorders SET alive_ms = GREATEST(alive_ms, $2), ended = $3 WHERE term = $1', [term, Math.floor(now), ended]);
+  } catch (error) {
+    throw storeError(location, error);
+  }
+}
+
+/** What the recorder names a state by, beside the changes it wrote. */
+export interface RecordedState {
+  readonly term: number;
+  readonly snapshot: string;
+  readonly position: number;
+  readonly dataAsOf: number;
+}
+
+/**
+ * Write the state `committed` (its records read from `log`, its column)
+ * in one transaction, refused unless the backend `leasePid` still holds
+ * the history lease `lockName`: two recorders never write.
+ */
+export async function writeRecordedState(
+  pool: pg.Pool,
+  location: StoreLocation,
+  lease: { readonly lockName: string; readonly pid: number },
+  state: RecordedState,
+  committed: CommittedState,
+  log: ChangeLog,
+): Promise<void> {
+  await withPoolClient(pool, location, async (client) => {
+    try {
+      await client.query('BEGIN');
+      if (!(await holdsAdvisoryLock(client, lease.lockName, lease.pid))) throw new HistoryError('the history lease was lost; another follower records the history of answers');
+      await client.query('INSERT INTO answer_states (at_ms, term, snapshot, position, data_as_of_ms, log_bytes) VALUES ($1, $2, $3, $4, $5, $6)', [
+        committed.at,
+        state.term,
+        state.snapshot,
+        state.position,
+        Math.floor(state.dataAsOf),
+        committed.end,
+      ]);
+      await log.recordRuns(committed.start, committed.end, async (run) => {
+        for (let i = 0; i < run.length; i += ROWS_PER_STATEMENT) {
+          // A VPA changed twice in one state answers with its last change: the one kept (the other was never served).
+          const byVpa = new Map<string, { readonly bytes: Buffer; readonly number: number }>();
+          for (const bytes of run.slice(i, i + ROWS_PER_STATEMENT)) {
+            const record = decodeStoredRecord(bytes, log.path);
+            byVpa.delete(record.key);
+            byVpa.set(record.key, { bytes, number: record.number });
+          }
+          await client.query(
+            `INSERT INTO answer_changes (vpa, at_ms, number, record)
+               SELECT vpa, $1, number, record FROM unnest($2::text[], $3::integer[], $4::bytea[]) AS r (vpa, number, record)
+             ON CONFLICT (vpa, at_ms) DO UPDATE SET number = EXCLUDED.number, record = EXCLUDED.record`,
+            [committed.at, [...byVpa.keys()], [...byVpa.values()].map((r) => r.number), [...byVpa.values()].map((r) => r.bytes)],
+          );
+        }
+      });
+      const column = committed.column;
+      if (column !== null) {
+        await client.query('INSERT INTO answer_score_columns (at_ms, scored_at_ms, vpas) VALUES ($1, $2, $3)', [committed.at, column.scoredAt, column.values.length]);
+        const bytes = Buffer.from(column.values.buffer, column.values.byteOffset, column.values.byteLength);
+        const blockBytes = 2 * SCORE_BLOCK_VALUES;
+        for (let block = 0; block * blockBytes < bytes.length; block++) {
+          await client.query('INSERT INTO answer_score_blocks (at_ms, block, scores) VALUES ($1, $2, $3)', [committed.at, block, bytes.subarray(block * blockBytes, (block + 1) * blockBytes)]);
+        }
+      }
+      await client.query('COMMIT');
+    } catch (error) {
+      await client.query('ROLLBACK').catch(() => {});
+      throw error instanceof HistoryError ? error : storeError(location, error);
+    }
+  });
+}
+
+/** Each VPA's newest record, a page at a time: what a recorder taking over compares with. */
+export async function* newestRecords(pool: pg.Pool, location: StoreLocation): AsyncGenerator<Buffer[]> {
+  let after = '';
+  for (;;) {
+    let rows: { vpa: string; record: Buffer }[];
+    try {
+      ({ rows } = await pool.query<{ vpa: string; record: Buffer }>(
+        `SELECT DISTINCT ON (vpa) vpa, record FROM answer_changes WHERE vpa > $1 ORDER BY vpa, at_ms DESC LIMIT ${ROWS_PER_STATEMENT}`,
+        [after],
+      ));
+    } catch (error) {
+      throw storeError(location, error);
+    }
+    if (rows.length === 0) return;
+    yield rows.map((row) => row.record);
+    after = rows[rows.length - 1]!.vpa;
+  }
+}
+
+/** The newest column of confidences, whole, or null with none. */
+export async function newestColumn(pool: pg.Pool, location: StoreLocation): Promise<{ at: number; scoredAt: number; values: Uint16Array } | null> {
+  try {
+    const { rows } = await pool.query<{ at_ms: string; scored_at_ms: string; vpas: number }>('SELECT at_ms, scored_at_ms, vpas FROM answer_score_columns ORDER BY at_ms DESC LIMIT 1');
+    const column = rows[0];
+    if (column === undefined) return null;
+    const values = new Uint16Array(column.vpas);
+    const bytes = Buffer.from(values.buffer);
+    const blocks = await pool.query<{ block: number; scores: Buffer }>('SELECT block, scores FROM answer_score_blocks WHERE at_ms = $1 ORDER BY block', [column.at_ms]);
+    let filled = 0;
+    for (const { block, scores } of blocks.rows) {
+      const at = block * 2 * SCORE_BLOCK_VALUES;
+      if (at !== filled || at + scores.length > bytes.length) throw new StoreError(ErrorCode.STORE_DATA, `store schema ${location.schema}: the column of ${column.at_ms} has blocks that do not make its ${column.vpas} values`);
+      scores.copy(bytes, at);
+      filled += scores.length;
+    }
+    if (filled !== bytes.length) throw new StoreError(ErrorCode.STORE_DATA, `store schema ${location.schema}: the column of ${column.at_ms} holds ${filled / 2} of its ${column.vpas} values`);
+    return { at: epochMs(location, column.at_ms, 'answer_score_columns.at_ms'), scoredAt: epochMs(location, column.scored_at_ms, 'answer_score_columns.scored_at_ms'), values };
+  } catch (error) {
+    throw error instanceof StoreError ? error : storeError(location, error);
+  }
+}
+
+/**
+ * Drop what no answer at or after `cutoff` (epoch ms) is told from: each
+ * VPA's records before its newest before the cutoff, the columns and
+ * states before the newest of each before it, and the stretches of
+ * recording that ended before it. Resolves to the records dropped.
+ */
+export async function pruneRecordedHistory(pool: pg.Pool, location: StoreLocation, cutoff: number): Promise<number> {
+  const at = Math.floor(cutoff);
+  try {
+    const { rowCount } = await pool.query(
+      `DELETE FROM answer_changes a WHERE a.at_ms < $1 AND EXISTS (SELECT 1 FROM answer_changes b WHERE b.vpa = a.vpa AND b.at_ms > a.at_ms AND b.at_ms < $1)`,
+      [at],
+    );
+    await pool.query('DELETE FROM answer_score_columns WHERE at_ms < (SELECT max(at_ms) FROM answer_score_columns WHERE at_ms < $1)', [at]);
+    await pool.query('DELETE FROM answer_states WHERE at_ms < (SELECT max(at_ms) FROM answer_states WHERE at_ms < $1)', [at]);
+    await pool.query('DELETE FROM answer_recorders r WHERE r.alive_ms < $1 AND NOT EXISTS (SELECT 1 FROM answer_states s WHERE s.term = r.term)', [at]);
+    return rowCount ?? 0;
+  } catch (error) {
+    throw storeError(location, error);
+  }
+}
+
+/** A bigint column's text as a non-negative safe integer; ERR_STORE_DATA otherwise. */
+function epochMs(location: StoreLocation, text: string, what: string): number {
+  const value = Number(text);
+  if (!/^[0-9]{1,16}$/.test(text) || !Number.isSafeInteger(value)) throw new StoreError(ErrorCode.STORE_DATA, `store schema ${location.schema}: ${what} holds ${JSON.stringify(text)}, not a whole number`);
+  return value;
+}
