@@ -18,7 +18,7 @@ CREATE TABLE answer_recorders (
 -- of an instant is the last one begun at or before it.
 CREATE TABLE answer_states (
   at_ms         bigint PRIMARY KEY CHECK (at_ms > 0),
-  term          bigint NOT NULL CHECK (term > 0),
+  term          bigint NOT NULL REFERENCES answer_recorders (term),
   snapshot      text COLLATE "C" NOT NULL CHECK (snapshot ~ '^[!-~]{1,64}$'),
   position      bigint NOT NULL CHECK (position >= 0),
   -- X-Data-As-Of of the state, epoch ms.

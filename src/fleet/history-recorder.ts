@@ -16,12 +16,11 @@ import {
   writeRecordedState,
   type LastRecordedState,
 } from '../store/answer-history-store.js';
-import type { StoreLocation } from '../store/postgres.js';
+import { storePool, type StoreLocation } from '../store/postgres.js';
 import { StoreLease } from '../store/store-lease.js';
 
 export interface HistoryRecorderOptions {
   readonly location: StoreLocation;
-  readonly pool: pg.Pool;
   /** Where the recorder keeps its change log (DataDir.answerChanges), its columns beside it. */
   readonly path: string;
   /** How long the history is kept, ms (serve --history-days). */
@@ -31,10 +30,18 @@ export interface HistoryRecorderOptions {
   readonly leasePollMs?: number;
 }
 
-/** How often the recorder drops what the retention no longer needs from the store. */
+/** How often the recorder drops what the retention no longer needs from the store, and how soon after a take-over it first does. */
 const PRUNE_EVERY_MS = 24 * 60 * 60 * 1000;
+const FIRST_PRUNE_AFTER_MS = 10 * 60 * 1000;
 
 const HISTORY_DUTY = { lock: 'answer history', name: 'answer history', duty: 'records the history of answers of the states it serves' } as const;
+
+interface Recording {
+  readonly answers: AnswerHistory;
+  readonly term: number;
+  readonly alive: NodeJS.Timeout;
+  readonly prune: NodeJS.Timeout;
+}
 
 /**
  * The fleet's history of answers (docs/design.md, "The fleet's history of
@@ -46,25 +53,28 @@ const HISTORY_DUTY = { lock: 'answer history', name: 'answer history', duty: 're
  * are the fleet's states of record: an as-of lookup answers what the
  * recorder served at that instant.
  *
- * A follower taking the lease continues the history: its own change log
- * when that ends where the store's does (it held the lease last), else a
- * log made from each VPA's newest record in the store and the newest
- * column. Its first state is compared whole with it. While no follower
- * holds the lease (the holder gone, before another takes it) nothing is
- * recorded, and instants then are not told (503).
+ * A follower taking the lease begins a term in the store (which fences off
+ * any copy still under way from the one before), then continues the
+ * history: its own change log when that ends where the store's does, else
+ * a log made from each VPA's newest record in the store and the newest
+ * column. That runs beside the follower's merges and swaps, which are
+ * recorded from the moment it is done, beginning with the state served
+ * then (compared whole). While no follower records (the holder gone,
+ * before another is done taking over) instants are not told (503).
  */
 export class HistoryRecorder {
   readonly #options: HistoryRecorderOptions;
+  readonly #pool: pg.Pool;
   readonly #lease: StoreLease;
-  /** Recording: the history, the term and the lease's backend. */
-  #recording: { readonly answers: AnswerHistory; readonly term: number; readonly pid: number; readonly alive: NodeJS.Timeout } | null = null;
+  #recording: Recording | null = null;
   /** When the last state recorded began (the store's, at a take-over): the next begins after it. */
   #lastAt = 0;
   /** The state being recorded: its names in the store. */
   #next: { readonly at: number; readonly snapshot: string; readonly position: number; readonly dataAsOf: number } | null = null;
-  /** Recording, taking over and stopping, one at a time. */
+  /** Records and stops, one at a time. */
   #queue: Promise<void> = Promise.resolve();
-  #prunedAt = 0;
+  /** Each lease taken or let go begins another: a take-over of an earlier one is dropped when done. */
+  #generation = 0;
   /** Which history each comparison ahead was made for. */
   readonly #aheadOf = new WeakMap<ComparedAhead, AnswerHistory>();
   /** Records the state served now again (FollowerService.recordAgain): a follower taking the lease records it at once. */
@@ -72,7 +82,23 @@ export class HistoryRecorder {
 
   constructor(options: HistoryRecorderOptions) {
     this.#options = options;
-    this.#lease = new StoreLease(options.location, HISTORY_DUTY, options.logger, (pid) => this.#serially(() => this.#takeOver(pid)), options.leasePollMs);
+    // Its own connections: a state's copy holds one while the follower's requests use theirs.
+    this.#pool = storePool(options.location, 2);
+    this.#lease = new StoreLease(
+      options.location,
+      HISTORY_DUTY,
+      options.logger,
+      (pid) => {
+        const generation = ++this.#generation;
+        const taking = this.#takeOver(pid, generation);
+        return Promise.resolve(async () => {
+          this.#generation++;
+          await taking;
+          await this.#serially(() => this.#stop(Date.now()));
+        });
+      },
+      options.leasePollMs,
+    );
   }
 
   /** Try for the lease now, and keep trying while another holds it; `recordCurrent` records the state served now (through record). */
@@ -93,6 +119,7 @@ export class HistoryRecorder {
    * is served all the same.
    */
   record(view: SnapshotView, delta: DeltaData, change: ServedChange, ahead: ComparedAhead | null = null): Promise<void> {
+    if (this.#recording === null) return Promise.resolve();
     return this.#serially(async () => {
       const recording = this.#recording;
       if (recording === null) return;
@@ -110,7 +137,6 @@ export class HistoryRecorder {
         return;
       }
       this.#lastAt = at;
-      if (this.#options.keepMs > 0 && at - this.#prunedAt > PRUNE_EVERY_MS) await this.#prune(at);
     });
   }
 
@@ -125,6 +151,7 @@ export class HistoryRecorder {
   async close(): Promise<void> {
     await this.#lease.close();
     await this.#queue;
+    await this.#pool.end().catch(() => {});
   }
 
   #serially<T>(work: () => Promise<T>): Promise<T> {
@@ -136,30 +163,53 @@ export class HistoryRecorder {
     return run;
   }
 
-  /** Take the history over with the lease held on backend `pid`; resolves to what stops it. */
-  async #takeOver(pid: number): Promise<() => Promise<void>> {
-    const { location, pool, logger } = this.#options;
-    const stop = () => this.#serially(() => this.#stop(Date.now()));
+  /**
+   * Take the history over with the lease held on backend `pid`: a term
+   * begun, the history made ready beside the follower's work, then
+   * recording from the state served now. Dropped when the lease went
+   * meanwhile (`generation` no longer the newest).
+   */
+  async #takeOver(pid: number, generation: number): Promise<void> {
+    const { location, logger } = this.#options;
+    const pool = this.#pool;
+    let answers: AnswerHistory | null = null;
     try {
-      const last = await lastRecordedState(pool, location);
-      const answers = await this.#openContinuing(pid, last);
+      // The term first: a copy of the term before still under way is then refused, so the last state read below stays the last.
       const term = await beginRecording(pool, location, Date.now());
+      const last = await lastRecordedState(pool, location);
+      answers = await this.#openContinuing(pid, term, last);
+      if (generation !== this.#generation) {
+        await answers.close();
+        await recordingAlive(pool, location, term, Date.now(), true);
+        return;
+      }
+      const taken = answers;
+      let speaking = false;
       const alive = setInterval(() => {
+        if (speaking) return;
+        speaking = true;
         // Never past a state being recorded: should its copy fail, it is served all the same, and unrecorded.
         const next = this.#next;
-        void recordingAlive(pool, location, term, next === null ? Date.now() : Math.min(Date.now(), next.at - 1)).catch((error: Error) => logger.warn({ err: error.message }, 'could not tell the store the history is still being recorded'));
+        void recordingAlive(pool, location, term, next === null ? Date.now() : Math.min(Date.now(), next.at - 1))
+          .catch((error: Error) => logger.warn({ err: error.message }, 'could not tell the store the history is still being recorded'))
+          .finally(() => (speaking = false));
       }, RECORDER_ALIVE_EVERY_MS);
       alive.unref();
-      this.#recording = { answers, term, pid, alive };
-      this.#lastAt = Math.max(this.#lastAt, last?.at ?? 0);
-      logger.info({ term, vpas: answers.vpaCount, continuedAt: last?.at ?? null }, 'recording the history of answers');
-      // The state served now, which another recorded or none did: the term's first, recorded after this take-over.
+      const prune = setTimeout(() => void this.#prune(), FIRST_PRUNE_AFTER_MS);
+      prune.unref();
+      await this.#serially(() => {
+        this.#recording = { answers: taken, term, alive, prune };
+        this.#lastAt = Math.max(this.#lastAt, last?.at ?? 0);
+        return Promise.resolve();
+      });
+      logger.info({ term, vpas: taken.vpaCount, continuedAt: last?.at ?? null }, 'recording the history of answers');
+      // The state served now, which another recorded or none did: the term's first.
       void this.#recordCurrent?.().catch((error: Error) => logger.error({ err: error.message }, 'the state served could not be recorded at the take-over'));
     } catch (error) {
       logger.error({ err: (error as Error).message }, 'could not take the history of answers over; the lease goes to the next');
+      await answers?.close().catch(() => {});
       void this.#lease.giveUp();
     }
-    return stop;
   }
 
   /**
@@ -167,14 +217,14 @@ export class HistoryRecorder {
    * change log in the data directory when it ends there, else one made
    * from the store.
    */
-  async #openContinuing(pid: number, last: LastRecordedState | null): Promise<AnswerHistory> {
-    const { location, pool, path, keepMs, logger } = this.#options;
+  async #openContinuing(pid: number, term: number, last: LastRecordedState | null): Promise<AnswerHistory> {
+    const { location, path, keepMs, logger } = this.#options;
+    const pool = this.#pool;
     const copy = {
       committed: async (committed: CommittedState, log: ChangeLog) => {
-        const recording = this.#recording;
         const next = this.#next;
-        if (recording === null || next === null) throw new Error('no state is being recorded');
-        await writeRecordedState(pool, location, { lockName: this.#lease.lockName, pid }, { term: recording.term, snapshot: next.snapshot, position: next.position, dataAsOf: next.dataAsOf }, committed, log);
+        if (next === null) throw new Error('no state is being recorded');
+        await writeRecordedState(pool, location, { lockName: this.#lease.lockName, pid }, { term, snapshot: next.snapshot, position: next.position, dataAsOf: next.dataAsOf }, committed, log);
       },
     };
     // States after the store's last were never copied into it: cut off at open.
@@ -183,7 +233,7 @@ export class HistoryRecorder {
     if (own.unavailable === null && own.lastAt === servedUntil && (last === null || own.bytes === last.logBytes)) return own;
     await own.close();
     const started = performance.now();
-    await ChangeLog.seed(path, last?.firstAt ?? 0, newestRecords(pool, location), await newestColumn(pool, location));
+    await ChangeLog.seed(path, last?.firstAt ?? 0, servedUntil, newestRecords(pool, location), await newestColumn(pool, location));
     const made = await AnswerHistory.open(path, servedUntil, keepMs, logger, copy);
     if (made.unavailable !== null) throw new Error(made.unavailable);
     logger.info({ vpas: made.vpaCount, ms: Math.round(performance.now() - started) }, "the history of answers made again from the store's newest records");
@@ -196,20 +246,26 @@ export class HistoryRecorder {
     if (recording === null) return;
     this.#recording = null;
     clearInterval(recording.alive);
-    await recordingAlive(this.#options.pool, this.#options.location, recording.term, until, true).catch((error: Error) =>
+    clearTimeout(recording.prune);
+    await recordingAlive(this.#pool, this.#options.location, recording.term, until, true).catch((error: Error) =>
       this.#options.logger.warn({ err: error.message }, 'could not tell the store the recording of the history ended; it is taken to have ended at its last word'),
     );
     await recording.answers.close();
   }
 
-  async #prune(at: number): Promise<void> {
-    this.#prunedAt = at;
+  /** Drop from the store what the retention no longer needs, beside the recording; then again a day on. */
+  async #prune(): Promise<void> {
+    const recording = this.#recording;
+    if (recording === null || this.#options.keepMs === 0) return;
     const started = performance.now();
     try {
-      const dropped = await pruneRecordedHistory(this.#options.pool, this.#options.location, at - this.#options.keepMs);
-      this.#options.logger.info({ dropped, ms: Math.round(performance.now() - started) }, "changes past the history kept dropped from the store");
+      const dropped = await pruneRecordedHistory(this.#pool, this.#options.location, Date.now() - this.#options.keepMs);
+      this.#options.logger.info({ dropped, ms: Math.round(performance.now() - started) }, 'changes past the history kept dropped from the store');
     } catch (error) {
       this.#options.logger.error({ err: (error as Error).message }, 'the changes past the history kept could not be dropped from the store; tried again tomorrow');
     }
+    if (this.#recording !== recording) return;
+    // Replaced in place: the timer the stop clears.
+    this.#recording = { ...recording, prune: setTimeout(() => void this.#prune(), PRUNE_EVERY_MS).unref() };
   }
 }

@@ -88,8 +88,8 @@ export interface AnswerReader {
   readonly bytes: number;
   /** Every change of `key` (lower case) recorded within the history kept, oldest first. */
   changesOf(key: string, now?: number): Promise<ChangeEntry[]>;
-  /** The answer to `key` (lower case) served at `at` (epoch ms, within the history kept: earliestAt). */
-  answerAt(key: string, at: number): Promise<PastAnswer>;
+  /** The answers to `keys` (lower case) served at `at` (epoch ms, within the history kept: earliestAt), in order. */
+  answersAt(keys: readonly string[], at: number): Promise<PastAnswer[]>;
   /** The earliest instant answers are told as of at `now`, as far as the history tells; null when it tells none. */
   earliestAt(now?: number): number | null;
 }
@@ -310,6 +310,10 @@ export class AnswerHistory implements AnswerReader {
   answerAt(key: string, at: number): Promise<PastAnswer> {
     if (this.#log === null || this.#unavailable !== null) return Promise.reject(new HistoryError(this.#unavailable ?? 'no history of answers'));
     return this.#log.answerAt(key, at);
+  }
+
+  answersAt(keys: readonly string[], at: number): Promise<PastAnswer[]> {
+    return Promise.all(keys.map((key) => this.answerAt(key, at)));
   }
 
   /** The earliest instant answers are told as of at `now`: when the first state recorded began, and the retention; null before any state. */

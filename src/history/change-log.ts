@@ -514,13 +514,19 @@ export class ChangeLog {
 
   /**
    * Write a log at `path` in place of any there, begun at `startedAt`, that
-   * holds `records` (each VPA's newest, as a copy kept elsewhere holds them:
-   * store/answer-history-store.ts) with `column`, the newest column of the
+   * holds `records` (each VPA's newest up to `until`, as a copy kept
+   * elsewhere holds them: store/answer-history-store.ts) with `column`, the newest column of the
    * confidences, in place of the columns there: a writer taking over the
    * history from that copy compares with what it tells. Records keep their
    * numbers, times, versions and causes; each is its VPA's only one.
    */
-  static async seed(path: string, startedAt: number, records: AsyncIterable<readonly Buffer[]>, column: { readonly at: number; readonly scoredAt: number; readonly values: Uint16Array } | null): Promise<void> {
+  static async seed(
+    path: string,
+    startedAt: number,
+    until: number,
+    records: AsyncIterable<readonly Buffer[]>,
+    column: { readonly at: number; readonly scoredAt: number; readonly values: Uint16Array } | null,
+  ): Promise<void> {
     const temp = join(dirname(path), tempFileName(basename(path)));
     await mkdir(dirname(path), { recursive: true });
     const copy = await open(temp, 'w');
@@ -529,6 +535,8 @@ export class ChangeLog {
       await writeAllAt(copy, [header(startedAt)], 0);
       for await (const run of records) {
         for (const bytes of run) {
+          // Checked whole, and of a state up to `until`: a record is made the ground of every comparison after.
+          if (decodeStoredRecord(bytes, path).at > until) throw new HistoryError(`a record of a state after ${until} is not the history that ends then`);
           const record = runs.reserve(bytes.length);
           bytes.copy(record);
           record.writeDoubleLE(-1, 24);

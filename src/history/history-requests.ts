@@ -79,7 +79,7 @@ export class HistoryRequests {
     if (served === null || served.dataAsOf === 0) throw beforeHistory(asOfText, earliest);
     if (!served.answersRecorded) throw serviceUnavailable('the answers served at that instant are not in the history of answers: it could not be written then (ERR_HISTORY in the log), or no fleet follower was recording it (or has said so yet: a fleet tells an instant a second after it)');
     // As of the state's first instant, which it answered alike until the next: the records of a state not yet in the record of versions (being served now) are not read.
-    const past = await this.#read('a past answer could not be read', 'the history of answers', () => Promise.all(upis.map((upi) => answers.answerAt(normalizeVpa(upi), served.from))));
+    const past = await this.#read('a past answer could not be read', 'the history of answers', () => answers.answersAt(upis.map(normalizeVpa), served.from));
     const body = batch ? pastBatchJson(upis, past) : verdictJson(pastVerdict(upis[0]!, past[0]!));
     return { status: 200, body, servedAs: { version: dataVersion(served.state.snapshot, served.state.position), asOf: formatIso(served.dataAsOf), requested: asOfText } };
   }

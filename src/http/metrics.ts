@@ -16,7 +16,7 @@ const GC_KINDS = new Map<number, string>([
 ]);
 
 /** The main thread's gauges whose values are read at each scrape from a function set later. */
-type ScrapeReader = 'residentBytes' | 'memoryLimit' | 'leanCompactions' | 'carriedBytes' | 'carriedDiskBytes' | 'reusableBytes' | 'replacedSnapshots' | 'buildThreads' | 'deltaVpas' | 'deltaItems' | 'deltaBytes' | 'deltaAge' | 'sinceCompaction' | 'storeConnected' | 'sinceCaughtUp' | 'versionsRecorded' | 'answersRecorded' | 'answerHistoryBytes' | 'hashRangesBytes';
+type ScrapeReader = 'historyRecording' | 'residentBytes' | 'memoryLimit' | 'leanCompactions' | 'carriedBytes' | 'carriedDiskBytes' | 'reusableBytes' | 'replacedSnapshots' | 'buildThreads' | 'deltaVpas' | 'deltaItems' | 'deltaBytes' | 'deltaAge' | 'sinceCompaction' | 'storeConnected' | 'sinceCaughtUp' | 'versionsRecorded' | 'answersRecorded' | 'answerHistoryBytes' | 'hashRangesBytes';
 
 /**
  * Prometheus metrics of one thread: request counts and latency
@@ -187,7 +187,11 @@ export class ServiceMetrics {
   });
   readonly answersRecorded = this.#readAtScrape('answersRecorded', {
     name: 'upi_risk_answer_history_recorded',
-    help: 'Whether each change of an answer is recorded, so GET /v1/verify/upi/history tells it: 1; 0 when the history is not kept here (a fleet follower, --history-days 0) or cannot be read or written (ERR_HISTORY in the log)',
+    help: 'Whether the history of answers can be read, so GET /v1/verify/upi/history tells it (a fleet follower: from the store): 1; 0 when it is not kept (--history-days 0) or cannot be read or written (ERR_HISTORY in the log)',
+  });
+  readonly historyRecording = this.#readAtScrape('historyRecording', {
+    name: 'upi_risk_answer_history_recording',
+    help: "Fleet followers: 1 while this follower holds the history lease and records the fleet's history of answers; with none at 1, instants go unrecorded",
   });
   readonly answerHistoryBytes = this.#readAtScrape('answerHistoryBytes', {
     name: 'upi_risk_answer_history_bytes',
@@ -329,6 +333,11 @@ export class ServiceMetrics {
   watchAnswerHistory(unavailable: () => string | null, bytes: () => number): void {
     this.#readers.answersRecorded = () => (unavailable() === null ? 1 : 0);
     this.#readers.answerHistoryBytes = bytes;
+  }
+
+  /** Read at every scrape whether this follower records the fleet's history of answers (main thread only). */
+  watchHistoryRecording(recording: () => boolean): void {
+    this.#readers.historyRecording = () => (recording() ? 1 : 0);
   }
 
   /** Read the number of replaced snapshots still held at every scrape (main thread only). */

@@ -31,6 +31,8 @@ export interface FollowerServeOptions extends ServeOptions {
   readonly location: StoreLocation;
   /** The only key the mirror versions it serves may be recorded under (StoreMirrorOptions.publicKey). */
   readonly mirrorPublicKey?: string;
+  /** Whether this follower may record the fleet's history of answers (taking its lease); default true. */
+  readonly recordsHistory?: boolean;
 }
 
 /**
@@ -57,7 +59,7 @@ async function startFollower(options: FollowerServeOptions, logger: Logger, metr
   const keepMs = historyKeepMs(options.historyDays);
   const versions = options.historyDays === 0 ? unavailableVersions(HISTORY_OFF) : new StoreServedVersions(intake, location, logger, keepMs);
   // One follower at a time records the fleet's history of answers; every follower reads it from the store.
-  const history = options.historyDays === 0 ? null : new HistoryRecorder({ location, pool: intake, path: options.dir.answerChanges, keepMs, logger, leasePollMs: options.pollMs });
+  const history = options.historyDays === 0 || options.recordsHistory === false ? null : new HistoryRecorder({ location, path: options.dir.answerChanges, keepMs, logger, leasePollMs: options.pollMs });
   const follower = await FollowerService.start({ location, dataDir: options.dir, logger, pollMs: options.pollMs, versions, ...(history === null ? {} : { history }) }).catch(
     async (error: unknown) => {
       await intake.end().catch(() => {});
@@ -72,6 +74,7 @@ async function startFollower(options: FollowerServeOptions, logger: Logger, metr
   const storeState = () => ({ connected: follower.storeConnected, caughtUpAt: follower.caughtUpAt });
   metrics.watchDelta(delta);
   metrics.watchStore(storeState);
+  metrics.watchHistoryRecording(() => history?.recording ?? false);
   const publications = async (): Promise<BuildRecord[]> =>
     (await listPublications(intake, location)).map((p) => ({
       finished_at: p.createdAt.toISOString(),
@@ -91,7 +94,7 @@ async function startFollower(options: FollowerServeOptions, logger: Logger, metr
     compact: null,
     corrections: new StoreDesk({ pool: intake, location, follower, audit, nameOf: (keyId) => keys.records().find((k) => k.id === keyId)?.name }),
     versions,
-    answers: history === null ? AnswerHistory.unavailable(HISTORY_OFF, logger) : new StoreAnswerHistory(intake, location, keepMs),
+    answers: options.historyDays === 0 ? AnswerHistory.unavailable(HISTORY_OFF, logger) : new StoreAnswerHistory(intake, location, keepMs),
     close: async () => {
       await keyChanges.close();
       await follower.close();

@@ -4,6 +4,7 @@ import type { ChangeEntry } from '../api/history-paths.js';
 import type { AnswerReader } from '../history/answer-changes.js';
 import { changeEntries, decodeStoredRecord, pastAnswerOf, type ChangeLog, type CommittedState, type PastAnswer, type StoredRecord } from '../history/change-log.js';
 import { NO_SCORE, SCORE_BLOCK_VALUES } from '../history/score-columns.js';
+import { CONFIDENCE_SCALE } from '../engine/snapshot-data.js';
 import type { ServedAt } from '../history/served-versions.js';
 import { withPoolClient } from './copy-out.js';
 import { holdsAdvisoryLock, storeError, type StoreLocation } from './postgres.js';
@@ -38,36 +39,48 @@ export class StoreAnswerHistory implements AnswerReader {
   }
 
   async answerAt(key: string, at: number): Promise<PastAnswer> {
-    const rows = await this.#query<{ number: number; record: Buffer; column_at: string | null; score: Buffer | null }>(
-      `SELECT c.number, c.record, s.at_ms AS column_at,
+    return (await this.answersAt([key], at))[0]!;
+  }
+
+  /** The answers to `keys` at `at`: one query, each key's newest record then with the newest column's confidence after it. */
+  async answersAt(keys: readonly string[], at: number): Promise<PastAnswer[]> {
+    const rows = await this.#query<{ key: string; at_ms: string | null; number: number | null; record: Buffer | null; column_at: string | null; score: Buffer | null }>(
+      `SELECT k.key, c.at_ms, c.number, c.record, s.at_ms AS column_at,
               substring(b.scores FROM (c.number % ${SCORE_BLOCK_VALUES}) * 2 + 1 FOR 2) AS score
-         FROM (SELECT number, record, at_ms FROM answer_changes WHERE vpa = $1 AND at_ms <= $2 ORDER BY at_ms DESC LIMIT 1) c
+         FROM unnest($1::text[]) WITH ORDINALITY AS k (key, i)
+         LEFT JOIN LATERAL (SELECT at_ms, number, record FROM answer_changes WHERE vpa = k.key AND at_ms <= $2 ORDER BY at_ms DESC LIMIT 1) c ON true
          LEFT JOIN LATERAL (SELECT at_ms FROM answer_score_columns WHERE at_ms <= $2 ORDER BY at_ms DESC LIMIT 1) s ON s.at_ms > c.at_ms
-         LEFT JOIN answer_score_blocks b ON b.at_ms = s.at_ms AND b.block = c.number / ${SCORE_BLOCK_VALUES}`,
-      [key, Math.floor(at)],
+         LEFT JOIN answer_score_blocks b ON b.at_ms = s.at_ms AND b.block = c.number / ${SCORE_BLOCK_VALUES}
+        ORDER BY k.i`,
+      [keys, Math.floor(at)],
     );
-    const row = rows[0];
-    const record = row === undefined ? null : this.#record(key, row.record, row.number);
-    return pastAnswerOf(record, this.#where, () => {
-      if (row === undefined || row.column_at === null) return Promise.resolve(null);
-      const score = row.score;
-      const value = score !== null && score.length === 2 ? score.readUInt16LE(0) : NO_SCORE;
-      if (value === NO_SCORE) return Promise.reject(new HistoryError(`${this.#where}: the column of ${row.column_at} holds no confidence for the FLAGGED VPA numbered ${row.number}`));
-      return Promise.resolve(value);
-    });
+    if (rows.length !== keys.length) throw new HistoryError(`${this.#where}: ${rows.length} answers to ${keys.length} VPAs`);
+    return Promise.all(
+      rows.map((row) => {
+        const record = row.record === null || row.at_ms === null || row.number === null ? null : checkedRecord(this.#location, { vpa: row.key, at_ms: row.at_ms, number: row.number, record: row.record }).record;
+        return pastAnswerOf(record, this.#where, () => {
+          if (row.column_at === null) return Promise.resolve(null);
+          const score = row.score;
+          const value = score !== null && score.length === 2 ? score.readUInt16LE(0) : NO_SCORE;
+          // The store keeps no CRC of a column's blocks: a value no confidence has is refused.
+          if (value > CONFIDENCE_SCALE) return Promise.reject(new HistoryError(`${this.#where}: the column of ${row.column_at} holds no confidence for the FLAGGED VPA numbered ${row.number}`));
+          return Promise.resolve(value);
+        });
+      }),
+    );
   }
 
   async changesOf(key: string, now = Date.now()): Promise<ChangeEntry[]> {
     const since = now - this.#keepMs;
     // Its records within the history kept, and the one before, which they are told against.
-    const rows = await this.#query<{ number: number; record: Buffer }>(
-      `SELECT number, record FROM answer_changes
+    const rows = await this.#query<{ at_ms: string; number: number; record: Buffer }>(
+      `SELECT at_ms, number, record FROM answer_changes
         WHERE vpa = $1 AND at_ms >= COALESCE((SELECT max(at_ms) FROM answer_changes WHERE vpa = $1 AND at_ms < $2), 0)
         ORDER BY at_ms DESC`,
       [key, Math.floor(since)],
     );
     return changeEntries(
-      rows.map((row) => this.#record(key, row.record, row.number)),
+      rows.map((row) => checkedRecord(this.#location, { ...row, vpa: key }).record),
       since,
     );
   }
@@ -81,12 +94,6 @@ export class StoreAnswerHistory implements AnswerReader {
     return `the answer history of store schema ${this.#location.schema}`;
   }
 
-  #record(key: string, bytes: Buffer, number: number): StoredRecord {
-    // A damaged record is the history's (HistoryError: answered 503 naming it), as a damaged file is.
-    const record = decodeStoredRecord(bytes, this.#where);
-    if (record.key !== key || record.number !== number) throw new HistoryError(`${this.#where}: a record of ${key} holds another VPA or number`);
-    return record;
-  }
 
   async #query<R extends pg.QueryResultRow>(sql: string, values: unknown[]): Promise<R[]> {
     try {
@@ -157,20 +164,32 @@ export async function lastRecordedState(pool: pg.Pool, location: StoreLocation):
   }
 }
 
-/** Begin a stretch of recording at `now`; resolves to its term. */
+/**
+ * Begin a stretch of recording at `now`; resolves to its term. The newest
+ * term is the only one whose copies are taken (writeRecordedState), and
+ * this waits for a copy of the one before still under way: once it
+ * resolves, the last state in the store stays the last until this term
+ * writes one.
+ */
 export async function beginRecording(pool: pg.Pool, location: StoreLocation, now: number): Promise<number> {
-  try {
-    const { rows } = await pool.query<{ term: string }>('INSERT INTO answer_recorders (began_ms, alive_ms) VALUES ($1, $1) RETURNING term', [Math.floor(now)]);
-    return Number(rows[0]!.term);
-  } catch (error) {
-    throw storeError(location, error);
-  }
+  return withPoolClient(pool, location, async (client) => {
+    try {
+      await client.query('BEGIN');
+      await client.query('LOCK TABLE answer_recorders IN EXCLUSIVE MODE');
+      const { rows } = await client.query<{ term: string }>('INSERT INTO answer_recorders (began_ms, alive_ms) VALUES ($1, $1) RETURNING term', [Math.floor(now)]);
+      await client.query('COMMIT');
+      return epochMs(location, rows[0]!.term, 'answer_recorders.term');
+    } catch (error) {
+      await client.query('ROLLBACK').catch(() => {});
+      throw error instanceof StoreError ? error : storeError(location, error);
+    }
+  });
 }
 
 /** Say that `term` still records at `now`, or (`ended`) that it stopped then. */
 export async function recordingAlive(pool: pg.Pool, location: StoreLocation, term: number, now: number, ended = false): Promise<void> {
   try {
-    await pool.query('UPDATE answer_recorders SET alive_ms = GREATEST(alive_ms, $2), ended = $3 WHERE term = $1', [term, Math.floor(now), ended]);
+    await pool.query('UPDATE answer_recorders SET alive_ms = GREATEST(alive_ms, $2), ended = ended OR $3 WHERE term = $1', [term, Math.floor(now), ended]);
   } catch (error) {
     throw storeError(location, error);
   }
@@ -186,8 +205,10 @@ export interface RecordedState {
 
 /**
  * Write the state `committed` (its records read from `log`, its column)
- * in one transaction, refused unless the backend `leasePid` still holds
- * the history lease `lockName`: two recorders never write.
+ * in one transaction, refused (HistoryError) unless `state.term` is the
+ * newest term and the backend `lease.pid` still holds the history lease
+ * `lease.lockName`: two recorders never write, and a take-over waits for
+ * a copy under way (beginRecording).
  */
 export async function writeRecordedState(
   pool: pg.Pool,
@@ -200,7 +221,9 @@ export async function writeRecordedState(
   await withPoolClient(pool, location, async (client) => {
     try {
       await client.query('BEGIN');
-      if (!(await holdsAdvisoryLock(client, lease.lockName, lease.pid))) throw new HistoryError('the history lease was lost; another follower records the history of answers');
+      // Held to the commit: a take-over (beginRecording) waits for it, and a copy after one is refused.
+      const newest = await client.query('SELECT 1 FROM answer_recorders WHERE term = $1 AND term = (SELECT max(term) FROM answer_recorders) FOR KEY SHARE', [state.term]);
+      if (newest.rows.length === 0 || !(await holdsAdvisoryLock(client, lease.lockName, lease.pid))) throw new HistoryError('the history lease was lost; another follower records the history of answers');
       await client.query('INSERT INTO answer_states (at_ms, term, snapshot, position, data_as_of_ms, log_bytes) VALUES ($1, $2, $3, $4, $5, $6)', [
         committed.at,
         state.term,
@@ -243,21 +266,21 @@ export async function writeRecordedState(
   });
 }
 
-/** Each VPA's newest record, a page at a time: what a recorder taking over compares with. */
+/** Each VPA's newest record, a page at a time, checked against its row: what a recorder taking over compares with. */
 export async function* newestRecords(pool: pg.Pool, location: StoreLocation): AsyncGenerator<Buffer[]> {
   let after = '';
   for (;;) {
-    let rows: { vpa: string; record: Buffer }[];
+    let rows: { vpa: string; at_ms: string; number: number; record: Buffer }[];
     try {
-      ({ rows } = await pool.query<{ vpa: string; record: Buffer }>(
-        `SELECT DISTINCT ON (vpa) vpa, record FROM answer_changes WHERE vpa > $1 ORDER BY vpa, at_ms DESC LIMIT ${ROWS_PER_STATEMENT}`,
+      ({ rows } = await pool.query(
+        `SELECT DISTINCT ON (vpa) vpa, at_ms, number, record FROM answer_changes WHERE vpa > $1 ORDER BY vpa, at_ms DESC LIMIT ${ROWS_PER_STATEMENT}`,
         [after],
       ));
     } catch (error) {
       throw storeError(location, error);
     }
     if (rows.length === 0) return;
-    yield rows.map((row) => row.record);
+    yield rows.map((row) => checkedRecord(location, row).bytes);
     after = rows[rows.length - 1]!.vpa;
   }
 }
@@ -279,6 +302,7 @@ export async function newestColumn(pool: pg.Pool, location: StoreLocation): Prom
       filled += scores.length;
     }
     if (filled !== bytes.length) throw new StoreError(ErrorCode.STORE_DATA, `store schema ${location.schema}: the column of ${column.at_ms} holds ${filled / 2} of its ${column.vpas} values`);
+    if (values.some((value) => value > CONFIDENCE_SCALE && value !== NO_SCORE)) throw new StoreError(ErrorCode.STORE_DATA, `store schema ${location.schema}: the column of ${column.at_ms} holds a value no confidence has`);
     return { at: epochMs(location, column.at_ms, 'answer_score_columns.at_ms'), scoredAt: epochMs(location, column.scored_at_ms, 'answer_score_columns.scored_at_ms'), values };
   } catch (error) {
     throw error instanceof StoreError ? error : storeError(location, error);
@@ -305,6 +329,20 @@ export async function pruneRecordedHistory(pool: pg.Pool, location: StoreLocatio
   } catch (error) {
     throw storeError(location, error);
   }
+}
+
+/**
+ * The record of a row, checked whole and against the row's VPA, time and
+ * number. A damaged record is the history's (HistoryError: answered 503
+ * naming it), as a damaged file is.
+ */
+function checkedRecord(location: StoreLocation, row: { vpa: string; at_ms: string; number: number; record: Buffer }): { bytes: Buffer; record: StoredRecord } {
+  const where = `the answer history of store schema ${location.schema}`;
+  const record = decodeStoredRecord(row.record, where);
+  if (record.key !== row.vpa || record.number !== row.number || record.at !== Number(row.at_ms)) {
+    throw new HistoryError(`${where}: the row of ${JSON.stringify(row.vpa)} at ${row.at_ms} holds a record of another VPA, time or number`);
+  }
+  return { bytes: row.record, record };
 }
 
 /** A bigint column's text as a non-negative safe integer; ERR_STORE_DATA otherwise. */

@@ -98,7 +98,10 @@ export class StoreLease {
       void this.#release();
     });
     this.#logger.info({ schema: this.#location.schema }, `${this.#duty.name} lease taken: this follower ${this.#duty.duty}`);
-    this.#stop = await this.#onAcquired(pid);
+    const stop = await this.#onAcquired(pid);
+    // Lost, given up or closed while it started: what it started stops now.
+    if (this.#client !== client || this.#closed) await stop();
+    else this.#stop = stop;
   }
 
   /** Give the lease up unless its connection says, within `checkMs`, that the lock is still held. */

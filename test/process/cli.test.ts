@@ -94,6 +94,9 @@ test('usage errors exit 2 with a message; --help exits 0', async () => {
   const embeddedPinned = await run(['serve', '--mirror-public-key', Buffer.alloc(32, 7).toString('base64')]);
   assert.equal(embeddedPinned.code, 2);
   assert.match(embeddedPinned.stderr, /--mirror-public-key is for a follower/);
+  const embeddedReader = await run(['serve', '--read-history-only']);
+  assert.equal(embeddedReader.code, 2);
+  assert.match(embeddedReader.stderr, /--read-history-only is for a follower/);
   for (const key of ['short', Buffer.alloc(31).toString('base64'), `${Buffer.alloc(32).toString('base64url')}`]) {
     const badKey = await run(['serve', '--store', 'postgres://127.0.0.1:1/none', '--mirror-public-key', key]);
     assert.equal(badKey.code, 2, key);

@@ -40,6 +40,7 @@ test('a follower that was not running tells every answer the fleet served as of 
         server = await startServer(join(t.root, `follower-${again ? followers : ++followers}`), { args: [...store, '--threads', '1'] });
         servers.push(server);
         await until('the follower recording the history', 30_000, async () => (await call(`/v1/verify/upi?upi=payee@ybl&as_of=${encodeURIComponent(new Date().toISOString())}`)).status === 200);
+        assert.match(await (await fetch(`${server.base}/metrics`)).text(), /^upi_risk_answer_history_recording 1$/m);
       };
       await startFollower();
 

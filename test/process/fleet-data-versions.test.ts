@@ -62,8 +62,8 @@ test('a follower started later resolves every version another follower served, f
       assert.notEqual(before[3]!.snapshot, snapshot);
       assert.equal(await first.stop(), 0);
 
-      // A follower that was not running then answers for what the other served.
-      followers.push(await startServer(join(t.root, 'follower-2'), args));
+      // A follower that was not running then answers for what the other served (one that never records the history, too).
+      followers.push(await startServer(join(t.root, 'follower-2'), { args: [...args.args, '--read-history-only'] }));
       const later = followers[1]!;
       assert.deepEqual(await Promise.all(served.map((v) => resolve(later, v))), before);
       const missing = await fetch(`${later.base}/v1/data-versions/${encodeURIComponent(`${snapshot}+999999`)}`, { headers: { authorization: `Bearer ${key}` } });
@@ -74,6 +74,8 @@ test('a follower started later resolves every version another follower served, f
       const changes = ((await history.json()) as { changes: { status: string; data_version: string }[] }).changes;
       assert.equal(changes[0]?.status, 'FLAGGED');
       assert.ok(served.includes(changes[0].data_version), `${changes[0].data_version} is a version served`);
+      assert.doesNotMatch(later.stderr(), /answer history lease taken/);
+      assert.match(await (await fetch(`${later.base}/metrics`)).text(), /^upi_risk_answer_history_recording 0$/m);
       assert.equal(await later.stop(), 0);
     } finally {
       for (const f of followers) if (f.child.exitCode === null && f.child.signalCode === null) await f.stop();

@@ -76,7 +76,7 @@ test('states copied into the store tell the answers and changes the change log t
         await withHistoryLog(async (made) => {
           const column = await newestColumn(pool, location);
           assert.equal(column?.at, T0 + DAY);
-          await ChangeLog.seed(made, T0, newestRecords(pool, location), column);
+          await ChangeLog.seed(made, T0, T0 + DAY + 1000, newestRecords(pool, location), column);
           const seeded = await ChangeLog.open(made, T0 + DAY + 1000);
           assert.equal(seeded.vpaCount, log.vpaCount);
           for (const key of ['a@ybl', 'b@ybl', 'c@ybl', 'd@ybl']) {
@@ -85,6 +85,8 @@ test('states copied into the store tell the answers and changes the change log t
             assert.equal(seeded.toldAt(theirs), log.toldAt(mine));
             assert.deepEqual(strip(await seeded.answerAt(key, T0 + DAY + 5000)), strip(await log.answerAt(key, T0 + DAY + 5000)));
           }
+          // A record of a state after the end asked for is not that history.
+          await assert.rejects(ChangeLog.seed(made, T0, T0 + DAY, newestRecords(pool, location), column), /not the history that ends then/);
           // The next VPA takes the next number.
           seeded.begin(T0 + DAY + 3000, 's2+10');
           seeded.add('e@ybl', flaggedFacts(4000), 'evidence');
@@ -93,12 +95,20 @@ test('states copied into the store tell the answers and changes the change log t
           await seeded.close();
         });
 
-        // Written only while the lease is held.
+        // Written only while the lease is held, and by the newest term.
         log.begin(T0 + DAY + 4000, 's2+11');
         log.add('a@ybl', flaggedFacts(100), 'evidence');
         const late = await log.commit();
         await assert.rejects(writeRecordedState(pool, location, { lockName: LOCK, pid: pid + 100_000 }, { term, snapshot: 's2', position: 11, dataAsOf: T0 }, late, log), HistoryError);
+        const next = await beginRecording(pool, location, T0 + DAY + 3500);
+        assert.ok(next > term);
+        await assert.rejects(writeRecordedState(pool, location, lease, { term, snapshot: 's2', position: 11, dataAsOf: T0 }, late, log), /the history lease was lost/);
         assert.equal((await lastRecordedState(pool, location))!.at, T0 + DAY + 1000, 'nothing written');
+
+        // A row whose record names another VPA or time is refused, as a damaged record is.
+        await pool.query("UPDATE answer_changes SET vpa = 'b@ybl' WHERE vpa = 'd@ybl'");
+        await assert.rejects(store.answerAt('b@ybl', T0 + DAY + 5000), /holds a record of another VPA, time or number/);
+        await pool.query("UPDATE answer_changes SET vpa = 'd@ybl' WHERE vpa = 'b@ybl' AND at_ms = $1", [T0 + DAY + 1000]);
 
         // Pruned as the file is: of the records before the cutoff, each VPA's newest.
         assert.equal(await pruneRecordedHistory(pool, location, T0 + DAY), 2);

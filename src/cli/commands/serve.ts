@@ -87,9 +87,14 @@ Options:
   --webhook-first-retry-seconds S
                         wait before a failed webhook is sent again; each
                         retry doubles it, up to 15 minutes (default: 10)
-  --history-days N      how long the record of the data versions served is
-                        kept, for GET /v1/data-versions/{version} (0 to 36500;
-                        default: 400; 0: not recorded)
+  --history-days N      how long the record of the data versions served and
+                        the history of answers are kept, for
+                        GET /v1/data-versions/{version}, GET
+                        /v1/verify/upi/history and lookups with as_of
+                        (0 to 36500; default: 400; 0: not recorded)
+  --read-history-only   with --store: answer from the fleet's history of
+                        answers, but never record it (another follower
+                        does: docs/operations.md, The history of answers)
   --mirror-seconds S    the least time between two versions of the local mirror
                         (docs/api.md, The mirror), made when what is served
                         changes and DIR/mirror holds a signing key (upi-risk
@@ -144,6 +149,7 @@ export const serveCommand: Command = {
       'mirror-seconds': { type: 'string' },
       'history-days': { type: 'string' },
       'mirror-public-key': { type: 'string' },
+      'read-history-only': { type: 'boolean' },
       ...REDIS_OPTIONS,
       ...STORE_OPTIONS,
     });
@@ -154,6 +160,8 @@ export const serveCommand: Command = {
       }
     }
     const mirrorPublicKey = values['mirror-public-key'];
+    const readHistoryOnly = values['read-history-only'] === true;
+    if (readHistoryOnly && location === null) throw new ConfigError('--read-history-only is for a follower (--store): the embedded server records its own history of answers');
     if (mirrorPublicKey !== undefined) {
       if (location === null) throw new ConfigError('--mirror-public-key is for a follower (--store): the embedded server signs with the key in its data directory');
       if (!isPublicKeyText(mirrorPublicKey)) throw new ConfigError('--mirror-public-key must be a public key as mirror-key create prints it: the base64 of 32 bytes');
@@ -196,7 +204,7 @@ export const serveCommand: Command = {
       mirrorIntervalMs: mirrorSeconds * 1000,
       historyDays,
     };
-    if (location !== null) return serveFollower({ ...options, location, ...(mirrorPublicKey === undefined ? {} : { mirrorPublicKey }) });
+    if (location !== null) return serveFollower({ ...options, location, recordsHistory: !readHistoryOnly, ...(mirrorPublicKey === undefined ? {} : { mirrorPublicKey }) });
     return serveEmbedded({
       ...options,
       ...(memoryLimit === null ? {} : { memoryLimitFrom: memoryLimit.from }),
