@@ -4,7 +4,7 @@ import { CHANGE_LOG_HEADER_BYTES, decodeStoredRecord, type ChangeLog } from '../
 import { SCORE_BLOCK_VALUES, ScoreColumns } from '../../src/history/score-columns.js';
 import { beginRecording, recordingAlive } from '../../src/store/answer-history-store.js';
 import { migrate } from '../../src/store/migrations.js';
-import { storePool, type StoreLocation } from '../../src/store/postgres.js';
+import { connectStore, storePool, type StoreLocation } from '../../src/store/postgres.js';
 
 /**
  * A change log written by the bench, copied into a new schema of a store as
@@ -17,7 +17,12 @@ export async function copyHistoryToStore(url: string, log: ChangeLog, historyDir
   const location: StoreLocation = { url, schema: `bench_as_of_${Date.now()}` };
   await migrate(location);
   const pool = storePool(location, 2);
-  const term = await beginRecording(pool, location, 0);
+  // The history lease, as a recorder holds it, for the term's fence.
+  const holder = await connectStore(location);
+  const lockName = `upi-risk answer history ${location.schema}`;
+  const pid = (await holder.query<{ pid: number }>('SELECT pg_backend_pid() AS pid, pg_advisory_lock(hashtext($1))', [lockName])).rows[0]!.pid;
+  const term = await beginRecording(pool, location, { lockName, pid }, 0);
+  await holder.end();
   const states = new Map<number, string>();
   await log.recordRuns(CHANGE_LOG_HEADER_BYTES, log.bytes, async (run) => {
     // Each VPA's last record of a state, as the recorder keeps it.

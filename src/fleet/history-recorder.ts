@@ -14,6 +14,7 @@ import {
   pruneRecordedHistory,
   recordingAlive,
   writeRecordedState,
+  type HistoryLease,
   type LastRecordedState,
 } from '../store/answer-history-store.js';
 import { storePool, type StoreLocation } from '../store/postgres.js';
@@ -33,10 +34,14 @@ export interface HistoryRecorderOptions {
 /** How often the recorder drops what the retention no longer needs from the store, and how soon after a take-over it first does. */
 const PRUNE_EVERY_MS = 24 * 60 * 60 * 1000;
 const FIRST_PRUNE_AFTER_MS = 10 * 60 * 1000;
+/** How long a copy's transaction may wait on the recorder between statements before the store ends it (and its locks). */
+const COPY_IDLE_MS = 60_000;
 
 const HISTORY_DUTY = { lock: 'answer history', name: 'answer history', duty: 'records the history of answers of the states it serves' } as const;
 
 interface Recording {
+  /** The lease it records under (StoreLease acquisitions, numbered). */
+  readonly generation: number;
   readonly answers: AnswerHistory;
   readonly term: number;
   readonly alive: NodeJS.Timeout;
@@ -61,6 +66,11 @@ interface Recording {
  * recorded from the moment it is done, beginning with the state served
  * then (compared whole). While no follower records (the holder gone,
  * before another is done taking over) instants are not told (503).
+ *
+ * Each acquisition of the lease is a *generation*. Take-overs and stops
+ * run one at a time, in order, so the files are never in two hands; a
+ * take-over whose lease went meanwhile stops at its next step, and a stop,
+ * or giving the lease up after a failure, acts on its own generation only.
  */
 export class HistoryRecorder {
   readonly #options: HistoryRecorderOptions;
@@ -71,10 +81,15 @@ export class HistoryRecorder {
   #lastAt = 0;
   /** The state being recorded: its names in the store. */
   #next: { readonly at: number; readonly snapshot: string; readonly position: number; readonly dataAsOf: number } | null = null;
-  /** Records and stops, one at a time. */
+  /** Records, and the install and stop of a recording, one at a time. */
   #queue: Promise<void> = Promise.resolve();
-  /** Each lease taken or let go begins another: a take-over of an earlier one is dropped when done. */
+  /** Take-overs and stops, one at a time, in order. */
+  #lifecycle: Promise<void> = Promise.resolve();
+  /** The generation of the lease held now; 0 or a past one when none is. */
   #generation = 0;
+  #acquisitions = 0;
+  /** A prune under way, awaited by close. */
+  #pruning: Promise<void> = Promise.resolve();
   /** Which history each comparison ahead was made for. */
   readonly #aheadOf = new WeakMap<ComparedAhead, AnswerHistory>();
   /** Records the state served now again (FollowerService.recordAgain): a follower taking the lease records it at once. */
@@ -82,23 +97,9 @@ export class HistoryRecorder {
 
   constructor(options: HistoryRecorderOptions) {
     this.#options = options;
-    // Its own connections: a state's copy holds one while the follower's requests use theirs.
-    this.#pool = storePool(options.location, 2);
-    this.#lease = new StoreLease(
-      options.location,
-      HISTORY_DUTY,
-      options.logger,
-      (pid) => {
-        const generation = ++this.#generation;
-        const taking = this.#takeOver(pid, generation);
-        return Promise.resolve(async () => {
-          this.#generation++;
-          await taking;
-          await this.#serially(() => this.#stop(Date.now()));
-        });
-      },
-      options.leasePollMs,
-    );
+    // Its own connections (a copy holds one while the heartbeat and the prune use theirs), and a copy whose client goes quiet ends.
+    this.#pool = storePool(options.location, 3, COPY_IDLE_MS);
+    this.#lease = new StoreLease(options.location, HISTORY_DUTY, options.logger, (pid) => Promise.resolve(this.#acquired(pid)), options.leasePollMs);
   }
 
   /** Try for the lease now, and keep trying while another holds it; `recordCurrent` records the state served now (through record). */
@@ -132,8 +133,8 @@ export class HistoryRecorder {
       const why = recording.answers.unavailable;
       if (why !== null) {
         this.#options.logger.error({ err: why }, 'the history of answers could not be recorded in the store; this follower stops recording it, and the lease goes to the next');
-        await this.#stop(at - 1);
-        void this.#lease.giveUp();
+        await this.#stop(recording.generation, at - 1);
+        if (this.#generation === recording.generation) void this.#lease.giveUp();
         return;
       }
       this.#lastAt = at;
@@ -149,8 +150,12 @@ export class HistoryRecorder {
   }
 
   async close(): Promise<void> {
+    // A take-over under way stops at its next step.
+    this.#generation = 0;
     await this.#lease.close();
-    await this.#queue;
+    await this.#lifecycle;
+    await this.#serially(() => this.#stop(this.#recording?.generation ?? 0, Date.now()));
+    await this.#pruning;
     await this.#pool.end().catch(() => {});
   }
 
@@ -163,53 +168,81 @@ export class HistoryRecorder {
     return run;
   }
 
+  /** The lease acquired on backend `pid`: its take-over queued; resolves to what stops it, which waits only for the stop. */
+  #acquired(pid: number): () => Promise<void> {
+    const generation = ++this.#acquisitions;
+    this.#generation = generation;
+    this.#lifecycle = this.#lifecycle.then(() => this.#takeOver(pid, generation));
+    return () => {
+      // A take-over of this generation not done yet stops at its next step.
+      if (this.#generation === generation) this.#generation = 0;
+      const stopped = this.#lifecycle.then(() => this.#serially(() => this.#stop(generation, Date.now())));
+      this.#lifecycle = stopped;
+      return stopped;
+    };
+  }
+
   /**
    * Take the history over with the lease held on backend `pid`: a term
    * begun, the history made ready beside the follower's work, then
-   * recording from the state served now. Dropped when the lease went
-   * meanwhile (`generation` no longer the newest).
+   * recording from the state served now. Given up, and what it opened
+   * closed, when the lease goes meanwhile (`generation` no longer held).
    */
   async #takeOver(pid: number, generation: number): Promise<void> {
     const { location, logger } = this.#options;
     const pool = this.#pool;
+    const lease = { lockName: this.#lease.lockName, pid };
+    const held = () => this.#generation === generation;
     let answers: AnswerHistory | null = null;
+    let term: number | null = null;
     try {
+      if (!held()) return;
       // The term first: a copy of the term before still under way is then refused, so the last state read below stays the last.
-      const term = await beginRecording(pool, location, Date.now());
+      term = await beginRecording(pool, location, lease, Date.now());
       const last = await lastRecordedState(pool, location);
-      answers = await this.#openContinuing(pid, term, last);
-      if (generation !== this.#generation) {
-        await answers.close();
-        await recordingAlive(pool, location, term, Date.now(), true);
-        return;
-      }
+      if (!held()) return;
+      answers = await this.#openContinuing(lease, term, last, held);
+      if (!held()) return;
       const taken = answers;
-      let speaking = false;
-      const alive = setInterval(() => {
-        if (speaking) return;
-        speaking = true;
-        // Never past a state being recorded: should its copy fail, it is served all the same, and unrecorded.
-        const next = this.#next;
-        void recordingAlive(pool, location, term, next === null ? Date.now() : Math.min(Date.now(), next.at - 1))
-          .catch((error: Error) => logger.warn({ err: error.message }, 'could not tell the store the history is still being recorded'))
-          .finally(() => (speaking = false));
-      }, RECORDER_ALIVE_EVERY_MS);
-      alive.unref();
-      const prune = setTimeout(() => void this.#prune(), FIRST_PRUNE_AFTER_MS);
-      prune.unref();
-      await this.#serially(() => {
-        this.#recording = { answers: taken, term, alive, prune };
+      const recording = await this.#serially(() => {
+        if (!held()) return Promise.resolve(null);
+        const started = this.#startRecording(generation, taken, term!);
         this.#lastAt = Math.max(this.#lastAt, last?.at ?? 0);
-        return Promise.resolve();
+        return Promise.resolve(started);
       });
-      logger.info({ term, vpas: taken.vpaCount, continuedAt: last?.at ?? null }, 'recording the history of answers');
+      if (recording === null) return;
+      answers = null;
+      term = null;
+      logger.info({ term: recording.term, vpas: taken.vpaCount, continuedAt: last?.at ?? null }, 'recording the history of answers');
       // The state served now, which another recorded or none did: the term's first.
       void this.#recordCurrent?.().catch((error: Error) => logger.error({ err: error.message }, 'the state served could not be recorded at the take-over'));
     } catch (error) {
       logger.error({ err: (error as Error).message }, 'could not take the history of answers over; the lease goes to the next');
+      if (held()) void this.#lease.giveUp();
+    } finally {
+      // Opened or begun, and not recording: closed, and the term ended with nothing recorded.
       await answers?.close().catch(() => {});
-      void this.#lease.giveUp();
+      if (term !== null) await recordingAlive(pool, location, term, Date.now(), true).catch(() => {});
     }
+  }
+
+  /** Record under `generation` with `answers` in `term`, saying every second that it does, pruning the store a while after and daily. */
+  #startRecording(generation: number, answers: AnswerHistory, term: number): Recording {
+    const { location, logger } = this.#options;
+    let speaking = false;
+    const alive = setInterval(() => {
+      if (speaking) return;
+      speaking = true;
+      // Never past a state being recorded: should its copy fail, it is served all the same, and unrecorded.
+      const next = this.#next;
+      void recordingAlive(this.#pool, location, term, next === null ? Date.now() : Math.min(Date.now(), next.at - 1))
+        .catch((error: Error) => logger.warn({ err: error.message }, 'could not tell the store the history is still being recorded'))
+        .finally(() => (speaking = false));
+    }, RECORDER_ALIVE_EVERY_MS);
+    alive.unref();
+    const recording: Recording = { generation, answers, term, alive, prune: this.#pruneLater(FIRST_PRUNE_AFTER_MS) };
+    this.#recording = recording;
+    return recording;
   }
 
   /**
@@ -217,14 +250,14 @@ export class HistoryRecorder {
    * change log in the data directory when it ends there, else one made
    * from the store.
    */
-  async #openContinuing(pid: number, term: number, last: LastRecordedState | null): Promise<AnswerHistory> {
+  async #openContinuing(lease: HistoryLease, term: number, last: LastRecordedState | null, held: () => boolean): Promise<AnswerHistory> {
     const { location, path, keepMs, logger } = this.#options;
     const pool = this.#pool;
     const copy = {
       committed: async (committed: CommittedState, log: ChangeLog) => {
         const next = this.#next;
         if (next === null) throw new Error('no state is being recorded');
-        await writeRecordedState(pool, location, { lockName: this.#lease.lockName, pid }, { term, snapshot: next.snapshot, position: next.position, dataAsOf: next.dataAsOf }, committed, log);
+        await writeRecordedState(pool, location, lease, { term, snapshot: next.snapshot, position: next.position, dataAsOf: next.dataAsOf }, committed, log);
       },
     };
     // States after the store's last were never copied into it: cut off at open.
@@ -233,17 +266,20 @@ export class HistoryRecorder {
     if (own.unavailable === null && own.lastAt === servedUntil && (last === null || own.bytes === last.logBytes)) return own;
     await own.close();
     const started = performance.now();
-    await ChangeLog.seed(path, last?.firstAt ?? 0, servedUntil, newestRecords(pool, location), await newestColumn(pool, location));
+    await ChangeLog.seed(path, last?.firstAt ?? 0, servedUntil, newestRecords(pool, location, held), await newestColumn(pool, location));
     const made = await AnswerHistory.open(path, servedUntil, keepMs, logger, copy);
-    if (made.unavailable !== null) throw new Error(made.unavailable);
+    if (made.unavailable !== null) {
+      await made.close();
+      throw new Error(made.unavailable);
+    }
     logger.info({ vpas: made.vpaCount, ms: Math.round(performance.now() - started) }, "the history of answers made again from the store's newest records");
     return made;
   }
 
-  /** Stop recording: the term ends at `until` (the last instant whose state was recorded), and the history is closed. */
-  async #stop(until: number): Promise<void> {
+  /** Stop the recording of `generation`, if it is the one: its term ends at `until` (the last instant whose state was recorded), and its history is closed. */
+  async #stop(generation: number, until: number): Promise<void> {
     const recording = this.#recording;
-    if (recording === null) return;
+    if (recording === null || recording.generation !== generation) return;
     this.#recording = null;
     clearInterval(recording.alive);
     clearTimeout(recording.prune);
@@ -253,7 +289,16 @@ export class HistoryRecorder {
     await recording.answers.close();
   }
 
-  /** Drop from the store what the retention no longer needs, beside the recording; then again a day on. */
+  /** A prune of the store in `ms`, beside the recording, and the next a day on. */
+  #pruneLater(ms: number): NodeJS.Timeout {
+    const timer = setTimeout(() => {
+      this.#pruning = this.#prune();
+    }, ms);
+    timer.unref();
+    return timer;
+  }
+
+  /** Drop from the store what the retention no longer needs. */
   async #prune(): Promise<void> {
     const recording = this.#recording;
     if (recording === null || this.#options.keepMs === 0) return;
@@ -264,8 +309,7 @@ export class HistoryRecorder {
     } catch (error) {
       this.#options.logger.error({ err: (error as Error).message }, 'the changes past the history kept could not be dropped from the store; tried again tomorrow');
     }
-    if (this.#recording !== recording) return;
-    // Replaced in place: the timer the stop clears.
-    this.#recording = { ...recording, prune: setTimeout(() => void this.#prune(), PRUNE_EVERY_MS).unref() };
+    // Replaced in place, the timer the stop clears; not after a stop.
+    if (this.#recording === recording) this.#recording = { ...recording, prune: this.#pruneLater(PRUNE_EVERY_MS) };
   }
 }

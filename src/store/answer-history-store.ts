@@ -20,6 +20,15 @@ import { holdsAdvisoryLock, storeError, type StoreLocation } from './postgres.js
 
 /** How often the recorder says it is still recording, ms: an instant is told once a word after it is in. */
 export const RECORDER_ALIVE_EVERY_MS = 1_000;
+/** The history lease a recorder holds: its advisory lock, held by backend `pid`. */
+export interface HistoryLease {
+  readonly lockName: string;
+  readonly pid: number;
+}
+
+/** How long a take-over waits for a copy under way to end, ms. */
+const TAKE_OVER_WAIT_MS = 60_000;
+
 /** Records written per statement, and newest records read per page when a recorder takes over. */
 const ROWS_PER_STATEMENT = 5_000;
 
@@ -171,17 +180,21 @@ export async function lastRecordedState(pool: pg.Pool, location: StoreLocation):
  * resolves, the last state in the store stays the last until this term
  * writes one.
  */
-export async function beginRecording(pool: pg.Pool, location: StoreLocation, now: number): Promise<number> {
+export async function beginRecording(pool: pg.Pool, location: StoreLocation, lease: HistoryLease, now: number): Promise<number> {
   return withPoolClient(pool, location, async (client) => {
     try {
       await client.query('BEGIN');
+      // A copy that does not end (its connection stalled) holds the lock: the take-over fails, and is tried again.
+      await client.query(`SET LOCAL lock_timeout = ${TAKE_OVER_WAIT_MS}`);
       await client.query('LOCK TABLE answer_recorders IN EXCLUSIVE MODE');
+      // A take-over whose lease went while it waited begins no term: the one holding it now would be fenced off.
+      if (!(await holdsAdvisoryLock(client, lease.lockName, lease.pid))) throw new HistoryError('the history lease was lost while taking the history over');
       const { rows } = await client.query<{ term: string }>('INSERT INTO answer_recorders (began_ms, alive_ms) VALUES ($1, $1) RETURNING term', [Math.floor(now)]);
       await client.query('COMMIT');
       return epochMs(location, rows[0]!.term, 'answer_recorders.term');
     } catch (error) {
       await client.query('ROLLBACK').catch(() => {});
-      throw error instanceof StoreError ? error : storeError(location, error);
+      throw error instanceof StoreError || error instanceof HistoryError ? error : storeError(location, error);
     }
   });
 }
@@ -213,7 +226,7 @@ export interface RecordedState {
 export async function writeRecordedState(
   pool: pg.Pool,
   location: StoreLocation,
-  lease: { readonly lockName: string; readonly pid: number },
+  lease: HistoryLease,
   state: RecordedState,
   committed: CommittedState,
   log: ChangeLog,
@@ -266,10 +279,15 @@ export async function writeRecordedState(
   });
 }
 
-/** Each VPA's newest record, a page at a time, checked against its row: what a recorder taking over compares with. */
-export async function* newestRecords(pool: pg.Pool, location: StoreLocation): AsyncGenerator<Buffer[]> {
+/**
+ * Each VPA's newest record, a page at a time, checked against its row:
+ * what a recorder taking over compares with. Stops (HistoryError) once
+ * `going()` is false.
+ */
+export async function* newestRecords(pool: pg.Pool, location: StoreLocation, going: () => boolean = () => true): AsyncGenerator<Buffer[]> {
   let after = '';
   for (;;) {
+    if (!going()) throw new HistoryError('the history lease went while the history was being made from the store');
     let rows: { vpa: string; at_ms: string; number: number; record: Buffer }[];
     try {
       ({ rows } = await pool.query(

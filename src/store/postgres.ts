@@ -80,7 +80,7 @@ export async function connectStore(location: StoreLocation): Promise<pg.Client> 
  * is replaced at the next query, so they recover from an outage by
  * themselves. Transactions take a client of their own (`pool.connect()`).
  */
-export function storePool(location: StoreLocation, max = 4): pg.Pool {
+export function storePool(location: StoreLocation, max = 4, idleInTransactionMs?: number): pg.Pool {
   const pool = new pg.Pool({
     connectionString: location.url,
     max,
@@ -88,7 +88,8 @@ export function storePool(location: StoreLocation, max = 4): pg.Pool {
     idleTimeoutMillis: 30_000,
     application_name: 'upi-risk',
     ...KEEP_ALIVE,
-    options: `-c search_path=${checkSchemaName(location.schema)} -c temp_buffers=${TEMP_BUFFERS}`,
+    // A transaction left idle longer than `idleInTransactionMs` (its client gone quiet, with the locks it holds) is ended by the server.
+    options: `-c search_path=${checkSchemaName(location.schema)} -c temp_buffers=${TEMP_BUFFERS}${idleInTransactionMs === undefined ? '' : ` -c idle_in_transaction_session_timeout=${Math.round(idleInTransactionMs)}`}`,
   });
   // An idle connection that breaks is dropped from the pool; the next query opens another.
   pool.on('error', () => {});

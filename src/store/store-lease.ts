@@ -112,9 +112,9 @@ export class StoreLease {
     if (held || this.#client !== client) return;
     this.#client = null;
     this.#logger.error({ store: redactStoreUrl(this.#location.url), checkMs: this.#checkMs }, `the ${this.#duty.name} lease could not be confirmed on its connection; giving it up, another follower takes over`);
-    await this.#release();
-    // Not waited for: a connection that does not answer may not answer its end either.
+    // Ended first, so that the lock goes while what the lease started stops; not waited for: a connection that does not answer may not answer its end either.
     void client.end().catch(() => {});
+    await this.#release();
   }
 
   /** The advisory lock's name: one per duty and schema. */
@@ -134,8 +134,9 @@ export class StoreLease {
     if (client === null) return;
     this.#client = null;
     this.#logger.warn({ schema: this.#location.schema }, `${this.#duty.name} lease given up`);
+    const ended = client.end().catch(() => {});
     await this.#release();
-    await client.end().catch(() => {});
+    await ended;
   }
 
   async close(): Promise<void> {

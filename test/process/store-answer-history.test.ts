@@ -37,7 +37,7 @@ test('states copied into the store tell the answers and changes the change log t
       const lease = { lockName: LOCK, pid };
       await withHistoryLog(async (path) => {
         const log = await ChangeLog.open(path, 0);
-        const term = await beginRecording(pool, location, T0);
+        const term = await beginRecording(pool, location, lease, T0);
         const states: { at: number; version: string; changes: [string, AnswerFacts][]; scoredAt?: number }[] = [
           { at: T0, version: 's1', changes: [['a@ybl', flaggedFacts(4500)], ['b@ybl', flaggedFacts(9000, 7, 3)], ['c@ybl', flaggedFacts(7000)]], scoredAt: T0 },
           { at: T0 + 1000, version: 's1+5', changes: [['a@ybl', flaggedFacts(8600, 12)], ['c@ybl', CLEARED_FACTS], ['c@ybl', flaggedFacts(6100)]] },
@@ -100,7 +100,8 @@ test('states copied into the store tell the answers and changes the change log t
         log.add('a@ybl', flaggedFacts(100), 'evidence');
         const late = await log.commit();
         await assert.rejects(writeRecordedState(pool, location, { lockName: LOCK, pid: pid + 100_000 }, { term, snapshot: 's2', position: 11, dataAsOf: T0 }, late, log), HistoryError);
-        const next = await beginRecording(pool, location, T0 + DAY + 3500);
+        await assert.rejects(beginRecording(pool, location, { lockName: LOCK, pid: pid + 100_000 }, T0 + DAY + 3500), /lost while taking the history over/);
+        const next = await beginRecording(pool, location, lease, T0 + DAY + 3500);
         assert.ok(next > term);
         await assert.rejects(writeRecordedState(pool, location, lease, { term, snapshot: 's2', position: 11, dataAsOf: T0 }, late, log), /the history lease was lost/);
         assert.equal((await lastRecordedState(pool, location))!.at, T0 + DAY + 1000, 'nothing written');
