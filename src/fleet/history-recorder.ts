@@ -172,14 +172,19 @@ export class HistoryRecorder {
   #acquired(pid: number): () => Promise<void> {
     const generation = ++this.#acquisitions;
     this.#generation = generation;
-    this.#lifecycle = this.#lifecycle.then(() => this.#takeOver(pid, generation));
+    this.#lifecycle = this.#lifecycle.then(() => this.#takeOver(pid, generation)).catch((error: unknown) => this.#failed('taking the history over', error));
     return () => {
       // A take-over of this generation not done yet stops at its next step.
       if (this.#generation === generation) this.#generation = 0;
-      const stopped = this.#lifecycle.then(() => this.#serially(() => this.#stop(generation, Date.now())));
+      const stopped = this.#lifecycle.then(() => this.#serially(() => this.#stop(generation, Date.now()))).catch((error: unknown) => this.#failed('stopping the recording', error));
       this.#lifecycle = stopped;
       return stopped;
     };
+  }
+
+  /** A step of the lifecycle that failed where nothing awaits it: logged, and the next goes on. */
+  #failed(what: string, error: unknown): void {
+    this.#options.logger.error({ err: error instanceof Error ? error.message : String(error) }, `the history of answers failed ${what}`);
   }
 
   /**
@@ -217,7 +222,7 @@ export class HistoryRecorder {
       // The state served now, which another recorded or none did: the term's first.
       void this.#recordCurrent?.().catch((error: Error) => logger.error({ err: error.message }, 'the state served could not be recorded at the take-over'));
     } catch (error) {
-      logger.error({ err: (error as Error).message }, 'could not take the history of answers over; the lease goes to the next');
+      logger.error({ err: error instanceof Error ? error.message : String(error) }, 'could not take the history of answers over; the lease goes to the next');
       if (held()) void this.#lease.giveUp();
     } finally {
       // Opened or begun, and not recording: closed, and the term ended with nothing recorded.

@@ -59,7 +59,7 @@ async function startFollower(options: FollowerServeOptions, logger: Logger, metr
   const keepMs = historyKeepMs(options.historyDays);
   const versions = options.historyDays === 0 ? unavailableVersions(HISTORY_OFF) : new StoreServedVersions(intake, location, logger, keepMs);
   // One follower at a time records the fleet's history of answers; every follower reads it from the store.
-  const history = options.historyDays === 0 || options.recordsHistory === false ? null : new HistoryRecorder({ location, path: options.dir.answerChanges, keepMs, logger, leasePollMs: options.pollMs });
+  const history = options.historyDays === 0 || options.recordsHistory === false ? null : new HistoryRecorder({ location, path: options.dir.answerChanges, keepMs, logger });
   const follower = await FollowerService.start({ location, dataDir: options.dir, logger, pollMs: options.pollMs, versions, ...(history === null ? {} : { history }) }).catch(
     async (error: unknown) => {
       await intake.end().catch(() => {});

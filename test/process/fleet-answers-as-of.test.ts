@@ -39,7 +39,8 @@ test('a follower that was not running tells every answer the fleet served as of 
       const startFollower = async (again = false) => {
         server = await startServer(join(t.root, `follower-${again ? followers : ++followers}`), { args: [...store, '--threads', '1'] });
         servers.push(server);
-        await until('the follower recording the history', 30_000, async () => (await call(`/v1/verify/upi?upi=payee@ybl&as_of=${encodeURIComponent(new Date().toISOString())}`)).status === 200);
+        // Told once a state it recorded began before the instant, and it said it was recording after it (every second).
+        await until('the follower recording the history', 60_000, async () => (await call(`/v1/verify/upi?upi=payee@ybl&as_of=${encodeURIComponent(new Date(Date.now() - 1500).toISOString())}`)).status === 200);
         assert.match(await (await fetch(`${server.base}/metrics`)).text(), /^upi_risk_answer_history_recording 1$/m);
       };
       await startFollower();

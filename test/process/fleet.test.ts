@@ -17,7 +17,11 @@ import { freePort, startPrivatePostgres, startRedis } from '../private-services.
  */
 
 async function lookup(server: RunningServer, key: string, upi: string): Promise<{ status: number; verdict?: string }> {
-  const response = await fetch(`${server.base}/v1/verify/upi?upi=${encodeURIComponent(upi)}`, { headers: { authorization: `Bearer ${key}` } });
+  const response = await fetch(`${server.base}/v1/verify/upi?upi=${encodeURIComponent(upi)}`, { headers: { authorization: `Bearer ${key}` } }).catch((error: Error) => {
+    // A server that no longer answers: say how it ended, with the end of its log.
+    const { exitCode, signalCode } = server.child;
+    throw new Error(`${upi} not answered (${error.message}; exit ${exitCode ?? '-'}, signal ${signalCode ?? '-'}): ${server.stderr().slice(-3000)}`, { cause: error });
+  });
   const body = (await response.json()) as { status?: string };
   return { status: response.status, ...(body.status === undefined ? {} : { verdict: body.status }) };
 }
