@@ -168,7 +168,7 @@ export class HistoryRecorder {
     return run;
   }
 
-  /** The lease acquired on backend `pid`: its take-over queued; resolves to what stops it, which waits only for the stop. */
+  /** The lease acquired on backend `pid`: its take-over queued; returns what stops it, which waits for the take-over (told to stop at its next step) and the stop. */
   #acquired(pid: number): () => Promise<void> {
     const generation = ++this.#acquisitions;
     this.#generation = generation;

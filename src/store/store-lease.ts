@@ -62,9 +62,11 @@ export class StoreLease {
   /** Try now, then every `pollMs` while not held; check it as often while held. */
   start(): void {
     const tick = () => {
-      void (this.#client === null ? this.#try() : this.#check()).finally(() => {
-        if (!this.#closed) this.#timer = setTimeout(tick, this.#pollMs).unref();
-      });
+      void (this.#client === null ? this.#try() : this.#check())
+        .catch((error: unknown) => this.#logger.error({ err: error instanceof Error ? error.message : String(error) }, `the ${this.#duty.name} lease could not be tried or checked; tried again`))
+        .finally(() => {
+          if (!this.#closed) this.#timer = setTimeout(tick, this.#pollMs).unref();
+        });
     };
     tick();
   }
@@ -98,7 +100,16 @@ export class StoreLease {
       void this.#release();
     });
     this.#logger.info({ schema: this.#location.schema }, `${this.#duty.name} lease taken: this follower ${this.#duty.duty}`);
-    const stop = await this.#onAcquired(pid);
+    let stop: () => Promise<void>;
+    try {
+      stop = await this.#onAcquired(pid);
+    } catch (error) {
+      // Nothing started: the lease goes, and is tried for again.
+      this.#logger.error({ err: error instanceof Error ? error.message : String(error) }, `starting what the ${this.#duty.name} lease holds failed; it is given up`);
+      if (this.#client === client) this.#client = null;
+      void client.end().catch(() => {});
+      return;
+    }
     // Lost, given up or closed while it started: what it started stops now.
     if (this.#client !== client || this.#closed) await stop();
     else this.#stop = stop;
@@ -122,10 +133,11 @@ export class StoreLease {
     return `upi-risk ${this.#duty.lock} ${this.#location.schema}`;
   }
 
+  /** Stop what the lease started; a stop that fails is logged (nothing awaits some releases: a failure must not end the process). */
   async #release(): Promise<void> {
     const stop = this.#stop;
     this.#stop = null;
-    await stop?.();
+    await stop?.().catch((error: unknown) => this.#logger.error({ err: error instanceof Error ? error.message : String(error) }, `stopping what the ${this.#duty.name} lease started failed`));
   }
 
   /** Give the lease up now (what it started is stopped); it is tried for again after `pollMs`. */
@@ -144,7 +156,8 @@ export class StoreLease {
     if (this.#timer !== null) clearTimeout(this.#timer);
     const client = this.#client;
     this.#client = null;
+    // Not waited for, as in #check: a connection that does not answer may not answer its end either.
+    void client?.end().catch(() => {});
     await this.#release();
-    await client?.end().catch(() => {});
   }
 }
