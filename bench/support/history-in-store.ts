@@ -1,8 +1,8 @@
 import { join } from 'node:path';
 import type pg from 'pg';
-import { CHANGE_LOG_HEADER_BYTES, decodeStoredRecord, type ChangeLog } from '../../src/history/change-log.js';
-import { SCORE_BLOCK_VALUES, ScoreColumns } from '../../src/history/score-columns.js';
-import { beginRecording, recordingAlive } from '../../src/store/answer-history-store.js';
+import { CHANGE_LOG_HEADER_BYTES, type ChangeLog } from '../../src/history/change-log.js';
+import { ScoreColumns } from '../../src/history/score-columns.js';
+import { beginRecording, insertChanges, insertScoreColumn, recordingAlive } from '../../src/store/answer-history-store.js';
 import { migrate } from '../../src/store/migrations.js';
 import { connectStore, storePool, type StoreLocation } from '../../src/store/postgres.js';
 
@@ -25,21 +25,7 @@ export async function copyHistoryToStore(url: string, log: ChangeLog, historyDir
   await holder.end();
   const states = new Map<number, string>();
   await log.recordRuns(CHANGE_LOG_HEADER_BYTES, log.bytes, async (run) => {
-    // Each VPA's last record of a state, as the recorder keeps it.
-    const rows = new Map<string, { vpa: string; at: number; number: number; bytes: Buffer }>();
-    for (const bytes of run) {
-      const record = decodeStoredRecord(bytes, log.path);
-      states.set(record.at, record.version);
-      const id = `${record.key} ${record.at}`;
-      rows.delete(id);
-      rows.set(id, { vpa: record.key, at: record.at, number: record.number, bytes });
-    }
-    const list = [...rows.values()];
-    await pool.query(
-      `INSERT INTO answer_changes (vpa, at_ms, number, record) SELECT * FROM unnest($1::text[], $2::bigint[], $3::integer[], $4::bytea[])
-       ON CONFLICT (vpa, at_ms) DO UPDATE SET number = EXCLUDED.number, record = EXCLUDED.record`,
-      [list.map((r) => r.vpa), list.map((r) => r.at), list.map((r) => r.number), list.map((r) => r.bytes)],
-    );
+    for (const record of await insertChanges(pool, run, log.path)) states.set(record.at, record.version);
   });
   const ats = [...states.keys()];
   for (let i = 0; i < ats.length; i += 10_000) {
@@ -52,14 +38,7 @@ export async function copyHistoryToStore(url: string, log: ChangeLog, historyDir
     );
   }
   const columns = await ScoreColumns.open(join(historyDir, 'scores'), Number.MAX_SAFE_INTEGER);
-  for (const next of columns.list()) {
-    const values = await columns.values(next);
-    const bytes = Buffer.from(values.buffer, values.byteOffset, values.byteLength);
-    await pool.query('INSERT INTO answer_score_columns (at_ms, scored_at_ms, vpas) VALUES ($1, $2, $3)', [next.at, next.scoredAt, values.length]);
-    const blocks: Buffer[] = [];
-    for (let at = 0; at < bytes.length; at += 2 * SCORE_BLOCK_VALUES) blocks.push(bytes.subarray(at, at + 2 * SCORE_BLOCK_VALUES));
-    await pool.query('INSERT INTO answer_score_blocks (at_ms, block, scores) SELECT $1, b - 1, s FROM unnest($2::bytea[]) WITH ORDINALITY AS u (s, b)', [next.at, blocks]);
-  }
+  for (const column of columns.list()) await insertScoreColumn(pool, column.at, column.scoredAt, await columns.values(column));
   await recordingAlive(pool, location, term, until, true);
   await pool.query('VACUUM ANALYZE answer_changes');
   const { rows } = await pool.query<{ bytes: string }>(

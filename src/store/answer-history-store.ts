@@ -7,7 +7,7 @@ import { NO_SCORE, SCORE_BLOCK_VALUES } from '../history/score-columns.js';
 import { CONFIDENCE_SCALE } from '../engine/snapshot-data.js';
 import type { ServedAt } from '../history/served-versions.js';
 import { withPoolClient } from './copy-out.js';
-import { holdsAdvisoryLock, storeError, type StoreLocation } from './postgres.js';
+import { holdsAdvisoryLock, storeError, storeWholeNumber, type StoreLocation } from './postgres.js';
 
 /**
  * The fleet's history of answers in the store (migration 0012): the change
@@ -142,10 +142,10 @@ export async function recordedStateAt(pool: pg.Pool, location: StoreLocation, at
   const row = rows[0];
   if (row === undefined) return null;
   return {
-    state: { snapshot: row.snapshot, position: epochMs(location, row.position, 'answer_states.position') },
-    from: epochMs(location, row.at_ms, 'answer_states.at_ms'),
-    dataAsOf: epochMs(location, row.data_as_of_ms, 'answer_states.data_as_of_ms'),
-    answersRecorded: at <= epochMs(location, row.alive_ms, 'answer_recorders.alive_ms'),
+    state: { snapshot: row.snapshot, position: storeWholeNumber(location, row.position, 'answer_states.position') },
+    from: storeWholeNumber(location, row.at_ms, 'answer_states.at_ms'),
+    dataAsOf: storeWholeNumber(location, row.data_as_of_ms, 'answer_states.data_as_of_ms'),
+    answersRecorded: at <= storeWholeNumber(location, row.alive_ms, 'answer_recorders.alive_ms'),
   };
 }
 
@@ -154,7 +154,7 @@ export async function firstRecordedAt(pool: pg.Pool, location: StoreLocation): P
   try {
     const { rows } = await pool.query<{ at_ms: string | null }>('SELECT min(at_ms) AS at_ms FROM answer_states');
     const text = rows[0]?.at_ms ?? null;
-    return text === null ? null : epochMs(location, text, 'answer_states.at_ms');
+    return text === null ? null : storeWholeNumber(location, text, 'answer_states.at_ms');
   } catch (error) {
     throw error instanceof StoreError ? error : storeError(location, error);
   }
@@ -167,7 +167,7 @@ export async function lastRecordedState(pool: pg.Pool, location: StoreLocation):
     );
     const row = rows[0];
     if (row === undefined) return null;
-    return { at: epochMs(location, row.at_ms, 'answer_states.at_ms'), logBytes: epochMs(location, row.log_bytes, 'answer_states.log_bytes'), firstAt: epochMs(location, row.first_ms, 'answer_states.at_ms') };
+    return { at: storeWholeNumber(location, row.at_ms, 'answer_states.at_ms'), logBytes: storeWholeNumber(location, row.log_bytes, 'answer_states.log_bytes'), firstAt: storeWholeNumber(location, row.first_ms, 'answer_states.at_ms') };
   } catch (error) {
     throw error instanceof StoreError ? error : storeError(location, error);
   }
@@ -191,7 +191,7 @@ export async function beginRecording(pool: pg.Pool, location: StoreLocation, lea
       if (!(await holdsAdvisoryLock(client, lease.lockName, lease.pid))) throw new HistoryError('the history lease was lost while taking the history over');
       const { rows } = await client.query<{ term: string }>('INSERT INTO answer_recorders (began_ms, alive_ms) VALUES ($1, $1) RETURNING term', [Math.floor(now)]);
       await client.query('COMMIT');
-      return epochMs(location, rows[0]!.term, 'answer_recorders.term');
+      return storeWholeNumber(location, rows[0]!.term, 'answer_recorders.term');
     } catch (error) {
       await client.query('ROLLBACK').catch(() => {});
       throw error instanceof StoreError || error instanceof HistoryError ? error : storeError(location, error);
@@ -246,37 +246,47 @@ export async function writeRecordedState(
         committed.end,
       ]);
       await log.recordRuns(committed.start, committed.end, async (run) => {
-        for (let i = 0; i < run.length; i += ROWS_PER_STATEMENT) {
-          // A VPA changed twice in one state answers with its last change: the one kept (the other was never served).
-          const byVpa = new Map<string, { readonly bytes: Buffer; readonly number: number }>();
-          for (const bytes of run.slice(i, i + ROWS_PER_STATEMENT)) {
-            const record = decodeStoredRecord(bytes, log.path);
-            byVpa.delete(record.key);
-            byVpa.set(record.key, { bytes, number: record.number });
-          }
-          await client.query(
-            `INSERT INTO answer_changes (vpa, at_ms, number, record)
-               SELECT vpa, $1, number, record FROM unnest($2::text[], $3::integer[], $4::bytea[]) AS r (vpa, number, record)
-             ON CONFLICT (vpa, at_ms) DO UPDATE SET number = EXCLUDED.number, record = EXCLUDED.record`,
-            [committed.at, [...byVpa.keys()], [...byVpa.values()].map((r) => r.number), [...byVpa.values()].map((r) => r.bytes)],
-          );
-        }
+        for (let i = 0; i < run.length; i += ROWS_PER_STATEMENT) await insertChanges(client, run.slice(i, i + ROWS_PER_STATEMENT), log.path);
       });
-      const column = committed.column;
-      if (column !== null) {
-        await client.query('INSERT INTO answer_score_columns (at_ms, scored_at_ms, vpas) VALUES ($1, $2, $3)', [committed.at, column.scoredAt, column.values.length]);
-        const bytes = Buffer.from(column.values.buffer, column.values.byteOffset, column.values.byteLength);
-        const blockBytes = 2 * SCORE_BLOCK_VALUES;
-        for (let block = 0; block * blockBytes < bytes.length; block++) {
-          await client.query('INSERT INTO answer_score_blocks (at_ms, block, scores) VALUES ($1, $2, $3)', [committed.at, block, bytes.subarray(block * blockBytes, (block + 1) * blockBytes)]);
-        }
-      }
+      if (committed.column !== null) await insertScoreColumn(client, committed.at, committed.column.scoredAt, committed.column.values);
       await client.query('COMMIT');
     } catch (error) {
       await client.query('ROLLBACK').catch(() => {});
       throw error instanceof HistoryError ? error : storeError(location, error);
     }
   });
+}
+
+/**
+ * Insert the change records `records` (the change log's bytes, from
+ * `where`), each a row by its VPA and time; resolves to them decoded. A
+ * VPA changed twice in one state answers with its last change: the one
+ * kept (the other was never served).
+ */
+export async function insertChanges(db: pg.ClientBase | pg.Pool, records: readonly Buffer[], where: string): Promise<StoredRecord[]> {
+  const decoded = records.map((bytes) => decodeStoredRecord(bytes, where));
+  const rows = new Map<string, { readonly record: StoredRecord; readonly bytes: Buffer }>();
+  for (const [i, record] of decoded.entries()) {
+    const id = `${record.key} ${record.at}`;
+    rows.delete(id);
+    rows.set(id, { record, bytes: records[i]! });
+  }
+  const list = [...rows.values()];
+  await db.query(
+    `INSERT INTO answer_changes (vpa, at_ms, number, record) SELECT * FROM unnest($1::text[], $2::bigint[], $3::integer[], $4::bytea[])
+     ON CONFLICT (vpa, at_ms) DO UPDATE SET number = EXCLUDED.number, record = EXCLUDED.record`,
+    [list.map((r) => r.record.key), list.map((r) => r.record.at), list.map((r) => r.record.number), list.map((r) => r.bytes)],
+  );
+  return decoded;
+}
+
+/** Insert the column of confidences `values` of the state at `at`, of the scoring day `scoredAt`: its row, and its blocks in one statement. */
+export async function insertScoreColumn(db: pg.ClientBase | pg.Pool, at: number, scoredAt: number, values: Uint16Array): Promise<void> {
+  await db.query('INSERT INTO answer_score_columns (at_ms, scored_at_ms, vpas) VALUES ($1, $2, $3)', [at, scoredAt, values.length]);
+  const bytes = Buffer.from(values.buffer, values.byteOffset, values.byteLength);
+  const blocks: Buffer[] = [];
+  for (let from = 0; from < bytes.length; from += 2 * SCORE_BLOCK_VALUES) blocks.push(bytes.subarray(from, from + 2 * SCORE_BLOCK_VALUES));
+  await db.query('INSERT INTO answer_score_blocks (at_ms, block, scores) SELECT $1, b - 1, s FROM unnest($2::bytea[]) WITH ORDINALITY AS u (s, b)', [at, blocks]);
 }
 
 /**
@@ -321,7 +331,7 @@ export async function newestColumn(pool: pg.Pool, location: StoreLocation): Prom
     }
     if (filled !== bytes.length) throw new StoreError(ErrorCode.STORE_DATA, `store schema ${location.schema}: the column of ${column.at_ms} holds ${filled / 2} of its ${column.vpas} values`);
     if (values.some((value) => value > CONFIDENCE_SCALE && value !== NO_SCORE)) throw new StoreError(ErrorCode.STORE_DATA, `store schema ${location.schema}: the column of ${column.at_ms} holds a value no confidence has`);
-    return { at: epochMs(location, column.at_ms, 'answer_score_columns.at_ms'), scoredAt: epochMs(location, column.scored_at_ms, 'answer_score_columns.scored_at_ms'), values };
+    return { at: storeWholeNumber(location, column.at_ms, 'answer_score_columns.at_ms'), scoredAt: storeWholeNumber(location, column.scored_at_ms, 'answer_score_columns.scored_at_ms'), values };
   } catch (error) {
     throw error instanceof StoreError ? error : storeError(location, error);
   }
@@ -361,11 +371,4 @@ function checkedRecord(location: StoreLocation, row: { vpa: string; at_ms: strin
     throw new HistoryError(`${where}: the row of ${JSON.stringify(row.vpa)} at ${row.at_ms} holds a record of another VPA, time or number`);
   }
   return { bytes: row.record, record };
-}
-
-/** A bigint column's text as a non-negative safe integer; ERR_STORE_DATA otherwise. */
-function epochMs(location: StoreLocation, text: string, what: string): number {
-  const value = Number(text);
-  if (!/^[0-9]{1,16}$/.test(text) || !Number.isSafeInteger(value)) throw new StoreError(ErrorCode.STORE_DATA, `store schema ${location.schema}: ${what} holds ${JSON.stringify(text)}, not a whole number`);
-  return value;
 }

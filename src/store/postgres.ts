@@ -116,6 +116,13 @@ export function storeError(location: StoreLocation, error: unknown): StoreError 
   return new StoreError(ErrorCode.STORE, `store ${redactStoreUrl(location.url)} (schema ${location.schema}): ${message}`, { cause: error });
 }
 
+/** A bigint column's text, as the driver gives it, as a non-negative safe integer; ERR_STORE_DATA naming `what` otherwise. */
+export function storeWholeNumber(location: StoreLocation, text: string, what: string): number {
+  const value = Number(text);
+  if (!/^[0-9]{1,16}$/.test(text) || !Number.isSafeInteger(value)) throw new StoreError(ErrorCode.STORE_DATA, `store schema ${location.schema}: ${what} holds ${JSON.stringify(text)}, not a whole number`);
+  return value;
+}
+
 /**
  * Whether the connection of backend `pid` (default: the one asking) holds
  * the session advisory lock pg_try_advisory_lock(hashtext(name)) takes: a

@@ -1,8 +1,8 @@
 import type pg from 'pg';
-import { ErrorCode, HistoryError, StoreError } from '../common/errors.js';
+import { HistoryError } from '../common/errors.js';
 import { silentLogger, type Logger } from '../common/logger.js';
 import { dataVersionRecord, type DataVersionRecord, type ServedAt, type ServedState, type ServedVersions } from '../history/served-versions.js';
-import { storeError, type StoreLocation } from './postgres.js';
+import { storeError, storeWholeNumber, type StoreLocation } from './postgres.js';
 import { firstRecordedAt, recordedStateAt } from './answer-history-store.js';
 
 /** States held for a store that cannot be written to, at most: past this the oldest are dropped (and logged). */
@@ -163,8 +163,7 @@ export class StoreServedVersions implements ServedVersions {
   }
 
   #time(text: string): number {
-    const ms = Number(text);
-    if (!/^[0-9]{1,16}$/.test(text) || !Number.isSafeInteger(ms)) throw new StoreError(ErrorCode.STORE_DATA, `store schema ${this.#location.schema}: served_versions holds a time that is not epoch milliseconds: ${JSON.stringify(text)}`);
-    return ms;
+    return storeWholeNumber(this.#location, text, 'served_versions.served_at_ms');
   }
+
 }
