@@ -45,7 +45,6 @@ interface Recording {
   readonly answers: AnswerHistory;
   readonly term: number;
   readonly alive: NodeJS.Timeout;
-  readonly prune: NodeJS.Timeout;
 }
 
 /**
@@ -88,6 +87,8 @@ export class HistoryRecorder {
   /** The generation of the lease held now; 0 or a past one when none is. */
   #generation = 0;
   #acquisitions = 0;
+  /** The next prune of the store, while recording. */
+  #pruneTimer: NodeJS.Timeout | undefined;
   /** A prune under way, awaited by close. */
   #pruning: Promise<void> = Promise.resolve();
   /** Which history each comparison ahead was made for. */
@@ -245,8 +246,9 @@ export class HistoryRecorder {
         .finally(() => (speaking = false));
     }, RECORDER_ALIVE_EVERY_MS);
     alive.unref();
-    const recording: Recording = { generation, answers, term, alive, prune: this.#pruneLater(FIRST_PRUNE_AFTER_MS) };
+    const recording: Recording = { generation, answers, term, alive };
     this.#recording = recording;
+    this.#pruneLater(FIRST_PRUNE_AFTER_MS);
     return recording;
   }
 
@@ -287,7 +289,7 @@ export class HistoryRecorder {
     if (recording === null || recording.generation !== generation) return;
     this.#recording = null;
     clearInterval(recording.alive);
-    clearTimeout(recording.prune);
+    clearTimeout(this.#pruneTimer);
     await recordingAlive(this.#pool, this.#options.location, recording.term, until, true).catch((error: Error) =>
       this.#options.logger.warn({ err: error.message }, 'could not tell the store the recording of the history ended; it is taken to have ended at its last word'),
     );
@@ -295,12 +297,12 @@ export class HistoryRecorder {
   }
 
   /** A prune of the store in `ms`, beside the recording, and the next a day on. */
-  #pruneLater(ms: number): NodeJS.Timeout {
-    const timer = setTimeout(() => {
+  #pruneLater(ms: number): void {
+    clearTimeout(this.#pruneTimer);
+    this.#pruneTimer = setTimeout(() => {
       this.#pruning = this.#prune();
     }, ms);
-    timer.unref();
-    return timer;
+    this.#pruneTimer.unref();
   }
 
   /** Drop from the store what the retention no longer needs. */
@@ -314,7 +316,7 @@ export class HistoryRecorder {
     } catch (error) {
       this.#options.logger.error({ err: (error as Error).message }, 'the changes past the history kept could not be dropped from the store; tried again tomorrow');
     }
-    // Replaced in place, the timer the stop clears; not after a stop.
-    if (this.#recording === recording) this.#recording = { ...recording, prune: this.#pruneLater(PRUNE_EVERY_MS) };
+    // Not after a stop, nor for a recording that has since given way to another.
+    if (this.#recording === recording) this.#pruneLater(PRUNE_EVERY_MS);
   }
 }

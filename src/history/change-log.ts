@@ -524,7 +524,7 @@ export class ChangeLog {
     path: string,
     startedAt: number,
     until: number,
-    records: AsyncIterable<readonly Buffer[]>,
+    records: AsyncIterable<readonly DecodedStoredRecord[]>,
     column: { readonly at: number; readonly scoredAt: number; readonly values: Uint16Array } | null,
   ): Promise<void> {
     const temp = join(dirname(path), tempFileName(basename(path)));
@@ -534,9 +534,10 @@ export class ChangeLog {
       const runs = new RecordRuns(copy, HEADER_LENGTH);
       await writeAllAt(copy, [header(startedAt)], 0);
       for await (const run of records) {
-        for (const bytes of run) {
-          // Checked whole, and of a state up to `until`: a record is made the ground of every comparison after.
-          if (decodeStoredRecord(bytes, path).at > until) throw new HistoryError(`a record of a state after ${until} is not the history that ends then`);
+        for (const { bytes, record: read } of run) {
+          // Of a state up to `until`, and the record its bytes hold: a record is made the ground of every comparison after.
+          if (read.length !== bytes.length) throw new HistoryError(`a record of ${bytes.length} bytes decoded as one of ${read.length}`);
+          if (read.at > until) throw new HistoryError(`a record of a state after ${until} is not the history that ends then`);
           const record = runs.reserve(bytes.length);
           bytes.copy(record);
           record.writeDoubleLE(-1, 24);
@@ -807,6 +808,12 @@ export async function pastAnswerOf(record: StoredRecord | null, where: string, s
 
 /** The place decodeRecord is given for a record kept apart from its file: any chain is before it. */
 const STORED_APART = Number.MAX_SAFE_INTEGER;
+
+/** A stored record's bytes and what decodeStoredRecord read of them: decoded once, where they were read. */
+export interface DecodedStoredRecord {
+  readonly bytes: Buffer;
+  readonly record: StoredRecord;
+}
 
 /**
  * The record whose bytes a copy of the log keeps apart from its file

@@ -2,7 +2,7 @@ import type pg from 'pg';
 import { ErrorCode, HistoryError, StoreError } from '../common/errors.js';
 import type { ChangeEntry } from '../api/history-paths.js';
 import type { AnswerReader } from '../history/answer-changes.js';
-import { changeEntries, decodeStoredRecord, pastAnswerOf, type ChangeLog, type CommittedState, type PastAnswer, type StoredRecord } from '../history/change-log.js';
+import { changeEntries, decodeStoredRecord, pastAnswerOf, type ChangeLog, type CommittedState, type DecodedStoredRecord, type PastAnswer, type StoredRecord } from '../history/change-log.js';
 import { NO_SCORE, SCORE_BLOCK_VALUES } from '../history/score-columns.js';
 import { CONFIDENCE_SCALE } from '../engine/snapshot-data.js';
 import type { ServedAt } from '../history/served-versions.js';
@@ -265,7 +265,7 @@ export async function writeRecordedState(
  */
 export async function insertChanges(db: pg.ClientBase | pg.Pool, records: readonly Buffer[], where: string): Promise<StoredRecord[]> {
   const decoded = records.map((bytes) => decodeStoredRecord(bytes, where));
-  const rows = new Map<string, { readonly record: StoredRecord; readonly bytes: Buffer }>();
+  const rows = new Map<string, DecodedStoredRecord>();
   for (const [i, record] of decoded.entries()) {
     const id = `${record.key} ${record.at}`;
     rows.delete(id);
@@ -294,7 +294,7 @@ export async function insertScoreColumn(db: pg.ClientBase | pg.Pool, at: number,
  * what a recorder taking over compares with. Stops (HistoryError) once
  * `going()` is false.
  */
-export async function* newestRecords(pool: pg.Pool, location: StoreLocation, going: () => boolean = () => true): AsyncGenerator<Buffer[]> {
+export async function* newestRecords(pool: pg.Pool, location: StoreLocation, going: () => boolean = () => true): AsyncGenerator<DecodedStoredRecord[]> {
   let after = '';
   for (;;) {
     if (!going()) throw new HistoryError('the history lease went while the history was being made from the store');
@@ -308,7 +308,7 @@ export async function* newestRecords(pool: pg.Pool, location: StoreLocation, goi
       throw storeError(location, error);
     }
     if (rows.length === 0) return;
-    yield rows.map((row) => checkedRecord(location, row).bytes);
+    yield rows.map((row) => checkedRecord(location, row));
     after = rows[rows.length - 1]!.vpa;
   }
 }
@@ -364,7 +364,7 @@ export async function pruneRecordedHistory(pool: pg.Pool, location: StoreLocatio
  * number. A damaged record is the history's (HistoryError: answered 503
  * naming it), as a damaged file is.
  */
-function checkedRecord(location: StoreLocation, row: { vpa: string; at_ms: string; number: number; record: Buffer }): { bytes: Buffer; record: StoredRecord } {
+function checkedRecord(location: StoreLocation, row: { vpa: string; at_ms: string; number: number; record: Buffer }): DecodedStoredRecord {
   const where = `the answer history of store schema ${location.schema}`;
   const record = decodeStoredRecord(row.record, where);
   if (record.key !== row.vpa || record.number !== row.number || record.at !== Number(row.at_ms)) {
