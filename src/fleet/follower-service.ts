@@ -221,11 +221,11 @@ export class FollowerService implements ServedData {
     });
   }
 
-  /** Record the state served now again, in the queue of changes: a follower taking the history lease over records it. */
-  recordAgain(): Promise<void> {
+  /** Record the state served now, in the queue of changes, unless one was since the take-over: a follower taking the history lease over records it. */
+  recordTakenOver(): Promise<void> {
     return this.#queueChange(async () => {
       if (this.#closed) return;
-      await this.#options.history?.record(this.#current, this.#delta, { kind: 'snapshot', corrected: new Set(), clearances: this.#clearances });
+      await this.#options.history?.recordFirst(this.#current, this.#delta, { kind: 'snapshot', corrected: new Set(), clearances: this.#clearances });
     });
   }
 

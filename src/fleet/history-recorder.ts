@@ -7,6 +7,7 @@ import { AnswerHistory, type ComparedAhead, type ServedChange } from '../history
 import { ChangeLog, type CommittedState } from '../history/change-log.js';
 import {
   RECORDER_ALIVE_EVERY_MS,
+  RECORDER_ANSWER_WITHIN_MS,
   beginRecording,
   lastRecordedState,
   newestColumn,
@@ -34,6 +35,8 @@ export interface HistoryRecorderOptions {
 /** How often the recorder drops what the retention no longer needs from the store, and how soon after a take-over it first does. */
 const PRUNE_EVERY_MS = 24 * 60 * 60 * 1000;
 const FIRST_PRUNE_AFTER_MS = 10 * 60 * 1000;
+/** Kept past the retention by the store's prune: a follower whose clock is behind the recorder's by less still finds every record an instant it takes as kept needs. */
+const PRUNE_MARGIN_MS = 24 * 60 * 60 * 1000;
 /** How long a copy's transaction may wait on the recorder between statements before the store ends it (and its locks). */
 const COPY_IDLE_MS = 60_000;
 
@@ -45,6 +48,8 @@ interface Recording {
   readonly answers: AnswerHistory;
   readonly term: number;
   readonly alive: NodeJS.Timeout;
+  /** Whether a state was recorded in it yet. */
+  recorded: boolean;
 }
 
 /**
@@ -93,13 +98,13 @@ export class HistoryRecorder {
   #pruning: Promise<void> = Promise.resolve();
   /** Which history each comparison ahead was made for. */
   readonly #aheadOf = new WeakMap<ComparedAhead, AnswerHistory>();
-  /** Records the state served now again (FollowerService.recordAgain): a follower taking the lease records it at once. */
+  /** Records the state served now (FollowerService.recordTakenOver): a follower taking the lease records it at once, unless a merge or swap was recorded first. */
   #recordCurrent: (() => Promise<void>) | null = null;
 
   constructor(options: HistoryRecorderOptions) {
     this.#options = options;
     // Its own connections (a copy holds one while the heartbeat and the prune use theirs), and a copy whose client goes quiet ends.
-    this.#pool = storePool(options.location, 3, COPY_IDLE_MS);
+    this.#pool = storePool(options.location, 3, COPY_IDLE_MS, RECORDER_ANSWER_WITHIN_MS);
     this.#lease = new StoreLease(options.location, HISTORY_DUTY, options.logger, (pid) => Promise.resolve(this.#acquired(pid)), options.leasePollMs);
   }
 
@@ -121,10 +126,23 @@ export class HistoryRecorder {
    * is served all the same.
    */
   record(view: SnapshotView, delta: DeltaData, change: ServedChange, ahead: ComparedAhead | null = null): Promise<void> {
+    return this.#record(view, delta, change, ahead, false);
+  }
+
+  /**
+   * record the state served at a take-over, unless a state served since
+   * was recorded first: the first state of a recording compares every VPA,
+   * and a second whole comparison would find nothing.
+   */
+  recordFirst(view: SnapshotView, delta: DeltaData, change: ServedChange): Promise<void> {
+    return this.#record(view, delta, change, null, true);
+  }
+
+  #record(view: SnapshotView, delta: DeltaData, change: ServedChange, ahead: ComparedAhead | null, firstOnly: boolean): Promise<void> {
     if (this.#recording === null) return Promise.resolve();
     return this.#serially(async () => {
       const recording = this.#recording;
-      if (recording === null) return;
+      if (recording === null || (firstOnly && recording.recorded)) return;
       const at = Math.max(Date.now(), this.#lastAt + 1);
       this.#next = { at, snapshot: view.meta.id, position: delta.meta.position, dataAsOf: servedAsOf(view, delta) };
       // A comparison made for the history of an earlier take-over compares nothing of this one.
@@ -139,6 +157,7 @@ export class HistoryRecorder {
         return;
       }
       this.#lastAt = at;
+      recording.recorded = true;
     });
   }
 
@@ -246,7 +265,7 @@ export class HistoryRecorder {
         .finally(() => (speaking = false));
     }, RECORDER_ALIVE_EVERY_MS);
     alive.unref();
-    const recording: Recording = { generation, answers, term, alive };
+    const recording: Recording = { generation, answers, term, alive, recorded: false };
     this.#recording = recording;
     this.#pruneLater(FIRST_PRUNE_AFTER_MS);
     return recording;
@@ -311,7 +330,7 @@ export class HistoryRecorder {
     if (recording === null || this.#options.keepMs === 0) return;
     const started = performance.now();
     try {
-      const dropped = await pruneRecordedHistory(this.#pool, this.#options.location, Date.now() - this.#options.keepMs);
+      const dropped = await pruneRecordedHistory(this.#pool, this.#options.location, Date.now() - this.#options.keepMs - PRUNE_MARGIN_MS);
       this.#options.logger.info({ dropped, ms: Math.round(performance.now() - started) }, 'changes past the history kept dropped from the store');
     } catch (error) {
       this.#options.logger.error({ err: (error as Error).message }, 'the changes past the history kept could not be dropped from the store; tried again tomorrow');

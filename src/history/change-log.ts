@@ -529,15 +529,26 @@ export class ChangeLog {
   ): Promise<void> {
     const temp = join(dirname(path), tempFileName(basename(path)));
     await mkdir(dirname(path), { recursive: true });
-    const copy = await open(temp, 'w');
+    let copy: FileHandle | null = await open(temp, 'w');
     try {
       const runs = new RecordRuns(copy, HEADER_LENGTH);
       await writeAllAt(copy, [header(startedAt)], 0);
+      // The VPAs' numbers are their places in the columns: each once, 0 to the count less one.
+      let numbered: Uint32Array = new Uint32Array(1 << 10);
+      let count = 0;
+      let highest = -1;
       for await (const run of records) {
         for (const { bytes, record: read } of run) {
-          // Of a state up to `until`, and the record its bytes hold: a record is made the ground of every comparison after.
-          if (read.length !== bytes.length) throw new HistoryError(`a record of ${bytes.length} bytes decoded as one of ${read.length}`);
+          // The bytes decoded (their CRC), of a state up to `until`: a record is made the ground of every comparison after.
+          if (bytes.readUInt32LE(0) !== crc32(bytes.subarray(4))) throw new HistoryError(`the record of ${JSON.stringify(read.key)} is not the bytes it was decoded from`);
           if (read.at > until) throw new HistoryError(`a record of a state after ${until} is not the history that ends then`);
+          const word = read.number >>> 5;
+          if (word >= numbered.length) numbered = grownTo(numbered, word + 1);
+          const bit = 1 << (read.number & 31);
+          if ((numbered[word]! & bit) !== 0) throw new HistoryError(`two VPAs are numbered ${read.number}`);
+          numbered[word]! |= bit;
+          count++;
+          highest = Math.max(highest, read.number);
           const record = runs.reserve(bytes.length);
           bytes.copy(record);
           record.writeDoubleLE(-1, 24);
@@ -546,19 +557,22 @@ export class ChangeLog {
         }
         await runs.room();
       }
+      if (highest !== count - 1) throw new HistoryError(`${count} VPAs numbered up to ${highest}: some VPA's record is missing`);
+      if (column !== null && column.values.length > count) throw new HistoryError(`a column of ${column.values.length} VPAs beside the records of ${count}`);
       await runs.done();
       await copy.datasync();
+      await copy.close();
+      copy = null;
+      await dropFactsIndex(path);
+      const scores = join(dirname(path), 'scores');
+      await rm(scores, { recursive: true, force: true });
+      if (column !== null) await (await ScoreColumns.open(scores, Number.POSITIVE_INFINITY)).write(column.at, column.scoredAt, column.values);
+      await rename(temp, path);
     } catch (error) {
-      await copy.close().catch(() => {});
+      await copy?.close().catch(() => {});
       await unlink(temp).catch(() => {});
       throw new HistoryError(`cannot write ${path}: ${(error as Error).message}`, { cause: error });
     }
-    await copy.close();
-    await dropFactsIndex(path);
-    const scores = join(dirname(path), 'scores');
-    await rm(scores, { recursive: true, force: true });
-    if (column !== null) await (await ScoreColumns.open(scores, Number.POSITIVE_INFINITY)).write(column.at, column.scoredAt, column.values);
-    await rename(temp, path);
     await syncDirectory(dirname(path));
   }
 
@@ -838,6 +852,13 @@ function entryOf(r: StoredRecord): ChangeEntry {
     cluster_id: f.cluster === 0 ? null : formatClusterId(f.cluster),
     cause: r.cause,
   };
+}
+
+/** `array` copied into one of at least `length` elements (twice as many, if more), the rest 0. */
+function grownTo(array: Uint32Array, length: number): Uint32Array<ArrayBuffer> {
+  const next = new Uint32Array(Math.max(length, 2 * array.length));
+  next.set(array);
+  return next;
 }
 
 function asciiOf(text: string, what: string): Buffer {

@@ -66,7 +66,7 @@ async function startFollower(options: FollowerServeOptions, logger: Logger, metr
       throw error;
     },
   );
-  history?.start(() => follower.recordAgain());
+  history?.start(() => follower.recordTakenOver());
   const keyChanges = new StoreNotifications(location, [keysChannel(location)], () => void keys.check(), logger);
   metrics.observeSnapshot(follower.current);
   follower.onSwap((event) => metrics.observeSnapshot(event.next));

@@ -7,7 +7,7 @@ import { NO_SCORE, SCORE_BLOCK_VALUES } from '../history/score-columns.js';
 import { CONFIDENCE_SCALE } from '../engine/snapshot-data.js';
 import type { ServedAt } from '../history/served-versions.js';
 import { withPoolClient } from './copy-out.js';
-import { holdsAdvisoryLock, storeError, storeWholeNumber, type StoreLocation } from './postgres.js';
+import { answeredWithin, dropConnection, holdsAdvisoryLock, storeError, storeWholeNumber, type StoreLocation } from './postgres.js';
 
 /**
  * The fleet's history of answers in the store (migration 0012): the change
@@ -28,6 +28,16 @@ export interface HistoryLease {
 
 /** How long a take-over waits for a copy under way to end, ms. */
 const TAKE_OVER_WAIT_MS = 60_000;
+/**
+ * How long the recorder awaits the answer to one of its statements, ms:
+ * past the take-over's wait, far past a copy's statement (a few thousand
+ * rows); one never answered (a connection gone half open) fails the copy
+ * within this, not after the kernel's timeouts with the follower's states
+ * waiting behind it.
+ */
+export const RECORDER_ANSWER_WITHIN_MS = 2 * TAKE_OVER_WAIT_MS;
+/** The same for each of a prune's passes. */
+const PRUNE_PASS_WITHIN_MS = 60 * 60_000;
 
 /** Records written per statement, and newest records read per page when a recorder takes over. */
 const ROWS_PER_STATEMENT = 5_000;
@@ -193,7 +203,8 @@ export async function beginRecording(pool: pg.Pool, location: StoreLocation, lea
       await client.query('COMMIT');
       return storeWholeNumber(location, rows[0]!.term, 'answer_recorders.term');
     } catch (error) {
-      await client.query('ROLLBACK').catch(() => {});
+      // Dropped, not rolled back: the server ends the transaction, and a connection that stopped answering is not waited on.
+      dropConnection(client);
       throw error instanceof StoreError || error instanceof HistoryError ? error : storeError(location, error);
     }
   });
@@ -251,7 +262,8 @@ export async function writeRecordedState(
       if (committed.column !== null) await insertScoreColumn(client, committed.at, committed.column.scoredAt, committed.column.values);
       await client.query('COMMIT');
     } catch (error) {
-      await client.query('ROLLBACK').catch(() => {});
+      // Dropped, not rolled back: the server ends the transaction, and a connection that stopped answering is not waited on.
+      dropConnection(client);
       throw error instanceof HistoryError ? error : storeError(location, error);
     }
   });
@@ -345,14 +357,13 @@ export async function newestColumn(pool: pg.Pool, location: StoreLocation): Prom
  */
 export async function pruneRecordedHistory(pool: pg.Pool, location: StoreLocation, cutoff: number): Promise<number> {
   const at = Math.floor(cutoff);
+  // Each a pass over a table: minutes at 10M VPAs, longer than the recorder's pool awaits a statement.
+  const pass = (text: string) => pool.query(answeredWithin(text, [at], PRUNE_PASS_WITHIN_MS));
   try {
-    const { rowCount } = await pool.query(
-      `DELETE FROM answer_changes a WHERE a.at_ms < $1 AND EXISTS (SELECT 1 FROM answer_changes b WHERE b.vpa = a.vpa AND b.at_ms > a.at_ms AND b.at_ms < $1)`,
-      [at],
-    );
-    await pool.query('DELETE FROM answer_score_columns WHERE at_ms < (SELECT max(at_ms) FROM answer_score_columns WHERE at_ms < $1)', [at]);
-    await pool.query('DELETE FROM answer_states WHERE at_ms < (SELECT max(at_ms) FROM answer_states WHERE at_ms < $1)', [at]);
-    await pool.query('DELETE FROM answer_recorders r WHERE r.alive_ms < $1 AND NOT EXISTS (SELECT 1 FROM answer_states s WHERE s.term = r.term)', [at]);
+    const { rowCount } = await pass(`DELETE FROM answer_changes a WHERE a.at_ms < $1 AND EXISTS (SELECT 1 FROM answer_changes b WHERE b.vpa = a.vpa AND b.at_ms > a.at_ms AND b.at_ms < $1)`);
+    await pass('DELETE FROM answer_score_columns WHERE at_ms < (SELECT max(at_ms) FROM answer_score_columns WHERE at_ms < $1)');
+    await pass('DELETE FROM answer_states WHERE at_ms < (SELECT max(at_ms) FROM answer_states WHERE at_ms < $1)');
+    await pass('DELETE FROM answer_recorders r WHERE r.alive_ms < $1 AND NOT EXISTS (SELECT 1 FROM answer_states s WHERE s.term = r.term)');
     return rowCount ?? 0;
   } catch (error) {
     throw storeError(location, error);

@@ -80,7 +80,7 @@ export async function connectStore(location: StoreLocation): Promise<pg.Client> 
  * is replaced at the next query, so they recover from an outage by
  * themselves. Transactions take a client of their own (`pool.connect()`).
  */
-export function storePool(location: StoreLocation, max = 4, idleInTransactionMs?: number): pg.Pool {
+export function storePool(location: StoreLocation, max = 4, idleInTransactionMs?: number, answerWithinMs?: number): pg.Pool {
   const pool = new pg.Pool({
     connectionString: location.url,
     max,
@@ -88,6 +88,8 @@ export function storePool(location: StoreLocation, max = 4, idleInTransactionMs?
     idleTimeoutMillis: 30_000,
     application_name: 'upi-risk',
     ...KEEP_ALIVE,
+    // A statement left unanswered `answerWithinMs` (a connection gone half open) fails instead of waiting on the kernel's timeouts.
+    ...(answerWithinMs === undefined ? {} : { query_timeout: answerWithinMs }),
     // A transaction left idle longer than `idleInTransactionMs` (its client gone quiet, with the locks it holds) is ended by the server.
     options: `-c search_path=${checkSchemaName(location.schema)} -c temp_buffers=${TEMP_BUFFERS}${idleInTransactionMs === undefined ? '' : ` -c idle_in_transaction_session_timeout=${Math.round(idleInTransactionMs)}`}`,
   });
@@ -104,6 +106,16 @@ export function storePool(location: StoreLocation, max = 4, idleInTransactionMs?
  */
 export function dropConnection(client: pg.ClientBase): void {
   (client as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy();
+}
+
+/**
+ * `text` with `values` as a query whose answer is awaited at most `ms`
+ * (storePool's `answerWithinMs` is for a pool's other statements):
+ * node-postgres reads `query_timeout` from a query's config as from a
+ * pool's, though its types do not name it.
+ */
+export function answeredWithin(text: string, values: readonly unknown[], ms: number): pg.QueryConfig {
+  return { text, values: [...values], query_timeout: ms } as pg.QueryConfig;
 }
 
 /** TCP keepalive on every connection: an idle connection whose peer is gone is found (after the kernel's probes, about 11 minutes by default) instead of never. */

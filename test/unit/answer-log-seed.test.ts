@@ -1,0 +1,63 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readdir } from 'node:fs/promises';
+import { dirname } from 'node:path';
+import { HistoryError } from '../../src/common/errors.js';
+import { ChangeLog, decodeStoredRecord, type DecodedStoredRecord } from '../../src/history/change-log.js';
+import { flaggedFacts, withHistoryLog } from '../helpers.js';
+
+// A recorder taking the fleet's history over writes its change log from the
+// store's newest records (ChangeLog.seed). The numbers of those records are
+// the VPAs' places in the columns, so a set of records that is not one
+// history (a number twice, a VPA missing, bytes other than those decoded) is
+// refused, and the log already there stays as it was.
+
+const T0 = Date.parse('2026-11-01T00:00:00Z');
+
+async function* inRuns(...runs: readonly DecodedStoredRecord[][]): AsyncGenerator<DecodedStoredRecord[]> {
+  for (const run of runs) yield run;
+}
+
+test('a log is made only of records that are one history: each VPA numbered once from 0, each record the bytes decoded', async () => {
+  const records: DecodedStoredRecord[] = [];
+  await withHistoryLog(async (path) => {
+    const log = await ChangeLog.open(path, 0);
+    log.begin(T0, 's1');
+    for (const [i, key] of ['a@ybl', 'b@ybl', 'c@ybl'].entries()) log.add(key, flaggedFacts(4000 + i), 'evidence');
+    const committed = await log.commit();
+    await log.recordRuns(committed.start, committed.end, (run) => {
+      for (const bytes of run) records.push({ bytes, record: decodeStoredRecord(bytes, path) });
+      return Promise.resolve();
+    });
+    await log.close();
+  });
+  assert.deepEqual(
+    records.map((r) => r.record.number),
+    [0, 1, 2],
+  );
+  const column = { at: T0, scoredAt: T0, values: Uint16Array.of(4000, 4001, 4002) };
+
+  await withHistoryLog(async (path) => {
+    await ChangeLog.seed(path, T0, T0, inRuns(records.slice(0, 2), records.slice(2)), column);
+    const files = await readdir(dirname(path));
+    const refused = async (why: RegExp, runs: DecodedStoredRecord[][], withColumn = column): Promise<void> => {
+      await assert.rejects(ChangeLog.seed(path, T0, T0, inRuns(...runs), withColumn), (error: unknown) => error instanceof HistoryError && why.test(error.message));
+      assert.deepEqual(await readdir(dirname(path)), files, 'nothing left beside the log, and the log kept');
+    };
+
+    await refused(/two VPAs are numbered 1/, [records, [records[1]!]]);
+    await refused(/2 VPAs numbered up to 2: some VPA's record is missing/, [[records[0]!, records[2]!]]);
+    const damaged = Buffer.from(records[1]!.bytes);
+    damaged[damaged.length - 1]! ^= 1;
+    await refused(/is not the bytes it was decoded from/, [[records[0]!, { bytes: damaged, record: records[1]!.record }, records[2]!]]);
+    await refused(/a column of 4 VPAs beside the records of 3/, [records], { ...column, values: Uint16Array.of(1, 2, 3, 4) });
+
+    const kept = await ChangeLog.open(path, T0);
+    try {
+      assert.equal(kept.vpaCount, 3);
+      for (const key of ['a@ybl', 'b@ybl', 'c@ybl']) assert.notEqual(kept.latest(key), null, key);
+    } finally {
+      await kept.close();
+    }
+  });
+});
