@@ -94,8 +94,9 @@ export class HistoryRecorder {
   #acquisitions = 0;
   /** The next prune of the store, while recording. */
   #pruneTimer: NodeJS.Timeout | undefined;
-  /** A prune under way, awaited by close. */
+  /** A prune under way, stopped and awaited by close. */
   #pruning: Promise<void> = Promise.resolve();
+  readonly #closing = new AbortController();
   /** Which history each comparison ahead was made for. */
   readonly #aheadOf = new WeakMap<ComparedAhead, AnswerHistory>();
   /** Records the state served now (FollowerService.recordTakenOver): a follower taking the lease records it at once, unless a merge or swap was recorded first. */
@@ -175,6 +176,8 @@ export class HistoryRecorder {
     await this.#lease.close();
     await this.#lifecycle;
     await this.#serially(() => this.#stop(this.#recording?.generation ?? 0, Date.now()));
+    // A prune's pass can take minutes: stopped (rolled back), not waited for.
+    this.#closing.abort();
     await this.#pruning;
     await this.#pool.end().catch(() => {});
   }
@@ -330,10 +333,11 @@ export class HistoryRecorder {
     if (recording === null || this.#options.keepMs === 0) return;
     const started = performance.now();
     try {
-      const dropped = await pruneRecordedHistory(this.#pool, this.#options.location, Date.now() - this.#options.keepMs - PRUNE_MARGIN_MS);
+      const dropped = await pruneRecordedHistory(this.#pool, this.#options.location, Date.now() - this.#options.keepMs - PRUNE_MARGIN_MS, this.#closing.signal);
       this.#options.logger.info({ dropped, ms: Math.round(performance.now() - started) }, 'changes past the history kept dropped from the store');
     } catch (error) {
-      this.#options.logger.error({ err: (error as Error).message }, 'the changes past the history kept could not be dropped from the store; tried again tomorrow');
+      if (this.#closing.signal.aborted) this.#options.logger.info({}, 'the prune of the store was stopped by the close, its pass under way rolled back');
+      else this.#options.logger.error({ err: (error as Error).message }, 'the changes past the history kept could not be dropped from the store; tried again tomorrow');
     }
     // Not after a stop, nor for a recording that has since given way to another.
     if (this.#recording === recording) this.#pruneLater(PRUNE_EVERY_MS);

@@ -539,8 +539,10 @@ export class ChangeLog {
       let highest = -1;
       for await (const run of records) {
         for (const { bytes, record: read } of run) {
-          // The bytes decoded (their CRC), of a state up to `until`: a record is made the ground of every comparison after.
-          if (bytes.readUInt32LE(0) !== crc32(bytes.subarray(4))) throw new HistoryError(`the record of ${JSON.stringify(read.key)} is not the bytes it was decoded from`);
+          // The bytes decoded (their CRC, number and time), of a state up to `until`: a record is made the ground of every comparison after.
+          if (bytes.readUInt32LE(0) !== crc32(bytes.subarray(4)) || bytes.readUInt32LE(36) !== read.number || bytes.readDoubleLE(16) !== read.at) {
+            throw new HistoryError(`the record of ${JSON.stringify(read.key)} is not the bytes it was decoded from`);
+          }
           if (read.at > until) throw new HistoryError(`a record of a state after ${until} is not the history that ends then`);
           const word = read.number >>> 5;
           if (word >= numbered.length) numbered = grownTo(numbered, word + 1);

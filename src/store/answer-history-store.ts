@@ -7,7 +7,7 @@ import { NO_SCORE, SCORE_BLOCK_VALUES } from '../history/score-columns.js';
 import { CONFIDENCE_SCALE } from '../engine/snapshot-data.js';
 import type { ServedAt } from '../history/served-versions.js';
 import { withPoolClient } from './copy-out.js';
-import { answeredWithin, dropConnection, holdsAdvisoryLock, storeError, storeWholeNumber, type StoreLocation } from './postgres.js';
+import { answeredWithin, dropConnection, holdsAdvisoryLock, serverLimit, storeError, storeWholeNumber, type StoreLocation } from './postgres.js';
 
 /**
  * The fleet's history of answers in the store (migration 0012): the change
@@ -353,21 +353,37 @@ export async function newestColumn(pool: pg.Pool, location: StoreLocation): Prom
  * Drop what no answer at or after `cutoff` (epoch ms) is told from: each
  * VPA's records before its newest before the cutoff, the columns and
  * states before the newest of each before it, and the stretches of
- * recording that ended before it. Resolves to the records dropped.
+ * recording that ended before it. Resolves to the records dropped. Each
+ * pass is a transaction of its own; once `signal` aborts (the recorder
+ * closing), the connection is dropped and the pass under way rolled back.
  */
-export async function pruneRecordedHistory(pool: pg.Pool, location: StoreLocation, cutoff: number): Promise<number> {
+export async function pruneRecordedHistory(pool: pg.Pool, location: StoreLocation, cutoff: number, signal?: AbortSignal): Promise<number> {
   const at = Math.floor(cutoff);
-  // Each a pass over a table: minutes at 10M VPAs, longer than the recorder's pool awaits a statement.
-  const pass = (text: string) => pool.query(answeredWithin(text, [at], PRUNE_PASS_WITHIN_MS));
-  try {
-    const { rowCount } = await pass(`DELETE FROM answer_changes a WHERE a.at_ms < $1 AND EXISTS (SELECT 1 FROM answer_changes b WHERE b.vpa = a.vpa AND b.at_ms > a.at_ms AND b.at_ms < $1)`);
-    await pass('DELETE FROM answer_score_columns WHERE at_ms < (SELECT max(at_ms) FROM answer_score_columns WHERE at_ms < $1)');
-    await pass('DELETE FROM answer_states WHERE at_ms < (SELECT max(at_ms) FROM answer_states WHERE at_ms < $1)');
-    await pass('DELETE FROM answer_recorders r WHERE r.alive_ms < $1 AND NOT EXISTS (SELECT 1 FROM answer_states s WHERE s.term = r.term)');
-    return rowCount ?? 0;
-  } catch (error) {
-    throw storeError(location, error);
-  }
+  return withPoolClient(pool, location, async (client) => {
+    const drop = () => dropConnection(client);
+    signal?.addEventListener('abort', drop, { once: true });
+    // A pass over a table: minutes at 10M VPAs, longer than the recorder's pool allows a statement.
+    const pass = async (text: string): Promise<number> => {
+      await client.query('BEGIN');
+      await client.query(`SET LOCAL statement_timeout = ${serverLimit(PRUNE_PASS_WITHIN_MS)}`);
+      const { rowCount } = await client.query(answeredWithin(text, [at], PRUNE_PASS_WITHIN_MS));
+      await client.query('COMMIT');
+      return rowCount ?? 0;
+    };
+    try {
+      if (signal?.aborted === true) throw new Error('the prune was stopped');
+      const dropped = await pass(`DELETE FROM answer_changes a WHERE a.at_ms < $1 AND EXISTS (SELECT 1 FROM answer_changes b WHERE b.vpa = a.vpa AND b.at_ms > a.at_ms AND b.at_ms < $1)`);
+      await pass('DELETE FROM answer_score_columns WHERE at_ms < (SELECT max(at_ms) FROM answer_score_columns WHERE at_ms < $1)');
+      await pass('DELETE FROM answer_states WHERE at_ms < (SELECT max(at_ms) FROM answer_states WHERE at_ms < $1)');
+      await pass('DELETE FROM answer_recorders r WHERE r.alive_ms < $1 AND NOT EXISTS (SELECT 1 FROM answer_states s WHERE s.term = r.term)');
+      return dropped;
+    } catch (error) {
+      drop();
+      throw storeError(location, error);
+    } finally {
+      signal?.removeEventListener('abort', drop);
+    }
+  });
 }
 
 /**

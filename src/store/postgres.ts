@@ -88,10 +88,11 @@ export function storePool(location: StoreLocation, max = 4, idleInTransactionMs?
     idleTimeoutMillis: 30_000,
     application_name: 'upi-risk',
     ...KEEP_ALIVE,
-    // A statement left unanswered `answerWithinMs` (a connection gone half open) fails instead of waiting on the kernel's timeouts.
+    // A statement left unanswered `answerWithinMs` (a connection gone half open) fails instead of waiting on the kernel's
+    // timeouts; one merely slow is cancelled by the server a little before, so that it does not go on beyond its caller.
     ...(answerWithinMs === undefined ? {} : { query_timeout: answerWithinMs }),
     // A transaction left idle longer than `idleInTransactionMs` (its client gone quiet, with the locks it holds) is ended by the server.
-    options: `-c search_path=${checkSchemaName(location.schema)} -c temp_buffers=${TEMP_BUFFERS}${idleInTransactionMs === undefined ? '' : ` -c idle_in_transaction_session_timeout=${Math.round(idleInTransactionMs)}`}`,
+    options: `-c search_path=${checkSchemaName(location.schema)} -c temp_buffers=${TEMP_BUFFERS}${idleInTransactionMs === undefined ? '' : ` -c idle_in_transaction_session_timeout=${Math.round(idleInTransactionMs)}`}${answerWithinMs === undefined ? '' : ` -c statement_timeout=${serverLimit(answerWithinMs)}`}`,
   });
   // An idle connection that breaks is dropped from the pool; the next query opens another.
   pool.on('error', () => {});
@@ -106,6 +107,11 @@ export function storePool(location: StoreLocation, max = 4, idleInTransactionMs?
  */
 export function dropConnection(client: pg.ClientBase): void {
   (client as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy();
+}
+
+/** The server's `statement_timeout` for statements awaited at most `answerWithinMs`: a tenth sooner, for a slow statement to be cancelled before it is given up on. */
+export function serverLimit(answerWithinMs: number): number {
+  return Math.max(1, Math.floor(0.9 * answerWithinMs));
 }
 
 /**

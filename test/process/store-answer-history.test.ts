@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { HistoryError } from '../../src/common/errors.js';
+import { HistoryError, StoreError } from '../../src/common/errors.js';
 import { CLEARED_FACTS, ChangeLog, type AnswerFacts } from '../../src/history/change-log.js';
 import { migrate } from '../../src/store/migrations.js';
 import { storePool, connectStore } from '../../src/store/postgres.js';
@@ -111,6 +111,10 @@ test('states copied into the store tell the answers and changes the change log t
         await assert.rejects(store.answerAt('b@ybl', T0 + DAY + 5000), /holds a record of another VPA, time or number/);
         await pool.query("UPDATE answer_changes SET vpa = 'd@ybl' WHERE vpa = 'b@ybl' AND at_ms = $1", [T0 + DAY + 1000]);
 
+        // A prune stopped (the recorder closing) drops nothing.
+        const closing = new AbortController();
+        closing.abort();
+        await assert.rejects(pruneRecordedHistory(pool, location, T0 + DAY, closing.signal), StoreError);
         // Pruned as the file is: of the records before the cutoff, each VPA's newest.
         assert.equal(await pruneRecordedHistory(pool, location, T0 + DAY), 2);
         assert.deepEqual(strip(await store.answerAt('a@ybl', T0 + DAY)), strip(await log.answerAt('a@ybl', T0 + DAY)));

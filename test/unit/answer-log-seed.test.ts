@@ -50,6 +50,8 @@ test('a log is made only of records that are one history: each VPA numbered once
     const damaged = Buffer.from(records[1]!.bytes);
     damaged[damaged.length - 1]! ^= 1;
     await refused(/is not the bytes it was decoded from/, [[records[0]!, { bytes: damaged, record: records[1]!.record }, records[2]!]]);
+    // Another record's bytes, whole, beside this one's reading.
+    await refused(/is not the bytes it was decoded from/, [[records[0]!, { bytes: records[2]!.bytes, record: records[1]!.record }, records[2]!]]);
     await refused(/a column of 4 VPAs beside the records of 3/, [records], { ...column, values: Uint16Array.of(1, 2, 3, 4) });
 
     const kept = await ChangeLog.open(path, T0);
