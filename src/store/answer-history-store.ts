@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import { ErrorCode, HistoryError, StoreError } from '../common/errors.js';
+import { HistoryError, StoreError } from '../common/errors.js';
 import type { ChangeEntry } from '../api/history-paths.js';
 import type { AnswerReader } from '../history/answer-changes.js';
 import { changeEntries, decodeStoredRecord, pastAnswerOf, type ChangeLog, type CommittedState, type DecodedStoredRecord, type PastAnswer, type StoredRecord } from '../history/change-log.js';
@@ -110,7 +110,7 @@ export class StoreAnswerHistory implements AnswerReader {
   }
 
   get #where(): string {
-    return `the answer history of store schema ${this.#location.schema}`;
+    return historyWhere(this.#location);
   }
 
 
@@ -327,6 +327,7 @@ export async function* newestRecords(pool: pg.Pool, location: StoreLocation, goi
 
 /** The newest column of confidences, whole, or null with none. */
 export async function newestColumn(pool: pg.Pool, location: StoreLocation): Promise<{ at: number; scoredAt: number; values: Uint16Array } | null> {
+  const where = historyWhere(location);
   try {
     const { rows } = await pool.query<{ at_ms: string; scored_at_ms: string; vpas: number }>('SELECT at_ms, scored_at_ms, vpas FROM answer_score_columns ORDER BY at_ms DESC LIMIT 1');
     const column = rows[0];
@@ -337,15 +338,15 @@ export async function newestColumn(pool: pg.Pool, location: StoreLocation): Prom
     let filled = 0;
     for (const { block, scores } of blocks.rows) {
       const at = block * 2 * SCORE_BLOCK_VALUES;
-      if (at !== filled || at + scores.length > bytes.length) throw new StoreError(ErrorCode.STORE_DATA, `store schema ${location.schema}: the column of ${column.at_ms} has blocks that do not make its ${column.vpas} values`);
+      if (at !== filled || at + scores.length > bytes.length) throw new HistoryError(`${where}: the column of ${column.at_ms} has blocks that do not make its ${column.vpas} values`);
       scores.copy(bytes, at);
       filled += scores.length;
     }
-    if (filled !== bytes.length) throw new StoreError(ErrorCode.STORE_DATA, `store schema ${location.schema}: the column of ${column.at_ms} holds ${filled / 2} of its ${column.vpas} values`);
-    if (values.some((value) => value > CONFIDENCE_SCALE && value !== NO_SCORE)) throw new StoreError(ErrorCode.STORE_DATA, `store schema ${location.schema}: the column of ${column.at_ms} holds a value no confidence has`);
+    if (filled !== bytes.length) throw new HistoryError(`${where}: the column of ${column.at_ms} holds ${filled / 2} of its ${column.vpas} values`);
+    if (values.some((value) => value > CONFIDENCE_SCALE && value !== NO_SCORE)) throw new HistoryError(`${where}: the column of ${column.at_ms} holds a value no confidence has`);
     return { at: storeWholeNumber(location, column.at_ms, 'answer_score_columns.at_ms'), scoredAt: storeWholeNumber(location, column.scored_at_ms, 'answer_score_columns.scored_at_ms'), values };
   } catch (error) {
-    throw error instanceof StoreError ? error : storeError(location, error);
+    throw error instanceof StoreError || error instanceof HistoryError ? error : storeError(location, error);
   }
 }
 
@@ -392,10 +393,15 @@ export async function pruneRecordedHistory(pool: pg.Pool, location: StoreLocatio
  * naming it), as a damaged file is.
  */
 function checkedRecord(location: StoreLocation, row: { vpa: string; at_ms: string; number: number; record: Buffer }): DecodedStoredRecord {
-  const where = `the answer history of store schema ${location.schema}`;
+  const where = historyWhere(location);
   const record = decodeStoredRecord(row.record, where);
   if (record.key !== row.vpa || record.number !== row.number || record.at !== Number(row.at_ms)) {
     throw new HistoryError(`${where}: the row of ${JSON.stringify(row.vpa)} at ${row.at_ms} holds a record of another VPA, time or number`);
   }
   return { bytes: row.record, record };
+}
+
+/** How a damaged row of the history names where it is. */
+function historyWhere(location: StoreLocation): string {
+  return `the answer history of store schema ${location.schema}`;
 }

@@ -93,6 +93,13 @@ test('states copied into the store tell the answers and changes the change log t
           await seeded.commit();
           assert.equal(seeded.numberAt(seeded.slotOf('e@ybl')), 4);
           await seeded.close();
+
+          // A damaged column is the history's (ERR_HISTORY), as a damaged record is: the take-over is refused.
+          const block = (await pool.query<{ at_ms: string; block: number; scores: Buffer }>('SELECT at_ms, block, scores FROM answer_score_blocks ORDER BY at_ms DESC, block LIMIT 1')).rows[0]!;
+          const rewrite = (scores: Buffer) => pool.query('UPDATE answer_score_blocks SET scores = $3 WHERE at_ms = $1 AND block = $2', [block.at_ms, block.block, scores]);
+          await rewrite(Buffer.alloc(block.scores.length, 0xfe));
+          await assert.rejects(newestColumn(pool, location), (error: unknown) => error instanceof HistoryError && /holds a value no confidence has/.test(error.message));
+          await rewrite(block.scores);
         });
 
         // Written only while the lease is held, and by the newest term.
