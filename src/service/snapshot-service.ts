@@ -159,6 +159,8 @@ export class SnapshotService implements ServedData, CorrectionEngine {
   #refreshing: Promise<void> | null = null;
   /** The adoption of a snapshot another process wrote, under way (never rejects). */
   #adopting: Promise<void> | null = null;
+  /** A snapshot this process assembled and is swapping in: its file, written meanwhile, is not adopted as another process's. */
+  #swappingOwn: string | null = null;
   #again = false;
   #compacting: Promise<void> | null = null;
   /** Why the last build could not run (another process holds the lock); logged once, not at every poll. */
@@ -515,7 +517,8 @@ export class SnapshotService implements ServedData, CorrectionEngine {
   async #refresh(): Promise<void> {
     const dir = this.#options.dataDir;
     const newest = (await listSnapshots(dir))[0];
-    if (this.#adopting === null && newest !== undefined && !this.#badSnapshots.has(newest) && !this.#otherLimit.has(snapshotIdOf(newest)) && snapshotIdOf(newest) > this.#current.meta.id) {
+    const newestId = newest === undefined ? null : snapshotIdOf(newest);
+    if (this.#adopting === null && newest !== undefined && newestId !== null && !this.#badSnapshots.has(newest) && !this.#otherLimit.has(newestId) && newestId !== this.#swappingOwn && newestId > this.#current.meta.id) {
       // Loaded and hashed beside what is served, for seconds at 10M: evidence is read into the delta meanwhile.
       const adopting = this.#adoptNewest().finally(() => (this.#adopting = null));
       this.#adopting = adopting.catch((error: unknown) => this.#logger.error({ err: String(error) }, 'a newer snapshot could not be served; still serving the previous one'));
@@ -850,7 +853,12 @@ export class SnapshotService implements ServedData, CorrectionEngine {
     let servedEarly = null as Promise<void> | null;
     const onAssembled = (data: SnapshotData) => {
       if (this.#closed || data.meta.id <= this.#current.meta.id) return;
-      servedEarly = this.#swap(new SnapshotView(data), 'rebuild');
+      // Loaded again from its file while its swap waits (a comparison of the answers ahead of it), it would be held twice.
+      const id = data.meta.id;
+      this.#swappingOwn = id;
+      servedEarly = this.#swap(new SnapshotView(data), 'rebuild').finally(() => {
+        if (this.#swappingOwn === id) this.#swappingOwn = null;
+      });
     };
     const started = performance.now();
     const plan = this.#planMemory();

@@ -8,7 +8,9 @@ import { listSnapshots, readSnapshotFile } from '../../src/engine/snapshot-files
 import { SnapshotService } from '../../src/service/snapshot-service.js';
 import { answerSingle } from '../../src/api/single-answer.js';
 import { ByteScratch } from '../../src/common/byte-scratch.js';
-import { evidence, ingest, tempDataDir, TEST_SCORED_AT } from '../helpers.js';
+import { silentLogger } from '../../src/common/logger.js';
+import { AnswerHistory } from '../../src/history/answer-changes.js';
+import { evidence, ingest, tempDataDir, TEST_SCORED_AT, until } from '../helpers.js';
 
 // A snapshot built by the serving process is handed over from the pool in
 // shared memory as soon as it is assembled, so it is served without waiting
@@ -78,4 +80,38 @@ test('a rebuild in the service swaps once, to the snapshot it wrote', async () =
     await service.close();
     await t.cleanup();
   }
+});
+
+test('a rebuild whose swap waits is not loaded again from its own file meanwhile', async () => {
+  const t = await tempDataDir();
+  await ingest(t.dir, t.root, ITEMS.slice(0, 2));
+  // The history of answers compares a rebuilt snapshot ahead of its swap (seconds at 10M); the file is written meanwhile.
+  const answers = await AnswerHistory.open(t.dir.answerChanges, 0, 400 * 86_400_000, silentLogger);
+  const compared: string[] = [];
+  const service = await SnapshotService.start({ dataDir: t.dir, pollMs: 0, buildThreads: 2, scoredAt: () => TEST_SCORED_AT, answers });
+  const compareAhead = answers.compareAhead.bind(answers);
+  answers.compareAhead = async (view) => {
+    compared.push(view.meta.id);
+    if (compared.length === 1) {
+      // A look at the data directory (the watcher's) once the file is there, while this swap waits.
+      await until('the rebuilt snapshot written', 10_000, async () => ((await listSnapshots(t.dir))[0] ?? '').includes(view.meta.id));
+      await service.refresh();
+      await new Promise((resolve) => setTimeout(resolve, 300));
+    }
+    return compareAhead(view);
+  };
+  try {
+    const swaps: string[] = [];
+    service.onSwap((event) => swaps.push(`${event.reason} ${event.next.meta.id}`));
+    await ingest(t.dir, t.root, ITEMS.slice(2));
+    await service.compact();
+    await service.refresh();
+    assert.deepEqual(swaps, [`rebuild ${service.current.meta.id}`]);
+    assert.deepEqual(compared, [service.current.meta.id], 'compared once: not adopted as another process\'s snapshot');
+  } finally {
+    await service.close();
+    await answers.close();
+    await t.cleanup();
+  }
+  assert.equal(compared.length, 1, 'nor after');
 });
