@@ -165,5 +165,4 @@ export class StoreServedVersions implements ServedVersions {
   #time(text: string): number {
     return storeWholeNumber(this.#location, text, 'served_versions.served_at_ms');
   }
-
 }
