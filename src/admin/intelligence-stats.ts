@@ -1,3 +1,4 @@
+import { messageOf } from '../common/errors.js';
 import type { UsageEntry } from '../access/key-usage.js';
 import type { DeltaFigures, ServedData } from '../service/served-data.js';
 
@@ -47,7 +48,7 @@ export class BuildHistory {
   }
 
   failed(error: unknown, durationMs: number, at = new Date()): void {
-    this.#add({ finished_at: at.toISOString(), duration_ms: Math.round(durationMs), outcome: 'failed', snapshot: null, message: error instanceof Error ? error.message : String(error) });
+    this.#add({ finished_at: at.toISOString(), duration_ms: Math.round(durationMs), outcome: 'failed', snapshot: null, message: messageOf(error) });
   }
 
   recent(): readonly BuildRecord[] {

@@ -249,3 +249,8 @@ export class DisputeStateError extends UpiRiskError {
     this.name = 'DisputeStateError';
   }
 }
+
+/** The message of anything thrown, for a log line or an error of ours that wraps it: a non-Error is written as a string. */
+export function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

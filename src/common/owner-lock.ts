@@ -116,7 +116,7 @@ async function createLock(path: string): Promise<bigint | null> {
     await link(temp, path);
     return ino;
   } catch (error) {
-    const code = errorCode(error);
+    const code = (error as NodeJS.ErrnoException).code;
     if (code === 'EEXIST') return null;
     if (!NO_HARD_LINKS.has(code)) throw error;
   } finally {
@@ -126,7 +126,7 @@ async function createLock(path: string): Promise<bigint | null> {
   try {
     handle = await open(path, 'wx', 0o644);
   } catch (error) {
-    if (errorCode(error) === 'EEXIST') return null;
+    if ((error as NodeJS.ErrnoException).code === 'EEXIST') return null;
     throw error;
   }
   try {
@@ -153,7 +153,7 @@ async function readLock(path: string, fail: (message: string, cause?: unknown) =
   try {
     handle = await open(path, 'r');
   } catch (error) {
-    if (errorCode(error) === 'ENOENT') return null;
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
     throw unreadable(error);
   }
   try {
@@ -182,14 +182,14 @@ async function removeStaleLock(path: string, found: FoundLock, fail: (message: s
   try {
     await rename(path, aside);
   } catch (error) {
-    if (errorCode(error) === 'ENOENT') return;
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return;
     throw error;
   }
   try {
     const moved = await readLock(aside, fail);
     if (moved !== null && (moved.ino !== found.ino || moved.text !== found.text)) {
       await link(aside, path).catch(async (error: unknown) => {
-        if (NO_HARD_LINKS.has(errorCode(error))) await rename(aside, path);
+        if (NO_HARD_LINKS.has((error as NodeJS.ErrnoException).code)) await rename(aside, path);
       });
     }
   } finally {
@@ -206,8 +206,4 @@ function releaser(path: string, ino: bigint): () => Promise<void> {
       // Already gone.
     }
   };
-}
-
-function errorCode(error: unknown): unknown {
-  return error instanceof Error ? (error as NodeJS.ErrnoException).code : undefined;
 }

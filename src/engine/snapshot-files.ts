@@ -85,7 +85,7 @@ export async function listSnapshots(dir: DataDir): Promise<string[]> {
   try {
     names = await readdir(dir.snapshots);
   } catch (error) {
-    if (errorCode(error) === 'ENOENT') return [];
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return [];
     throw error;
   }
   return names
@@ -126,7 +126,7 @@ async function readWholeFile(path: string, shared: boolean): Promise<{ bytes: Ui
   try {
     handle = await open(path, 'r');
   } catch (error) {
-    if (errorCode(error) === 'ENOENT') {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') {
       throw new SnapshotError(ErrorCode.SNAPSHOT_NOT_FOUND, `${path}: snapshot file not found`, { cause: error });
     }
     throw error;
@@ -209,8 +209,4 @@ export async function loadNewestValidSnapshot(
     }
   }
   return null;
-}
-
-function errorCode(error: unknown): unknown {
-  return error instanceof Error ? (error as NodeJS.ErrnoException).code : undefined;
 }

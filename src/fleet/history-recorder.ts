@@ -1,4 +1,5 @@
 import type pg from 'pg';
+import { messageOf } from '../common/errors.js';
 import type { Logger } from '../common/logger.js';
 import { dataVersion, type DeltaData } from '../engine/delta-data.js';
 import { servedAsOf } from '../engine/serving-view.js';
@@ -207,7 +208,7 @@ export class HistoryRecorder {
 
   /** A step of the lifecycle that failed where nothing awaits it: logged, and the next goes on. */
   #failed(what: string, error: unknown): void {
-    this.#options.logger.error({ err: error instanceof Error ? error.message : String(error) }, `the history of answers failed ${what}`);
+    this.#options.logger.error({ err: messageOf(error) }, `the history of answers failed ${what}`);
   }
 
   /**
@@ -245,7 +246,7 @@ export class HistoryRecorder {
       // The state served now, which another recorded or none did: the term's first.
       void this.#recordCurrent?.().catch((error: Error) => logger.error({ err: error.message }, 'the state served could not be recorded at the take-over'));
     } catch (error) {
-      logger.error({ err: error instanceof Error ? error.message : String(error) }, 'could not take the history of answers over; the lease goes to the next');
+      logger.error({ err: messageOf(error) }, 'could not take the history of answers over; the lease goes to the next');
       if (held()) void this.#lease.giveUp();
     } finally {
       // Opened or begun, and not recording: closed, and the term ended with nothing recorded.

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type pg from 'pg';
-import { ErrorCode, StoreError } from '../common/errors.js';
+import { ErrorCode, messageOf, StoreError } from '../common/errors.js';
 import { silentLogger, type Logger } from '../common/logger.js';
 import { sharedArray } from '../engine/shared-arrays.js';
 import {
@@ -112,7 +112,7 @@ export class StoreMirror implements MirrorPublications {
           this.#lastFailure = null;
         },
         (error: unknown) => {
-          const message = error instanceof Error ? error.message : String(error);
+          const message = messageOf(error);
           if (message !== this.#lastFailure) this.#logger.warn({ err: message }, 'the store could not be read for a mirror version; the one held is still served');
           this.#lastFailure = message;
         },

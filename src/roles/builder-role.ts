@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { writeFileAtomic } from '../common/atomic-file.js';
 import type { DataDir } from '../common/data-dir.js';
-import { ErrorCode, StoreError, UpiRiskError } from '../common/errors.js';
+import { ErrorCode, messageOf, StoreError, UpiRiskError } from '../common/errors.js';
 import { silentLogger, type Logger } from '../common/logger.js';
 import { EvidenceBatch, storeCheckedEvidence } from '../evidence/store.js';
 import { SnapshotBuilder, type BuildReport } from '../builder/snapshot-builder.js';
@@ -408,7 +408,7 @@ export class BuilderRole {
         else this.#fleetMirror = mirror;
       },
       (error: unknown) => {
-        const message = error instanceof Error ? error.message : String(error);
+        const message = messageOf(error);
         // The same failure at every pass is logged once.
         if (message !== this.#mirrorFailure) this.#logger.error({ err: message }, 'the fleet mirror could not start; trying again at the next pass');
         this.#mirrorFailure = message;
@@ -424,7 +424,7 @@ export class BuilderRole {
   }
 
   #failed(error: unknown): void {
-    const message = error instanceof Error ? error.message : String(error);
+    const message = messageOf(error);
     // The same failure at every pass (the store down) is logged once.
     if (message !== this.#lastFailure) {
       this.#logger.error({ code: error instanceof UpiRiskError ? error.code : undefined, err: message }, 'builder pass failed; trying again');

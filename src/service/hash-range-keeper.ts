@@ -1,4 +1,5 @@
 import { performance } from 'node:perf_hooks';
+import { messageOf } from '../common/errors.js';
 import type { Logger } from '../common/logger.js';
 import type { DeltaData } from '../engine/delta-data.js';
 import { deltaHashes, hashRangesOffThread, type DeltaHashes, type HashRanges } from '../engine/hash-ranges.js';
@@ -114,7 +115,7 @@ export class HashRangeKeeper {
         if (!this.#closed && this.#served.current.data === data) this.#serve({ data, ranges });
       },
       (error: unknown) => {
-        this.#logger.error({ snapshot: data.meta.id, err: error instanceof Error ? error.message : String(error) }, 'VPA hash ranges could not be made; range lookups answer 503 for this snapshot');
+        this.#logger.error({ snapshot: data.meta.id, err: messageOf(error) }, 'VPA hash ranges could not be made; range lookups answer 503 for this snapshot');
       },
     );
   }

@@ -1,4 +1,5 @@
 import { performance } from 'node:perf_hooks';
+import { messageOf } from '../common/errors.js';
 import type { Logger } from '../common/logger.js';
 import { cutMirrorOffThread } from '../mirror/mirror-cut.js';
 import { MirrorDiffs } from '../mirror/mirror-diffs.js';
@@ -183,7 +184,7 @@ export class MirrorKeeper implements MirrorPublications {
       const backoff = Math.min(MAX_RETRY_MS, this.#intervalMs * 2 ** (this.#failures - 1));
       this.#retryAt = performance.now() + backoff;
       this.#options.logger.error(
-        { err: error instanceof Error ? error.message : String(error), failures: this.#failures, retryInMs: backoff },
+        { err: messageOf(error), failures: this.#failures, retryInMs: backoff },
         'a mirror version could not be made; the one before is still served',
       );
     } finally {

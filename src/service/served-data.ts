@@ -1,3 +1,4 @@
+import { messageOf } from '../common/errors.js';
 import type { Logger } from '../common/logger.js';
 import type { DeltaData } from '../engine/delta-data.js';
 import type { SnapshotData } from '../engine/snapshot-data.js';
@@ -64,7 +65,7 @@ export async function prepareToServe(preparations: readonly Preparation[], next:
       Promise.resolve()
         .then(() => prepare(next))
         .catch((error: unknown) =>
-          logger.error({ snapshot: next.meta.id, err: error instanceof Error ? error.message : String(error) }, 'a snapshot could not be prepared before it is served; served without'),
+          logger.error({ snapshot: next.meta.id, err: messageOf(error) }, 'a snapshot could not be prepared before it is served; served without'),
         ),
     ),
   );

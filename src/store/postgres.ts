@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { ConfigError, ErrorCode, StoreError } from '../common/errors.js';
+import { ConfigError, ErrorCode, messageOf, StoreError } from '../common/errors.js';
 
 /**
  * Where the fleet keeps its shared state: a PostgreSQL database (`--store
@@ -130,7 +130,7 @@ export const KEEP_ALIVE = { keepAlive: true, keepAliveInitialDelayMillis: 10_000
 /** An error of the store as an ERR_STORE, naming where (without the password). */
 export function storeError(location: StoreLocation, error: unknown): StoreError {
   if (error instanceof StoreError) return error;
-  const message = error instanceof Error ? error.message : String(error);
+  const message = messageOf(error);
   return new StoreError(ErrorCode.STORE, `store ${redactStoreUrl(location.url)} (schema ${location.schema}): ${message}`, { cause: error });
 }
 

@@ -1,4 +1,5 @@
 import type pg from 'pg';
+import { messageOf } from '../common/errors.js';
 import type { Logger } from '../common/logger.js';
 import { beforeDeadline } from '../common/deadline.js';
 import { connectStore, holdsAdvisoryLock, redactStoreUrl, type StoreLocation } from './postgres.js';
@@ -63,7 +64,7 @@ export class StoreLease {
   start(): void {
     const tick = () => {
       void (this.#client === null ? this.#try() : this.#check())
-        .catch((error: unknown) => this.#logger.error({ err: error instanceof Error ? error.message : String(error) }, `the ${this.#duty.name} lease could not be tried or checked; tried again`))
+        .catch((error: unknown) => this.#logger.error({ err: messageOf(error) }, `the ${this.#duty.name} lease could not be tried or checked; tried again`))
         .finally(() => {
           if (!this.#closed) this.#timer = setTimeout(tick, this.#pollMs).unref();
         });
@@ -105,7 +106,7 @@ export class StoreLease {
       stop = await this.#onAcquired(pid);
     } catch (error) {
       // Nothing started: the lease goes, and is tried for again.
-      this.#logger.error({ err: error instanceof Error ? error.message : String(error) }, `starting what the ${this.#duty.name} lease holds failed; it is given up`);
+      this.#logger.error({ err: messageOf(error) }, `starting what the ${this.#duty.name} lease holds failed; it is given up`);
       if (this.#client === client) this.#client = null;
       void client.end().catch(() => {});
       return;
@@ -137,7 +138,7 @@ export class StoreLease {
   async #release(): Promise<void> {
     const stop = this.#stop;
     this.#stop = null;
-    await stop?.().catch((error: unknown) => this.#logger.error({ err: error instanceof Error ? error.message : String(error) }, `stopping what the ${this.#duty.name} lease started failed`));
+    await stop?.().catch((error: unknown) => this.#logger.error({ err: messageOf(error) }, `stopping what the ${this.#duty.name} lease started failed`));
   }
 
   /** Give the lease up now (what it started is stopped); it is tried for again after `pollMs`. */

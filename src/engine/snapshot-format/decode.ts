@@ -1,6 +1,6 @@
 import { Unpackr } from 'msgpackr';
 import { checkFrameCrc, readFrameHeader, type FrameHeader } from '../../common/file-framing.js';
-import { ErrorCode, SnapshotError } from '../../common/errors.js';
+import { ErrorCode, messageOf, SnapshotError } from '../../common/errors.js';
 import { ARRAY_FIELDS, COLUMNS, type AnyTypedArray, type ArrayField, type SnapshotData } from '../snapshot-data.js';
 import {
   SNAPSHOT_FRAME,
@@ -86,7 +86,7 @@ function decodeBody(bytes: Uint8Array, bodyStart: number, shared: boolean): Snap
     // A private copy: msgpackr keeps a reference to its source, and the meta bytes are tiny.
     rawMeta = metaUnpackr.unpack(Buffer.from(bytes.subarray(metaRange[0], metaRange[1])));
   } catch (error) {
-    throw new SnapshotError(ErrorCode.SNAPSHOT_FORMAT, `snapshot meta is not valid msgpack: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+    throw new SnapshotError(ErrorCode.SNAPSHOT_FORMAT, `snapshot meta is not valid msgpack: ${messageOf(error)}`, { cause: error });
   }
   const meta = readMeta(rawMeta);
 
