@@ -21,6 +21,7 @@ import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { wholeNumberOption, writeReport } from './support/report.js';
+import { useServiceAllocatorSettings } from './support/allocator.js';
 
 const { values } = parseArgs({
   options: {
@@ -37,6 +38,7 @@ const rounds = wholeNumberOption('rounds', values.rounds);
 const threads = wholeNumberOption('threads', values.threads);
 const CLI = fileURLToPath(new URL('../src/cli/main.js', import.meta.url));
 const IDLE_MS = 60_000;
+useServiceAllocatorSettings();
 
 interface Run {
   readonly history: boolean;

@@ -23,7 +23,7 @@ import { availableParallelism, cpus, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
-import { missingGlibcTunables } from '../src/common/malloc-tuning.js';
+import { useServiceAllocatorSettings } from './support/allocator.js';
 import { writeDemoData } from '../src/demo/generator.js';
 import { runCli, type BuilderProcess, type RunningServer } from '../test/server-process.js';
 import { measureBuilders, measureIngest, requireStoreReachable, startFollowers } from './http/fleet.js';
@@ -42,8 +42,7 @@ const vpas = wholeNumberOption('vpas', args.vpas);
 const followerCount = wholeNumberOption('followers', args.followers);
 const log = (line: string) => process.stderr.write(`${line}\n`);
 
-const missingTunables = missingGlibcTunables(process.env.GLIBC_TUNABLES, true);
-if (missingTunables.length > 0) process.env.GLIBC_TUNABLES = [process.env.GLIBC_TUNABLES, ...missingTunables].filter(Boolean).join(':');
+useServiceAllocatorSettings();
 await requireStoreReachable(args.store);
 
 const root = join('var', 'bench', `fleet-start-${vpas}`);

@@ -51,7 +51,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { dataDir as openDataDir } from '../src/common/data-dir.js';
-import { missingGlibcTunables } from '../src/common/malloc-tuning.js';
+import { useServiceAllocatorSettings } from './support/allocator.js';
 import { SnapshotView } from '../src/engine/snapshot-view.js';
 import { listSnapshots, loadNewestValidSnapshot } from '../src/engine/snapshot-files.js';
 import { MAX_BUILD_THREADS } from '../src/builder/snapshot-builder.js';
@@ -238,10 +238,7 @@ async function benchFile(file: string, fileArgs: readonly string[], nodeArgs: re
 }
 
 async function main(): Promise<void> {
-  // The allocator settings the service is run with (docs/operations.md, Memory), for every process started from here,
-  // added to whatever the caller set.
-  const missingTunables = missingGlibcTunables(process.env.GLIBC_TUNABLES, true);
-  if (missingTunables.length > 0) process.env.GLIBC_TUNABLES = [process.env.GLIBC_TUNABLES, ...missingTunables].filter(Boolean).join(':');
+  useServiceAllocatorSettings();
   if (only.has('http') || only.has('swap') || only.has('delta') || only.has('fleet') || only.has('corrections')) requireWrk();
   if (only.has('fleet')) await requireStoreReachable(args.store, 'the fleet section');
   if (only.has('corrections')) await requireStoreReachable(args.store, 'the corrections section');

@@ -13,6 +13,7 @@ import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { cpus, totalmem } from 'node:os';
+import { useServiceAllocatorSettings } from './support/allocator.js';
 
 const { values: args } = parseArgs({
   options: { 'data-dir': { type: 'string' }, threads: { type: 'string', default: '1,2' }, json: { type: 'string' } },
@@ -20,6 +21,7 @@ const { values: args } = parseArgs({
 });
 if (args['data-dir'] === undefined) throw new Error('--data-dir is required');
 const CLI = fileURLToPath(new URL('../src/cli/main.js', import.meta.url));
+useServiceAllocatorSettings();
 
 async function residentMiB(pid: number): Promise<number> {
   const status = await readFile(`/proc/${pid}/status`, 'utf8');

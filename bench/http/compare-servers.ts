@@ -29,7 +29,7 @@ import { parseArgs } from 'node:util';
 import { dataDir as openDataDir } from '../../src/common/data-dir.js';
 import { loadNewestValidSnapshot } from '../../src/engine/snapshot-files.js';
 import { SnapshotView } from '../../src/engine/snapshot-view.js';
-import { missingGlibcTunables } from '../../src/common/malloc-tuning.js';
+import { useServiceAllocatorSettings } from '../support/allocator.js';
 import { medianBy, round3, wholeNumberOption } from '../support/report.js';
 import { requireWrk } from './load-tools.js';
 import { bodyBytesOf, pollUntil, rotatedPeakRounds, sleep, startBare, targetFor, type BareServer, type RotatedRound } from './scenarios.js';
@@ -116,8 +116,7 @@ function evidenceRead(server: Running): Promise<number> {
 
 async function main(): Promise<void> {
   requireWrk();
-  const missing = missingGlibcTunables(process.env.GLIBC_TUNABLES, true);
-  if (missing.length > 0) process.env.GLIBC_TUNABLES = [process.env.GLIBC_TUNABLES, ...missing].filter(Boolean).join(':');
+  useServiceAllocatorSettings();
   const found = await loadNewestValidSnapshot(openDataDir(args['data-dir']!));
   if (found === null) throw new Error(`no snapshot in ${args['data-dir']}`);
   const scratch = await mkdtemp(join(tmpdir(), 'upi-risk-compare-'));
