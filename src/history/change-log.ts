@@ -528,15 +528,17 @@ export class ChangeLog {
     column: { readonly at: number; readonly scoredAt: number; readonly values: Uint16Array } | null,
   ): Promise<void> {
     const temp = join(dirname(path), tempFileName(basename(path)));
+    const scores = join(dirname(path), 'scores');
+    const seededScores = join(dirname(path), 'scores-seeded');
     await mkdir(dirname(path), { recursive: true });
     let copy: FileHandle | null = await open(temp, 'w');
     try {
       const runs = new RecordRuns(copy, HEADER_LENGTH);
       await writeAllAt(copy, [header(startedAt)], 0);
-      // The VPAs' numbers are their places in the columns: each once, 0 to the count less one.
-      let numbered: Uint32Array = new Uint32Array(1 << 10);
+      // The VPAs' numbers are their places in the columns: each once, 0 to the count less one. Checked once all are in, in
+      // memory that grows with the records read, never with a number a damaged row claims.
+      let numbers: Uint32Array = new Uint32Array(1 << 10);
       let count = 0;
-      let highest = -1;
       for await (const run of records) {
         for (const { bytes, record: read } of run) {
           // The bytes decoded (their CRC, number and time), of a state up to `until`: a record is made the ground of every comparison after.
@@ -544,13 +546,8 @@ export class ChangeLog {
             throw new HistoryError(`the record of ${JSON.stringify(read.key)} is not the bytes it was decoded from`);
           }
           if (read.at > until) throw new HistoryError(`a record of a state after ${until} is not the history that ends then`);
-          const word = read.number >>> 5;
-          if (word >= numbered.length) numbered = grownTo(numbered, word + 1);
-          const bit = 1 << (read.number & 31);
-          if ((numbered[word]! & bit) !== 0) throw new HistoryError(`two VPAs are numbered ${read.number}`);
-          numbered[word]! |= bit;
-          count++;
-          highest = Math.max(highest, read.number);
+          if (count === numbers.length) numbers = grownTo(numbers, count + 1);
+          numbers[count++] = read.number;
           const record = runs.reserve(bytes.length);
           bytes.copy(record);
           record.writeDoubleLE(-1, 24);
@@ -559,20 +556,23 @@ export class ChangeLog {
         }
         await runs.room();
       }
-      if (highest !== count - 1) throw new HistoryError(`${count} VPAs numbered up to ${highest}: some VPA's record is missing`);
+      checkNumbering(numbers.subarray(0, count));
       if (column !== null && column.values.length > count) throw new HistoryError(`a column of ${column.values.length} VPAs beside the records of ${count}`);
       await runs.done();
       await copy.datasync();
       await copy.close();
       copy = null;
+      // The column is written beside the log's, so that a write that fails leaves the log and its columns as they were.
+      await rm(seededScores, { recursive: true, force: true });
+      if (column !== null) await (await ScoreColumns.open(seededScores, Number.POSITIVE_INFINITY)).write(column.at, column.scoredAt, column.values);
       await dropFactsIndex(path);
-      const scores = join(dirname(path), 'scores');
       await rm(scores, { recursive: true, force: true });
-      if (column !== null) await (await ScoreColumns.open(scores, Number.POSITIVE_INFINITY)).write(column.at, column.scoredAt, column.values);
+      if (column !== null) await rename(seededScores, scores);
       await rename(temp, path);
     } catch (error) {
       await copy?.close().catch(() => {});
       await unlink(temp).catch(() => {});
+      await rm(seededScores, { recursive: true, force: true }).catch(() => {});
       throw new HistoryError(`cannot write ${path}: ${(error as Error).message}`, { cause: error });
     }
     await syncDirectory(dirname(path));
@@ -857,6 +857,16 @@ function entryOf(r: StoredRecord): ChangeEntry {
 }
 
 /** `array` copied into one of at least `length` elements (twice as many, if more), the rest 0. */
+/** Refuses `numbers` (sorted in place) unless they are 0 to their count less one, each once. */
+function checkNumbering(numbers: Uint32Array): void {
+  numbers.sort();
+  for (let i = 0; i < numbers.length; i++) {
+    const number = numbers[i]!;
+    if (number < i) throw new HistoryError(`two VPAs are numbered ${number}`);
+    if (number > i) throw new HistoryError(`${numbers.length} VPAs numbered up to ${numbers.at(-1)!}: some VPA's record is missing`);
+  }
+}
+
 function grownTo(array: Uint32Array, length: number): Uint32Array<ArrayBuffer> {
   const next = new Uint32Array(Math.max(length, 2 * array.length));
   next.set(array);

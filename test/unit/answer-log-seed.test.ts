@@ -1,9 +1,11 @@
 import { test } from 'node:test';
+import { crc32 } from 'node:zlib';
 import assert from 'node:assert/strict';
 import { readdir } from 'node:fs/promises';
-import { dirname } from 'node:path';
+import { dirname, join } from 'node:path';
 import { HistoryError } from '../../src/common/errors.js';
 import { ChangeLog, decodeStoredRecord, type DecodedStoredRecord } from '../../src/history/change-log.js';
+import { ScoreColumns } from '../../src/history/score-columns.js';
 import { flaggedFacts, withHistoryLog } from '../helpers.js';
 
 // A recorder taking the fleet's history over writes its change log from the
@@ -18,7 +20,8 @@ async function* inRuns(...runs: readonly DecodedStoredRecord[][]): AsyncGenerato
   for (const run of runs) yield run;
 }
 
-test('a log is made only of records that are one history: each VPA numbered once from 0, each record the bytes decoded', async () => {
+/** Three VPAs' records, as a recorder copies them to the store. */
+async function threeRecords(): Promise<DecodedStoredRecord[]> {
   const records: DecodedStoredRecord[] = [];
   await withHistoryLog(async (path) => {
     const log = await ChangeLog.open(path, 0);
@@ -35,6 +38,11 @@ test('a log is made only of records that are one history: each VPA numbered once
     records.map((r) => r.record.number),
     [0, 1, 2],
   );
+  return records;
+}
+
+test('a log is made only of records that are one history: each VPA numbered once from 0, each record the bytes decoded', async () => {
+  const records = await threeRecords();
   const column = { at: T0, scoredAt: T0, values: Uint16Array.of(4000, 4001, 4002) };
 
   await withHistoryLog(async (path) => {
@@ -58,6 +66,45 @@ test('a log is made only of records that are one history: each VPA numbered once
     try {
       assert.equal(kept.vpaCount, 3);
       for (const key of ['a@ybl', 'b@ybl', 'c@ybl']) assert.notEqual(kept.latest(key), null, key);
+    } finally {
+      await kept.close();
+    }
+  });
+});
+
+test("a number far past the records' count is refused as a missing record, without room made for it", async () => {
+  const records = await threeRecords();
+  const far = Buffer.from(records[2]!.bytes);
+  far.writeUInt32LE(0xfffffff0, 36);
+  far.writeUInt32LE(crc32(far.subarray(4)), 0);
+  await withHistoryLog(async (path) => {
+    const before = process.memoryUsage().arrayBuffers;
+    await assert.rejects(
+      ChangeLog.seed(path, T0, T0, inRuns([records[0]!, records[1]!, { bytes: far, record: { ...records[2]!.record, number: 0xfffffff0 } }]), null),
+      (error: unknown) => error instanceof HistoryError && /3 VPAs numbered up to 4294967280: some VPA's record is missing/.test(error.message),
+    );
+    assert.ok(process.memoryUsage().arrayBuffers - before < 64 << 20, 'no bitset of the number claimed');
+  });
+});
+
+test('a column that cannot be written leaves the log and its columns as they were', async () => {
+  const records = await threeRecords();
+  await withHistoryLog(async (path) => {
+    await ChangeLog.seed(path, T0, T0, inRuns(records), { at: T0, scoredAt: T0, values: Uint16Array.of(4000, 4001, 4002) });
+    const scores = join(dirname(path), 'scores');
+    const files = await readdir(dirname(path));
+    const columns = await readdir(scores);
+    // A column whose values are gone by the time they are written: the write fails after the records were checked.
+    const lost = new Uint16Array(3);
+    structuredClone(lost.buffer, { transfer: [lost.buffer] });
+    await assert.rejects(ChangeLog.seed(path, T0, T0, inRuns(records.slice(0, 2)), { at: T0 + 1, scoredAt: T0, values: lost }), HistoryError);
+    assert.deepEqual(await readdir(dirname(path)), files, 'nothing left beside the log');
+    assert.deepEqual(await readdir(scores), columns, 'the columns kept');
+    const kept = await ChangeLog.open(path, T0);
+    const kepts = await ScoreColumns.open(scores, T0);
+    try {
+      assert.equal(kept.vpaCount, 3, 'the log kept');
+      assert.equal(await kepts.valueOf(kepts.at(T0)!, 2), 4002);
     } finally {
       await kept.close();
     }
