@@ -393,7 +393,7 @@ function memoryChecks(m: MemoryResult): Check[] {
 function memorySection(m: MemoryResult): string[] {
   const row = (what: string, s: MemorySample): (string | number)[] => {
     const p = s.parts;
-    return [what, fmt(mibAsMB(s.resident)), fmt(mibAsMB(s.anonymous)), fmt(mibAsMB(s.file)), fmt(mibAsMB(s.shared)), ...(p === null ? ['', '', '', '', '', ''] : [p.snapshot, p.carried, p.delta, p.reusable, p.heaps, p.buildThreads].map((v) => fmt(v)))];
+    return [what, fmt(mibAsMB(s.resident)), fmt(mibAsMB(s.anonymous)), fmt(mibAsMB(s.file)), fmt(mibAsMB(s.shared)), ...(p === null ? ['', '', '', '', '', '', '', ''] : [p.snapshot, p.carried, p.delta, p.reusable, p.ranges, p.history, p.heaps, p.buildThreads].map((v) => fmt(v)))];
   };
   const rows = [row(`idle (${m.idleAfterS} s after start${m.idleSettled ? '' : ', not settled'})`, m.idle)];
   m.compactions.forEach((c, i) => {
@@ -403,8 +403,8 @@ function memorySection(m: MemoryResult): string[] {
   return [
     '## Memory',
     `An embedded server with serve's ${(m.serveOptions ?? []).length === 0 ? 'default options' : `default options but ${m.serveOptions!.join(' ')}`} (${m.serverThreads} serving threads), on a copy of the data set; its snapshot file ${fmt(m.snapshotFileMB)} MB. ` +
-      'Resident and its parts from /proc (MB); the server\'s own account from /metrics (MiB): the snapshot, the carried build state, the live delta, a replaced snapshot kept for the next build, every thread\'s JavaScript heap in use, build threads alive.',
-    table(['when', 'resident', 'anonymous', 'file', 'shared', 'snapshot', 'carried', 'delta', 'reusable', 'heaps', 'build threads'], rows),
+      'Resident and its parts from /proc (MB); the server\'s own account from /metrics (MiB): the snapshot, the carried build state, the live delta, a replaced snapshot kept for the next build, the snapshot\'s VPAs by hash (range lookups), the history of answers\' index, every thread\'s JavaScript heap in use, build threads alive.',
+    table(['when', 'resident', 'anonymous', 'file', 'shared', 'snapshot', 'carried', 'delta', 'reusable', 'ranges', 'history', 'heaps', 'build threads'], rows),
   ];
 }
 

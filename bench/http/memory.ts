@@ -21,8 +21,8 @@
  * Each sample: resident memory (VmRSS, with its anonymous, file and shared
  * parts from /proc) and what the server reports of its parts (/metrics):
  * the snapshot, the carried build state, the delta, a replaced snapshot
- * kept for the next build, the threads' JavaScript heaps, build threads
- * alive. Set against the targets: idle ≤ 2 × the snapshot file + 300 MB,
+ * kept for the next build, the snapshot's VPAs by hash, the history of
+ * answers' index, the threads' JavaScript heaps, build threads alive. Set against the targets: idle ≤ 2 × the snapshot file + 300 MB,
  * peak ≤ 3 × the snapshot file + 500 MB, and back to idle within a minute.
  */
 import { mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
@@ -75,6 +75,10 @@ export interface MemoryParts {
   readonly carried: number;
   readonly delta: number;
   readonly reusable: number;
+  /** The served snapshot's VPAs by hash (range lookups, the mirror). */
+  readonly ranges: number;
+  /** The history of answers' index. */
+  readonly history: number;
   /** Every thread's JavaScript heap in use, summed. */
   readonly heaps: number;
   readonly buildThreads: number;
@@ -276,6 +280,8 @@ function partsOf(text: string): MemoryParts {
     carried: mib('upi_risk_build_carried_bytes'),
     delta: mib('upi_risk_delta_bytes'),
     reusable: mib('upi_risk_build_reusable_bytes'),
+    ranges: mib('upi_risk_hash_ranges_bytes'),
+    history: mib('upi_risk_answer_history_index_bytes'),
     heaps: Math.round(heaps / MIB),
     buildThreads: gauge(text, 'upi_risk_build_threads'),
     replacedHeld: gauge(text, 'upi_risk_replaced_snapshots_held'),
@@ -305,6 +311,6 @@ async function ingestSmallFile(server: RunningServer, workDir: string, dataDir: 
 }
 
 function describe(s: MemorySample): string {
-  const parts = s.parts === null ? '' : ` (snapshot ${s.parts.snapshot}, carried ${s.parts.carried}, delta ${s.parts.delta}, reusable ${s.parts.reusable}, heaps ${s.parts.heaps}, build threads ${s.parts.buildThreads})`;
+  const parts = s.parts === null ? '' : ` (snapshot ${s.parts.snapshot}, carried ${s.parts.carried}, delta ${s.parts.delta}, reusable ${s.parts.reusable}, ranges ${s.parts.ranges}, history ${s.parts.history}, heaps ${s.parts.heaps}, build threads ${s.parts.buildThreads})`;
   return `${s.resident} MiB resident${parts}`;
 }

@@ -121,6 +121,11 @@ export class HistoryRecorder {
     return this.#recording !== null;
   }
 
+  /** Bytes of memory of the index of the history it records (0: not recording). */
+  get indexBytes(): number {
+    return this.#recording?.answers.indexBytes ?? 0;
+  }
+
   /**
    * Record that `view` with `delta` is served from now, how it came about
    * (`change`), before it is served. Never rejects: a state that cannot be

@@ -86,6 +86,8 @@ export interface AnswerReader {
   readonly unavailable: string | null;
   /** Bytes the history takes in this server's data directory. */
   readonly bytes: number;
+  /** Bytes of memory the history holds in this process: the index of each VPA's newest change, where it records. */
+  readonly indexBytes: number;
   /** Every change of `key` (lower case) recorded within the history kept, oldest first. */
   changesOf(key: string, now?: number): Promise<ChangeEntry[]>;
   /** The answers to `keys` (lower case) served at `at` (epoch ms, within the history kept: earliestAt), in order. */
@@ -180,6 +182,11 @@ export class AnswerHistory implements AnswerReader {
   /** Bytes of the file. */
   get bytes(): number {
     return this.#log?.bytes ?? 0;
+  }
+
+  /** Bytes of the log's index in memory (0: no log). */
+  get indexBytes(): number {
+    return this.#log?.indexBytes ?? 0;
   }
 
   /**

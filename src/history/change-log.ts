@@ -1,7 +1,7 @@
 import { mkdir, open, rename, rm, unlink, type FileHandle } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { readAllAt, syncDirectory, tempFileName, writeAllAt } from '../common/atomic-file.js';
-import { openHistoryFile } from './history-file.js';
+import { formatOf, openHistoryFile } from './history-file.js';
 import { crc32 } from 'node:zlib';
 import { crcOfFile } from '../common/file-crc.js';
 import { HistoryError } from '../common/errors.js';
@@ -311,6 +311,11 @@ export class ChangeLog {
   /** Bytes of the file. */
   get bytes(): number {
     return this.#size;
+  }
+
+  /** Bytes of the index of each VPA's newest record, in memory. */
+  get indexBytes(): number {
+    return this.#index.bytes;
   }
 
   get path(): string {
@@ -1096,19 +1101,7 @@ async function checkedHead(handle: FileHandle, path: string): Promise<{ size: nu
  * went, or null.
  */
 async function moveAsideFormat1(path: string): Promise<string | null> {
-  let handle: FileHandle;
-  try {
-    handle = await open(path, 'r');
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
-    throw new HistoryError(`cannot open ${path}: ${(error as Error).message}`, { cause: error });
-  }
-  const head = Buffer.alloc(12);
-  try {
-    if (!(await readAllAt(handle, head, 0)) || head.toString('latin1', 0, 8) !== MAGIC || head.readUInt32LE(8) !== 1) return null;
-  } finally {
-    await handle.close();
-  }
+  if ((await formatOf(path, MAGIC)) !== 1) return null;
   const aside = `${path}.format1`;
   await dropFactsIndex(path);
   await rename(path, aside);

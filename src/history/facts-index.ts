@@ -12,6 +12,8 @@ export const EMPTY = 0xff;
 export const TOLD_BITS = 0x3f;
 /** The bit of `told` marking a VPA seen in the pass under way. */
 export const SEEN = 0x40;
+/** Bytes of one slot, over its arrays. */
+const SLOT_BYTES = 6 * Uint32Array.BYTES_PER_ELEMENT + Uint16Array.BYTES_PER_ELEMENT + Uint8Array.BYTES_PER_ELEMENT;
 /** Records start at multiples of this many bytes of the file. */
 export const RECORD_ALIGN = 8;
 
@@ -79,6 +81,11 @@ export class FactsIndex {
 
   #take(arrays: FactsIndexArrays): void {
     ({ hashA: this.#hashA, hashB: this.#hashB, place: this.#place, printA: this.#printA, printB: this.#printB, number: this.#number, confidence: this.#confidence, told: this.#told } = arrays);
+  }
+
+  /** Bytes of its slots: 27 a slot. */
+  get bytes(): number {
+    return this.#capacity * SLOT_BYTES;
   }
 
   find(key: string): number {

@@ -4,7 +4,7 @@ import { crc32 } from 'node:zlib';
 import { syncDirectory, tempFileName } from '../common/atomic-file.js';
 import { HistoryError } from '../common/errors.js';
 import { silentLogger, type Logger } from '../common/logger.js';
-import { openHistoryFile } from './history-file.js';
+import { formatOf, openHistoryFile } from './history-file.js';
 import { dataVersionRecord, unavailableVersions, type DataVersionRecord, type ServedAt, type ServedState, type ServedVersions } from './served-versions.js';
 
 /**
@@ -529,11 +529,11 @@ async function scanJournal(handle: FileHandle, path: string): Promise<Scan> {
  * renamed into place.
  */
 async function rewriteFormat1(path: string): Promise<boolean> {
+  if ((await formatOf(path, MAGIC)) !== 1) return false;
   let handle: FileHandle;
   try {
     handle = await open(path, 'r');
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return false;
     throw new HistoryError(`cannot open ${path}: ${(error as Error).message}`, { cause: error });
   }
   const temp = join(dirname(path), tempFileName(basename(path)));
@@ -541,7 +541,7 @@ async function rewriteFormat1(path: string): Promise<boolean> {
   try {
     const head = Buffer.alloc(HEADER_LENGTH);
     const { bytesRead } = await handle.read(head, 0, HEADER_LENGTH, 0);
-    if (bytesRead < HEADER_LENGTH || head.toString('latin1', 0, 8) !== MAGIC || head.readUInt32LE(8) !== 1 || head.readUInt32LE(12) !== FORMAT1_RECORD_LENGTH) return false;
+    if (bytesRead < HEADER_LENGTH || head.readUInt32LE(12) !== FORMAT1_RECORD_LENGTH) throw new HistoryError(`${path} is of format 1 with a header this service did not write`);
     const body = (await handle.stat()).size - HEADER_LENGTH;
     if (body % FORMAT1_RECORD_LENGTH !== 0) throw new HistoryError(`${path} is cut short: ${body % FORMAT1_RECORD_LENGTH} bytes follow its last whole record; restore it from a backup, or move it aside to start the record afresh`);
     copy = await open(temp, 'w');

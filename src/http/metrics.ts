@@ -16,7 +16,7 @@ const GC_KINDS = new Map<number, string>([
 ]);
 
 /** The main thread's gauges whose values are read at each scrape from a function set later. */
-type ScrapeReader = 'historyRecording' | 'residentBytes' | 'memoryLimit' | 'leanCompactions' | 'carriedBytes' | 'carriedDiskBytes' | 'reusableBytes' | 'replacedSnapshots' | 'buildThreads' | 'deltaVpas' | 'deltaItems' | 'deltaBytes' | 'deltaAge' | 'sinceCompaction' | 'storeConnected' | 'sinceCaughtUp' | 'versionsRecorded' | 'answersRecorded' | 'answerHistoryBytes' | 'hashRangesBytes';
+type ScrapeReader = 'historyRecording' | 'residentBytes' | 'memoryLimit' | 'leanCompactions' | 'carriedBytes' | 'carriedDiskBytes' | 'reusableBytes' | 'replacedSnapshots' | 'buildThreads' | 'deltaVpas' | 'deltaItems' | 'deltaBytes' | 'deltaAge' | 'sinceCompaction' | 'storeConnected' | 'sinceCaughtUp' | 'versionsRecorded' | 'answersRecorded' | 'answerHistoryBytes' | 'answerHistoryIndexBytes' | 'hashRangesBytes';
 
 /**
  * Prometheus metrics of one thread: request counts and latency
@@ -197,6 +197,10 @@ export class ServiceMetrics {
     name: 'upi_risk_answer_history_bytes',
     help: 'Bytes of the history of answers (history/changes.log)',
   });
+  readonly answerHistoryIndexBytes = this.#readAtScrape('answerHistoryIndexBytes', {
+    name: 'upi_risk_answer_history_index_bytes',
+    help: "Memory of the history of answers' index (each VPA's newest change, which every state served is compared with): a data directory's server, and a fleet follower while it records; 0 otherwise",
+  });
   /** Where the main thread's read-at-scrape gauges get their values (set with the watch methods); unset elsewhere. */
   readonly #readers: Partial<Record<ScrapeReader, () => number>> = {};
 
@@ -330,9 +334,11 @@ export class ServiceMetrics {
     this.#readers.versionsRecorded = () => (unavailable() === null ? 1 : 0);
   }
 
-  watchAnswerHistory(unavailable: () => string | null, bytes: () => number): void {
+  /** Read at every scrape whether the history of answers can be read, the bytes of its file and of its index in memory (main thread only). */
+  watchAnswerHistory(unavailable: () => string | null, bytes: () => number, indexBytes: () => number): void {
     this.#readers.answersRecorded = () => (unavailable() === null ? 1 : 0);
     this.#readers.answerHistoryBytes = bytes;
+    this.#readers.answerHistoryIndexBytes = indexBytes;
   }
 
   /** Read at every scrape whether this follower records the fleet's history of answers (main thread only). */

@@ -94,7 +94,7 @@ async function startFollower(options: FollowerServeOptions, logger: Logger, metr
     compact: null,
     corrections: new StoreDesk({ pool: intake, location, follower, audit, nameOf: (keyId) => keys.records().find((k) => k.id === keyId)?.name }),
     versions,
-    answers: options.historyDays === 0 ? AnswerHistory.unavailable(HISTORY_OFF, logger) : new StoreAnswerHistory(intake, location, keepMs),
+    answers: options.historyDays === 0 ? AnswerHistory.unavailable(HISTORY_OFF, logger) : new StoreAnswerHistory(intake, location, keepMs, history),
     close: async () => {
       await keyChanges.close();
       await follower.close();

@@ -199,7 +199,7 @@ async function serveUntilStopped(options: ServeOptions, mode: ServingMode, logge
   const corrections = new CorrectionRequests({ desk: served.corrections, logger });
   const history = new HistoryRequests(served.versions, served.answers, logger);
   metrics.watchVersionRecord(() => served.versions.unavailable);
-  metrics.watchAnswerHistory(() => served.answers.unavailable, () => served.answers.bytes);
+  metrics.watchAnswerHistory(() => served.answers.unavailable, () => served.answers.bytes, () => served.answers.indexBytes);
   const watch = await served.startWatching({ served: service, logger, allowed: options.webhookAllow, firstRetryMs: options.webhookFirstRetryMs, ownerActive: (id) => keys.isActive(id) });
   const ingest = async (body: Uint8Array): Promise<IntakeResult> => {
     const started = performance.now();

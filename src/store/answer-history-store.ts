@@ -50,11 +50,19 @@ export class StoreAnswerHistory implements AnswerReader {
   readonly unavailable = null;
   /** The history is the store's: none of it is in the data directory. */
   readonly bytes = 0;
+  readonly #recorder: { readonly indexBytes: number } | null;
 
-  constructor(pool: pg.Pool, location: StoreLocation, keepMs: number) {
+  /** Reads from the store at `location`; `recorder`, the follower's recorder of the history, if it has one (its memory is the history's in this process). */
+  constructor(pool: pg.Pool, location: StoreLocation, keepMs: number, recorder: { readonly indexBytes: number } | null = null) {
     this.#pool = pool;
     this.#location = location;
     this.#keepMs = keepMs;
+    this.#recorder = recorder;
+  }
+
+  /** The recorder's index while it records; a follower that does not record holds none. */
+  get indexBytes(): number {
+    return this.#recorder?.indexBytes ?? 0;
   }
 
   async answerAt(key: string, at: number): Promise<PastAnswer> {

@@ -117,13 +117,15 @@ test('a history file damaged is refused with a clear error while screening goes 
     };
     const metrics = async (server: RunningServer) => {
       const text = await (await fetch(`${server.base}/metrics`)).text();
-      return [sample(text, 'upi_risk_answer_history_recorded'), sample(text, 'upi_risk_answer_history_bytes')];
+      return [sample(text, 'upi_risk_answer_history_recorded'), sample(text, 'upi_risk_answer_history_bytes'), sample(text, 'upi_risk_answer_history_index_bytes')];
     };
 
     let server = await startServer(t.dir.root);
     running = server;
     assert.equal(((await get(server, '/v1/verify/upi/history?upi=payee@ybl')).body.changes as Body[]).length, 1);
-    assert.deepEqual(await metrics(server), [1, (await stat(t.dir.answerChanges)).size]);
+    const [recorded, fileBytes, indexBytes] = await metrics(server);
+    assert.deepEqual([recorded, fileBytes], [1, (await stat(t.dir.answerChanges)).size]);
+    assert.ok(indexBytes! > 0 && indexBytes! % 27 === 0, `the index in memory, 27 bytes a slot: ${indexBytes}`);
     assert.equal(await server.stop(), 0);
 
     // Stopped cleanly, it kept its index: the next start reads no record, and compares only what may have changed.
@@ -145,7 +147,7 @@ test('a history file damaged is refused with a clear error while screening goes 
     assert.deepEqual([refused.status, refused.body.error], [503, 'service_unavailable']);
     assert.match(String(refused.body.message), /fails its CRC/);
     assert.match(server.stderr(), /ERR_HISTORY/);
-    assert.deepEqual(await metrics(server), [0, 0]);
+    assert.deepEqual(await metrics(server), [0, 0, 0]);
     assert.equal(await server.stop(), 0);
     assert.deepEqual(await readFile(t.dir.answerChanges), bytes, 'left as it was, for an operator to restore');
 

@@ -41,7 +41,9 @@ test('a follower that was not running tells every answer the fleet served as of 
         servers.push(server);
         // Told once a state it recorded began before the instant, and it said it was recording after it (every second).
         await until('the follower recording the history', 60_000, async () => (await call(`/v1/verify/upi?upi=payee@ybl&as_of=${encodeURIComponent(new Date(Date.now() - 1500).toISOString())}`)).status === 200);
-        assert.match(await (await fetch(`${server.base}/metrics`)).text(), /^upi_risk_answer_history_recording 1$/m);
+        const metrics = await (await fetch(`${server.base}/metrics`)).text();
+        assert.match(metrics, /^upi_risk_answer_history_recording 1$/m);
+        assert.match(metrics, /^upi_risk_answer_history_index_bytes [1-9]\d*$/m, 'the recorder holds its index');
       };
       await startFollower();
 
