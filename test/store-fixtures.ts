@@ -6,6 +6,7 @@ import { appendEvidenceBytes } from '../src/store/evidence-log.js';
 import { BuilderRole, type PublishPolicy } from '../src/roles/builder-role.js';
 import { migrate } from '../src/store/migrations.js';
 import { downloadSnapshot, type Publication } from '../src/store/snapshot-publications.js';
+import type { HistoryLease } from '../src/store/answer-history-store.js';
 import { readSnapshotFile } from '../src/engine/snapshot-files.js';
 import { SnapshotView } from '../src/engine/snapshot-view.js';
 import { ndjson, tempDataDir, until, type EvidenceInput } from './helpers.js';
@@ -20,6 +21,17 @@ export async function withTestSchema<T>(work: (location: StoreLocation) => Promi
     return await work(location);
   } finally {
     await dropTestSchema(location);
+  }
+}
+
+/** `work` with the history lease `lockName` held by a connection of its own, as a recording follower holds it. */
+export async function withHistoryLease<T>(location: StoreLocation, lockName: string, work: (lease: HistoryLease) => Promise<T>): Promise<T> {
+  const holder = await connectStore(location);
+  try {
+    const pid = (await holder.query<{ pid: number }>('SELECT pg_backend_pid() AS pid, pg_advisory_lock(hashtext($1))', [lockName])).rows[0]!.pid;
+    return await work({ lockName, pid });
+  } finally {
+    await holder.end();
   }
 }
 

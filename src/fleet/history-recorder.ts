@@ -10,6 +10,7 @@ import {
   RECORDER_ALIVE_EVERY_MS,
   RECORDER_ANSWER_WITHIN_MS,
   beginRecording,
+  lastPrunedAt,
   lastRecordedState,
   newestColumn,
   newestRecords,
@@ -33,9 +34,9 @@ export interface HistoryRecorderOptions {
   readonly leasePollMs?: number;
 }
 
-/** How often the recorder drops what the retention no longer needs from the store, and how soon after a take-over it first does. */
+/** How often the history in the store is pruned, whichever follower records it; a take-over prunes no sooner than a while after it. */
 const PRUNE_EVERY_MS = 24 * 60 * 60 * 1000;
-const FIRST_PRUNE_AFTER_MS = 10 * 60 * 1000;
+const PRUNE_AFTER_TAKE_OVER_MS = 60 * 1000;
 /** Kept past the retention by the store's prune: a follower whose clock is behind the recorder's by less still finds every record an instant it takes as kept needs. */
 const PRUNE_MARGIN_MS = 24 * 60 * 60 * 1000;
 /** How long a copy's transaction may wait on the recorder between statements before the store ends it (and its locks). */
@@ -276,7 +277,7 @@ export class HistoryRecorder {
     alive.unref();
     const recording: Recording = { generation, answers, term, alive, recorded: false };
     this.#recording = recording;
-    this.#pruneLater(FIRST_PRUNE_AFTER_MS);
+    void this.#pruneWhenDue(recording);
     return recording;
   }
 
@@ -324,6 +325,17 @@ export class HistoryRecorder {
     await recording.answers.close();
   }
 
+  /** Prune the store when its last prune, by this follower or another, is a day old: a lease that changes hands often neither never prunes nor prunes at each take-over. */
+  async #pruneWhenDue(recording: Recording): Promise<void> {
+    let last: number | null = null;
+    try {
+      last = await lastPrunedAt(this.#pool, this.#options.location);
+    } catch (error) {
+      this.#options.logger.warn({ err: messageOf(error) }, 'could not read when the store was last pruned; pruned as if never');
+    }
+    if (this.#recording === recording) this.#pruneLater(nextPruneIn(last, Date.now()));
+  }
+
   /** A prune of the store in `ms`, beside the recording, and the next a day on. */
   #pruneLater(ms: number): void {
     clearTimeout(this.#pruneTimer);
@@ -348,4 +360,10 @@ export class HistoryRecorder {
     // Not after a stop, nor for a recording that has since given way to another.
     if (this.#recording === recording) this.#pruneLater(PRUNE_EVERY_MS);
   }
+}
+
+/** How long after a take-over at `now` the store is next pruned, its last prune having been at `lastPruned` (epoch ms; null: never). */
+export function nextPruneIn(lastPruned: number | null, now: number): number {
+  if (lastPruned === null) return PRUNE_AFTER_TAKE_OVER_MS;
+  return Math.min(PRUNE_EVERY_MS, Math.max(PRUNE_AFTER_TAKE_OVER_MS, lastPruned + PRUNE_EVERY_MS - now));
 }

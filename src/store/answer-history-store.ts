@@ -358,33 +358,55 @@ export async function newestColumn(pool: pg.Pool, location: StoreLocation): Prom
   }
 }
 
+/** When the history in the store was last pruned (epoch ms), by any recorder; null if never. */
+export async function lastPrunedAt(pool: pg.Pool, location: StoreLocation): Promise<number | null> {
+  try {
+    const { rows } = await pool.query<{ at_ms: string | null }>('SELECT max(at_ms) AS at_ms FROM answer_prunes');
+    const at = rows[0]?.at_ms ?? null;
+    return at === null ? null : storeWholeNumber(location, at, 'answer_prunes.at_ms');
+  } catch (error) {
+    throw error instanceof StoreError ? error : storeError(location, error);
+  }
+}
+
 /**
  * Drop what no answer at or after `cutoff` (epoch ms) is told from: each
  * VPA's records before its newest before the cutoff, the columns and
  * states before the newest of each before it, and the stretches of
- * recording that ended before it. Resolves to the records dropped. Each
+ * recording that ended before it, and records that it was pruned at
+ * `now` (lastPrunedAt). Resolves to the records dropped. Each
  * pass is a transaction of its own; once `signal` aborts (the recorder
  * closing), the connection is dropped and the pass under way rolled back.
  */
-export async function pruneRecordedHistory(pool: pg.Pool, location: StoreLocation, cutoff: number, signal?: AbortSignal): Promise<number> {
+export async function pruneRecordedHistory(pool: pg.Pool, location: StoreLocation, cutoff: number, signal?: AbortSignal, now = Date.now()): Promise<number> {
   const at = Math.floor(cutoff);
   return withPoolClient(pool, location, async (client) => {
     const drop = () => dropConnection(client);
     signal?.addEventListener('abort', drop, { once: true });
     // A pass over a table: minutes at 10M VPAs, longer than the recorder's pool allows a statement.
-    const pass = async (text: string): Promise<number> => {
+    const pass = async (text: string, values: readonly number[] = [at]): Promise<number> => {
       await client.query('BEGIN');
       await client.query(`SET LOCAL statement_timeout = ${serverLimit(PRUNE_PASS_WITHIN_MS)}`);
-      const { rowCount } = await client.query(answeredWithin(text, [at], PRUNE_PASS_WITHIN_MS));
+      const { rowCount } = await client.query(answeredWithin(text, values, PRUNE_PASS_WITHIN_MS));
       await client.query('COMMIT');
       return rowCount ?? 0;
     };
     try {
       if (signal?.aborted === true) throw new Error('the prune was stopped');
-      const dropped = await pass(`DELETE FROM answer_changes a WHERE a.at_ms < $1 AND EXISTS (SELECT 1 FROM answer_changes b WHERE b.vpa = a.vpa AND b.at_ms > a.at_ms AND b.at_ms < $1)`);
+      // Each VPA has at most one record before the cutoff of the last prune that ended: only those with a record
+      // since then can have more than one before this cutoff, all but the newest of which go.
+      const { rows } = await client.query<{ cutoff_ms: string }>('SELECT cutoff_ms FROM answer_prunes ORDER BY at_ms DESC LIMIT 1');
+      const since = rows[0] === undefined ? 0 : storeWholeNumber(location, rows[0].cutoff_ms, 'answer_prunes.cutoff_ms');
+      const dropped = await pass(
+        `DELETE FROM answer_changes a USING (SELECT vpa, max(at_ms) AS newest FROM answer_changes WHERE at_ms >= $2 AND at_ms < $1 GROUP BY vpa) w
+          WHERE a.vpa = w.vpa AND a.at_ms < w.newest`,
+        [at, since],
+      );
       await pass('DELETE FROM answer_score_columns WHERE at_ms < (SELECT max(at_ms) FROM answer_score_columns WHERE at_ms < $1)');
       await pass('DELETE FROM answer_states WHERE at_ms < (SELECT max(at_ms) FROM answer_states WHERE at_ms < $1)');
       await pass('DELETE FROM answer_recorders r WHERE r.alive_ms < $1 AND NOT EXISTS (SELECT 1 FROM answer_states s WHERE s.term = r.term)');
+      await pass('DELETE FROM answer_prunes WHERE at_ms < $1');
+      await client.query('INSERT INTO answer_prunes (at_ms, cutoff_ms, dropped) VALUES ($1, $2, $3) ON CONFLICT (at_ms) DO NOTHING', [Math.floor(now), at, dropped]);
       return dropped;
     } catch (error) {
       drop();

@@ -3,10 +3,11 @@ import assert from 'node:assert/strict';
 import { HistoryError, StoreError } from '../../src/common/errors.js';
 import { CLEARED_FACTS, ChangeLog, type AnswerFacts } from '../../src/history/change-log.js';
 import { migrate } from '../../src/store/migrations.js';
-import { storePool, connectStore } from '../../src/store/postgres.js';
+import { storePool } from '../../src/store/postgres.js';
 import {
   StoreAnswerHistory,
   beginRecording,
+  lastPrunedAt,
   lastRecordedState,
   newestColumn,
   newestRecords,
@@ -16,7 +17,7 @@ import {
   writeRecordedState,
 } from '../../src/store/answer-history-store.js';
 import { flaggedFacts, withHistoryLog } from '../helpers.js';
-import { withTestSchema } from '../store-fixtures.js';
+import { withHistoryLease, withTestSchema } from '../store-fixtures.js';
 
 // The fleet's history of answers in the store: states copied from a
 // recorder's change log as they are, read back as the file reads them,
@@ -31,11 +32,9 @@ test('states copied into the store tell the answers and changes the change log t
   await withTestSchema(async (location) => {
     await migrate(location);
     const pool = storePool(location, 2);
-    const holder = await connectStore(location);
     try {
-      const pid = (await holder.query<{ pid: number }>('SELECT pg_backend_pid() AS pid, pg_advisory_lock(hashtext($1))', [LOCK])).rows[0]!.pid;
-      const lease = { lockName: LOCK, pid };
-      await withHistoryLog(async (path) => {
+      await withHistoryLease(location, LOCK, async (lease) => withHistoryLog(async (path) => {
+        const pid = lease.pid;
         const log = await ChangeLog.open(path, 0);
         const term = await beginRecording(pool, location, lease, T0);
         const states: { at: number; version: string; changes: [string, AnswerFacts][]; scoredAt?: number }[] = [
@@ -122,14 +121,15 @@ test('states copied into the store tell the answers and changes the change log t
         const closing = new AbortController();
         closing.abort();
         await assert.rejects(pruneRecordedHistory(pool, location, T0 + DAY, closing.signal), StoreError);
-        // Pruned as the file is: of the records before the cutoff, each VPA's newest.
-        assert.equal(await pruneRecordedHistory(pool, location, T0 + DAY), 2);
+        assert.equal(await lastPrunedAt(pool, location), null, 'a prune stopped is not recorded as one');
+        // Pruned as the file is: of the records before the cutoff, each VPA's newest; and when, for the next recorder.
+        assert.equal(await pruneRecordedHistory(pool, location, T0 + DAY, undefined, T0 + 3 * DAY), 2);
+        assert.equal(await lastPrunedAt(pool, location), T0 + 3 * DAY);
         assert.deepEqual(strip(await store.answerAt('a@ybl', T0 + DAY)), strip(await log.answerAt('a@ybl', T0 + DAY)));
         assert.deepEqual(strip(await store.answerAt('c@ybl', T0 + DAY + 1)), strip(await log.answerAt('c@ybl', T0 + DAY + 1)));
         await log.close();
-      });
+      }));
     } finally {
-      await holder.end();
       await pool.end();
     }
   });

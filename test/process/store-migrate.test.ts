@@ -34,6 +34,7 @@ test('migrate creates the schema once, from several processes at once, and again
         { version: 10, name: 'served_versions' },
         { version: 11, name: 'report_idempotency_keys' },
         { version: 12, name: 'answer_history' },
+        { version: 13, name: 'answer_prunes' },
       ]);
     } finally {
       await client.end();
