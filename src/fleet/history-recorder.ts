@@ -50,6 +50,8 @@ interface Recording {
   readonly answers: AnswerHistory;
   readonly term: number;
   readonly alive: NodeJS.Timeout;
+  /** Aborted when it stops: a prune of the store under way ends with it (its pass rolled back). */
+  readonly stopped: AbortController;
   /** Whether a state was recorded in it yet. */
   recorded: boolean;
 }
@@ -275,7 +277,7 @@ export class HistoryRecorder {
         .finally(() => (speaking = false));
     }, RECORDER_ALIVE_EVERY_MS);
     alive.unref();
-    const recording: Recording = { generation, answers, term, alive, recorded: false };
+    const recording: Recording = { generation, answers, term, alive, stopped: new AbortController(), recorded: false };
     this.#recording = recording;
     void this.#pruneWhenDue(recording);
     return recording;
@@ -319,6 +321,7 @@ export class HistoryRecorder {
     this.#recording = null;
     clearInterval(recording.alive);
     clearTimeout(this.#pruneTimer);
+    recording.stopped.abort();
     await recordingAlive(this.#pool, this.#options.location, recording.term, until, true).catch((error: Error) =>
       this.#options.logger.warn({ err: error.message }, 'could not tell the store the recording of the history ended; it is taken to have ended at its last word'),
     );
@@ -350,20 +353,26 @@ export class HistoryRecorder {
     const recording = this.#recording;
     if (recording === null || this.#options.keepMs === 0) return;
     const started = performance.now();
+    const stop = AbortSignal.any([this.#closing.signal, recording.stopped.signal]);
     try {
-      const dropped = await pruneRecordedHistory(this.#pool, this.#options.location, Date.now() - this.#options.keepMs - PRUNE_MARGIN_MS, this.#closing.signal);
-      this.#options.logger.info({ dropped, ms: Math.round(performance.now() - started) }, 'changes past the history kept dropped from the store');
+      const dropped = await pruneRecordedHistory(this.#pool, this.#options.location, Date.now() - this.#options.keepMs - PRUNE_MARGIN_MS, stop);
+      if (dropped === null) this.#options.logger.info({}, 'another prune of the store is under way; tried again tomorrow');
+      else this.#options.logger.info({ dropped, ms: Math.round(performance.now() - started) }, 'changes past the history kept dropped from the store');
     } catch (error) {
-      if (this.#closing.signal.aborted) this.#options.logger.info({}, 'the prune of the store was stopped by the close, its pass under way rolled back');
-      else this.#options.logger.error({ err: (error as Error).message }, 'the changes past the history kept could not be dropped from the store; tried again tomorrow');
+      if (stop.aborted) this.#options.logger.info({}, 'the prune of the store was stopped with the recording, its pass under way rolled back');
+      else this.#options.logger.error({ err: messageOf(error) }, 'the changes past the history kept could not be dropped from the store; tried again tomorrow');
     }
     // Not after a stop, nor for a recording that has since given way to another.
     if (this.#recording === recording) this.#pruneLater(PRUNE_EVERY_MS);
   }
 }
 
-/** How long after a take-over at `now` the store is next pruned, its last prune having been at `lastPruned` (epoch ms; null: never). */
+/**
+ * How long after a take-over at `now` the store is next pruned, its last
+ * prune having been at `lastPruned` (epoch ms; null: never). A last prune
+ * later than now (by a clock ahead of this one) is not waited on.
+ */
 export function nextPruneIn(lastPruned: number | null, now: number): number {
-  if (lastPruned === null) return PRUNE_AFTER_TAKE_OVER_MS;
+  if (lastPruned === null || lastPruned > now) return PRUNE_AFTER_TAKE_OVER_MS;
   return Math.min(PRUNE_EVERY_MS, Math.max(PRUNE_AFTER_TAKE_OVER_MS, lastPruned + PRUNE_EVERY_MS - now));
 }

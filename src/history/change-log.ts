@@ -570,7 +570,9 @@ export class ChangeLog {
       // The column is written beside the log's, so that a write that fails leaves the log and its columns as they were.
       await rm(seededScores, { recursive: true, force: true });
       if (column !== null) await (await ScoreColumns.open(seededScores, Number.POSITIVE_INFINITY)).write(column.at, column.scoredAt, column.values);
+      // The old log goes first: a seed cut short from here leaves no log to be taken for the store's, and is made again.
       await dropFactsIndex(path);
+      await rm(path, { force: true });
       await rm(scores, { recursive: true, force: true });
       if (column !== null) await rename(seededScores, scores);
       await rename(temp, path);

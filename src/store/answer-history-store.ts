@@ -374,11 +374,12 @@ export async function lastPrunedAt(pool: pg.Pool, location: StoreLocation): Prom
  * VPA's records before its newest before the cutoff, the columns and
  * states before the newest of each before it, and the stretches of
  * recording that ended before it, and records that it was pruned at
- * `now` (lastPrunedAt). Resolves to the records dropped. Each
+ * `now` (lastPrunedAt). Resolves to the records dropped, or null when
+ * another prune of the store is under way (nothing done). Each
  * pass is a transaction of its own; once `signal` aborts (the recorder
  * closing), the connection is dropped and the pass under way rolled back.
  */
-export async function pruneRecordedHistory(pool: pg.Pool, location: StoreLocation, cutoff: number, signal?: AbortSignal, now = Date.now()): Promise<number> {
+export async function pruneRecordedHistory(pool: pg.Pool, location: StoreLocation, cutoff: number, signal?: AbortSignal, now = Date.now()): Promise<number | null> {
   const at = Math.floor(cutoff);
   return withPoolClient(pool, location, async (client) => {
     const drop = () => dropConnection(client);
@@ -391,8 +392,8 @@ export async function pruneRecordedHistory(pool: pg.Pool, location: StoreLocatio
       await client.query('COMMIT');
       return rowCount ?? 0;
     };
-    try {
-      if (signal?.aborted === true) throw new Error('the prune was stopped');
+    // The passes, once the prune holds the lock.
+    const prune = async (): Promise<number> => {
       // Each VPA has at most one record before the cutoff of the last prune that ended: only those with a record
       // since then can have more than one before this cutoff, all but the newest of which go.
       const { rows } = await client.query<{ cutoff_ms: string }>('SELECT cutoff_ms FROM answer_prunes ORDER BY at_ms DESC LIMIT 1');
@@ -407,6 +408,17 @@ export async function pruneRecordedHistory(pool: pg.Pool, location: StoreLocatio
       await pass('DELETE FROM answer_recorders r WHERE r.alive_ms < $1 AND NOT EXISTS (SELECT 1 FROM answer_states s WHERE s.term = r.term)');
       await pass('DELETE FROM answer_prunes WHERE at_ms < $1');
       await client.query('INSERT INTO answer_prunes (at_ms, cutoff_ms, dropped) VALUES ($1, $2, $3) ON CONFLICT (at_ms) DO NOTHING', [Math.floor(now), at, dropped]);
+      return dropped;
+    };
+    try {
+      if (signal?.aborted === true) throw new Error('the prune was stopped');
+      // One prune at a time, whichever follower runs it (a holder whose lease moved may not have seen its stop yet).
+      // A prune that fails drops its connection, and the lock with it.
+      const lock = `upi-risk answer prune ${location.schema}`;
+      const { rows: locked } = await client.query<{ got: boolean }>('SELECT pg_try_advisory_lock(hashtext($1)) AS got', [lock]);
+      if (locked[0]?.got !== true) return null;
+      const dropped = await prune();
+      await client.query('SELECT pg_advisory_unlock(hashtext($1))', [lock]);
       return dropped;
     } catch (error) {
       drop();

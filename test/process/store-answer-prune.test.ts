@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ChangeLog } from '../../src/history/change-log.js';
 import { migrate } from '../../src/store/migrations.js';
-import { storePool } from '../../src/store/postgres.js';
+import { connectStore, storePool } from '../../src/store/postgres.js';
 import { beginRecording, lastPrunedAt, pruneRecordedHistory, writeRecordedState } from '../../src/store/answer-history-store.js';
 import { flaggedFacts, withHistoryLog } from '../helpers.js';
 import { withHistoryLease, withTestSchema } from '../store-fixtures.js';
@@ -59,10 +59,31 @@ test('pruned a day at a time, the store keeps what the whole rule keeps', { time
             assert.deepEqual(after, kept(before, cutoff), `the prune at ${cutoff}`);
             assert.equal(dropped, before.length - after.length);
             assert.equal(await lastPrunedAt(pool, location), now);
+            assert.deepEqual((await pool.query('SELECT cutoff_ms::float8 AS cutoff FROM answer_prunes WHERE at_ms = $1', [now])).rows, [{ cutoff }]);
             prunes++;
           }
         }
         assert.ok(prunes >= 10);
+
+        // The prune reads only what came since the last cutoff: two records of a VPA from before it (which no
+        // recorder writes) are not looked at.
+        const last = Number((await pool.query<{ cutoff: string }>('SELECT cutoff_ms AS cutoff FROM answer_prunes ORDER BY at_ms DESC LIMIT 1')).rows[0]!.cutoff);
+        await pool.query("INSERT INTO answer_changes (vpa, at_ms, number, record) VALUES ('planted@ybl', $1, 99, '\\x00'), ('planted@ybl', $2, 99, '\\x00')", [last - 2, last - 1]);
+        const end = T0 + 60 * (DAY / 4);
+        await pruneRecordedHistory(pool, location, end, undefined, end + 1);
+        assert.equal((await pool.query("SELECT 1 FROM answer_changes WHERE vpa = 'planted@ybl'")).rowCount, 2);
+
+        // One prune at a time: while another holds the prune's lock, a prune does nothing and is not recorded.
+        const other = await connectStore(location);
+        try {
+          await other.query('SELECT pg_advisory_lock(hashtext($1))', [`upi-risk answer prune ${location.schema}`]);
+          assert.equal(await pruneRecordedHistory(pool, location, end + DAY, undefined, end + 2), null);
+          assert.equal(await lastPrunedAt(pool, location), end + 1);
+        } finally {
+          await other.end();
+        }
+        assert.equal(await pruneRecordedHistory(pool, location, end + DAY, undefined, end + 3), 0, 'the lock let go with its connection');
+        assert.equal(await lastPrunedAt(pool, location), end + 3);
         await log.close();
       }));
     } finally {
