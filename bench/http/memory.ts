@@ -4,7 +4,8 @@
  * memory flag), on a hard-linked copy of the data set.
  *
  * 1. Idle: once the stored evidence has been read ahead for incremental
- *    builds (`upi_risk_build_carried_bytes` above 0) and what a build keeps
+ *    builds (`upi_risk_build_carried_bytes` above 0), the snapshot's VPAs
+ *    hashed (`upi_risk_hash_ranges_bytes` above 0), and what a build keeps
  *    for a while after it has gone (`upi_risk_build_threads` and
  *    `upi_risk_build_reusable_bytes` back to 0), or after IDLE_WAIT_MS.
  * 2. Two compactions, each after a small ingest merged into the live delta,
@@ -145,7 +146,12 @@ export async function runMemory(o: MemoryOptions): Promise<MemoryResult> {
     await pollUntil(
       async () => {
         const text = await metrics();
-        return gauge(text, 'upi_risk_build_carried_bytes') > 0 && gauge(text, 'upi_risk_build_threads') === 0 && gauge(text, 'upi_risk_build_reusable_bytes') === 0;
+        return (
+          gauge(text, 'upi_risk_build_carried_bytes') > 0 &&
+          gauge(text, 'upi_risk_hash_ranges_bytes') > 0 &&
+          gauge(text, 'upi_risk_build_threads') === 0 &&
+          gauge(text, 'upi_risk_build_reusable_bytes') === 0
+        );
       },
       1000,
       'idle',
