@@ -328,7 +328,7 @@ export class HistoryRecorder {
     await recording.answers.close();
   }
 
-  /** Prune the store when its last prune, by this follower or another, is a day old: a lease that changes hands often neither never prunes nor prunes at each take-over. */
+  /** Prune the store when its last prune, by this follower or another, is a day old: a lease that changes hands often neither skips the prune nor runs it at each take-over. */
   async #pruneWhenDue(recording: Recording): Promise<void> {
     let last: number | null = null;
     try {

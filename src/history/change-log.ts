@@ -863,7 +863,6 @@ function entryOf(r: StoredRecord): ChangeEntry {
   };
 }
 
-/** `array` copied into one of at least `length` elements (twice as many, if more), the rest 0. */
 /** Refuses `numbers` (sorted in place) unless they are 0 to their count less one, each once. */
 function checkNumbering(numbers: Uint32Array): void {
   numbers.sort();
@@ -874,6 +873,7 @@ function checkNumbering(numbers: Uint32Array): void {
   }
 }
 
+/** `array` copied into one of at least `length` elements (twice as many, if more), the rest 0. */
 function grownTo(array: Uint32Array, length: number): Uint32Array<ArrayBuffer> {
   const next = new Uint32Array(Math.max(length, 2 * array.length));
   next.set(array);
