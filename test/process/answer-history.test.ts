@@ -4,7 +4,7 @@ import { UpiRiskClient } from '@upi-risk/client';
 import { KeyAdmin } from '../../src/access/key-admin.js';
 import { FileKeyBackend, keyFilePath } from '../../src/access/key-file.js';
 import { readFile, rename, stat, writeFile } from 'node:fs/promises';
-import { evidence, ingest, sample, tempDataDir } from '../helpers.js';
+import { evidence, ingest, sample, tempDataDir, until } from '../helpers.js';
 import { startServer, type RunningServer } from '../server-process.js';
 import { AnswerHistorySchema } from '../../src/api/history-paths.js';
 import { assertSchema } from '../schema-check.js';
@@ -79,7 +79,9 @@ test('a VPA\'s history: every change with the version that served it and why, ke
     const mate = (await call('/v1/verify/upi/history?upi=mate@ybl')).body.changes as Body[];
     assert.deepEqual(mate.map((c) => c.cause), ['evidence', 'compaction']);
 
-    // Killed and started again: nothing lost, nothing recorded twice.
+    // Killed and started again: nothing lost, nothing recorded twice. Once the compaction's file is written: killed
+    // between its swap and the file (it is served as soon as assembled), a restart serves the snapshot before it.
+    await until('the compaction\'s file written', 60_000, () => /"build finished"/.test(running.stderr()));
     server.child.kill('SIGKILL');
     await new Promise((resolve) => running.child.once('exit', resolve));
     server = await startServer(t.dir.root, { args: ['--threads', '2'] });
