@@ -23,8 +23,9 @@
  * parts from /proc) and what the server reports of its parts (/metrics):
  * the snapshot, the carried build state, the delta, a replaced snapshot
  * kept for the next build, the snapshot's VPAs by hash, the history of
- * answers' index, the threads' JavaScript heaps, build threads alive. Set against the targets: idle ≤ 2 × the snapshot file + 300 MB,
- * peak ≤ 3 × the snapshot file + 500 MB, and back to idle within a minute.
+ * answers' index, the threads' JavaScript heaps, build threads alive. Set
+ * against the targets: idle ≤ 2 × the snapshot file + 300 MB, peak ≤ 3 ×
+ * the snapshot file + 500 MB, and back to idle within a minute.
  */
 import { mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';

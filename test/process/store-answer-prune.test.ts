@@ -49,7 +49,7 @@ test('pruned a day at a time, the store keeps what the whole rule keeps', { time
           for (const key of KEYS) if (next() < 0.3) log.add(key, flaggedFacts(1000 + Math.floor(next() * 8000)), 'evidence');
           const committed = await log.commit();
           await writeRecordedState(pool, location, lease, { term, snapshot: 's1', position: state, dataAsOf: at - 5 }, committed, log);
-          // Daily from the fourth day, keeping two days; once, a prune with a shorter retention than the last.
+          // Daily from the fourth day, keeping two days; once half a day (a shorter retention), then three (a cutoff before the last).
           if (state >= 12 && state % 4 === 0) {
             const cutoff = at - (prunes === 5 ? DAY / 2 : 2 * DAY) + (prunes === 6 ? -DAY : 0);
             const before = await rows();
