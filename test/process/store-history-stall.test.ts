@@ -4,10 +4,10 @@ import { readFileSync } from 'node:fs';
 import { StoreError } from '../../src/common/errors.js';
 import { ChangeLog } from '../../src/history/change-log.js';
 import { migrate } from '../../src/store/migrations.js';
-import { connectStore, storePool } from '../../src/store/postgres.js';
+import { storePool } from '../../src/store/postgres.js';
 import { beginRecording, lastRecordedState, recordingAlive, writeRecordedState } from '../../src/store/answer-history-store.js';
 import { flaggedFacts, withHistoryLog } from '../helpers.js';
-import { withTestSchema } from '../store-fixtures.js';
+import { withHistoryLease, withTestSchema } from '../store-fixtures.js';
 
 // The recorder copies each state into the store before the follower serves
 // it, so a copy on a connection that stops answering (a half-open socket, a
@@ -26,7 +26,6 @@ test('a copy or a heartbeat on a connection that stops answering fails within th
     // The recorder's pool, whose statements are given their time to answer; the test's own work and checks on another.
     const pool = storePool(location, 1, 60_000, ANSWER_WITHIN_MS);
     const setup = storePool(location, 1);
-    const holder = await connectStore(location);
     const stopped: number[] = [];
     // Never left stopped, should this test be cut short: the store serves the tests after it.
     const resume = (): void => {
@@ -38,53 +37,52 @@ test('a copy or a heartbeat on a connection that stops answering fails within th
     };
     process.once('exit', resume);
     try {
-      const pid = (await holder.query<{ pid: number }>('SELECT pg_backend_pid() AS pid, pg_advisory_lock(hashtext($1))', [LOCK])).rows[0]!.pid;
-      const lease = { lockName: LOCK, pid };
-      const term = await beginRecording(setup, location, lease, T0);
-      await withHistoryLog(async (path) => {
-        const log = await ChangeLog.open(path, 0);
-        try {
-          const copyState = async (on: typeof pool, at: number, key: string): Promise<void> => {
-            log.begin(at, `s1+${at - T0}`);
-            log.add(key, flaggedFacts(5000), 'evidence');
-            const committed = await log.commit();
-            await writeRecordedState(on, location, lease, { term, snapshot: 's1', position: at - T0, dataAsOf: at }, committed, log);
-          };
-          await copyState(setup, T0 + 1, 'a@ybl');
+      await withHistoryLease(location, LOCK, async (lease) => {
+        const term = await beginRecording(setup, location, lease, T0);
+        await withHistoryLog(async (path) => {
+          const log = await ChangeLog.open(path, 0);
+          try {
+            const copyState = async (on: typeof pool, at: number, key: string): Promise<void> => {
+              log.begin(at, `s1+${at - T0}`);
+              log.add(key, flaggedFacts(5000), 'evidence');
+              const committed = await log.commit();
+              await writeRecordedState(on, location, lease, { term, snapshot: 's1', position: at - T0, dataAsOf: at }, committed, log);
+            };
+            await copyState(setup, T0 + 1, 'a@ybl');
 
-          // The pool's one connection, its backend stopped; then the one after it. Each fails once its time to
-          // answer is past (without it, after the kernel's minutes: past this test's timeout), and is dropped.
-          const stopOne = async (): Promise<void> => {
-            const pid = (await pool.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
-            assert.match(readFileSync(`/proc/${pid}/cmdline`, 'latin1'), /^postgres/, 'the store runs on this host, its backends seen by their pid');
-            process.kill(pid, 'SIGSTOP');
-            stopped.push(pid);
-          };
-          await stopOne();
-          await assert.rejects(copyState(pool, T0 + 2, 'b@ybl'), StoreError);
-          await stopOne();
-          await assert.rejects(recordingAlive(pool, location, term, T0 + 3), StoreError);
-          resume();
+            // The pool's one connection, its backend stopped; then the one after it. Each fails once its time to
+            // answer is past (without it, after the kernel's minutes: past this test's timeout), and is dropped.
+            const stopOne = async (): Promise<void> => {
+              const pid = (await pool.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
+              assert.match(readFileSync(`/proc/${pid}/cmdline`, 'latin1'), /^postgres/, 'the store runs on this host, its backends seen by their pid');
+              process.kill(pid, 'SIGSTOP');
+              stopped.push(pid);
+            };
+            await stopOne();
+            await assert.rejects(copyState(pool, T0 + 2, 'b@ybl'), StoreError);
+            await stopOne();
+            await assert.rejects(recordingAlive(pool, location, term, T0 + 3), StoreError);
+            resume();
 
-          // A new connection carries the next copy; the one that failed left nothing in the store.
-          await copyState(pool, T0 + 4, 'c@ybl');
-          await recordingAlive(pool, location, term, T0 + 5);
-          const { rows } = await holder.query<{ at_ms: string }>('SELECT at_ms FROM answer_states ORDER BY at_ms');
-          assert.deepEqual(
-            rows.map((row) => Number(row.at_ms)),
-            [T0 + 1, T0 + 4],
-          );
-          assert.equal((await lastRecordedState(setup, location))?.at, T0 + 4);
-        } finally {
-          await log.close();
-        }
+            // A new connection carries the next copy; the one that failed left nothing in the store.
+            await copyState(pool, T0 + 4, 'c@ybl');
+            await recordingAlive(pool, location, term, T0 + 5);
+            const { rows } = await setup.query<{ at_ms: string }>('SELECT at_ms FROM answer_states ORDER BY at_ms');
+            assert.deepEqual(
+              rows.map((row) => Number(row.at_ms)),
+              [T0 + 1, T0 + 4],
+            );
+            assert.equal((await lastRecordedState(setup, location))?.at, T0 + 4);
+          } finally {
+            await log.close();
+          }
+        });
       });
     } finally {
       resume();
       process.off('exit', resume);
       await pool.end().catch(() => {});
       await setup.end().catch(() => {});
-      await holder.end();
     }
   });
 });
