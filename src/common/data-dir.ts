@@ -8,7 +8,8 @@ import { join, resolve } from 'node:path';
  *   snapshots/   built snapshots; the newest valid one is served
  *   state/       build state that must survive rebuilds (cluster id assignment),
  *                the data version positions handed out (never to be handed out
- *                again), the corrections journal (retractions and clearances:
+ *                again), which snapshot was last served (a start that cannot
+ *                load it builds before serving), the corrections journal (retractions and clearances:
  *                not derived, as precious as the evidence), the journal of
  *                disputes and reports (disputes.ndjson), and parsed evidence
  *                chunks kept to speed rebuilds up (state/parsed/, derived:
@@ -31,6 +32,8 @@ export interface DataDir {
   readonly clusterIds: string;
   /** The positions of data versions reserved so far (service/position-reserve.ts). */
   readonly positions: string;
+  /** Which snapshot was last served (service/last-served-snapshot.ts). */
+  readonly servedSnapshot: string;
   /** The lock of the one `serve` (embedded) that owns the directory while it runs (service/serve-lock.ts). */
   readonly serveLock: string;
   /** The carried build records of the process that builds here, in files (builder/spilled-segments.ts). */
@@ -54,6 +57,7 @@ export function dataDir(root: string = process.env.UPI_RISK_DATA_DIR ?? DEFAULT_
     state: join(absolute, 'state'),
     clusterIds: join(absolute, 'state', 'cluster-ids.bin'),
     positions: join(absolute, 'state', 'data-version-positions.json'),
+    servedSnapshot: join(absolute, 'state', 'served-snapshot.json'),
     serveLock: join(absolute, 'state', 'serve.lock'),
     carry: join(absolute, 'state', 'carry'),
     mirror: join(absolute, 'mirror'),

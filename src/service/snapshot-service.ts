@@ -3,7 +3,7 @@ import { availableParallelism } from 'node:os';
 import { basename, dirname } from 'node:path';
 import type { DataDir } from '../common/data-dir.js';
 import { silentLogger, type Logger } from '../common/logger.js';
-import { BuildLockedError } from '../common/errors.js';
+import { BuildLockedError, messageOf } from '../common/errors.js';
 import { threadCollector } from '../common/collector.js';
 import { SnapshotView } from '../engine/snapshot-view.js';
 import { earliestFirstSeen, snapshotBytes, type SnapshotData } from '../engine/snapshot-data.js';
@@ -18,6 +18,7 @@ import type { DeltaData } from '../engine/delta-data.js';
 import { emptyDelta, type AppliedFile } from '../builder/delta-merge.js';
 import { countsFrom } from '../builder/scoring.js';
 import { PositionReserve } from './position-reserve.js';
+import { readLastServed, recordLastServed } from './last-served-snapshot.js';
 import type { ServedVersions } from '../history/served-versions.js';
 import { dataVersion } from '../engine/delta-data.js';
 import type { AnswerHistory, ComparedAhead, ServedChange } from '../history/answer-changes.js';
@@ -238,17 +239,28 @@ export class SnapshotService implements ServedData, CorrectionEngine {
       // Files of writers still running stay (temp-cleanup.ts). Each build sweeps its own folders again.
       const dir = options.dataDir;
       await removeStaleTempFiles([dir.evidence, dir.snapshots, dir.state, parseCacheDir(dir.state), dirname(dir.versions)], logger);
-      let first = await loadNewest(options.dataDir, logger, new Set());
-      const positions = await PositionReserve.open(dir, first !== null);
+      // Never a snapshot older than the one last served: a compaction's is served before its file is written.
+      const lastServed = await readLastServed(dir);
+      let first: SnapshotView | null = null;
+      if (lastServed.kind === 'unreadable') {
+        logger.warn({ path: dir.servedSnapshot, reason: lastServed.reason }, 'the record of the snapshot last served cannot be read; building a snapshot before serving');
+      } else {
+        first = await loadNewest(dir, logger, new Set(), '', lastServed.kind === 'snapshot' ? lastServed.snapshot : '');
+        if (first === null && lastServed.kind === 'snapshot') {
+          logger.warn({ snapshot: lastServed.snapshot }, 'the snapshot last served was not written or does not load; building one before serving, so that no answer goes back');
+        }
+      }
+      const positions = await PositionReserve.open(dir, first !== null || lastServed.kind !== 'none');
       // Positions grow in the record of versions served, or it cannot find them: past any recorded
       // (a positions file restored from an older copy would hand them out again).
       positions.skipPast(options.versions?.highestPosition ?? 0);
       let lastBuild: BuildReport | null = null;
       if (first === null) {
-        logger.info({ dataDir: options.dataDir.root }, 'no loadable snapshot; building one');
+        if (lastServed.kind === 'none') logger.info({ dataDir: options.dataDir.root }, 'no loadable snapshot; building one');
         lastBuild = await builder.build(buildOptions(options));
         first = new SnapshotView(await loadSnapshotOffThread(lastBuild.path, background));
       }
+      if (lastServed.kind !== 'snapshot' || lastServed.snapshot !== first.meta.id) await markServed(dir, first.meta.id, logger);
       const firstDelta = await emptyDeltaOver(first, positions, options.versions);
       const serving = new SnapshotService(options, builder, first, firstDelta, positions);
       service = serving;
@@ -828,6 +840,7 @@ export class SnapshotService implements ServedData, CorrectionEngine {
       delta ??= await emptyDeltaOver(next, this.#positions, this.#options.versions);
       // Without incremental builds a snapshot is what serves corrections: every VPA named since the one replaced.
       const folded = this.#options.incrementalBuilds === false ? (this.#options.corrections?.vpasSince(this.#current.meta.correctionSequence) ?? []) : [];
+      await markServed(this.#options.dataDir, next.meta.id, this.#logger);
       await this.#recordServed(next, delta, 'snapshot', [...(reset?.upis ?? []), ...folded], ahead);
       const previous = this.#current;
       this.#current = next;
@@ -1012,17 +1025,31 @@ function buildOptions(options: SnapshotServiceOptions) {
   };
 }
 
-/** Newest snapshot that loads (newer than `after` when given), skipping and remembering bad files. */
-async function loadNewest(dir: DataDir, logger: Logger, bad: Set<string>, after = ''): Promise<SnapshotView | null> {
+/** Newest snapshot that loads (newer than `after`, and not older than `atLeast`, when given), skipping and remembering bad files. */
+async function loadNewest(dir: DataDir, logger: Logger, bad: Set<string>, after = '', atLeast = ''): Promise<SnapshotView | null> {
   const found = await loadNewestValidSnapshot(dir, {
     read: (path) => loadSnapshotOffThread(path, background),
-    accept: (path) => !bad.has(path) && snapshotIdOf(path) > after,
+    accept: (path) => !bad.has(path) && snapshotIdOf(path) > after && snapshotIdOf(path) >= atLeast,
     onSkip: (path, error) => {
       bad.add(path);
       logger.error({ path, code: (error as { code?: unknown }).code, err: (error as Error).message }, 'snapshot refused');
     },
   });
   return found === null ? null : new SnapshotView(found.data);
+}
+
+/**
+ * Record that `snapshot` is served, before it is (last-served-snapshot.ts).
+ * A record that cannot be written is logged and the snapshot served all the
+ * same: screening comes first, and only a crash before its file is written
+ * would then start from an older one.
+ */
+async function markServed(dir: DataDir, snapshot: string, logger: Logger): Promise<void> {
+  try {
+    await recordLastServed(dir, snapshot);
+  } catch (error) {
+    logger.error({ path: dir.servedSnapshot, snapshot, err: messageOf(error) }, 'the snapshot served could not be recorded; a restart before its file is written would serve an older one');
+  }
 }
 
 /**

@@ -3,11 +3,12 @@ import assert from 'node:assert/strict';
 import { UpiRiskClient } from '@upi-risk/client';
 import { KeyAdmin } from '../../src/access/key-admin.js';
 import { FileKeyBackend, keyFilePath } from '../../src/access/key-file.js';
-import { readFile, rename, stat, writeFile } from 'node:fs/promises';
-import { evidence, ingest, sample, tempDataDir, until } from '../helpers.js';
+import { readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { evidence, ingest, sample, tempDataDir } from '../helpers.js';
 import { startServer, type RunningServer } from '../server-process.js';
 import { AnswerHistorySchema } from '../../src/api/history-paths.js';
 import { assertSchema } from '../schema-check.js';
+import { snapshotPath } from '../../src/engine/snapshot-files.js';
 
 // GET /v1/verify/upi/history on a real server: each change of a VPA's
 // answer (status, risk category, confidence band, cluster) with the data
@@ -79,13 +80,18 @@ test('a VPA\'s history: every change with the version that served it and why, ke
     const mate = (await call('/v1/verify/upi/history?upi=mate@ybl')).body.changes as Body[];
     assert.deepEqual(mate.map((c) => c.cause), ['evidence', 'compaction']);
 
-    // Killed and started again: nothing lost, nothing recorded twice. Once the compaction's file is written: killed
-    // between its swap and the file (it is served as soon as assembled), a restart serves the snapshot before it.
-    await until('the compaction\'s file written', 60_000, () => /"build finished"/.test(running.stderr()));
+    // Killed and started again: nothing lost, nothing recorded twice. Killed as the compaction's file may still be
+    // written (it is served as soon as assembled), and the file removed, as if the kill came before it: the restart
+    // builds again before serving, and the cluster does not go back.
     server.child.kill('SIGKILL');
     await new Promise((resolve) => running.child.once('exit', resolve));
+    const compacted = steps.at(-1)!.answer;
+    await rm(snapshotPath(t.dir, compacted.version!.split('+')[0]!), { force: true });
     server = await startServer(t.dir.root, { args: ['--threads', '2'] });
     const again = server;
+    assert.match(again.stderr(), /the snapshot last served was not written/);
+    const restarted = await fetch(`${again.base}/v1/verify/upi?upi=payee@ybl`, { headers: { authorization: `Bearer ${key}` } });
+    assert.equal(((await restarted.json()) as Body).cluster_id, compacted.cluster);
     const after = await fetch(`${again.base}/v1/verify/upi/history?upi=payee@ybl`, { headers: { authorization: `Bearer ${key}` } });
     assert.deepEqual(((await after.json()) as { changes: Body[] }).changes.map((c) => [c.data_version, c.status, c.confidence, c.cluster_id, c.cause]), expected);
 
