@@ -265,7 +265,7 @@ export class AnswerHistory implements AnswerReader {
       const length = index.keyBytesAtSlot(index.slotOfId(id), key);
       const facts = factsOf(base, id);
       const found = log.seen(key, 0, length);
-      if (found >= 0 && log.numberAt(found) < scores.length) scores[log.numberAt(found)] = facts.flagged ? facts.confidence : NO_SCORE;
+      if (found >= 0 && found < scores.length) scores[found] = facts.flagged ? facts.confidence : NO_SCORE;
       if (!log.differs(found, facts, !scored)) continue;
       if (differing.size === MAX_AHEAD_CHANGES) return this.#abandonAhead(changedSince);
       differing.set(keyText(key, 0, length), facts);
@@ -343,7 +343,7 @@ export class AnswerHistory implements AnswerReader {
     let changes = 0;
     for (let id = 0; id < held.overlay.meta.vpaCount; id++) {
       const [start, end] = [keyOffsets[id]!, keyOffsets[id + 1]!];
-      changes += this.#compare(log, keyBytes, start, end, log.slotOf(keyBytes, start, end), factsOf(view, id), change, true);
+      changes += this.#compare(log, keyBytes, start, end, log.numberOf(keyBytes, start, end), factsOf(view, id), change, true);
     }
     return changes;
   }
@@ -361,7 +361,7 @@ export class AnswerHistory implements AnswerReader {
     const held = heldDelta(delta);
     let changes = this.#baseChanges(log, ahead.base, held, new Set([...ahead.differing.keys(), ...changedSince]), change, !ahead.scored, ahead.differing);
     if (held !== null) changes += this.#heldChanges(log, ahead.base, held, change);
-    for (const cleared of await log.unseenFlagged()) changes += this.#compareText(log, cleared, log.slotOf(cleared), CLEARED_FACTS, change, true);
+    for (const cleared of await log.unseenFlagged()) changes += this.#compareText(log, cleared, log.numberOf(cleared), CLEARED_FACTS, change, true);
     return changes;
   }
 
@@ -406,7 +406,7 @@ export class AnswerHistory implements AnswerReader {
         const id = baseIndex.lookup(key);
         facts = id < 0 ? CLEARED_FACTS : factsOf(base, id);
       }
-      changes += this.#compareText(log, key, log.slotOf(key), facts, change, withConfidence);
+      changes += this.#compareText(log, key, log.numberOf(key), facts, change, withConfidence);
     }
     return changes;
   }
@@ -449,28 +449,28 @@ export class AnswerHistory implements AnswerReader {
       changes += this.#compare(log, key, 0, length, log.seen(key, 0, length), factsOf(base, id), change, !scored);
     }
     if (held !== null) changes += this.#heldChanges(log, base, held, change);
-    for (const cleared of await log.unseenFlagged()) changes += this.#compareText(log, cleared, log.slotOf(cleared), CLEARED_FACTS, change, true);
+    for (const cleared of await log.unseenFlagged()) changes += this.#compareText(log, cleared, log.numberOf(cleared), CLEARED_FACTS, change, true);
     return changes;
   }
 
   /** #compareText of the key in `bytes` from `start` to `end`, made text only when it changed. */
-  #compare(log: ChangeLog, bytes: Uint8Array, start: number, end: number, slot: number, after: AnswerFacts, change: ServedChange, withConfidence: boolean): number {
-    if (log.differs(slot, after, withConfidence)) return this.#compareText(log, keyText(bytes, start, end), slot, after, change, withConfidence);
-    if (slot >= 0 && after.flagged) log.setServedConfidence(slot, after.confidence);
+  #compare(log: ChangeLog, bytes: Uint8Array, start: number, end: number, number: number, after: AnswerFacts, change: ServedChange, withConfidence: boolean): number {
+    if (log.differs(number, after, withConfidence)) return this.#compareText(log, keyText(bytes, start, end), number, after, change, withConfidence);
+    if (number >= 0 && after.flagged) log.setServedConfidence(number, after.confidence);
     return 0;
   }
 
   /**
-   * Add the change of `key` (in slot `slot`, -1: none) to `after` if it is
+   * Add the change of `key` (VPA `number`, -1: none) to `after` if it is
    * one; returns 1 if it was, else 0. Its confidence alone is a change with
    * `withConfidence`; else it is only taken as the one served (the column's).
    */
-  #compareText(log: ChangeLog, key: string, slot: number, after: AnswerFacts, change: ServedChange, withConfidence: boolean): number {
-    if (!log.differs(slot, after, withConfidence)) {
-      if (slot >= 0 && after.flagged) log.setServedConfidence(slot, after.confidence);
+  #compareText(log: ChangeLog, key: string, number: number, after: AnswerFacts, change: ServedChange, withConfidence: boolean): number {
+    if (!log.differs(number, after, withConfidence)) {
+      if (number >= 0 && after.flagged) log.setServedConfidence(number, after.confidence);
       return 0;
     }
-    log.add(key, after, this.#causeOf(key, log.toldAt(slot), after, change));
+    log.add(key, after, this.#causeOf(key, log.toldAt(number), after, change));
     const changedSince = this.#changedSince;
     if (changedSince !== null) {
       changedSince.add(key);

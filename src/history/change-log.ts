@@ -4,7 +4,7 @@ import { readAllAt, syncDirectory, tempFileName, writeAllAt } from '../common/at
 import { formatOf, openHistoryFile } from './history-file.js';
 import { crc32 } from 'node:zlib';
 import { crcOfFile } from '../common/file-crc.js';
-import { HistoryError } from '../common/errors.js';
+import { HistoryError, messageOf } from '../common/errors.js';
 import { RISK_CATEGORIES } from '../vpa/categories.js';
 import { CHANGE_CAUSES, type ChangeCause, type ChangeEntry } from '../api/history-paths.js';
 import { confidenceBand, type ConfidenceBand } from '../api/advice.js';
@@ -344,31 +344,31 @@ export class ChangeLog {
 
   /** What the answer last recorded for `key` (lower case) tells (toldOf), or null when it has none. */
   latest(key: string): number | null {
-    return this.#index.told(this.slotOf(key));
+    return this.#index.told(this.numberOf(key));
   }
 
-  /** The index's slot of `key` (lower case; text, or ASCII bytes from `start` to `end`), -1 when it has no record. */
-  slotOf(key: string | Uint8Array, start = 0, end = key.length): number {
+  /** The number of `key` (lower case; text, or ASCII bytes from `start` to `end`), -1 when it has no record. */
+  numberOf(key: string | Uint8Array, start = 0, end = key.length): number {
     return this.#index.findHashed(hashA(key, start, end), hashB(key, start, end));
   }
 
-  /** toldOf the answer in slot `slot`, null for -1 (none). */
-  toldAt(slot: number): number | null {
-    return this.#index.told(slot);
+  /** toldOf the answer of VPA `number`, null for -1 (none). */
+  toldAt(number: number): number | null {
+    return this.#index.told(number);
   }
 
   /**
-   * Whether `after` is a change from the answer slot `slot` holds (-1: none,
+   * Whether `after` is a change from the answer of VPA `number` (-1: none,
    * as CLEARED). Its confidence counts with `withConfidence`; without, it is
    * a new snapshot's score, which its column keeps (`setServedConfidence`).
    */
-  differs(slot: number, after: AnswerFacts, withConfidence: boolean): boolean {
-    return this.#index.differs(slot, indexedOf(after), withConfidence);
+  differs(number: number, after: AnswerFacts, withConfidence: boolean): boolean {
+    return this.#index.differs(number, indexedOf(after), withConfidence);
   }
 
-  /** The confidence the VPA in slot `slot` is served with from the state begun, which its column keeps. */
-  setServedConfidence(slot: number, confidence: number): void {
-    this.#index.setConfidence(slot, confidence);
+  /** The confidence VPA `number` is served with from the state begun, which its column keeps. */
+  setServedConfidence(number: number, confidence: number): void {
+    this.#index.setConfidence(number, confidence);
   }
 
   /** setServedConfidence for each VPA numbered below `byNumber.length` that it holds a confidence for (not NO_SCORE). */
@@ -386,10 +386,6 @@ export class ChangeLog {
     return this.#index.count;
   }
 
-  numberAt(slot: number): number {
-    return this.#index.numberAt(slot);
-  }
-
   /**
    * Mark every VPA unseen; `seen(key)` then marks one, and `unseenFlagged`
    * lists the ones recorded FLAGGED that no pass marked: a state that no
@@ -399,11 +395,11 @@ export class ChangeLog {
     this.#index.startPass();
   }
 
-  /** slotOf `key`, marked seen in the pass under way. */
+  /** numberOf `key`, marked seen in the pass under way. */
   seen(key: string | Uint8Array, start = 0, end = key.length): number {
-    const slot = this.slotOf(key, start, end);
-    if (slot >= 0) this.#index.mark(slot);
-    return slot;
+    const number = this.numberOf(key, start, end);
+    if (number >= 0) this.#index.mark(number);
+    return number;
   }
 
   /** The VPAs recorded FLAGGED and not seen in this pass, read from their newest records. */
@@ -434,13 +430,13 @@ export class ChangeLog {
     const w = this.#writing;
     if (w === null) throw new RangeError('no state begun');
     checkKey(key);
-    const slot = this.#index.find(key);
+    const found = this.#index.find(key);
     const offset = this.#size;
     const detail = facts.detail === null ? null : encodeDetail(facts.detail());
     const length = paddedLength(key.length, w.version.length, detail?.length ?? 0);
-    const number = slot < 0 ? this.#index.count : this.#index.numberAt(slot);
-    if (slot >= 0) w.replaced = true;
-    encodeRecord(w.runs.reserve(length), key, facts, detail, cause, w.at, slot < 0 ? -1 : this.#index.offsetAt(slot), w.version, number);
+    if (found >= 0) w.replaced = true;
+    // A new VPA takes the next number.
+    encodeRecord(w.runs.reserve(length), key, facts, detail, cause, w.at, found < 0 ? -1 : this.#index.offsetAt(found), w.version, found < 0 ? this.#index.count : found);
     this.#index.put(key, offset, indexedOf(facts));
     this.#size += length;
     w.runs.added(length);
@@ -611,7 +607,7 @@ export class ChangeLog {
         if (bytes.readDoubleLE(16) < cutoff) newestBefore[bytes.readUInt32LE(36)] = offset / RECORD_ALIGN + 1;
         return true;
       });
-      const kept = new FactsIndex();
+      const kept = new FactsIndex(null, this.#index.count);
       const runs = new RecordRuns(copy, HEADER_LENGTH);
       let size = HEADER_LENGTH;
       let dropped = 0;
@@ -631,8 +627,7 @@ export class ChangeLog {
         record.writeDoubleLE(before < 0 ? -1 : kept.offsetAt(before), 24);
         record.writeUInt32LE(crc32(record.subarray(4)), 0);
         // The served confidence of the VPA stays the one the log's index holds.
-        const slot = this.#index.findHashed(a, b);
-        kept.putHashed(a, b, size, { ...indexedIn(record), confidence: this.#index.confidenceAt(slot) }, number);
+        kept.putHashed(a, b, size, { ...indexedIn(record), confidence: this.#index.confidenceAt(number) }, number);
         if (before >= 0) replacedAt = Math.min(replacedAt, at);
         size += length;
         runs.added(length);
@@ -735,8 +730,8 @@ export class ChangeLog {
   async #walkBack(key: string, visit: (record: StoredRecord) => boolean): Promise<void> {
     await this.#committed;
     this.#usable();
-    const slot = this.#index.find(key);
-    let offset = slot < 0 ? -1 : this.#index.offsetAt(slot);
+    const number = this.#index.find(key);
+    let offset = number < 0 ? -1 : this.#index.offsetAt(number);
     while (offset >= 0) {
       const record = await this.#read(offset);
       if (record.key !== key) throw new HistoryError(`${this.#path}: the record at ${offset} names ${record.key}, not ${key}`);
@@ -1141,7 +1136,11 @@ async function scanLog(handle: FileHandle, path: string, index: FactsIndex, serv
     const number = bytes.readUInt32LE(36);
     const answer = indexedIn(bytes);
     const scored = column !== null && at < column.at ? column.values[number] : undefined;
-    index.putHashed(a, b, offset, scored === undefined ? answer : { ...answer, confidence: scored }, number);
+    try {
+      index.putHashed(a, b, offset, scored === undefined ? answer : { ...answer, confidence: scored }, number);
+    } catch (error) {
+      throw new HistoryError(`${path}: the record at ${offset}: ${messageOf(error)}`, { cause: error });
+    }
     lastAt = Math.max(lastAt, at);
     if (bytes.readDoubleLE(24) >= 0) replacedAt = Math.min(replacedAt, at);
     return true;

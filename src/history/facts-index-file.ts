@@ -5,7 +5,7 @@ import { Type } from '@sinclair/typebox';
 import { TypeCompiler } from '@sinclair/typebox/compiler';
 import { readAllAt, tempFileName, writeAllAt } from '../common/atomic-file.js';
 import { extendCrc } from '../common/file-crc.js';
-import { EMPTY, FactsIndex, RECORD_ALIGN, SEEN, TOLD_BITS, type FactsIndexArrays } from './facts-index.js';
+import { FactsIndex, RECORD_ALIGN, SEEN, SLOT_BYTES, TOLD_BITS, VPA_BYTES, arraysByNumber, type FactsIndexArrays } from './facts-index.js';
 
 /**
  * A copy of the history's index (facts-index.ts) that a clean close keeps
@@ -17,13 +17,14 @@ import { EMPTY, FactsIndex, RECORD_ALIGN, SEEN, TOLD_BITS, type FactsIndexArrays
  * used, and the log is read whole, as before it was kept. So it is written
  * without a sync; a crash that tears it only costs that pass.
  *
- * Layout, little endian: a 72-byte header, then the slots' arrays in
- * FactsIndexArrays order (hashA, hashB, place, printA, printB and number,
- * u32 each; confidence, u16; told, u8).
+ * Layout, little endian: a 72-byte header, then the table's slots (u32
+ * each), then the arrays by number in FactsIndexArrays order, one entry
+ * for each VPA held (hashA, hashB, place, printA and printB, u32 each;
+ * confidence, u16; told, u8).
  *
  *   0  8  magic "UPIRCHIX"
- *   8  4  format version, u32 (2)
- *  12  4  slots, a power of two
+ *   8  4  format version, u32 (3)
+ *  12  4  slots of the table, a power of two
  *  16  4  VPAs held
  *  20  4  0
  *  24  8  covered: the bytes of the log the index holds, f64
@@ -75,16 +76,16 @@ export interface FilesSummary {
 export type KeptIndex = { readonly index: FactsIndex; readonly covering: IndexCovering; readonly mark: ComparedMark | null } | { readonly refused: string };
 
 const MAGIC = 'UPIRCHIX';
-const FORMAT_VERSION = 2;
+const FORMAT_VERSION = 3;
 const HEADER_LENGTH = 72;
 const COLUMN_AT = 56;
 const CRC_AT = 64;
 const MARK_LENGTH_AT = 68;
 /** The longest mark kept: a snapshot id and a file name are short. */
 const MAX_MARK = 4096;
-/** Bytes of the arrays per slot. */
-const SLOT_BYTES = 27;
 const MIN_SLOTS = 1 << 10;
+/** Room for new VPAs an index read from a file is given, beside those it holds: a sixteenth of them, and at least this many. */
+const MIN_ROOM = 1 << 10;
 const MAX_SLOTS = 2 ** 31;
 
 /** The file that keeps the index of the log at `logPath`. */
@@ -103,7 +104,7 @@ export async function keepFactsIndex(logPath: string, index: FactsIndex, coverin
   const head = Buffer.alloc(HEADER_LENGTH);
   head.write(MAGIC, 0, 'latin1');
   head.writeUInt32LE(FORMAT_VERSION, 8);
-  head.writeUInt32LE(a.told.length, 12);
+  head.writeUInt32LE(a.table.length, 12);
   head.writeUInt32LE(a.count, 16);
   head.writeDoubleLE(covering.covered, 24);
   head.writeUInt32LE(covering.logCrc, 32);
@@ -169,19 +170,10 @@ async function readOpened(file: FileHandle, path: string, firstRecord: number): 
   if (slots < MIN_SLOTS || slots > MAX_SLOTS || (slots & (slots - 1)) !== 0 || count * 4 > slots * 3) return { refused: `${path} has ${count} VPAs in ${slots} slots` };
   const markLength = head.readUInt32LE(MARK_LENGTH_AT);
   if (markLength > MAX_MARK) return { refused: `${path} has a mark of ${markLength} bytes` };
-  const expected = HEADER_LENGTH + slots * SLOT_BYTES + markLength;
+  const expected = HEADER_LENGTH + slots * SLOT_BYTES + count * VPA_BYTES + markLength;
   if (size !== expected) return { refused: `${path} is ${size} bytes, not ${expected}: cut short or grown` };
-  const arrays: FactsIndexArrays = {
-    count,
-    hashA: new Uint32Array(slots),
-    hashB: new Uint32Array(slots),
-    place: new Uint32Array(slots),
-    printA: new Uint32Array(slots),
-    printB: new Uint32Array(slots),
-    number: new Uint32Array(slots),
-    confidence: new Uint16Array(slots),
-    told: new Uint8Array(slots),
-  };
+  // Read into arrays with room for the VPAs to come, so that the first of them does not copy them all.
+  const arrays: FactsIndexArrays = { count, table: new Uint32Array(slots), ...arraysByNumber(count + Math.max(MIN_ROOM, count >>> 4)) };
   const markBytes = Buffer.alloc(markLength);
   const parts = [...partsOf(arrays), markBytes];
   let at = HEADER_LENGTH;
@@ -205,20 +197,28 @@ async function readOpened(file: FileHandle, path: string, firstRecord: number): 
   return { index: new FactsIndex(arrays), covering, mark };
 }
 
-/** Why the slots of `a` are not ones an index of a log whose records run from `firstRecord` to `covered` holds, or null. */
+/** Why `a` is not what an index of a log whose records run from `firstRecord` to `covered` holds, or null. */
 function wrongSlot(a: FactsIndexArrays, firstRecord: number, covered: number): string | null {
-  let held = 0;
-  for (let slot = 0; slot < a.told.length; slot++) {
-    const told = a.told[slot]!;
-    if (told === EMPTY) continue;
-    held++;
+  for (let number = 0; number < a.count; number++) {
+    const told = a.told[number]!;
     // The low bits of toldOf, and the mark of a pass, which the next pass clears.
-    if ((told & ~(TOLD_BITS | SEEN)) !== 0) return `has a slot telling ${told}`;
-    const offset = a.place[slot]! * RECORD_ALIGN;
-    if (offset < firstRecord || offset >= covered) return `has a slot naming byte ${offset} of a log of ${covered}`;
-    if (a.number[slot]! >= a.count) return `has a VPA numbered ${a.number[slot]} of ${a.count}`;
+    if ((told & ~(TOLD_BITS | SEEN)) !== 0) return `has a VPA telling ${told}`;
+    const offset = a.place[number]! * RECORD_ALIGN;
+    if (offset < firstRecord || offset >= covered) return `has a VPA naming byte ${offset} of a log of ${covered}`;
   }
-  return held === a.count ? null : `holds ${held} VPAs, not the ${a.count} its header says`;
+  // Each number in one slot of the table.
+  const found = new Uint32Array(Math.ceil(a.count / 32));
+  let held = 0;
+  for (const entry of a.table) {
+    if (entry === 0) continue;
+    const number = entry - 1;
+    if (number >= a.count) return `has a VPA numbered ${number} of ${a.count}`;
+    const bit = 1 << (number & 31);
+    if ((found[number >>> 5]! & bit) !== 0) return `has VPA ${number} in two slots`;
+    found[number >>> 5]! |= bit;
+    held++;
+  }
+  return held === a.count ? null : `holds ${held} VPAs in its table, not the ${a.count} its header says`;
 }
 
 const MarkSchema = Type.Object(
@@ -246,8 +246,10 @@ export function filesSummary(files: readonly string[]): FilesSummary {
   return { count: files.length, crc: crc32(files.join('\n')), last: files.reduce((last, name) => (name > last ? name : last), '') };
 }
 
+/** The bytes of the table, and of the arrays by number up to `count`. */
 function partsOf(a: FactsIndexArrays): Uint8Array[] {
-  return [a.hashA, a.hashB, a.place, a.printA, a.printB, a.number, a.confidence, a.told].map((array) => new Uint8Array(array.buffer, array.byteOffset, array.byteLength));
+  const byNumber = [a.hashA, a.hashB, a.place, a.printA, a.printB, a.confidence, a.told].map((array) => array.subarray(0, a.count));
+  return [a.table, ...byNumber].map((array) => new Uint8Array(array.buffer, array.byteOffset, array.byteLength));
 }
 
 function crcOf(head: Buffer, parts: readonly Uint8Array[]): number {

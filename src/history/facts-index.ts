@@ -6,26 +6,35 @@
  * from the file, or from the copy a clean close kept (facts-index-file.ts).
  */
 
-/** A slot's `told` when it holds no VPA. */
+/** A VPA's `told` while its number holds no VPA. */
 export const EMPTY = 0xff;
 /** The bits of `told` that toldOf gives. */
 export const TOLD_BITS = 0x3f;
 /** The bit of `told` marking a VPA seen in the pass under way. */
 export const SEEN = 0x40;
-/** Bytes of one slot, over its arrays. */
-const SLOT_BYTES = 6 * Uint32Array.BYTES_PER_ELEMENT + Uint16Array.BYTES_PER_ELEMENT + Uint8Array.BYTES_PER_ELEMENT;
+/** Bytes of one VPA, over the arrays by number. */
+export const VPA_BYTES = 5 * Uint32Array.BYTES_PER_ELEMENT + Uint16Array.BYTES_PER_ELEMENT + Uint8Array.BYTES_PER_ELEMENT;
+/** Bytes of one slot of the table. */
+export const SLOT_BYTES = Uint32Array.BYTES_PER_ELEMENT;
 /** Records start at multiples of this many bytes of the file. */
 export const RECORD_ALIGN = 8;
+const MIN_SLOTS = 1 << 10;
+const MIN_ROOM = 1 << 10;
 
-/** The slots of a FactsIndex: `told.length` of them, a power of two; `count` hold a VPA. */
+/**
+ * The arrays of a FactsIndex: `table`, a power of two of slots, each 0 or a
+ * VPA's number + 1; and by number, `count` of them at least, each VPA's
+ * hashes, the place of its newest record, the fingerprint of its answer's
+ * detail, its confidence and `told`.
+ */
 export interface FactsIndexArrays {
   readonly count: number;
+  readonly table: Uint32Array;
   readonly hashA: Uint32Array;
   readonly hashB: Uint32Array;
   readonly place: Uint32Array;
   readonly printA: Uint32Array;
   readonly printB: Uint32Array;
-  readonly number: Uint32Array;
   readonly confidence: Uint16Array;
   readonly told: Uint8Array;
 }
@@ -39,113 +48,115 @@ export interface IndexedAnswer {
 }
 
 /**
- * Each VPA's newest record and the answer it tells (IndexedAnswer), by a
- * 64-bit hash of the VPA (two 32-bit FNV-1a hashes of different bases), in
- * 27 bytes a slot and at most 3 VPAs to 4 slots. VPAs are numbered from 0
- * in the order they are first recorded, and never leave the index (a prune
- * keeps each VPA's newest record), so the numbers are those of 0 to
- * `count - 1`. Two VPAs sharing all 64 bits
- * would share an entry (about one chance in 10^5 at 10M VPAs); a history
- * read checks the VPA its records name.
+ * Each VPA's newest record and the answer it tells (IndexedAnswer), found
+ * by a 64-bit hash of the VPA (two 32-bit FNV-1a hashes of different
+ * bases). VPAs are numbered from 0 in the order they are first recorded,
+ * and never leave the index (a prune keeps each VPA's newest record), so
+ * the numbers are those of 0 to `count - 1`: what the index holds of a VPA
+ * is kept in arrays by its number, 23 bytes each without slack, and a
+ * table of 4-byte slots, at most 3 VPAs to 4, finds the number by hash
+ * (docs/design.md, "The history of answers"). A VPA is named to callers by
+ * its number. Two VPAs sharing all 64 bits would share an entry (about
+ * one chance in 10^5 at 10M VPAs); a history read checks the VPA its
+ * records name.
  */
 export class FactsIndex {
   count = 0;
-  #capacity: number;
+  #table!: Uint32Array;
   #hashA!: Uint32Array;
   #hashB!: Uint32Array;
   /** Where the newest record starts, in 8-byte units. */
   #place!: Uint32Array;
   #printA!: Uint32Array;
   #printB!: Uint32Array;
-  #number!: Uint32Array;
   #confidence!: Uint16Array;
-  /** toldOf, and bit 6 for a VPA seen in the pass under way; EMPTY for an empty slot. */
+  /** toldOf, and bit 6 for a VPA seen in the pass under way; EMPTY for a number no VPA holds yet. */
   #told!: Uint8Array;
 
-  /** An empty index, or one of `arrays` (FactsIndexArrays: their slots as a file kept them, checked by the caller). */
-  constructor(arrays: FactsIndexArrays | null = null) {
+  /**
+   * An empty index with room for `room` VPAs before its arrays grow, or one
+   * of `arrays` (FactsIndexArrays: as a file kept them, checked by the
+   * caller).
+   */
+  constructor(arrays: FactsIndexArrays | null = null, room = 0) {
     if (arrays === null) {
-      this.#capacity = 1 << 10;
-      arrays = emptyArrays(this.#capacity);
-    } else {
-      this.#capacity = arrays.told.length;
-      this.count = arrays.count;
+      this.#take({ count: 0, table: new Uint32Array(slotsFor(room)), ...arraysByNumber(Math.max(MIN_ROOM, room)) });
+      return;
     }
+    this.count = arrays.count;
     this.#take(arrays);
   }
 
-  /** The index's slots, as they are (not a copy): for a file to keep them. */
+  /** The index's arrays, as they are (not copies, and longer than `count` by number): for a file to keep them. */
   get arrays(): FactsIndexArrays {
-    return { count: this.count, hashA: this.#hashA, hashB: this.#hashB, place: this.#place, printA: this.#printA, printB: this.#printB, number: this.#number, confidence: this.#confidence, told: this.#told };
+    return { count: this.count, table: this.#table, hashA: this.#hashA, hashB: this.#hashB, place: this.#place, printA: this.#printA, printB: this.#printB, confidence: this.#confidence, told: this.#told };
   }
 
   #take(arrays: FactsIndexArrays): void {
-    ({ hashA: this.#hashA, hashB: this.#hashB, place: this.#place, printA: this.#printA, printB: this.#printB, number: this.#number, confidence: this.#confidence, told: this.#told } = arrays);
+    ({ table: this.#table, hashA: this.#hashA, hashB: this.#hashB, place: this.#place, printA: this.#printA, printB: this.#printB, confidence: this.#confidence, told: this.#told } = arrays);
   }
 
-  /** Bytes of its slots: 27 a slot. */
+  /** Bytes of its arrays: 4 a slot, 23 a VPA it has room for. */
   get bytes(): number {
-    return this.#capacity * SLOT_BYTES;
+    return this.#table.length * SLOT_BYTES + this.#told.length * VPA_BYTES;
   }
 
+  /** The VPA's number, or -1 when the index does not hold it. */
   find(key: string): number {
     return this.findHashed(hashA(key), hashB(key));
   }
 
   findHashed(a: number, b: number): number {
-    const mask = this.#capacity - 1;
+    const table = this.#table;
+    const mask = table.length - 1;
     for (let slot = a & mask; ; slot = (slot + 1) & mask) {
-      if (this.#told[slot] === EMPTY) return -1;
-      if (this.#hashA[slot] === a && this.#hashB[slot] === b) return slot;
+      const entry = table[slot]!;
+      if (entry === 0) return -1;
+      if (this.#hashA[entry - 1] === a && this.#hashB[entry - 1] === b) return entry - 1;
     }
   }
 
-  told(slot: number): number | null {
-    return slot < 0 ? null : this.#told[slot]! & TOLD_BITS;
+  /** toldOf of VPA `number` (-1: none, null). */
+  told(number: number): number | null {
+    return number < 0 ? null : this.#told[number]! & TOLD_BITS;
   }
 
-  /** Whether the answer `after` differs from the one slot `slot` holds (-1: none, as CLEARED); `withConfidence`: its confidence too. */
-  differs(slot: number, after: IndexedAnswer, withConfidence: boolean): boolean {
-    if (slot < 0) return after.told !== 0;
+  /** Whether the answer `after` differs from the one VPA `number` holds (-1: none, as CLEARED); `withConfidence`: its confidence too. */
+  differs(number: number, after: IndexedAnswer, withConfidence: boolean): boolean {
+    if (number < 0) return after.told !== 0;
     return (
-      (this.#told[slot]! & TOLD_BITS) !== after.told ||
-      this.#printA[slot] !== after.printA ||
-      this.#printB[slot] !== after.printB ||
-      (withConfidence && this.#confidence[slot] !== after.confidence)
+      (this.#told[number]! & TOLD_BITS) !== after.told ||
+      this.#printA[number] !== after.printA ||
+      this.#printB[number] !== after.printB ||
+      (withConfidence && this.#confidence[number] !== after.confidence)
     );
   }
 
-  numberAt(slot: number): number {
-    return this.#number[slot]!;
-  }
-
-  confidenceAt(slot: number): number {
-    return this.#confidence[slot]!;
+  confidenceAt(number: number): number {
+    return this.#confidence[number]!;
   }
 
   /** The confidence a VPA is served with, where no record of it says so (a new snapshot scored it again). */
-  setConfidence(slot: number, confidence: number): void {
-    this.#confidence[slot] = confidence;
+  setConfidence(number: number, confidence: number): void {
+    this.#confidence[number] = confidence;
   }
 
-  /** Each VPA's served confidence, by its number: `count` of them. */
+  /** Each VPA's served confidence, by its number: `count` of them (a copy). */
   confidenceByNumber(): Uint16Array {
-    const out = new Uint16Array(this.count);
-    for (let slot = 0; slot < this.#capacity; slot++) if (this.#told[slot] !== EMPTY) out[this.#number[slot]!] = this.#confidence[slot]!;
-    return out;
+    return this.#confidence.slice(0, this.count);
   }
 
   /** Set the served confidence of each VPA numbered below `byNumber.length` from it, where it holds one (not NO_SCORE). */
   takeConfidences(byNumber: Uint16Array, noScore: number): void {
-    for (let slot = 0; slot < this.#capacity; slot++) {
-      if (this.#told[slot] === EMPTY) continue;
-      const value = byNumber[this.#number[slot]!];
-      if (value !== undefined && value !== noScore) this.#confidence[slot] = value;
+    const end = Math.min(this.count, byNumber.length);
+    for (let number = 0; number < end; number++) {
+      const value = byNumber[number]!;
+      if (value !== noScore) this.#confidence[number] = value;
     }
   }
 
-  offsetAt(slot: number): number {
-    return this.#place[slot]! * RECORD_ALIGN;
+  offsetAt(number: number): number {
+    return this.#place[number]! * RECORD_ALIGN;
   }
 
   /** Put the newest record of `key`, at `offset`, telling `answer`; returns the VPA's number (a new VPA takes the next). */
@@ -153,82 +164,98 @@ export class FactsIndex {
     return this.putHashed(hashA(key), hashB(key), offset, answer, -1);
   }
 
-  /** put by the VPA's hashes; `number` -1 keeps the VPA's number, or gives a new VPA the next. */
+  /**
+   * put by the VPA's hashes; `number` is the VPA's as its record names it,
+   * or -1 for the one it has, or the next for a new VPA. A VPA given
+   * another number than it has, or a number another VPA has, is a log
+   * that does not hold what it says: RangeError.
+   */
   putHashed(a: number, b: number, offset: number, answer: IndexedAnswer, number: number): number {
-    if ((this.count + 1) * 4 > this.#capacity * 3) this.#grow();
-    const before = this.count;
-    const slot = this.#slotFor(a, b);
-    if (number >= 0) this.#number[slot] = number;
-    else if (this.count > before) this.#number[slot] = before;
-    this.#place[slot] = offset / RECORD_ALIGN;
-    this.#printA[slot] = answer.printA;
-    this.#printB[slot] = answer.printB;
-    this.#confidence[slot] = answer.confidence;
-    this.#told[slot] = answer.told | SEEN;
-    return this.#number[slot]!;
+    let at = this.findHashed(a, b);
+    if (at < 0) {
+      at = number >= 0 ? number : this.count;
+      this.#add(a, b, at);
+    } else if (number >= 0 && number !== at) {
+      throw new RangeError(`a VPA numbered ${at} is named ${number}`);
+    }
+    this.#place[at] = offset / RECORD_ALIGN;
+    this.#printA[at] = answer.printA;
+    this.#printB[at] = answer.printB;
+    this.#confidence[at] = answer.confidence;
+    this.#told[at] = answer.told | SEEN;
+    return at;
   }
 
   startPass(): void {
-    for (let slot = 0; slot < this.#capacity; slot++) if (this.#told[slot] !== EMPTY) this.#told[slot]! &= TOLD_BITS;
+    for (let number = 0; number < this.count; number++) this.#told[number]! &= TOLD_BITS;
   }
 
-  mark(slot: number): void {
-    this.#told[slot]! |= SEEN;
+  mark(number: number): void {
+    this.#told[number]! |= SEEN;
   }
 
   unseenFlaggedOffsets(): number[] {
     const out: number[] = [];
-    for (let slot = 0; slot < this.#capacity; slot++) {
-      const told = this.#told[slot]!;
-      if (told !== EMPTY && (told & SEEN) === 0 && (told & 1) === 1) out.push(this.offsetAt(slot));
+    for (let number = 0; number < this.count; number++) {
+      const told = this.#told[number]!;
+      if ((told & SEEN) === 0 && (told & 1) === 1) out.push(this.offsetAt(number));
     }
     return out;
   }
 
-  /** The slot of hash (a, b), taken if it was empty. */
-  #slotFor(a: number, b: number): number {
-    const mask = this.#capacity - 1;
-    for (let slot = a & mask; ; slot = (slot + 1) & mask) {
-      if (this.#told[slot] === EMPTY) {
-        this.#hashA[slot] = a;
-        this.#hashB[slot] = b;
-        this.#told[slot] = 0;
-        this.count++;
-        return slot;
-      }
-      if (this.#hashA[slot] === a && this.#hashB[slot] === b) return slot;
-    }
+  /** Take `number` for a new VPA of hash (a, b). */
+  #add(a: number, b: number, number: number): void {
+    // Grown by an eighth: what is spare stays small, and a growth comes once in many VPAs.
+    if (number >= this.#told.length) this.#makeRoom(Math.max(number + 1, this.#told.length + (this.#told.length >>> 3)));
+    if (this.#told[number] !== EMPTY) throw new RangeError(`two VPAs are numbered ${number}`);
+    if ((this.count + 1) * 4 > this.#table.length * 3) this.#growTable();
+    this.#hashA[number] = a;
+    this.#hashB[number] = b;
+    this.#told[number] = 0;
+    this.#slotOf(this.#table, a, number);
+    this.count++;
   }
 
-  #grow(): void {
+  /** Put `number` in the first empty slot of `table` from hash `a`'s. */
+  #slotOf(table: Uint32Array, a: number, number: number): void {
+    const mask = table.length - 1;
+    let slot = a & mask;
+    while (table[slot] !== 0) slot = (slot + 1) & mask;
+    table[slot] = number + 1;
+  }
+
+  #growTable(): void {
+    const table = new Uint32Array(this.#table.length * 2);
+    for (const entry of this.#table) if (entry !== 0) this.#slotOf(table, this.#hashA[entry - 1]!, entry - 1);
+    this.#table = table;
+  }
+
+  /** Arrays by number with room for `length` VPAs, what they held copied. */
+  #makeRoom(length: number): void {
     const old = this.arrays;
-    this.#capacity *= 2;
-    this.#take(emptyArrays(this.#capacity));
-    this.count = 0;
-    for (let i = 0; i < old.told.length; i++) {
-      if (old.told[i] === EMPTY) continue;
-      const slot = this.#slotFor(old.hashA[i]!, old.hashB[i]!);
-      this.#place[slot] = old.place[i]!;
-      this.#printA[slot] = old.printA[i]!;
-      this.#printB[slot] = old.printB[i]!;
-      this.#number[slot] = old.number[i]!;
-      this.#confidence[slot] = old.confidence[i]!;
-      this.#told[slot] = old.told[i]!;
-    }
+    const grown = arraysByNumber(length);
+    for (const name of ['hashA', 'hashB', 'place', 'printA', 'printB', 'confidence', 'told'] as const) grown[name].set(old[name]);
+    this.#take({ ...grown, count: this.count, table: this.#table });
   }
 }
 
-function emptyArrays(capacity: number): FactsIndexArrays {
+/** The slots of a table for `count` VPAs: a power of two, at most 3 VPAs to 4 slots. */
+export function slotsFor(count: number): number {
+  let slots = MIN_SLOTS;
+  while (count * 4 > slots * 3) slots *= 2;
+  return slots;
+}
+
+/** Empty arrays by number for `length` VPAs. */
+export function arraysByNumber(length: number): Omit<FactsIndexArrays, 'count' | 'table'> {
   return {
-    count: 0,
-    hashA: new Uint32Array(capacity),
-    hashB: new Uint32Array(capacity),
-    place: new Uint32Array(capacity),
-    printA: new Uint32Array(capacity),
-    printB: new Uint32Array(capacity),
-    number: new Uint32Array(capacity),
-    confidence: new Uint16Array(capacity),
-    told: new Uint8Array(capacity).fill(EMPTY),
+    hashA: new Uint32Array(length),
+    hashB: new Uint32Array(length),
+    place: new Uint32Array(length),
+    printA: new Uint32Array(length),
+    printB: new Uint32Array(length),
+    confidence: new Uint16Array(length),
+    told: new Uint8Array(length).fill(EMPTY),
   };
 }
 

@@ -47,7 +47,7 @@ test('states copied into the store tell the answers and changes the change log t
         for (const state of states) {
           log.begin(state.at, state.version);
           for (const [key, facts] of state.changes) log.add(key, facts, 'evidence');
-          if (state.scoredAt !== undefined && state.at > T0) for (const key of ['a@ybl', 'c@ybl']) log.setServedConfidence(log.slotOf(key), 5555);
+          if (state.scoredAt !== undefined && state.at > T0) for (const key of ['a@ybl', 'c@ybl']) log.setServedConfidence(log.numberOf(key), 5555);
           const committed = await log.commit(state.scoredAt ?? null);
           await writeRecordedState(pool, location, lease, { term, snapshot: state.version.split('+')[0]!, position: Number(state.version.split('+')[1] ?? 0), dataAsOf: state.at - 5 }, committed, log);
         }
@@ -79,8 +79,8 @@ test('states copied into the store tell the answers and changes the change log t
           const seeded = await ChangeLog.open(made, T0 + DAY + 1000);
           assert.equal(seeded.vpaCount, log.vpaCount);
           for (const key of ['a@ybl', 'b@ybl', 'c@ybl', 'd@ybl']) {
-            const [mine, theirs] = [log.slotOf(key), seeded.slotOf(key)];
-            assert.equal(seeded.numberAt(theirs), log.numberAt(mine), `${key} keeps its number`);
+            const [mine, theirs] = [log.numberOf(key), seeded.numberOf(key)];
+            assert.equal(theirs, mine, `${key} keeps its number`);
             assert.equal(seeded.toldAt(theirs), log.toldAt(mine));
             assert.deepEqual(strip(await seeded.answerAt(key, T0 + DAY + 5000)), strip(await log.answerAt(key, T0 + DAY + 5000)));
           }
@@ -90,7 +90,7 @@ test('states copied into the store tell the answers and changes the change log t
           seeded.begin(T0 + DAY + 3000, 's2+10');
           seeded.add('e@ybl', flaggedFacts(4000), 'evidence');
           await seeded.commit();
-          assert.equal(seeded.numberAt(seeded.slotOf('e@ybl')), 4);
+          assert.equal(seeded.numberOf('e@ybl'), 4);
           await seeded.close();
 
           // A damaged column is the history's (ERR_HISTORY), as a damaged record is: the take-over is refused.

@@ -236,7 +236,7 @@ test('an answer as of an instant: the newest record then, with the confidence of
     await append(log, [change('a@ybl', flagged(4500)), change('b@ybl', flagged(6000, 7, 2))], T0, 'v1');
     // A new snapshot: every VPA scored again, a's answer otherwise the same (no record), b's changed (a record).
     log.begin(T0 + 1000, 'v2');
-    log.setServedConfidence(log.slotOf('a@ybl'), 4400);
+    log.setServedConfidence(log.numberOf('a@ybl'), 4400);
     log.add('b@ybl', flagged(6100, 8, 2), 'compaction');
     await log.commit(T0);
     await append(log, [change('a@ybl', CLEARED_FACTS, 'retraction')], T0 + 2000, 'v3');
@@ -267,7 +267,7 @@ test('a column damaged is refused when read; one of a state never served is remo
     let log = await ChangeLog.open(path, 0);
     await append(log, [change('a@ybl', flagged(4500))], T0, 'v1');
     log.begin(T0 + 1000, 'v2');
-    log.setServedConfidence(log.slotOf('a@ybl'), 4400);
+    log.setServedConfidence(log.numberOf('a@ybl'), 4400);
     await log.commit(T0);
     log.begin(T0 + 2000, 'v3');
     await log.commit(T0 + DAY);
