@@ -33,7 +33,8 @@ export class PositionReserve {
 
   /**
    * Open the data directory's record. A directory without one starts at 1
-   * when nothing was served from it yet (it holds no snapshot), and
+   * when nothing was served from it yet (`hasServed` false: it holds no
+   * snapshot, and no record of one served), and
    * otherwise past every position served before the record was lost or
    * written (releases before it counted from 1 for each snapshot): at the
    * current time in milliseconds, which the positions handed out never

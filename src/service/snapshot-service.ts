@@ -42,6 +42,8 @@ import { BuildMemory, samplePeak, type BuildMemoryPlan } from './build-memory.js
  */
 const CARRY_AGAIN_MS = 10_000;
 const CARRY_AFTER_LET_GO_MS = 2_000;
+/** How often a start that waits for another process's build looks for its snapshot, ms. */
+const START_BUILD_WAIT_MS = 500;
 
 /** The process's resident memory, bytes. */
 const residentBytes = (): number => process.memoryUsage.rss();
@@ -194,9 +196,10 @@ export class SnapshotService implements ServedData, CorrectionEngine {
   }
 
   /**
-   * Start from the newest valid snapshot without rebuilding (building one
-   * first when the data directory has none that loads), with every evidence
-   * file stored after it merged into the delta.
+   * Start from the newest valid snapshot without rebuilding, with every
+   * evidence file stored after it merged into the delta. A snapshot is built
+   * first when none loads, or none as new as the one last served
+   * (last-served-snapshot.ts).
    */
   static async start(options: SnapshotServiceOptions): Promise<SnapshotService> {
     const logger = options.logger ?? silentLogger;
@@ -257,8 +260,7 @@ export class SnapshotService implements ServedData, CorrectionEngine {
       let lastBuild: BuildReport | null = null;
       if (first === null) {
         if (lastServed.kind === 'none') logger.info({ dataDir: options.dataDir.root }, 'no loadable snapshot; building one');
-        lastBuild = await builder.build(buildOptions(options));
-        first = new SnapshotView(await loadSnapshotOffThread(lastBuild.path, background));
+        ({ first, lastBuild } = await buildFirst(builder, options, logger, lastServed.kind === 'snapshot' ? lastServed.snapshot : ''));
       }
       if (lastServed.kind !== 'snapshot' || lastServed.snapshot !== first.meta.id) await markServed(dir, first.meta.id, logger);
       const firstDelta = await emptyDeltaOver(first, positions, options.versions);
@@ -1036,6 +1038,29 @@ async function loadNewest(dir: DataDir, logger: Logger, bad: Set<string>, after 
     },
   });
   return found === null ? null : new SnapshotView(found.data);
+}
+
+/**
+ * Build the first snapshot to serve. While another process builds (a
+ * `upi-risk build`), its snapshot is waited for: served once written, when
+ * it is not older than `atLeast`; built here once its lock is let go.
+ */
+async function buildFirst(builder: SnapshotBuilder, options: SnapshotServiceOptions, logger: Logger, atLeast: string): Promise<{ first: SnapshotView; lastBuild: BuildReport | null }> {
+  const bad = new Set<string>();
+  let waiting = false;
+  for (;;) {
+    try {
+      const lastBuild = await builder.build(buildOptions(options));
+      return { first: new SnapshotView(await loadSnapshotOffThread(lastBuild.path, background)), lastBuild };
+    } catch (error) {
+      if (!(error instanceof BuildLockedError)) throw error;
+      if (!waiting) logger.info({ reason: error.message }, 'another process is building; waiting for its snapshot before serving');
+      waiting = true;
+    }
+    await new Promise((resolve) => setTimeout(resolve, START_BUILD_WAIT_MS));
+    const first = await loadNewest(options.dataDir, logger, bad, '', atLeast);
+    if (first !== null) return { first, lastBuild: null };
+  }
 }
 
 /**

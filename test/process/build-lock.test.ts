@@ -7,6 +7,8 @@ import { join } from 'node:path';
 import { SnapshotBuilder } from '../../src/builder/snapshot-builder.js';
 import { acquireBuildLock, parseBuildLock } from '../../src/builder/build-lock.js';
 import { SnapshotService } from '../../src/service/snapshot-service.js';
+import { recordLastServed } from '../../src/service/last-served-snapshot.js';
+import { newSnapshotId } from '../../src/engine/snapshot-files.js';
 import { UpiRiskError } from '../../src/common/errors.js';
 import type { Logger } from '../../src/common/logger.js';
 import type { DataDir } from '../../src/common/data-dir.js';
@@ -74,6 +76,40 @@ test('a lock file that holds no pid (torn by a crash while it was written) is ta
     await release();
     assert.equal(await exists(join(t.dir.state, 'build.lock')), false);
   } finally {
+    await t.cleanup();
+  }
+});
+
+test('a start that must build while another process holds the lock waits for it, not serving an older snapshot meanwhile', async () => {
+  const t = await tempDataDir();
+  const owner = otherProcess();
+  try {
+    await ingest(t.dir, t.root, [evidence('waits@ybl', 'https://t.me/lockchannel')]);
+    // The snapshot last served is not in the directory: a start builds before it serves.
+    await recordLastServed(t.dir, newSnapshotId(Date.now()));
+    await mkdir(t.dir.state, { recursive: true });
+    await writeFile(join(t.dir.state, 'build.lock'), String(owner.pid));
+    const lines: string[] = [];
+    const logger: Logger = { debug: () => {}, info: (_, message) => lines.push(message), warn: (_, message) => lines.push(message), error: (_, message) => lines.push(message) };
+    let started = false;
+    const starting = SnapshotService.start({ dataDir: t.dir, pollMs: 0, buildThreads: 1, scoredAt: () => TEST_SCORED_AT, logger }).then((service) => {
+      started = true;
+      return service;
+    });
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    assert.equal(started, false, 'waiting');
+    assert.equal(lines.filter((line) => line.startsWith('another process is building')).length, 1, lines.join('\n'));
+    // The other build ends without a snapshot: its lock is taken over, and this start builds.
+    await owner.stop();
+    const service = await starting;
+    try {
+      assert.notEqual(service.lastBuild, null);
+      assert.equal(service.view.verdict('waits@ybl').status, 'FLAGGED');
+    } finally {
+      await service.close();
+    }
+  } finally {
+    await owner.stop();
     await t.cleanup();
   }
 });

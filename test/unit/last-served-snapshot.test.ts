@@ -1,10 +1,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { rm, writeFile } from 'node:fs/promises';
+import { readFileSync } from 'node:fs';
+import { readFile, rm, writeFile } from 'node:fs/promises';
 import { silentLogger, type Logger } from '../../src/common/logger.js';
 import { SnapshotService } from '../../src/service/snapshot-service.js';
 import { snapshotPath } from '../../src/engine/snapshot-files.js';
-import { readLastServed } from '../../src/service/last-served-snapshot.js';
+import { readLastServed, recordLastServed } from '../../src/service/last-served-snapshot.js';
 import { tempDataDir, ingest, evidence, TEST_SCORED_AT } from '../helpers.js';
 
 const SHARED = 'https://shared.example/pay';
@@ -22,46 +23,125 @@ async function servedOnce(t: Awaited<ReturnType<typeof tempDataDir>>): Promise<s
   return id;
 }
 
-test('a start that cannot load the snapshot last served builds one before serving, so that clusters do not go back', async () => {
-  const t = await tempDataDir();
-  try {
-    await ingest(t.dir, t.root, [evidence('first@ybl', 'https://first.example')]);
-    const before = await SnapshotService.start({ dataDir: t.dir, pollMs: 0, buildThreads: 1, scoredAt: () => TEST_SCORED_AT });
-    let compacted: string;
-    let clustered: ReturnType<SnapshotService['view']['verdict']>;
-    try {
-      assert.deepEqual(await readLastServed(t.dir), { kind: 'snapshot', snapshot: before.current.meta.id });
-      // Two VPAs sharing a URL: the delta serves them flagged, a compaction puts them in a cluster.
-      await ingest(t.dir, t.root, [evidence('one@ybl', SHARED), evidence('two@ybl', SHARED)]);
-      await before.refresh();
-      assert.equal(before.view.verdict('one@ybl').cluster_id, null);
-      await before.compact();
-      compacted = before.current.meta.id;
-      clustered = before.view.verdict('one@ybl');
-      assert.notEqual(clustered.cluster_id, null);
-      assert.deepEqual(await readLastServed(t.dir), { kind: 'snapshot', snapshot: compacted });
-    } finally {
-      await before.close();
-    }
+interface Compacted {
+  readonly t: Awaited<ReturnType<typeof tempDataDir>>;
+  /** The snapshot first served, and the compaction's. */
+  readonly first: string;
+  readonly compacted: string;
+  /** one@ybl's answer after the compaction: in a cluster. */
+  readonly clustered: ReturnType<SnapshotService['view']['verdict']>;
+}
 
+/** A data directory served from, then compacted: two VPAs sharing a URL, which the delta serves flagged and the compaction puts in a cluster. */
+async function compactedDir(): Promise<Compacted> {
+  const t = await tempDataDir();
+  await ingest(t.dir, t.root, [evidence('first@ybl', 'https://first.example')]);
+  const service = await SnapshotService.start({ dataDir: t.dir, pollMs: 0, buildThreads: 1, scoredAt: () => TEST_SCORED_AT });
+  try {
+    const first = service.current.meta.id;
+    assert.deepEqual(await readLastServed(t.dir), { kind: 'snapshot', snapshot: first });
+    // Recorded before the swap serves it.
+    const recordedAtSwap: unknown[] = [];
+    service.onSwap((event) => recordedAtSwap.push([JSON.parse(readFileSync(t.dir.servedSnapshot, 'utf8')), event.next.meta.id]));
+    await ingest(t.dir, t.root, [evidence('one@ybl', SHARED), evidence('two@ybl', SHARED)]);
+    await service.refresh();
+    assert.equal(service.view.verdict('one@ybl').cluster_id, null);
+    await service.compact();
+    const compacted = service.current.meta.id;
+    assert.deepEqual(recordedAtSwap, [[{ snapshot: compacted }, compacted]]);
+    const clustered = service.view.verdict('one@ybl');
+    assert.notEqual(clustered.cluster_id, null);
+    return { t, first, compacted, clustered };
+  } finally {
+    await service.close();
+  }
+}
+
+async function startAgain(c: Compacted, warned: string[] = []): Promise<SnapshotService> {
+  return SnapshotService.start({ dataDir: c.t.dir, pollMs: 0, buildThreads: 1, scoredAt: () => TEST_SCORED_AT, logger: warnings(warned) });
+}
+
+/** Served after a start that built because the snapshot last served was lost: newer than it, the cluster as it was, and recorded. */
+async function assertBuiltAgain(c: Compacted, service: SnapshotService, warned: readonly string[]): Promise<void> {
+  assert.notEqual(service.lastBuild, null, 'built before serving');
+  assert.ok(service.current.meta.id > c.compacted, 'a snapshot newer than the one last served');
+  assert.ok(warned.some((m) => m.startsWith('the snapshot last served was not written')), warned.join('; '));
+  const answer = service.view.verdict('one@ybl');
+  assert.equal(answer.cluster_id, c.clustered.cluster_id);
+  assert.equal(answer.cluster_size, c.clustered.cluster_size);
+  assert.equal(service.view.verdict('first@ybl').status, 'FLAGGED');
+  assert.deepEqual(await readLastServed(c.t.dir), { kind: 'snapshot', snapshot: service.current.meta.id });
+}
+
+test('a start that cannot load the snapshot last served builds one before serving, so that clusters do not go back', async () => {
+  const c = await compactedDir();
+  try {
     // Killed after the swap, before the file was written: the data directory holds only the snapshot before it.
-    await rm(snapshotPath(t.dir, compacted));
+    await rm(snapshotPath(c.t.dir, c.compacted));
     const warned: string[] = [];
-    const after = await SnapshotService.start({ dataDir: t.dir, pollMs: 0, buildThreads: 1, scoredAt: () => TEST_SCORED_AT, logger: warnings(warned) });
+    const service = await startAgain(c, warned);
     try {
-      assert.notEqual(after.lastBuild, null, 'built before serving');
-      assert.ok(after.current.meta.id > compacted, 'a snapshot newer than the one last served');
-      assert.ok(warned.some((m) => m.startsWith('the snapshot last served was not written')), warned.join('; '));
-      const answer = after.view.verdict('one@ybl');
-      assert.equal(answer.cluster_id, clustered.cluster_id);
-      assert.equal(answer.cluster_size, clustered.cluster_size);
-      assert.equal(after.view.verdict('first@ybl').status, 'FLAGGED');
-      assert.deepEqual(await readLastServed(t.dir), { kind: 'snapshot', snapshot: after.current.meta.id });
+      await assertBuiltAgain(c, service, warned);
     } finally {
-      await after.close();
+      await service.close();
     }
   } finally {
-    await t.cleanup();
+    await c.t.cleanup();
+  }
+});
+
+test('the snapshot last served refused as damaged: built again, not the older one served', async () => {
+  const c = await compactedDir();
+  try {
+    const path = snapshotPath(c.t.dir, c.compacted);
+    const bytes = await readFile(path);
+    bytes[bytes.length - 10]! ^= 0xff;
+    await writeFile(path, bytes);
+    const warned: string[] = [];
+    const service = await startAgain(c, warned);
+    try {
+      await assertBuiltAgain(c, service, warned);
+    } finally {
+      await service.close();
+    }
+  } finally {
+    await c.t.cleanup();
+  }
+});
+
+test('without the record (a directory from before it), the older snapshot is served, and its cluster has gone back', async () => {
+  const c = await compactedDir();
+  try {
+    await rm(snapshotPath(c.t.dir, c.compacted));
+    await rm(c.t.dir.servedSnapshot);
+    const service = await startAgain(c);
+    try {
+      assert.equal(service.lastBuild, null);
+      assert.equal(service.current.meta.id, c.first);
+      assert.equal(service.view.verdict('one@ybl').status, 'FLAGGED', 'served from the delta');
+      assert.equal(service.view.verdict('one@ybl').cluster_id, null, 'what the record prevents');
+    } finally {
+      await service.close();
+    }
+  } finally {
+    await c.t.cleanup();
+  }
+});
+
+test('a snapshot newer than the one last served (another process built it) is served without building', async () => {
+  const c = await compactedDir();
+  try {
+    await recordLastServed(c.t.dir, c.first);
+    const service = await startAgain(c);
+    try {
+      assert.equal(service.lastBuild, null);
+      assert.equal(service.current.meta.id, c.compacted);
+      assert.deepEqual(await readLastServed(c.t.dir), { kind: 'snapshot', snapshot: c.compacted });
+    } finally {
+      await service.close();
+    }
+  } finally {
+    await c.t.cleanup();
   }
 });
 

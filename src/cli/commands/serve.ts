@@ -19,7 +19,8 @@ import { STORE_OPTIONS, STORE_USAGE, chooseStore } from '../store-options.js';
 const usage = `Usage: upi-risk serve [options]
 
 Serve the v1 API over HTTPS (TLS 1.3 only) from the newest valid snapshot in
-DIR, building one first if there is none. New evidence ingested into DIR is
+DIR, building one first if there is none, or none as new as the one last
+served. New evidence ingested into DIR is
 served within a second from a live delta beside the snapshot; the delta is
 folded into a new snapshot in the background (a compaction) when it grows
 past --compact-vpas or --compact-minutes, on SIGUSR2, or when
