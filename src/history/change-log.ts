@@ -11,7 +11,7 @@ import { confidenceBand, type ConfidenceBand } from '../api/advice.js';
 import { CONFIDENCE_SCALE } from '../engine/snapshot-data.js';
 import { formatClusterId } from '../engine/verdict.js';
 import { formatIso } from '../common/time.js';
-import { FactsIndex, RECORD_ALIGN, hashA, hashB, type IndexedAnswer } from './facts-index.js';
+import { FactsIndex, RECORD_ALIGN, hashA, hashB, roomFor, type IndexedAnswer } from './facts-index.js';
 import { MAX_DETAIL_BYTES, decodeDetail, encodeDetail, type AnswerDetail } from './answer-detail.js';
 import { NO_SCORE, ScoreColumns } from './score-columns.js';
 import { dropFactsIndex, filesSummary, keepFactsIndex, readFactsIndex, type ComparedMark, type IndexCovering } from './facts-index-file.js';
@@ -136,6 +136,8 @@ const HEADER_LENGTH = 24;
 /** Where a log's first record starts: after its header. */
 export const CHANGE_LOG_HEADER_BYTES = HEADER_LENGTH;
 const FIXED_LENGTH = 56;
+/** The shortest record: a VPA and a data version of one byte each, padded. */
+const MIN_RECORD_LENGTH = paddedLength(1, 1, 0);
 const MAX_TEXT = 255;
 /** The longest record, padding included. */
 const MAX_RECORD = FIXED_LENGTH + 2 * MAX_TEXT + MAX_DETAIL_BYTES + 8;
@@ -607,7 +609,7 @@ export class ChangeLog {
         if (bytes.readDoubleLE(16) < cutoff) newestBefore[bytes.readUInt32LE(36)] = offset / RECORD_ALIGN + 1;
         return true;
       });
-      const kept = new FactsIndex(null, this.#index.count);
+      const kept = new FactsIndex(null, roomFor(this.#index.count));
       const runs = new RecordRuns(copy, HEADER_LENGTH);
       let size = HEADER_LENGTH;
       let dropped = 0;
@@ -1128,12 +1130,16 @@ async function mismatch(handle: FileHandle, size: number, servedUntil: number, c
  */
 async function scanLog(handle: FileHandle, path: string, index: FactsIndex, servedUntil: number, from: LogScan, size: number, column: { readonly at: number; readonly values: Uint16Array } | null): Promise<LogScan> {
   let { lastAt, replacedAt } = from;
+  // Numbers are given in the order VPAs are first recorded, so none reaches the records the file can hold: a
+  // damaged record's number is refused before the index makes room for it.
+  const numbers = (size - HEADER_LENGTH) / MIN_RECORD_LENGTH;
   // A record cut short at the end is the write a crash interrupted, never synced, so never served.
   const end = await walkRecords(handle, path, from.size, size, (bytes, offset) => {
     const at = bytes.readDoubleLE(16);
     if (at > servedUntil) return false;
     const [a, b] = recordHashes(bytes);
     const number = bytes.readUInt32LE(36);
+    if (number >= numbers) throw new HistoryError(`${path}: the record at ${offset} names VPA number ${number}, more than the file holds records`);
     const answer = indexedIn(bytes);
     const scored = column !== null && at < column.at ? column.values[number] : undefined;
     try {
@@ -1145,6 +1151,7 @@ async function scanLog(handle: FileHandle, path: string, index: FactsIndex, serv
     if (bytes.readDoubleLE(24) >= 0) replacedAt = Math.min(replacedAt, at);
     return true;
   });
+  if (!index.dense) throw new HistoryError(`${path}: its records leave VPA numbers unused below ${index.count}: the records of a VPA are missing`);
   if (end < size) {
     await handle.truncate(end);
     await handle.datasync();

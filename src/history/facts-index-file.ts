@@ -5,7 +5,7 @@ import { Type } from '@sinclair/typebox';
 import { TypeCompiler } from '@sinclair/typebox/compiler';
 import { readAllAt, tempFileName, writeAllAt } from '../common/atomic-file.js';
 import { extendCrc } from '../common/file-crc.js';
-import { FactsIndex, RECORD_ALIGN, SEEN, SLOT_BYTES, TOLD_BITS, VPA_BYTES, arraysByNumber, type FactsIndexArrays } from './facts-index.js';
+import { FactsIndex, RECORD_ALIGN, SEEN, SLOT_BYTES, TOLD_BITS, VPA_BYTES, arraysByNumber, roomFor, type FactsIndexArrays } from './facts-index.js';
 
 /**
  * A copy of the history's index (facts-index.ts) that a clean close keeps
@@ -84,8 +84,6 @@ const MARK_LENGTH_AT = 68;
 /** The longest mark kept: a snapshot id and a file name are short. */
 const MAX_MARK = 4096;
 const MIN_SLOTS = 1 << 10;
-/** Room for new VPAs an index read from a file is given, beside those it holds: a sixteenth of them, and at least this many. */
-const MIN_ROOM = 1 << 10;
 const MAX_SLOTS = 2 ** 31;
 
 /** The file that keeps the index of the log at `logPath`. */
@@ -172,8 +170,8 @@ async function readOpened(file: FileHandle, path: string, firstRecord: number): 
   if (markLength > MAX_MARK) return { refused: `${path} has a mark of ${markLength} bytes` };
   const expected = HEADER_LENGTH + slots * SLOT_BYTES + count * VPA_BYTES + markLength;
   if (size !== expected) return { refused: `${path} is ${size} bytes, not ${expected}: cut short or grown` };
-  // Read into arrays with room for the VPAs to come, so that the first of them does not copy them all.
-  const arrays: FactsIndexArrays = { count, table: new Uint32Array(slots), ...arraysByNumber(count + Math.max(MIN_ROOM, count >>> 4)) };
+  // Read into arrays with room for the VPAs to come.
+  const arrays: FactsIndexArrays = { count, table: new Uint32Array(slots), ...arraysByNumber(roomFor(count)) };
   const markBytes = Buffer.alloc(markLength);
   const parts = [...partsOf(arrays), markBytes];
   let at = HEADER_LENGTH;

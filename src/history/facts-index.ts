@@ -53,7 +53,7 @@ export interface IndexedAnswer {
  * bases). VPAs are numbered from 0 in the order they are first recorded,
  * and never leave the index (a prune keeps each VPA's newest record), so
  * the numbers are those of 0 to `count - 1`: what the index holds of a VPA
- * is kept in arrays by its number, 23 bytes each without slack, and a
+ * is kept in arrays by its number, 23 bytes each and a sixteenth to spare, and a
  * table of 4-byte slots, at most 3 VPAs to 4, finds the number by hash
  * (docs/design.md, "The history of answers"). A VPA is named to callers by
  * its number. Two VPAs sharing all 64 bits would share an entry (about
@@ -62,6 +62,8 @@ export interface IndexedAnswer {
  */
 export class FactsIndex {
   count = 0;
+  /** One past the highest number held: `count` unless a number below it is not held yet (records read out of order). */
+  #end = 0;
   #table!: Uint32Array;
   #hashA!: Uint32Array;
   #hashB!: Uint32Array;
@@ -84,7 +86,13 @@ export class FactsIndex {
       return;
     }
     this.count = arrays.count;
+    this.#end = arrays.count;
     this.#take(arrays);
+  }
+
+  /** Whether the VPAs held are numbered 0 to `count - 1`, every number held: what a log that lost none of its VPAs gives. */
+  get dense(): boolean {
+    return this.#end === this.count;
   }
 
   /** The index's arrays, as they are (not copies, and longer than `count` by number): for a file to keep them. */
@@ -205,8 +213,8 @@ export class FactsIndex {
 
   /** Take `number` for a new VPA of hash (a, b). */
   #add(a: number, b: number, number: number): void {
-    // Grown by an eighth: what is spare stays small, and a growth comes once in many VPAs.
-    if (number >= this.#told.length) this.#makeRoom(Math.max(number + 1, this.#told.length + (this.#told.length >>> 3)));
+    // Grown by a sixteenth: what is spare stays small, and a growth comes once in many VPAs.
+    if (number >= this.#told.length) this.#makeRoom(Math.max(number + 1, roomFor(this.#told.length)));
     if (this.#told[number] !== EMPTY) throw new RangeError(`two VPAs are numbered ${number}`);
     if ((this.count + 1) * 4 > this.#table.length * 3) this.#growTable();
     this.#hashA[number] = a;
@@ -214,6 +222,7 @@ export class FactsIndex {
     this.#told[number] = 0;
     this.#slotOf(this.#table, a, number);
     this.count++;
+    this.#end = Math.max(this.#end, number + 1);
   }
 
   /** Put `number` in the first empty slot of `table` from hash `a`'s. */
@@ -237,6 +246,11 @@ export class FactsIndex {
     for (const name of ['hashA', 'hashB', 'place', 'printA', 'printB', 'confidence', 'told'] as const) grown[name].set(old[name]);
     this.#take({ ...grown, count: this.count, table: this.#table });
   }
+}
+
+/** The VPAs an index of `count` is given room for, read whole (from its file, or copied by a prune) or grown: a sixteenth more, and at least 1,024. */
+export function roomFor(count: number): number {
+  return count + Math.max(MIN_ROOM, count >>> 4);
 }
 
 /** The slots of a table for `count` VPAs: a power of two, at most 3 VPAs to 4 slots. */

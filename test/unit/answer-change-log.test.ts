@@ -2,6 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdir, readdir, readFile, rm, stat, truncate, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
+import { crc32 } from 'node:zlib';
 import { HistoryError } from '../../src/common/errors.js';
 import type { ChangeCause } from '../../src/api/history-paths.js';
 import { CLEARED_FACTS, ChangeLog, toldOf, type AnswerFacts } from '../../src/history/change-log.js';
@@ -169,6 +170,42 @@ test('a record that fails its CRC, a foreign file or one of another format is re
     await assert.rejects(ChangeLog.open(path, T0), /format 9/);
     // Refused files are left as they were, for an operator to restore.
     assert.deepEqual(await readFile(path), other);
+  });
+});
+
+test('records naming VPA numbers this service would not write are refused at open, before room is made for them', async () => {
+  await withHistoryLog(async (path) => {
+    const log = await ChangeLog.open(path, 0);
+    await append(log, [change('a@ybl', flagged(4500)), change('b@ybl', flagged(4600))], T0, 'v1');
+    await append(log, [change('a@ybl', flagged(4700))], T0 + 1000, 'v2');
+    await log.close();
+    await rm(`${path}.index`);
+    const whole = await readFile(path);
+    // The records' places: a@ybl (0), b@ybl (1), a@ybl again (0).
+    const places: number[] = [];
+    for (let at = 24; at < whole.length; at += whole.readUInt32LE(at + 4)) places.push(at);
+    assert.equal(places.length, 3);
+    const renumbered = async (record: number, number: number) => {
+      const bytes = Buffer.from(whole);
+      bytes.writeUInt32LE(number, places[record]! + 36);
+      const end = places[record]! + bytes.readUInt32LE(places[record]! + 4);
+      bytes.writeUInt32LE(crc32(bytes.subarray(places[record]! + 4, end)), places[record]!);
+      await writeFile(path, bytes);
+    };
+    const refused = (pattern: RegExp) => (error: unknown) => error instanceof HistoryError && pattern.test(error.message);
+    await renumbered(1, 0);
+    await assert.rejects(ChangeLog.open(path, T0 + 1000), refused(/two VPAs are numbered 0/));
+    await renumbered(2, 1);
+    await assert.rejects(ChangeLog.open(path, T0 + 1000), refused(/a VPA numbered 0 is named 1/));
+    await renumbered(1, 2);
+    await assert.rejects(ChangeLog.open(path, T0 + 1000), refused(/unused below 2/));
+    await renumbered(1, 0xfffffff0);
+    await assert.rejects(ChangeLog.open(path, T0 + 1000), refused(/names VPA number 4294967280, more than the file holds records/));
+    // As written, it opens.
+    await writeFile(path, whole);
+    const opened = await ChangeLog.open(path, T0 + 1000);
+    assert.deepEqual([opened.numberOf('a@ybl'), opened.numberOf('b@ybl')], [0, 1]);
+    await opened.close();
   });
 });
 
