@@ -5,7 +5,7 @@ import { Type } from '@sinclair/typebox';
 import { TypeCompiler } from '@sinclair/typebox/compiler';
 import { readAllAt, tempFileName, writeAllAt } from '../common/atomic-file.js';
 import { extendCrc } from '../common/file-crc.js';
-import { FactsIndex, RECORD_ALIGN, SEEN, SLOT_BYTES, TOLD_BITS, VPA_BYTES, arraysByNumber, roomFor, type FactsIndexArrays } from './facts-index.js';
+import { FactsIndex, RECORD_ALIGN, SEEN, SLOT_BYTES, TOLD_BITS, VPA_BYTES, arraysByNumber, holds, roomFor, type FactsIndexArrays } from './facts-index.js';
 
 /**
  * A copy of the history's index (facts-index.ts) that a clean close keeps
@@ -19,12 +19,12 @@ import { FactsIndex, RECORD_ALIGN, SEEN, SLOT_BYTES, TOLD_BITS, VPA_BYTES, array
  *
  * Layout, little endian: a 72-byte header, then the table's slots (u32
  * each), then the arrays by number in FactsIndexArrays order, one entry
- * for each VPA held (hashA, hashB, place, printA and printB, u32 each;
+ * for each VPA held (its two hashes, then place, printA and printB, u32 each;
  * confidence, u16; told, u8).
  *
  *   0  8  magic "UPIRCHIX"
- *   8  4  format version, u32 (3)
- *  12  4  slots of the table, a power of two
+ *   8  4  format version, u32 (4)
+ *  12  4  slots of the table, at least 5 to 4 VPAs
  *  16  4  VPAs held
  *  20  4  0
  *  24  8  covered: the bytes of the log the index holds, f64
@@ -76,14 +76,13 @@ export interface FilesSummary {
 export type KeptIndex = { readonly index: FactsIndex; readonly covering: IndexCovering; readonly mark: ComparedMark | null } | { readonly refused: string };
 
 const MAGIC = 'UPIRCHIX';
-const FORMAT_VERSION = 3;
+const FORMAT_VERSION = 4;
 const HEADER_LENGTH = 72;
 const COLUMN_AT = 56;
 const CRC_AT = 64;
 const MARK_LENGTH_AT = 68;
 /** The longest mark kept: a snapshot id and a file name are short. */
 const MAX_MARK = 4096;
-const MIN_SLOTS = 1 << 10;
 const MAX_SLOTS = 2 ** 31;
 
 /** The file that keeps the index of the log at `logPath`. */
@@ -165,7 +164,7 @@ async function readOpened(file: FileHandle, path: string, firstRecord: number): 
   if (head.readUInt32LE(8) !== FORMAT_VERSION) return { refused: `${path} is of format ${head.readUInt32LE(8)}, not ${FORMAT_VERSION}` };
   const slots = head.readUInt32LE(12);
   const count = head.readUInt32LE(16);
-  if (slots < MIN_SLOTS || slots > MAX_SLOTS || (slots & (slots - 1)) !== 0 || count * 4 > slots * 3) return { refused: `${path} has ${count} VPAs in ${slots} slots` };
+  if (slots > MAX_SLOTS || !holds(slots, count)) return { refused: `${path} has ${count} VPAs in ${slots} slots` };
   const markLength = head.readUInt32LE(MARK_LENGTH_AT);
   if (markLength > MAX_MARK) return { refused: `${path} has a mark of ${markLength} bytes` };
   const expected = HEADER_LENGTH + slots * SLOT_BYTES + count * VPA_BYTES + markLength;
@@ -246,7 +245,7 @@ export function filesSummary(files: readonly string[]): FilesSummary {
 
 /** The bytes of the table, and of the arrays by number up to `count`. */
 function partsOf(a: FactsIndexArrays): Uint8Array[] {
-  const byNumber = [a.hashA, a.hashB, a.place, a.printA, a.printB, a.confidence, a.told].map((array) => array.subarray(0, a.count));
+  const byNumber = [a.hashes.subarray(0, 2 * a.count), ...[a.place, a.printA, a.printB, a.confidence, a.told].map((array) => array.subarray(0, a.count))];
   return [a.table, ...byNumber].map((array) => new Uint8Array(array.buffer, array.byteOffset, array.byteLength));
 }
 

@@ -20,9 +20,10 @@ export const SLOT_BYTES = Uint32Array.BYTES_PER_ELEMENT;
 export const RECORD_ALIGN = 8;
 const MIN_SLOTS = 1 << 10;
 const MIN_ROOM = 1 << 10;
+const MAX_ROOM = 1 << 16;
 
 /**
- * The arrays of a FactsIndex: `table`, a power of two of slots, each 0 or a
+ * The arrays of a FactsIndex: `table`, of slots each 0 or a
  * VPA's number + 1; and by number, `count` of them at least, each VPA's
  * hashes, the place of its newest record, the fingerprint of its answer's
  * detail, its confidence and `told`.
@@ -30,8 +31,8 @@ const MIN_ROOM = 1 << 10;
 export interface FactsIndexArrays {
   readonly count: number;
   readonly table: Uint32Array;
-  readonly hashA: Uint32Array;
-  readonly hashB: Uint32Array;
+  /** Each VPA's two hashes side by side (2 × number, 2 × number + 1), so that a probe reads them together. */
+  readonly hashes: Uint32Array;
   readonly place: Uint32Array;
   readonly printA: Uint32Array;
   readonly printB: Uint32Array;
@@ -53,8 +54,8 @@ export interface IndexedAnswer {
  * bases). VPAs are numbered from 0 in the order they are first recorded,
  * and never leave the index (a prune keeps each VPA's newest record), so
  * the numbers are those of 0 to `count - 1`: what the index holds of a VPA
- * is kept in arrays by its number, 23 bytes each and a sixteenth to spare, and a
- * table of 4-byte slots, at most 3 VPAs to 4, finds the number by hash
+ * is kept in arrays by its number, 23 bytes each and at most a sixteenth to spare, and a
+ * table of 4-byte slots, at most 4 VPAs to 5, finds the number by hash
  * (docs/design.md, "The history of answers"). A VPA is named to callers by
  * its number. Two VPAs sharing all 64 bits would share an entry (about
  * one chance in 10^5 at 10M VPAs); a history read checks the VPA its
@@ -65,8 +66,7 @@ export class FactsIndex {
   /** One past the highest number held: `count` unless a number below it is not held yet (records read out of order). */
   #end = 0;
   #table!: Uint32Array;
-  #hashA!: Uint32Array;
-  #hashB!: Uint32Array;
+  #hashes!: Uint32Array;
   /** Where the newest record starts, in 8-byte units. */
   #place!: Uint32Array;
   #printA!: Uint32Array;
@@ -97,11 +97,11 @@ export class FactsIndex {
 
   /** The index's arrays, as they are (not copies, and longer than `count` by number): for a file to keep them. */
   get arrays(): FactsIndexArrays {
-    return { count: this.count, table: this.#table, hashA: this.#hashA, hashB: this.#hashB, place: this.#place, printA: this.#printA, printB: this.#printB, confidence: this.#confidence, told: this.#told };
+    return { count: this.count, table: this.#table, hashes: this.#hashes, place: this.#place, printA: this.#printA, printB: this.#printB, confidence: this.#confidence, told: this.#told };
   }
 
   #take(arrays: FactsIndexArrays): void {
-    ({ table: this.#table, hashA: this.#hashA, hashB: this.#hashB, place: this.#place, printA: this.#printA, printB: this.#printB, confidence: this.#confidence, told: this.#told } = arrays);
+    ({ table: this.#table, hashes: this.#hashes, place: this.#place, printA: this.#printA, printB: this.#printB, confidence: this.#confidence, told: this.#told } = arrays);
   }
 
   /** Bytes of its arrays: 4 a slot, 23 a VPA it has room for. */
@@ -116,11 +116,11 @@ export class FactsIndex {
 
   findHashed(a: number, b: number): number {
     const table = this.#table;
-    const mask = table.length - 1;
-    for (let slot = a & mask; ; slot = (slot + 1) & mask) {
+    const hashes = this.#hashes;
+    for (let slot = homeOf(a, table.length); ; slot = slot + 1 === table.length ? 0 : slot + 1) {
       const entry = table[slot]!;
       if (entry === 0) return -1;
-      if (this.#hashA[entry - 1] === a && this.#hashB[entry - 1] === b) return entry - 1;
+      if (hashes[2 * entry - 2] === a && hashes[2 * entry - 1] === b) return entry - 1;
     }
   }
 
@@ -213,12 +213,12 @@ export class FactsIndex {
 
   /** Take `number` for a new VPA of hash (a, b). */
   #add(a: number, b: number, number: number): void {
-    // Grown by a sixteenth: what is spare stays small, and a growth comes once in many VPAs.
-    if (number >= this.#told.length) this.#makeRoom(Math.max(number + 1, roomFor(this.#told.length)));
+    // Grown by a sixteenth: what is spare stays small, and a growth (a copy of them all) comes once in many VPAs.
+    if (number >= this.#told.length) this.#makeRoom(Math.max(number + 1, this.#told.length + Math.max(MIN_ROOM, this.#told.length >>> 4)));
     if (this.#told[number] !== EMPTY) throw new RangeError(`two VPAs are numbered ${number}`);
-    if ((this.count + 1) * 4 > this.#table.length * 3) this.#growTable();
-    this.#hashA[number] = a;
-    this.#hashB[number] = b;
+    if ((this.count + 1) * 5 > this.#table.length * 4) this.#growTable();
+    this.#hashes[2 * number] = a;
+    this.#hashes[2 * number + 1] = b;
     this.#told[number] = 0;
     this.#slotOf(this.#table, a, number);
     this.count++;
@@ -227,15 +227,14 @@ export class FactsIndex {
 
   /** Put `number` in the first empty slot of `table` from hash `a`'s. */
   #slotOf(table: Uint32Array, a: number, number: number): void {
-    const mask = table.length - 1;
-    let slot = a & mask;
-    while (table[slot] !== 0) slot = (slot + 1) & mask;
+    let slot = homeOf(a, table.length);
+    while (table[slot] !== 0) slot = slot + 1 === table.length ? 0 : slot + 1;
     table[slot] = number + 1;
   }
 
   #growTable(): void {
-    const table = new Uint32Array(this.#table.length * 2);
-    for (const entry of this.#table) if (entry !== 0) this.#slotOf(table, this.#hashA[entry - 1]!, entry - 1);
+    const table = new Uint32Array(Math.ceil(this.#table.length * 1.25));
+    for (const entry of this.#table) if (entry !== 0) this.#slotOf(table, this.#hashes[2 * entry - 2]!, entry - 1);
     this.#table = table;
   }
 
@@ -243,28 +242,43 @@ export class FactsIndex {
   #makeRoom(length: number): void {
     const old = this.arrays;
     const grown = arraysByNumber(length);
-    for (const name of ['hashA', 'hashB', 'place', 'printA', 'printB', 'confidence', 'told'] as const) grown[name].set(old[name]);
+    for (const name of ['hashes', 'place', 'printA', 'printB', 'confidence', 'told'] as const) grown[name].set(old[name]);
     this.#take({ ...grown, count: this.count, table: this.#table });
   }
 }
 
-/** The VPAs an index of `count` is given room for, read whole (from its file, or copied by a prune) or grown: a sixteenth more, and at least 1,024. */
+/**
+ * The VPAs an index of `count` read whole (from its file, or copied by a
+ * prune) is given room for: as many as VPAs new to the history in a while
+ * (at most 65,536, a sixteenth of them at fewer), after which it grows.
+ */
 export function roomFor(count: number): number {
-  return count + Math.max(MIN_ROOM, count >>> 4);
+  return count + Math.min(MAX_ROOM, Math.max(MIN_ROOM, count >>> 4));
 }
 
-/** The slots of a table for `count` VPAs: a power of two, at most 3 VPAs to 4 slots. */
+/** The slots of a table for `count` VPAs: at most 4 VPAs to 5 slots, and at least MIN_SLOTS. */
 export function slotsFor(count: number): number {
-  let slots = MIN_SLOTS;
-  while (count * 4 > slots * 3) slots *= 2;
-  return slots;
+  return Math.max(MIN_SLOTS, Math.ceil((count * 5) / 4));
+}
+
+/** Whether a table of `slots` can hold `count` VPAs. */
+export function holds(slots: number, count: number): boolean {
+  return slots >= MIN_SLOTS && count * 5 <= slots * 4;
+}
+
+/**
+ * The slot a VPA's probe starts at: the high bits of hash `a` scaled to
+ * the table, which need not be a power of two (it grows by a quarter, so
+ * that what is spare stays small).
+ */
+function homeOf(a: number, slots: number): number {
+  return Math.floor((a / 4294967296) * slots);
 }
 
 /** Empty arrays by number for `length` VPAs. */
 export function arraysByNumber(length: number): Omit<FactsIndexArrays, 'count' | 'table'> {
   return {
-    hashA: new Uint32Array(length),
-    hashB: new Uint32Array(length),
+    hashes: new Uint32Array(2 * length),
     place: new Uint32Array(length),
     printA: new Uint32Array(length),
     printB: new Uint32Array(length),

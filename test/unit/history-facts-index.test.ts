@@ -1,7 +1,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
+import { mkdir, stat, truncate } from 'node:fs/promises';
+import { dirname } from 'node:path';
 import { FactsIndex, RECORD_ALIGN, SLOT_BYTES, VPA_BYTES, hashA, hashB, type IndexedAnswer } from '../../src/history/facts-index.js';
+import { keepFactsIndex, readFactsIndex } from '../../src/history/facts-index-file.js';
+import { withHistoryLog } from '../helpers.js';
 
 // The history's index: numbers by hash in a table, what it holds of each
 // VPA in arrays by number. Checked against a plain Map through growth of
@@ -56,7 +60,7 @@ test('keys put one by one take the next numbers, and are found with what they ho
         offset += RECORD_ALIGN * (1 + (n % 5));
       }
       check(index, model, keys);
-      assert.ok(index.bytes >= model.size * VPA_BYTES + (model.size * 4 * SLOT_BYTES) / 3);
+      assert.ok(index.bytes >= model.size * VPA_BYTES + (model.size * 5 * SLOT_BYTES) / 4);
     }),
     { numRuns: 30 },
   );
@@ -112,4 +116,26 @@ test('a VPA named with another number than its own, or two VPAs with one number,
   assert.throws(() => index.putHashed(hashA(b), hashB(b), 80, answerOf(3), 0), RangeError);
   assert.equal(index.count, 1);
   assert.equal(index.offsetAt(index.find(a)), 64);
+});
+
+test('kept in a file and read again, a grown index finds each VPA with what it holds, and has room to grow', async () => {
+  await withHistoryLog(async (path) => {
+    const index = new FactsIndex();
+    const keys = Array.from({ length: 5000 }, (_, i) => `kept${i}@paytm`);
+    const model = new Map<string, Held>();
+    keys.forEach((key, i) => {
+      const offset = 64 + i * RECORD_ALIGN;
+      model.set(key, { number: index.put(key, offset, answerOf(i)), offset, answer: answerOf(i) });
+    });
+    await mkdir(dirname(path), { recursive: true });
+    await keepFactsIndex(path, index, { covered: 64 + keys.length * RECORD_ALIGN, logCrc: 0, lastAt: 1, replacedAt: Number.POSITIVE_INFINITY, columnAt: 0 }, null);
+    const kept = await readFactsIndex(path, 64);
+    assert.ok(kept !== null && !('refused' in kept), JSON.stringify(kept));
+    check(kept.index, model, [...keys, 'absent@ybl']);
+    assert.equal(kept.index.put('one.more@ybl', 8, answerOf(7)), keys.length);
+    // Cut short, it is refused.
+    await truncate(`${path}.index`, (await stat(`${path}.index`)).size - 1);
+    const cut = await readFactsIndex(path, 64);
+    assert.ok(cut !== null && 'refused' in cut);
+  });
 });
