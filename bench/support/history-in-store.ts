@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import type pg from 'pg';
-import { CHANGE_LOG_HEADER_BYTES, type ChangeLog } from '../../src/history/change-log.js';
+import { CHANGE_LOG_HEADER_BYTES, decodeStoredRecord, type ChangeLog } from '../../src/history/change-log.js';
 import { ScoreColumns } from '../../src/history/score-columns.js';
 import { beginRecording, insertChanges, insertScoreColumn, recordingAlive } from '../../src/store/answer-history-store.js';
 import { migrate } from '../../src/store/migrations.js';
@@ -25,7 +25,11 @@ export async function copyHistoryToStore(url: string, log: ChangeLog, historyDir
   await holder.end();
   const states = new Map<number, string>();
   await log.recordRuns(CHANGE_LOG_HEADER_BYTES, log.bytes, async (run) => {
-    for (const record of await insertChanges(pool, run, log.path)) states.set(record.at, record.version);
+    await insertChanges(pool, run, log.path);
+    for (const bytes of run) {
+      const record = decodeStoredRecord(bytes, log.path);
+      states.set(record.at, record.version);
+    }
   });
   const ats = [...states.keys()];
   for (let i = 0; i < ats.length; i += 10_000) {

@@ -847,6 +847,12 @@ export function decodeStoredRecord(bytes: Buffer, where: string): StoredRecord {
   return record;
 }
 
+/** What a store's row names a stored record by (its VPA, time and number), checked as decodeStoredRecord checks it, without decoding the rest. */
+export function storedRecordRow(bytes: Buffer, where: string): { readonly key: string; readonly at: number; readonly number: number } {
+  if (checkRecord(bytes, where, STORED_APART) !== bytes.length) throw new HistoryError(`${where}: a record of ${bytes.length} bytes that is not one whole record`);
+  return { key: bytes.toString('latin1', FIXED_LENGTH, FIXED_LENGTH + bytes[10]!), at: bytes.readDoubleLE(16), number: bytes.readUInt32LE(36) };
+}
+
 function entryOf(r: StoredRecord): ChangeEntry {
   const f = r.facts;
   return {

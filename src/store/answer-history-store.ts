@@ -2,7 +2,7 @@ import type pg from 'pg';
 import { HistoryError, StoreError } from '../common/errors.js';
 import type { ChangeEntry } from '../api/history-paths.js';
 import type { AnswerReader } from '../history/answer-changes.js';
-import { changeEntries, decodeStoredRecord, pastAnswerOf, type ChangeLog, type CommittedState, type DecodedStoredRecord, type PastAnswer, type StoredRecord } from '../history/change-log.js';
+import { changeEntries, decodeStoredRecord, pastAnswerOf, storedRecordRow, type ChangeLog, type CommittedState, type DecodedStoredRecord, type PastAnswer } from '../history/change-log.js';
 import { NO_SCORE, SCORE_BLOCK_VALUES } from '../history/score-columns.js';
 import { CONFIDENCE_SCALE } from '../engine/snapshot-data.js';
 import type { ServedAt } from '../history/served-versions.js';
@@ -279,25 +279,24 @@ export async function writeRecordedState(
 
 /**
  * Insert the change records `records` (the change log's bytes, from
- * `where`), each a row by its VPA and time; resolves to them decoded. A
- * VPA changed twice in one state answers with its last change: the one
- * kept (the other was never served).
+ * `where`), each a row by its VPA and time, checked but not decoded
+ * further. A VPA changed twice in one state answers with its last change:
+ * the one kept (the other was never served).
  */
-export async function insertChanges(db: pg.ClientBase | pg.Pool, records: readonly Buffer[], where: string): Promise<StoredRecord[]> {
-  const decoded = records.map((bytes) => decodeStoredRecord(bytes, where));
-  const rows = new Map<string, DecodedStoredRecord>();
-  for (const [i, record] of decoded.entries()) {
-    const id = `${record.key} ${record.at}`;
+export async function insertChanges(db: pg.ClientBase | pg.Pool, records: readonly Buffer[], where: string): Promise<void> {
+  const rows = new Map<string, { readonly row: ReturnType<typeof storedRecordRow>; readonly bytes: Buffer }>();
+  for (const bytes of records) {
+    const row = storedRecordRow(bytes, where);
+    const id = `${row.key} ${row.at}`;
     rows.delete(id);
-    rows.set(id, { record, bytes: records[i]! });
+    rows.set(id, { row, bytes });
   }
   const list = [...rows.values()];
   await db.query(
     `INSERT INTO answer_changes (vpa, at_ms, number, record) SELECT * FROM unnest($1::text[], $2::bigint[], $3::integer[], $4::bytea[])
      ON CONFLICT (vpa, at_ms) DO UPDATE SET number = EXCLUDED.number, record = EXCLUDED.record`,
-    [list.map((r) => r.record.key), list.map((r) => r.record.at), list.map((r) => r.record.number), list.map((r) => r.bytes)],
+    [list.map((r) => r.row.key), list.map((r) => r.row.at), list.map((r) => r.row.number), list.map((r) => r.bytes)],
   );
-  return decoded;
 }
 
 /** Insert the column of confidences `values` of the state at `at`, of the scoring day `scoredAt`: its row, and its blocks in one statement. */
