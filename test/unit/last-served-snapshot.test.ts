@@ -57,8 +57,25 @@ async function compactedDir(): Promise<Compacted> {
   }
 }
 
-async function startAgain(c: Compacted, warned: string[] = []): Promise<SnapshotService> {
-  return SnapshotService.start({ dataDir: c.t.dir, pollMs: 0, buildThreads: 1, scoredAt: () => TEST_SCORED_AT, logger: warnings(warned) });
+/**
+ * Compact a data directory (compactedDir), change it as `change` does, start
+ * a service on it again and `check` it; warnings logged at that start are
+ * in `warned`.
+ */
+async function startedAgain(change: (c: Compacted) => Promise<void>, check: (c: Compacted, service: SnapshotService, warned: readonly string[]) => Promise<void>): Promise<void> {
+  const c = await compactedDir();
+  try {
+    await change(c);
+    const warned: string[] = [];
+    const service = await SnapshotService.start({ dataDir: c.t.dir, pollMs: 0, buildThreads: 1, scoredAt: () => TEST_SCORED_AT, logger: warnings(warned) });
+    try {
+      await check(c, service, warned);
+    } finally {
+      await service.close();
+    }
+  } finally {
+    await c.t.cleanup();
+  }
 }
 
 /** Served after a start that built because the snapshot last served was lost: newer than it, the cluster as it was, and recorded. */
@@ -74,75 +91,43 @@ async function assertBuiltAgain(c: Compacted, service: SnapshotService, warned: 
 }
 
 test('a start that cannot load the snapshot last served builds one before serving, so that clusters do not go back', async () => {
-  const c = await compactedDir();
-  try {
-    // Killed after the swap, before the file was written: the data directory holds only the snapshot before it.
-    await rm(snapshotPath(c.t.dir, c.compacted));
-    const warned: string[] = [];
-    const service = await startAgain(c, warned);
-    try {
-      await assertBuiltAgain(c, service, warned);
-    } finally {
-      await service.close();
-    }
-  } finally {
-    await c.t.cleanup();
-  }
+  // Killed after the swap, before the file was written: the data directory holds only the snapshot before it.
+  await startedAgain((c) => rm(snapshotPath(c.t.dir, c.compacted)), assertBuiltAgain);
 });
 
 test('the snapshot last served refused as damaged: built again, not the older one served', async () => {
-  const c = await compactedDir();
-  try {
+  await startedAgain(async (c) => {
     const path = snapshotPath(c.t.dir, c.compacted);
     const bytes = await readFile(path);
     bytes[bytes.length - 10]! ^= 0xff;
     await writeFile(path, bytes);
-    const warned: string[] = [];
-    const service = await startAgain(c, warned);
-    try {
-      await assertBuiltAgain(c, service, warned);
-    } finally {
-      await service.close();
-    }
-  } finally {
-    await c.t.cleanup();
-  }
+  }, assertBuiltAgain);
 });
 
 test('without the record (a directory from before it), the older snapshot is served, and its cluster has gone back', async () => {
-  const c = await compactedDir();
-  try {
-    await rm(snapshotPath(c.t.dir, c.compacted));
-    await rm(c.t.dir.servedSnapshot);
-    const service = await startAgain(c);
-    try {
+  await startedAgain(
+    async (c) => {
+      await rm(snapshotPath(c.t.dir, c.compacted));
+      await rm(c.t.dir.servedSnapshot);
+    },
+    async (c, service) => {
       assert.equal(service.lastBuild, null);
       assert.equal(service.current.meta.id, c.first);
       assert.equal(service.view.verdict('one@ybl').status, 'FLAGGED', 'served from the delta');
       assert.equal(service.view.verdict('one@ybl').cluster_id, null, 'what the record prevents');
-    } finally {
-      await service.close();
-    }
-  } finally {
-    await c.t.cleanup();
-  }
+    },
+  );
 });
 
 test('a snapshot newer than the one last served (another process built it) is served without building', async () => {
-  const c = await compactedDir();
-  try {
-    await recordLastServed(c.t.dir, c.first);
-    const service = await startAgain(c);
-    try {
+  await startedAgain(
+    (c) => recordLastServed(c.t.dir, c.first),
+    async (c, service) => {
       assert.equal(service.lastBuild, null);
       assert.equal(service.current.meta.id, c.compacted);
       assert.deepEqual(await readLastServed(c.t.dir), { kind: 'snapshot', snapshot: c.compacted });
-    } finally {
-      await service.close();
-    }
-  } finally {
-    await c.t.cleanup();
-  }
+    },
+  );
 });
 
 test('a start whose snapshot last served loads serves it without building', async () => {
