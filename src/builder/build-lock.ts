@@ -23,6 +23,6 @@ export { parseOwnerLock as parseBuildLock } from '../common/owner-lock.js';
 export async function acquireBuildLock(dir: DataDir): Promise<() => Promise<void>> {
   await mkdir(dir.state, { recursive: true });
   const taken = await tryOwnerLock(join(dir.state, BUILD_LOCK_FILE), (message, cause) => new BuildLockedError(message, { cause }));
-  if ('holder' in taken) throw new BuildLockedError(`another build (pid ${taken.holder}) is running on ${dir.root}`);
+  if ('holder' in taken) throw new BuildLockedError(`another build (pid ${taken.holder}) is running on ${dir.root}`, { holder: taken.holder });
   return taken.release;
 }

@@ -161,9 +161,13 @@ export class ClusterStateError extends UpiRiskError {
 
 /** Another live process holds the build lock. */
 export class BuildLockedError extends UpiRiskError {
-  constructor(message: string, options?: { cause?: unknown }) {
+  /** The pid of the live build that holds the lock; absent when the lock could not be read or taken. */
+  readonly holder: number | undefined;
+
+  constructor(message: string, options?: { cause?: unknown; holder?: number }) {
     super(ErrorCode.BUILD_LOCKED, message, options);
     this.name = 'BuildLockedError';
+    this.holder = options?.holder;
   }
 }
 

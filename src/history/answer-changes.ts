@@ -433,6 +433,9 @@ export class AnswerHistory implements AnswerReader {
     let changes = 0;
     this.#startPass(log);
     const index = new VpaIndex(base.data, base.maxKeyLength);
+    // The snapshot's VPAs are flagged but for the cleared, so the log holds nearly all of them once this pass is done:
+    // the first pass (a first start) sizes the index once, rather than growing it by sixteenths through 10M VPAs.
+    log.expectVpas(index.size);
     const held = heldDelta(delta);
     const deltaIndex = held === null ? null : new VpaIndex(held.overlay, held.overlay.maxKeyLength);
     // Keys are read as bytes, and made text only for a change: most VPAs have none.

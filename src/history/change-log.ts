@@ -383,6 +383,11 @@ export class ChangeLog {
     return this.#columns.scoredAt;
   }
 
+  /** Make room in the index for `vpas` VPAs in all, when it holds fewer (a pass that will record them is beginning). */
+  expectVpas(vpas: number): void {
+    this.#index.reserve(vpas);
+  }
+
   /** VPAs numbered so far: the length of a column. */
   get numbered(): number {
     return this.#index.count;
@@ -1137,7 +1142,8 @@ async function mismatch(handle: FileHandle, size: number, servedUntil: number, c
 async function scanLog(handle: FileHandle, path: string, index: FactsIndex, servedUntil: number, from: LogScan, size: number, column: { readonly at: number; readonly values: Uint16Array } | null): Promise<LogScan> {
   let { lastAt, replacedAt } = from;
   // Numbers are given in the order VPAs are first recorded, so none reaches the records the file can hold: a
-  // damaged record's number is refused before the index makes room for it.
+  // damaged record's number past that is refused before the index makes room for it. One below it may still ask
+  // for arrays as long as the file has room for records (23 bytes for every 64 of it), refused once the scan ends.
   const numbers = (size - HEADER_LENGTH) / MIN_RECORD_LENGTH;
   // A record cut short at the end is the write a crash interrupted, never synced, so never served.
   const end = await walkRecords(handle, path, from.size, size, (bytes, offset) => {

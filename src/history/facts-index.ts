@@ -194,6 +194,13 @@ export class FactsIndex {
     return at;
   }
 
+  /** Room for `count` VPAs in all (and roomFor's spare beyond), arrays and table, when it has less: grown once, not step by step. */
+  reserve(count: number): void {
+    if (count <= this.#told.length) return;
+    this.#makeRoom(roomFor(count));
+    if (slotsFor(roomFor(count)) > this.#table.length) this.#growTable(slotsFor(roomFor(count)));
+  }
+
   startPass(): void {
     for (let number = 0; number < this.count; number++) this.#told[number]! &= TOLD_BITS;
   }
@@ -232,8 +239,8 @@ export class FactsIndex {
     table[slot] = number + 1;
   }
 
-  #growTable(): void {
-    const table = new Uint32Array(Math.ceil(this.#table.length * 1.25));
+  #growTable(slots = Math.ceil(this.#table.length * 1.25)): void {
+    const table = new Uint32Array(slots);
     for (const entry of this.#table) if (entry !== 0) this.#slotOf(table, this.#hashes[2 * entry - 2]!, entry - 1);
     this.#table = table;
   }

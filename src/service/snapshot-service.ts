@@ -42,8 +42,9 @@ import { BuildMemory, samplePeak, type BuildMemoryPlan } from './build-memory.js
  */
 const CARRY_AGAIN_MS = 10_000;
 const CARRY_AFTER_LET_GO_MS = 2_000;
-/** How often a start that waits for another process's build looks for its snapshot, ms. */
+/** How often a start that waits for another process's build looks for its snapshot, ms; and how often it says it still waits. */
 const START_BUILD_WAIT_MS = 500;
+const START_WAIT_LOG_MS = 60_000;
 
 /** The process's resident memory, bytes. */
 const residentBytes = (): number => process.memoryUsage.rss();
@@ -245,10 +246,11 @@ export class SnapshotService implements ServedData, CorrectionEngine {
       // Never a snapshot older than the one last served: a compaction's is served before its file is written.
       const lastServed = await readLastServed(dir);
       let first: SnapshotView | null = null;
+      const bad = new Set<string>();
       if (lastServed.kind === 'unreadable') {
         logger.warn({ path: dir.servedSnapshot, reason: lastServed.reason }, 'the record of the snapshot last served cannot be read; building a snapshot before serving');
       } else {
-        first = await loadNewest(dir, logger, new Set(), '', lastServed.kind === 'snapshot' ? lastServed.snapshot : '');
+        first = await loadNewest(dir, logger, bad, '', lastServed.kind === 'snapshot' ? lastServed.snapshot : '');
         if (first === null && lastServed.kind === 'snapshot') {
           logger.warn({ snapshot: lastServed.snapshot }, 'the snapshot last served was not written or does not load; building one before serving, so that no answer goes back');
         }
@@ -260,7 +262,7 @@ export class SnapshotService implements ServedData, CorrectionEngine {
       let lastBuild: BuildReport | null = null;
       if (first === null) {
         if (lastServed.kind === 'none') logger.info({ dataDir: options.dataDir.root }, 'no loadable snapshot; building one');
-        ({ first, lastBuild } = await buildFirst(builder, options, logger, lastServed.kind === 'snapshot' ? lastServed.snapshot : ''));
+        ({ first, lastBuild } = await buildFirst(builder, options, logger, lastServed.kind === 'snapshot' ? lastServed.snapshot : '', bad));
       }
       if (lastServed.kind !== 'snapshot' || lastServed.snapshot !== first.meta.id) await markServed(dir, first.meta.id, logger);
       const firstDelta = await emptyDeltaOver(first, positions, options.versions);
@@ -1041,24 +1043,36 @@ async function loadNewest(dir: DataDir, logger: Logger, bad: Set<string>, after 
 }
 
 /**
- * Build the first snapshot to serve. While another process builds (a
- * `upi-risk build`), its snapshot is waited for: served once written, when
- * it is not older than `atLeast`; built here once its lock is let go.
+ * Build the first snapshot to serve. While another live process builds (a
+ * `upi-risk build`), its snapshot is waited for, for as long as it builds:
+ * served once written, when it is newer than every snapshot there was when
+ * the wait began and not older than `atLeast`; built here once the lock is
+ * let go. A lock that cannot be read or taken fails the start.
  */
-async function buildFirst(builder: SnapshotBuilder, options: SnapshotServiceOptions, logger: Logger, atLeast: string): Promise<{ first: SnapshotView; lastBuild: BuildReport | null }> {
-  const bad = new Set<string>();
-  let waiting = false;
+async function buildFirst(builder: SnapshotBuilder, options: SnapshotServiceOptions, logger: Logger, atLeast: string, bad: Set<string>): Promise<{ first: SnapshotView; lastBuild: BuildReport | null }> {
+  let waitingSince: number | null = null;
+  let after = '';
+  let loggedAt = 0;
   for (;;) {
     try {
       const lastBuild = await builder.build(buildOptions(options));
       return { first: new SnapshotView(await loadSnapshotOffThread(lastBuild.path, background)), lastBuild };
     } catch (error) {
-      if (!(error instanceof BuildLockedError)) throw error;
-      if (!waiting) logger.info({ reason: error.message }, 'another process is building; waiting for its snapshot before serving');
-      waiting = true;
+      if (!(error instanceof BuildLockedError) || error.holder === undefined) throw error;
+      const now = Date.now();
+      if (waitingSince === null) {
+        waitingSince = now;
+        // Only what the other build writes: not a snapshot older than the one last served, nor one the record could not name.
+        const [newest] = await listSnapshots(options.dataDir);
+        after = newest === undefined ? '' : snapshotIdOf(newest);
+      }
+      if (now - loggedAt >= START_WAIT_LOG_MS) {
+        logger.info({ holder: error.holder, waitedMs: now - waitingSince }, 'another process is building; waiting for its snapshot before serving');
+        loggedAt = now;
+      }
     }
     await new Promise((resolve) => setTimeout(resolve, START_BUILD_WAIT_MS));
-    const first = await loadNewest(options.dataDir, logger, bad, '', atLeast);
+    const first = await loadNewest(options.dataDir, logger, bad, after, atLeast);
     if (first !== null) return { first, lastBuild: null };
   }
 }

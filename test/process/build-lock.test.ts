@@ -2,16 +2,16 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { readFile, readdir, writeFile, mkdir, access, utimes } from 'node:fs/promises';
-import { join } from 'node:path';
+import { cp, readFile, readdir, writeFile, mkdir, access, utimes } from 'node:fs/promises';
+import { basename, join } from 'node:path';
 import { SnapshotBuilder } from '../../src/builder/snapshot-builder.js';
 import { acquireBuildLock, parseBuildLock } from '../../src/builder/build-lock.js';
 import { SnapshotService } from '../../src/service/snapshot-service.js';
 import { recordLastServed } from '../../src/service/last-served-snapshot.js';
 import { newSnapshotId } from '../../src/engine/snapshot-files.js';
-import { UpiRiskError } from '../../src/common/errors.js';
+import { BuildLockedError, UpiRiskError } from '../../src/common/errors.js';
 import type { Logger } from '../../src/common/logger.js';
-import type { DataDir } from '../../src/common/data-dir.js';
+import { dataDir, type DataDir } from '../../src/common/data-dir.js';
 import { currentBootId, processStartTicks } from '../../src/common/process-identity.js';
 import { evidence, ingest, tempDataDir, TEST_SCORED_AT } from '../helpers.js';
 
@@ -80,14 +80,25 @@ test('a lock file that holds no pid (torn by a crash while it was written) is ta
   }
 });
 
-test('a start that must build while another process holds the lock waits for it, not serving an older snapshot meanwhile', async () => {
+/**
+ * A data directory served from once (its snapshot, older, stays), whose
+ * record of the snapshot last served then says what `record` writes, and
+ * whose build lock another live process holds: a start on it waits. Then
+ * `meanwhile` (the other build's end), and `check` of the service started.
+ */
+async function startWhileLocked(
+  record: (dir: DataDir) => Promise<void>,
+  meanwhile: (t: Awaited<ReturnType<typeof tempDataDir>>, owner: ReturnType<typeof otherProcess>) => Promise<void>,
+  check: (service: SnapshotService, older: string) => void,
+): Promise<void> {
   const t = await tempDataDir();
   const owner = otherProcess();
   try {
     await ingest(t.dir, t.root, [evidence('waits@ybl', 'https://t.me/lockchannel')]);
-    // The snapshot last served is not in the directory: a start builds before it serves.
-    await recordLastServed(t.dir, newSnapshotId(Date.now()));
-    await mkdir(t.dir.state, { recursive: true });
+    const once = await SnapshotService.start({ dataDir: t.dir, pollMs: 0, buildThreads: 1, scoredAt: () => TEST_SCORED_AT });
+    const older = once.current.meta.id;
+    await once.close();
+    await record(t.dir);
     await writeFile(join(t.dir.state, 'build.lock'), String(owner.pid));
     const lines: string[] = [];
     const logger: Logger = { debug: () => {}, info: (_, message) => lines.push(message), warn: (_, message) => lines.push(message), error: (_, message) => lines.push(message) };
@@ -96,20 +107,66 @@ test('a start that must build while another process holds the lock waits for it,
       started = true;
       return service;
     });
+    // Not started: neither the older snapshot served, nor a failure.
     await new Promise((resolve) => setTimeout(resolve, 1500));
     assert.equal(started, false, 'waiting');
     assert.equal(lines.filter((line) => line.startsWith('another process is building')).length, 1, lines.join('\n'));
-    // The other build ends without a snapshot: its lock is taken over, and this start builds.
-    await owner.stop();
+    await meanwhile(t, owner);
     const service = await starting;
     try {
-      assert.notEqual(service.lastBuild, null);
+      check(service, older);
       assert.equal(service.view.verdict('waits@ybl').status, 'FLAGGED');
     } finally {
       await service.close();
     }
   } finally {
     await owner.stop();
+    await t.cleanup();
+  }
+}
+
+test('a start that must build while another process holds the lock serves the snapshot that build writes, not an older one meanwhile', async () => {
+  let written = '';
+  await startWhileLocked(
+    // The snapshot last served is not in the directory: a start builds before it serves.
+    (dir) => recordLastServed(dir, newSnapshotId(Date.now())),
+    async (t) => {
+      // The other build's snapshot, made from the same evidence in a directory of its own, is written.
+      const other = dataDir(join(t.root, 'other'));
+      await cp(t.dir.evidence, other.evidence, { recursive: true });
+      const builder = new SnapshotBuilder({ threads: 1 });
+      const built = await builder.build({ dataDir: other, scoredAt: TEST_SCORED_AT }).finally(() => builder.close());
+      await cp(built.path, join(t.dir.snapshots, basename(built.path)));
+      written = built.meta.id;
+    },
+    (service, older) => {
+      assert.equal(service.lastBuild, null, 'not built here');
+      assert.equal(service.current.meta.id, written);
+      assert.ok(written > older);
+    },
+  );
+});
+
+test('a start whose record of the snapshot last served cannot be read waits for the lock, then builds rather than serve an older snapshot', async () => {
+  await startWhileLocked(
+    (dir) => writeFile(dir.servedSnapshot, 'torn'),
+    // The other build ends without a snapshot: its lock is taken over, and this start builds.
+    (_t, owner) => owner.stop(),
+    (service, older) => {
+      assert.notEqual(service.lastBuild, null);
+      assert.ok(service.current.meta.id > older);
+    },
+  );
+});
+
+test('a start that must build and finds a build lock it cannot read fails, rather than wait for no one', async () => {
+  const t = await tempDataDir();
+  try {
+    await ingest(t.dir, t.root, [evidence('waits@ybl', 'https://t.me/lockchannel')]);
+    // A folder where the lock file goes: unreadable as a lock.
+    await mkdir(join(t.dir.state, 'build.lock'), { recursive: true });
+    await assert.rejects(SnapshotService.start({ dataDir: t.dir, pollMs: 0, buildThreads: 1 }), (error: unknown) => error instanceof BuildLockedError && error.holder === undefined);
+  } finally {
     await t.cleanup();
   }
 });

@@ -44,6 +44,15 @@ function check(index: FactsIndex, model: ReadonlyMap<string, Held>, keys: readon
   for (const held of model.values()) assert.equal(byNumber[held.number], held.answer.confidence);
 }
 
+/** The index's bytes: every VPA's and at least 5 slots to 4 VPAs; at most a sixteenth of the arrays (or 1,024) spare, and a table grown by quarters from the least it may be. */
+function assertSpare(index: FactsIndex): void {
+  const count = index.count;
+  assert.ok(index.bytes >= count * VPA_BYTES + (count * 5 * SLOT_BYTES) / 4, `${index.bytes} bytes for ${count} VPAs`);
+  const room = count + Math.max(1024, Math.ceil(count / 16));
+  const slots = Math.max(1024, Math.ceil((count + 1) * 1.25 * 1.25) + 1);
+  assert.ok(index.bytes <= room * VPA_BYTES + slots * SLOT_BYTES, `${index.bytes} bytes for ${count} VPAs`);
+}
+
 test('keys put one by one take the next numbers, and are found with what they hold, across growths', () => {
   fc.assert(
     fc.property(fc.array(fc.tuple(fc.integer({ min: 0, max: 2999 }), fc.integer({ min: 0, max: 1_000_000 })), { minLength: 1, maxLength: 4000 }), (puts) => {
@@ -60,7 +69,7 @@ test('keys put one by one take the next numbers, and are found with what they ho
         offset += RECORD_ALIGN * (1 + (n % 5));
       }
       check(index, model, keys);
-      assert.ok(index.bytes >= model.size * VPA_BYTES + (model.size * 5 * SLOT_BYTES) / 4);
+      assertSpare(index);
     }),
     { numRuns: 30 },
   );
@@ -92,6 +101,23 @@ test('records read in any order of their numbers make the same index', () => {
     }),
     { numRuns: 30 },
   );
+});
+
+test('room reserved for the VPAs a pass will record is taken once: they go in without growing it', () => {
+  const index = new FactsIndex();
+  index.put('before@ybl', 64, answerOf(1));
+  index.reserve(20_000);
+  const bytes = index.bytes;
+  index.reserve(10);
+  assert.equal(index.bytes, bytes, 'less than it has: nothing');
+  const model = new Map<string, Held>([['before@ybl', { number: 0, offset: 64, answer: answerOf(1) }]]);
+  for (let i = 1; i < 20_000; i++) {
+    const key = `pass${i}@ybl`;
+    model.set(key, { number: index.put(key, 64 + i * RECORD_ALIGN, answerOf(i)), offset: 64 + i * RECORD_ALIGN, answer: answerOf(i) });
+  }
+  assert.equal(index.bytes, bytes, 'not grown');
+  check(index, model, [...model.keys(), 'absent@ybl']);
+  assertSpare(index);
 });
 
 test('a pass lists the FLAGGED VPAs it did not see; a column sets the confidences it holds', () => {
@@ -132,7 +158,14 @@ test('kept in a file and read again, a grown index finds each VPA with what it h
     const kept = await readFactsIndex(path, 64);
     assert.ok(kept !== null && !('refused' in kept), JSON.stringify(kept));
     check(kept.index, model, [...keys, 'absent@ybl']);
-    assert.equal(kept.index.put('one.more@ybl', 8, answerOf(7)), keys.length);
+    // Grown past its room and its table's 4 VPAs to 5 slots, it finds every VPA still.
+    const more = Array.from({ length: 3000 }, (_, i) => `more${i}@paytm`);
+    more.forEach((key, i) => {
+      const offset = 64 + (keys.length + i) * RECORD_ALIGN;
+      model.set(key, { number: kept.index.put(key, offset, answerOf(i)), offset, answer: answerOf(i) });
+    });
+    check(kept.index, model, [...keys, ...more, 'absent@ybl']);
+    assertSpare(kept.index);
     // Cut short, it is refused.
     await truncate(`${path}.index`, (await stat(`${path}.index`)).size - 1);
     const cut = await readFactsIndex(path, 64);
