@@ -54,10 +54,10 @@ export interface IndexedAnswer {
  * bases). VPAs are numbered from 0 in the order they are first recorded,
  * and never leave the index (a prune keeps each VPA's newest record), so
  * the numbers are those of 0 to `count - 1`: what the index holds of a VPA
- * is kept in arrays by its number, 23 bytes each and at most a sixteenth to spare, and a
- * table of 4-byte slots, at most 4 VPAs to 5, finds the number by hash
- * (docs/design.md, "The history of answers"). A VPA is named to callers by
- * its number. Two VPAs sharing all 64 bits would share an entry (about
+ * is kept in arrays by its number, 23 bytes each and at most a sixteenth
+ * to spare, and a table of 4-byte slots, at most 4 VPAs to 5, finds the
+ * number by hash (docs/design.md, "The history of answers"). A VPA is
+ * named to callers by its number. Two VPAs sharing all 64 bits would share an entry (about
  * one chance in 10^5 at 10M VPAs); a history read checks the VPA its
  * records name.
  */
