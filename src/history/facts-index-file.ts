@@ -188,14 +188,14 @@ async function readOpened(file: FileHandle, path: string, firstRecord: number): 
     replacedAt: head.readDoubleLE(48),
     columnAt: head.readDoubleLE(COLUMN_AT),
   };
-  const why = wrongSlot(arrays, firstRecord, covering.covered);
+  const why = wrongArrays(arrays, firstRecord, covering.covered);
   if (why !== null) return { refused: `${path} ${why}` };
   if (mark !== null && !(mark.offset >= firstRecord && mark.offset <= covering.covered && mark.offset % RECORD_ALIGN === 0)) return { refused: `${path} has a mark at byte ${mark.offset}, not a record's` };
   return { index: new FactsIndex(arrays), covering, mark };
 }
 
 /** Why `a` is not what an index of a log whose records run from `firstRecord` to `covered` holds, or null. */
-function wrongSlot(a: FactsIndexArrays, firstRecord: number, covered: number): string | null {
+function wrongArrays(a: FactsIndexArrays, firstRecord: number, covered: number): string | null {
   for (let number = 0; number < a.count; number++) {
     const told = a.told[number]!;
     // The low bits of toldOf, and the mark of a pass, which the next pass clears.

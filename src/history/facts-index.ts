@@ -57,9 +57,9 @@ export interface IndexedAnswer {
  * is kept in arrays by its number, 23 bytes each and at most a sixteenth
  * to spare, and a table of 4-byte slots, at most 4 VPAs to 5, finds the
  * number by hash (docs/design.md, "The history of answers"). A VPA is
- * named to callers by its number. Two VPAs sharing all 64 bits would share an entry (about
- * one chance in 10^5 at 10M VPAs); a history read checks the VPA its
- * records name.
+ * named to callers by its number. Two VPAs sharing all 64 bits would
+ * share an entry (about one chance in 10^5 at 10M VPAs); a history read
+ * checks the VPA its records name.
  */
 export class FactsIndex {
   count = 0;
@@ -197,8 +197,9 @@ export class FactsIndex {
   /** Room for `count` VPAs in all (and roomFor's spare beyond), arrays and table, when it has less: grown once, not step by step. */
   reserve(count: number): void {
     if (count <= this.#told.length) return;
-    this.#makeRoom(roomFor(count));
-    if (slotsFor(roomFor(count)) > this.#table.length) this.#growTable(slotsFor(roomFor(count)));
+    const room = roomFor(count);
+    this.#makeRoom(room);
+    if (slotsFor(room) > this.#table.length) this.#growTable(slotsFor(room));
   }
 
   startPass(): void {

@@ -245,12 +245,13 @@ export class SnapshotService implements ServedData, CorrectionEngine {
       await removeStaleTempFiles([dir.evidence, dir.snapshots, dir.state, parseCacheDir(dir.state), dirname(dir.versions)], logger);
       // Never a snapshot older than the one last served: a compaction's is served before its file is written.
       const lastServed = await readLastServed(dir);
+      const atLeast = lastServed.kind === 'snapshot' ? lastServed.snapshot : '';
       let first: SnapshotView | null = null;
       const bad = new Set<string>();
       if (lastServed.kind === 'unreadable') {
         logger.warn({ path: dir.servedSnapshot, reason: lastServed.reason }, 'the record of the snapshot last served cannot be read; building a snapshot before serving');
       } else {
-        first = await loadNewest(dir, logger, bad, '', lastServed.kind === 'snapshot' ? lastServed.snapshot : '');
+        first = await loadNewest(dir, logger, bad, '', atLeast);
         if (first === null && lastServed.kind === 'snapshot') {
           logger.warn({ snapshot: lastServed.snapshot }, 'the snapshot last served was not written or does not load; building one before serving, so that no answer goes back');
         }
@@ -262,7 +263,7 @@ export class SnapshotService implements ServedData, CorrectionEngine {
       let lastBuild: BuildReport | null = null;
       if (first === null) {
         if (lastServed.kind === 'none') logger.info({ dataDir: options.dataDir.root }, 'no loadable snapshot; building one');
-        ({ first, lastBuild } = await buildFirst(builder, options, logger, lastServed.kind === 'snapshot' ? lastServed.snapshot : '', bad));
+        ({ first, lastBuild } = await buildFirst(builder, options, logger, atLeast, bad));
       }
       if (lastServed.kind !== 'snapshot' || lastServed.snapshot !== first.meta.id) await markServed(dir, first.meta.id, logger);
       const firstDelta = await emptyDeltaOver(first, positions, options.versions);
