@@ -7,7 +7,10 @@
  *    builds (`upi_risk_build_carried_bytes` above 0), the snapshot's VPAs
  *    hashed (`upi_risk_hash_ranges_bytes` above 0), and what a build keeps
  *    for a while after it has gone (`upi_risk_build_threads` and
- *    `upi_risk_build_reusable_bytes` back to 0), or after IDLE_WAIT_MS.
+ *    `upi_risk_build_reusable_bytes` back to 0), and the resident memory
+ *    steady over STEADY_POLLS readings a second apart (a thread /metrics does not count,
+ *    such as the one the start-up read used, may still be letting go), or
+ *    after IDLE_WAIT_MS.
  * 2. Two compactions, each after a small ingest merged into the live delta,
  *    each asked for by SIGUSR2: the resident memory every SAMPLE_MS from the
  *    signal until every serving thread serves the new snapshot (its peak),
@@ -39,6 +42,9 @@ import { cloneDataDir, createBenchKey, metricsOf, pollUntil, readyOf, sleep, sta
 
 /** Longest wait for the idle state after start, ms. */
 const IDLE_WAIT_MS = 180_000;
+/** Idle: the resident memory within STEADY_SPREAD of itself over this many polls, a second apart. */
+const STEADY_POLLS = 10;
+const STEADY_SPREAD = 0.01;
 /** How often the resident memory is read during a compaction, ms. */
 const SAMPLE_MS = 200;
 /** How long after a compaction the memory is followed, and how often, ms. */
@@ -144,14 +150,19 @@ export async function runMemory(o: MemoryOptions): Promise<MemoryResult> {
 
     log('memory: waiting for the read-ahead and for what builds keep to go');
     let idleSettled = true;
+    const recent: number[] = [];
     await pollUntil(
       async () => {
         const text = await metrics();
+        recent.push((await procStatus(server.child.pid!)).VmRSS);
+        if (recent.length > STEADY_POLLS) recent.shift();
         return (
           gauge(text, 'upi_risk_build_carried_bytes') > 0 &&
           gauge(text, 'upi_risk_hash_ranges_bytes') > 0 &&
           gauge(text, 'upi_risk_build_threads') === 0 &&
-          gauge(text, 'upi_risk_build_reusable_bytes') === 0
+          gauge(text, 'upi_risk_build_reusable_bytes') === 0 &&
+          recent.length === STEADY_POLLS &&
+          Math.max(...recent) - Math.min(...recent) <= Math.max(...recent) * STEADY_SPREAD
         );
       },
       1000,

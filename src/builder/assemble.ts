@@ -26,16 +26,12 @@ export interface AssembleOptions {
   readonly scoredAt: number;
   readonly previousClusterIds: ClusterIdState;
   /**
-   * Where the working arrays (the concatenated rows, url membership, the
-   * union-find, the orderings) come from; none of the snapshot's arrays do.
+   * Where the working arrays (url membership, the union-find, the
+   * orderings) come from; none of the snapshot's arrays do, nor the keys
+   * and the concatenated rows' values, which go before the task ends
+   * (rowsCopied).
    */
   readonly scratch?: ArrayAllocator;
-  /**
-   * Working arrays in shared memory, for what another thread reads while
-   * this one works (the keys the index is built from); default
-   * freshSharedArrays.
-   */
-  readonly sharedScratch?: ArrayAllocator;
   /**
    * Where the snapshot's own arrays come from: shared memory, one buffer
    * per array (freshSharedArrays, the default, or ReusedSharedArrays over
@@ -47,11 +43,19 @@ export interface AssembleOptions {
   /** SnapshotMeta.correctionSequence: the corrections the partials were aggregated under (default 0). */
   readonly correctionSequence?: number;
   /**
-   * Called once the partials are copied into one set of rows, before the
-   * snapshot's own arrays are made: what holds them may let them go then,
-   * so that they and the snapshot are never in memory together.
+   * Called as each partial is copied into the joined rows and let go: the
+   * assembly empties the array of partials it is given, one at a time, so
+   * that what collects them then gives each one's memory back before the
+   * next is copied, and none is in memory beside the snapshot's arrays.
    */
-  readonly partialsCopied?: () => void;
+  readonly partialCopied?: () => void;
+  /**
+   * Called once the VPA columns are laid out and the concatenated rows
+   * they were copied from let go, and the keys too (each in memory of its
+   * own, not `scratch`): what collects them then gives their memory back
+   * before the url and cluster columns take more.
+   */
+  readonly rowsCopied?: () => void;
   readonly meta: Omit<
     SnapshotMeta,
     'vpaCount' | 'urlCount' | 'clusterCount' | 'sourceCount' | 'evidenceCount' | 'urlMemberCap' | 'scoredAt' | 'evidenceMaxAgeMs' | 'correctionSequence'
@@ -74,13 +78,14 @@ export interface AssembleResult {
  * SharedArrayBuffer of its own), so a server serves it as assembled:
  * copying it there took a second snapshot's worth of fresh memory and
  * seconds (bench/MEASUREMENTS.md, 'Assembling the snapshot in shared memory').
+ * `partials` is emptied as they are copied (AssembleOptions.partialCopied).
  */
-export function assembleSnapshot(partials: readonly AggregateResult[], options: AssembleOptions): AssembleResult {
+export function assembleSnapshot(partials: AggregateResult[], options: AssembleOptions): AssembleResult {
   const t = concatenate(partials, options);
-  options.partialsCopied?.();
-  const index = buildIndexArrays(t.keyBytes, t.keyOffsets, t.vpaCount, { arrays: options.snapshotArrays ?? freshSharedArrays });
+  // No local holds the keys: they go once planned (planSnapshot).
+  const index = buildIndexArrays(keysOf(t).bytes, keysOf(t).offsets, t.vpaCount, { arrays: options.snapshotArrays ?? freshSharedArrays });
   const plan = planSnapshot(t, options);
-  return finishSnapshot(plan, snapshotColumns(plan), renumberIndex(index, plan.order.tempToFinal), options);
+  return finishSnapshot(plan, snapshotColumns(plan, options), renumberIndex(index, plan.order.tempToFinal), options);
 }
 
 /**
@@ -94,20 +99,19 @@ export function assembleSnapshot(partials: readonly AggregateResult[], options: 
  * memory').
  */
 export async function assembleSnapshotIndexedElsewhere(
-  partials: readonly AggregateResult[],
+  partials: AggregateResult[],
   options: AssembleOptions,
   buildIndex: (keyBytes: Uint8Array, keyOffsets: Uint32Array, count: number) => Promise<IndexArrays>,
 ): Promise<AssembleResult> {
   const t = concatenate(partials, options);
-  options.partialsCopied?.();
-  const index = buildIndex(t.keyBytes, t.keyOffsets, t.vpaCount);
+  const index = buildIndex(keysOf(t).bytes, keysOf(t).offsets, t.vpaCount);
   let plan: SnapshotPlan;
   let columns: SnapshotColumns;
   try {
     plan = planSnapshot(t, options);
-    columns = snapshotColumns(plan);
+    columns = snapshotColumns(plan, options);
   } catch (error) {
-    // The other thread reads the keys until it is done: they must outlive its task (scratch-arrays.ts, shared).
+    // A failed build gives its error once the other thread is done with the keys, not while it reads them.
     await index.catch(() => {});
     throw error;
   }
@@ -132,9 +136,12 @@ function planSnapshot(t: Concatenated, options: AssembleOptions): SnapshotPlan {
   const scratch = options.scratch ?? freshArrays;
   const membership = membersByUrl(t, scratch);
   const components = findClusters(t.vpaCount, membership, options.urlMemberCap, scratch);
-  const keyOf = (v: number) => t.keyText.toString('latin1', t.keyOffsets[v]!, t.keyOffsets[v + 1]!);
+  const keys = keysOf(t);
+  const keyOf = (v: number) => keys.text.toString('latin1', keys.offsets[v]!, keys.offsets[v + 1]!);
   const assigned = assignClusterNumbers(components, keyOf, options.previousClusterIds);
-  const order = finalOrder(t, components, assigned.numbers, scratch);
+  const order = finalOrder(t.vpaCount, keys, components, assigned.numbers, scratch);
+  // Nothing reads the keys after this (an index built elsewhere holds its own reference): they go with the rows.
+  t.keys = undefined;
   return { t, membership, components, assigned, order, scratch, snapshotArrays: options.snapshotArrays ?? freshSharedArrays };
 }
 
@@ -145,9 +152,10 @@ interface SnapshotColumns {
   readonly clusters: ReturnType<typeof clusterColumns>;
 }
 
-function snapshotColumns(plan: SnapshotPlan): SnapshotColumns {
-  const { t, order, components, membership, assigned, scratch, snapshotArrays } = plan;
-  const vpas = vpaColumns(t, order, components.of, membership.offsets, snapshotArrays);
+function snapshotColumns(plan: SnapshotPlan, options: AssembleOptions): SnapshotColumns {
+  const { t, order, membership, assigned, scratch, snapshotArrays } = plan;
+  const vpas = vpaColumnsLettingGoOfRows(plan);
+  options.rowsCopied?.();
   const mixedRisks = mixedRiskColumns(t, order.tempToFinal, scratch, snapshotArrays);
   const urls = urlColumns(t, membership, order.tempToFinal, scratch, snapshotArrays);
   const clusters = clusterColumns(order, vpas, assigned.numbers, t.urlCount, scratch, snapshotArrays);
@@ -177,8 +185,7 @@ function finishSnapshot(plan: SnapshotPlan, columns: SnapshotColumns, index: Ind
 /** url → VPAs (temporary ids), by counting sort on url. */
 function membersByUrl(t: Concatenated, scratch: ArrayAllocator): UrlMembership {
   const urlCount = t.urlCount;
-  const sourceUrl = t.sourceUrl;
-  const sourceOffsets = t.sourceOffsets;
+  const { sourceUrl, sourceOffsets } = rowsOf(t);
   const offsets = scratch.zeroed(Uint32Array, urlCount + 1);
   for (let s = 0; s < t.sourceCount; s++) offsets[sourceUrl[s]! + 1]!++;
   for (let u = 0; u < urlCount; u++) offsets[u + 1]! += offsets[u]!;
@@ -203,8 +210,7 @@ interface FinalOrder {
 }
 
 /** Final VPA order: clustered VPAs by (cluster ordinal, key), then the rest in partition order. */
-function finalOrder(t: Concatenated, components: Components, numbers: Uint32Array, scratch: ArrayAllocator): FinalOrder {
-  const n = t.vpaCount;
+function finalOrder(n: number, keys: Keys, components: Components, numbers: Uint32Array, scratch: ArrayAllocator): FinalOrder {
   const of = components.of;
   const clusterCount = components.count;
   const componentsByNumber = scratch.zeroed(Uint32Array, clusterCount);
@@ -228,8 +234,8 @@ function finalOrder(t: Concatenated, components: Components, numbers: Uint32Arra
     if (c >= 0) finalToTemp[next[ordinalOfComponent[c]!]!++] = v;
     else finalToTemp[loose++] = v;
   }
-  const keyBytes = t.keyBytes;
-  const keyOffsets = t.keyOffsets;
+  const keyBytes = keys.bytes;
+  const keyOffsets = keys.offsets;
   const byKey = (a: number, b: number) =>
     compareByteRanges(keyBytes, keyOffsets[a]!, keyOffsets[a + 1]!, keyBytes, keyOffsets[b]!, keyOffsets[b + 1]!);
   for (let k = 0; k < clusterCount; k++) {
@@ -242,8 +248,16 @@ function finalOrder(t: Concatenated, components: Components, numbers: Uint32Arra
 
 type VpaColumns = SnapshotParts['vpas'] & SnapshotParts['sources'] & { readonly totalEvidence: number };
 
+/** vpaColumns, and the rows let go: in a frame of its own, so that nothing of the caller's holds them once it returns. */
+function vpaColumnsLettingGoOfRows(plan: SnapshotPlan): VpaColumns {
+  const { t, order, components, membership, snapshotArrays } = plan;
+  const vpas = vpaColumns(rowsOf(t), order, components.of, membership.offsets, snapshotArrays);
+  t.rows = undefined;
+  return vpas;
+}
+
 /** Per-VPA fields and sources in final order, with each VPA's confidence. */
-function vpaColumns(t: Concatenated, order: FinalOrder, componentOf: Int32Array, urlMemberOffsets: Uint32Array, snapshotArrays: ArrayAllocator): VpaColumns {
+function vpaColumns(t: RowValues, order: FinalOrder, componentOf: Int32Array, urlMemberOffsets: Uint32Array, snapshotArrays: ArrayAllocator): VpaColumns {
   const n = t.vpaCount;
   const { finalToTemp, ordinalOfComponent } = order;
   const firstSeen = snapshotArrays.zeroed(Float64Array, n);
@@ -268,7 +282,7 @@ function vpaColumns(t: Concatenated, order: FinalOrder, componentOf: Int32Array,
   return { firstSeen, riskCategory, evidenceCount, vpaCluster, evidenceWeight, sourceCategoryMask, totalEvidence, ...sources };
 }
 
-function vpaSources(t: Concatenated, finalToTemp: Uint32Array, urlMemberOffsets: Uint32Array, snapshotArrays: ArrayAllocator) {
+function vpaSources(t: RowValues, finalToTemp: Uint32Array, urlMemberOffsets: Uint32Array, snapshotArrays: ArrayAllocator) {
   const n = t.vpaCount;
   const fromOffsets = t.sourceOffsets;
   const fromUrl = t.sourceUrl;
@@ -416,34 +430,119 @@ function clusterColumns(order: FinalOrder, vpas: VpaColumns, numbers: Uint32Arra
 interface Concatenated {
   vpaCount: number;
   sourceCount: number;
-  /** Keys in temporary order, as bytes: strings are made only for the few uses that need them. */
-  keyBytes: Uint8Array;
-  keyOffsets: Uint32Array;
-  keyText: Buffer;
+  /** Until the clusters are numbered and the final order made; then undefined, so that their memory goes with the rows'. */
+  keys: Keys | undefined;
+  /** Until the VPA columns are laid out from them; then undefined, so that their memory goes (AssembleOptions.rowsCopied). */
+  rows: RowValues | undefined;
+  /** Temporary ids (ascending) of the VPAs with more than one risk category. */
+  mixedRisk: Uint32Array;
+  /** RISK_COUNT counters per mixedRisk entry. */
+  mixedRiskCounts: Uint32Array;
+  urlCount: number;
+  urlCategoryCounts: Uint32Array;
+  urlBytes: { bytes: Uint8Array; offsets: Uint32Array };
+}
+
+/**
+ * The concatenated rows' values, by temporary id and by source, that only
+ * the VPA columns are laid out from: each array over memory of its own
+ * (the scratch's cannot be given back before the task ends).
+ */
+interface RowValues {
+  vpaCount: number;
+  sourceCount: number;
   firstSeen: Float64Array;
   evidenceCount: Uint32Array;
   riskCategory: Uint8Array;
   /** Σ recencyWeightUnits per VPA. */
   evidenceWeight: Float64Array;
   categoryMask: Uint8Array;
-  /** Temporary ids (ascending) of the VPAs with more than one risk category. */
-  mixedRisk: Uint32Array;
-  /** RISK_COUNT counters per mixedRisk entry. */
-  mixedRiskCounts: Uint32Array;
   sourceOffsets: Uint32Array;
   /** Global url id per source. */
   sourceUrl: Uint32Array;
   sourceCapturedAt: Float64Array;
   sourceScreenshot: Uint8Array;
-  urlCount: number;
-  urlCategoryCounts: Uint32Array;
-  urlBytes: { bytes: Uint8Array; offsets: Uint32Array };
 }
 
-/** Join partitions into temporary VPA ids (partition order) and intern urls across partitions. */
-function concatenate(partials: readonly AggregateResult[], options: AssembleOptions): Concatenated {
+/**
+ * The VPAs' keys in temporary order, as bytes (strings are made only for
+ * the few uses that need them), in shared memory of their own: the index
+ * may be built from them on another thread while this one reads them.
+ */
+interface Keys {
+  readonly bytes: Uint8Array;
+  readonly offsets: Uint32Array;
+  readonly text: Buffer;
+}
+
+function keysOf(t: Concatenated): Keys {
+  if (t.keys === undefined) throw new Error('the keys were let go before their last use');
+  return t.keys;
+}
+
+function rowsOf(t: Concatenated): RowValues {
+  if (t.rows === undefined) throw new Error('the concatenated rows were let go before their last use');
+  return t.rows;
+}
+
+/**
+ * Join partitions into temporary VPA ids (partition order) and intern urls
+ * across partitions. `partials` is emptied as they are copied, one at a
+ * time, so that each can go before the next is copied
+ * (AssembleOptions.partialCopied).
+ */
+function concatenate(partials: AggregateResult[], options: AssembleOptions): Concatenated {
   const scratch = options.scratch ?? freshArrays;
-  const sharedScratch = options.sharedScratch ?? freshSharedArrays;
+  // Counted in a frame of its own, as each partial is copied: no variable of this one holds a partial.
+  const { n, sourceCount, keyLength, localUrls, urlByteTotal, mixedTotal } = joinedSizes(partials);
+  const into: Joined = {
+    keyBytes: freshSharedArrays.zeroed(Uint8Array, keyLength),
+    keyOffsets: freshSharedArrays.zeroed(Uint32Array, n + 1),
+    rows: {
+      vpaCount: n,
+      sourceCount,
+      firstSeen: freshArrays.zeroed(Float64Array, n),
+      evidenceCount: freshArrays.zeroed(Uint32Array, n),
+      riskCategory: freshArrays.zeroed(Uint8Array, n),
+      evidenceWeight: freshArrays.zeroed(Float64Array, n),
+      categoryMask: freshArrays.zeroed(Uint8Array, n),
+      sourceOffsets: freshArrays.zeroed(Uint32Array, n + 1),
+      sourceUrl: freshArrays.zeroed(Uint32Array, sourceCount),
+      sourceCapturedAt: freshArrays.zeroed(Float64Array, sourceCount),
+      sourceScreenshot: freshArrays.zeroed(Uint8Array, sourceCount),
+    },
+    mixedRisk: scratch.zeroed(Uint32Array, mixedTotal),
+    mixedRiskCounts: scratch.zeroed(Uint32Array, mixedTotal * RISK_COUNT),
+    // A url seen in several partitions is interned once per partition, not once per source. In memory of its own:
+    // once its urls are copied into the snapshot's arrays (finish, below), nothing reads it, and it goes.
+    urls: new ByteInterner(localUrls, urlByteTotal, freshArrays),
+    urlCounts: scratch.zeroed(Uint32Array, Math.max(1, localUrls) * SOURCE_COUNT),
+    scratch,
+    at: { v: 0, s: 0, keyAt: 0, mixed: 0 },
+  };
+  while (partials.length > 0) {
+    copyFirstPartial(partials, into);
+    options.partialCopied?.();
+  }
+  const { keyBytes, keyOffsets, rows, urls, at } = into;
+  keyOffsets[n] = at.keyAt;
+  rows.sourceOffsets[n] = at.s;
+  const urlTable = urls.finish({ arrays: options.snapshotArrays ?? freshSharedArrays });
+  const urlCount = urls.size;
+  return {
+    vpaCount: n,
+    sourceCount,
+    keys: { bytes: keyBytes, offsets: keyOffsets, text: Buffer.from(keyBytes.buffer, keyBytes.byteOffset, keyBytes.byteLength) },
+    rows,
+    mixedRisk: into.mixedRisk,
+    mixedRiskCounts: into.mixedRiskCounts,
+    urlCount,
+    urlCategoryCounts: into.urlCounts.length > urlCount * SOURCE_COUNT ? into.urlCounts.subarray(0, urlCount * SOURCE_COUNT) : into.urlCounts,
+    urlBytes: urlTable,
+  };
+}
+
+function joinedSizes(partials: readonly AggregateResult[]) {
   let n = 0;
   let sourceCount = 0;
   let keyLength = 0;
@@ -458,81 +557,56 @@ function concatenate(partials: readonly AggregateResult[], options: AssembleOpti
     localUrls += p.urlOffsets.length - 1;
     urlByteTotal += p.urlBytes.byteLength;
   }
-  // In shared memory: the index is built from them on another thread while this one goes on reading them.
-  // They die with the task, so they are working arrays, not the snapshot's.
-  const keyBytes = sharedScratch.zeroed(Uint8Array, keyLength);
-  const keyOffsets = sharedScratch.zeroed(Uint32Array, n + 1);
-  const firstSeen = scratch.zeroed(Float64Array, n);
-  const evidenceCount = scratch.zeroed(Uint32Array, n);
-  const riskCategory = scratch.zeroed(Uint8Array, n);
-  const evidenceWeight = scratch.zeroed(Float64Array, n);
-  const categoryMask = scratch.zeroed(Uint8Array, n);
-  const mixedRisk = scratch.zeroed(Uint32Array, mixedTotal);
-  const mixedRiskCounts = scratch.zeroed(Uint32Array, mixedTotal * RISK_COUNT);
-  const sourceOffsets = scratch.zeroed(Uint32Array, n + 1);
-  const sourceUrl = scratch.zeroed(Uint32Array, sourceCount);
-  const sourceCapturedAt = scratch.zeroed(Float64Array, sourceCount);
-  const sourceScreenshot = scratch.zeroed(Uint8Array, sourceCount);
-  // A url seen in several partitions is interned once per partition, not once per source.
-  const urls = new ByteInterner(localUrls, urlByteTotal, scratch);
-  let urlCounts = scratch.zeroed(Uint32Array, Math.max(1, localUrls) * SOURCE_COUNT);
+  return { n, sourceCount, keyLength, localUrls, urlByteTotal, mixedTotal };
+}
 
-  let v = 0;
-  let s = 0;
-  let keyAt = 0;
-  let mixed = 0;
-  for (const p of partials) {
-    keyBytes.set(p.keyBytes, keyAt);
-    for (let i = 0; i < p.vpaCount; i++) {
-      keyOffsets[v + i] = keyAt + p.keyOffsets[i]!;
-      sourceOffsets[v + i] = s + p.sourceOffsets[i]!;
-    }
-    keyAt += p.keyBytes.byteLength;
-    firstSeen.set(p.firstSeen, v);
-    evidenceCount.set(p.evidenceCount, v);
-    riskCategory.set(p.riskCategory, v);
-    evidenceWeight.set(p.evidenceWeight, v);
-    categoryMask.set(p.categoryMask, v);
-    for (let k = 0; k < p.mixedRisk.length; k++) mixedRisk[mixed + k] = v + p.mixedRisk[k]!;
-    mixedRiskCounts.set(p.mixedRiskCounts, mixed * RISK_COUNT);
-    mixed += p.mixedRisk.length;
-    sourceCapturedAt.set(p.sourceCapturedAt, s);
-    sourceScreenshot.set(p.sourceScreenshot, s);
-    const local = p.urlOffsets.length - 1;
-    const globalOf = scratch.zeroed(Uint32Array, local);
-    for (let u = 0; u < local; u++) globalOf[u] = urls.intern(p.urlBytes, p.urlOffsets[u]!, p.urlOffsets[u + 1]!);
-    const partialSources = p.sourceOffsets[p.vpaCount]!;
-    for (let k = 0; k < partialSources; k++, s++) {
-      const id = globalOf[p.sourceUrl[k]!]!;
-      sourceUrl[s] = id;
-      for (let c = 0; c < SOURCE_COUNT; c++) urlCounts[id * SOURCE_COUNT + c]! += p.sourceCategoryCounts[k * SOURCE_COUNT + c]!;
-    }
-    v += p.vpaCount;
+/** What the partials are joined into, and how far. */
+interface Joined {
+  readonly keyBytes: Uint8Array;
+  readonly keyOffsets: Uint32Array;
+  readonly rows: RowValues;
+  readonly mixedRisk: Uint32Array;
+  readonly mixedRiskCounts: Uint32Array;
+  readonly urls: ByteInterner;
+  readonly urlCounts: Uint32Array;
+  readonly scratch: ArrayAllocator;
+  /** The next VPA, source, key byte and mixed-risk entry. */
+  readonly at: { v: number; s: number; keyAt: number; mixed: number };
+}
+
+/** Copy the first of `partials` and take it out: in a frame of its own, so that nothing of the caller's holds it once it returns. */
+function copyFirstPartial(partials: AggregateResult[], into: Joined): void {
+  const p = partials.shift()!;
+  const { keyBytes, keyOffsets, rows, mixedRisk, mixedRiskCounts, urls, urlCounts, at } = into;
+  const { v, keyAt } = at;
+  keyBytes.set(p.keyBytes, keyAt);
+  for (let i = 0; i < p.vpaCount; i++) {
+    keyOffsets[v + i] = keyAt + p.keyOffsets[i]!;
+    rows.sourceOffsets[v + i] = at.s + p.sourceOffsets[i]!;
   }
-  keyOffsets[n] = keyAt;
-  sourceOffsets[n] = s;
-  const urlTable = urls.finish({ arrays: options.snapshotArrays ?? freshSharedArrays });
-  if (urlCounts.length > urls.size * SOURCE_COUNT) urlCounts = urlCounts.subarray(0, urls.size * SOURCE_COUNT);
-
-  return {
-    vpaCount: n,
-    sourceCount,
-    keyBytes,
-    keyOffsets,
-    keyText: Buffer.from(keyBytes.buffer, keyBytes.byteOffset, keyBytes.byteLength),
-    firstSeen,
-    evidenceCount,
-    riskCategory,
-    evidenceWeight,
-    categoryMask,
-    mixedRisk,
-    mixedRiskCounts,
-    sourceOffsets,
-    sourceUrl,
-    sourceCapturedAt,
-    sourceScreenshot,
-    urlCount: urls.size,
-    urlCategoryCounts: urlCounts,
-    urlBytes: urlTable,
-  };
+  at.keyAt += p.keyBytes.byteLength;
+  rows.firstSeen.set(p.firstSeen, v);
+  rows.evidenceCount.set(p.evidenceCount, v);
+  rows.riskCategory.set(p.riskCategory, v);
+  rows.evidenceWeight.set(p.evidenceWeight, v);
+  rows.categoryMask.set(p.categoryMask, v);
+  for (let k = 0; k < p.mixedRisk.length; k++) mixedRisk[at.mixed + k] = v + p.mixedRisk[k]!;
+  mixedRiskCounts.set(p.mixedRiskCounts, at.mixed * RISK_COUNT);
+  at.mixed += p.mixedRisk.length;
+  rows.sourceCapturedAt.set(p.sourceCapturedAt, at.s);
+  rows.sourceScreenshot.set(p.sourceScreenshot, at.s);
+  const local = p.urlOffsets.length - 1;
+  const globalOf = into.scratch.zeroed(Uint32Array, local);
+  for (let u = 0; u < local; u++) globalOf[u] = urls.intern(p.urlBytes, p.urlOffsets[u]!, p.urlOffsets[u + 1]!);
+  const partialSources = p.sourceOffsets[p.vpaCount]!;
+  const sourceUrl = rows.sourceUrl;
+  const counts = p.sourceCategoryCounts;
+  let s = at.s;
+  for (let k = 0; k < partialSources; k++, s++) {
+    const id = globalOf[p.sourceUrl[k]!]!;
+    sourceUrl[s] = id;
+    for (let c = 0; c < SOURCE_COUNT; c++) urlCounts[id * SOURCE_COUNT + c]! += counts[k * SOURCE_COUNT + c]!;
+  }
+  at.s = s;
+  at.v += p.vpaCount;
 }

@@ -1,6 +1,6 @@
 import { Piscina } from 'piscina';
 import { performance } from 'node:perf_hooks';
-import { aggregateBuffers, aggregatePartition, type AggregateResult, dedupPartition, indexBuffers, internerBuffers, parseChunk } from './phases.js';
+import { aggregateBuffers, aggregatePartition, dedupPartition, indexBuffers, internerBuffers, parseChunk } from './phases.js';
 import { assembleSnapshot, assembleSnapshotIndexedElsewhere } from './assemble.js';
 import { mergeDelta } from './delta-merge.js';
 import { readParsedChunk, writeParsedChunk } from './parse-cache.js';
@@ -22,11 +22,10 @@ import type { AssembleOutcome, AssembleTask, BuildTask, IndexReply, IndexResult,
  * before touches pages it touched then instead of mapping new ones (see
  * scratch-arrays.ts). A pool thread runs one task at a time, so each of
  * those tasks starts by taking all of it back. It goes when the thread
- * does, after the builder's idle timeout.
+ * does, after the builder's idle timeout, or before where the builder
+ * says so (BuilderOptions.releaseWorkingMemory).
  */
 const scratch = new ScratchArrays();
-/** The same for working arrays another pool thread reads during the task (the keys an index is built from). */
-const sharedScratch = new ScratchArrays({ shared: true });
 
 /** The deltas this thread made, in shared memory, collected once enough have piled up (dropped-shared-memory.ts). */
 const droppedDeltas = new DroppedSharedMemory(DELTA_COLLECT_BYTES, () => threadCollector()?.());
@@ -48,14 +47,13 @@ export default async function runBuildTask(task: BuildTask): Promise<unknown> {
     }
     case 'aggregate': {
       scratch.reset();
-      // Reset on every task, not only where it is used: chunks age only by resets (scratch-arrays.ts).
-      sharedScratch.reset();
       const result = aggregatePartition(task, scratch);
       return movable(result, aggregateBuffers(result));
     }
     case 'assemble':
+      // What aggregation left in it would stand, unused, beside the partials and the snapshot (BuilderOptions.releaseWorkingMemory).
+      if (task.releaseScratch === true) letGoOfScratch();
       scratch.reset();
-      sharedScratch.reset();
       return assemble(task);
     case 'delta': {
       // The delta's arrays are shared memory; the records applied, kept for a later merge, move.
@@ -65,20 +63,18 @@ export default async function runBuildTask(task: BuildTask): Promise<unknown> {
       return movable(result, result.applied.map((a) => a.records));
     }
     case 'collect':
-      if (task.scratch === true) {
-        scratch.release();
-        sharedScratch.release();
-      }
+      if (task.scratch === true) scratch.release();
       threadCollector()?.();
       return null;
     case 'index': {
       scratch.reset();
-      sharedScratch.reset();
       // Shared: the assembled snapshot is served from these arrays as they are.
       const own = new ReusedSharedArrays(task.reuse ?? []);
       try {
         const arrays = buildIndexArrays(task.keyBytes, task.keyOffsets, task.count, { arrays: own, scratch });
-        return movable({ arrays, reusedBytes: own.reusedBytes } satisfies IndexResult, indexBuffers(arrays));
+        // Collected once the task is gone: the keys it read go too (assemble.ts lets go of its own reference to them).
+        if (task.releaseScratch === true) letGoOfScratch(setImmediate);
+        return movable({ arrays, reusedBytes: own.reusedBytes, workingBytesKept: scratch.retainedBytes } satisfies IndexResult, indexBuffers(arrays));
       } finally {
         letGoOfUnused(own, task.reuse);
       }
@@ -93,6 +89,18 @@ async function assemble(task: AssembleTask): Promise<AssembleOutcome> {
   } finally {
     letGoOfUnused(snapshotArrays, task.reuse);
   }
+}
+
+/**
+ * Let go of this thread's working memory now, rather than keep it for the
+ * next task, and collect it (collector.ts, where it can): at once, or when
+ * `when` runs the collection (after the task, so that what the task's own
+ * frames hold goes too).
+ */
+function letGoOfScratch(when: (collect: () => void) => void = (collect) => collect()): void {
+  scratch.release();
+  const collect = threadCollector();
+  if (collect !== undefined) when(collect);
 }
 
 /**
@@ -114,19 +122,18 @@ async function assembleInto(task: AssembleTask, snapshotArrays: ReusedSharedArra
   const previous = await readClusterIdState(dir.clusterIds);
   const createdAt = Date.now();
   const options = {
-    // Moved here with the task, the partials are this thread's to drop: a collection then gives their memory back
-    // before the snapshot's arrays take as much again (bench/MEASUREMENTS.md, "Memory of an embedded server").
-    partialsCopied: () => {
-      (task.partials as AggregateResult[]).length = 0;
-      threadCollector()?.();
-    },
+    // Moved here with the task, the partials are this thread's to drop: a collection as each is copied gives its
+    // memory back before the next is copied and the snapshot's arrays take as much again (bench/MEASUREMENTS.md,
+    // "Memory of an embedded server", "Working memory let go at assembly").
+    partialCopied: () => threadCollector()?.(),
+    // Collected now, the rows' memory goes before the url and cluster columns are made (assemble.ts).
+    rowsCopied: () => threadCollector()?.(),
     urlMemberCap: task.urlMemberCap,
     scoredAt: task.scoredAt,
     evidenceMaxAgeMs: task.evidenceMaxAgeMs,
     correctionSequence: task.correctionSequence,
     previousClusterIds: previous,
     scratch,
-    sharedScratch,
     snapshotArrays,
     meta: {
       id: newSnapshotId(createdAt),
@@ -150,8 +157,17 @@ async function assembleInto(task: AssembleTask, snapshotArrays: ReusedSharedArra
     task.assembled.postMessage({ ...toSharedMemory(data), maxKeyLength: longestKey(data) });
     task.assembled.close();
   }
+  // The keys and every working array are done with: only the snapshot's own arrays are written.
+  if (task.releaseScratch === true) letGoOfScratch();
   const path = await writeSnapshot(dir, data);
-  return { path, meta: data.meta, assembleMs: assembled - started, writeMs: performance.now() - assembled, reusedBytes: snapshotArrays.reusedBytes };
+  return {
+    path,
+    meta: data.meta,
+    assembleMs: assembled - started,
+    writeMs: performance.now() - assembled,
+    reusedBytes: snapshotArrays.reusedBytes,
+    workingBytesKept: scratch.retainedBytes,
+  };
 }
 
 /** Ask for the index of these keys (in shared memory: they are not copied) and wait for the arrays. */

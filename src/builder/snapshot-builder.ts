@@ -96,6 +96,12 @@ export interface BuildReport {
    * snapshot (SnapshotBuilder.reuseMemoryOf) instead of new memory.
    */
   readonly reusedBytes: number;
+  /**
+   * Bytes of working memory the assemble and index threads kept for the
+   * next build as they finished (0 with BuilderOptions.releaseWorkingMemory);
+   * the aggregating threads may keep more until their idle timeout.
+   */
+  readonly workingBytesKept: number;
 }
 
 /**
@@ -193,6 +199,18 @@ export interface BuilderOptions {
   readonly onKeptCarry?: (report: KeptCarryReport) => void;
   /** Told that close could not keep the carry (a write failed): the next process reads every file. */
   readonly onKeepFailed?: (error: unknown) => void;
+  /**
+   * Let go of the working memory a build's assemble and index threads keep
+   * (build-worker.ts) as soon as they are done with it: what aggregation
+   * left as assembly starts, the rest once the snapshot is handed on,
+   * before its file is written and while its swap is prepared, rather than
+   * keeping it for the next build until the idle timeout. A server's compactions, minutes apart, would seldom
+   * find it kept, and held through the swap it stood beside both snapshots
+   * at the peak of a compaction (bench/MEASUREMENTS.md,
+   * "Working memory let go at assembly"). Default false: back-to-back builds
+   * reuse the pages they touched.
+   */
+  readonly releaseWorkingMemory?: boolean;
 }
 
 /** What the first gathering made of the carry kept by the last close (BuilderOptions.keepCarry). */
@@ -279,6 +297,7 @@ export class SnapshotBuilder {
   #reusableUntil = 0;
   /** A build holds the lock and runs: it takes what is reusable when it assembles, so nothing is dropped meanwhile. */
   #buildRunning = false;
+  readonly #releaseWorkingMemory: boolean;
 
   constructor(options: BuilderOptions = {}) {
     const threads = options.threads ?? availableParallelism();
@@ -306,6 +325,7 @@ export class SnapshotBuilder {
     }
     this.#idleTimeoutMs = idleTimeoutMs;
     this.#collect = options.collect ?? (() => {});
+    this.#releaseWorkingMemory = options.releaseWorkingMemory === true;
     this.#onEvidence = options.onEvidence ?? (() => {});
     this.#corrections = options.corrections ?? (() => NO_CORRECTIONS);
     this.#quickPool = new Piscina({
@@ -778,7 +798,7 @@ export class SnapshotBuilder {
     }
     // Taken now, not when the build began: a snapshot replaced meanwhile may have been let go since.
     const reuse = this.#takeReusable();
-    const indexed = { reusedBytes: 0 };
+    const indexed = { reusedBytes: 0, workingBytesKept: 0 };
     const index = this.#threads > 1 && !lean ? this.#indexOnRequest(reuse.index, indexed) : undefined;
     if (index !== undefined) transferList.push(index.port2);
     const assembleReuse = index === undefined ? [...reuse.index, ...reuse.columns] : reuse.columns;
@@ -796,6 +816,7 @@ export class SnapshotBuilder {
       ...(assembled === undefined ? {} : { assembled: assembled.port2 }),
       ...(index === undefined ? {} : { index: index.port2 }),
       reuse: assembleReuse,
+      releaseScratch: this.#releaseWorkingMemory,
     } satisfies BuildTask;
     // Once the task settles, a snapshot not yet delivered is dropped: the caller loads the file instead.
     const outcome = (await this.#pool.run(task, { transferList, signal: assembleStop.signal }).finally(() => {
@@ -831,6 +852,8 @@ export class SnapshotBuilder {
       reusedChunks,
       carriedBytes,
       reusedBytes: outcome.reusedBytes + indexed.reusedBytes,
+      // A lean build's threads have let go of all of it (#collectEverywhere above).
+      workingBytesKept: lean ? 0 : outcome.workingBytesKept + indexed.workingBytesKept,
     };
   }
 
@@ -840,14 +863,15 @@ export class SnapshotBuilder {
    * its arrays (moved, not copied) or the error go back. The index is laid
    * out in `reuse` where it fits; `indexed` learns how many bytes did.
    */
-  #indexOnRequest(reuse: readonly SharedArrayBuffer[], indexed: { reusedBytes: number }): MessageChannel {
+  #indexOnRequest(reuse: readonly SharedArrayBuffer[], indexed: { reusedBytes: number; workingBytesKept: number }): MessageChannel {
     const channel = new MessageChannel();
     channel.port1.once('message', (request: IndexTask) => {
       this.#pool
-        .run({ kind: 'index', ...request, reuse } satisfies BuildTask, { signal: this.#stop.signal })
+        .run({ kind: 'index', ...request, reuse, releaseScratch: this.#releaseWorkingMemory } satisfies BuildTask, { signal: this.#stop.signal })
         .then(
-          ({ arrays, reusedBytes }: IndexResult) => {
+          ({ arrays, reusedBytes, workingBytesKept }: IndexResult) => {
             indexed.reusedBytes = reusedBytes;
+            indexed.workingBytesKept = workingBytesKept;
             channel.port1.postMessage({ arrays } satisfies IndexReply, indexBuffers(arrays));
           },
           (error: unknown) => channel.port1.postMessage({ error: String(error) } satisfies IndexReply),

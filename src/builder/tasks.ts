@@ -10,7 +10,7 @@ export type BuildTask =
   | ({ readonly kind: 'dedup' } & DedupTask)
   | ({ readonly kind: 'aggregate' } & AggregateTask)
   | ({ readonly kind: 'assemble' } & AssembleTask)
-  | ({ readonly kind: 'index' } & IndexTask & { readonly reuse?: readonly SharedArrayBuffer[] })
+  | ({ readonly kind: 'index' } & IndexTask & { readonly reuse?: readonly SharedArrayBuffer[]; readonly releaseScratch?: boolean })
   | ({ readonly kind: 'delta' } & DeltaMergeTask)
   /**
    * A full collection of the thread's heap, so that the shared memory it
@@ -34,6 +34,8 @@ export interface IndexTask {
 export interface IndexResult {
   readonly arrays: IndexArrays;
   readonly reusedBytes: number;
+  /** Bytes of working memory the thread keeps for its next task (BuildReport.workingBytesKept). */
+  readonly workingBytesKept: number;
 }
 
 /**
@@ -68,6 +70,12 @@ export interface AssembleTask {
    * this thread builds the index.
    */
   readonly reuse?: readonly SharedArrayBuffer[];
+  /**
+   * Let go of this thread's working memory as the task starts (what
+   * aggregation left in it) and once the snapshot is assembled and posted,
+   * before its file is written (BuilderOptions.releaseWorkingMemory).
+   */
+  readonly releaseScratch?: boolean;
 }
 
 export interface AssembleOutcome {
@@ -77,4 +85,6 @@ export interface AssembleOutcome {
   readonly writeMs: number;
   /** Bytes of the snapshot's arrays this thread laid out in reused buffers. */
   readonly reusedBytes: number;
+  /** Bytes of working memory the thread keeps for its next task (BuildReport.workingBytesKept). */
+  readonly workingBytesKept: number;
 }

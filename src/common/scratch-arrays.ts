@@ -46,16 +46,10 @@ export interface ScratchArraysOptions {
   readonly chunkBytes?: number;
   /** A chunk no task used for this many resets in a row is let go. Default 16. */
   readonly idleResets?: number;
-  /**
-   * Chunks in shared memory, for arrays another thread reads while the task
-   * runs (posting a view of one shares it; nothing is transferred). That
-   * thread must be done with them before the next reset.
-   */
-  readonly shared?: boolean;
 }
 
 interface Chunk {
-  readonly buffer: ArrayBuffer | SharedArrayBuffer;
+  readonly buffer: ArrayBuffer;
   used: number;
   /**
    * Bytes below this were handed out before and may hold values; above it
@@ -73,7 +67,6 @@ const ALIGN = 8;
 export class ScratchArrays implements ArrayAllocator {
   readonly #chunkBytes: number;
   readonly #idleResets: number;
-  readonly #shared: boolean;
   #chunks: Chunk[] = [];
 
   constructor(options: ScratchArraysOptions = {}) {
@@ -83,7 +76,6 @@ export class ScratchArrays implements ArrayAllocator {
     if (!Number.isSafeInteger(idleResets) || idleResets < 1) throw new RangeError(`idleResets must be a positive integer, got ${idleResets}`);
     this.#chunkBytes = chunkBytes;
     this.#idleResets = idleResets;
-    this.#shared = options.shared === true;
   }
 
   zeroed<T>(type: TypedArrayType<T>, length: number): T {
@@ -99,7 +91,7 @@ export class ScratchArrays implements ArrayAllocator {
     const end = at + bytes;
     if (at < chunk.written) new Uint8Array(chunk.buffer, at, Math.min(end, chunk.written) - at).fill(0);
     if (end > chunk.written) chunk.written = end;
-    return new type(chunk.buffer as ArrayBuffer, at, length);
+    return new type(chunk.buffer, at, length);
   }
 
   /**
@@ -150,7 +142,7 @@ export class ScratchArrays implements ArrayAllocator {
     if (best !== undefined) return best;
     // An eighth to spare: the next build's data is usually a little larger.
     const size = Math.max(this.#chunkBytes, alignUp(Math.ceil(bytes + bytes / 8)));
-    const chunk: Chunk = { buffer: this.#shared ? new SharedArrayBuffer(size) : new ArrayBuffer(size), used: 0, written: 0, idle: 0 };
+    const chunk: Chunk = { buffer: new ArrayBuffer(size), used: 0, written: 0, idle: 0 };
     this.#chunks.push(chunk);
     return chunk;
   }

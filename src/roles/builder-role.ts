@@ -444,6 +444,8 @@ function newBuilder(options: BuilderRoleOptions, corrections: () => CorrectionSt
     // Between builds the records are read from files of its directory, not held (spilled-segments.ts).
     spillDir: options.dataDir.carry,
     onSpillFailed: (error: unknown) => options.logger?.warn({ err: String(error) }, 'carried records could not be written to the data directory; they stay in memory'),
+    // Publications are minutes apart: the working memory would be held beside the new snapshot for nothing.
+    releaseWorkingMemory: true,
     ...(options.buildThreads === undefined ? {} : { threads: options.buildThreads }),
   });
 }

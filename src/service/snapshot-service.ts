@@ -227,6 +227,8 @@ export class SnapshotService implements ServedData, CorrectionEngine {
       onKeepFailed: (error: unknown) => logger.warn({ err: String(error) }, 'the carry was not kept for the next start, which reads every evidence file'),
       // Looked up when needed: a server enables the collector after the service starts (EdgePool.start).
       collect: () => threadCollector()?.(),
+      // Compactions are minutes apart: kept for the next, the working memory would stand beside both snapshots at the swap.
+      releaseWorkingMemory: true,
       threads: options.buildThreads ?? defaultBuildThreads(),
       // Without incremental builds there is no delta: what a build reads, it builds.
       ...(incremental
@@ -924,6 +926,7 @@ export class SnapshotService implements ServedData, CorrectionEngine {
         reusedChunks: report.reusedChunks,
         chunks: report.chunks,
         reusedBytes: report.reusedBytes,
+        workingBytesKept: report.workingBytesKept,
         lean: plan?.lean === true,
         peakResidentBytes: peakBytes,
       },

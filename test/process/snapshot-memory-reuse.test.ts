@@ -109,7 +109,6 @@ test('a new shared array of 64 KiB or more has a sixteenth to spare, so the next
 
 test('assembly in a replaced snapshot\'s buffers, whatever they held, makes what new memory makes, in those buffers', { timeout: 60_000 }, () => {
   const scratch = new ScratchArrays({ chunkBytes: 8 * 1024 });
-  const sharedScratch = new ScratchArrays({ chunkBytes: 8 * 1024, shared: true });
   let previous: SnapshotData | null = null;
   // As large, then smaller, then larger: arrays fit the old buffers, then only some do.
   for (const [round, size] of [[0, 500], [1, 500], [2, 300], [3, 900]] as const) {
@@ -118,9 +117,8 @@ test('assembly in a replaced snapshot\'s buffers, whatever they held, makes what
     const buffers: SharedArrayBuffer[] = previous === null ? [] : sharedBuffers(previous);
     poison(buffers);
     scratch.reset();
-    sharedScratch.reset();
     const snapshotArrays = new ReusedSharedArrays(buffers);
-    const built = assembleSnapshot([partial], { ...assembleOptionsInProcess(), scratch, sharedScratch, snapshotArrays });
+    const built = assembleSnapshot([partial], { ...assembleOptionsInProcess(), scratch, snapshotArrays });
     assert.deepEqual(snapshotDifferences(built.data, expected.data), [], `round ${round}`);
     if (round === 1) {
       // As large as the snapshot before (other VPAs, keys as long): every array fits its old buffer.
