@@ -2,6 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { writeFileAtomic } from '../common/atomic-file.js';
 import type { DataDir } from '../common/data-dir.js';
 import { isSnapshotId } from '../engine/snapshot-files.js';
+import { oneFieldJson, readOneFieldJson } from '../common/one-field-json.js';
 
 /**
  * Which snapshot the data directory's server last served
@@ -27,20 +28,15 @@ export async function readLastServed(dir: DataDir): Promise<LastServed> {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { kind: 'none' };
     return { kind: 'unreadable', reason: (error as Error).message };
   }
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch {
-    return { kind: 'unreadable', reason: 'it is not JSON' };
-  }
-  const snapshot = (value as { snapshot?: unknown } | null)?.snapshot;
-  if (typeof value !== 'object' || value === null || Array.isArray(value) || Object.keys(value).length !== 1 || typeof snapshot !== 'string' || !isSnapshotId(snapshot)) {
+  const record = readOneFieldJson(text, 'snapshot');
+  if (!record.ok && record.reason === 'not JSON') return { kind: 'unreadable', reason: 'it is not JSON' };
+  if (!record.ok || typeof record.value !== 'string' || !isSnapshotId(record.value)) {
     return { kind: 'unreadable', reason: 'it must hold {"snapshot": "<snapshot id>"}' };
   }
-  return { kind: 'snapshot', snapshot };
+  return { kind: 'snapshot', snapshot: record.value };
 }
 
 /** Record, atomically and fsynced, that `snapshot` is served from now on. */
 export async function recordLastServed(dir: DataDir, snapshot: string): Promise<void> {
-  await writeFileAtomic(dir.servedSnapshot, Buffer.from(`${JSON.stringify({ snapshot })}\n`));
+  await writeFileAtomic(dir.servedSnapshot, oneFieldJson('snapshot', snapshot));
 }

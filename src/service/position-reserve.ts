@@ -2,6 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { writeFileAtomic } from '../common/atomic-file.js';
 import type { DataDir } from '../common/data-dir.js';
 import { PositionStateError } from '../common/errors.js';
+import { oneFieldJson, readOneFieldJson } from '../common/one-field-json.js';
 
 /**
  * The positions of `X-Data-Version` (`<snapshot id>+<position>`, delta-data.ts)
@@ -69,22 +70,21 @@ export class PositionReserve {
 
   async #reserve(): Promise<void> {
     const end = this.#next + PositionReserve.BLOCK;
-    await writeFileAtomic(this.#path, Buffer.from(`${JSON.stringify({ reserved: end - 1 })}\n`));
+    await writeFileAtomic(this.#path, oneFieldJson('reserved', end - 1));
     this.#reserved = end;
   }
 }
 
 /** The last position reserved, from the file's text; PositionStateError if it is not what `#reserve` writes. */
 function parseReserved(text: string, path: string): number {
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch (error) {
-    throw new PositionStateError(`${path} is not JSON: it records the data version positions handed out, so that none is served twice; restore it, or remove it to start past the current time`, { cause: error });
+  const record = readOneFieldJson(text, 'reserved');
+  if (!record.ok && record.reason === 'not JSON') {
+    throw new PositionStateError(`${path} is not JSON: it records the data version positions handed out, so that none is served twice; restore it, or remove it to start past the current time`, {
+      cause: record.cause,
+    });
   }
-  const reserved = (value as { reserved?: unknown } | null)?.reserved;
-  if (typeof value !== 'object' || value === null || Array.isArray(value) || Object.keys(value).length !== 1 || typeof reserved !== 'number' || !Number.isSafeInteger(reserved) || reserved < 0) {
+  if (!record.ok || typeof record.value !== 'number' || !Number.isSafeInteger(record.value) || record.value < 0) {
     throw new PositionStateError(`${path} must hold {"reserved": <a whole number>}, the last data version position reserved`);
   }
-  return reserved;
+  return record.value;
 }
