@@ -204,11 +204,12 @@ export interface BuilderOptions {
    * (build-worker.ts) as soon as they are done with it: what aggregation
    * left as assembly starts, the rest once the snapshot is handed on,
    * before its file is written and while its swap is prepared, rather than
-   * keeping it for the next build until the idle timeout. A server's compactions, minutes apart, would seldom
-   * find it kept, and held through the swap it stood beside both snapshots
-   * at the peak of a compaction (bench/MEASUREMENTS.md,
-   * "Working memory let go at assembly"). Default false: back-to-back builds
-   * reuse the pages they touched.
+   * keeping it for the next build until the idle timeout. A server's
+   * compactions, minutes apart, would seldom find it kept, and held
+   * through the swap it stood beside both snapshots at the peak of a
+   * compaction (bench/MEASUREMENTS.md, "Working memory let go at
+   * assembly"). Default false: back-to-back builds reuse the pages they
+   * touched.
    */
   readonly releaseWorkingMemory?: boolean;
 }
