@@ -47,15 +47,16 @@ export function answerBatchBody(view: ServingView, body: Buffer, out: ByteScratc
   const b = out.clear().room(BATCH_ANSWER_BOUND);
   let at = put(b, 0, RESULTS_START);
   let flagged = 0;
+  const { ids, inDelta } = view.locateAll(upis);
   for (let i = 0; i < upis.length; i++) {
     if (i > 0) b[at++] = COMMA;
     const upi = upis[i]!;
-    const id = view.locate(upi);
+    const id = ids[i]!;
     if (id === NOT_FOUND) {
       at = put(b, putAscii(b, put(b, at, CLEARED_ITEM_START), upi), CLEARED_ITEM_END);
     } else {
       flagged++;
-      at = putFlaggedBatchItem(b, at, view.located, id, upi);
+      at = putFlaggedBatchItem(b, at, inDelta[i] === 1 ? view.delta! : view.base, id, upi);
     }
   }
   at = putDigits(b, put(b, at, TOTAL), upis.length, 10, 1);

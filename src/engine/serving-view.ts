@@ -2,7 +2,7 @@ import { NOT_FOUND } from '../common/brand.js';
 import { formatIso } from '../common/time.js';
 import { dataVersion, type DeltaData, type DeltaMeta } from './delta-data.js';
 import { SnapshotView, clearedVerdict } from './snapshot-view.js';
-import { PackedQuery } from './vpa-index.js';
+import { PackedBatch, PackedQuery, UNMATCHABLE } from './vpa-index.js';
 import { mayHold } from './key-filter.js';
 import type { BatchItem, Cluster, VpaVerdict } from './verdict.js';
 import { clearedBatchItem } from './verdict.js';
@@ -36,6 +36,9 @@ export class ServingView {
   readonly #query: PackedQuery;
   /** The delta's key filter: most queries name no VPA of the delta, and are told so here. */
   readonly #deltaKeys: Uint32Array | null;
+  /** locateAll's queries and answers, made at its first call. */
+  #batch: PackedBatch | null = null;
+  #located: LocatedBatch | null = null;
 
   constructor(base: SnapshotView, delta: DeltaData | null = null) {
     if (delta !== null && delta.meta.baseId !== base.meta.id) {
@@ -76,6 +79,42 @@ export class ServingView {
     return this.base.lookupPacked(query);
   }
 
+  /**
+   * locate for each VPA of a batch, with the snapshot's memory reads of
+   * every VPA made together (VpaIndex.lookupBatch): into `ids`, and into
+   * `inDelta` 1 where the id is the delta view's and 0 where it is the
+   * snapshot's, as `located` would say. Both are valid until the next
+   * call; their room, made for the largest batch so far, is kept.
+   */
+  locateAll(upis: readonly string[]): LocatedBatch {
+    if (this.#batch === null || this.#batch.capacity < upis.length) {
+      this.#batch = new PackedBatch(this.#query.maxKeyLength, upis.length);
+      this.#located = { ids: new Int32Array(upis.length), inDelta: new Uint8Array(upis.length) };
+    }
+    const batch = this.#batch.pack(upis);
+    const located = this.#located!;
+    const { ids, inDelta } = located;
+    this.base.lookupBatch(batch, ids);
+    inDelta.fill(0, 0, batch.count);
+    const delta = this.delta;
+    if (delta !== null) {
+      const hashes = batch.hashes;
+      for (let i = 0; i < batch.count; i++) {
+        if (batch.lengths[i] === UNMATCHABLE || !mayHold(this.#deltaKeys!, hashes[i]!)) continue;
+        const id = delta.lookupBatchItem(batch, i);
+        if (id === NOT_FOUND) continue;
+        // As locate: a VPA whose evidence a correction took back, all of it, is CLEARED.
+        if (delta.data.evidenceCount[id] === 0) {
+          ids[i] = NOT_FOUND;
+        } else {
+          ids[i] = id;
+          inDelta[i] = 1;
+        }
+      }
+    }
+    return located;
+  }
+
   /** Full verdict for a syntactically valid VPA; `upi` is echoed as given. */
   verdict(upi: string): VpaVerdict {
     const id = this.locate(upi);
@@ -92,6 +131,12 @@ export class ServingView {
   cluster(clusterId: string): Cluster | null {
     return this.base.cluster(clusterId);
   }
+}
+
+/** What ServingView.locateAll found: by item, an id (or NOT_FOUND) and whether it is the delta view's. */
+export interface LocatedBatch {
+  readonly ids: Int32Array;
+  readonly inDelta: Uint8Array;
 }
 
 /** X-Data-As-Of of `base` served with `delta`: when the newest evidence either holds was ingested, epoch ms. */

@@ -2,7 +2,7 @@ import { NOT_FOUND } from '../common/brand.js';
 import { formatIso } from '../common/time.js';
 import { RISK_CATEGORIES, SOURCE_CATEGORIES } from '../vpa/categories.js';
 import { CONFIDENCE_SCALE, NO_CLUSTER, SOURCE_FLAG_SCREENSHOT, type SnapshotData, type SnapshotMeta } from './snapshot-data.js';
-import { VpaIndex, type PackedQuery } from './vpa-index.js';
+import { VpaIndex, type PackedBatch, type PackedQuery } from './vpa-index.js';
 import { portableCardinality, portableDecode, portableIntersectionCardinality } from './roaring-portable.js';
 import {
   NO_SOURCES,
@@ -73,6 +73,16 @@ export class SnapshotView {
   /** As lookup, for a query already packed (ServingView packs it once for the delta and the snapshot). */
   lookupPacked(query: PackedQuery): number {
     return this.#index.lookupPacked(query);
+  }
+
+  /** lookupPacked for every query of a batch, into `ids` (VpaIndex.lookupBatch: their memory reads overlap). */
+  lookupBatch(batch: PackedBatch, ids: Int32Array): void {
+    this.#index.lookupBatch(batch, ids);
+  }
+
+  /** lookupPacked for query `i` of a batch alone. */
+  lookupBatchItem(batch: PackedBatch, i: number): number {
+    return this.#index.lookupBatchItem(batch, i);
   }
 
   /** The key (lower-cased VPA) of the VPA with id `id`. */

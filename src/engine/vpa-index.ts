@@ -1,5 +1,5 @@
 import { NOT_FOUND } from '../common/brand.js';
-import { hashKeyBytes, hashQueryWords, lowerAsciiWord } from './hash.js';
+import { NON_ASCII_HASH, hashKeyBytes, hashQueryWords, lowerAsciiWord } from './hash.js';
 import type { KeyIndex } from './key-index.js';
 import { freshArrays, type ArrayAllocator } from '../common/scratch-arrays.js';
 
@@ -509,6 +509,8 @@ export class VpaIndex implements KeyIndex {
   private readonly vpaSlots: Uint32Array;
   // The lower-cased query of the lookup in progress, packed as by hashQueryWords.
   private readonly words: Int32Array;
+  /** What lookupBatch's first reads gave, kept only so that they are made. */
+  private read = 0;
 
   /**
    * Wrap arrays from buildIndexArrays or a loaded snapshot. Checks shapes and
@@ -571,6 +573,42 @@ export class VpaIndex implements KeyIndex {
   lookupPacked(query: PackedQuery): number {
     if (query.hash < 0 || query.length > this.maxKeyLength) return NOT_FOUND;
     return this.find(query.hash, query.length, query.words);
+  }
+
+  /**
+   * lookupPacked for each query of `batch`, into `ids[0..batch.count)`.
+   * The first read of each probe, its home slot's tag and entry, is made
+   * for every query before any is probed: independent reads, whose cache
+   * misses the CPU overlaps, where one probe after another waits for each
+   * in turn (bench/MEASUREMENTS.md, "Batch lookups in two passes").
+   */
+  lookupBatch(batch: PackedBatch, ids: Int32Array): void {
+    const count = batch.count;
+    const hashes = batch.hashes;
+    const lengths = batch.lengths;
+    const tags = this.tags;
+    const entries = this.entries;
+    const capacity = this.capacity;
+    const maxKeyLength = this.maxKeyLength;
+    let read = 0;
+    // A query's length is UNMATCHABLE, above every maxKeyLength, where no key can match it.
+    for (let i = 0; i < count; i++) {
+      if (lengths[i]! > maxKeyLength) continue;
+      const slot = homeSlot(hashes[i]!, capacity);
+      read ^= tags[slot]! ^ entries[slot * ENTRY_WORDS]!;
+    }
+    // Kept, so that the reads are not optimised away.
+    this.read = read;
+    for (let i = 0; i < count; i++) {
+      const length = lengths[i]!;
+      ids[i] = length > maxKeyLength ? NOT_FOUND : this.find(hashes[i]!, length, batch.words(i));
+    }
+  }
+
+  /** lookupPacked for query `i` of `batch` alone. */
+  lookupBatchItem(batch: PackedBatch, i: number): number {
+    const length = batch.lengths[i]!;
+    return length > this.maxKeyLength ? NOT_FOUND : this.find(batch.hashes[i]!, length, batch.words(i));
   }
 
   /** Whether the tail of the long key in the entry at `e` matches the query's in `words`, its prefix having matched. */
@@ -679,6 +717,55 @@ export class PackedQuery {
     this.length = query.length;
     this.hash = query.length > this.maxKeyLength ? -1 : hashQueryWords(query, this.words);
     return this;
+  }
+}
+
+/** PackedBatch's length of a query no key can match: longer than any index's longest key. */
+export const UNMATCHABLE = 0xffffffff;
+
+/**
+ * Up to `capacity` queries lower-cased, packed and hashed once each
+ * (VpaIndex.lookupBatch), for indexes whose keys are up to `maxKeyLength`
+ * bytes long: PackedQuery for a batch. Reused from one batch to the next.
+ */
+export class PackedBatch {
+  readonly maxKeyLength: number;
+  readonly capacity: number;
+  /** Each query's hash (hashQueryWords), where its length is not UNMATCHABLE. */
+  readonly hashes: Uint32Array;
+  /** Each query's length, or UNMATCHABLE where no key can match it (longer than maxKeyLength, or not ASCII). */
+  readonly lengths: Uint32Array;
+  count = 0;
+  /** Each query's words, a view each of one array. */
+  readonly #words: Int32Array[];
+
+  constructor(maxKeyLength: number, capacity: number) {
+    this.maxKeyLength = maxKeyLength;
+    this.capacity = capacity;
+    this.hashes = new Uint32Array(capacity);
+    this.lengths = new Uint32Array(capacity);
+    const stride = Math.max(ENTRY_WORDS, wordCount(maxKeyLength));
+    const words = new Int32Array(stride * capacity);
+    this.#words = Array.from({ length: capacity }, (_, i) => words.subarray(i * stride, (i + 1) * stride));
+  }
+
+  pack(queries: readonly string[]): this {
+    const count = queries.length;
+    if (count > this.capacity) throw new RangeError(`a batch of ${count} queries does not fit ${this.capacity}`);
+    for (let i = 0; i < count; i++) {
+      const query = queries[i]!;
+      const length = query.length;
+      const hash = length > this.maxKeyLength ? NON_ASCII_HASH : hashQueryWords(query, this.#words[i]!);
+      this.lengths[i] = hash < 0 ? UNMATCHABLE : length;
+      this.hashes[i] = hash;
+    }
+    this.count = count;
+    return this;
+  }
+
+  /** The words of query `i`, packed as hashQueryWords packs them. */
+  words(i: number): Int32Array {
+    return this.#words[i]!;
   }
 }
 

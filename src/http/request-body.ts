@@ -123,7 +123,8 @@ export function readBody(res: HttpResponse, limit: number, discardLimit: number,
         }
         return;
       }
-      chunks.push(Buffer.from(new Uint8Array(chunk).slice()));
+      // Buffer.from of a view copies it (into the shared pool, for a small chunk).
+      chunks.push(Buffer.from(new Uint8Array(chunk)));
       if (isLast) {
         finished = true;
         resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size));
