@@ -6,11 +6,11 @@
  * 1. Idle: once the stored evidence has been read ahead for incremental
  *    builds (`upi_risk_build_carried_bytes` above 0), the snapshot's VPAs
  *    hashed (`upi_risk_hash_ranges_bytes` above 0), and what a build keeps
- *    for a while after it has gone (`upi_risk_build_threads` and
- *    `upi_risk_build_reusable_bytes` back to 0), and the resident memory
- *    steady over STEADY_POLLS readings a second apart (a thread /metrics does not count,
- *    such as the one the start-up read used, may still be letting go), or
- *    after IDLE_WAIT_MS.
+ *    for a while after it has gone (`upi_risk_build_threads`, the start-up
+ *    read's thread included, and `upi_risk_build_reusable_bytes` back to
+ *    0), and the resident memory steady over STEADY_POLLS readings a second
+ *    apart (a thread that has exited may still be giving its memory back),
+ *    or after IDLE_WAIT_MS.
  * 2. Two compactions, each after a small ingest merged into the live delta,
  *    each asked for by SIGUSR2: the resident memory every SAMPLE_MS from the
  *    signal until every serving thread serves the new snapshot (its peak),

@@ -504,8 +504,18 @@ export class SnapshotBuilder {
     this.#reusableTimer.unref();
   }
 
-  /** Pool threads alive: while a build runs and for the idle timeout after (BuilderOptions.idleTimeoutMs). */
+  /**
+   * Threads alive: the build pool's while a build runs, and the one that
+   * merges deltas and reads the stored evidence ahead at start while it
+   * does, each with the working memory it keeps, for the idle timeout after
+   * (BuilderOptions.idleTimeoutMs).
+   */
   get liveThreads(): number {
+    return this.#pool.threads.length + this.#quickPool.threads.length;
+  }
+
+  /** The build pool's threads alone (liveThreads less the delta's). */
+  get buildPoolThreads(): number {
     return this.#pool.threads.length;
   }
 

@@ -143,7 +143,7 @@ export class ServiceMetrics {
   });
   readonly buildThreads = this.#readAtScrape('buildThreads', {
     name: 'upi_risk_build_threads',
-    help: 'Build threads alive, with the working memory they keep: while a build runs and for --build-idle-seconds after (at least a second)',
+    help: 'Build threads alive, with the working memory they keep: those of a build, and the one that merges ingests into the live delta and reads the stored evidence at start, while they run and for --build-idle-seconds after (at least a second)',
   });
   readonly replacedSnapshotsHeld = this.#readAtScrape('replacedSnapshots', {
     name: 'upi_risk_replaced_snapshots_held',

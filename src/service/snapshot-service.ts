@@ -372,9 +372,14 @@ export class SnapshotService implements ServedData, CorrectionEngine {
     return this.#builder.reuseMemoryOf(data);
   }
 
-  /** Build threads alive (SnapshotBuilder.liveThreads). */
+  /** Build threads alive, the delta's and the start-up read's included (SnapshotBuilder.liveThreads). */
   get buildThreads(): number {
     return this.#builder.liveThreads;
+  }
+
+  /** The build pool's threads alive (SnapshotBuilder.buildPoolThreads). */
+  get buildPoolThreads(): number {
+    return this.#builder.buildPoolThreads;
   }
 
   /** A replaced snapshot's memory held for the next rebuild's snapshot (reuseMemoryOf). */
