@@ -769,13 +769,13 @@ export class PackedBatch {
   }
 }
 
-/** The `length` bytes packed in words from `array[at]`, as text. */
 /** unpackWords into `out` from `outAt`; returns where it stopped. */
 function unpackBytes(array: Int32Array, at: number, length: number, out: Uint8Array, outAt: number): number {
   for (let j = 0; j < length; j++) out[outAt + j] = (array[at + (j >>> 2)]! >>> ((j & 3) << 3)) & 0xff;
   return outAt + length;
 }
 
+/** The `length` bytes packed in words from `array[at]`, as text. */
 function unpackWords(array: Int32Array, at: number, length: number): string {
   let text = '';
   for (let j = 0; j < length; j++) text += String.fromCharCode((array[at + (j >>> 2)]! >>> ((j & 3) << 3)) & 0xff);
