@@ -599,10 +599,7 @@ export class VpaIndex implements KeyIndex {
     }
     // Kept, so that the reads are not optimised away.
     this.read = read;
-    for (let i = 0; i < count; i++) {
-      const length = lengths[i]!;
-      ids[i] = length > maxKeyLength ? NOT_FOUND : this.find(hashes[i]!, length, batch.words(i));
-    }
+    for (let i = 0; i < count; i++) ids[i] = this.lookupBatchItem(batch, i);
   }
 
   /** lookupPacked for query `i` of `batch` alone. */
