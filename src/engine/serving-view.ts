@@ -71,8 +71,7 @@ export class ServingView {
       const id = delta.lookupPacked(query);
       if (id !== NOT_FOUND) {
         this.located = delta;
-        // A VPA whose evidence a correction took back, all of it: CLEARED, whatever the snapshot says.
-        return delta.data.evidenceCount[id] === 0 ? NOT_FOUND : id;
+        return servedDeltaId(delta, id);
       }
     }
     this.located = this.base;
@@ -103,13 +102,8 @@ export class ServingView {
         if (batch.lengths[i] === UNMATCHABLE || !mayHold(this.#deltaKeys!, hashes[i]!)) continue;
         const id = delta.lookupBatchItem(batch, i);
         if (id === NOT_FOUND) continue;
-        // As locate: a VPA whose evidence a correction took back, all of it, is CLEARED.
-        if (delta.data.evidenceCount[id] === 0) {
-          ids[i] = NOT_FOUND;
-        } else {
-          ids[i] = id;
-          inDelta[i] = 1;
-        }
+        ids[i] = servedDeltaId(delta, id);
+        if (ids[i] !== NOT_FOUND) inDelta[i] = 1;
       }
     }
     return located;
@@ -131,6 +125,15 @@ export class ServingView {
   cluster(clusterId: string): Cluster | null {
     return this.base.cluster(clusterId);
   }
+}
+
+/**
+ * The id to answer for a VPA the delta holds at `id`: NOT_FOUND (CLEARED,
+ * whatever the snapshot says) when a correction took back all of its
+ * evidence, which the delta keeps as a VPA with no evidence.
+ */
+function servedDeltaId(delta: SnapshotView, id: number): number {
+  return delta.data.evidenceCount[id] === 0 ? NOT_FOUND : id;
 }
 
 /** What ServingView.locateAll found: by item, an id (or NOT_FOUND) and whether it is the delta view's. */
