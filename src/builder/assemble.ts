@@ -154,10 +154,12 @@ interface SnapshotColumns {
 
 function snapshotColumns(plan: SnapshotPlan, options: AssembleOptions): SnapshotColumns {
   const { t, order, membership, assigned, scratch, snapshotArrays } = plan;
+  // Before the rows go: the url counts, each url's category made, go with them.
+  const urlCategory = urlCategories(t, snapshotArrays);
   const vpas = vpaColumnsLettingGoOfRows(plan);
   options.rowsCopied?.();
   const mixedRisks = mixedRiskColumns(t, order.tempToFinal, scratch, snapshotArrays);
-  const urls = urlColumns(t, membership, order.tempToFinal, scratch, snapshotArrays);
+  const urls = urlColumns(t, membership, order.tempToFinal, urlCategory, snapshotArrays);
   const clusters = clusterColumns(order, vpas, assigned.numbers, t.urlCount, scratch, snapshotArrays);
   return { vpas, mixedRisks, urls, clusters };
 }
@@ -343,14 +345,26 @@ function mixedRiskColumns(t: Concatenated, tempToFinal: Uint32Array, scratch: Ar
   return { mixedRiskVpas, mixedRiskCounts };
 }
 
-/** Per-url dominant category, and each url's members (final ids) as a portable roaring bitmap in one blob. */
-function urlColumns(t: Concatenated, membership: UrlMembership, tempToFinal: Uint32Array, scratch: ArrayAllocator, snapshotArrays: ArrayAllocator) {
+/** Per-url dominant category; the url counts it was made from let go. */
+function urlCategories(t: Concatenated, snapshotArrays: ArrayAllocator): Uint8Array {
   const urlCount = t.urlCount;
   const counts = t.urlCategoryCounts;
+  if (counts === undefined) throw new Error('the url counts were let go before their last use');
   const urlCategory = snapshotArrays.zeroed(Uint8Array, urlCount);
   for (let u = 0; u < urlCount; u++) urlCategory[u] = dominant(counts, u * SOURCE_COUNT, SOURCE_COUNT, SOURCE_RANK);
+  t.urlCategoryCounts = undefined;
+  return urlCategory;
+}
+
+/**
+ * Each url's members (final ids) as a portable roaring bitmap in one blob.
+ * The membership's VPAs are renumbered to final ids where they are: nothing
+ * reads them after this.
+ */
+function urlColumns(t: Concatenated, membership: UrlMembership, tempToFinal: Uint32Array, urlCategory: Uint8Array, snapshotArrays: ArrayAllocator) {
+  const urlCount = t.urlCount;
   const { offsets, vpas } = membership;
-  const urlFinal = scratch.zeroed(Uint32Array, vpas.length);
+  const urlFinal = vpas;
   for (let i = 0; i < vpas.length; i++) urlFinal[i] = tempToFinal[vpas[i]!]!;
   for (let u = 0; u < urlCount; u++) {
     if (offsets[u + 1]! - offsets[u]! > 1) urlFinal.subarray(offsets[u]!, offsets[u + 1]!).sort();
@@ -439,7 +453,8 @@ interface Concatenated {
   /** RISK_COUNT counters per mixedRisk entry. */
   mixedRiskCounts: Uint32Array;
   urlCount: number;
-  urlCategoryCounts: Uint32Array;
+  /** SOURCE_COUNT counters per url, in memory of their own; undefined once each url's category is made. */
+  urlCategoryCounts: Uint32Array | undefined;
   urlBytes: { bytes: Uint8Array; offsets: Uint32Array };
 }
 
@@ -516,7 +531,8 @@ function concatenate(partials: AggregateResult[], options: AssembleOptions): Con
     // A url seen in several partitions is interned once per partition, not once per source. In memory of its own:
     // once its urls are copied into the snapshot's arrays (finish, below), nothing reads it, and it goes.
     urls: new ByteInterner(localUrls, urlByteTotal, freshArrays),
-    urlCounts: scratch.zeroed(Uint32Array, Math.max(1, localUrls) * SOURCE_COUNT),
+    // In memory of its own too: it goes with the rows (urlCategories).
+    urlCounts: freshArrays.zeroed(Uint32Array, Math.max(1, localUrls) * SOURCE_COUNT),
     scratch,
     at: { v: 0, s: 0, keyAt: 0, mixed: 0 },
   };

@@ -1,6 +1,6 @@
 import { Piscina } from 'piscina';
 import { performance } from 'node:perf_hooks';
-import { aggregateBuffers, aggregatePartition, dedupPartition, indexBuffers, internerBuffers, parseChunk } from './phases.js';
+import { aggregateBuffers, aggregatePartition, carriedIdsBuffers, dedupPartition, indexBuffers, parseChunk } from './phases.js';
 import { assembleSnapshot, assembleSnapshotIndexedElsewhere } from './assemble.js';
 import { mergeDelta } from './delta-merge.js';
 import { readParsedChunk, writeParsedChunk } from './parse-cache.js';
@@ -42,8 +42,12 @@ export default async function runBuildTask(task: BuildTask): Promise<unknown> {
     }
     case 'dedup': {
       const result = dedupPartition(task);
-      // The records are shared memory; only the id table moves.
-      return movable(result, internerBuffers(result.seen));
+      // Ids frozen now leave the open table and bytes they were made from, as large as a partition's ids: a pool
+      // thread allocating little until it exits would hold them all the while (carried-ids.ts, compactState).
+      const collect = result.seen.frozen === (task.seen?.frozen ?? null) ? undefined : threadCollector();
+      if (collect !== undefined) setImmediate(collect);
+      // The records are shared memory; only the id tables move (the frozen ids' bytes are shared memory or a file).
+      return movable(result, carriedIdsBuffers(result.seen));
     }
     case 'aggregate': {
       scratch.reset();

@@ -94,9 +94,8 @@ export class ByteInterner {
     return { table: this.#table, offsets, bytes, size: this.#size };
   }
 
-  /** Id of bytes[start..end), adding it when new (then `added` is true). */
-  intern(bytes: Uint8Array, start: number, end: number): number {
-    const hash = hashKeyBytes(bytes, start, end);
+  /** Id of bytes[start..end), adding it when new (then `added` is true); `hash` when the caller has it already. */
+  intern(bytes: Uint8Array, start: number, end: number, hash = hashKeyBytes(bytes, start, end)): number {
     const length = end - start;
     const table = this.#table;
     const mask = this.#mask;
@@ -113,9 +112,8 @@ export class ByteInterner {
     return id;
   }
 
-  /** Id of bytes[start..end), or -1 when it was never interned. */
-  find(bytes: Uint8Array, start: number, end: number): number {
-    const hash = hashKeyBytes(bytes, start, end);
+  /** Id of bytes[start..end), or -1 when it was never interned; `hash` when the caller has it already. */
+  find(bytes: Uint8Array, start: number, end: number, hash = hashKeyBytes(bytes, start, end)): number {
     const table = this.#table;
     const mask = this.#mask;
     for (let slot = hash & mask; ; slot = (slot + 1) & mask) {

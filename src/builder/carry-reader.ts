@@ -1,4 +1,5 @@
 import { ByteInterner } from './byte-interner.js';
+import { CarriedIds } from './carried-ids.js';
 import { HOME_PARTITION, HOME_RETRACTED, NO_RECORD, type BuildCarry } from './carry.js';
 import { FIXED_BYTES, RecordReader, RecordWriter, chunkAt, partitionOf, partitionOfBytes, recordEndAt, upiLengthAt } from './record-codec.js';
 import { BLOCK_RECORDS, blockMayHold, vpaProbe, type BlockIndex } from './record-blocks.js';
@@ -41,17 +42,21 @@ interface Place {
 
 /** The interned index of each id in its partition, -1 for an id never read. */
 function indexesOf(carry: BuildCarry, ids: readonly string[]): { p: number; index: number }[] {
-  const interners = new Map<number, ByteInterner>();
-  return ids.map((id) => {
-    const p = partitionOf(id, carry.partitions);
-    let interner = interners.get(p);
-    if (interner === undefined) {
-      interner = ByteInterner.fromState(carry.seen[p]!);
-      interners.set(p, interner);
-    }
-    const bytes = Buffer.from(id, 'utf8');
-    return { p, index: interner.find(bytes, 0, bytes.length) };
-  });
+  const opened = new Map<number, CarriedIds>();
+  try {
+    return ids.map((id) => {
+      const p = partitionOf(id, carry.partitions);
+      let seen = opened.get(p);
+      if (seen === undefined) {
+        seen = CarriedIds.fromState(carry.seen[p]!);
+        opened.set(p, seen);
+      }
+      const bytes = Buffer.from(id, 'utf8');
+      return { p, index: seen.find(bytes, 0, bytes.length) };
+    });
+  } finally {
+    for (const seen of opened.values()) seen.close();
+  }
 }
 
 /**
@@ -298,24 +303,33 @@ export function recordsOf(carry: BuildCarry, upis: ReadonlySet<string>, index: B
       // The id of each match, by one pass over the homes of p: whether it is retracted, and the id itself when asked for.
       const homes = carry.homes[p]!;
       const indexes = indexesOfOrdinals(homes, q, matches.map((m) => m.ordinal));
-      const interner = withIds ? ByteInterner.fromState(carry.seen[p]!) : null;
-      matches.forEach((match, i) => {
-        const reader = new RecordReader(match.segment.buffer, match.segment.byteOffset + match.at);
-        reader.next();
-        const raw = reader.raw;
-        const upi = names[match.key]!;
-        const item: CarriedItem = {
-          id: interner === null ? null : utf8(interner.bytesOf(indexes[i]!)).toString('utf8'),
-          upi,
-          url: utf8(raw.subarray(reader.urlStart, reader.idStart)).toString('utf8'),
-          capturedAt: reader.capturedAt,
-          flags: reader.flags,
-          retracted: (homes[indexes[i]!]! & HOME_RETRACTED) !== 0,
-          record: raw.slice(reader.rawStart, reader.rawEnd),
-        };
-        result.set(upi, [...(result.get(upi) ?? []), item]);
-      });
+      const seen = withIds ? CarriedIds.fromState(carry.seen[p]!) : null;
+      try {
+        collectMatches(result, matches, indexes, homes, names, seen);
+      } finally {
+        seen?.close();
+      }
     }
   }
   return result;
+}
+
+/** Each match decoded into `result`, by VPA: with its evidence id when `seen` is given. */
+function collectMatches(result: Map<string, CarriedItem[]>, matches: readonly Match[], indexes: readonly number[], homes: Uint16Array, names: readonly string[], seen: CarriedIds | null): void {
+  matches.forEach((match, i) => {
+    const reader = new RecordReader(match.segment.buffer, match.segment.byteOffset + match.at);
+    reader.next();
+    const raw = reader.raw;
+    const upi = names[match.key]!;
+    const item: CarriedItem = {
+      id: seen === null ? null : utf8(seen.bytesOf(indexes[i]!)).toString('utf8'),
+      upi,
+      url: utf8(raw.subarray(reader.urlStart, reader.idStart)).toString('utf8'),
+      capturedAt: reader.capturedAt,
+      flags: reader.flags,
+      retracted: (homes[indexes[i]!]! & HOME_RETRACTED) !== 0,
+      record: raw.slice(reader.rawStart, reader.rawEnd),
+    };
+    result.set(upi, [...(result.get(upi) ?? []), item]);
+  });
 }

@@ -1,5 +1,5 @@
 import type { StoredFile } from '../evidence/store.js';
-import type { ByteInternerState } from './byte-interner.js';
+import { carriedIdsMemory, type CarriedIdsState } from './carried-ids.js';
 
 /**
  * What one build leaves to the next so that, after an ingest, only the new
@@ -24,7 +24,7 @@ export interface BuildCarry {
   readonly chunks: number;
   readonly partitions: number;
   /** Per id partition: every evidence id kept so far. */
-  readonly seen: readonly ByteInternerState[];
+  readonly seen: readonly CarriedIdsState[];
   /**
    * Per id partition, per id of `seen` in its order: the VPA partition its
    * record went to, with HOME_RETRACTED set once the item is retracted, or
@@ -84,22 +84,32 @@ export function extendsCarriedFiles(carry: BuildCarry, files: readonly StoredFil
 /** Bytes of memory a carry holds: its records not in files and its id tables, slack included. */
 export function carryBytes(carry: BuildCarry): number {
   let bytes = 0;
-  for (const state of carry.seen) bytes += state.table.byteLength + state.offsets.byteLength + state.bytes.byteLength;
+  for (const state of carry.seen) bytes += carriedIdsMemory(state);
   for (const homes of carry.homes) bytes += homes.byteLength;
   for (const segment of carriedSegments(carry)) if (!isSpilled(segment)) bytes += segment.byteLength;
   return bytes;
 }
 
-/** Bytes of a carry's records in files. */
+/** Bytes of a carry's records and frozen ids in files. */
 export function carriedFileBytes(carry: BuildCarry): number {
   let bytes = 0;
-  for (const segment of carriedSegments(carry)) if (isSpilled(segment)) bytes += segment.byteLength;
+  for (const segment of carriedFiles(carry)) if (isSpilled(segment)) bytes += segment.byteLength;
   return bytes;
 }
 
 /** Every segment of a carry's records. */
 export function carriedSegments(carry: BuildCarry): Segment[] {
   return carry.records.flat(2);
+}
+
+/** The bytes of each id partition's frozen ids (carried-ids.ts), in memory or in a file as a segment is. */
+export function carriedIdBytes(carry: BuildCarry): Segment[] {
+  return carry.seen.flatMap((state) => (state.frozen === null ? [] : [state.frozen.bytes]));
+}
+
+/** Everything of a carry that is, or will be, in a file of its own: the records' segments and the frozen ids' bytes. */
+export function carriedFiles(carry: BuildCarry): Segment[] {
+  return [...carriedSegments(carry), ...carriedIdBytes(carry)];
 }
 
 /**

@@ -47,8 +47,9 @@ const MAX_VPA_COUNT = 0x7fffffff;
  * - Components are numbered in order of their smallest VpaId, so the result
  *   depends only on the relation, not on url order.
  *
- * The union-find and `of` come from `scratch`: `of` is valid as long as
- * what `scratch` hands out is.
+ * `of` comes from `scratch`, valid as long as what `scratch` hands out is;
+ * the union-find is memory of its own, gone with this call: a build then
+ * lays out the snapshot's columns without it (bench/MEASUREMENTS.md#assembly-arrays-let-go).
  *
  * Throws TypeError for arrays of the wrong type and RangeError (naming the
  * argument) for out-of-range values: a bad offset or VpaId would otherwise
@@ -68,7 +69,7 @@ export function findClusters(vpaCount: number, membership: UrlMembership, urlMem
   validateMembership(vpaCount, offsets, vpas);
 
   // parent[i] >= 0: i's parent; parent[i] < 0: i is a root of a component of size -parent[i].
-  const parent = scratch.zeroed(Int32Array, vpaCount).fill(-1);
+  const parent = new Int32Array(vpaCount).fill(-1);
   const urlCount = offsets.length - 1;
   // Distinct-member stamps (url index + 1), only needed for urls longer than
   // the cap, so allocated on first use.
@@ -81,7 +82,7 @@ export function findClusters(vpaCount: number, membership: UrlMembership, urlMem
     if (length < 2) continue;
     if (length > urlMemberCap) {
       // Only a list longer than the cap can hold more than `cap` distinct VPAs.
-      stamp ??= scratch.zeroed(Uint32Array, vpaCount);
+      stamp ??= new Uint32Array(vpaCount);
       const mark = u + 1;
       let distinct = 0;
       for (let k = start; k < end && distinct <= urlMemberCap; k++) {

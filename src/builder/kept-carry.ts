@@ -4,7 +4,7 @@ import { Type, type Static } from '@sinclair/typebox';
 import { TypeCompiler } from '@sinclair/typebox/compiler';
 import { readAllAt, tempFileName, writeAllAt, writeFileAtomic } from '../common/atomic-file.js';
 import { crcOfFile, extendCrc } from '../common/file-crc.js';
-import { ByteInterner, type ByteInternerState } from './byte-interner.js';
+import { CarriedIds, type CarriedIdsState, type FrozenIdBytes } from './carried-ids.js';
 import { HOME_PARTITION, NO_RECORD, isSpilled, type BuildCarry, type Segment, type SpilledSegment } from './carry.js';
 import { blocksFit, type RecordBlocks } from './record-blocks.js';
 import { SEGMENT_FILE_NAME } from './spilled-segments.js';
@@ -14,15 +14,16 @@ import { CACHE_VERSION } from './parse-cache.js';
  * A builder's carry (carry.ts) kept across a restart, in its folder of
  * spilled segments (BuilderOptions.keepCarry): a clean close writes the
  * evidence-id tables, their homes and the segments' blocks to
- * `kept-carry.bin`, then `kept-carry.json` naming them and the segment
- * files, so that the next process reads them back in seconds instead of
+ * `kept-carry.bin`, then `kept-carry.json` naming them, the segment
+ * files and the files of frozen ids' bytes (carried-ids.ts), so that the
+ * next process reads them back in seconds instead of
  * parsing and deduplicating every stored evidence file again (tens of
  * seconds at 10M VPAs: bench/MEASUREMENTS.md, "A carry kept across
  * restarts").
  *
  * It is derived data and never trusted: the description is checked, each
  * array and each segment file against its CRC-32, and the id tables by
- * ByteInterner.fromState; whatever fails, the carry is not used and every
+ * CarriedIds.fromStoredState; whatever fails, the carry is not used and every
  * file is read as before. A kept carry stays after it is read: it is a
  * true carry of the files it names for as long as its segment files are
  * there (they are never written twice), and a start after a crash reads
@@ -34,7 +35,7 @@ import { CACHE_VERSION } from './parse-cache.js';
 
 const MANIFEST = 'kept-carry.json';
 const ARRAYS = 'kept-carry.bin';
-const FORMAT = 1;
+const FORMAT = 2;
 /** Arrays start at a multiple of this in kept-carry.bin, so each may be read into a buffer of its kind. */
 const ALIGN = 8;
 
@@ -57,7 +58,27 @@ const ManifestSchema = Type.Object(
     duplicateEvidence: Count,
     invalidSamples: Type.Array(Type.String({ maxLength: 4096 }), { maxItems: 10 }),
     arrays: Type.Object({ byteLength: Count, crc: Crc }, { additionalProperties: false }),
-    ids: Type.Array(Type.Object({ table: Place, offsets: Place, bytes: Place, size: Count, homes: Place }, { additionalProperties: false })),
+    ids: Type.Array(
+      Type.Object(
+        {
+          /** The ids since the last freeze (CarriedIdsState.recent). */
+          table: Place,
+          offsets: Place,
+          bytes: Place,
+          size: Count,
+          homes: Place,
+          /** The frozen ids: their table here, their bytes in a file of the folder as a segment's. */
+          frozen: Type.Union([
+            Type.Null(),
+            Type.Object(
+              { count: Count, starts: Place, entries: Place, file: Type.String({ pattern: SEGMENT_FILE_NAME.source }), byteLength: Count, crc: Crc },
+              { additionalProperties: false },
+            ),
+          ]),
+        },
+        { additionalProperties: false },
+      ),
+    ),
     records: Type.Array(
       Type.Array(
         Type.Array(
@@ -99,8 +120,8 @@ export type KeptCarry =
 
 /**
  * Write `carry` into `dir`, its segments' folder. Every segment with
- * records must be spilled already (a file of `dir`); `blocksOf` gives the
- * blocks made of a segment, kept with it.
+ * records, and every frozen ids' bytes, must be spilled already (a file of
+ * `dir`); `blocksOf` gives the blocks made of a segment, kept with it.
  */
 export async function keepCarry(dir: string, carry: BuildCarry, shape: CarryShape, blocksOf: (segment: SpilledSegment) => RecordBlocks | undefined): Promise<void> {
   const parts: Uint8Array[] = [];
@@ -116,12 +137,13 @@ export async function keepCarry(dir: string, carry: BuildCarry, shape: CarryShap
     length = at + bytes.byteLength;
     return [at, bytes.byteLength];
   };
-  const ids = carry.seen.map((state, p) => ({
-    table: place(state.table),
-    offsets: place(state.offsets),
-    bytes: place(state.bytes),
-    size: state.size,
+  const ids = carry.seen.map(({ recent, frozen }, p) => ({
+    table: place(recent.table),
+    offsets: place(recent.offsets),
+    bytes: place(recent.bytes),
+    size: recent.size,
     homes: place(carry.homes[p]!),
+    frozen: frozen === null ? null : { count: frozen.count, starts: place(frozen.starts), entries: place(frozen.entries), ...spilledFile(frozen.bytes) },
   }));
   const records = carry.records.map((pairs) =>
     pairs.map((segments) =>
@@ -245,7 +267,7 @@ async function readChecked(dir: string, text: string, arraysPath: string, shape:
 
   // The arrays first, whole and against their CRC, before the seconds the segment files take.
   const arrays = await open(arraysPath, 'r');
-  const seen: ByteInternerState[] = [];
+  const seen: CarriedIdsState[] = [];
   const homes: Uint16Array[] = [];
   const madeBlocks: (RecordBlocks | null)[][][] = [];
   try {
@@ -253,8 +275,19 @@ async function readChecked(dir: string, text: string, arraysPath: string, shape:
     if (size !== manifest.arrays.byteLength) return { refused: `${ARRAYS} holds ${size} bytes, ${manifest.arrays.byteLength} were written` };
     const read = new ArrayReader(arrays, size);
     for (const part of manifest.ids) {
-      seen.push({ table: await read.into(Int32Array, part.table), offsets: await read.into(Uint32Array, part.offsets), bytes: await read.into(Uint8Array, part.bytes), size: part.size });
+      const recent = { table: await read.into(Int32Array, part.table), offsets: await read.into(Uint32Array, part.offsets), bytes: await read.into(Uint8Array, part.bytes), size: part.size };
       homes.push(await read.into(Uint16Array, part.homes));
+      const kept = part.frozen;
+      const frozen =
+        kept === null
+          ? null
+          : {
+              count: kept.count,
+              starts: await read.into(Uint32Array, kept.starts),
+              entries: await read.into(Int32Array, kept.entries),
+              bytes: { path: join(dir, kept.file), byteLength: kept.byteLength, crc: kept.crc },
+            };
+      seen.push({ recent, frozen });
     }
     for (const pairs of manifest.records) {
       const row: (RecordBlocks | null)[][] = [];
@@ -272,18 +305,23 @@ async function readChecked(dir: string, text: string, arraysPath: string, shape:
   } finally {
     await arrays.close();
   }
+  let bytes = 0;
   for (const [i, state] of seen.entries()) {
+    let size: number;
     try {
-      ByteInterner.fromState(state);
+      size = CarriedIds.fromStoredState(state).size;
     } catch (error) {
       return { refused: `an id table is not whole: ${(error as Error).message}` };
     }
-    if (homes[i]!.length !== state.size) return { refused: `an id table holds ${state.size} ids and ${homes[i]!.length} homes` };
+    if (homes[i]!.length !== size) return { refused: `an id table holds ${size} ids and ${homes[i]!.length} homes` };
+    if (state.frozen === null) continue;
+    const problem = await checkFile(state.frozen.bytes as SpilledSegment);
+    if (problem !== null) return { refused: problem };
+    bytes += state.frozen.bytes.byteLength;
   }
 
   const blocks = new Map<SpilledSegment, RecordBlocks>();
   const records: Segment[][][] = [];
-  let bytes = 0;
   for (const [idPartition, pairs] of manifest.records.entries()) {
     const row: Segment[][] = [];
     for (const [vpaPartition, segments] of pairs.entries()) {
@@ -370,6 +408,13 @@ class ArrayReader {
     this.#end = at + length;
     return new Kind(buffer);
   }
+}
+
+/** The file of frozen ids' bytes as the description names it: spilled, as a segment is, before a carry is kept. */
+function spilledFile(bytes: FrozenIdBytes): { file: string; byteLength: number; crc: number } {
+  if (!isSpilled(bytes)) throw new Error('carried ids are still in memory');
+  if (bytes.crc === undefined) throw new Error(`carried ids file ${bytes.path} has no CRC`);
+  return { file: basename(bytes.path), byteLength: bytes.byteLength, crc: bytes.crc };
 }
 
 /** Why `segment`'s file is not the one kept (size, CRC), or null when it is. */

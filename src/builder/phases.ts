@@ -2,7 +2,8 @@ import { openSync, readSync, closeSync, fstatSync } from 'node:fs';
 import { parseEvidenceLine, MAX_LINE_LENGTH } from '../evidence/record.js';
 import { RISK_RANK, RISK_CATEGORIES, SOURCE_CATEGORIES, dominant } from '../vpa/categories.js';
 import { RecordReader, RecordWriter, packFlags, partitionOf, partitionOfBytes, FLAG_SCREENSHOT } from './record-codec.js';
-import { ByteInterner, compareByteRanges, type ByteInternerState } from './byte-interner.js';
+import { ByteInterner, compareByteRanges } from './byte-interner.js';
+import { CarriedIds, type CarriedIdsState } from './carried-ids.js';
 import { recencyWeightUnits } from './scoring.js';
 import { clearanceTable, type ClearanceEntry } from './clearance-filter.js';
 import type { IndexArrays } from '../engine/vpa-index.js';
@@ -139,7 +140,7 @@ export interface DedupTask {
    * are only the chunks that came after them: an id seen there is a
    * duplicate here, as it would be were every chunk read again.
    */
-  readonly seen?: ByteInternerState | undefined;
+  readonly seen?: CarriedIdsState | undefined;
   /**
    * Per VPA partition, earlier builds' records to copy ahead of this task's
    * own (carry.ts merges a partition's segments this way); absent or empty,
@@ -161,7 +162,7 @@ export interface DedupResult {
   readonly kept: number;
   readonly duplicates: number;
   /** Every id kept so far, `seen` included: the next build's `seen`. */
-  readonly seen: ByteInternerState;
+  readonly seen: CarriedIdsState;
   /** Per id of `seen`, the VPA partition its record went to, or NO_RECORD (carry.ts, BuildCarry.homes). */
   readonly homes: Uint16Array;
 }
@@ -176,7 +177,15 @@ export function dedupPartition(task: DedupTask): DedupResult {
     return writer;
   });
   // Ids are compared as bytes: no string per record.
-  const seen = task.seen === undefined ? new ByteInterner(Math.ceil(total / 100), Math.ceil(total / 4)) : ByteInterner.fromState(task.seen);
+  const seen = task.seen === undefined ? new CarriedIds(Math.ceil(total / 100), Math.ceil(total / 4)) : CarriedIds.fromState(task.seen);
+  try {
+    return dedupInto(task, seen, writers);
+  } finally {
+    seen.close();
+  }
+}
+
+function dedupInto(task: DedupTask, seen: CarriedIds, writers: RecordWriter[]): DedupResult {
   const records = task.inputs.reduce((sum, input) => sum + countRecords([input]), 0);
   const before = seen.size;
   const homes = new Uint16Array(before + records);
@@ -217,9 +226,10 @@ function internedIds(ids: readonly string[]): ByteInterner | null {
   return interner;
 }
 
-/** The buffers of an interner state, for moving it between threads. */
-export function internerBuffers(state: ByteInternerState): ArrayBuffer[] {
-  return distinctBuffers([state.table, state.offsets, state.bytes]);
+/** The buffers of carried ids that move between threads by transfer (the frozen ids' bytes are shared memory, or a file). */
+export function carriedIdsBuffers(state: CarriedIdsState): ArrayBuffer[] {
+  const { recent, frozen } = state;
+  return distinctBuffers([recent.table, recent.offsets, recent.bytes, ...(frozen === null ? [] : [frozen.starts, frozen.entries])]);
 }
 
 export interface AggregateTask {

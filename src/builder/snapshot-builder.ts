@@ -12,9 +12,9 @@ import { statEvidenceFiles, evidenceFileTime, type StoredFile } from '../evidenc
 import { DEFAULT_URL_MEMBER_CAP } from './clustering.js';
 import { countsFrom } from './scoring.js';
 import { ARRAY_FIELDS, INDEX_FIELDS, type ArrayField, type SnapshotData, type SnapshotMeta } from '../engine/snapshot-data.js';
-import { aggregateBuffers, indexBuffers, internerBuffers, type AggregateResult, type DedupResult, type ParseResult } from './phases.js';
-import { carriedFileBytes, carriedSegments, carryBytes, extendsCarriedFiles, isSpilled, segmentsToMerge, type BuildCarry, type Segment, type Segments, type SpilledSegment } from './carry.js';
-import type { ByteInternerState } from './byte-interner.js';
+import { aggregateBuffers, carriedIdsBuffers, indexBuffers, type AggregateResult, type DedupResult, type ParseResult } from './phases.js';
+import { carriedFileBytes, carriedFiles, carriedIdBytes, carriedSegments, carryBytes, extendsCarriedFiles, isSpilled, segmentsToMerge, type BuildCarry, type Segment, type Segments, type SpilledSegment } from './carry.js';
+import type { CarriedIdsState } from './carried-ids.js';
 import type { AssembleOutcome, BuildTask, IndexReply, IndexResult, IndexTask } from './tasks.js';
 import type { DeltaFile, DeltaMergeResult, DeltaMergeTask } from './delta-merge.js';
 import { NO_CORRECTIONS, type CorrectionState } from '../evidence/corrections.js';
@@ -596,11 +596,11 @@ export class SnapshotBuilder {
   #spillCarry(): void {
     this.#spilling = this.#spilling.then(async () => {
       while (!this.#closing) {
-        const segment = this.#carry === undefined ? undefined : carriedSegments(this.#carry).find((s): s is SharedArrayBuffer => !isSpilled(s) && s.byteLength > 0);
+        const segment = this.#carry === undefined ? undefined : carriedFiles(this.#carry).find((s): s is SharedArrayBuffer => !isSpilled(s) && s.byteLength > 0);
         if (segment === undefined) break;
         let spilled;
         try {
-          spilled = await this.#spillSegment(segment);
+          spilled = await this.#spillSegment(segment, this.#carry!);
         } catch (error) {
           this.#onSpillFailed(error);
           return;
@@ -615,10 +615,14 @@ export class SnapshotBuilder {
     });
   }
 
-  /** Write `segment` to a file of spillDir, the blocks made of it kept with the file (for a builder whose corrections read them, indexCarry). */
-  async #spillSegment(segment: SharedArrayBuffer): Promise<SpilledSegment> {
+  /**
+   * Write `segment` to a file of spillDir: records, with the blocks made of them kept with the file (for a builder
+   * whose corrections read them, indexCarry), or the bytes of frozen ids (carried-ids.ts).
+   */
+  async #spillSegment(segment: SharedArrayBuffer, carry: BuildCarry): Promise<SpilledSegment> {
+    const ofRecords = !carriedIdBytes(carry).includes(segment);
     // Made from the file if ever needed otherwise.
-    const blocks = this.#indexCarry ? await this.#blocks.made(segment) : null;
+    const blocks = this.#indexCarry && ofRecords ? await this.#blocks.made(segment) : null;
     const spilled = await this.#spill!.write(segment);
     if (blocks !== null) this.#blocks.adopt(spilled, blocks);
     return spilled;
@@ -626,7 +630,7 @@ export class SnapshotBuilder {
 
   /** Remove the files of segments no carry holds and no build reads. Between gatherings only: a gathering's dedup reads the last carry's. */
   async #removeSpilled(): Promise<void> {
-    await this.#spill?.removeAllBut(this.#carry === undefined ? [] : carriedSegments(this.#carry)).catch((error: unknown) => this.#onSpillFailed(error));
+    await this.#spill?.removeAllBut(this.#carry === undefined ? [] : carriedFiles(this.#carry)).catch((error: unknown) => this.#onSpillFailed(error));
   }
 
   /**
@@ -651,7 +655,7 @@ export class SnapshotBuilder {
     await this.#gathering;
     await this.#spilling;
     const kept = this.#keepCarry && this.#carry !== undefined ? await this.#keep(this.#carry) : false;
-    await this.#spill?.removeAllBut(kept ? carriedSegments(this.#carry!) : []).catch((error: unknown) => this.#onSpillFailed(error));
+    await this.#spill?.removeAllBut(kept ? carriedFiles(this.#carry!) : []).catch((error: unknown) => this.#onSpillFailed(error));
     this.#dropReusable();
     await Promise.all([this.#pool.destroy(), this.#quickPool.destroy()]);
   }
@@ -659,13 +663,13 @@ export class SnapshotBuilder {
   /** Write the carry for the next process (BuilderOptions.keepCarry), its segments still in memory first; whether it was. */
   async #keep(carry: BuildCarry): Promise<boolean> {
     try {
-      for (const segment of carriedSegments(carry)) {
+      for (const segment of carriedFiles(carry)) {
         if (isSpilled(segment) || segment.byteLength === 0) continue;
-        replaceSegment(carry, segment, await this.#spillSegment(segment));
+        replaceSegment(carry, segment, await this.#spillSegment(segment, carry));
       }
       const dir = this.#spill!.dir;
       await keepCarry(dir, carry, this.#carryShape(carry.partitions), (segment) => this.#blocks.madeOf(segment));
-      this.#spill!.keptBy(carriedSegments(carry).filter(isSpilled), KEPT_CARRY_FILES, () => removeKeptCarry(dir));
+      this.#spill!.keptBy(carriedFiles(carry).filter(isSpilled), KEPT_CARRY_FILES, () => removeKeptCarry(dir));
       return true;
     } catch (error) {
       this.#onKeepFailed(error);
@@ -696,7 +700,7 @@ export class SnapshotBuilder {
       return undefined;
     }
     const dir = this.#spill!.dir;
-    const files = carriedSegments(kept.carry).filter(isSpilled);
+    const files = carriedFiles(kept.carry).filter(isSpilled);
     this.#spill!.adopt(files);
     this.#spill!.keptBy(files, KEPT_CARRY_FILES, () => removeKeptCarry(dir));
     for (const [segment, blocks] of kept.blocks) this.#blocks.adopt(segment, blocks);
@@ -1037,7 +1041,7 @@ export class SnapshotBuilder {
     progress: (progress: BuildProgress) => void,
     pool: Piscina,
     retracted: readonly (readonly string[])[],
-  ): Promise<{ seen: ByteInternerState[]; homes: Uint16Array[]; records: Segments[][]; duplicates: number; fresh: SharedArrayBuffer[] }> {
+  ): Promise<{ seen: CarriedIdsState[]; homes: Uint16Array[]; records: Segments[][]; duplicates: number; fresh: SharedArrayBuffer[] }> {
     if (carry !== undefined && parsed.length === 0) {
       progress({ phase: 'dedup', done: partitions, total: partitions });
       return { seen: [...carry.seen], homes: [...carry.homes], records: carry.records.map((pairs) => [...pairs]), duplicates: carry.duplicateEvidence, fresh: [] };
@@ -1054,7 +1058,7 @@ export class SnapshotBuilder {
         const task = { kind: 'dedup', inputs, partitions, seen, homes, leading, retracted: retracted[p]! } satisfies BuildTask;
         const result = (await pool.run(task, {
           signal: this.#stop.signal,
-          transferList: [...inputs, ...(seen === undefined ? [] : internerBuffers(seen)), ...(homes === undefined ? [] : [homes.buffer as ArrayBuffer])],
+          transferList: [...inputs, ...(seen === undefined ? [] : carriedIdsBuffers(seen)), ...(homes === undefined ? [] : [homes.buffer as ArrayBuffer])],
         })) as DedupResult;
         progress({ phase: 'dedup', done: ++done, total: partitions });
         const records = result.parts.map((part, q) => {
@@ -1062,7 +1066,7 @@ export class SnapshotBuilder {
           // A small ingest leaves most pairs nothing new: no empty segment for aggregation to open.
           return part.byteLength === 0 && kept.length > 0 ? kept : [...kept, part];
         });
-        return { seen: result.seen, homes: result.homes, records, duplicates: result.duplicates, fresh: result.parts.filter((part) => part.byteLength > 0) };
+        return { seen: sameFrozenBytes(result.seen, seen), homes: result.homes, records, duplicates: result.duplicates, fresh: result.parts.filter((part) => part.byteLength > 0) };
       }),
     );
     return {
@@ -1075,7 +1079,21 @@ export class SnapshotBuilder {
   }
 }
 
-/** Put `to` in the place of the segment `from` in `carry`'s records, wherever it is. */
+/**
+ * `state` as a dedup task handed it back, its frozen ids' bytes the very
+ * object `before` named when the task did not freeze them anew: a copy
+ * made by the crossing between threads would not be the file, or the
+ * memory, that the spill and its removals know (SegmentFiles holds them by
+ * identity).
+ */
+function sameFrozenBytes(state: CarriedIdsState, before: CarriedIdsState | undefined): CarriedIdsState {
+  const frozen = state.frozen;
+  const was = before?.frozen;
+  if (frozen === null || was === null || was === undefined || frozen.count !== was.count) return state;
+  return { ...state, frozen: { ...frozen, bytes: was.bytes } };
+}
+
+/** Put `to` in the place of the segment `from` in `carry`'s records or frozen ids, wherever it is. */
 function replaceSegment(carry: BuildCarry, from: Segment, to: Segment): void {
   for (const pairs of carry.records) {
     for (const segments of pairs) {
@@ -1083,6 +1101,9 @@ function replaceSegment(carry: BuildCarry, from: Segment, to: Segment): void {
       if (at >= 0) (segments as Segment[])[at] = to;
     }
   }
+  carry.seen.forEach((state, p) => {
+    if (state.frozen?.bytes === from) (carry.seen as CarriedIdsState[])[p] = { ...state, frozen: { ...state.frozen, bytes: to } };
+  });
 }
 
 /** What a gathering read: the files, their records as a carry, and how many chunks came from the parse cache and the carry before. */

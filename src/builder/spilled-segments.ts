@@ -1,7 +1,8 @@
-import { closeSync, openSync, readSync } from 'node:fs';
+import { closeSync, openSync } from 'node:fs';
 import { mkdir, open, readdir, rm } from 'node:fs/promises';
 import { randomBytes } from 'node:crypto';
 import { basename, join } from 'node:path';
+import { readAllAtSync } from '../common/atomic-file.js';
 import { extendCrc } from '../common/file-crc.js';
 import { isSpilled, type Segment, type SpilledSegment } from './carry.js';
 
@@ -29,12 +30,7 @@ export function readSegment<T>(segment: ArrayBufferLike | SpilledSegment, read: 
   try {
     return read((start, end) => {
       const bytes = new Uint8Array(end - start);
-      let done = 0;
-      while (done < bytes.length) {
-        const count = readSync(fd, bytes, done, bytes.length - done, start + done);
-        if (count === 0) throw new Error(`carried records file ${segment.path} ends at ${start + done} bytes, ${segment.byteLength} were written`);
-        done += count;
-      }
+      if (!readAllAtSync(fd, bytes, start)) throw new Error(`carried records file ${segment.path} ends before ${end} bytes, ${segment.byteLength} were written`);
       return bytes;
     });
   } finally {

@@ -1,3 +1,4 @@
+import { readSync } from 'node:fs';
 import { open, rename, unlink, mkdir, type FileHandle } from 'node:fs/promises';
 import { dirname, basename, join } from 'node:path';
 import { randomBytes } from 'node:crypto';
@@ -55,6 +56,16 @@ export async function readAllAt(file: FileHandle, bytes: Uint8Array, position: n
     const { bytesRead } = await file.read(bytes, done, bytes.byteLength - done, position + done);
     if (bytesRead === 0) return false;
     done += bytesRead;
+  }
+  return true;
+}
+
+/** readAllAt, for a file descriptor and a thread that reads synchronously. */
+export function readAllAtSync(fd: number, bytes: Uint8Array, position: number): boolean {
+  for (let done = 0; done < bytes.byteLength; ) {
+    const read = readSync(fd, bytes, done, bytes.byteLength - done, position + done);
+    if (read === 0) return false;
+    done += read;
   }
   return true;
 }

@@ -165,6 +165,10 @@ test('a carry kept at close is read back by the next builder: the same snapshots
     await firstLife(s, 7, twin);
     const names = await readdir(s.spillDir);
     assert.ok(names.includes('kept-carry.json') && names.includes('kept-carry.bin'), `kept: ${names.join(', ')}`);
+    // Ids frozen, their bytes in a file of the folder as a segment's (carried-ids.ts): the next builder reads them there.
+    const manifest = JSON.parse(await readFile(join(s.spillDir, 'kept-carry.json'), 'utf8')) as { ids: { frozen: { file: string } | null }[] };
+    const frozen = manifest.ids.flatMap((part) => (part.frozen === null ? [] : [part.frozen.file]));
+    assert.ok(frozen.length > 0 && frozen.every((file) => names.includes(file)), `frozen ids in files: ${frozen.join(', ')}`);
     // While stopped: a new file, and a retraction of an item the carry holds.
     await ingest(s.dir, s.root, batch(7));
     retract(s, 'r3-item5');
@@ -442,7 +446,8 @@ const REFUSALS: { readonly what: string; readonly reason: RegExp; readonly spoil
     reason: /not a kept carry of this release/,
     spoil: async (s) => {
       const path = join(s.spillDir, 'kept-carry.json');
-      await writeFile(path, JSON.stringify({ ...JSON.parse(await readFile(path, 'utf8')), format: 2 }));
+      const manifest = JSON.parse(await readFile(path, 'utf8')) as { format: number };
+      await writeFile(path, JSON.stringify({ ...manifest, format: manifest.format + 1 }));
     },
   },
   {
