@@ -1,7 +1,7 @@
 import { closeSync, openSync } from 'node:fs';
 import { readAllAtSync } from '../common/atomic-file.js';
 import { hashKeyBytes } from '../engine/hash.js';
-import { ByteInterner, type ByteInternerState } from './byte-interner.js';
+import { ByteInterner, compareByteRanges, type ByteInternerState } from './byte-interner.js';
 
 /**
  * The evidence ids a builder has kept, numbered densely in the order they
@@ -79,11 +79,12 @@ export class CarriedIds {
     return ids;
   }
 
-  /** `fromState`, with every frozen entry checked too: in its hash's bucket, and each id there once. */
+  /** `fromState`, with every bucket and frozen entry checked too: buckets in order, each entry in its hash's bucket, and each id there once. */
   static fromStoredState(state: CarriedIdsState): CarriedIds {
     const ids = CarriedIds.fromState(state);
     if (state.frozen !== null) {
       const { starts, entries, count } = state.frozen;
+      for (let b = 0; b + 1 < starts.length; b++) if (starts[b]! > starts[b + 1]!) throw new RangeError(`frozen ids: bucket ${b} ends before it starts`);
       const met = new Uint8Array(count);
       for (let b = 0; b + 1 < starts.length; b++) {
         for (let e = starts[b]!; e < starts[b + 1]!; e++) {
@@ -163,7 +164,6 @@ export class CarriedIds {
     if (buckets < 16 || buckets > 2 ** 30 || (buckets & (buckets - 1)) !== 0 || starts[0] !== 0 || starts[buckets] !== count) {
       throw new RangeError(`frozen ids: ${starts.length} bucket starts do not fit ${count} ids`);
     }
-    for (let b = 0; b < buckets; b++) if (starts[b]! > starts[b + 1]!) throw new RangeError(`frozen ids: bucket ${b} ends before it starts`);
     if (bytes.byteLength < offsetsLength(count)) throw new RangeError(`frozen ids: ${bytes.byteLength} bytes cannot hold the offsets of ${count} ids`);
     if (bytes instanceof SharedArrayBuffer) {
       this.#offsets = new Uint32Array(bytes, 0, count + 1);
@@ -186,26 +186,18 @@ export class CarriedIds {
     return -1;
   }
 
+  /** Only on a hash match (a duplicate, or a collision): a view of memory, or a read of the file. */
   #frozenEquals(id: number, bytes: Uint8Array, start: number, end: number): boolean {
-    const offsets = this.#offsets;
-    if (offsets !== null) {
-      const from = offsets[id]!;
-      if (offsets[id + 1]! - from !== end - start) return false;
-      const stored = this.#bytes!;
-      for (let i = start; i < end; i++) if (stored[from + i - start] !== bytes[i]) return false;
-      return true;
-    }
     const stored = this.#frozenBytesOf(id);
-    if (stored.length !== end - start) return false;
-    for (let i = start; i < end; i++) if (stored[i - start] !== bytes[i]) return false;
-    return true;
+    return compareByteRanges(stored, 0, stored.length, bytes, start, end) === 0;
   }
 
   #frozenBytesOf(id: number): Uint8Array {
     if (this.#offsets !== null) return this.#bytes!.subarray(this.#offsets[id]!, this.#offsets[id + 1]!);
     const pair = new Uint32Array(2);
     this.#read(new Uint8Array(pair.buffer), 4 * id);
-    const [from, to] = pair as unknown as [number, number];
+    const from = pair[0]!;
+    const to = pair[1]!;
     if (to < from) throw new Error(`frozen ids file ${this.#path()} holds offsets out of order at id ${id}`);
     const bytes = new Uint8Array(to - from);
     this.#read(bytes, offsetsLength(this.#count) + from);

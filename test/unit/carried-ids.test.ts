@@ -136,6 +136,9 @@ test('frozen ids that do not hold together are refused, and a short file is an e
   const moved = frozen.entries.slice();
   moved[0] = moved[0]! ^ (1 << 31);
   assert.throws(() => CarriedIds.fromStoredState({ ...state, frozen: { ...frozen, entries: moved } }), /bucket/);
+  const unordered = frozen.starts.slice();
+  unordered[1] = 100;
+  assert.throws(() => CarriedIds.fromStoredState({ ...state, frozen: { ...frozen, starts: unordered } }), /ends before it starts/);
   const starts = frozen.starts.slice();
   starts[starts.length - 1] = 99;
   assert.throws(() => CarriedIds.fromState({ ...state, frozen: { ...frozen, starts } }), RangeError);
