@@ -595,6 +595,7 @@ export class SnapshotBuilder {
    */
   #spillCarry(): void {
     this.#spilling = this.#spilling.then(async () => {
+      let written = 0;
       while (!this.#closing) {
         const segment = this.#carry === undefined ? undefined : carriedFiles(this.#carry).find((s): s is SharedArrayBuffer => !isSpilled(s) && s.byteLength > 0);
         if (segment === undefined) break;
@@ -608,10 +609,15 @@ export class SnapshotBuilder {
         await this.#gatherSerially(async () => {
           if (this.#carry !== undefined) replaceSegment(this.#carry, segment, spilled);
         });
+        written++;
       }
       await this.#gatherSerially(() => this.#removeSpilled());
-      // The shared memory of what was written out goes now, not at some later collection (collector.ts).
-      this.#collect();
+      // The shared memory of what was written out goes now, not at some later collection (collector.ts). A segment's
+      // memory is given back once no thread holds it, and the build threads that made or read it hold it too: they
+      // collect as well, unless a build is running on them (its phases collect, and its threads hold the carry).
+      // A thread that fails its collection has ended, and its memory with it.
+      if (written > 0 && !this.#buildRunning) await this.#collectEverywhere().catch(() => {});
+      else this.#collect();
     });
   }
 

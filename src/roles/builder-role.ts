@@ -4,6 +4,7 @@ import { clearancesAsOf, logHead, retractedAsOf } from '../store/correction-log.
 import { join } from 'node:path';
 import pg from 'pg';
 import { writeFileAtomic } from '../common/atomic-file.js';
+import { enableCollector, threadCollector } from '../common/collector.js';
 import type { DataDir } from '../common/data-dir.js';
 import { ErrorCode, messageOf, StoreError, UpiRiskError } from '../common/errors.js';
 import { silentLogger, type Logger } from '../common/logger.js';
@@ -439,8 +440,11 @@ const DEFAULT_MIRROR_BATCH = 100_000;
 const MIRROR_BATCHES_PER_COPY = 10;
 
 function newBuilder(options: BuilderRoleOptions, corrections: () => CorrectionState): SnapshotBuilder {
+  // As a serving process's builder (SnapshotService.start): what is written out to its directory is given back then.
+  enableCollector();
   return new SnapshotBuilder({
     corrections,
+    collect: () => threadCollector()?.(),
     // Between builds the records are read from files of its directory, not held (spilled-segments.ts).
     spillDir: options.dataDir.carry,
     onSpillFailed: (error: unknown) => options.logger?.warn({ err: String(error) }, 'carried records could not be written to the data directory; they stay in memory'),

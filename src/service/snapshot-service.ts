@@ -4,7 +4,7 @@ import { basename, dirname } from 'node:path';
 import type { DataDir } from '../common/data-dir.js';
 import { silentLogger, type Logger } from '../common/logger.js';
 import { BuildLockedError, messageOf } from '../common/errors.js';
-import { threadCollector } from '../common/collector.js';
+import { enableCollector, threadCollector } from '../common/collector.js';
 import { SnapshotView } from '../engine/snapshot-view.js';
 import { earliestFirstSeen, snapshotBytes, type SnapshotData } from '../engine/snapshot-data.js';
 import { listSnapshots, loadNewestValidSnapshot } from '../engine/snapshot-files.js';
@@ -207,6 +207,10 @@ export class SnapshotService implements ServedData, CorrectionEngine {
     const incremental = options.incrementalBuilds ?? true;
     let service: SnapshotService | null = null;
     const corrections = options.corrections;
+    // Before the builder's first collection: the read-ahead at start lets go of its records' shared memory before any
+    // serving thread starts (EdgePool.start enables it too), and without `gc` that memory stayed until a collection that
+    // an idle main thread may not make for minutes (bench/MEASUREMENTS.md#collector-at-start).
+    enableCollector();
     const builder = new SnapshotBuilder({
       ...(corrections === undefined ? {} : { corrections: () => corrections.state() }),
       niceIncrement: BACKGROUND_NICE,
@@ -225,7 +229,6 @@ export class SnapshotService implements ServedData, CorrectionEngine {
         else logger.warn({ reason: report.reason, ms: Math.round(report.ms) }, 'the carry kept at the last stop is not used; every evidence file is read');
       },
       onKeepFailed: (error: unknown) => logger.warn({ err: String(error) }, 'the carry was not kept for the next start, which reads every evidence file'),
-      // Looked up when needed: a server enables the collector after the service starts (EdgePool.start).
       collect: () => threadCollector()?.(),
       // Compactions are minutes apart: kept for the next, the working memory would stand beside both snapshots at the swap.
       releaseWorkingMemory: true,
