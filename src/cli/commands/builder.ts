@@ -78,10 +78,14 @@ export const builderCommand: Command = {
       logger.info({ signal: 'SIGUSR2' }, 'publication requested');
       role.requestBuild();
     });
+    // The role's timers do not hold the process, and a standby has no connection open between its tries for the
+    // lease: without this, it exited (status 0) once its pool's idle connections closed, 30 s after it started.
+    const held = setInterval(() => {}, 2 ** 30);
     const signal = await new Promise<string>((resolve) => {
       process.once('SIGTERM', () => resolve('SIGTERM'));
       process.once('SIGINT', () => resolve('SIGINT'));
     });
+    clearInterval(held);
     logger.info({ signal }, 'stopping: the lease is let go once the pass running ends');
     await role.close();
     return 0;
