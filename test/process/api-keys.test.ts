@@ -20,8 +20,8 @@ test('keys created, rotated and revoked through the CLI take effect on a running
     assert.equal(created.code, 0, created.stderr);
     const key = lastLine(created.stdout);
     assert.ok(isApiKeyShape(key), key);
-    // Keys take effect within a second; 2 s leaves scheduling slack.
-    await until('the new key accepted', 2000, async () => (await statusWith(server.base, key)) === 200);
+    // Keys take effect without a restart.
+    await until('the new key accepted', 5_000, async () => (await statusWith(server.base, key)) === 200);
     assert.match(server.output(), /"msg":"API keys reloaded"/, 'key changes are logged');
 
     const listed = await runCli(['keys', 'list', '--data-dir', t.dir.root, '--json']);

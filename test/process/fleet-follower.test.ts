@@ -46,11 +46,10 @@ test('a follower serves the newest publication with the log after it as its delt
         assert.deepEqual(served, built, upi);
       }
 
-      // New evidence: served within a second of its commit.
+      // New evidence: served from the log, before any publication (how soon: the bench's fleet section).
       const fresh = evidence('fresher@paytm', 'https://fresh.example');
       await appendToLog(location, [fresh]);
-      const ms = await until('new evidence served', 5_000, () => service.view.verdict('fresher@paytm').status === 'FLAGGED');
-      assert.ok(ms < 1_000, `served after ${ms} ms`);
+      await until('new evidence served', 5_000, () => service.view.verdict('fresher@paytm').status === 'FLAGGED');
 
       // A new publication: swapped in, with nothing lost and the delta emptied.
       builder.requestBuild();

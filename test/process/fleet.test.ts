@@ -71,13 +71,12 @@ test('the fleet: two builders, two followers, one PostgreSQL, one Redis, through
     const known = (JSON.parse((await readFile(demo, 'utf8')).split('\n')[0]!) as { upi: string }).upi;
     for (const follower of followers) assert.deepEqual(await lookup(follower, key, known), { status: 200, verdict: 'FLAGGED' });
 
-    // Evidence by CLI, then by HTTP on one follower: both serve it within a second.
+    // Evidence by CLI, then by HTTP on one follower: both serve it (how soon: the bench's fleet section).
     const viaCli = join(t.root, 'cli.ndjson');
     await writeFile(viaCli, ndjson([evidence('by.cli@ybl', 'https://cli.example')]));
     assert.equal((await runCli(['ingest', ...store, viaCli])).code, 0);
     for (const follower of followers) {
-      const ms = await until('the CLI ingest served', 5_000, async () => (await lookup(follower, key, 'by.cli@ybl')).verdict === 'FLAGGED');
-      assert.ok(ms < 1_000, `served after ${ms} ms`);
+      await until('the CLI ingest served', 5_000, async () => (await lookup(follower, key, 'by.cli@ybl')).verdict === 'FLAGGED');
     }
     const posted = await fetch(`${followers[0]!.base}/v1/admin/evidence`, {
       method: 'POST',
@@ -87,10 +86,9 @@ test('the fleet: two builders, two followers, one PostgreSQL, one Redis, through
     assert.equal(posted.status, 200, await posted.clone().text());
     assert.equal(((await posted.json()) as { added: number }).added, 1);
     assert.equal((await lookup(followers[0]!, key, 'by.http@ybl')).verdict, 'FLAGGED', 'served by the follower that took it when it answers');
-    const ms = await until('the HTTP ingest served by the other follower', 5_000, async () => (await lookup(followers[1]!, key, 'by.http@ybl')).verdict === 'FLAGGED');
-    assert.ok(ms < 1_000, `served after ${ms} ms`);
+    await until('the HTTP ingest served by the other follower', 5_000, async () => (await lookup(followers[1]!, key, 'by.http@ybl')).verdict === 'FLAGGED');
 
-    // A key revoked: refused by both within a second.
+    // A key revoked: refused by both.
     const spare = lastLine((await runCli(['keys', 'create', ...store, '--name', 'spare'])).stdout);
     await until('the spare key accepted by both', 2_000, async () => (await lookup(followers[0]!, spare, known)).status === 200 && (await lookup(followers[1]!, spare, known)).status === 200);
     const listed = JSON.parse((await runCli(['keys', 'list', '--json', ...store])).stdout) as { id: string; name: string }[];
