@@ -199,29 +199,35 @@ export class AnswerHistory implements AnswerReader {
     const log = this.#log;
     if (log === null || this.#unavailable !== null) return;
     try {
+      const started = performance.now();
       // The first state a server serves may hold any change since the last one recorded (a snapshot built meanwhile).
       const whole: ServedChange = this.#compared ? change : { ...change, kind: 'snapshot' };
       const usable = whole.kind === 'snapshot' && ahead !== null && ahead.base === base && ahead.pass === this.#passes && this.#compared ? ahead : null;
-      const started = performance.now();
       // The first state after a start, of the snapshot compared last: only the VPAs its delta holds, and those changed since, may differ from what is recorded.
       const sinceMark = this.#compared ? null : await this.#changedSinceMark(log, base, delta);
-      log.begin(at, version);
-      let changes: number;
-      if (whole.kind === 'merge') changes = this.#deltaChanges(log, base, delta, whole);
-      else if (usable !== null) changes = await this.#aheadChanges(log, usable, delta, whole);
-      // Only the VPAs of the delta, and those changed since the mark, may have changed, confidence included (no column: the mark's snapshot is of the newest column's day).
-      else if (sinceMark !== null) changes = this.#baseChanges(log, base, delta, sinceMark, whole, true) + this.#deltaChanges(log, base, delta, whole);
-      else changes = await this.#snapshotChanges(log, base, delta, whole, newScores(log, base));
-      // A snapshot compared whole of a new scoring day scored every VPA again: its column keeps their confidences.
-      const compared = whole.kind === 'snapshot' && sinceMark === null;
-      const committed = await log.commit(compared && (usable?.scored ?? newScores(log, base)) ? startOfUtcDay(base.meta.scoredAt) : null);
-      await this.#copy?.committed(committed, log);
-      if (compared) log.markCompared(base.meta.id, delta?.meta.files ?? []);
-      // A whole comparison costs a pass over every VPA (docs/operations.md, "The history of answers"); a merge's, its delta's.
-      const how = whole.kind === 'merge' ? 'delta' : usable !== null ? 'ahead' : sinceMark !== null ? 'since the last comparison' : 'every VPA';
-      const fields = { version, changes, compared: how, ms: Math.round(performance.now() - started) };
-      if (whole.kind === 'merge') this.#logger.debug(fields, 'answer changes recorded');
-      else this.#logger.info(fields, 'answer changes recorded');
+      // A merge compares its delta's VPAs, a few rows of the index; a snapshot compared whole, every VPA: the index held in memory.
+      const held = whole.kind === 'snapshot' && sinceMark === null;
+      const release = held ? await log.holdIndex() : null;
+      try {
+        log.begin(at, version);
+        let changes: number;
+        if (whole.kind === 'merge') changes = this.#deltaChanges(log, base, delta, whole);
+        else if (usable !== null) changes = await this.#aheadChanges(log, usable, delta, whole);
+        // Only the VPAs of the delta, and those changed since the mark, may have changed, confidence included (no column: the mark's snapshot is of the newest column's day).
+        else if (sinceMark !== null) changes = this.#baseChanges(log, base, delta, sinceMark, whole, true) + this.#deltaChanges(log, base, delta, whole);
+        else changes = await this.#snapshotChanges(log, base, delta, whole, newScores(log, base));
+        // A snapshot compared whole of a new scoring day scored every VPA again: its column keeps their confidences.
+        const committed = await log.commit(held && (usable?.scored ?? newScores(log, base)) ? startOfUtcDay(base.meta.scoredAt) : null);
+        await this.#copy?.committed(committed, log);
+        if (held) log.markCompared(base.meta.id, delta?.meta.files ?? []);
+        // A whole comparison costs a pass over every VPA (docs/operations.md, "The history of answers"); a merge's, its delta's.
+        const how = whole.kind === 'merge' ? 'delta' : usable !== null ? 'ahead' : sinceMark !== null ? 'since the last comparison' : 'every VPA';
+        const fields = { version, changes, compared: how, ms: Math.round(performance.now() - started) };
+        if (whole.kind === 'merge') this.#logger.debug(fields, 'answer changes recorded');
+        else this.#logger.info(fields, 'answer changes recorded');
+      } finally {
+        release?.();
+      }
       this.#clearances = change.clearances;
       this.#compared = true;
     } catch (error) {
@@ -246,6 +252,16 @@ export class AnswerHistory implements AnswerReader {
   async compareAhead(base: SnapshotView): Promise<ComparedAhead | null> {
     const log = this.#log;
     if (log === null || this.#unavailable !== null || !this.#compared) return null;
+    const release = await log.holdIndex();
+    try {
+      return await this.#compareAhead(log, base);
+    } finally {
+      release();
+    }
+  }
+
+  /** compareAhead, the log's index held in memory. */
+  async #compareAhead(log: ChangeLog, base: SnapshotView): Promise<ComparedAhead | null> {
     const started = performance.now();
     const differing = new Map<string, AnswerFacts>();
     const pass = this.#startPass(log);

@@ -241,6 +241,8 @@ export class ChangeLog {
   readonly #path: string;
   #handle: FileHandle;
   #index: FactsIndex;
+  /** The file the index's rows live in between passes (answer-slots.ts), the index's own: made again at each open. */
+  readonly #rowsFile: FileHandle;
   readonly #columns: ScoreColumns;
   /** When the first state it records began to be served (its header; 0 until then): no answer before is told. */
   #startedAt: number;
@@ -260,10 +262,12 @@ export class ChangeLog {
   /** The last state whose every VPA was compared, as far as this file tells; null when unknown. */
   #mark: ComparedMark | null;
 
-  private constructor(path: string, handle: FileHandle, index: FactsIndex, columns: ScoreColumns, scan: LogScan, opened: LogOpened, mark: ComparedMark | null) {
+  private constructor(path: string, handle: FileHandle, index: FactsIndex, rowsFile: FileHandle, columns: ScoreColumns, scan: LogScan, opened: LogOpened, mark: ComparedMark | null) {
     this.#path = path;
     this.#handle = handle;
     this.#index = index;
+    this.#rowsFile = rowsFile;
+    index.spillTo(rowsFile.fd);
     this.#columns = columns;
     this.#startedAt = scan.startedAt;
     this.#size = scan.size;
@@ -301,7 +305,13 @@ export class ChangeLog {
       if (usable !== null && column !== null) index.takeConfidences(column.values, NO_SCORE);
       const scan = await scanLog(handle, path, index, servedUntil, from, size, column);
       const opened = { keptIndex: usable !== null, indexRefused: why, bytesRead: scan.size - (usable?.covering.covered ?? HEADER_LENGTH), movedAside };
-      return new ChangeLog(path, handle, index, columns, scan, opened, usable?.mark ?? null);
+      let rowsFile;
+      try {
+        rowsFile = await open(rowsPathOf(path), 'w+');
+      } catch (error) {
+        throw new HistoryError(`${rowsPathOf(path)} cannot be made (${(error as Error).message})`, { cause: error });
+      }
+      return new ChangeLog(path, handle, index, rowsFile, columns, scan, opened, usable?.mark ?? null);
     });
   }
 
@@ -318,6 +328,18 @@ export class ChangeLog {
   /** Bytes of the index of each VPA's newest record, in memory. */
   get indexBytes(): number {
     return this.#index.bytes;
+  }
+
+  /**
+   * Hold the whole index in memory for a pass over every VPA (a snapshot
+   * compared), until the function it resolves to is called; between passes
+   * most of it is on file. A prune meanwhile replaces the index: the one
+   * held is let go then, and its release does nothing more.
+   */
+  async holdIndex(): Promise<() => void> {
+    const index = this.#index;
+    await index.hold();
+    return () => index.release();
   }
 
   get path(): string {
@@ -604,7 +626,13 @@ export class ChangeLog {
     this.#committed = new Promise((resolve) => (this.#release = resolve));
     let copy: FileHandle | null = null;
     let replaced = false;
+    // Every record is copied with its VPA's served confidence: the index whole in memory. Once the copy takes the
+    // file's place, its own index does, and this one is dropped (held: it no longer moves to the rows' file).
+    const index = this.#index;
+    let held = false;
     try {
+      await index.hold();
+      held = true;
       copy = await open(temp, 'w');
       const head = header(this.startedAt);
       await writeAllAt(copy, [head], 0);
@@ -653,7 +681,11 @@ export class ChangeLog {
       await syncDirectory(dirname(this.#path));
       await this.#handle.close();
       this.#handle = await open(this.#path, 'a+');
+      // The old index, held, is let go: it never writes the rows' file again, which is the new one's.
+      index.retire();
       this.#index = kept;
+      held = false;
+      kept.spillTo(this.#rowsFile.fd);
       this.#size = size;
       this.#replacedAt = replacedAt;
       // Its offset names the file as it was.
@@ -666,6 +698,7 @@ export class ChangeLog {
       else this.#broken = `${this.#path} was pruned, and could not be opened again (${(error as Error).message}); the history of answers is not read nor written until the server is restarted`;
       throw new HistoryError(`cannot prune ${this.#path}: ${(error as Error).message}`, { cause: error });
     } finally {
+      if (held) index.release();
       this.#release();
     }
   }
@@ -738,7 +771,7 @@ export class ChangeLog {
     await this.#committed;
     this.#usable();
     const number = this.#index.find(key);
-    let offset = number < 0 ? -1 : this.#index.offsetAt(number);
+    let offset = number < 0 ? -1 : this.#index.newestOffset(number);
     while (offset >= 0) {
       const record = await this.#read(offset);
       if (record.key !== key) throw new HistoryError(`${this.#path}: the record at ${offset} names ${record.key}, not ${key}`);
@@ -757,12 +790,19 @@ export class ChangeLog {
     let unkept: string | null = this.#broken ?? (this.#writing === null ? null : 'a state was being written');
     if (unkept === null) {
       try {
+        // The kept copy is of the whole index: its rows read back from their file first, and not moved again.
+        await this.#index.hold();
         await keepFactsIndex(this.#path, this.#index, { covered: this.#size, logCrc: await tailCrc(this.#handle, this.#size), lastAt: this.#lastAt, replacedAt: this.#replacedAt, columnAt: this.#columns.at(Number.POSITIVE_INFINITY)?.at ?? 0 }, this.#mark);
       } catch (error) {
         unkept = (error as Error).message;
       }
     }
     await this.#handle.close().catch(() => {});
+    // Nothing writes the rows' file once it is closed.
+    await this.#index.settled();
+    this.#index.retire();
+    await this.#rowsFile.close().catch(() => {});
+    await unlink(rowsPathOf(this.#path)).catch(() => {});
     return unkept;
   }
 
@@ -1169,6 +1209,11 @@ async function scanLog(handle: FileHandle, path: string, index: FactsIndex, serv
     await handle.datasync();
   }
   return { size: end, lastAt, replacedAt, startedAt: from.startedAt };
+}
+
+/** The file the index of the log at `logPath` keeps its rows in between passes (answer-slots.ts). */
+export function rowsPathOf(logPath: string): string {
+  return `${logPath}.rows`;
 }
 
 /** Bytes of the log a kept index names it by: the last of those it covers, with the header. */

@@ -5,6 +5,7 @@ import { Type } from '@sinclair/typebox';
 import { TypeCompiler } from '@sinclair/typebox/compiler';
 import { readAllAt, tempFileName, writeAllAt } from '../common/atomic-file.js';
 import { extendCrc } from '../common/file-crc.js';
+import { ROW_WORDS } from './answer-slots.js';
 import { FactsIndex, RECORD_ALIGN, SEEN, SLOT_BYTES, TOLD_BITS, VPA_BYTES, arraysByNumber, holds, roomFor, type FactsIndexArrays } from './facts-index.js';
 
 /**
@@ -19,11 +20,11 @@ import { FactsIndex, RECORD_ALIGN, SEEN, SLOT_BYTES, TOLD_BITS, VPA_BYTES, array
  *
  * Layout, little endian: a 72-byte header, then the table's slots (u32
  * each), then the arrays by number in FactsIndexArrays order, one entry
- * for each VPA held (its two hashes, then place, printA and printB, u32 each;
- * confidence, u16; told, u8).
+ * for each VPA held (its two hashes, u32 each; its row, answer-slots.ts:
+ * place, printA, printB and confidence, u32 each; told, u8).
  *
  *   0  8  magic "UPIRCHIX"
- *   8  4  format version, u32 (4)
+ *   8  4  format version, u32 (5)
  *  12  4  slots of the table, at least 5 to 4 VPAs
  *  16  4  VPAs held
  *  20  4  0
@@ -76,7 +77,7 @@ export interface FilesSummary {
 export type KeptIndex = { readonly index: FactsIndex; readonly covering: IndexCovering; readonly mark: ComparedMark | null } | { readonly refused: string };
 
 const MAGIC = 'UPIRCHIX';
-const FORMAT_VERSION = 4;
+const FORMAT_VERSION = 5;
 const HEADER_LENGTH = 72;
 const COLUMN_AT = 56;
 const CRC_AT = 64;
@@ -200,7 +201,7 @@ function wrongArrays(a: FactsIndexArrays, firstRecord: number, covered: number):
     const told = a.told[number]!;
     // The low bits of toldOf, and the mark of a pass, which the next pass clears.
     if ((told & ~(TOLD_BITS | SEEN)) !== 0) return `has a VPA telling ${told}`;
-    const offset = a.place[number]! * RECORD_ALIGN;
+    const offset = a.rows[number * ROW_WORDS]! * RECORD_ALIGN;
     if (offset < firstRecord || offset >= covered) return `has a VPA naming byte ${offset} of a log of ${covered}`;
   }
   // Each number in one slot of the table.
@@ -245,7 +246,7 @@ export function filesSummary(files: readonly string[]): FilesSummary {
 
 /** The bytes of the table, and of the arrays by number up to `count`. */
 function partsOf(a: FactsIndexArrays): Uint8Array[] {
-  const byNumber = [a.hashes.subarray(0, 2 * a.count), ...[a.place, a.printA, a.printB, a.confidence, a.told].map((array) => array.subarray(0, a.count))];
+  const byNumber = [a.hashes.subarray(0, 2 * a.count), a.rows.subarray(0, ROW_WORDS * a.count), a.told.subarray(0, a.count)];
   return [a.table, ...byNumber].map((array) => new Uint8Array(array.buffer, array.byteOffset, array.byteLength));
 }
 

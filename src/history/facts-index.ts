@@ -1,9 +1,13 @@
+import { AnswerSlots, ROW_BYTES, ROW_WORDS } from './answer-slots.js';
+
 /**
- * The index in memory of the history of answers (change-log.ts): each
- * VPA's newest record, the answer it tells, the fingerprint of the rest of
- * that answer, the confidence it is served with and the VPA's number (its
- * place in the confidence columns, score-columns.ts), made again at open
- * from the file, or from the copy a clean close kept (facts-index-file.ts).
+ * The index of the history of answers (change-log.ts): each VPA's newest
+ * record, the answer it tells, the fingerprint of the rest of that answer,
+ * the confidence it is served with and the VPA's number (its place in the
+ * confidence columns, score-columns.ts), made again at open from the file,
+ * or from the copy a clean close kept (facts-index-file.ts). The table,
+ * hashes and `told` stay in memory; the rest (answer-slots.ts) may live in
+ * a file between passes over every VPA.
  */
 
 /** A VPA's `told` while its number holds no VPA. */
@@ -12,8 +16,10 @@ export const EMPTY = 0xff;
 export const TOLD_BITS = 0x3f;
 /** The bit of `told` marking a VPA seen in the pass under way. */
 export const SEEN = 0x40;
-/** Bytes of one VPA, over the arrays by number. */
-export const VPA_BYTES = 5 * Uint32Array.BYTES_PER_ELEMENT + Uint16Array.BYTES_PER_ELEMENT + Uint8Array.BYTES_PER_ELEMENT;
+/** Bytes of one VPA always in memory: its hashes and `told`. */
+export const RESIDENT_VPA_BYTES = 2 * Uint32Array.BYTES_PER_ELEMENT + Uint8Array.BYTES_PER_ELEMENT;
+/** Bytes of one VPA over the arrays by number, its row (answer-slots.ts) included. */
+export const VPA_BYTES = RESIDENT_VPA_BYTES + ROW_BYTES;
 /** Bytes of one slot of the table. */
 export const SLOT_BYTES = Uint32Array.BYTES_PER_ELEMENT;
 /** Records start at multiples of this many bytes of the file. */
@@ -25,18 +31,16 @@ const MAX_ROOM = 1 << 16;
 /**
  * The arrays of a FactsIndex: `table`, of slots each 0 or a
  * VPA's number + 1; and by number, `count` of them at least, each VPA's
- * hashes, the place of its newest record, the fingerprint of its answer's
- * detail, its confidence and `told`.
+ * hashes, its row (the place of its newest record, the fingerprint of its
+ * answer's detail, its confidence: answer-slots.ts) and `told`.
  */
 export interface FactsIndexArrays {
   readonly count: number;
   readonly table: Uint32Array;
   /** Each VPA's two hashes side by side (2 × number, 2 × number + 1), so that a probe reads them together. */
   readonly hashes: Uint32Array;
-  readonly place: Uint32Array;
-  readonly printA: Uint32Array;
-  readonly printB: Uint32Array;
-  readonly confidence: Uint16Array;
+  /** ROW_WORDS a VPA: place, printA, printB, confidence. */
+  readonly rows: Uint32Array;
   readonly told: Uint8Array;
 }
 
@@ -54,9 +58,10 @@ export interface IndexedAnswer {
  * bases). VPAs are numbered from 0 in the order they are first recorded,
  * and never leave the index (a prune keeps each VPA's newest record), so
  * the numbers are those of 0 to `count - 1`: what the index holds of a VPA
- * is kept in arrays by its number, 23 bytes each and at most a sixteenth
- * to spare, and a table of 4-byte slots, at most 4 VPAs to 5, finds the
- * number by hash (docs/design.md, "The history of answers"). A VPA is
+ * is kept in arrays by its number, 25 bytes each (9 between passes, the
+ * rest on file) and at most a sixteenth to spare, and a table of 4-byte
+ * slots, at most 4 VPAs to 5, finds the number by hash (docs/design.md,
+ * "The history of answers"). A VPA is
  * named to callers by its number. Two VPAs sharing all 64 bits would
  * share an entry (about one chance in 10^5 at 10M VPAs); a history read
  * checks the VPA its records name.
@@ -67,11 +72,8 @@ export class FactsIndex {
   #end = 0;
   #table!: Uint32Array;
   #hashes!: Uint32Array;
-  /** Where the newest record starts, in 8-byte units. */
-  #place!: Uint32Array;
-  #printA!: Uint32Array;
-  #printB!: Uint32Array;
-  #confidence!: Uint16Array;
+  /** Where the newest record starts (in 8-byte units), the fingerprint and the confidence, by number. */
+  #slots!: AnswerSlots;
   /** toldOf, and bit 6 for a VPA seen in the pass under way; EMPTY for a number no VPA holds yet. */
   #told!: Uint8Array;
 
@@ -90,23 +92,57 @@ export class FactsIndex {
     this.#take(arrays);
   }
 
+  /**
+   * Keep the rows in the file open as `fd` (emptied, the index's alone)
+   * while no pass holds them (`hold`): moved there from now on.
+   */
+  spillTo(fd: number): void {
+    const rows = this.#slots.rows;
+    if (rows === null) throw new RangeError('the rows are on file already');
+    this.#slots = new AnswerSlots(rows, () => this.#end, fd);
+    this.#slots.spill();
+  }
+
+  /** Hold the rows in memory for a pass over every VPA, until `release`. */
+  hold(): Promise<void> {
+    return this.#slots.hold();
+  }
+
+  release(): void {
+    this.#slots.release();
+  }
+
+  /** Stop using the rows' file (AnswerSlots.retire): the index is replaced, or its log closed. */
+  retire(): void {
+    this.#slots.retire();
+  }
+
+  /** Resolves once the rows are not moving between memory and the file. */
+  settled(): Promise<void> {
+    return this.#slots.settled();
+  }
+
   /** Whether the VPAs held are numbered 0 to `count - 1`, every number held: what a log that lost none of its VPAs gives. */
   get dense(): boolean {
     return this.#end === this.count;
   }
 
-  /** The index's arrays, as they are (not copies, and longer than `count` by number): for a file to keep them. */
+  /** The index's arrays, as they are (not copies, and longer than `count` by number): for a file to keep them; the rows held (`hold`). */
   get arrays(): FactsIndexArrays {
-    return { count: this.count, table: this.#table, hashes: this.#hashes, place: this.#place, printA: this.#printA, printB: this.#printB, confidence: this.#confidence, told: this.#told };
+    const rows = this.#slots.rows;
+    if (rows === null) throw new RangeError('the rows are on file: hold them first');
+    return { count: this.count, table: this.#table, hashes: this.#hashes, rows, told: this.#told };
   }
 
+  /** Take `arrays`, the rows in memory. */
   #take(arrays: FactsIndexArrays): void {
-    ({ table: this.#table, hashes: this.#hashes, place: this.#place, printA: this.#printA, printB: this.#printB, confidence: this.#confidence, told: this.#told } = arrays);
+    ({ table: this.#table, hashes: this.#hashes, told: this.#told } = arrays);
+    this.#slots = new AnswerSlots(arrays.rows, () => this.#end);
   }
 
-  /** Bytes of its arrays: 4 a slot, 23 a VPA it has room for. */
+  /** Bytes in memory: 4 a slot, RESIDENT_VPA_BYTES a VPA it has room for, and the rows held or cached. */
   get bytes(): number {
-    return this.#table.length * SLOT_BYTES + this.#told.length * VPA_BYTES;
+    return this.#table.length * SLOT_BYTES + this.#told.length * RESIDENT_VPA_BYTES + this.#slots.bytes;
   }
 
   /** The VPA's number, or -1 when the index does not hold it. */
@@ -132,39 +168,43 @@ export class FactsIndex {
   /** Whether the answer `after` differs from the one VPA `number` holds (-1: none, as CLEARED); `withConfidence`: its confidence too. */
   differs(number: number, after: IndexedAnswer, withConfidence: boolean): boolean {
     if (number < 0) return after.told !== 0;
-    return (
-      (this.#told[number]! & TOLD_BITS) !== after.told ||
-      this.#printA[number] !== after.printA ||
-      this.#printB[number] !== after.printB ||
-      (withConfidence && this.#confidence[number] !== after.confidence)
-    );
+    if ((this.#told[number]! & TOLD_BITS) !== after.told) return true;
+    const slots = this.#slots;
+    return slots.word(number, 1) !== after.printA || slots.word(number, 2) !== after.printB || (withConfidence && slots.word(number, 3) !== after.confidence);
   }
 
   confidenceAt(number: number): number {
-    return this.#confidence[number]!;
+    return this.#slots.word(number, 3);
   }
 
   /** The confidence a VPA is served with, where no record of it says so (a new snapshot scored it again). */
   setConfidence(number: number, confidence: number): void {
-    this.#confidence[number] = confidence;
+    this.#slots.setConfidence(number, confidence);
   }
 
-  /** Each VPA's served confidence, by its number: `count` of them (a copy). */
+  /** Each VPA's served confidence, by its number: `count` of them (a copy). A pass over every VPA: read in memory once held (`hold`). */
   confidenceByNumber(): Uint16Array {
-    return this.#confidence.slice(0, this.count);
+    const out = new Uint16Array(this.count);
+    for (let number = 0; number < out.length; number++) out[number] = this.#slots.word(number, 3);
+    return out;
   }
 
-  /** Set the served confidence of each VPA numbered below `byNumber.length` from it, where it holds one (not NO_SCORE). */
+  /** Set the served confidence of each VPA numbered below `byNumber.length` from it, where it holds one (not NO_SCORE). As confidenceByNumber, held. */
   takeConfidences(byNumber: Uint16Array, noScore: number): void {
     const end = Math.min(this.count, byNumber.length);
     for (let number = 0; number < end; number++) {
       const value = byNumber[number]!;
-      if (value !== noScore) this.#confidence[number] = value;
+      if (value !== noScore) this.#slots.setConfidence(number, value);
     }
   }
 
   offsetAt(number: number): number {
-    return this.#place[number]! * RECORD_ALIGN;
+    return this.#slots.word(number, 0) * RECORD_ALIGN;
+  }
+
+  /** offsetAt for a history read, which names any VPA: not kept in the rows' cache (AnswerSlots.peek). */
+  newestOffset(number: number): number {
+    return this.#slots.peek(number, 0) * RECORD_ALIGN;
   }
 
   /** Put the newest record of `key`, at `offset`, telling `answer`; returns the VPA's number (a new VPA takes the next). */
@@ -186,10 +226,7 @@ export class FactsIndex {
     } else if (number >= 0 && number !== at) {
       throw new RangeError(`a VPA numbered ${at} is named ${number}`);
     }
-    this.#place[at] = offset / RECORD_ALIGN;
-    this.#printA[at] = answer.printA;
-    this.#printB[at] = answer.printB;
-    this.#confidence[at] = answer.confidence;
+    this.#slots.put(at, offset / RECORD_ALIGN, answer.printA, answer.printB, answer.confidence);
     this.#told[at] = answer.told | SEEN;
     return at;
   }
@@ -246,12 +283,15 @@ export class FactsIndex {
     this.#table = table;
   }
 
-  /** Arrays by number with room for `length` VPAs, what they held copied. */
+  /** Arrays by number with room for `length` VPAs, what they held copied (the rows too, while in memory). */
   #makeRoom(length: number): void {
-    const old = this.arrays;
-    const grown = arraysByNumber(length);
-    for (const name of ['hashes', 'place', 'printA', 'printB', 'confidence', 'told'] as const) grown[name].set(old[name]);
-    this.#take({ ...grown, count: this.count, table: this.#table });
+    const hashes = new Uint32Array(2 * length);
+    hashes.set(this.#hashes);
+    const told = new Uint8Array(length).fill(EMPTY);
+    told.set(this.#told);
+    this.#hashes = hashes;
+    this.#told = told;
+    this.#slots.grow(length);
   }
 }
 
@@ -287,10 +327,7 @@ function homeOf(a: number, slots: number): number {
 export function arraysByNumber(length: number): Omit<FactsIndexArrays, 'count' | 'table'> {
   return {
     hashes: new Uint32Array(2 * length),
-    place: new Uint32Array(length),
-    printA: new Uint32Array(length),
-    printB: new Uint32Array(length),
-    confidence: new Uint16Array(length),
+    rows: new Uint32Array(ROW_WORDS * length),
     told: new Uint8Array(length).fill(EMPTY),
   };
 }
