@@ -119,6 +119,8 @@ export class AnswerHistory implements AnswerReader {
   #compared = false;
   /** Passes over every VPA begun (ComparedAhead.pass). */
   #passes = 0;
+  /** Whether a state compared whole (every VPA) is being recorded: a comparison ahead would clear its marks. */
+  #wholePass = false;
   /** While a comparison ahead waits for its swap: the VPAs whose change was recorded since it began. */
   #changedSince: Set<string> | null = null;
 
@@ -208,6 +210,7 @@ export class AnswerHistory implements AnswerReader {
       // A merge compares its delta's VPAs, a few rows of the index; a snapshot compared whole, every VPA: the index held in memory.
       const held = whole.kind === 'snapshot' && sinceMark === null;
       const release = held ? await log.holdIndex() : null;
+      this.#wholePass = held;
       try {
         log.begin(at, version);
         let changes: number;
@@ -226,6 +229,7 @@ export class AnswerHistory implements AnswerReader {
         if (whole.kind === 'merge') this.#logger.debug(fields, 'answer changes recorded');
         else this.#logger.info(fields, 'answer changes recorded');
       } finally {
+        this.#wholePass = false;
         release?.();
       }
       this.#clearances = change.clearances;
@@ -248,15 +252,26 @@ export class AnswerHistory implements AnswerReader {
    * when another pass over every VPA began meanwhile, or when too many
    * VPAs differ to keep; the swap then compares every VPA. A comparison
    * ahead still waiting for its swap is of no use once this one begins.
+   * Never rejects: an index that cannot be read back stops the history,
+   * as a failed write does, and the swap goes on.
    */
   async compareAhead(base: SnapshotView): Promise<ComparedAhead | null> {
     const log = this.#log;
-    if (log === null || this.#unavailable !== null || !this.#compared) return null;
-    const release = await log.holdIndex();
+    if (log === null || this.#unavailable !== null || !this.#compared || this.#wholePass) return null;
+    const passes = this.#passes;
+    let release: (() => void) | null = null;
     try {
+      release = await log.holdIndex();
+      // A pass over every VPA, or a prune, begun while the index came back: this one would compare against marks it
+      // does not own.
+      if (passes !== this.#passes || this.#wholePass || this.#unavailable !== null) return null;
       return await this.#compareAhead(log, base);
+    } catch (error) {
+      this.#unavailable = `the history of answers could not be read (${(error as Error).message}); it is not served until the server is restarted with the file whole`;
+      this.#logger.error({ err: (error as Error).message }, 'the history of answers could not be read; no more changes are recorded');
+      return null;
     } finally {
-      release();
+      release?.();
     }
   }
 
@@ -316,6 +331,8 @@ export class AnswerHistory implements AnswerReader {
     const started = performance.now();
     try {
       const dropped = await log.prune(cutoff);
+      // A comparison ahead begun during the copy marked the index the copy replaced.
+      this.#dropAhead();
       this.#logger.info({ dropped, bytes: log.bytes, ms: Math.round(performance.now() - started) }, 'changes past the history kept dropped');
     } catch (error) {
       this.#logger.error({ err: (error as Error).message }, 'the changes past the history kept could not be dropped');

@@ -798,8 +798,8 @@ export class ChangeLog {
       }
     }
     await this.#handle.close().catch(() => {});
-    // Nothing writes the rows' file once it is closed.
-    await this.#index.settled();
+    // Nothing writes the rows' file once it is closed (a move that fails leaves the rows where they were).
+    await this.#index.settled().catch(() => {});
     this.#index.retire();
     await this.#rowsFile.close().catch(() => {});
     await unlink(rowsPathOf(this.#path)).catch(() => {});

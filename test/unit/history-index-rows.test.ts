@@ -1,10 +1,13 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { stat } from 'node:fs/promises';
+import { stat, truncate } from 'node:fs/promises';
+import { join } from 'node:path';
+import { silentLogger } from '../../src/common/logger.js';
+import { AnswerHistory } from '../../src/history/answer-changes.js';
 import { CLEARED_FACTS, ChangeLog, rowsPathOf, toldOf } from '../../src/history/change-log.js';
 import { ROW_BYTES } from '../../src/history/answer-slots.js';
 import { indexPathOf } from '../../src/history/facts-index-file.js';
-import { flaggedFacts, until, withHistoryLog } from '../helpers.js';
+import { buildInProcess, evidence, flaggedFacts, tempDataDir, until, withHistoryLog } from '../helpers.js';
 
 // Between passes over every VPA, the rows of the history's index (record
 // places, fingerprints, confidences) live in a file of their own beside
@@ -89,4 +92,24 @@ test('a prune while a pass holds the index: the pass lets go of the old index, a
     }
     assert.equal(await log.close(), null);
   });
+});
+
+test('rows that cannot be read back stop the history at the comparison ahead, which the swap goes on without', async () => {
+  const t = await tempDataDir();
+  const path = join(t.root, 'history', 'changes.log');
+  const errors: string[] = [];
+  const history = await AnswerHistory.open(path, 0, 400 * DAY, { ...silentLogger, error: (_fields, message) => void errors.push(message) });
+  try {
+    const one = buildInProcess([evidence('x@ybl', 'https://a.example'), evidence('y@ybl', 'https://b.example')]);
+    await history.record(one, null, { kind: 'snapshot', corrected: new Set(), clearances: new Map() }, T0, 'v1');
+    await until('the rows spilled', 5_000, async () => (await exists(rowsPathOf(path))) === 2 * ROW_BYTES);
+    await truncate(rowsPathOf(path), ROW_BYTES);
+    assert.equal(await history.compareAhead(one), null, 'no comparison ahead, and no rejection');
+    assert.match(history.unavailable ?? '', /could not be read/);
+    assert.deepEqual(errors, ['the history of answers could not be read; no more changes are recorded']);
+    await assert.rejects(history.answerAt('x@ybl', T0), (error: Error & { code?: string }) => error.code === 'ERR_HISTORY');
+  } finally {
+    await history.close();
+    await t.cleanup();
+  }
 });
