@@ -30,7 +30,7 @@ export const ROW_BYTES = ROW_WORDS * Uint32Array.BYTES_PER_ELEMENT;
 export const CHUNK_ROWS = 65_536;
 /** Rows the cache first has room for (64 KiB); it doubles as it fills. */
 const FIRST_CACHE_ROWS = 4096;
-/** The most rows cached (16 MiB, and the Map's entries): ten times the live delta `serve` compacts at by default. */
+/** The most rows cached (16 MiB, and about twice that for the Map's entries): ten times the live delta `serve` compacts at by default. */
 const MAX_CACHE_ROWS = 1 << 20;
 
 type Where = 'memory' | 'file' | 'holding' | 'spilling';
