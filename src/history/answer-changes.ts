@@ -235,8 +235,7 @@ export class AnswerHistory implements AnswerReader {
       this.#clearances = change.clearances;
       this.#compared = true;
     } catch (error) {
-      this.#unavailable = `the history of answers could not be written (${(error as Error).message}); it is not served until the server is restarted with the file whole`;
-      this.#logger.error({ err: (error as Error).message }, 'the history of answers could not be written; no more changes are recorded');
+      this.#stop('written', error);
       return;
     }
     // Records replaced before the retention are dropped once the first is a month past it: the file is copied about once a month.
@@ -267,12 +266,18 @@ export class AnswerHistory implements AnswerReader {
       if (passes !== this.#passes || this.#wholePass || this.#unavailable !== null) return null;
       return await this.#compareAhead(log, base);
     } catch (error) {
-      this.#unavailable = `the history of answers could not be read (${(error as Error).message}); it is not served until the server is restarted with the file whole`;
-      this.#logger.error({ err: (error as Error).message }, 'the history of answers could not be read; no more changes are recorded');
+      this.#stop('read', error);
       return null;
     } finally {
       release?.();
     }
+  }
+
+  /** Stop the history: it could not be `written` or `read`; logged, and told to every reader until a restart. */
+  #stop(could: 'written' | 'read', error: unknown): void {
+    const message = (error as Error).message;
+    this.#unavailable = `the history of answers could not be ${could} (${message}); it is not served until the server is restarted with the file whole`;
+    this.#logger.error({ err: message }, `the history of answers could not be ${could}; no more changes are recorded`);
   }
 
   /** compareAhead, the log's index held in memory. */

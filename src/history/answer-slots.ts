@@ -1,4 +1,5 @@
 import { readSync, writeSync } from 'node:fs';
+import { readAllAtSync } from '../common/atomic-file.js';
 import { HistoryError } from '../common/errors.js';
 
 /**
@@ -312,8 +313,12 @@ export class AnswerSlots {
     const bytes = new Uint8Array(this.#rows.buffer, from * ROW_BYTES, (to - from) * ROW_BYTES);
     const position = from * ROW_BYTES;
     try {
-      const done = how === 'holding' ? readAll(this.#descriptor(), bytes, position) : writeSync(this.#descriptor(), bytes, 0, bytes.length, position);
-      if (done !== bytes.length) throw new Error(`${done} bytes of ${bytes.length}`);
+      if (how === 'holding') {
+        if (!readAllAtSync(this.#descriptor(), bytes, position)) throw new Error(`the file ends before row ${to}`);
+      } else {
+        const written = writeSync(this.#descriptor(), bytes, 0, bytes.length, position);
+        if (written !== bytes.length) throw new Error(`${written} bytes of ${bytes.length} written`);
+      }
     } catch (error) {
       throw new HistoryError(`the history's index could not ${how === 'holding' ? 'read' : 'write'} its rows (${(error as Error).message})`, { cause: error });
     }
@@ -323,15 +328,4 @@ export class AnswerSlots {
 /** Words `from` to `from + count` of `row` into the row of `rows` starting at `base` (no view made: a pass writes millions). */
 function copyWords(row: Uint32Array, from: number, count: number, rows: Uint32Array, base: number): void {
   for (let word = from; word < from + count; word++) rows[base + word] = row[word]!;
-}
-
-/** Read `bytes.length` bytes at `position`, fewer only at the end of the file; the bytes read. */
-function readAll(fd: number, bytes: Uint8Array, position: number): number {
-  let done = 0;
-  while (done < bytes.length) {
-    const read = readSync(fd, bytes, done, bytes.length - done, position + done);
-    if (read === 0) break;
-    done += read;
-  }
-  return done;
 }
