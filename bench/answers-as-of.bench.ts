@@ -22,7 +22,8 @@
  * PostgreSQL store as a fleet's recorder copies it, and the same lookups
  * are told from there as a follower tells them (the state of the instant,
  * then the answer: two queries), with the bytes the store takes; the
- * schema is dropped afterwards.
+ * schema is dropped afterwards. Without `--dir`, the log is removed once its
+ * records are in the store.
  *
  *   node dist/bench/answers-as-of.bench.js [--vpas 1000000] [--days 365] [--lookups 20000] [--dir DIR] [--cold] [--store URL] [--json FILE]
  */
@@ -96,6 +97,8 @@ let firstMs = 0;
 async function writeYear(log: ChangeLog): Promise<void> {
   const began = performance.now();
   // Day 0: the first state records every VPA flagged.
+  // The first state is compared whole, as a server compares its first: the index held in memory.
+  const releaseFirst = await log.holdIndex();
   log.begin(START, 'v0');
   for (let i = 0; i < vpas; i++) {
     pages[i] = 1 + pick(3);
@@ -104,6 +107,7 @@ async function writeYear(log: ChangeLog): Promise<void> {
     if (i % 65_536 === 65_535) await log.drained();
   }
   await log.commit(START);
+  releaseFirst();
   states++;
   firstMs = performance.now() - began;
 
@@ -142,6 +146,7 @@ async function writeYear(log: ChangeLog): Promise<void> {
         clearedUntil.delete(i);
       }
       let scoredAt: number | null = null;
+      let release: (() => void) | null = null;
       if (m % compactEvery === 0) {
         // A compaction: peers counted again for a few; the first of the day scores every VPA again.
         for (let k = 0; k < vpas * 0.0001; k++) {
@@ -149,6 +154,8 @@ async function writeYear(log: ChangeLog): Promise<void> {
           log.add(keyOf(i), facts(i, pages[i]!, at, 5000 + pick(4000), 1 + (i % 1000)), 'compaction');
         }
         if (m === 0) {
+          // As a server takes a day's column: in a pass over every VPA, its index held in memory.
+          release = await log.holdIndex();
           const scores = new Uint16Array(log.numbered);
           for (let n = 0; n < scores.length; n++) scores[n] = 2000 + pick(7900);
           log.takeServedConfidences(scores);
@@ -156,6 +163,8 @@ async function writeYear(log: ChangeLog): Promise<void> {
         }
       }
       await log.commit(scoredAt);
+      release?.();
+      release = null;
       states++;
     }
   }
@@ -203,10 +212,18 @@ const summary = (list: number[]) => {
 };
 
 // The same lookups as a fleet follower tells them, from the store.
+let logOpen = true;
 let store: { copyS: number; bytes: number; perMillionVpasMB: number; lookups: ReturnType<typeof summary>; lookupsAfterFirstSecond: ReturnType<typeof summary> } | null = null;
 if (values.store !== undefined) {
   const copyStarted = performance.now();
-  const copy = await copyHistoryToStore(values.store, log, join(dir, 'history'), START + days * DAY);
+  // A directory the bench made loses its log once copied, so that a year at 10M needs the disk of the larger of the two, not of both.
+  const dropLog = async () => {
+    if (values.dir !== undefined) return;
+    logOpen = false;
+    await log.close();
+    await rm(path);
+  };
+  const copy = await copyHistoryToStore(values.store, log, join(dir, 'history'), START + days * DAY, dropLog);
   const copyMs = performance.now() - copyStarted;
   const history = new StoreAnswerHistory(copy.pool, copy.location, 0);
   const storeTimes: number[] = [];
@@ -226,7 +243,7 @@ if (values.store !== undefined) {
   store = { copyS: round1(copyMs / 1000), bytes: copy.bytes, perMillionVpasMB: round1((copy.bytes / 1e6) * (1e6 / known)), lookups: summary(storeTimes), lookupsAfterFirstSecond: summary(storeAfterFirstSecond) };
   await dropCopiedHistory(copy);
 }
-await log.close();
+if (logOpen) await log.close();
 if (values.dir === undefined) await rm(dir, { recursive: true, force: true });
 
 const report = {

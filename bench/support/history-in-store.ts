@@ -10,10 +10,17 @@ import { connectStore, storePool, type StoreLocation } from '../../src/store/pos
  * A change log written by the bench, copied into a new schema of a store as
  * a fleet's recorder copies it state by state (store/answer-history-store.ts):
  * every record a row, every column its blocks, a state for each instant a
- * record names, in one stretch of recording. Resolves to the schema, the
- * pool on it, and the bytes its tables and indexes take.
+ * record names, in one stretch of recording. `recordsCopied` runs once the
+ * log's records are in (the log is not read after it). Resolves to the
+ * schema, the pool on it, and the bytes its tables and indexes take.
  */
-export async function copyHistoryToStore(url: string, log: ChangeLog, historyDir: string, until: number): Promise<{ location: StoreLocation; pool: pg.Pool; bytes: number }> {
+export async function copyHistoryToStore(
+  url: string,
+  log: ChangeLog,
+  historyDir: string,
+  until: number,
+  recordsCopied: () => Promise<void> = () => Promise.resolve(),
+): Promise<{ location: StoreLocation; pool: pg.Pool; bytes: number }> {
   const location: StoreLocation = { url, schema: `bench_as_of_${Date.now()}` };
   await migrate(location);
   const pool = storePool(location, 2);
@@ -25,12 +32,17 @@ export async function copyHistoryToStore(url: string, log: ChangeLog, historyDir
   await holder.end();
   const states = new Map<number, string>();
   await log.recordRuns(CHANGE_LOG_HEADER_BYTES, log.bytes, async (run) => {
-    await insertChanges(pool, run, log.path);
+    // Two statements at a time, on the pool's two connections, so that the store works on two cores; a VPA's
+    // records all go to one of them by its number, in the log's order.
+    const halves: Buffer[][] = [[], []];
     for (const bytes of run) {
       const record = decodeStoredRecord(bytes, log.path);
       states.set(record.at, record.version);
+      halves[record.number % 2]!.push(bytes);
     }
+    await Promise.all(halves.filter((half) => half.length > 0).map((half) => insertChanges(pool, half, log.path)));
   });
+  await recordsCopied();
   const ats = [...states.keys()];
   for (let i = 0; i < ats.length; i += 10_000) {
     const part = ats.slice(i, i + 10_000);

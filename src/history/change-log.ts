@@ -148,6 +148,11 @@ const FLUSH_BYTES = 4 << 20;
 /** Room for the records of a run: most are under a kilobyte; one longer than the room (an answer of hundreds of sources) is handed to the file on its own. */
 const MAX_RECORD_RUN = 64 << 10;
 
+/** Room for the records of one state's runs, not zeroed (RecordRuns). */
+function runBuffer(): Buffer {
+  return Buffer.allocUnsafeSlow(FLUSH_BYTES + MAX_RECORD_RUN);
+}
+
 interface StateWriting {
   /** The file's size when the state began. */
   readonly start: number;
@@ -167,7 +172,7 @@ interface StateWriting {
  * its turns, so that the runs waiting never pile up in memory.
  */
 class RecordRuns {
-  readonly buffer = Buffer.alloc(FLUSH_BYTES + MAX_RECORD_RUN);
+  readonly buffer: Buffer;
   /** Bytes of `buffer` not yet handed to the file. */
   filled = 0;
   readonly #file: FileHandle;
@@ -177,10 +182,15 @@ class RecordRuns {
   #written: Promise<void> = Promise.resolve();
   /** The runs handed before the last one. */
   #writtenBefore: Promise<void> = Promise.resolve();
-  /** Runs from `at` on. */
-  constructor(file: FileHandle, at: number) {
+  /**
+   * Runs from `at` on, put in `buffer` (runBuffer()), which no other runs
+   * use meanwhile; every byte `reserve` gives is written by the caller, so
+   * it need not start zeroed.
+   */
+  constructor(file: FileHandle, at: number, buffer = runBuffer()) {
     this.#file = file;
     this.#at = at;
+    this.buffer = buffer;
   }
 
   /** A record written whole on its own: longer than the buffer holds. */
@@ -243,6 +253,8 @@ export class ChangeLog {
   #index: FactsIndex;
   /** The file the index's rows live in between passes (answer-slots.ts), the index's own: made again at each open. */
   readonly #rowsFile: FileHandle;
+  /** The runs of the state being written: one buffer for every state, as they are written one at a time. */
+  #runBuffer: Buffer | null = null;
   readonly #columns: ScoreColumns;
   /** When the first state it records began to be served (its header; 0 until then): no answer before is told. */
   #startedAt: number;
@@ -451,7 +463,7 @@ export class ChangeLog {
     this.#usable();
     if (this.#writing !== null) throw new RangeError('the changes of one state are being written already');
     this.#committed = new Promise((resolve) => (this.#release = resolve));
-    this.#writing = { start: this.#size, at: Math.max(at, this.#lastAt), version: asciiOf(version, 'data version'), runs: new RecordRuns(this.#handle, this.#size), replaced: false };
+    this.#writing = { start: this.#size, at: Math.max(at, this.#lastAt), version: asciiOf(version, 'data version'), runs: new RecordRuns(this.#handle, this.#size, (this.#runBuffer ??= runBuffer())), replaced: false };
   }
 
   /** A change of `key` (lower case) to `facts`, for `cause`, in the state begun. */
