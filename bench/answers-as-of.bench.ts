@@ -164,7 +164,6 @@ async function writeYear(log: ChangeLog): Promise<void> {
       }
       await log.commit(scoredAt);
       release?.();
-      release = null;
       states++;
     }
   }
