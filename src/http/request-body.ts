@@ -133,6 +133,34 @@ export function readBody(res: HttpResponse, limit: number, discardLimit: number,
   });
 }
 
+/**
+ * Whether a Content-Length header declares a body readDeclaredBody can
+ * read: decimal digits, from 1 to `limit` bytes. Any other (absent, empty,
+ * malformed or past the cap) is readBody's to take and answer.
+ */
+export function isDeclaredWithin(declaredLength: string, limit: number): boolean {
+  if (!isDigits(declaredLength)) return false;
+  const declared = Number(declaredLength);
+  return declared > 0 && declared <= limit;
+}
+
+/**
+ * readBody for the common case, without its promises: a body whose length
+ * isDeclaredWithin accepted, from a caller admitted already. uWS frames the
+ * body by that length, so no more can arrive; `then` gets it whole within
+ * uWS's data callback, each chunk copied once as readBody copies it. Not
+ * called if the client goes away first.
+ */
+export function readDeclaredBody(res: HttpResponse, then: (body: Buffer) => void): void {
+  let chunks: Buffer[] | null = null;
+  res.onData((chunk, isLast) => {
+    const copy = Buffer.from(new Uint8Array(chunk));
+    if (isLast && chunks === null) return then(copy);
+    (chunks ??= []).push(copy);
+    if (isLast) then(Buffer.concat(chunks));
+  });
+}
+
 const EMPTY_BODY = Buffer.alloc(0);
 
 function isDigits(text: string): boolean {

@@ -15,7 +15,7 @@ import { AnswerHead, snapshotHeaderLines, type ExtraHeaders } from './answer-hea
 import type { ConsoleAssets } from './console-assets.js';
 import type { Answer, BodyAnswer, Exchange } from './exchange.js';
 import type { ServiceMetrics } from './metrics.js';
-import { closedForAmbiguousLength, MAX_DISCARDED_BODY_BYTES, isContentType, readBody } from './request-body.js';
+import { closedForAmbiguousLength, MAX_DISCARDED_BODY_BYTES, isContentType, isDeclaredWithin, readBody, readDeclaredBody } from './request-body.js';
 import { RequestIds } from './request-ids.js';
 import { ROUTE_NAMES } from './request-stats.js';
 
@@ -292,6 +292,18 @@ export function createRouteKit(deps: ApiDependencies, app: TemplatedApp): BuiltR
     } catch (error) {
       // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- what admit threw (an HttpError, or a fault's Error), unchanged
       admitted = Promise.reject(error);
+    }
+    // An admitted caller's body of a declared length within the cap is read and answered without promises: most requests.
+    if (!(admitted instanceof Promise) && isContentType(contentType, mediaType) && isDeclaredWithin(declared, limit)) {
+      readDeclaredBody(res, (payload) => {
+        try {
+          const answered = answer(x, payload, input);
+          if (answered instanceof Promise) answered.catch((error: unknown) => fail(x, error));
+        } catch (error) {
+          fail(x, error);
+        }
+      });
+      return;
     }
     // Settled at once, so a refusal waits for the body without being an unhandled rejection meanwhile.
     const refusal = Promise.resolve(admitted).then(

@@ -20,7 +20,25 @@ export const MALFORMED_QUERY = null;
 
 /** Decode `text` strictly: its characters with every `%XX` escape decoded as UTF-8, or null when an escape or the bytes are malformed. */
 export function strictDecode(text: string): string | null {
-  if (text.indexOf('%') < 0) return text;
+  let at = text.indexOf('%');
+  if (at < 0) return text;
+  // Escapes of ASCII bytes (a VPA's `%40`) are decoded here: each is a
+  // character of its own, the same as decodeURIComponent gives, which would
+  // copy the text through a growing byte buffer. Anything else goes to it.
+  let decoded = '';
+  let from = 0;
+  while (at >= 0) {
+    const byte = hexByte(text, at + 1);
+    if (byte < 0 || byte >= 0x80) return decodeUtf8Escapes(text);
+    decoded += text.slice(from, at) + String.fromCharCode(byte);
+    from = at + 3;
+    at = text.indexOf('%', from);
+  }
+  return decoded + text.slice(from);
+}
+
+/** decodeURIComponent, or null where it throws. */
+function decodeUtf8Escapes(text: string): string | null {
   try {
     // The ECMAScript decoder is the strict one: URIError on `%` without two
     // hex digits, on invalid, overlong or surrogate UTF-8 sequences.
@@ -28,6 +46,20 @@ export function strictDecode(text: string): string | null {
   } catch {
     return null;
   }
+}
+
+/** The byte of the two hex digits at `at` in `text`, or -1 when they are not two hex digits. */
+function hexByte(text: string, at: number): number {
+  if (at + 2 > text.length) return -1;
+  const high = hexValue(text.charCodeAt(at));
+  const low = hexValue(text.charCodeAt(at + 1));
+  return high < 0 || low < 0 ? -1 : high * 16 + low;
+}
+
+function hexValue(c: number): number {
+  if (c >= 0x30 && c <= 0x39) return c - 0x30;
+  const lower = c | 0x20;
+  return lower >= 0x61 && lower <= 0x66 ? lower - 0x61 + 10 : -1;
 }
 
 /**
@@ -51,7 +83,9 @@ export function strictQueryValue(query: string, key: string): string | undefined
   // Escapes outside the value must be well formed too; those inside it are
   // checked by decoding it, so a query that is just the pair (the usual
   // lookup) is decoded once.
-  const elsewhere = from < 0 ? query.indexOf('%') >= 0 : query.lastIndexOf('%', from - 1) >= 0 || query.indexOf('%', to) >= 0;
+  // (indexOf, not lastIndexOf: the one is a scan in V8's own code, the other a call into its runtime.)
+  const first = query.indexOf('%');
+  const elsewhere = first >= 0 && (from < 0 || first < from || query.indexOf('%', to) >= 0);
   if (elsewhere && strictDecode(query) === null) return MALFORMED_QUERY;
   if (from < 0) return undefined;
   const value = query.slice(from, to);
