@@ -1,4 +1,4 @@
-import { asciiBytes, putAscii, putBytes, type ByteScratch } from '../common/byte-scratch.js';
+import { asciiBytes, putAscii, putPiece, type ByteScratch } from '../common/byte-scratch.js';
 import type { BatchItem, BatchResponse, Source, VpaVerdict } from '../engine/verdict.js';
 
 /**
@@ -35,8 +35,8 @@ const CLEARED_END = asciiBytes(
  */
 export function clearedVerdictBytes(out: ByteScratch, upi: string): Uint8Array {
   const b = out.clear().room(CLEARED_START.length + jsonStringBound(upi) + CLEARED_END.length);
-  const at = putJsonString(b, putBytes(b, 0, CLEARED_START, 0, CLEARED_START.length), upi);
-  return out.commit(putBytes(b, at, CLEARED_END, 0, CLEARED_END.length)).view();
+  const at = putJsonString(b, putPiece(b, 0, CLEARED_START), upi);
+  return out.commit(putPiece(b, at, CLEARED_END)).view();
 }
 
 export function batchItemJson(item: BatchItem): string {
@@ -83,7 +83,7 @@ export function jsonStringBound(text: string): number {
 export function putJsonString(target: Uint8Array, at: number, text: string): number {
   if (needsEscape(text)) {
     const encoded = Buffer.from(JSON.stringify(text), 'utf8');
-    return putBytes(target, at, encoded, 0, encoded.length);
+    return putPiece(target, at, encoded);
   }
   target[at] = QUOTE;
   const end = putAscii(target, at + 1, text);

@@ -1,5 +1,5 @@
 import { NOT_FOUND } from '../common/brand.js';
-import { asciiBytes, putAscii, putBytes, putDigits, type ByteScratch } from '../common/byte-scratch.js';
+import { asciiBytes, putAscii, putDigits, putPiece, type ByteScratch } from '../common/byte-scratch.js';
 import type { ServingView } from '../engine/serving-view.js';
 import { MAX_VPA_LENGTH } from '../vpa/vpa.js';
 import { badRequest, type HttpError } from './http-error.js';
@@ -45,7 +45,7 @@ export function answerBatchBody(view: ServingView, body: Buffer, out: ByteScratc
   const asOf = (parsed as Record<string, unknown>).as_of;
   if (typeof asOf === 'string') return { upis, asOf };
   const b = out.clear().room(BATCH_ANSWER_BOUND);
-  let at = put(b, 0, RESULTS_START);
+  let at = putPiece(b, 0, RESULTS_START);
   let flagged = 0;
   const { ids, inDelta } = view.locateAll(upis);
   for (let i = 0; i < upis.length; i++) {
@@ -53,22 +53,17 @@ export function answerBatchBody(view: ServingView, body: Buffer, out: ByteScratc
     const upi = upis[i]!;
     const id = ids[i]!;
     if (id === NOT_FOUND) {
-      at = put(b, putAscii(b, put(b, at, CLEARED_ITEM_START), upi), CLEARED_ITEM_END);
+      at = putPiece(b, putAscii(b, putPiece(b, at, CLEARED_ITEM_START), upi), CLEARED_ITEM_END);
     } else {
       flagged++;
       at = putFlaggedBatchItem(b, at, inDelta[i] === 1 ? view.delta! : view.base, id, upi);
     }
   }
-  at = putDigits(b, put(b, at, TOTAL), upis.length, 10, 1);
-  at = putDigits(b, put(b, at, FLAGGED_COUNT), flagged, 10, 1);
-  at = putDigits(b, put(b, at, CLEARED_COUNT), upis.length - flagged, 10, 1);
+  at = putDigits(b, putPiece(b, at, TOTAL), upis.length, 10, 1);
+  at = putDigits(b, putPiece(b, at, FLAGGED_COUNT), flagged, 10, 1);
+  at = putDigits(b, putPiece(b, at, CLEARED_COUNT), upis.length - flagged, 10, 1);
   b[at++] = CLOSE_BRACE;
   return out.commit(at).view();
-}
-
-/** A whole constant piece. */
-function put(target: Uint8Array, at: number, piece: Uint8Array): number {
-  return putBytes(target, at, piece, 0, piece.length);
 }
 
 const RESULTS_START = asciiBytes('{"results":[');

@@ -1,4 +1,4 @@
-import { asciiBytes, putAscii, putBytes, putDigits, type ByteScratch } from '../common/byte-scratch.js';
+import { asciiBytes, putAscii, putBytes, putDigits, putPiece, type ByteScratch } from '../common/byte-scratch.js';
 import { putIso } from '../common/time.js';
 import type { SnapshotView } from '../engine/snapshot-view.js';
 import { CONFIDENCE_SCALE, NO_CLUSTER, SOURCE_FLAG_SCREENSHOT } from '../engine/snapshot-data.js';
@@ -41,22 +41,22 @@ export function flaggedVerdictBytes(out: ByteScratch, view: SnapshotView, id: nu
 
   // Room for the bound once; the pieces are then put without a check or a method call each (byte-scratch.ts).
   const b = out.clear().room(bound);
-  let at = putJsonString(b, put(b, 0, UPI), upi);
-  at = putConfidence(b, put(b, at, STATUS_CONFIDENCE), confidence);
-  at = put(b, put(b, at, RISK_CATEGORY), RISK_CATEGORY_TEXT[risk]!);
+  let at = putJsonString(b, putPiece(b, 0, UPI), upi);
+  at = putConfidence(b, putPiece(b, at, STATUS_CONFIDENCE), confidence);
+  at = putPiece(b, putPiece(b, at, RISK_CATEGORY), RISK_CATEGORY_TEXT[risk]!);
   at = putClusterFields(b, at, clustered, clusterNumber, clusterSize);
-  at = putIso(b, put(b, at, FIRST_SEEN), firstSeen);
+  at = putIso(b, putPiece(b, at, FIRST_SEEN), firstSeen);
   // A loaded snapshot gives every VPA a source, so there is a newest capture.
-  at = put(b, putIso(b, put(b, at, LAST_SEEN), lastSeen), SOURCES);
+  at = putPiece(b, putIso(b, putPiece(b, at, LAST_SEEN), lastSeen), SOURCES);
   for (let s = from; s < to; s++) {
     if (s > from) b[at++] = COMMA;
     const url = d.sourceUrl[s]!;
-    at = putUrl(b, put(b, at, URL), view, url);
-    at = put(b, put(b, at, CATEGORY), SOURCE_CATEGORY_TEXT[d.urlCategory[url]!]!);
-    at = putIso(b, put(b, at, CAPTURED_AT), d.sourceCapturedAt[s]!);
-    at = put(b, at, (d.sourceFlags[s]! & SOURCE_FLAG_SCREENSHOT) !== 0 ? SCREENSHOT_TRUE : SCREENSHOT_FALSE);
+    at = putUrl(b, putPiece(b, at, URL), view, url);
+    at = putPiece(b, putPiece(b, at, CATEGORY), SOURCE_CATEGORY_TEXT[d.urlCategory[url]!]!);
+    at = putIso(b, putPiece(b, at, CAPTURED_AT), d.sourceCapturedAt[s]!);
+    at = putPiece(b, at, (d.sourceFlags[s]! & SOURCE_FLAG_SCREENSHOT) !== 0 ? SCREENSHOT_TRUE : SCREENSHOT_FALSE);
   }
-  at = putDigits(b, put(b, at, EVIDENCE_COUNT), evidence, 10, 1);
+  at = putDigits(b, putPiece(b, at, EVIDENCE_COUNT), evidence, 10, 1);
   b[at++] = CLOSE_BRACE;
   return out.commit(at).view();
 }
@@ -76,15 +76,15 @@ export function putFlaggedBatchItem(b: Uint8Array, at: number, view: SnapshotVie
   const risk = d.riskCategory[id]!;
   const cluster = d.vpaCluster[id]!;
   const evidence = d.evidenceCount[id]!;
-  at = put(b, at, UPI);
+  at = putPiece(b, at, UPI);
   b[at++] = QUOTE;
   at = putAscii(b, at, upi);
   b[at++] = QUOTE;
-  at = putConfidence(b, put(b, at, STATUS_CONFIDENCE), confidence);
-  at = put(b, put(b, at, RISK_CATEGORY), RISK_CATEGORY_TEXT[risk]!);
+  at = putConfidence(b, putPiece(b, at, STATUS_CONFIDENCE), confidence);
+  at = putPiece(b, putPiece(b, at, RISK_CATEGORY), RISK_CATEGORY_TEXT[risk]!);
   const clustered = cluster !== NO_CLUSTER;
   at = putClusterFields(b, at, clustered, clustered ? d.clusterNumber[cluster]! : 0, clustered ? view.clusterSize(cluster) : 0);
-  at = putDigits(b, put(b, at, BATCH_EVIDENCE_COUNT), evidence, 10, 1);
+  at = putDigits(b, putPiece(b, at, BATCH_EVIDENCE_COUNT), evidence, 10, 1);
   b[at++] = CLOSE_BRACE;
   return at;
 }
@@ -110,17 +110,9 @@ export function flaggedVerdictBound(view: SnapshotView, id: number, upi: string)
 
 /** `,"cluster_id":"MC-<number>","cluster_size":<size>`, or their null form: the same in a verdict and a batch item. */
 function putClusterFields(b: Uint8Array, at: number, clustered: boolean, clusterNumber: number, clusterSize: number): number {
-  if (!clustered) return put(b, at, NO_CLUSTER_FIELDS);
-  return putDigits(b, put(b, putDigits(b, put(b, at, CLUSTER_ID), clusterNumber, 10, 1), CLUSTER_SIZE), clusterSize, 10, 1);
+  if (!clustered) return putPiece(b, at, NO_CLUSTER_FIELDS);
+  return putDigits(b, putPiece(b, putDigits(b, putPiece(b, at, CLUSTER_ID), clusterNumber, 10, 1), CLUSTER_SIZE), clusterSize, 10, 1);
 }
-
-/** A whole constant piece (all are short: a loop, small enough for V8 to inline at each call). */
-function put(target: Uint8Array, at: number, piece: Uint8Array): number {
-  const n = piece.length;
-  for (let i = 0; i < n; i++) target[at + i] = piece[i]!;
-  return at + n;
-}
-
 
 const UPI = asciiBytes('{"upi":');
 const STATUS_CONFIDENCE = asciiBytes(',"status":"FLAGGED","confidence":');

@@ -1,4 +1,4 @@
-import { ByteScratch, asciiBytes, putAscii, putBytes, putDigits } from '../common/byte-scratch.js';
+import { asciiBytes, ByteScratch, putAscii, putBytes, putDigits, putPiece } from '../common/byte-scratch.js';
 import {
   RANGE_RECORD_WORDS,
   RECORD_CLUSTER,
@@ -397,7 +397,7 @@ function compareSuffixes(x: Uint32Array, a: number, y: Uint32Array, b: number): 
 }
 
 function putEntry(b: Uint8Array, start: number, i: number, padded: boolean): number {
-  let at = putBytes(b, start, ENTRY_START, 0, ENTRY_START.length);
+  let at = putPiece(b, start, ENTRY_START);
   const w = entries.words;
   // The suffix: the first word's last three hex digits, then the other seven words' eight each, a byte's two at a time.
   const first = w[8 * i]!;
@@ -411,12 +411,12 @@ function putEntry(b: Uint8Array, start: number, i: number, padded: boolean): num
     at = putHexByte(b, at, word & 255);
   }
   const afterSuffix = AFTER_SUFFIX[entries.category[i]!]!;
-  at = putBytes(b, at, afterSuffix, 0, afterSuffix.length);
+  at = putPiece(b, at, afterSuffix);
   at = putConfidence(b, at, entries.confidence[i]!);
   const cluster = entries.cluster[i]!;
-  if (cluster === NONE) at = putBytes(b, at, CLUSTER_NULL, 0, CLUSTER_NULL.length);
+  if (cluster === NONE) at = putPiece(b, at, CLUSTER_NULL);
   else {
-    at = putBytes(b, at, CLUSTER_ID, 0, CLUSTER_ID.length);
+    at = putPiece(b, at, CLUSTER_ID);
     at = putDigits(b, at, cluster, 10, 1);
     b[at++] = QUOTE;
   }
