@@ -32,7 +32,7 @@ import { SnapshotView } from '../../src/engine/snapshot-view.js';
 import { useServiceAllocatorSettings } from '../support/allocator.js';
 import { medianBy, round3, wholeNumberOption } from '../support/report.js';
 import { requireWrk } from './load-tools.js';
-import { bodyBytesOf, pollUntil, rotatedPeakRounds, sleep, startBare, targetFor, type BareServer, type RotatedRound } from './scenarios.js';
+import { bodyBytesOf, evidenceRead, rotatedPeakRounds, sleep, startBare, targetFor, type BareServer, type RotatedRound } from './scenarios.js';
 import { writeWorkload } from './workload.js';
 
 const { values: args } = parseArgs({
@@ -101,19 +101,6 @@ async function start(named: Named): Promise<Running> {
   return { name: named.name, port, pid: child.pid!, stop };
 }
 
-/** Until the server has read its stored evidence (upi_risk_build_carried_bytes > 0). */
-function evidenceRead(server: Running): Promise<number> {
-  return pollUntil(
-    async () => {
-      const text = await (await fetch(`http://127.0.0.1:${server.port}/metrics`)).text();
-      const match = /^upi_risk_build_carried_bytes (\S+)$/m.exec(text);
-      return match !== null && Number(match[1]) > 0;
-    },
-    200,
-    `${server.name} did not read its stored evidence within 600 s`,
-  );
-}
-
 async function main(): Promise<void> {
   requireWrk();
   useServiceAllocatorSettings();
@@ -130,7 +117,7 @@ async function main(): Promise<void> {
   try {
     const workload = await writeWorkload(new SnapshotView(found.data), scratch, { hitRatio });
     for (const named of servers) running.push(await start(named));
-    for (const server of running) log(`${server.name}: listening on ${server.port}, read its evidence in ${await evidenceRead(server)} s`);
+    for (const server of running) log(`${server.name}: listening on ${server.port}, read its evidence in ${await evidenceRead(server.name, server.port)} s`);
     await sleep(2000);
     const wrkOptions = { seconds, connections, threads: 1 };
     for (const scenario of scenarios as ('single' | 'batch')[]) {

@@ -19,7 +19,8 @@ import { runOpenLoop, runPaced, runWrk, type OpenLoopResult, type PacedResult, t
 import type { Workload } from './workload.js';
 import { medianBy, round3 } from '../support/report.js';
 
-const BARE_SERVER = fileURLToPath(new URL('./bare-server.js', import.meta.url));
+/** The bare server's script (bare-server.ts), the ceiling every HTTP figure is measured against. */
+export const BARE_SERVER = fileURLToPath(new URL('./bare-server.js', import.meta.url));
 
 export type Scenario = 'single' | 'batch' | 'cluster' | 'range';
 export const SCENARIOS: readonly Scenario[] = ['single', 'batch', 'cluster', 'range'];
@@ -626,6 +627,25 @@ export async function pollUntil(check: () => Promise<boolean>, intervalMs: numbe
     await sleep(intervalMs);
   }
   throw new Error(failure);
+}
+
+/**
+ * Until a service on `port` (plain HTTP, asked from loopback) has read its
+ * stored evidence for incremental builds (upi_risk_build_carried_bytes
+ * above 0): the read-ahead runs beside the first requests otherwise. The
+ * seconds it took.
+ */
+export function evidenceRead(name: string, port: number, limitMs = 600_000): Promise<number> {
+  return pollUntil(
+    async () => {
+      const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+      const match = /^upi_risk_build_carried_bytes (\S+)$/m.exec(text);
+      return match !== null && Number(match[1]) > 0;
+    },
+    200,
+    `${name} did not read its stored evidence within ${limitMs / 1000} s`,
+    limitMs,
+  );
 }
 
 /**
