@@ -59,7 +59,10 @@ const token = args.token;
 const servers = (args.server ?? []).map((text) => {
   const at = text.indexOf('=');
   if (at < 1) throw new Error(`--server takes NAME=COMMAND, got ${text}`);
-  return { name: text.slice(0, at), command: text.slice(at + 1) };
+  const name = text.slice(0, at);
+  // Names become callgrind's file names, read back by pattern.
+  if (!/^[A-Za-z0-9_-]+$/.test(name) || name === 'ceiling') throw new Error(`a --server name is letters, digits, "_" and "-", and not "ceiling": got ${name}`);
+  return { name, command: text.slice(at + 1) };
 });
 if (servers.length === 0) throw new Error('give at least one --server NAME=COMMAND');
 const log = (line: string) => process.stderr.write(`${line}\n`);
