@@ -28,7 +28,7 @@ test('no length, zero, or anything but digits is left to readBody', () => {
   );
 });
 
-test('a length past any cap is refused, however many digits it has', () => {
+test('a length past the cap, however many digits it has, is left to readBody', () => {
   assert.equal(isDeclaredWithin('9'.repeat(400), 1_000_000), false);
   assert.equal(isDeclaredWithin('1000001', 1_000_000), false);
   assert.equal(isDeclaredWithin('1000000', 1_000_000), true);
