@@ -32,7 +32,7 @@ import { SnapshotView } from '../../src/engine/snapshot-view.js';
 import { useServiceAllocatorSettings } from '../support/allocator.js';
 import { medianBy, round3, wholeNumberOption } from '../support/report.js';
 import { requireWrk } from './load-tools.js';
-import { bodyBytesOf, evidenceRead, rotatedPeakRounds, sleep, startBare, targetFor, type BareServer, type RotatedRound } from './scenarios.js';
+import { bodyBytesOf, evidenceRead, namedCommand, rotatedPeakRounds, sleep, startBare, targetFor, type BareServer, type NamedCommand, type RotatedRound } from './scenarios.js';
 import { writeWorkload } from './workload.js';
 
 const { values: args } = parseArgs({
@@ -51,16 +51,7 @@ const { values: args } = parseArgs({
   strict: true,
 });
 
-interface Named {
-  readonly name: string;
-  readonly command: string;
-}
-
-const servers: Named[] = (args.server ?? []).map((text) => {
-  const at = text.indexOf('=');
-  if (at < 1) throw new Error(`--server takes NAME=COMMAND, got ${text}`);
-  return { name: text.slice(0, at), command: text.slice(at + 1) };
-});
+const servers: NamedCommand[] = (args.server ?? []).map(namedCommand);
 if (servers.length < 2) throw new Error('give at least two --server NAME=COMMAND');
 if (args['data-dir'] === undefined || args.token === undefined) throw new Error('--data-dir and --token are required');
 const scenarios = args.scenarios.split(',').map((s) => s.trim());
@@ -81,7 +72,7 @@ interface Running {
 }
 
 /** `command` in a session of its own, once it says where it listens. */
-async function start(named: Named): Promise<Running> {
+async function start(named: NamedCommand): Promise<Running> {
   const child: ChildProcess = spawn('sh', ['-c', `exec ${named.command}`], { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
   let output = '';
   child.stderr!.on('data', (c: Buffer) => (output += c.toString()));

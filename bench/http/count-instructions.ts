@@ -33,7 +33,7 @@ import { dataDir as openDataDir } from '../../src/common/data-dir.js';
 import { loadNewestValidSnapshot } from '../../src/engine/snapshot-files.js';
 import { SnapshotView } from '../../src/engine/snapshot-view.js';
 import { round3, wholeNumberOption } from '../support/report.js';
-import { BARE_SERVER, bodyBytesOf, evidenceRead } from './scenarios.js';
+import { BARE_SERVER, bodyBytesOf, evidenceRead, namedCommand } from './scenarios.js';
 import { writeWorkload } from './workload.js';
 
 const { values: args } = parseArgs({
@@ -57,12 +57,10 @@ const warm = wholeNumberOption('warm', args.warm);
 const requests = wholeNumberOption('requests', args.requests);
 const token = args.token;
 const servers = (args.server ?? []).map((text) => {
-  const at = text.indexOf('=');
-  if (at < 1) throw new Error(`--server takes NAME=COMMAND, got ${text}`);
-  const name = text.slice(0, at);
+  const server = namedCommand(text);
   // Names become callgrind's file names, read back by pattern.
-  if (!/^[A-Za-z0-9_-]+$/.test(name) || name === 'ceiling') throw new Error(`a --server name is letters, digits, "_" and "-", and not "ceiling": got ${name}`);
-  return { name, command: text.slice(at + 1) };
+  if (!/^[A-Za-z0-9_-]+$/.test(server.name) || server.name === 'ceiling') throw new Error(`a --server name is letters, digits, "_" and "-", and not "ceiling": got ${server.name}`);
+  return server;
 });
 if (servers.length === 0) throw new Error('give at least one --server NAME=COMMAND');
 const log = (line: string) => process.stderr.write(`${line}\n`);

@@ -629,6 +629,19 @@ export async function pollUntil(check: () => Promise<boolean>, intervalMs: numbe
   throw new Error(failure);
 }
 
+/** A server to compare, from a `--server NAME=COMMAND` option. */
+export interface NamedCommand {
+  readonly name: string;
+  readonly command: string;
+}
+
+/** A `--server NAME=COMMAND` option's name and command. */
+export function namedCommand(text: string): NamedCommand {
+  const at = text.indexOf('=');
+  if (at < 1) throw new Error(`--server takes NAME=COMMAND, got ${text}`);
+  return { name: text.slice(0, at), command: text.slice(at + 1) };
+}
+
 /**
  * Until a service on `port` (plain HTTP, asked from loopback) has read its
  * stored evidence for incremental builds (upi_risk_build_carried_bytes
