@@ -46,11 +46,12 @@ export function createAdmission(deps: AdmissionDependencies): Admission {
   /** A failed authentication is charged to the client IP instead of a key. */
   const authorize = (x: Exchange, authorization: string, scope: KeyScope): KeyRecord | Promise<KeyRecord> => {
     const presented = authorization === lastAuthorization ? lastToken : bearerToken(authorization);
+    let record: KeyRecord | null = null;
     if (typeof presented === 'string') {
       lastAuthorization = authorization;
       lastToken = presented;
+      record = deps.keys.verify(presented);
     }
-    const record = typeof presented === 'string' ? deps.keys.verify(presented) : null;
     if (record === null) return refuseKey(x, presented, remoteAddress(x.res));
     return admitKey(x, record, scope);
   };
